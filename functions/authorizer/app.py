@@ -1,0 +1,26 @@
+"""HTTP API Lambda authorizer (simple responses): API key or client JWT -> tenant, subject, origin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from holdpoint.auth import authenticate
+from holdpoint.store import Store
+
+logger = Logger(service="holdpoint-authorizer")
+_store: list[Store] = []
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    token = headers.get("authorization")
+    if token is None and event.get("identitySource"):
+        token = event["identitySource"][0]
+    if not _store:
+        _store.append(Store())
+    caller = authenticate(token, _store[0])
+    if caller is None:
+        logger.info("denied", extra={"route": event.get("routeKey")})
+        return {"isAuthorized": False}
+    return {"isAuthorized": True, "context": caller.context()}

@@ -1,0 +1,54 @@
+"""Engine Lambda: consumes the FIFO work queue, one session step loop per message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from holdpoint.parking import Parking
+from holdpoint.queue import WorkQueue
+from holdpoint.runner import Runner, parse_body
+from holdpoint.store import Store
+
+logger = Logger(service="holdpoint-engine")
+metrics = Metrics(namespace="Holdpoint", service="engine")
+processor = SqsFifoPartialProcessor()
+_runner: list[Runner] = []
+
+METRIC_NAMES = {
+    "interrupts_raised": "InterruptsRaised",
+    "interrupts_resumed": "InterruptsResumed",
+    "interrupts_expired": "InterruptsExpired",
+    "calls_voided": "CallsVoided",
+    "decisions_delivered": "DecisionsDelivered",
+}
+
+
+def runner() -> Runner:
+    if not _runner:
+        _runner.append(Runner(Store(), Parking(), WorkQueue()))
+    return _runner[0]
+
+
+def record_handler(record: SQSRecord) -> None:
+    message = parse_body(record.body)
+    logger.append_keys(session_id=message.get("session_id"), interrupt_id=message.get("interrupt_id"))
+    logger.info("work", extra={"kind": message.get("kind"), "receive_count":
+                               record.attributes.approximate_receive_count})
+    runner().handle(message)
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    run = runner()
+    run.counters.counts.clear()
+    out = process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                   context=context)
+    for name, value in run.counters.counts.items():
+        if name in METRIC_NAMES:
+            metrics.add_metric(name=METRIC_NAMES[name], unit=MetricUnit.Count, value=value)
+    return out

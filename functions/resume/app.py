@@ -1,0 +1,73 @@
+"""Resume Lambda: one conditional write flips the interrupt, then one SendTaskSuccess (R7)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from holdpoint.auth import Caller
+from holdpoint.inputs import ApiError
+from holdpoint.models import Id, ResumeBody, first_error
+from holdpoint.parking import Parking
+from holdpoint.resume import resume
+from holdpoint.store import Store
+from pydantic import TypeAdapter, ValidationError
+
+MAX_BODY_BYTES = 1_048_576
+ID: TypeAdapter[str] = TypeAdapter(Id)
+
+logger = Logger(service="holdpoint-resume")
+metrics = Metrics(namespace="Holdpoint", service="resume")
+_deps: dict[str, Any] = {}
+
+
+def _reply(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    return {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+
+
+def _parse(event: dict[str, Any]) -> tuple[Caller, str, str, Any]:
+    lam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
+    if not lam.get("tenant"):
+        raise ApiError(401, "unauthorized", "missing or invalid credentials")
+    params = event.get("pathParameters") or {}
+    session_id, interrupt_id = params.get("session_id", ""), params.get("interrupt_id", "")
+    try:
+        ID.validate_python(session_id)
+    except ValidationError:
+        raise ApiError(404, "not_found", f"session {session_id} not found") from None
+    try:
+        ID.validate_python(interrupt_id)
+    except ValidationError:
+        raise ApiError(400, "validation_error", "interrupt_id is not a valid id", "interrupt_id") from None
+    raw = event.get("body") or "{}"
+    if len(raw) > MAX_BODY_BYTES:
+        raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+    try:
+        body = ResumeBody.model_validate_json(raw)
+    except ValidationError as exc:
+        param, msg = first_error(exc)
+        raise ApiError(400, "validation_error", msg, param or "body") from None
+    return Caller.from_context(lam), session_id, interrupt_id, body.payload
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    try:
+        who, session_id, interrupt_id, payload = _parse(event)
+        logger.append_keys(session_id=session_id, interrupt_id=interrupt_id)
+        if not _deps:
+            _deps["store"], _deps["parking"] = Store(), Parking()
+        out = resume(_deps["store"], _deps["parking"], who, session_id, interrupt_id, payload)
+    except ApiError as exc:
+        logger.info("refused", extra={"code": exc.code, "status": exc.status})
+        return _reply(exc.status, exc.body())
+    except Exception:  # noqa: BLE001 - never a stack trace in a body
+        logger.exception("unhandled")
+        return _reply(500, {"error": {"code": "internal", "message": "internal error"}})
+    logger.info("resume", extra={"noop": out["noop"]})
+    if not out["noop"]:
+        metrics.add_metric(name="InterruptsResumed", unit=MetricUnit.Count, value=1)
+    return _reply(200, out)

@@ -1,0 +1,83 @@
+"""Who is calling: API keys (stored hashed) and short-lived client JWTs (HS256)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import jwt
+
+from .store import Store
+
+ORIGINS = ("worker", "client", "machine", "operator", "system")
+JWT_AUDIENCE = "holdpoint"
+
+
+@dataclass(frozen=True)
+class Caller:
+    tenant: str
+    subject: str
+    origin: str
+    session_id: str | None = None  # a client token is bound to one session
+
+    def context(self) -> dict[str, str]:
+        out = {"tenant": self.tenant, "subject": self.subject, "origin": self.origin}
+        if self.session_id:
+            out["session_id"] = self.session_id
+        return out
+
+    @classmethod
+    def from_context(cls, ctx: dict[str, Any]) -> Caller:
+        return cls(tenant=ctx["tenant"], subject=ctx["subject"], origin=ctx.get("origin", "client"),
+                   session_id=ctx.get("session_id") or None)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def put_api_key(table_name: str, key: str, tenant: str, subject: str, origin: str = "client",
+                client: Any = None) -> None:
+    """Store an API key by its hash only; the key itself is never written anywhere."""
+    if origin not in ORIGINS:
+        raise ValueError(f"origin must be one of {ORIGINS}")
+    Store(table_name, client).put_api_key(hash_key(key), tenant, subject, origin)
+
+
+_JWT_SECRET: dict[str, str] = {}
+
+
+def jwt_secret() -> str | None:
+    arn = os.environ.get("JWT_SECRET_ARN")
+    if not arn:
+        return None
+    if arn not in _JWT_SECRET:
+        _JWT_SECRET[arn] = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+    return _JWT_SECRET[arn]
+
+
+def authenticate(authorization: str | None, store: Store) -> Caller | None:
+    """`Bearer <api key>` or `Bearer <jwt>`; None when neither checks out."""
+    if not authorization or not authorization.lower().startswith("bearer "):
+        return None
+    token = authorization[7:].strip()
+    if not token or len(token) > 4096:
+        return None
+    if token.count(".") == 2:
+        secret = jwt_secret()
+        if not secret:
+            return None
+        try:
+            claims = jwt.decode(token, secret, algorithms=["HS256"], audience=JWT_AUDIENCE,
+                                options={"require": ["exp", "sub", "tenant"]})
+        except jwt.PyJWTError:
+            return None
+        return Caller(tenant=str(claims["tenant"]), subject=str(claims["sub"]), origin="client",
+                      session_id=claims.get("session_id"))
+    found = store.get_api_key(hash_key(token))
+    if found is None:
+        return None
+    return Caller(tenant=found["tenant"], subject=found["subject"], origin=found["origin"])

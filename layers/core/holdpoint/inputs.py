@@ -1,0 +1,163 @@
+"""Client inputs applied to a session (SPEC §4, R9, R11). Pure: raises ApiError to refuse."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import interrupts as rules
+from .engine import start_turn
+from .models import ClientMessageInput, ClientMessagesInput
+from .session import Effect, SessionState, derive, mint
+from .tree import ViewConflict
+
+
+class ApiError(Exception):
+    """A refusal with its HTTP status and error body (`{"error": {code, message, param?}}`)."""
+
+    def __init__(self, status: int, code: str, message: str, param: str | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.param = param
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.param:
+            err["param"] = self.param
+        err.update(self.extra)
+        return {"error": err}
+
+
+@dataclass
+class Accepted:
+    session_id: str
+    turn_id: str | None
+    queued: bool = False
+    known: bool = False
+
+
+def refuse_if_parked(state: SessionState, fork_id: str | None) -> None:
+    """R9: new messages extending a parked branch are refused, recording nothing."""
+    held = rules.parking(state, fork_id) if state.tree.nodes or fork_id else [
+        i for i in state.open_interrupts() if i.anchor is None
+    ]
+    if held:
+        ids = [i.interrupt_id for i in held]
+        raise ApiError(409, "interrupted", f"the branch is parked by open interrupt(s): {', '.join(ids)}",
+                       interrupt_ids=ids)
+
+
+def _refuse_if_turn_active(state: SessionState) -> None:
+    active = state.header.active_turn
+    if active:
+        raise ApiError(409, "turn_already_active", f"turn {active} is still running", turn_id=active)
+
+
+def start_session(state: SessionState, agent: dict[str, Any]) -> None:
+    """First input of a session: the config in force, and `session.start` first in the queue."""
+    state.header.agent = agent
+    state.emit("session.created", agent_id=state.header.agent_id)
+    state.enqueue({"type": "session.start"}, anchor=None, turn_id=None, key=("session.start",))
+
+
+def _known_turn(state: SessionState, turn_id: str | None) -> Accepted | None:
+    if turn_id and turn_id in state.turns:
+        return Accepted(state.header.session_id, turn_id, known=True)
+    return None
+
+
+def _dispatch(state: SessionState, turn_id: str, new_from: int, client: dict[str, Any] | None) -> None:
+    path = [n.message for n in state.tree.active_path()]
+    trigger: dict[str, Any] = {"type": "client.messages", "messages": path, "new_from": new_from}
+    if client is not None:
+        trigger["client"] = client
+    state.enqueue(trigger, anchor=state.tree.head_id, turn_id=turn_id, key=("client", turn_id))
+    state.effects.append(Effect(kind="kick"))
+
+
+def accept_message(state: SessionState, inp: ClientMessageInput) -> Accepted:
+    """`client.message`: one message at the head."""
+    known = _known_turn(state, inp.turn_id)
+    if known:
+        return known
+    refuse_if_parked(state, state.tree.head_id)
+    _refuse_if_turn_active(state)
+    turn_id = inp.turn_id or mint("turn")
+    node_id = inp.message.id or derive("msg", state.header.session_id, turn_id, 0)
+    if node_id in state.tree.nodes:
+        raise ApiError(400, "invalid_request", f"message id {node_id!r} already exists", param="message.id")
+    state.add_node(node_id, state.tree.head_id, inp.message.wire())
+    state.emit("message.added", message_id=node_id, role=inp.message.role)
+    start_turn(state, turn_id)
+    _dispatch(state, turn_id, len(state.tree.active_path()) - 1, None)
+    return Accepted(state.header.session_id, turn_id)
+
+
+def accept_view(state: SessionState, inp: ClientMessagesInput) -> Accepted:
+    """`client.messages`: the client's full view, merged by id from the root (R11)."""
+    known = _known_turn(state, inp.turn_id)
+    if known:
+        return known
+    turn_id = inp.turn_id or mint("turn")
+    view = [m.wire() for m in inp.messages]
+    try:
+        merge = state.tree.merge_view(view, lambda i: derive("msg", state.header.session_id, turn_id, i))
+    except ViewConflict as exc:
+        raise ApiError(400, "invalid_request", str(exc), param=f"messages[{exc.index}].id") from exc
+    old_head = state.tree.head_id
+    if not merge.new_nodes:
+        state.move_head(merge.head_id)
+        rules.void_llm_calls_off_path(state, old_head)
+        return Accepted(state.header.session_id, None)
+    refuse_if_parked(state, merge.fork_id)
+    forks_away = old_head is not None and not (
+        merge.fork_id is not None and state.tree.is_ancestor_or_self(old_head, merge.fork_id)
+    )
+    if forks_away:
+        _suspend_active_turn(state)
+    else:
+        _refuse_if_turn_active(state)
+    for node in merge.new_nodes:
+        state.add_node(node.id, node.parent_id, node.message)
+        state.emit("message.added", message_id=node.id, role=node.message.get("role"))
+    if state.tree.head_id != merge.head_id:
+        state.move_head(merge.head_id)
+    rules.void_llm_calls_off_path(state, old_head)
+    start_turn(state, turn_id)
+    _dispatch(state, turn_id, merge.new_from or 0, inp.client)
+    return Accepted(state.header.session_id, turn_id)
+
+
+def _suspend_active_turn(state: SessionState) -> None:
+    """Branching away from a running turn leaves it suspended on its branch (R11)."""
+    turn = state.turns.get(state.header.active_turn or "")
+    if turn is not None and turn.status == "running":
+        turn.status = "suspended"
+        state.touch(turn)
+        state.emit("turn.suspended", turn_id=turn.id)
+    state.header.active_turn = None
+
+
+def raise_from_api(state: SessionState, *, reason: str, payload: Any, origin: str, global_: bool,
+                   interrupt_id: str | None, expires_in: int | None, request_id: str) -> str:
+    """R5: an operator or client pause at the current head (or global when asked)."""
+    anchor = None if global_ or not state.tree.nodes else state.tree.head_id
+    interrupt = rules.raise_interrupt(
+        state,
+        interrupt_id=interrupt_id,
+        reason=reason,
+        payload=payload,
+        origin=origin,
+        anchor=anchor,
+        expires_in=expires_in,
+        call_id=None,
+        turn_id=state.header.active_turn,
+        raised_by=f"api:{request_id}",
+    )
+    if interrupt is None:
+        return interrupt_id or ""
+    state.effects.append(Effect(kind="kick"))
+    return interrupt.interrupt_id

@@ -1,0 +1,154 @@
+"""Interrupt rules (SPEC §3): anchoring, parking, holding, voiding, privilege."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .session import Call, Decision, Effect, Interrupt, SessionState, derive, now_iso
+
+ORIGIN_RANK = {"worker": 0, "client": 0, "machine": 1, "operator": 2, "system": 3}
+
+# Follow-on decisions are held while their branch is parked (R10); a tool.execute is how an
+# already-issued tool call runs (R6), and interrupt.resumed is the resume itself (R3, R8).
+HOLDABLE = frozenset({"tool.finished", "llm.finished", "sub_agent.finished", "turn.finished", "client.messages"})
+
+DEFAULT_PARK_SECONDS = 31_536_000  # one year, Step Functions' longest execution
+
+
+def may_resume(caller_origin: str, interrupt_origin: str) -> bool:
+    """A caller may clear an interrupt whose origin does not outrank it; operators clear system ones."""
+    if caller_origin == "operator" and interrupt_origin == "system":
+        return True
+    return ORIGIN_RANK.get(interrupt_origin, 3) <= ORIGIN_RANK.get(caller_origin, -1)
+
+
+def resumable_origins(caller_origin: str) -> list[str]:
+    return [o for o in ORIGIN_RANK if may_resume(caller_origin, o)]
+
+
+def parks(state: SessionState, interrupt: Interrupt, node_id: str | None) -> bool:
+    """An open interrupt parks the branch through `node_id` when global or its anchor is on it."""
+    if interrupt.status != "open":
+        return False
+    if interrupt.anchor is None:
+        return True
+    return state.tree.is_ancestor_or_self(interrupt.anchor, node_id)
+
+
+def parking(state: SessionState, node_id: str | None) -> list[Interrupt]:
+    return [i for i in state.open_interrupts() if parks(state, i, node_id)]
+
+
+def active_parking(state: SessionState) -> list[Interrupt]:
+    """Open interrupts that park the active path (R14: the session reads `interrupted`)."""
+    return parking(state, state.tree.head_id)
+
+
+def is_held(state: SessionState, decision: Decision) -> bool:
+    if decision.trigger.get("type") not in HOLDABLE:
+        return False
+    return bool(parking(state, decision.anchor))
+
+
+def expiry(interrupt_expires_in: int | None, default: int | None) -> tuple[int, str | None]:
+    """(Step Functions TimeoutSeconds, expires_at) for an interrupt (R16)."""
+    seconds = interrupt_expires_in or default
+    if not seconds:
+        return DEFAULT_PARK_SECONDS, None
+    at = datetime.now(UTC) + timedelta(seconds=seconds)
+    return seconds, at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def raise_interrupt(
+    state: SessionState,
+    *,
+    interrupt_id: str | None,
+    reason: str,
+    payload: Any,
+    origin: str,
+    anchor: str | None,
+    expires_in: int | None,
+    call_id: str | None,
+    turn_id: str | None,
+    raised_by: str,
+) -> Interrupt | None:
+    """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1)."""
+    h = state.header
+    iid = interrupt_id or derive("int", h.tenant, h.session_id, raised_by)
+    existing = state.interrupts.get(iid)
+    generation = 0
+    if existing is not None:
+        if existing.status == "open" or existing.raised_by == raised_by:
+            return None
+        generation = existing.generation + 1  # a closed id raised again by a new step reopens it
+    default = (h.agent or {}).get("interrupt_expires_in")
+    _, expires_at = expiry(expires_in, default)
+    interrupt = Interrupt(
+        interrupt_id=iid,
+        origin=origin,
+        reason=reason,
+        payload=payload,
+        anchor=anchor,
+        created_at=now_iso(),
+        dedup_key=derive("park", h.tenant, h.session_id, iid, generation)[5:],
+        generation=generation,
+        rev=existing.rev if existing is not None else 0,
+        expires_in=expires_in or default,
+        expires_at=expires_at,
+        call_id=call_id,
+        turn_id=turn_id,
+        raised_by=raised_by,
+    )
+    if existing is None:
+        state.put(interrupt)
+    else:
+        state.interrupts[iid] = interrupt
+        state.touch(interrupt)
+    event: dict[str, Any] = {"interrupt_id": iid, "origin": origin, "reason": reason, "payload": payload}
+    if anchor is not None:
+        event["anchor"] = anchor
+    state.emit("session.interrupted", **event)
+    void_parked_llm_calls(state)
+    state.effects.append(Effect(kind="start_park", interrupt_id=iid))
+    return interrupt
+
+
+def llm_call_parked(state: SessionState, call: Call) -> bool:
+    return call.kind == "llm_call" and bool(parking(state, call.anchor))
+
+
+def void_call(state: SessionState, call: Call, reason: str) -> None:
+    call.status = "voided"
+    state.touch(call)
+    state.emit("call.voided", call_id=call.id, kind=call.kind, anchor=call.anchor, reason=reason)
+
+
+def void_parked_llm_calls(state: SessionState) -> None:
+    """R6: LLM calls in flight on a parked branch are voided; tools and sub-agents go on."""
+    for call in state.open_calls():
+        if llm_call_parked(state, call):
+            void_call(state, call, "parked")
+
+
+def void_llm_calls_off_path(state: SessionState, left_head: str | None) -> None:
+    """SPEC §4: moving the head away voids LLM calls in flight on the branch left."""
+    active = state.tree.path_ids(state.tree.head_id)
+    for call in state.open_calls():
+        if call.kind != "llm_call" or call.anchor is None:
+            continue
+        on_left = state.tree.is_ancestor_or_self(call.anchor, left_head)
+        if on_left and call.anchor not in active:
+            void_call(state, call, "head_moved")
+
+
+def status(state: SessionState) -> str:
+    """R14: status read at the head."""
+    if active_parking(state):
+        return "interrupted"
+    if state.header.active_turn:
+        return "running"
+    last = state.turns.get(state.header.last_turn or "")
+    if last is not None and last.status == "done":
+        return "done"
+    return "idle"

@@ -1,0 +1,341 @@
+"""Wire shapes of the worker protocol and the client API.
+
+Field names follow the public Substructure worker protocol exactly, so a
+worker written for that engine runs against Holdpoint unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$")]
+"""Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
+
+Origin = Literal["worker", "client", "machine", "operator", "system"]
+
+
+class Wire(BaseModel):
+    """Base for wire shapes: unknown fields are refused so typos name their field."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+class Open(BaseModel):
+    """Base for shapes the protocol lets grow (agent config, tool specs)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+# --- messages -----------------------------------------------------------------
+
+
+class ToolCallFunction(Wire):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    arguments: Annotated[str, StringConstraints(max_length=262_144)] = "{}"
+
+
+class ToolCall(Wire):
+    id: Id
+    type: Literal["function"] = "function"
+    function: ToolCallFunction
+
+
+class Message(Wire):
+    id: Id | None = None
+    role: Literal["system", "user", "assistant", "tool"]
+    content: Annotated[str, StringConstraints(max_length=262_144)] | list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: Id | None = None
+    name: Annotated[str, StringConstraints(max_length=128)] | None = None
+
+
+# --- agent config -------------------------------------------------------------
+
+
+class ToolSpec(Open):
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
+    description: str | None = None
+    input: dict[str, Any] | None = None
+    output: dict[str, Any] | None = None
+    handler: Literal["worker", "client"] | None = None
+
+
+class LlmConfig(Open):
+    provider: Literal["scripted", "bedrock", "openai", "worker"] = "scripted"
+
+
+class WorkerConfig(Open):
+    """Where decisions go: an HTTPS url, a Lambda ARN, or an in-process callable (`python`)."""
+
+    url: str | None = None
+    lambda_arn: str | None = None
+    python: str | None = None
+    secret: str | None = Field(default=None, description="HMAC secret, or `env:NAME` / `secretsmanager:ARN`")
+    timeout_secs: float = 30.0
+
+
+class AgentConfig(Open):
+    model: str | None = None
+    llm: LlmConfig | None = None
+    system: str | None = None
+    tools: list[ToolSpec] = Field(default_factory=list)
+    worker: WorkerConfig | None = None
+    interrupt_expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
+
+
+# --- triggers (engine -> worker) -------------------------------------------------
+
+
+class SessionStart(Wire):
+    type: Literal["session.start"] = "session.start"
+
+
+class ClientMessages(Wire):
+    type: Literal["client.messages"] = "client.messages"
+    messages: list[dict[str, Any]]
+    new_from: int
+    client: dict[str, Any] | None = None
+
+
+class ToolInput(Wire):
+    status: Literal["valid", "invalid", "malformed"]
+    value: Any = None
+    error: str | None = None
+
+
+class ToolExecute(Wire):
+    type: Literal["tool.execute"] = "tool.execute"
+    id: str
+    name: str
+    arguments: str
+    input: ToolInput
+    attempt: int = 1
+    deadline: str | None = None
+
+
+class ToolFinished(Wire):
+    type: Literal["tool.finished"] = "tool.finished"
+    id: str
+    ok: bool
+    name: str
+    result: Any = None
+    error: Any = None
+
+
+class LlmFinished(Wire):
+    type: Literal["llm.finished"] = "llm.finished"
+    id: str
+    ok: bool
+    message: dict[str, Any] | None = None
+    truncated: bool = False
+    usage: dict[str, Any] | None = None
+    cost: float | None = None
+    error: Any = None
+    code: str | None = None
+
+
+class InterruptResumed(Wire):
+    type: Literal["interrupt.resumed"] = "interrupt.resumed"
+    interrupt_id: str
+    payload: Any = None
+
+
+class TurnFinished(Wire):
+    type: Literal["turn.finished"] = "turn.finished"
+
+
+Trigger = Annotated[
+    SessionStart | ClientMessages | ToolExecute | ToolFinished | LlmFinished | InterruptResumed | TurnFinished,
+    Field(discriminator="type"),
+]
+
+
+# --- actions (worker -> engine) ---------------------------------------------------
+
+
+class LlmCallAction(Wire):
+    type: Literal["llm.call"]
+    id: Id | None = None
+    model: str | None = None
+    messages: list[Message] | None = None
+    tools: list[dict[str, Any]] | None = None
+    temperature: float | None = None
+    max_completion_tokens: int | None = None
+    stream: bool | None = None
+    retry: dict[str, Any] | None = None
+
+
+class ToolCallAction(Wire):
+    type: Literal["tool.call"]
+    id: Id | None = None
+    name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    arguments: str | dict[str, Any] = "{}"
+    retry: dict[str, Any] | None = None
+
+
+class ToolResultAction(Wire):
+    type: Literal["tool.result"]
+    id: Id | None = None
+    attempt: int | None = None
+    result: Any
+
+
+class ToolErrorAction(Wire):
+    type: Literal["tool.error"]
+    id: Id | None = None
+    attempt: int | None = None
+    error: Any
+    retryable: bool | None = None
+    code: str | None = None
+    detail: Any = None
+
+
+class InterruptAction(Wire):
+    type: Literal["interrupt"]
+    interrupt_id: Id | None = None
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    payload: Any = None
+    expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
+
+
+class DoneAction(Wire):
+    type: Literal["done"]
+    data: Any = None
+
+
+class FailAction(Wire):
+    type: Literal["fail"]
+    error: Any
+
+
+Action = Annotated[
+    LlmCallAction | ToolCallAction | ToolResultAction | ToolErrorAction | InterruptAction | DoneAction | FailAction,
+    Field(discriminator="type"),
+]
+
+
+class DecisionResponse(Wire):
+    """A worker's answer. `state` omitted or null keeps the state; `{}` clears it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    messages: list[Message] | None = None
+    actions: list[Action] | None = None
+    state: Any = None
+    agent: dict[str, Any] | None = None
+
+
+class Identity(Wire):
+    id: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class DecisionRequest(Wire):
+    session_id: str
+    decision_id: str
+    agent_id: str
+    identity: Identity
+    trigger: dict[str, Any]
+    proposed: dict[str, Any]
+    state: Any = None
+    agent: dict[str, Any] | None = None
+    calls: list[dict[str, Any]]
+    pending_calls: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    message_tree: dict[str, Any]
+    ancestry: list[str]
+    attempts: int
+    deadline: str | None = None
+    turn_id: str | None = None
+
+
+# --- client inputs ----------------------------------------------------------------
+
+
+class ClientMessageInput(Wire):
+    type: Literal["client.message"]
+    agent_id: Id | None = None
+    turn_id: Id | None = None
+    message: Message
+    queue: bool = False
+
+
+class ClientMessagesInput(Wire):
+    type: Literal["client.messages"]
+    agent_id: Id | None = None
+    turn_id: Id | None = None
+    messages: Annotated[list[Message], Field(min_length=1, max_length=10_000)]
+    client: dict[str, Any] | None = None
+
+
+class InterruptResumeInput(Wire):
+    type: Literal["interrupt.resume"]
+    interrupt_id: Id
+    payload: Any = None
+
+
+ClientInput = Annotated[
+    ClientMessageInput | ClientMessagesInput | InterruptResumeInput,
+    Field(discriminator="type"),
+]
+
+
+class ResumeBody(Wire):
+    payload: Any = None
+
+
+class RaiseInterruptBody(Wire):
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    payload: Any = None
+    interrupt_id: Id | None = None
+    expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
+    global_: bool = Field(default=False, alias="global")
+
+
+class SettleBody(Wire):
+    """Settle a deferred or client call by id; `attempt` blocks results from a replaced attempt."""
+
+    type: Literal["tool.result", "tool.error"]
+    id: Id
+    attempt: int | None = Field(default=None, ge=1)
+    result: Any = None
+    error: Any = None
+
+
+# --- errors ------------------------------------------------------------------------
+
+
+def error_param(loc: tuple[Any, ...], tags: frozenset[str] = frozenset()) -> str:
+    """Render a pydantic error location as `actions[0].reason`, dropping union tags."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in tags or (isinstance(part, str) and ("." in part or part.startswith("function-"))):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+ACTION_TAGS = frozenset(
+    {"llm.call", "tool.call", "tool.result", "tool.error", "interrupt", "done", "fail"}
+)
+INPUT_TAGS = frozenset({"client.message", "client.messages", "interrupt.resume"})
+
+
+def first_error(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
+    """The first validation error as (param, message), the param naming the field."""
+    err = exc.errors()[0]
+    param = error_param(tuple(err["loc"]), ACTION_TAGS | INPUT_TAGS)
+    if prefix:
+        param = f"{prefix}.{param}" if param else prefix
+    return param, err["msg"]

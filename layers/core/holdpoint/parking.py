@@ -1,0 +1,50 @@
+"""Step Functions side of parking: one ParkBranch execution per interrupt holds its task token."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from .interrupts import expiry
+from .queue import group_id
+from .session import Interrupt
+
+
+class Parking:
+    def __init__(self, state_machine_arn: str | None = None, client: Any = None) -> None:
+        self.arn = state_machine_arn or os.environ["PARK_STATE_MACHINE_ARN"]
+        self.client = client or boto3.client("stepfunctions")
+
+    def start(self, tenant: str, session_id: str, interrupt: Interrupt) -> str:
+        """Start (or find) the execution; named by the interrupt so a retried start is idempotent."""
+        timeout, _ = expiry(interrupt.expires_in, None)
+        payload = {
+            "tenant": tenant,
+            "session_id": session_id,
+            "interrupt_id": interrupt.interrupt_id,
+            "group_id": group_id(tenant, session_id),
+            "dedup_key": interrupt.dedup_key,
+            "timeout_seconds": timeout,
+        }
+        try:
+            out = self.client.start_execution(stateMachineArn=self.arn, name=interrupt.dedup_key,
+                                              input=json.dumps(payload))
+            return out["executionArn"]
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ExecutionAlreadyExists":
+                raise
+            return self.arn.replace(":stateMachine:", ":execution:") + f":{interrupt.dedup_key}"
+
+    def complete(self, token: str, output: dict[str, Any]) -> bool:
+        """SendTaskSuccess; False when the token is already spent or timed out (a no-op)."""
+        try:
+            self.client.send_task_success(taskToken=token, output=json.dumps(output))
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("InvalidToken", "TaskTimedOut", "TaskDoesNotExist"):
+                return False
+            raise

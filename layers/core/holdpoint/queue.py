@@ -1,0 +1,31 @@
+"""The FIFO work queue: one message group per session keeps a session's steps in order."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+import boto3
+
+
+def group_id(tenant: str, session_id: str) -> str:
+    """FIFO group ids are at most 128 characters; a hash keeps any tenant/session pair valid."""
+    return hashlib.sha256(f"{tenant}/{session_id}".encode()).hexdigest()[:40]
+
+
+class WorkQueue:
+    def __init__(self, url: str | None = None, client: Any = None) -> None:
+        self.url = url or os.environ["WORK_QUEUE_URL"]
+        self.client = client or boto3.client("sqs")
+
+    def kick(self, tenant: str, session_id: str, version: int) -> None:
+        """Tell the engine a session has work due; the dedup id makes repeats at one version free."""
+        body = {"kind": "kick", "tenant": tenant, "session_id": session_id}
+        self.client.send_message(
+            QueueUrl=self.url,
+            MessageBody=json.dumps(body),
+            MessageGroupId=group_id(tenant, session_id),
+            MessageDeduplicationId=hashlib.sha256(f"kick/{tenant}/{session_id}/{version}".encode()).hexdigest(),
+        )

@@ -1,0 +1,301 @@
+"""One session's loaded state and the changes a step makes to it.
+
+A step loads the session, mutates this object through its methods (which note
+what is new or dirty), and the store commits exactly those items in one
+conditional transaction. Replaying a step against a newer version fails the
+version check and is recomputed, so effects never double.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .tree import Node, Tree
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def mint(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:24]}"
+
+
+def derive(prefix: str, *parts: Any) -> str:
+    """A deterministic id, so replaying the step that mints it mints the same id."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:24]
+    return f"{prefix}_{digest}"
+
+
+@dataclass
+class Header:
+    tenant: str
+    session_id: str
+    agent_id: str
+    version: int = 0
+    head_id: str | None = None
+    seq: int = 0
+    counter: int = 0
+    state: Any = None
+    agent: dict[str, Any] | None = None
+    identity: dict[str, Any] = field(default_factory=dict)
+    ancestry: list[str] = field(default_factory=list)
+    created_at: str = field(default_factory=now_iso)
+    active_turn: str | None = None
+    last_turn: str | None = None
+    turn_queue: list[str] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Call:
+    id: str
+    kind: str  # llm_call | tool_call
+    anchor: str | None
+    turn_id: str | None
+    order: int
+    status: str = "open"  # open | settled | voided
+    handler: str = "engine"  # engine | worker | client
+    name: str | None = None
+    arguments: str | None = None
+    request: dict[str, Any] | None = None
+    attempt: int = 1
+    group: str | None = None
+    ok: bool | None = None
+    result: Any = None
+    error: Any = None
+    message: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    node_id: str | None = None
+    rev: int = 0
+
+    def wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "status": self.status,
+            "attempt": self.attempt,
+            "handler": self.handler,
+        }
+        for key in ("anchor", "name", "arguments"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass
+class Interrupt:
+    interrupt_id: str
+    origin: str
+    reason: str
+    anchor: str | None
+    created_at: str
+    dedup_key: str
+    status: str = "open"  # open | resolved | expired
+    payload: Any = None
+    expires_in: int | None = None
+    expires_at: str | None = None
+    call_id: str | None = None
+    turn_id: str | None = None
+    raised_by: str | None = None
+    execution_arn: str | None = None
+    task_token: str | None = None
+    resolution: Any = None
+    responder: dict[str, Any] | None = None
+    resolved_at: str | None = None
+    woken: bool = False
+    generation: int = 0
+    rev: int = 0
+
+    def view(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "interrupt_id": self.interrupt_id,
+            "origin": self.origin,
+            "reason": self.reason,
+            "payload": self.payload,
+            "created_at": self.created_at,
+        }
+        if self.anchor is not None:
+            out["anchor"] = self.anchor
+        if self.expires_at is not None:
+            out["expires_at"] = self.expires_at
+        if self.call_id is not None:
+            out["call_id"] = self.call_id
+        return out
+
+
+@dataclass
+class Decision:
+    id: str
+    order: int
+    trigger: dict[str, Any]
+    anchor: str | None
+    turn_id: str | None
+    priority: int = 1  # 0 goes to the front of the queue (interrupt.resumed)
+    status: str = "pending"  # pending | delivered | dropped
+    call_id: str | None = None
+    interrupt_id: str | None = None
+    attempts: int = 0
+    rev: int = 0
+
+
+@dataclass
+class Turn:
+    id: str
+    order: int
+    status: str = "running"  # queued | running | done | failed
+    created_at: str = field(default_factory=now_iso)
+    data: Any = None
+    error: Any = None
+    rev: int = 0
+
+
+@dataclass
+class Event:
+    seq: int
+    type: str
+    data: dict[str, Any]
+    at: str = field(default_factory=now_iso)
+
+    def wire(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type, "at": self.at, "data": self.data}
+
+
+@dataclass
+class Effect:
+    """An external call to make after the commit (intent first, effect second)."""
+
+    kind: str  # start_park | send_task_success | kick
+    interrupt_id: str | None = None
+    token: str | None = None
+    output: dict[str, Any] | None = None
+
+
+Record = Call | Interrupt | Decision | Turn
+
+
+@dataclass
+class SessionState:
+    header: Header
+    tree: Tree = field(default_factory=Tree)
+    calls: dict[str, Call] = field(default_factory=dict)
+    interrupts: dict[str, Interrupt] = field(default_factory=dict)
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    turns: dict[str, Turn] = field(default_factory=dict)
+    exists: bool = True
+    new_nodes: list[Node] = field(default_factory=list)
+    dirty: dict[tuple[str, str], Record] = field(default_factory=dict)
+    new_keys: set[tuple[str, str]] = field(default_factory=set)
+    events: list[Event] = field(default_factory=list)
+    effects: list[Effect] = field(default_factory=list)
+
+    @classmethod
+    def new(cls, tenant: str, session_id: str, agent_id: str, **kw: Any) -> SessionState:
+        return cls(header=Header(tenant=tenant, session_id=session_id, agent_id=agent_id, **kw), exists=False)
+
+    # --- bookkeeping -------------------------------------------------------------
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.new_nodes or self.dirty or self.events or not self.exists)
+
+    def tick(self) -> int:
+        self.header.counter += 1
+        return self.header.counter
+
+    def touch(self, record: Record) -> None:
+        self.dirty[(type(record).__name__, record_key(record))] = record
+
+    def put(self, record: Record) -> None:
+        key = (type(record).__name__, record_key(record))
+        self.new_keys.add(key)
+        self.dirty[key] = record
+        if isinstance(record, Call):
+            self.calls[record.id] = record
+        elif isinstance(record, Interrupt):
+            self.interrupts[record.interrupt_id] = record
+        elif isinstance(record, Decision):
+            self.decisions[record.id] = record
+        elif isinstance(record, Turn):
+            self.turns[record.id] = record
+
+    def emit(self, type_: str, **data: Any) -> None:
+        self.header.seq += 1
+        self.events.append(Event(seq=self.header.seq, type=type_, data=data))
+
+    def add_node(self, node_id: str, parent_id: str | None, message: dict[str, Any]) -> Node:
+        """Append a node; the head follows when the node extends it."""
+        message = {**message, "id": node_id}
+        node = Node(id=node_id, parent_id=parent_id, message=message, order=self.tree.next_order())
+        self.tree.add(node)
+        self.new_nodes.append(node)
+        if parent_id == self.tree.head_id:
+            self.tree.head_id = node_id
+            self.header.head_id = node_id
+        return node
+
+    def move_head(self, node_id: str | None) -> None:
+        if node_id != self.tree.head_id:
+            previous = self.tree.head_id
+            self.tree.head_id = node_id
+            self.header.head_id = node_id
+            self.emit("head.moved", head_id=node_id, previous_head_id=previous)
+
+    def enqueue(
+        self,
+        trigger: dict[str, Any],
+        *,
+        anchor: str | None,
+        turn_id: str | None,
+        key: tuple[Any, ...],
+        priority: int = 1,
+        call_id: str | None = None,
+        interrupt_id: str | None = None,
+    ) -> Decision:
+        """Queue a decision; its id derives from `key` so a replayed step queues the same one."""
+        decision = Decision(
+            id=derive("dec", self.header.tenant, self.header.session_id, *key),
+            order=self.tick(),
+            trigger=trigger,
+            anchor=anchor,
+            turn_id=turn_id,
+            priority=priority,
+            call_id=call_id,
+            interrupt_id=interrupt_id,
+        )
+        if decision.id in self.decisions:
+            return self.decisions[decision.id]
+        self.put(decision)
+        return decision
+
+    def pending_decisions(self) -> list[Decision]:
+        return sorted(
+            (d for d in self.decisions.values() if d.status == "pending"), key=lambda d: (d.priority, d.order)
+        )
+
+    def open_calls(self) -> list[Call]:
+        return sorted((c for c in self.calls.values() if c.status == "open"), key=lambda c: c.order)
+
+    def open_interrupts(self) -> list[Interrupt]:
+        return sorted(
+            (i for i in self.interrupts.values() if i.status == "open"), key=lambda i: (i.created_at, i.interrupt_id)
+        )
+
+
+def record_key(record: Record) -> str:
+    if isinstance(record, Interrupt):
+        return record.interrupt_id
+    return record.id
+
+
+def to_dict(record: Any) -> dict[str, Any]:
+    return asdict(record)
+
+
+def epoch() -> float:
+    return time.time()

@@ -1,0 +1,310 @@
+"""DynamoDB single-table store (SPEC §6). Every change is one conditional write.
+
+Session partition `T#{tenant}#S#{session}`:
+
+| SK | item |
+| --- | --- |
+| `H` | header: version counter, head, seq, worker state, agent config in force |
+| `I#{id}` | interrupt (top-level `status`, `origin`, inbox GSI keys while open) |
+| `K#{id}` | call |
+| `N#{id}` | tree node |
+| `Q#{id}` | decision |
+| `T#{id}` | turn |
+| `E#{seq:012}` | event log, append-only |
+
+State sorts at and after `H`, events before it, so a step reads state with one Query
+and never pages through the event log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, fields
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from .session import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
+from .tree import Node, Tree
+
+PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
+MAX_TRANSACT_ITEMS = 100
+
+
+class Conflict(Exception):
+    """The session changed since it was loaded; reload and recompute."""
+
+
+def session_pk(tenant: str, session_id: str) -> str:
+    return f"T#{tenant}#S#{session_id}"
+
+
+def inbox_pk(tenant: str) -> str:
+    return f"T#{tenant}#OPEN"
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def _load(cls: type, body: dict[str, Any]) -> Any:
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in body.items() if k in names})
+
+
+def dynamodb_client() -> Any:
+    return boto3.client("dynamodb")
+
+
+class Store:
+    def __init__(self, table: str | None = None, client: Any = None) -> None:
+        self.table = table or os.environ["TABLE_NAME"]
+        self.client = client or dynamodb_client()
+
+    # --- sessions --------------------------------------------------------------------
+
+    def load(self, tenant: str, session_id: str) -> SessionState | None:
+        pk = session_pk(tenant, session_id)
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "PK = :pk AND SK >= :h",
+            "ExpressionAttributeValues": {":pk": _s(pk), ":h": _s("H")},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.client.query(**kwargs)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        if not items or items[0]["SK"]["S"] != "H":
+            return None
+        return self._decode(items)
+
+    def _decode(self, items: list[dict[str, Any]]) -> SessionState:
+        header_body = json.loads(items[0]["body"]["S"])
+        header = _load(Header, header_body)
+        header.version = int(items[0]["version"]["N"])
+        state = SessionState(header=header, tree=Tree(head_id=header.head_id))
+        for item in items[1:]:
+            sk = item["SK"]["S"]
+            body = json.loads(item["body"]["S"])
+            rev = int(item.get("rev", {"N": "0"})["N"])
+            if sk.startswith("N#"):
+                state.tree.add(Node(id=body["id"], parent_id=body.get("parent_id"), message=body["message"],
+                                    order=body.get("order", 0)))
+            elif sk.startswith("K#"):
+                call = _load(Call, body)
+                call.rev = rev
+                state.calls[call.id] = call
+            elif sk.startswith("Q#"):
+                decision = _load(Decision, body)
+                decision.rev = rev
+                state.decisions[decision.id] = decision
+            elif sk.startswith("T#"):
+                turn = _load(Turn, body)
+                turn.rev = rev
+                state.turns[turn.id] = turn
+            elif sk.startswith("I#"):
+                for attr in ("status", "resolved_at"):
+                    if attr in item:
+                        body[attr] = item[attr]["S"]
+                for attr in ("resolution", "responder"):
+                    if attr in item:
+                        body[attr] = json.loads(item[attr]["S"])
+                interrupt = _load(Interrupt, body)
+                interrupt.rev = rev
+                state.interrupts[interrupt.interrupt_id] = interrupt
+        return state
+
+    def _record_item(self, pk: str, record: Record, tenant: str, session_id: str) -> dict[str, Any]:
+        body = asdict(record)
+        body.pop("rev", None)
+        key = record.interrupt_id if isinstance(record, Interrupt) else record.id
+        item: dict[str, Any] = {
+            "PK": _s(pk),
+            "SK": _s(PREFIX[type(record)] + key),
+            "rev": _n(record.rev + 1),
+            "body": _s(json.dumps(body, separators=(",", ":"))),
+        }
+        status = getattr(record, "status", None)
+        if status:
+            item["status"] = _s(status)
+        if isinstance(record, Interrupt):
+            item["origin"] = _s(record.origin)
+            if record.resolution is not None:
+                item["resolution"] = _s(json.dumps(record.resolution))
+            if record.responder is not None:
+                item["responder"] = _s(json.dumps(record.responder))
+            if record.resolved_at:
+                item["resolved_at"] = _s(record.resolved_at)
+            if record.status == "open":
+                item["GSI1PK"] = _s(inbox_pk(tenant))
+                item["GSI1SK"] = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
+        return item
+
+    def commit(self, state: SessionState) -> int:
+        """Write what the step changed in one transaction, conditioned on the header version."""
+        if not state.changed:
+            return 0
+        h = state.header
+        pk = session_pk(h.tenant, h.session_id)
+        ops: list[dict[str, Any]] = []
+        header_body = asdict(h)
+        header_body.pop("version", None)
+        header_item = {
+            "PK": _s(pk),
+            "SK": _s("H"),
+            "version": _n(h.version + 1),
+            "body": _s(json.dumps(header_body, separators=(",", ":"))),
+        }
+        if state.exists:
+            ops.append({"Put": {"TableName": self.table, "Item": header_item,
+                                "ConditionExpression": "version = :v",
+                                "ExpressionAttributeValues": {":v": _n(h.version)}}})
+        else:
+            ops.append({"Put": {"TableName": self.table, "Item": header_item,
+                                "ConditionExpression": "attribute_not_exists(PK)"}})
+        for node in state.new_nodes:
+            body = {"id": node.id, "parent_id": node.parent_id, "message": node.message, "order": node.order}
+            ops.append({"Put": {"TableName": self.table,
+                                "Item": {"PK": _s(pk), "SK": _s(f"N#{node.id}"),
+                                         "body": _s(json.dumps(body, separators=(",", ":")))},
+                                "ConditionExpression": "attribute_not_exists(SK)"}})
+        for key, record in state.dirty.items():
+            item = self._record_item(pk, record, h.tenant, h.session_id)
+            if key in state.new_keys and record.rev == 0:
+                ops.append({"Put": {"TableName": self.table, "Item": item,
+                                    "ConditionExpression": "attribute_not_exists(SK)"}})
+            else:
+                ops.append({"Put": {"TableName": self.table, "Item": item,
+                                    "ConditionExpression": "rev = :r",
+                                    "ExpressionAttributeValues": {":r": _n(record.rev)}}})
+        for event in state.events:
+            ops.append({"Put": {"TableName": self.table,
+                                "Item": {"PK": _s(pk), "SK": _s(f"E#{event.seq:012d}"),
+                                         "body": _s(json.dumps(event.wire(), separators=(",", ":")))},
+                                "ConditionExpression": "attribute_not_exists(SK)"}})
+        if len(ops) > MAX_TRANSACT_ITEMS:
+            raise ValueError(f"a step may change at most {MAX_TRANSACT_ITEMS} items, this one {len(ops)}")
+        try:
+            self.client.transact_write_items(TransactItems=ops)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("TransactionCanceledException", "ConditionalCheckFailedException"):
+                raise Conflict(str(exc)) from exc
+            raise
+        h.version += 1
+        return len(ops)
+
+    def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
+        page = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="PK = :pk AND SK BETWEEN :a AND :b",
+            ExpressionAttributeValues={":pk": _s(session_pk(tenant, session_id)),
+                                       ":a": _s(f"E#{after_seq + 1:012d}"), ":b": _s("E#999999999999")},
+            Limit=limit,
+            ConsistentRead=True,
+        )
+        return [json.loads(item["body"]["S"]) for item in page.get("Items", [])]
+
+    def session_exists(self, tenant: str, session_id: str) -> bool:
+        got = self.client.get_item(TableName=self.table, Key={"PK": _s(session_pk(tenant, session_id)),
+                                                              "SK": _s("H")}, ProjectionExpression="PK")
+        return "Item" in got
+
+    # --- interrupts --------------------------------------------------------------------
+
+    def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
+                          responder: dict[str, Any], allowed_origins: list[str], at: str) -> tuple[str, dict[str, Any]]:
+        """R7: flip `open -> resolved` exactly once. Returns (outcome, item) with outcome
+        `resolved`, `noop` (stale, unknown or duplicate) or `forbidden` (origin outranks caller)."""
+        names = {"#s": "status"}
+        values: dict[str, Any] = {
+            ":open": _s("open"),
+            ":resolved": _s("resolved"),
+            ":one": _n(1),
+            ":res": _s(json.dumps(resolution)),
+            ":who": _s(json.dumps(responder)),
+            ":at": _s(at),
+        }
+        origin_keys = []
+        for i, origin in enumerate(allowed_origins):
+            values[f":o{i}"] = _s(origin)
+            origin_keys.append(f":o{i}")
+        condition = "#s = :open"
+        condition += f" AND origin IN ({', '.join(origin_keys)})" if origin_keys else " AND attribute_not_exists(PK)"
+        try:
+            out = self.client.update_item(
+                TableName=self.table,
+                Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"I#{interrupt_id}")},
+                UpdateExpression="SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, "
+                "resolved_at = :at REMOVE GSI1PK, GSI1SK",
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            old = exc.response.get("Item") or {}
+            if old.get("status", {}).get("S") == "open":
+                return "forbidden", old
+            return "noop", old
+        return "resolved", out["Attributes"]
+
+    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], Any]:
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": "Inbox",
+            "KeyConditionExpression": "GSI1PK = :pk",
+            "ExpressionAttributeValues": {":pk": _s(inbox_pk(tenant))},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if cursor:
+            kwargs["ExclusiveStartKey"] = cursor
+        page = self.client.query(**kwargs)
+        out = []
+        for item in page.get("Items", []):
+            body = json.loads(item["body"]["S"])
+            session_id = item["PK"]["S"].split("#S#", 1)[1]
+            out.append({"session_id": session_id, **Interrupt(**{k: v for k, v in body.items()
+                                                                 if k in {f.name for f in fields(Interrupt)}}).view()})
+        return out, page.get("LastEvaluatedKey")
+
+    # --- agents and keys ---------------------------------------------------------------
+
+    def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None:
+        self.client.put_item(TableName=self.table, Item={
+            "PK": _s(f"T#{tenant}#A#{agent_id}"), "SK": _s("AGENT"), "body": _s(json.dumps(config))})
+
+    def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None:
+        got = self.client.get_item(TableName=self.table, Key={"PK": _s(f"T#{tenant}#A#{agent_id}"),
+                                                              "SK": _s("AGENT")})
+        item = got.get("Item")
+        return json.loads(item["body"]["S"]) if item else None
+
+    def put_api_key(self, key_hash: str, tenant: str, subject: str, origin: str) -> None:
+        self.client.put_item(TableName=self.table, Item={
+            "PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY"), "tenant": _s(tenant), "subject": _s(subject),
+            "origin": _s(origin), "status": _s("active")})
+
+    def get_api_key(self, key_hash: str) -> dict[str, str] | None:
+        got = self.client.get_item(TableName=self.table, Key={"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY")})
+        item = got.get("Item")
+        if not item or item.get("status", {}).get("S") != "active":
+            return None
+        return {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
+
+
+def event_from(body: dict[str, Any]) -> Event:
+    return Event(seq=body["seq"], type=body["type"], data=body["data"], at=body["at"])

@@ -1,0 +1,153 @@
+"""In-process harness: the real Runner, Store and adapters against moto's in-process AWS.
+
+ParkBranch does not execute in moto's in-process mode, so the harness plays its two SQS
+messages (`park` with a task token, `wake` after the resume); the end-to-end tests run the
+real state machine on the moto server instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from holdpoint import sessions, workers
+from holdpoint.auth import Caller
+from holdpoint.models import ClientMessageInput, ClientMessagesInput, InterruptResumeInput
+from holdpoint.parking import Parking
+from holdpoint.queue import WorkQueue
+from holdpoint.resume import resume
+from holdpoint.runner import Runner
+from holdpoint.session import SessionState
+from holdpoint.store import Store
+
+Worker = Callable[[dict[str, Any]], dict[str, Any]]
+_names = itertools.count()
+
+SEND_EMAIL_SCRIPT = [
+    {"when": {"role": "user", "contains": "say hi"}, "reply": {"content": "Hi!"}},
+    {"when": {"role": "user", "contains": "two"}, "reply": {"tool_calls": [
+        {"name": "lookup", "arguments": {"q": "bob"}}, {"name": "send_email", "arguments": {"to": "bob"}}]}},
+    {"when": {"role": "user"}, "reply": {"tool_calls": [{"name": "send_email", "arguments": {"to": "bob"}}]}},
+    {"when": {"role": "tool", "contains": "sent"}, "reply": {"content": "Email sent."}},
+    {"when": {"role": "tool"}, "reply": {"content": "I did not send it."}},
+]
+
+TOOLS = [
+    {"name": "send_email", "input": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}},
+    {"name": "lookup", "input": {"type": "object"}},
+]
+
+
+def seed_worker(log: list[dict[str, Any]] | None = None) -> Worker:
+    """The seed's `decide`, in Python."""
+
+    def decide(req: dict[str, Any]) -> dict[str, Any]:
+        trigger = req["trigger"]
+        if log is not None:
+            log.append(req)
+        if trigger["type"] == "tool.execute" and trigger["name"] == "send_email":
+            return {"actions": [{"type": "interrupt", "reason": "confirm", "payload": {"message": "Send the email?"}}]}
+        if trigger["type"] == "interrupt.resumed":
+            if (trigger.get("payload") or {}).get("approved"):
+                return {"actions": [{"type": "tool.result", "result": "sent"}]}
+            return {"actions": [{"type": "tool.error", "error": "declined"}]}
+        if trigger["type"] == "tool.execute":
+            return {"actions": [{"type": "tool.result", "result": f"result of {trigger['name']}"}]}
+        return req["proposed"]
+
+    return decide
+
+
+class Harness:
+    def __init__(self, worker: Worker | None = None, *, tenant: str = "t1", agent: dict[str, Any] | None = None,
+                 origin: str = "client") -> None:
+        self.store, self.queue, self.parking = Store(), WorkQueue(), Parking()
+        self.runner = Runner(self.store, self.parking, self.queue)
+        self.caller = Caller(tenant, "user-1", origin)
+        self.log: list[dict[str, Any]] = []
+        name = f"w{next(_names)}"
+        workers.register(name, worker or seed_worker(self.log))
+        config = {"worker": {"python": name}, "tools": TOOLS, "llm": {"provider": "scripted", "script": SEND_EMAIL_SCRIPT}}
+        config.update(agent or {})
+        self.store.put_agent(tenant, "assistant", config)
+        self.session_id: str | None = None
+        self.tokens: dict[str, str] = {}
+
+    # --- inputs ------------------------------------------------------------------------
+
+    def say(self, text: str, **kw: Any) -> Any:
+        inp = ClientMessageInput.model_validate({"type": "client.message", "agent_id": "assistant",
+                                                 "message": {"role": "user", "content": text, **kw}})
+        out = sessions.submit(self.store, self.queue, self.caller, self.session_id, inp)
+        self.session_id = out.session_id
+        self.settle()
+        return out
+
+    def view_input(self, messages: list[dict[str, Any]], **kw: Any) -> Any:
+        inp = ClientMessagesInput.model_validate({"type": "client.messages", "agent_id": "assistant",
+                                                  "messages": messages, **kw})
+        out = sessions.submit(self.store, self.queue, self.caller, self.session_id, inp)
+        self.session_id = out.session_id
+        self.settle()
+        return out
+
+    def resume(self, interrupt_id: str, payload: Any, caller: Caller | None = None) -> dict[str, Any]:
+        assert self.session_id
+        InterruptResumeInput(type="interrupt.resume", interrupt_id=interrupt_id, payload=payload)
+        out = resume(self.store, self.parking, caller or self.caller, self.session_id, interrupt_id, payload)
+        if not out["noop"]:
+            self.wake(interrupt_id, "resumed")
+        return out
+
+    # --- the state machine's messages ------------------------------------------------------
+
+    def park_tokens(self) -> None:
+        """Play ParkBranch's waitForTaskToken message for every started execution."""
+        state = self.state()
+        for interrupt in state.interrupts.values():
+            if interrupt.execution_arn and not interrupt.task_token and interrupt.interrupt_id not in self.tokens:
+                token = f"token-{interrupt.interrupt_id}-{interrupt.generation}"
+                self.tokens[interrupt.interrupt_id] = token
+                self.runner.handle({"kind": "park", "tenant": self.caller.tenant, "session_id": self.session_id,
+                                    "interrupt_id": interrupt.interrupt_id, "task_token": token})
+
+    def wake(self, interrupt_id: str, outcome: str) -> None:
+        self.runner.handle({"kind": "wake", "tenant": self.caller.tenant, "session_id": self.session_id,
+                            "interrupt_id": interrupt_id, "outcome": outcome})
+        self.park_tokens()
+
+    def settle(self) -> None:
+        assert self.session_id
+        self.runner.run(self.caller.tenant, self.session_id)
+        self.park_tokens()
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def state(self) -> SessionState:
+        assert self.session_id
+        state = self.store.load(self.caller.tenant, self.session_id)
+        assert state is not None
+        return state
+
+    def view(self) -> dict[str, Any]:
+        assert self.session_id
+        return sessions.view(self.store, self.caller, self.session_id)
+
+    def events(self, type_: str | None = None) -> list[dict[str, Any]]:
+        assert self.session_id
+        out = sessions.events(self.store, self.caller, self.session_id, 0, 500)["events"]
+        return [e for e in out if type_ is None or e["type"] == type_]
+
+    def triggers(self, type_: str | None = None) -> list[dict[str, Any]]:
+        return [r["trigger"] for r in self.log if type_ is None or r["trigger"]["type"] == type_]
+
+    def open_interrupt(self) -> dict[str, Any]:
+        interrupts = self.view()["interrupts"]
+        assert interrupts, "no open interrupt"
+        return interrupts[-1]
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, default=str)

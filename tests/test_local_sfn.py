@@ -1,0 +1,129 @@
+"""moto 5.2.5 really executes ParkBranch: waitForTaskToken -> SendTaskSuccess -> wake, and
+TimeoutSecondsPath -> Catch States.Timeout -> expire. Provisioned from template.yaml itself."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from holdpoint_local.moto_server import MotoServer
+from holdpoint_local.provision import Provisioned, provision
+
+
+@pytest.fixture
+def park(moto_server: MotoServer, stack_name: str) -> tuple[Provisioned, Any, Any]:
+    prov = provision(moto_server.endpoint, stack_name=stack_name)
+    kw = {"endpoint_url": moto_server.endpoint, "region_name": "us-east-1"}
+    return prov, boto3.client("stepfunctions", **kw), boto3.client("sqs", **kw)
+
+
+def _receive(sqs: Any, url: str, timeout: float = 10.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        resp = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=1, WaitTimeSeconds=1, MessageSystemAttributeNames=["All"]
+        )
+        for msg in resp.get("Messages", []):
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
+            return msg
+    raise AssertionError("no message on the work queue")
+
+
+def _wait_status(sfn: Any, arn: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    status = "RUNNING"
+    while time.monotonic() < deadline:
+        status = sfn.describe_execution(executionArn=arn)["status"]
+        if status != "RUNNING":
+            return status
+        time.sleep(0.1)
+    return status
+
+
+def _input(timeout_seconds: int) -> dict[str, Any]:
+    return {
+        "tenant": "dev",
+        "session_id": "s-1",
+        "interrupt_id": "int-1",
+        "group_id": "T#dev#S#s-1",
+        "dedup_key": uuid.uuid4().hex,
+        "timeout_seconds": timeout_seconds,
+    }
+
+
+def test_park_then_send_task_success_wakes(park: tuple[Provisioned, Any, Any]) -> None:
+    prov, sfn, sqs = park
+    queue = prov.env["WORK_QUEUE_URL"]
+    inp = _input(300)
+    arn = prov.env["PARK_STATE_MACHINE_ARN"]
+    ex = sfn.start_execution(stateMachineArn=arn, name=inp["dedup_key"], input=json.dumps(inp))
+    again = sfn.start_execution(stateMachineArn=arn, name=inp["dedup_key"], input=json.dumps(inp))
+    assert again["executionArn"] == ex["executionArn"]  # retried start is idempotent
+
+    msg = _receive(sqs, queue)
+    body = json.loads(msg["Body"])
+    assert {k: body[k] for k in ("kind", "tenant", "session_id", "interrupt_id")} == {
+        "kind": "park", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
+    }  # fmt: skip
+    assert body["task_token"]
+    assert msg["Attributes"]["MessageGroupId"] == inp["group_id"]
+    assert msg["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-park"
+    assert _wait_status(sfn, ex["executionArn"], timeout=0.5) == "RUNNING"  # parked, waiting
+
+    sfn.send_task_success(taskToken=body["task_token"], output=json.dumps({"approved": True}))
+    wake = _receive(sqs, queue)
+    assert json.loads(wake["Body"]) == {
+        "kind": "wake", "outcome": "resumed", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
+    }  # fmt: skip
+    assert wake["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-wake"
+    assert _wait_status(sfn, ex["executionArn"]) == "SUCCEEDED"
+    with pytest.raises(ClientError) as err:  # once the execution moved on, the token is spent
+        sfn.send_task_success(taskToken=body["task_token"], output="{}")
+    assert err.value.response["Error"]["Code"] in ("InvalidToken", "TaskTimedOut")
+
+
+def test_park_times_out_into_expire(park: tuple[Provisioned, Any, Any]) -> None:
+    prov, sfn, sqs = park
+    queue = prov.env["WORK_QUEUE_URL"]
+    inp = _input(1)
+    started = time.monotonic()
+    ex = sfn.start_execution(
+        stateMachineArn=prov.env["PARK_STATE_MACHINE_ARN"], name=inp["dedup_key"], input=json.dumps(inp)
+    )
+    assert json.loads(_receive(sqs, queue)["Body"])["kind"] == "park"
+    expire = _receive(sqs, queue)
+    assert time.monotonic() - started >= 0.9
+    assert json.loads(expire["Body"]) == {
+        "kind": "wake", "outcome": "expired", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
+    }  # fmt: skip
+    assert expire["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-expire"
+    assert _wait_status(sfn, ex["executionArn"]) == "SUCCEEDED"
+
+
+def test_provision_is_idempotent(moto_server: MotoServer, stack_name: str) -> None:
+    first = provision(moto_server.endpoint, stack_name=stack_name)
+    second = provision(moto_server.endpoint, stack_name=stack_name)
+    assert first.env == second.env
+    ddb = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    table = ddb.describe_table(TableName=first.env["TABLE_NAME"])["Table"]
+    assert [g["IndexName"] for g in table["GlobalSecondaryIndexes"]] == ["Inbox"]
+    ttl = ddb.describe_time_to_live(TableName=first.env["TABLE_NAME"])["TimeToLiveDescription"]
+    assert ttl["AttributeName"] == "ttl"
+    sqs = boto3.client("sqs", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    attrs = sqs.get_queue_attributes(QueueUrl=first.env["WORK_QUEUE_URL"], AttributeNames=["All"])["Attributes"]
+    assert attrs["FifoQueue"] == "true"
+    assert json.loads(attrs["RedrivePolicy"])["maxReceiveCount"] == 5
+    routes = {(r.method, r.path): r for r in first.routes}
+    assert routes[("GET", "/v1/openapi.json")].auth is False
+    assert routes[("POST", "/v1/sessions")].authorizer == "AuthorizerFunction"
+    assert routes[("POST", "/v1/sessions/{session_id}/interrupts/{interrupt_id}/resume")].function == (
+        "ResumeFunction"
+    )
+    assert [(m.function, m.batch_size, m.report_batch_item_failures) for m in first.sqs_mappings] == [
+        ("EngineFunction", 10, True)
+    ]

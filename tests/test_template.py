@@ -1,0 +1,69 @@
+"""template.yaml is the source of truth: it must lint clean and keep the parking contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cfnlint.api import lint
+from holdpoint_local.provision import load_template
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "template.yaml"
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_template(TEMPLATE)
+
+
+def test_cfn_lint_has_no_errors_or_warnings() -> None:
+    matches = lint(TEMPLATE.read_text(encoding="utf-8"), regions=["us-east-1"])
+    problems = [str(m) for m in matches if m.rule.severity.lower() in ("error", "warning")]
+    assert problems == []
+
+
+def test_park_state_waits_for_task_token_with_timeout_and_expiry(template: dict[str, Any]) -> None:
+    sm = template["Resources"]["ParkBranchStateMachine"]["Properties"]
+    assert sm["Type"] == "STANDARD"
+    assert "WorkQueueUrl" in sm["DefinitionSubstitutions"]
+    states = sm["Definition"]["States"]
+    park = states[sm["Definition"]["StartAt"]]
+    assert park["Resource"] == "arn:aws:states:::sqs:sendMessage.waitForTaskToken"
+    assert park["TimeoutSecondsPath"] == "$.timeout_seconds"
+    assert park["Parameters"]["MessageBody"]["task_token.$"] == "$$.Task.Token"
+    assert park["Parameters"]["MessageBody"]["kind"] == "park"
+    catch = [c for c in park["Catch"] if "States.Timeout" in c["ErrorEquals"]]
+    assert catch and states[catch[0]["Next"]]["Parameters"]["MessageBody"]["outcome"] == "expired"
+    assert states[park["Next"]]["Parameters"]["MessageBody"]["outcome"] == "resumed"
+    for state in states.values():
+        assert state["Parameters"]["MessageGroupId.$"] == "$.group_id"
+        assert state["Parameters"]["QueueUrl"] == "${WorkQueueUrl}"
+
+
+def test_env_contract_on_every_function(template: dict[str, Any]) -> None:
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    for key in ("TABLE_NAME", "WORK_QUEUE_URL", "PARK_STATE_MACHINE_ARN", "PAYLOAD_BUCKET", "JWT_SECRET_ARN"):
+        assert key in env
+
+
+def test_work_queue_is_fifo_with_dlq_and_long_enough_visibility(template: dict[str, Any]) -> None:
+    res = template["Resources"]
+    queue = res["WorkQueue"]["Properties"]
+    assert queue["FifoQueue"] is True and queue["ContentBasedDeduplication"] is False
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == 5
+    assert res["WorkDLQ"]["Properties"]["FifoQueue"] is True
+    engine = res["EngineFunction"]["Properties"]
+    assert queue["VisibilityTimeout"] >= engine["Timeout"]
+    sqs = engine["Events"]["Work"]["Properties"]
+    assert sqs["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_no_wildcard_actions(template: dict[str, Any]) -> None:
+    for res in template["Resources"].values():
+        for policy in res.get("Properties", {}).get("Policies", []) or []:
+            if isinstance(policy, dict) and "Statement" in policy:
+                for stmt in policy["Statement"]:
+                    actions = stmt["Action"] if isinstance(stmt["Action"], list) else [stmt["Action"]]
+                    assert all("*" not in a for a in actions), stmt
