@@ -64,22 +64,22 @@ def check_id(value: str, what: str) -> str:
     return value
 
 
-def respond(exc: ApiError) -> Response:
-    return Response(status_code=exc.status, content_type=content_types.APPLICATION_JSON, body=json.dumps(exc.body()))
+def respond(exc: ApiError) -> Response[dict[str, Any]]:
+    return Response(status_code=exc.status, content_type=content_types.APPLICATION_JSON, body=exc.body())
 
 
-def error(status: int, code: str, message: str, param: str | None = None) -> Response:
+def error(status: int, code: str, message: str, param: str | None = None) -> Response[dict[str, Any]]:
     return respond(ApiError(status, code, message, param))
 
 
 @app.exception_handler(ApiError)
-def on_api_error(exc: ApiError) -> Response:
+def on_api_error(exc: ApiError) -> Response[dict[str, Any]]:
     logger.info("refused", extra={"code": exc.code, "status": exc.status})
     return respond(exc)
 
 
 @app.exception_handler(RequestValidationError)
-def on_validation_error(exc: RequestValidationError) -> Response:
+def on_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]:
     err = list(exc.errors())[0]
     loc = tuple(err.get("loc") or ())
     if loc and loc[0] == "body":
@@ -96,7 +96,7 @@ def on_validation_error(exc: RequestValidationError) -> Response:
 
 
 @app.exception_handler(ValidationError)
-def on_model_error(exc: ValidationError) -> Response:
+def on_model_error(exc: ValidationError) -> Response[dict[str, Any]]:
     param, msg = first_error(exc)
     return error(400, "validation_error", msg, param or "body")
 
@@ -104,7 +104,7 @@ def on_model_error(exc: ValidationError) -> Response:
 # --- sessions and inputs -------------------------------------------------------------
 
 
-def _submit(session_id: str | None, body: Any) -> Response:
+def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
     store, queue, parking = deps()
     who = caller()
     if isinstance(body, InterruptResumeInput):
@@ -113,20 +113,20 @@ def _submit(session_id: str | None, body: Any) -> Response:
         out = resume(store, parking, who, session_id, body.interrupt_id, body.payload)
         if not out["noop"]:
             metrics.add_metric(name="InterruptsResumed", unit=MetricUnit.Count, value=1)
-        return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=json.dumps(out))
+        return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=out)
     accepted = sessions.submit(store, queue, who, session_id, body)
     logger.append_keys(session_id=accepted.session_id)
     out = {"session_id": accepted.session_id, "turn_id": accepted.turn_id, "queued": accepted.queued}
-    return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=json.dumps(out))
+    return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=out)
 
 
 @app.post("/v1/sessions")
-def create_session(body: Annotated[ClientInput, Body()]) -> Response:
+def create_session(body: Annotated[ClientInput, Body()]) -> Response[dict[str, Any]]:
     return _submit(None, body)
 
 
 @app.post("/v1/sessions/<session_id>/inputs")
-def post_input(session_id: str, body: Annotated[ClientInput, Body()]) -> Response:
+def post_input(session_id: str, body: Annotated[ClientInput, Body()]) -> Response[dict[str, Any]]:
     logger.append_keys(session_id=session_id)
     return _submit(check_id(session_id, f"session {session_id}"), body)
 
@@ -207,8 +207,8 @@ def get_agent(agent_id: str) -> dict[str, Any]:
 
 
 @app.get("/v1/openapi.json")
-def openapi() -> Response:
-    schema = app.get_openapi_json_schema(title="Holdpoint API", version="1.0.0")
+def openapi() -> Response[dict[str, Any]]:
+    schema = json.loads(app.get_openapi_json_schema(title="Holdpoint API", version="1.0.0"))
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=schema)
 
 

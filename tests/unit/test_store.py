@@ -1,0 +1,73 @@
+"""Conditional writes make replays, duplicates and crashes no-ops (SPEC §6, §8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+
+from holdpoint import engine
+from holdpoint.store import Conflict
+from tests.harness import Harness, seed_worker
+
+pytestmark = pytest.mark.usefixtures("aws")
+
+
+def test_a_stale_commit_conflicts_and_writes_nothing() -> None:
+    h = Harness()
+    h.say("Email Bob")
+    first, second = h.state(), h.state()
+    first.emit("test.marker")
+    h.store.commit(first)
+    second.emit("test.marker")
+    with pytest.raises(Conflict):
+        h.store.commit(second)
+    assert len(h.events("test.marker")) == 1
+
+
+def test_redelivered_wake_and_park_messages_do_nothing_twice() -> None:
+    log: list[dict[str, Any]] = []
+    h = Harness(seed_worker(log))
+    h.say("Email Bob")
+    iid = h.open_interrupt()["interrupt_id"]
+    token = h.state().interrupts[iid].task_token
+    h.runner.handle({"kind": "park", "tenant": "t1", "session_id": h.session_id, "interrupt_id": iid,
+                     "task_token": token})
+    h.resume(iid, {"approved": True})
+    version = h.state().header.version
+    for _ in range(3):
+        h.wake(iid, "resumed")
+        h.wake(iid, "expired")
+    assert h.state().header.version == version
+    assert len([r for r in log if r["trigger"]["type"] == "interrupt.resumed"]) == 1
+
+
+def test_engine_dying_before_start_execution_still_ends_with_one_execution(aws: dict[str, str]) -> None:
+    h = Harness()
+    h.say("Email Bob")
+    state = h.state()
+    [interrupt] = state.open_interrupts()
+    # The engine died after StartExecution but before recording it: the retried step starts
+    # the same execution again (named by the interrupt) and gets the same ARN back.
+    again = h.parking.start("t1", h.session_id or "", interrupt)
+    assert again == interrupt.execution_arn
+    executions = boto3.client("stepfunctions").list_executions(
+        stateMachineArn=aws["PARK_STATE_MACHINE_ARN"])["executions"]
+    assert len(executions) == 1
+
+
+def test_the_token_arriving_after_the_resume_is_completed_by_the_engine() -> None:
+    h = Harness()
+    h.say("Email Bob")
+    state = h.state()
+    [interrupt] = state.open_interrupts()
+    # Pretend the token had not arrived: resolve first, then deliver the park message.
+    outcome, _ = h.store.resolve_interrupt("t1", h.session_id or "", interrupt.interrupt_id, resolution={"a": 1},
+                                           responder={"subject": "u", "origin": "client"}, allowed_origins=["worker"],
+                                           at="2026-01-01T00:00:00Z")
+    assert outcome == "resolved"
+    state = h.state()
+    state.interrupts[interrupt.interrupt_id].task_token = None
+    engine.apply_park_token(state, interrupt.interrupt_id, "late-token")
+    assert [e.kind for e in state.effects] == ["send_task_success"]
