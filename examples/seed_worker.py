@@ -1,0 +1,80 @@
+"""The seed's `decide` as a standalone HTTPS-style worker (standard library only).
+
+Run it with `python examples/seed_worker.py --port 9001` and point an agent's
+`worker.url` at it; set `HOLDPOINT_WORKER_SECRET` on both sides to sign and verify.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def decide(trigger: dict[str, Any], proposed: dict[str, Any]) -> dict[str, Any]:
+    """Pause before a sensitive action, then act on the answer (the seed, line for line)."""
+    if trigger["type"] == "tool.execute" and trigger["name"] == "send_email":
+        return {"actions": [{"type": "interrupt", "reason": "confirm", "payload": {"message": "Send the email?"}}]}
+    if trigger["type"] == "interrupt.resumed":
+        if (trigger.get("payload") or {}).get("approved"):
+            return {"actions": [{"type": "tool.result", "result": "sent"}]}
+        return {"actions": [{"type": "tool.error", "error": "declined"}]}
+    return proposed
+
+
+def signature_ok(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
+    """HMAC-SHA256 over `timestamp.body`, five minutes of clock skew at most."""
+    try:
+        if abs(time.time() - float(timestamp)) > 300:
+            return False
+    except ValueError:
+        return False
+    expected = "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, signature)
+
+
+class WorkerHandler(BaseHTTPRequestHandler):
+    secret: str | None = None
+    seen: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.secret and not signature_ok(self.secret, self.headers.get("X-Holdpoint-Timestamp", ""), body,
+                                            self.headers.get("X-Holdpoint-Signature", "")):
+            self.send_response(401)
+            self.end_headers()
+            return
+        request = json.loads(body)
+        self.seen.append(request)
+        answer = json.dumps(decide(request["trigger"], request.get("proposed") or {})).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        return
+
+
+def serve(port: int = 0, secret: str | None = None) -> tuple[ThreadingHTTPServer, list[dict[str, Any]]]:
+    """Start the worker in a thread; returns the server (for its port) and the requests it saw."""
+    handler = type("Handler", (WorkerHandler,), {"secret": secret, "seen": []})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, handler.seen
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=9001)
+    args = parser.parse_args()
+    server, _ = serve(args.port, os.environ.get("HOLDPOINT_WORKER_SECRET"))
+    print(f"seed worker on http://127.0.0.1:{server.server_address[1]}/")
+    threading.Event().wait()

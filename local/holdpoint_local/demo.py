@@ -1,0 +1,142 @@
+"""`make demo`: the seed's send_email example, end to end on the embedded local stack.
+
+A scripted model asks to call `send_email`; the worker (examples/seed_worker.py, over signed
+HTTP) pauses with an `interrupt`; the session sits parked while a ParkBranch execution holds
+the task token; a person resumes it; the worker's `tool.result` "sent" (or `tool.error`
+"declined") reaches the model, which finishes the turn. Run twice: approved and declined.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from .stack import LocalStack
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+
+import seed_worker  # noqa: E402
+
+SCRIPT = [
+    {"when": {"role": "user"}, "reply": {"content": None, "tool_calls": [
+        {"name": "send_email", "arguments": {"to": "bob@example.com", "subject": "Report",
+                                             "body": "The report is ready."}}]}},
+    {"when": {"role": "tool", "contains": "sent"}, "reply": {"content": "Done: the email to Bob is sent."}},
+    {"when": {"role": "tool"}, "reply": {"content": "OK, I did not send the email."}},
+]
+
+
+def show(title: str, obj: Any = None) -> None:
+    print(f"\n== {title}")
+    if obj is not None:
+        print(json.dumps(obj, indent=2))
+
+
+class Client:
+    def __init__(self, base: str, key: str) -> None:
+        self.base, self.session = base, requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {key}"
+
+    def call(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 202)) -> Any:
+        resp = self.session.request(method, self.base + path, json=body, timeout=30)
+        if resp.status_code not in ok:
+            raise SystemExit(f"{method} {path} -> {resp.status_code}: {resp.text}")
+        return resp.json()
+
+    def wait(self, session_id: str, status: str, timeout: float = 60.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            view = self.call("GET", f"/v1/sessions/{session_id}")
+            if view["status"] == status:
+                return view
+            if time.monotonic() > deadline:
+                raise SystemExit(f"session {session_id} stayed {view['status']!r}, wanted {status!r}")
+            time.sleep(0.2)
+
+
+def execution_status(stack: LocalStack, session_id: str, interrupt_id: str) -> str:
+    sfn = stack.client("stepfunctions")
+    arn = stack.env["PARK_STATE_MACHINE_ARN"]
+    for execution in sfn.list_executions(stateMachineArn=arn)["executions"]:
+        described = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+        if described["session_id"] == session_id and described["interrupt_id"] == interrupt_id:
+            return execution["status"]
+    return "NOT FOUND"
+
+
+def run_once(stack: LocalStack, client: Client, approved: bool) -> None:
+    label = "approved" if approved else "declined"
+    show(f"[{label}] the user asks; the model wants send_email; the worker interrupts")
+    out = client.call("POST", "/v1/sessions", {
+        "type": "client.message", "agent_id": "assistant",
+        "message": {"role": "user", "content": "Email Bob that the report is ready."}})
+    sid = out["session_id"]
+    print(f"POST /v1/sessions -> 202 {out}")
+    view = client.wait(sid, "interrupted")
+    [interrupt] = view["interrupts"]
+    show(f"[{label}] GET /v1/sessions/{sid}: status={view['status']}, open interrupt", interrupt)
+    iid = interrupt["interrupt_id"]
+    deadline = time.monotonic() + 30
+    while execution_status(stack, sid, iid) != "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    print(f"ParkBranch execution: {execution_status(stack, sid, iid)} (holding the task token, no compute)")
+    body = {"payload": {"approved": approved}}
+    show(f"[{label}] a person resumes: POST /v1/sessions/{sid}/interrupts/{iid}/resume", body)
+    print(json.dumps(client.call("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", body)))
+    again = client.call("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", body)
+    print(f"resume again (duplicate) -> {json.dumps(again)}")
+    view = client.wait(sid, "done")
+    deadline = time.monotonic() + 30
+    while execution_status(stack, sid, iid) == "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    print(f"ParkBranch execution: {execution_status(stack, sid, iid)}")
+    show(f"[{label}] final messages (status={view['status']})")
+    for message in view["messages"]:
+        text = message.get("content")
+        if message.get("tool_calls"):
+            text = "calls " + ", ".join(f"{c['function']['name']}({c['function']['arguments']})"
+                                        for c in message["tool_calls"])
+        print(f"  {message['role']:>9}: {text}")
+    events = client.call("GET", f"/v1/sessions/{sid}/events?limit=500")["events"]
+    print("events: " + ", ".join(e["type"] for e in events if not e["type"].startswith("decision.")))
+
+
+def main() -> None:
+    secret = secrets.token_hex(16)
+    os.environ["HOLDPOINT_DEMO_WORKER_SECRET"] = secret
+    worker, seen = seed_worker.serve(0, secret)
+    worker_url = f"http://127.0.0.1:{worker.server_address[1]}/"
+    quiet = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    with LocalStack(http_port=int(os.environ.get("HOLDPOINT_PORT", "0")), extra_env=quiet) as stack:
+        print(f"local stack: API {stack.base_url}, moto {stack.moto_endpoint}, worker {worker_url}")
+        client = Client(stack.base_url, stack.api_key)
+        agent = {
+            "model": "scripted-demo",
+            "llm": {"provider": "scripted", "script": SCRIPT},
+            "system": "You send emails for the user.",
+            "tools": [{"name": "send_email", "description": "Send an email",
+                       "input": {"type": "object", "required": ["to"],
+                                 "properties": {"to": {"type": "string"}, "subject": {"type": "string"},
+                                                "body": {"type": "string"}}}}],
+            "worker": {"url": worker_url, "secret": "env:HOLDPOINT_DEMO_WORKER_SECRET"},
+        }
+        client.call("PUT", "/v1/agents/assistant", agent)
+        print("PUT /v1/agents/assistant -> 200 (scripted model, send_email tool, signed HTTP worker)")
+        run_once(stack, client, approved=True)
+        run_once(stack, client, approved=False)
+        print(f"\nthe worker received {len(seen)} signed decisions; demo finished.")
+    worker.shutdown()
+
+
+if __name__ == "__main__":
+    main()
