@@ -12,6 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The embedded local stack (moto server, front end, pollers) for the end-to-end tests.
+pytest_plugins = ["holdpoint_local.pytest_plugin"]
+
 for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                    "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
                    "POWERTOOLS_METRICS_NAMESPACE": "Holdpoint", "POWERTOOLS_DEV": "false"}.items():

@@ -142,11 +142,20 @@ def void_llm_calls_off_path(state: SessionState, left_head: str | None) -> None:
             void_call(state, call, "head_moved")
 
 
+def has_work(state: SessionState) -> bool:
+    """Work the engine still owes: a resume not yet delivered, an LLM call, a deliverable decision."""
+    if any(i.status != "open" and not i.woken for i in state.interrupts.values()):
+        return True
+    if any(c.kind == "llm_call" for c in state.open_calls()):
+        return True
+    return any(not is_held(state, d) and d.trigger.get("type") != "turn.finished" for d in state.pending_decisions())
+
+
 def status(state: SessionState) -> str:
     """R14: status read at the head."""
     if active_parking(state):
         return "interrupted"
-    if state.header.active_turn:
+    if state.header.active_turn or has_work(state):
         return "running"
     last = state.turns.get(state.header.last_turn or "")
     if last is not None and last.status == "done":

@@ -56,17 +56,17 @@ def resolve_secret(ref: str | None) -> str | None:
     """Secrets come from the environment (`env:NAME`) or Secrets Manager (`secretsmanager:ARN`)."""
     if not ref:
         return None
-    if ref in _SECRETS:
-        return _SECRETS[ref]
     if ref.startswith("env:"):
         value = os.environ.get(ref[4:])
     elif ref.startswith("secretsmanager:"):
-        value = boto3.client("secretsmanager").get_secret_value(SecretId=ref[len("secretsmanager:"):])["SecretString"]
+        if ref not in _SECRETS:  # one Secrets Manager read per container
+            arn = ref[len("secretsmanager:"):]
+            _SECRETS[ref] = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+        value = _SECRETS[ref]
     else:
-        raise ValueError("worker.secret must be `env:NAME` or `secretsmanager:ARN`")
+        raise WorkerUnavailable("worker.secret must be `env:NAME` or `secretsmanager:ARN`")
     if value is None:
         raise WorkerUnavailable(f"worker secret {ref} is not set")
-    _SECRETS[ref] = value
     return value
 
 

@@ -1,0 +1,128 @@
+"""End-to-end fixtures: the real handlers on the local stack, a signed HTTP seed worker."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from holdpoint.auth import put_api_key
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "examples"))
+import seed_worker  # noqa: E402
+
+SCRIPT = [
+    {"when": {"role": "user", "contains": "say hi"}, "reply": {"content": "Hi!"}},
+    {"when": {"role": "user"}, "reply": {"tool_calls": [{"name": "send_email", "arguments": {"to": "bob"}}]}},
+    {"when": {"role": "tool", "contains": "sent"}, "reply": {"content": "Email sent."}},
+    {"when": {"role": "tool"}, "reply": {"content": "I did not send it."}},
+]
+
+
+class Api:
+    """A small HTTP client for one tenant's key."""
+
+    def __init__(self, base: str, key: str) -> None:
+        self.base = base
+        self.http = requests.Session()
+        self.http.headers["Authorization"] = f"Bearer {key}"
+
+    def req(self, method: str, path: str, body: Any = None) -> requests.Response:
+        return self.http.request(method, self.base + path, json=body, timeout=60)
+
+    def ok(self, method: str, path: str, body: Any = None) -> Any:
+        resp = self.req(method, path, body)
+        assert resp.status_code in (200, 202), f"{method} {path}: {resp.status_code} {resp.text}"
+        return resp.json()
+
+    def start(self, text: str = "Email Bob") -> str:
+        return self.ok("POST", "/v1/sessions", {"type": "client.message", "agent_id": "assistant",
+                                                 "message": {"role": "user", "content": text}})["session_id"]
+
+    def view(self, sid: str) -> dict[str, Any]:
+        return self.ok("GET", f"/v1/sessions/{sid}")
+
+    def wait(self, sid: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            view = self.view(sid)
+            if check(view):
+                return view
+            assert time.monotonic() < deadline, f"timed out; last view: {view['status']} {view['interrupts']}"
+            time.sleep(0.2)
+
+    def wait_status(self, sid: str, status: str, timeout: float = 60) -> dict[str, Any]:
+        return self.wait(sid, lambda v: v["status"] == status, timeout)
+
+    def resume(self, sid: str, iid: str, payload: Any) -> requests.Response:
+        return self.req("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", {"payload": payload})
+
+    def events(self, sid: str) -> list[dict[str, Any]]:
+        return self.ok("GET", f"/v1/sessions/{sid}/events?limit=500")["events"]
+
+
+@pytest.fixture
+def worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    secret = secrets.token_hex(16)
+    monkeypatch.setenv("HOLDPOINT_E2E_WORKER_SECRET", secret)
+    server, seen = seed_worker.serve(0, secret)
+    yield f"http://127.0.0.1:{server.server_address[1]}/", seen
+    server.shutdown()
+
+
+@pytest.fixture
+def stack(local_stack_factory: Callable[..., Any], worker: tuple[str, list[dict[str, Any]]]) -> Any:
+    stack = local_stack_factory(extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"})
+    os.environ["HOLDPOINT_E2E_WORKER_SECRET"] = os.environ.get("HOLDPOINT_E2E_WORKER_SECRET", "")
+    return stack
+
+
+def declare_agent(api: Api, worker_url: str, **extra: Any) -> None:
+    agent = {"llm": {"provider": "scripted", "script": SCRIPT},
+             "tools": [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}],
+             "worker": {"url": worker_url, "secret": "env:HOLDPOINT_E2E_WORKER_SECRET"}, **extra}
+    api.ok("PUT", "/v1/agents/assistant", agent)
+
+
+@pytest.fixture
+def api(stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> Api:
+    client = Api(stack.base_url, stack.api_key)
+    declare_agent(client, worker[0])
+    return client
+
+
+@pytest.fixture
+def other_tenant(stack: Any) -> Api:
+    key = "hp_other_tenant_key"
+    put_api_key(stack.env["TABLE_NAME"], key, "other", "mallory", "operator")
+    return Api(stack.base_url, key)
+
+
+def resumed_triggers(seen: list[dict[str, Any]], sid: str) -> list[dict[str, Any]]:
+    return [r["trigger"] for r in seen if r["session_id"] == sid and r["trigger"]["type"] == "interrupt.resumed"]
+
+
+def execution_status(stack: Any, sid: str, iid: str) -> str:
+    import json
+
+    sfn = stack.client("stepfunctions")
+    for execution in sfn.list_executions(stateMachineArn=stack.env["PARK_STATE_MACHINE_ARN"])["executions"]:
+        described = sfn.describe_execution(executionArn=execution["executionArn"])
+        data = json.loads(described["input"])
+        if data["session_id"] == sid and data["interrupt_id"] == iid:
+            return described["status"]
+    return "NOT_FOUND"
+
+
+def wait_execution(stack: Any, sid: str, iid: str, status: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while execution_status(stack, sid, iid) != status:
+        assert time.monotonic() < deadline, f"execution stayed {execution_status(stack, sid, iid)}"
+        time.sleep(0.2)
