@@ -12,9 +12,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The embedded local stack (moto server, front end, pollers) for the end-to-end tests.
-pytest_plugins = ["holdpoint_local.pytest_plugin"]
-
 for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                    "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
                    "POWERTOOLS_METRICS_NAMESPACE": "Holdpoint", "POWERTOOLS_DEV": "false"}.items():
@@ -41,7 +38,11 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
         machine = boto3.client("stepfunctions").create_state_machine(
             name="park", definition=json.dumps(definition),
             roleArn="arn:aws:iam::123456789012:role/park")["stateMachineArn"]
-        env = {"TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": queue, "PARK_STATE_MACHINE_ARN": machine}
+        timer = boto3.client("stepfunctions").create_state_machine(
+            name="timer", definition=json.dumps(definition),
+            roleArn="arn:aws:iam::123456789012:role/timer")["stateMachineArn"]
+        env = {"TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": queue, "PARK_STATE_MACHINE_ARN": machine,
+               "TIMER_STATE_MACHINE_ARN": timer}
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         yield env

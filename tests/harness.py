@@ -69,7 +69,8 @@ class Harness:
         self.log: list[dict[str, Any]] = []
         name = f"w{next(_names)}"
         workers.register(name, worker or seed_worker(self.log))
-        config = {"worker": {"python": name}, "tools": TOOLS, "llm": {"provider": "scripted", "script": SEND_EMAIL_SCRIPT}}
+        config = {"worker": {"python": name}, "tools": TOOLS,
+                  "llm": {"provider": "scripted", "script": SEND_EMAIL_SCRIPT}}
         config.update(agent or {})
         self.store.put_agent(tenant, "assistant", config)
         self.session_id: str | None = None

@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+
 from holdpoint_local.moto_server import MotoServer
 from holdpoint_local.provision import Provisioned, provision
 

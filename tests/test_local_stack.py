@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import requests
+
 from holdpoint_local.stack import LocalStack
 
 AUTHORIZER = '''

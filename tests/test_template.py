@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from cfnlint.api import lint
+
 from holdpoint_local.provision import load_template
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import ClientError
+from pydantic import TypeAdapter, ValidationError
+
 from holdpoint import sessions
 from holdpoint.auth import Caller
 from holdpoint.inputs import ApiError
@@ -20,6 +27,7 @@ from holdpoint.models import (
     Id,
     InterruptResumeInput,
     RaiseInterruptBody,
+    ResumeBody,
     SettleBody,
     error_param,
     first_error,
@@ -30,9 +38,14 @@ from holdpoint.resume import resume
 from holdpoint.settle import settle
 from holdpoint.store import Store
 from holdpoint.workers import check_url
-from pydantic import TypeAdapter, ValidationError
 
 MAX_BODY_BYTES = 1_048_576
+MAX_JSON_DEPTH = 64
+"""Deeper bodies are refused before parsing: json and pydantic recurse, and no protocol shape needs them."""
+MAX_AGENT_BYTES = 131_072
+"""An agent config is copied into the header of every session it starts, which must stay under 400 KB."""
+MAX_PAYLOAD_BYTES = 131_072
+"""An interrupt's payload and its resume payload share one item (DynamoDB: 400 KB); checked before the write."""
 ID: TypeAdapter[str] = TypeAdapter(Id)
 
 logger = Logger(service="holdpoint-api")
@@ -57,11 +70,32 @@ def caller() -> Caller:
 
 
 def check_id(value: str, what: str) -> str:
+    """An id that cannot exist is answered like an unknown one (404)."""
     try:
         ID.validate_python(value)
     except ValidationError:
-        raise ApiError(404, "not_found", f"{what} not found") from None
+        raise ApiError(404, "not_found", f"{_short(what)} not found") from None
     return value
+
+
+def check_payload(payload: Any) -> Any:
+    """Refuse a payload too large to store with its interrupt (measured as stored: JSON, ASCII-escaped)."""
+    if payload is not None and len(json.dumps(payload, separators=(",", ":"))) > MAX_PAYLOAD_BYTES:
+        raise ApiError(413, "payload_too_large", f"payload is over {MAX_PAYLOAD_BYTES} bytes as stored", "payload")
+    return payload
+
+
+def _short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+_UNION_MEMBER = re.compile(r"^(constrained-)?(str|int|float|bool|bytes|none|list|dict)$|\[")
+
+
+def _param(loc: tuple[Any, ...]) -> str:
+    """`message.content`, not `message.content.constrained-str`: drop pydantic's union member tags."""
+    parts = tuple(p for p in loc if not (isinstance(p, str) and _UNION_MEMBER.search(p)))
+    return error_param(parts, INPUT_TAGS)
 
 
 def respond(exc: ApiError) -> Response[dict[str, Any]]:
@@ -82,16 +116,21 @@ def on_api_error(exc: ApiError) -> Response[dict[str, Any]]:
 def on_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]:
     err = list(exc.errors())[0]
     loc = tuple(err.get("loc") or ())
-    if loc and loc[0] == "body":
+    if loc and loc[0] in ("body", "query", "path", "header"):
         loc = loc[1:]
     kind = err.get("type", "")
     if kind == "union_tag_invalid":
-        return error(422, "unknown_input_type", "unknown input type", "type")
+        return error(422, "unknown_input_type", "unknown input type; expected one of " +
+                     ", ".join(sorted(INPUT_TAGS)), "type")
     if kind == "union_tag_not_found":
         return error(400, "validation_error", "field required", "type")
-    if kind in ("json_invalid", "model_attributes_type", "dict_type") and not loc:
+    if kind == "json_invalid":
+        return error(400, "validation_error", "body is not valid JSON", "body")
+    if kind in ("model_attributes_type", "dict_type", "model_type") and not loc:
         return error(400, "validation_error", "body must be a JSON object", "body")
-    param = error_param(loc, INPUT_TAGS) or "body"
+    if kind == "missing" and not loc:
+        return error(400, "validation_error", "a JSON object body is required", "body")
+    param = _short(_param(loc) or "body")
     return error(400, "validation_error", str(err.get("msg") or "invalid"), param)
 
 
@@ -99,6 +138,30 @@ def on_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]
 def on_model_error(exc: ValidationError) -> Response[dict[str, Any]]:
     param, msg = first_error(exc)
     return error(400, "validation_error", msg, param or "body")
+
+
+@app.exception_handler(NotFoundError)
+def on_no_route(exc: NotFoundError) -> Response[dict[str, Any]]:
+    event = app.current_event
+    return error(404, "not_found", f"no route {event.http_method} {_short(event.path)}")
+
+
+@app.exception_handler(ClientError)
+def on_client_error(exc: ClientError) -> Response[dict[str, Any]]:
+    """DynamoDB refuses an item over 400 KB (or a transaction over 4 MB) and writes nothing."""
+    err = exc.response.get("Error") or {}
+    text = str(err.get("Message") or "").lower()
+    if err.get("Code") == "ValidationException" and "size" in text and "exceeded" in text:
+        return error(413, "payload_too_large", "the input is too large to record")
+    raise exc
+
+
+def too_many_changes(exc: ValueError) -> ApiError | None:
+    """The store refuses a step over DynamoDB's transaction item limit (nothing is written)."""
+    if str(exc).startswith("a step may change at most"):
+        return ApiError(413, "too_many_messages", "this input adds more messages than one request can record; "
+                        "send them in smaller inputs", "messages")
+    return None
 
 
 # --- sessions and inputs -------------------------------------------------------------
@@ -110,11 +173,23 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
     if isinstance(body, InterruptResumeInput):
         if session_id is None:
             raise ApiError(400, "validation_error", "interrupt.resume needs an existing session", "type")
-        out = resume(store, parking, who, session_id, body.interrupt_id, body.payload)
+        out = resume(store, parking, who, session_id, body.interrupt_id, check_payload(body.payload))
         if not out["noop"]:
             metrics.add_metric(name="InterruptsResumed", unit=MetricUnit.Count, value=1)
         return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=out)
-    accepted = sessions.submit(store, queue, who, session_id, body)
+    if getattr(body, "type", None) in ("tool.result", "tool.error"):
+        # Same as POST /calls/settle: settle a client or deferred call by id.
+        if session_id is None:
+            raise ApiError(400, "validation_error", f"{body.type} needs an existing session", "type")
+        settled = settle(store, queue, who, session_id, SettleBody.model_validate(body.wire()))
+        return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=settled)
+    try:
+        accepted = sessions.submit(store, queue, who, session_id, body)
+    except ValueError as exc:
+        refusal = too_many_changes(exc)
+        if refusal is None:
+            raise
+        raise refusal from None
     logger.append_keys(session_id=accepted.session_id)
     out = {"session_id": accepted.session_id, "turn_id": accepted.turn_id, "queued": accepted.queued}
     return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=out)
@@ -152,10 +227,28 @@ def post_interrupt(session_id: str, body: RaiseInterruptBody) -> dict[str, Any]:
     store, queue, _ = deps()
     out = sessions.raise_interrupt(
         store, queue, caller(), check_id(session_id, f"session {session_id}"), reason=body.reason,
-        payload=body.payload, global_=body.global_, interrupt_id=body.interrupt_id, expires_in=body.expires_in,
+        payload=check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
+        expires_in=body.expires_in,
         request_id=app.current_event.request_context.request_id)
     if not out["noop"]:
         metrics.add_metric(name="InterruptsRaised", unit=MetricUnit.Count, value=1)
+    return out
+
+
+@app.post("/v1/sessions/<session_id>/interrupts/<interrupt_id>/resume")
+def post_resume(session_id: str, interrupt_id: str, body: ResumeBody) -> dict[str, Any]:
+    """What the resume Lambda does (API Gateway routes this path there); declared here too so
+    the OpenAPI document covers it."""
+    store, _, parking = deps()
+    who = caller()
+    check_id(session_id, f"session {session_id}")
+    try:
+        ID.validate_python(interrupt_id)
+    except ValidationError:
+        raise ApiError(400, "validation_error", "interrupt_id is not a valid id", "interrupt_id") from None
+    out = resume(store, parking, who, session_id, interrupt_id, check_payload(body.payload))
+    if not out["noop"]:
+        metrics.add_metric(name="InterruptsResumed", unit=MetricUnit.Count, value=1)
     return out
 
 
@@ -181,8 +274,14 @@ def get_inbox(
 @app.put("/v1/agents/<agent_id>")
 def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
     store, _, _ = deps()
-    check_id(agent_id, f"agent {agent_id}")
+    try:
+        ID.validate_python(agent_id)
+    except ValidationError:
+        raise ApiError(400, "validation_error", "agent_id must be 1-64 characters of [A-Za-z0-9._:-]",
+                       "agent_id") from None
     config = body.wire()
+    if len(json.dumps(config, separators=(",", ":"))) > MAX_AGENT_BYTES:
+        raise ApiError(413, "payload_too_large", f"the agent config is over {MAX_AGENT_BYTES} bytes")
     worker = config.get("worker") or {}
     if worker.get("url"):
         problem = check_url(worker["url"])
@@ -212,14 +311,52 @@ def openapi() -> Response[dict[str, Any]]:
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=schema)
 
 
+_TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]')  # possessive, unterminated strings run to the end: linear
+
+
+def json_depth(raw: bytes) -> int:
+    """How deeply the body's arrays and objects nest (brackets inside strings do not count)."""
+    depth = deepest = 0
+    for match in _TOKENS.finditer(raw):
+        char = match.group()
+        if char in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+def check_body(event: dict[str, Any]) -> dict[str, Any]:
+    """Refuse bodies over the size limit or nested deeper than any protocol shape needs, before
+    anything parses them; a base64-encoded body is decoded (and measured) first."""
+    body = event.get("body") or ""
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)
+    if event.get("isBase64Encoded"):
+        if len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
+            raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+        try:
+            raw = base64.b64decode(raw, validate=True)
+            text = raw.decode("utf-8")
+        except (binascii.Error, ValueError):
+            raise ApiError(400, "validation_error", "body is not valid base64-encoded UTF-8", "body") from None
+        event = {**event, "body": text, "isBase64Encoded": False}
+    if len(raw) > MAX_BODY_BYTES:
+        raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise ApiError(400, "validation_error", f"body is nested deeper than {MAX_JSON_DEPTH} levels", "body")
+    return event
+
+
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    body = event.get("body") or ""
-    if len(body.encode() if isinstance(body, str) else body) > MAX_BODY_BYTES:
-        return {"statusCode": 413, "headers": {"Content-Type": "application/json"},
-                "body": json.dumps(ApiError(413, "payload_too_large",
-                                            f"body is over {MAX_BODY_BYTES} bytes").body())}
+    try:
+        event = check_body(event)
+    except ApiError as exc:
+        logger.info("refused", extra={"code": exc.code, "status": exc.status})
+        return {"statusCode": exc.status, "headers": {"Content-Type": "application/json"},
+                "body": json.dumps(exc.body())}
     try:
         return app.resolve(event, context)
     except Exception:  # noqa: BLE001 - never a stack trace in a body

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
+
 from holdpoint.auth import authenticate
 from holdpoint.store import Store
 

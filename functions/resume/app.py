@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import ClientError
+from pydantic import TypeAdapter, ValidationError
+
 from holdpoint.auth import Caller
 from holdpoint.inputs import ApiError
 from holdpoint.models import Id, ResumeBody, first_error
 from holdpoint.parking import Parking
 from holdpoint.resume import resume
 from holdpoint.store import Store
-from pydantic import TypeAdapter, ValidationError
 
 MAX_BODY_BYTES = 1_048_576
+MAX_JSON_DEPTH = 64
+MAX_PAYLOAD_BYTES = 131_072  # as the API handler: checked before the write (the interrupt item is <= 400 KB)
+_TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]')  # as in the API handler: linear, strings skipped
 ID: TypeAdapter[str] = TypeAdapter(Id)
 
 logger = Logger(service="holdpoint-resume")
@@ -36,20 +44,58 @@ def _parse(event: dict[str, Any]) -> tuple[Caller, str, str, Any]:
     try:
         ID.validate_python(session_id)
     except ValidationError:
-        raise ApiError(404, "not_found", f"session {session_id} not found") from None
+        raise ApiError(404, "not_found", f"session {str(session_id)[:100]} not found") from None
     try:
         ID.validate_python(interrupt_id)
     except ValidationError:
         raise ApiError(400, "validation_error", "interrupt_id is not a valid id", "interrupt_id") from None
-    raw = event.get("body") or "{}"
-    if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+    raw = _body(event)
+    if _depth(raw) > MAX_JSON_DEPTH:
+        raise ApiError(400, "validation_error", f"body is nested deeper than {MAX_JSON_DEPTH} levels", "body")
     try:
         body = ResumeBody.model_validate_json(raw)
     except ValidationError as exc:
         param, msg = first_error(exc)
         raise ApiError(400, "validation_error", msg, param or "body") from None
+    stored = len(json.dumps(body.payload, separators=(",", ":"))) if body.payload is not None else 0
+    if stored > MAX_PAYLOAD_BYTES:
+        raise ApiError(413, "payload_too_large", f"payload is over {MAX_PAYLOAD_BYTES} bytes as stored", "payload")
     return Caller.from_context(lam), session_id, interrupt_id, body.payload
+
+
+def _body(event: dict[str, Any]) -> bytes:
+    """The body as sent, measured in bytes (API Gateway may base64-encode it); empty means `{}`."""
+    body = event.get("body") or ""
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)
+    if event.get("isBase64Encoded") and raw:
+        if len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
+            raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+        try:
+            raw = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            raise ApiError(400, "validation_error", "body is not valid base64", "body") from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+    return raw or b"{}"
+
+
+def _depth(raw: bytes) -> int:
+    depth = deepest = 0
+    for match in _TOKENS.finditer(raw):
+        char = match.group()
+        if char in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+def _too_big(exc: ClientError) -> bool:
+    """DynamoDB refused an item over 400 KB (the resume payload is stored on the interrupt); nothing was written."""
+    err = exc.response.get("Error") or {}
+    text = str(err.get("Message") or "").lower()
+    return err.get("Code") == "ValidationException" and "size" in text and "exceeded" in text
 
 
 @metrics.log_metrics
@@ -64,6 +110,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     except ApiError as exc:
         logger.info("refused", extra={"code": exc.code, "status": exc.status})
         return _reply(exc.status, exc.body())
+    except ClientError as exc:
+        if not _too_big(exc):
+            logger.exception("unhandled")
+            return _reply(500, {"error": {"code": "internal", "message": "internal error"}})
+        return _reply(413, {"error": {"code": "payload_too_large",
+                                      "message": "the resume payload is too large to record"}})
     except Exception:  # noqa: BLE001 - never a stack trace in a body
         logger.exception("unhandled")
         return _reply(500, {"error": {"code": "internal", "message": "internal error"}})

@@ -11,13 +11,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from . import budget, retry, subagents
 from . import interrupts as rules
+from .calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, settle_tool
 from .models import DecisionResponse
-from .proposals import check_arguments, propose, tool_spec
-from .session import Call, Decision, Effect, SessionState, Turn, derive, now_iso
+from .proposals import propose
+from .session import Call, Decision, Effect, SessionState, derive, now_iso
+from .turns import finish_turn, start_next_queued, start_turn
 
-DECISION_ATTEMPT_SECS = 300
-DECISION_MAX_ATTEMPTS = 10
+__all__ = ["apply_llm_result", "start_turn", "finish_turn", "settle_tool"]
+
 
 
 @dataclass
@@ -26,18 +29,22 @@ class Work:
     id: str
 
 
-def next_work(state: SessionState) -> Work | None:
+def next_work(state: SessionState, now: float) -> Work | None:
     """The next thing due, intent already committed: parks first, then LLM calls, then the
-    decision queue (front-of-queue resumes first, held decisions skipped)."""
+    decision queue (front-of-queue resumes first, held decisions skipped, one at a time: a
+    decision backing off blocks the ones behind it until its timer fires)."""
     for interrupt in state.interrupts.values():
         if interrupt.execution_arn is None and (interrupt.status == "open" or not interrupt.woken):
             return Work("start_park", interrupt.interrupt_id)
     for call in state.open_calls():
-        if call.kind == "llm_call" and call.handler == "engine":
+        if call.kind == "llm_call" and call.handler == "engine" and (call.not_before or 0) <= now:
             return Work("run_llm", call.id)
     for decision in state.pending_decisions():
-        if not rules.is_held(state, decision):
-            return Work("deliver", decision.id)
+        if rules.is_held(state, decision):
+            continue
+        if (decision.not_before or 0) > now:
+            return None
+        return Work("deliver", decision.id)
     return None
 
 
@@ -51,7 +58,8 @@ def branch_path(state: SessionState, decision: Decision) -> list[dict[str, Any]]
 
 def build_request(state: SessionState, decision: Decision) -> dict[str, Any]:
     h = state.header
-    deadline = datetime.now(UTC) + timedelta(seconds=DECISION_ATTEMPT_SECS)
+    policy = retry.policy(h.agent, "decision")
+    deadline = datetime.now(UTC) + timedelta(seconds=policy.attempt_timeout_secs)
     open_calls = state.open_calls()
     return {
         "session_id": h.session_id,
@@ -84,37 +92,6 @@ class ProtocolError(ValueError):
         self.param = param
 
 
-def tool_content(result: Any) -> str | list[dict[str, Any]]:
-    """A tool result as the tool message's content: strings as they are, MCP objects by text."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, dict) and isinstance(result.get("content"), list):
-        texts = [p.get("text", "") for p in result["content"] if isinstance(p, dict) and p.get("type") == "text"]
-        return "\n".join(texts)
-    return json.dumps(result)
-
-
-def settle_tool(state: SessionState, call: Call, *, ok: bool, result: Any = None, error: Any = None) -> None:
-    """Record a tool outcome as a tool message and queue `tool.finished` (held if parked, R10)."""
-    call.status = "settled"
-    call.ok = ok
-    call.result = result
-    call.error = error
-    parent = state.tree.branch_head(call.anchor)
-    node_id = derive("msg", state.header.session_id, "tool", call.id)
-    content = tool_content(result) if ok else (error if isinstance(error, str) else json.dumps(error))
-    state.add_node(node_id, parent, {"role": "tool", "tool_call_id": call.id, "content": content})
-    call.node_id = node_id
-    state.touch(call)
-    state.emit("call.settled", call_id=call.id, kind=call.kind, ok=ok)
-    trigger: dict[str, Any] = {"type": "tool.finished", "id": call.id, "ok": ok, "name": call.name}
-    if ok:
-        trigger["result"] = result
-    else:
-        trigger["error"] = error
-    state.enqueue(trigger, anchor=node_id, turn_id=call.turn_id, key=("finished", call.id), call_id=call.id)
-
-
 def _target_call(state: SessionState, decision: Decision, action_id: str | None) -> Call | None:
     if action_id:
         return state.calls.get(action_id)
@@ -127,78 +104,6 @@ def _target_call(state: SessionState, decision: Decision, action_id: str | None)
     return None
 
 
-def open_tool_call(state: SessionState, *, call_id: str, name: str, arguments: str, anchor: str | None,
-                   turn_id: str | None, group: str | None) -> Call | None:
-    if call_id in state.calls:
-        return None
-    spec = tool_spec(state, name) or {}
-    call = Call(
-        id=call_id,
-        kind="tool_call",
-        anchor=anchor,
-        turn_id=turn_id,
-        order=state.tick(),
-        handler=spec.get("handler") or "worker",
-        name=name,
-        arguments=arguments,
-        group=group,
-    )
-    state.put(call)
-    state.emit("call.started", call_id=call_id, kind="tool_call", name=name, anchor=anchor)
-    if call.handler == "worker":
-        trigger = {
-            "type": "tool.execute",
-            "id": call_id,
-            "name": name,
-            "arguments": arguments,
-            "input": check_arguments(state, name, arguments),
-            "attempt": call.attempt,
-        }
-        state.enqueue(trigger, anchor=anchor, turn_id=turn_id, key=("execute", call_id, call.attempt),
-                      call_id=call_id)
-    return call
-
-
-def open_llm_call(state: SessionState, *, call_id: str, request: dict[str, Any], anchor: str | None,
-                  turn_id: str | None) -> Call:
-    provider = ((state.header.agent or {}).get("llm") or {}).get("provider", "scripted")
-    call = Call(
-        id=call_id,
-        kind="llm_call",
-        anchor=anchor,
-        turn_id=turn_id,
-        order=state.tick(),
-        handler="worker" if provider == "worker" else "engine",
-        request=request,
-    )
-    state.put(call)
-    state.emit("call.started", call_id=call_id, kind="llm_call", anchor=anchor)
-    if rules.llm_call_parked(state, call):
-        rules.void_call(state, call, "parked")
-    return call
-
-
-def finish_turn(state: SessionState, turn_id: str | None, *, ok: bool, data: Any = None, error: Any = None,
-                notify: bool = True) -> None:
-    turn = state.turns.get(turn_id or "")
-    if turn is None or turn.status not in ("running", "suspended"):
-        return
-    turn.status = "done" if ok else "failed"
-    turn.data = data
-    turn.error = error
-    state.touch(turn)
-    if state.header.active_turn == turn.id:
-        state.header.active_turn = None
-    state.header.last_turn = turn.id
-    if ok:
-        state.emit("turn.finished", turn_id=turn.id, data=data)
-    else:
-        state.emit("turn.failed", turn_id=turn.id, error=error)
-    if notify:
-        state.enqueue({"type": "turn.finished"}, anchor=state.tree.head_id, turn_id=turn.id,
-                      key=("turn.finished", turn.id))
-
-
 def interrupt_anchor(state: SessionState, decision: Decision) -> str | None:
     """R2/R4: the head of the branch the decision was for; none before any message exists."""
     if decision.trigger.get("type") == "session.start" or not state.tree.nodes:
@@ -206,20 +111,21 @@ def interrupt_anchor(state: SessionState, decision: Decision) -> str | None:
     return state.tree.branch_head(decision.anchor)
 
 
-def apply_response(state: SessionState, decision: Decision, response: DecisionResponse) -> None:
+def apply_response(state: SessionState, decision: Decision, response: DecisionResponse, now: float) -> None:
     if decision.status != "pending":
         return
     decision.status = "delivered"
     decision.attempts += 1
     state.touch(decision)
-    state.emit("decision.delivered", decision_id=decision.id, trigger=decision.trigger.get("type"))
+    kind = decision.trigger.get("type")
+    state.emit("decision.delivered", decision_id=decision.id, trigger=kind)
     h = state.header
-    if decision.turn_id and decision.turn_id in state.turns:
-        turn = state.turns[decision.turn_id]
-        if turn.status == "suspended" and h.active_turn is None:
-            turn.status = "running"
-            h.active_turn = turn.id
-            state.touch(turn)
+    turn = state.turns.get(decision.turn_id or "")
+    if turn is not None and turn.status == "suspended" and h.active_turn is None:
+        turn.status = "running"
+        h.active_turn = turn.id
+        state.touch(turn)
+        state.emit("turn.resumed", turn_id=turn.id)
     if response.state is not None:
         h.state = None if response.state == {} else response.state
     if response.agent is not None:
@@ -233,53 +139,94 @@ def apply_response(state: SessionState, decision: Decision, response: DecisionRe
         state.emit("message.added", message_id=node_id, role=msg.role)
         branch = node_id
     for i, action in enumerate(response.actions or []):
-        kind = action.type
-        if kind == "llm.call":
-            call_id = action.id or derive("llm", h.session_id, decision.id, i)
-            if call_id not in state.calls:
-                open_llm_call(state, call_id=call_id, request=action.wire(), anchor=branch, turn_id=decision.turn_id)
-        elif kind == "tool.call":
-            args = action.arguments if isinstance(action.arguments, str) else json.dumps(action.arguments)
-            call_id = action.id or derive("call", h.session_id, decision.id, i)
-            group = decision.call_id if decision.trigger.get("type") == "llm.finished" else decision.id
-            open_tool_call(state, call_id=call_id, name=action.name, arguments=args, anchor=branch,
-                           turn_id=decision.turn_id, group=group)
-        elif kind in ("tool.result", "tool.error"):
-            call = _target_call(state, decision, action.id)
-            if call is None:
-                raise ProtocolError(f"actions[{i}].id", "names no tool call of this session")
-            if call.status != "open" or (action.attempt is not None and action.attempt != call.attempt):
-                state.emit("call.result_ignored", call_id=call.id, reason="not open or replaced attempt")
-                continue
-            if kind == "tool.result":
-                settle_tool(state, call, ok=True, result=action.result)
-            else:
-                settle_tool(state, call, ok=False, error=action.error)
-        elif kind == "interrupt":
-            bound = decision.call_id if decision.trigger.get("type") == "tool.execute" else None
-            if isinstance(action.payload, dict) and action.payload.get("toolCallId") in state.calls:
-                bound = action.payload["toolCallId"]
-            rules.raise_interrupt(
-                state,
-                interrupt_id=action.interrupt_id,
-                reason=action.reason,
-                payload=action.payload,
-                origin="worker",
-                anchor=interrupt_anchor(state, decision),
-                expires_in=action.expires_in,
-                call_id=bound,
-                turn_id=decision.turn_id,
-                raised_by=f"{decision.id}:{i}",
-            )
-        elif kind == "done":
-            if not rules.parking(state, branch) and decision.trigger.get("type") != "turn.finished":
-                finish_turn(state, decision.turn_id, ok=True, data=action.data)
-        elif kind == "fail":
-            finish_turn(state, decision.turn_id, ok=False, error=action.error)
+        _apply_action(state, decision, i, action, branch, now)
+    # A call the decision left open gets its deadline (tool.execute answered `{}`: deferred).
+    for call_id in {decision.call_id, _bound_call_id(state, decision)} - {None}:
+        call = state.calls.get(call_id or "")
+        if call is not None and call.status == "open" and kind in ("tool.execute", "interrupt.resumed"):
+            arm_deadline(state, call, now)
+
+
+def _bound_call_id(state: SessionState, decision: Decision) -> str | None:
+    interrupt = state.interrupts.get(decision.interrupt_id or "")
+    return interrupt.call_id if interrupt is not None else None
+
+
+def _apply_action(state: SessionState, decision: Decision, i: int, action: Any, branch: str | None,
+                  now: float) -> None:
+    h = state.header
+    kind = action.type
+    trigger_type = decision.trigger.get("type")
+    if kind == "llm.call":
+        call_id = action.id or derive("llm", h.session_id, decision.id, i)
+        if call_id not in state.calls:
+            open_llm_call(state, call_id=call_id, request=action.wire(), anchor=branch, turn_id=decision.turn_id,
+                          now=now)
+    elif kind == "tool.call":
+        args = action.arguments if isinstance(action.arguments, str) else json.dumps(action.arguments)
+        call_id = action.id or derive("call", h.session_id, decision.id, i)
+        group = decision.call_id if trigger_type == "llm.finished" else decision.id
+        open_tool_call(state, call_id=call_id, name=action.name, arguments=args, anchor=branch,
+                       turn_id=decision.turn_id, group=group, retry_override=action.retry, now=now)
+    elif kind in ("tool.result", "tool.error"):
+        call = _target_call(state, decision, action.id)
+        if call is None or call.kind != "tool_call":
+            raise ProtocolError(f"actions[{i}].id", "names no tool call of this session")
+        if call.status != "open" or (action.attempt is not None and action.attempt != call.attempt):
+            state.emit("call.result_ignored", call_id=call.id, reason="not open or replaced attempt")
+            return
+        if kind == "tool.result":
+            settle_tool(state, call, ok=True, result=action.result)
+        else:
+            settle_tool(state, call, ok=False, error=action.error)
+    elif kind in ("llm.result", "llm.error"):
+        call = state.calls.get(action.id or decision.call_id or "")
+        if call is None or call.kind != "llm_call":
+            raise ProtocolError(f"actions[{i}].id", "names no LLM call of this session")
+        if action.attempt is not None and action.attempt != call.attempt:
+            state.emit("call.result_ignored", call_id=call.id, reason="replaced attempt")
+            return
+        if kind == "llm.result":
+            result = {"ok": True, "message": action.message.wire(), "usage": action.usage, "cost": action.cost,
+                      "truncated": action.truncated}
+        else:
+            result = {"ok": False, "error": action.error, "code": action.code, "retryable": action.retryable}
+        apply_llm_result(state, call, result, now)
+        if result.get("cost"):
+            budget.check(state, raised_by=f"budget:{call.id}")
+    elif kind == "sub_agent.spawn":
+        subagents.spawn(state, tool_call_id=action.tool_call_id, agent_id=action.agent_id,
+                        session_id=action.session_id, message=action.message.wire() if action.message else None,
+                        anchor=branch, turn_id=decision.turn_id, now=now)
+    elif kind == "message.send":
+        state.effects.append(Effect(kind="send", data={"session_id": action.session_id,
+                                                       "message": action.message.wire(),
+                                                       "key": f"{decision.id}:{i}"}))
+    elif kind == "interrupt":
+        bound = decision.call_id if trigger_type == "tool.execute" else None
+        if isinstance(action.payload, dict) and action.payload.get("toolCallId") in state.calls:
+            bound = action.payload["toolCallId"]
+        rules.raise_interrupt(
+            state,
+            interrupt_id=action.interrupt_id,
+            reason=action.reason,
+            payload=action.payload,
+            origin="worker",
+            anchor=interrupt_anchor(state, decision),
+            expires_in=action.expires_in,
+            call_id=bound,
+            turn_id=decision.turn_id,
+            raised_by=f"{decision.id}:{i}",
+        )
+    elif kind == "done":
+        if not rules.parking(state, branch) and trigger_type != "turn.finished":
+            finish_turn(state, decision.turn_id, ok=True, data=action.data)
+    elif kind == "fail":
+        finish_turn(state, decision.turn_id, ok=False, error=action.error)
 
 
 def fail_decision(state: SessionState, decision: Decision, error: str, param: str | None) -> None:
-    """A worker that broke the protocol: the decision fails and so does its turn."""
+    """A worker that broke the protocol (or never answered): the decision fails, and its turn."""
     if decision.status != "pending":
         return
     decision.status = "failed"
@@ -290,63 +237,25 @@ def fail_decision(state: SessionState, decision: Decision, error: str, param: st
     finish_turn(state, decision.turn_id, ok=False, error=detail, notify=False)
 
 
-def retry_decision(state: SessionState, decision: Decision, error: str) -> bool:
-    """Count a failed delivery; False once the attempts are spent (the decision then fails)."""
-    decision.attempts += 1
-    state.touch(decision)
-    state.emit("decision.retry", decision_id=decision.id, attempt=decision.attempts, error=error)
-    if decision.attempts >= DECISION_MAX_ATTEMPTS:
-        decision.attempts -= 1
-        fail_decision(state, decision, f"worker unavailable after {DECISION_MAX_ATTEMPTS} attempts: {error}", None)
+def retry_decision(state: SessionState, decision: Decision, error: str, now: float) -> bool:
+    """A delivery failed (timeout, 5xx, bad JSON): back off on a durable timer, or fail once the
+    policy's attempts or total time are spent. False when the decision failed."""
+    if decision.status != "pending":
         return False
+    policy = retry.policy(state.header.agent, "decision")
+    decision.first_at = decision.first_at or now
+    attempt = decision.attempts + 1
+    if attempt >= policy.max_attempts or now - decision.first_at >= policy.total_timeout_secs:
+        fail_decision(state, decision, f"worker did not answer after {attempt} attempt(s): {error}", None)
+        return False
+    decision.attempts = attempt
+    delay = policy.backoff(attempt)
+    decision.not_before = now + delay
+    state.touch(decision)
+    state.emit("decision.retry", decision_id=decision.id, attempt=attempt, delay_secs=delay, error=error)
+    state.effects.append(Effect(kind="timer", seconds=delay, key=f"decision/{decision.id}/{attempt}",
+                                data={"kind": "kick"}))
     return True
-
-
-# --- LLM results -----------------------------------------------------------------------
-
-
-def apply_llm_result(state: SessionState, call: Call, result: dict[str, Any]) -> None:
-    """Record an LLM reply at its anchor; a call voided meanwhile is discarded unrecorded (R6)."""
-    if call.status != "open":
-        return
-    if rules.llm_call_parked(state, call):
-        rules.void_call(state, call, "parked")
-        return
-    call.status = "settled"
-    call.ok = bool(result.get("ok"))
-    call.usage = result.get("usage")
-    trigger: dict[str, Any] = {"type": "llm.finished", "id": call.id, "ok": call.ok,
-                               "truncated": bool(result.get("truncated"))}
-    anchor = call.anchor
-    if call.ok:
-        node_id = derive("msg", state.header.session_id, "llm", call.id)
-        message = {k: v for k, v in (result.get("message") or {}).items() if v is not None}
-        message["role"] = "assistant"
-        node = state.add_node(node_id, call.anchor, message)
-        call.message = node.message
-        call.node_id = node_id
-        anchor = node_id
-        trigger["message"] = node.message
-        state.emit("message.added", message_id=node_id, role="assistant", call_id=call.id)
-    else:
-        call.error = result.get("error")
-        trigger["error"] = call.error
-        trigger["code"] = result.get("code")
-    for key in ("usage", "cost"):
-        if result.get(key) is not None:
-            trigger[key] = result[key]
-    usage = state.header.usage
-    for key, value in (result.get("usage") or {}).items():
-        if isinstance(value, (int, float)):
-            usage[key] = usage.get(key, 0) + value
-    if result.get("cost"):
-        usage["cost"] = usage.get("cost", 0) + result["cost"]
-    state.touch(call)
-    state.emit("call.settled", call_id=call.id, kind="llm_call", ok=call.ok)
-    state.enqueue(trigger, anchor=anchor, turn_id=call.turn_id, key=("llm.finished", call.id), call_id=call.id)
-
-
-# --- parking -----------------------------------------------------------------------------
 
 
 def mark_parked(state: SessionState, interrupt_id: str, execution_arn: str) -> None:
@@ -385,6 +294,8 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str) -> str | No
         interrupt.resolved_at = now_iso()
         happened = "expired"
     was_parking_active = interrupt.anchor is None or interrupt.anchor in state.tree.path_ids(state.tree.head_id)
+    if interrupt.origin == "system" and interrupt.reason == budget.REASON:
+        budget.apply_resume(state, interrupt.resolution)
     interrupt.woken = True
     state.touch(interrupt)
     state.emit("session.interrupt_resumed", interrupt_id=interrupt_id, payload=interrupt.resolution,
@@ -394,12 +305,5 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str) -> str | No
         anchor = interrupt.anchor if interrupt.anchor is not None else state.tree.head_id
         state.enqueue(trigger, anchor=anchor, turn_id=interrupt.turn_id, priority=0,
                       key=("resumed", interrupt_id, interrupt.generation), interrupt_id=interrupt_id)
+    start_next_queued(state)
     return happened
-
-
-def start_turn(state: SessionState, turn_id: str) -> Turn:
-    turn = Turn(id=turn_id, order=state.tick())
-    state.put(turn)
-    state.header.active_turn = turn_id
-    state.emit("turn.started", turn_id=turn_id)
-    return turn

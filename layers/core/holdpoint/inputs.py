@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import interrupts as rules
-from .engine import start_turn
-from .models import ClientMessageInput, ClientMessagesInput
+from .models import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from .session import Effect, SessionState, derive, mint
 from .tree import ViewConflict
+from .turns import add_user_input, dispatch, start_turn
 
 
 class ApiError(Exception):
@@ -54,6 +54,9 @@ def _refuse_if_turn_active(state: SessionState) -> None:
     active = state.header.active_turn
     if active:
         raise ApiError(409, "turn_already_active", f"turn {active} is still running", turn_id=active)
+    if state.header.turn_queue:
+        queued = state.header.turn_queue[0]
+        raise ApiError(409, "turn_already_active", f"turn {queued} is queued to run next", turn_id=queued)
 
 
 def start_session(state: SessionState, agent: dict[str, Any]) -> None:
@@ -69,30 +72,28 @@ def _known_turn(state: SessionState, turn_id: str | None) -> Accepted | None:
     return None
 
 
-def _dispatch(state: SessionState, turn_id: str, new_from: int, client: dict[str, Any] | None) -> None:
-    path = [n.message for n in state.tree.active_path()]
-    trigger: dict[str, Any] = {"type": "client.messages", "messages": path, "new_from": new_from}
-    if client is not None:
-        trigger["client"] = client
-    state.enqueue(trigger, anchor=state.tree.head_id, turn_id=turn_id, key=("client", turn_id))
-    state.effects.append(Effect(kind="kick"))
-
-
-def accept_message(state: SessionState, inp: ClientMessageInput) -> Accepted:
-    """`client.message`: one message at the head."""
+def accept_turn(state: SessionState, inp: ClientMessageInput | ClientActionInput) -> Accepted:
+    """`client.message` (one message at the head) or `client.action`: a new turn, queued if asked."""
     known = _known_turn(state, inp.turn_id)
     if known:
         return known
     refuse_if_parked(state, state.tree.head_id)
-    _refuse_if_turn_active(state)
     turn_id = inp.turn_id or mint("turn")
-    node_id = inp.message.id or derive("msg", state.header.session_id, turn_id, 0)
-    if node_id in state.tree.nodes:
-        raise ApiError(400, "invalid_request", f"message id {node_id!r} already exists", param="message.id")
-    state.add_node(node_id, state.tree.head_id, inp.message.wire())
-    state.emit("message.added", message_id=node_id, role=inp.message.role)
+    if isinstance(inp, ClientMessageInput):
+        message = inp.message.wire()
+        message["id"] = message.get("id") or derive("msg", state.header.session_id, turn_id, 0)
+        if message["id"] in state.tree.nodes:
+            raise ApiError(400, "validation_error", f"message id {message['id']!r} already exists", param="message.id")
+        payload: dict[str, Any] = {"type": "client.message", "message": message}
+    else:
+        payload = {"type": "client.action", "name": inp.name, "args": inp.args}
+    if state.header.active_turn or state.header.turn_queue:
+        if not inp.queue:
+            _refuse_if_turn_active(state)
+        start_turn(state, turn_id, queued_input=payload)
+        return Accepted(state.header.session_id, turn_id, queued=True)
     start_turn(state, turn_id)
-    _dispatch(state, turn_id, len(state.tree.active_path()) - 1, None)
+    add_user_input(state, turn_id, payload)
     return Accepted(state.header.session_id, turn_id)
 
 
@@ -127,7 +128,11 @@ def accept_view(state: SessionState, inp: ClientMessagesInput) -> Accepted:
         state.move_head(merge.head_id)
     rules.void_llm_calls_off_path(state, old_head)
     start_turn(state, turn_id)
-    _dispatch(state, turn_id, merge.new_from or 0, inp.client)
+    path = [n.message for n in state.tree.active_path()]
+    trigger: dict[str, Any] = {"type": "client.messages", "messages": path, "new_from": merge.new_from or 0}
+    if inp.client is not None:
+        trigger["client"] = inp.client
+    dispatch(state, turn_id, trigger)
     return Accepted(state.header.session_id, turn_id)
 
 

@@ -51,8 +51,9 @@ class ToolCall(Wire):
 class Message(Wire):
     id: Id | None = None
     role: Literal["system", "user", "assistant", "tool"]
-    content: Annotated[str, StringConstraints(max_length=262_144)] | list[dict[str, Any]] | None = None
-    tool_calls: list[ToolCall] | None = None
+    content: (Annotated[str, StringConstraints(max_length=262_144)]
+              | Annotated[list[dict[str, Any]], Field(max_length=1_000)] | None) = None
+    tool_calls: Annotated[list[ToolCall], Field(max_length=128)] | None = None
     tool_call_id: Id | None = None
     name: Annotated[str, StringConstraints(max_length=128)] | None = None
 
@@ -62,10 +63,30 @@ class Message(Wire):
 
 class ToolSpec(Open):
     name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
-    description: str | None = None
+    description: Annotated[str, StringConstraints(max_length=16_384)] | None = None
     input: dict[str, Any] | None = None
     output: dict[str, Any] | None = None
     handler: Literal["worker", "client"] | None = None
+
+
+class RetryPolicy(Wire):
+    attempt_timeout_secs: float | None = Field(default=None, gt=0)
+    total_timeout_secs: float | None = Field(default=None, gt=0)
+    max_attempts: int | None = Field(default=None, ge=1, le=100)
+    backoff_base_secs: float | None = Field(default=None, ge=1)
+    backoff_max_secs: float | None = Field(default=None, ge=0)
+
+
+class SubAgentSpec(Open):
+    """A sub-agent the model may call like a tool; the call starts a child session."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
+    agent_id: Id
+    description: str | None = None
+
+
+class Budget(Open):
+    max_cost: float = Field(ge=0)
 
 
 class LlmConfig(Open):
@@ -75,20 +96,24 @@ class LlmConfig(Open):
 class WorkerConfig(Open):
     """Where decisions go: an HTTPS url, a Lambda ARN, or an in-process callable (`python`)."""
 
-    url: str | None = None
-    lambda_arn: str | None = None
-    python: str | None = None
-    secret: str | None = Field(default=None, description="HMAC secret, or `env:NAME` / `secretsmanager:ARN`")
-    timeout_secs: float = 30.0
+    url: Annotated[str, StringConstraints(max_length=2_048)] | None = None
+    lambda_arn: Annotated[str, StringConstraints(max_length=256)] | None = None
+    python: Annotated[str, StringConstraints(max_length=256)] | None = None
+    secret: Annotated[str, StringConstraints(max_length=2_048)] | None = Field(
+        default=None, description="HMAC secret, or `env:NAME` / `secretsmanager:ARN`")
+    timeout_secs: float = Field(default=30.0, gt=0, le=900, allow_inf_nan=False)
 
 
 class AgentConfig(Open):
-    model: str | None = None
+    model: Annotated[str, StringConstraints(max_length=256)] | None = None
     llm: LlmConfig | None = None
-    system: str | None = None
-    tools: list[ToolSpec] = Field(default_factory=list)
+    system: Annotated[str, StringConstraints(max_length=131_072)] | None = None
+    tools: list[ToolSpec] = Field(default_factory=list, max_length=256)
     worker: WorkerConfig | None = None
-    interrupt_expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
+    interrupt_expires_in: int | None = Field(default=None, ge=1, le=31_536_000, strict=True)
+    sub_agents: list[SubAgentSpec] | None = Field(default=None, max_length=64)
+    budget: Budget | None = None
+    retry: dict[str, RetryPolicy] | None = None
 
 
 # --- triggers (engine -> worker) -------------------------------------------------
@@ -206,6 +231,39 @@ class InterruptAction(Wire):
     expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
 
 
+class LlmResultAction(Wire):
+    type: Literal["llm.result"]
+    id: Id | None = None
+    attempt: int | None = None
+    message: Message
+    usage: dict[str, Any] | None = None
+    cost: float | None = None
+    truncated: bool = False
+
+
+class LlmErrorAction(Wire):
+    type: Literal["llm.error"]
+    id: Id | None = None
+    attempt: int | None = None
+    error: Any
+    code: str | None = None
+    retryable: bool | None = None
+
+
+class SubAgentSpawnAction(Wire):
+    type: Literal["sub_agent.spawn"]
+    session_id: Id | None = None
+    agent_id: Id
+    tool_call_id: Id
+    message: Message | None = None
+
+
+class MessageSendAction(Wire):
+    type: Literal["message.send"]
+    session_id: Id
+    message: Message
+
+
 class DoneAction(Wire):
     type: Literal["done"]
     data: Any = None
@@ -217,7 +275,17 @@ class FailAction(Wire):
 
 
 Action = Annotated[
-    LlmCallAction | ToolCallAction | ToolResultAction | ToolErrorAction | InterruptAction | DoneAction | FailAction,
+    LlmCallAction
+    | ToolCallAction
+    | ToolResultAction
+    | ToolErrorAction
+    | LlmResultAction
+    | LlmErrorAction
+    | SubAgentSpawnAction
+    | MessageSendAction
+    | InterruptAction
+    | DoneAction
+    | FailAction,
     Field(discriminator="type"),
 ]
 
@@ -265,7 +333,7 @@ class ClientMessageInput(Wire):
     agent_id: Id | None = None
     turn_id: Id | None = None
     message: Message
-    queue: bool = False
+    queue: bool = Field(default=False, strict=True)
 
 
 class ClientMessagesInput(Wire):
@@ -276,6 +344,29 @@ class ClientMessagesInput(Wire):
     client: dict[str, Any] | None = None
 
 
+class ClientActionInput(Wire):
+    type: Literal["client.action"]
+    agent_id: Id | None = None
+    turn_id: Id | None = None
+    name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    args: Any = None
+    queue: bool = Field(default=False, strict=True)
+
+
+class ToolResultInput(Wire):
+    type: Literal["tool.result"]
+    id: Id
+    attempt: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
+    result: Any = None
+
+
+class ToolErrorInput(Wire):
+    type: Literal["tool.error"]
+    id: Id
+    attempt: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
+    error: Any = None
+
+
 class InterruptResumeInput(Wire):
     type: Literal["interrupt.resume"]
     interrupt_id: Id
@@ -283,7 +374,12 @@ class InterruptResumeInput(Wire):
 
 
 ClientInput = Annotated[
-    ClientMessageInput | ClientMessagesInput | InterruptResumeInput,
+    ClientMessageInput
+    | ClientMessagesInput
+    | ClientActionInput
+    | InterruptResumeInput
+    | ToolResultInput
+    | ToolErrorInput,
     Field(discriminator="type"),
 ]
 
@@ -296,8 +392,8 @@ class RaiseInterruptBody(Wire):
     reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     payload: Any = None
     interrupt_id: Id | None = None
-    expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
-    global_: bool = Field(default=False, alias="global")
+    expires_in: int | None = Field(default=None, ge=1, le=31_536_000, strict=True)
+    global_: bool = Field(default=False, alias="global", strict=True)
 
 
 class SettleBody(Wire):
@@ -305,7 +401,7 @@ class SettleBody(Wire):
 
     type: Literal["tool.result", "tool.error"]
     id: Id
-    attempt: int | None = Field(default=None, ge=1)
+    attempt: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
     result: Any = None
     error: Any = None
 
@@ -327,15 +423,19 @@ def error_param(loc: tuple[Any, ...], tags: frozenset[str] = frozenset()) -> str
 
 
 ACTION_TAGS = frozenset(
-    {"llm.call", "tool.call", "tool.result", "tool.error", "interrupt", "done", "fail"}
+    {"llm.call", "tool.call", "tool.result", "tool.error", "llm.result", "llm.error", "sub_agent.spawn",
+     "message.send", "interrupt", "done", "fail"}
 )
-INPUT_TAGS = frozenset({"client.message", "client.messages", "interrupt.resume"})
+INPUT_TAGS = frozenset({"client.message", "client.messages", "client.action", "interrupt.resume",
+                        "tool.result", "tool.error"})
 
 
 def first_error(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
     """The first validation error as (param, message), the param naming the field."""
     err = exc.errors()[0]
     param = error_param(tuple(err["loc"]), ACTION_TAGS | INPUT_TAGS)
+    if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        param = f"{param}.type" if param else "type"
     if prefix:
         param = f"{prefix}.{param}" if param else prefix
     return param, err["msg"]

@@ -41,7 +41,7 @@ def _siblings_open(state: SessionState, call: Call | None) -> bool:
     if call is None:
         return any(c.status == "open" for c in state.calls.values())
     return any(
-        c.status == "open" and c.id != call.id and c.group == call.group and c.kind == "tool_call"
+        c.status == "open" and c.id != call.id and c.group == call.group and c.kind in ("tool_call", "sub_agent")
         for c in state.calls.values()
     )
 
@@ -51,7 +51,7 @@ def _sibling_finish_queued(state: SessionState, decision: Decision, call: Call |
     if call is None:
         return False
     for other in state.pending_decisions():
-        if other.id == decision.id or other.trigger.get("type") != "tool.finished":
+        if other.id == decision.id or other.trigger.get("type") not in ("tool.finished", "sub_agent.finished"):
             continue
         sibling = state.calls.get(other.call_id or "")
         if sibling is not None and sibling.group == call.group:
@@ -59,29 +59,47 @@ def _sibling_finish_queued(state: SessionState, decision: Decision, call: Call |
     return False
 
 
+def task_message(arguments: str) -> dict[str, Any]:
+    """What the model asked a sub-agent, as the child's first user message."""
+    try:
+        args = json.loads(arguments or "{}")
+    except ValueError:
+        args = arguments
+    if isinstance(args, dict):
+        text = args.get("message") or args.get("task") or args.get("input") or json.dumps(args)
+    else:
+        text = str(args)
+    return {"role": "user", "content": str(text)}
+
+
+def _call_action(state: SessionState, tc: dict[str, Any]) -> dict[str, Any]:
+    """A model tool call becomes a `tool.call`, or a `sub_agent.spawn` for a declared sub-agent."""
+    name = tc["function"]["name"]
+    arguments = tc["function"].get("arguments") or "{}"
+    for spec in (state.header.agent or {}).get("sub_agents") or []:
+        if spec.get("name") == name:
+            return {"type": "sub_agent.spawn", "agent_id": spec["agent_id"], "tool_call_id": tc["id"],
+                    "message": task_message(arguments)}
+    return {"type": "tool.call", "id": tc["id"], "name": name, "arguments": arguments}
+
+
 def propose(state: SessionState, decision: Decision) -> dict[str, Any]:
     trigger = decision.trigger
     kind = trigger.get("type")
     if kind == "session.start":
         return {"agent": state.header.agent or {}}
-    if kind in ("client.messages", "client.action"):
+    if kind == "client.messages":
         return {"actions": [{"type": "llm.call"}]}
+    if kind == "client.action":
+        return {"actions": [{"type": "done"}]}  # only the worker knows what an action means
+    if kind == "llm.execute":
+        return {}  # only the worker can run its own model
     if kind == "llm.finished":
         if not trigger.get("ok"):
             return {"actions": [{"type": "fail", "error": trigger.get("error") or "llm call failed"}]}
         tool_calls = (trigger.get("message") or {}).get("tool_calls") or []
         if tool_calls:
-            return {
-                "actions": [
-                    {
-                        "type": "tool.call",
-                        "id": tc["id"],
-                        "name": tc["function"]["name"],
-                        "arguments": tc["function"].get("arguments") or "{}",
-                    }
-                    for tc in tool_calls
-                ]
-            }
+            return {"actions": [_call_action(state, tc) for tc in tool_calls]}
         return {"actions": [{"type": "done"}]}
     if kind == "tool.execute":
         status = (trigger.get("input") or {}).get("status")
@@ -89,7 +107,7 @@ def propose(state: SessionState, decision: Decision) -> dict[str, Any]:
             error = (trigger.get("input") or {}).get("error") or "invalid arguments"
             return {"actions": [{"type": "tool.error", "id": trigger["id"], "error": error, "code": "invalid_input"}]}
         return {}
-    if kind == "tool.finished":
+    if kind in ("tool.finished", "sub_agent.finished"):
         call = state.calls.get(decision.call_id or "")
         if _siblings_open(state, call) or _sibling_finish_queued(state, decision, call):
             return {}

@@ -7,6 +7,7 @@ a redelivered message repeats nothing that was committed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -16,12 +17,16 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from . import engine, llm, workers
-from .models import DecisionResponse, first_error
+from . import budget, calls, engine, llm, sessions, subagents, workers
+from .auth import Caller
+from .inputs import ApiError, start_session
+from .models import ClientMessageInput, DecisionResponse, first_error
 from .parking import Parking
 from .queue import WorkQueue
-from .session import Effect, SessionState
+from .session import Effect, SessionState, derive
 from .store import Conflict, Store
+from .timers import Timers
+from .turns import add_user_input, start_turn
 
 log = logging.getLogger("holdpoint.runner")
 T = TypeVar("T")
@@ -29,7 +34,7 @@ COMMIT_RETRIES = 10
 
 
 class RetryLater(Exception):
-    """The step could not finish now (worker down); the queue message is redelivered later."""
+    """The step could not finish now; the queue message is redelivered later."""
 
 
 @dataclass
@@ -47,8 +52,10 @@ class Runner:
     store: Store
     parking: Parking
     queue: WorkQueue
+    timers: Timers = field(default_factory=Timers)
     counters: Counters = field(default_factory=Counters)
     max_steps: int = 40
+    clock: Callable[[], float] = time.time
 
     def transact(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T]) -> tuple[SessionState, T]:
         """Apply `mutate` to freshly loaded state and commit; on a version conflict, recompute."""
@@ -68,11 +75,23 @@ class Runner:
         raise RetryLater("too many concurrent changes")
 
     def after_commit(self, state: SessionState) -> None:
+        """The effects a committed step asked for: each is idempotent, so a crash before or
+        during them is repaired by redelivery without doubling anything."""
+        h = state.header
         for effect in state.effects:
             if effect.kind == "send_task_success" and effect.token:
                 self.parking.complete(effect.token, effect.output or {})
-            elif effect.kind == "start_park" and effect.interrupt_id:
+            elif effect.kind == "start_park":
                 self.counters.add("interrupts_raised")
+            elif effect.kind == "timer":
+                self.timers.schedule(h.tenant, h.session_id, effect.seconds, effect.data or {"kind": "kick"},
+                                     effect.key or "timer")
+            elif effect.kind == "spawn":
+                self._spawn(state, effect)
+            elif effect.kind == "notify_parent" and h.parent:
+                self._notify_parent(state, effect)
+            elif effect.kind == "send":
+                self._send(state, effect)
         for event in state.events:
             if event.type == "call.voided":
                 self.counters.add("calls_voided")
@@ -90,6 +109,9 @@ class Runner:
             _, happened = self.transact(tenant, session_id, lambda s: engine.apply_wake(s, iid, outcome))
             if happened:
                 self.counters.add(f"interrupts_{happened}")
+        elif kind == "deadline":
+            call_id, attempt = message["call_id"], int(message["attempt"])
+            self.transact(tenant, session_id, lambda s: calls.apply_deadline(s, call_id, attempt, self.clock()))
         elif kind != "kick":
             raise ValueError(f"unknown work message kind {kind!r}")
         self.run(tenant, session_id)
@@ -100,7 +122,7 @@ class Runner:
             state = self.store.load(tenant, session_id)
             if state is None:
                 return step
-            work = engine.next_work(state)
+            work = engine.next_work(state, self.clock())
             if work is None:
                 return step
             if work.kind == "start_park":
@@ -110,7 +132,7 @@ class Runner:
             else:
                 self._deliver(state, work.id)
         state = self.store.load(tenant, session_id)
-        if state is not None and engine.next_work(state) is not None:
+        if state is not None and engine.next_work(state, self.clock()) is not None:
             self.queue.kick(tenant, session_id, state.header.version)
         return self.max_steps
 
@@ -125,19 +147,31 @@ class Runner:
         h = state.header
         call = state.calls[call_id]
         request = call.request or {}
-        if request.get("messages"):
-            messages = request["messages"]
+        if budget.exceeded(state):
+            result: dict[str, Any] = {"ok": False, "code": "budget_exceeded",
+                                      "error": f"budget {budget.limit(state)} spent ({budget.spent(state)})"}
         else:
-            messages = [n.message for n in state.tree.path(call.anchor)]
-            system = (h.agent or {}).get("system")
-            if system:
-                messages = [{"role": "system", "content": system}, *messages]
-        try:
-            result = llm.complete(h.agent, request, messages, call_id)
-        except llm.LlmError as exc:
-            result = {"ok": False, "error": str(exc), "code": exc.code}
-        self.counters.add("llm_calls")
-        self.transact(h.tenant, h.session_id, lambda s: engine.apply_llm_result(s, s.calls[call_id], result))
+            if request.get("messages"):
+                messages = request["messages"]
+            else:
+                messages = [n.message for n in state.tree.path(call.anchor)]
+                system = (h.agent or {}).get("system")
+                if system:
+                    messages = [{"role": "system", "content": system}, *messages]
+            try:
+                result = llm.complete(h.agent, request, messages, call_id)
+            except llm.LlmError as exc:
+                result = {"ok": False, "error": str(exc), "code": exc.code,
+                          "retryable": bool(getattr(exc, "retryable", False))}
+            result = priced(h.agent, result)
+            self.counters.add("llm_calls")
+
+        def apply(s: SessionState) -> None:
+            calls.apply_llm_result(s, s.calls[call_id], result, self.clock())
+            if result.get("cost"):  # only spending crosses a budget; a refused call costs nothing
+                budget.check(s, raised_by=f"budget:{call_id}")
+
+        self.transact(h.tenant, h.session_id, apply)
 
     def _deliver(self, state: SessionState, decision_id: str) -> None:
         h = state.header
@@ -147,11 +181,10 @@ class Runner:
             raw = workers.decide(h.agent, request)
         except workers.WorkerUnavailable as exc:
             why = str(exc)
-            log.warning("worker unavailable", extra={"session_id": h.session_id, "decision_id": decision_id})
-            _, again = self.transact(h.tenant, h.session_id,
-                                     lambda s: engine.retry_decision(s, s.decisions[decision_id], why))
-            if again:
-                raise RetryLater(why) from exc
+            log.warning("worker unavailable: %s", why, extra={"session_id": h.session_id, "decision_id": decision_id})
+            self.counters.add("worker_failures")
+            self.transact(h.tenant, h.session_id,
+                          lambda s: engine.retry_decision(s, s.decisions[decision_id], why, self.clock()))
             return
         self.counters.add("decisions_delivered")
         try:
@@ -163,7 +196,7 @@ class Runner:
             return
 
         def apply(s: SessionState) -> None:
-            engine.apply_response(s, s.decisions[decision_id], response)
+            engine.apply_response(s, s.decisions[decision_id], response, self.clock())
 
         try:
             self.transact(h.tenant, h.session_id, apply)
@@ -172,17 +205,71 @@ class Runner:
             self.transact(h.tenant, h.session_id,
                           lambda s: engine.fail_decision(s, s.decisions[decision_id], why, param))
 
+    # --- effects that reach other sessions -----------------------------------------------------
+
+    def _spawn(self, parent: SessionState, effect: Effect) -> None:
+        """Create the child session (once: its id is derived from the parent's call) and start it."""
+        data = effect.data or {}
+        h = parent.header
+        child_id = data["session_id"]
+        if self.store.load(h.tenant, child_id) is None:
+            agent = self.store.get_agent(h.tenant, data["agent_id"])
+            if agent is None:
+                self.transact(h.tenant, h.session_id, lambda s: subagents.apply_child_result(
+                    s, data["call_id"], False, None, {"code": "agent_not_found", "agent_id": data["agent_id"]}))
+                return
+            child = SessionState.new(h.tenant, child_id, data["agent_id"], identity=h.identity,
+                                     ancestry=data["ancestry"],
+                                     parent={"session_id": h.session_id, "call_id": data["call_id"]})
+            start_session(child, agent)
+            turn_id = derive("turn", child_id, "first")
+            start_turn(child, turn_id)
+            message = {**data["message"], "id": derive("msg", child_id, "task")}
+            add_user_input(child, turn_id, {"type": "client.message", "message": message})
+            with contextlib.suppress(Conflict):  # created by an earlier try of this step
+                self.store.commit(child)
+        self.queue.kick(h.tenant, child_id, 0)
+
+    def _notify_parent(self, child: SessionState, effect: Effect) -> None:
+        data = effect.data or {}
+        parent = child.header.parent or {}
+        tenant = child.header.tenant
+        try:
+            state, _ = self.transact(tenant, parent["session_id"], lambda s: subagents.apply_child_result(
+                s, parent["call_id"], bool(data.get("ok")), data.get("result"), data.get("error")))
+        except LookupError:
+            log.warning("parent session is gone", extra={"session_id": child.header.session_id})
+            return
+        self.queue.kick(tenant, parent["session_id"], state.header.version)
+
+    def _send(self, state: SessionState, effect: Effect) -> None:
+        """`message.send`: a queued client message into another session of the same tenant."""
+        data = effect.data or {}
+        who = Caller(state.header.tenant, f"session:{state.header.session_id}", "machine")
+        inp = ClientMessageInput(type="client.message", message=data["message"], queue=True,
+                                 turn_id=derive("turn", state.header.session_id, data.get("key")))
+        try:
+            sessions.submit(self.store, self.queue, who, data["session_id"], inp)
+        except ApiError as exc:
+            log.warning("message.send refused: %s", exc.message, extra={"session_id": state.header.session_id})
+
+
+def priced(agent: dict[str, Any] | None, result: dict[str, Any]) -> dict[str, Any]:
+    """Cost from the llm block's per-1k-token prices when the provider did not price the call."""
+    if result.get("cost") or not result.get("usage"):
+        return result
+    block = (agent or {}).get("llm") or {}
+    price_in, price_out = block.get("price_in"), block.get("price_out")
+    if price_in is None and price_out is None:
+        return result
+    usage = result["usage"]
+    cost = (usage.get("prompt_tokens", 0) * float(price_in or 0)
+            + usage.get("completion_tokens", 0) * float(price_out or 0)) / 1000
+    return {**result, "cost": round(cost, 10)}
+
 
 def parse_body(body: str) -> dict[str, Any]:
     out = json.loads(body)
     if not isinstance(out, dict):
         raise ValueError("work message is not an object")
     return out
-
-
-def kick_after(queue: WorkQueue, state: SessionState) -> None:
-    if any(e.kind == "kick" for e in state.effects) or any(e.kind == "start_park" for e in state.effects):
-        queue.kick(state.header.tenant, state.header.session_id, state.header.version)
-
-
-__all__ = ["Counters", "Effect", "Runner", "RetryLater", "kick_after", "parse_body"]

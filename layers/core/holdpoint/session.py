@@ -18,6 +18,10 @@ from typing import Any
 from .tree import Node, Tree
 
 
+def iso(epoch_secs: float) -> str:
+    return datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -50,6 +54,8 @@ class Header:
     last_turn: str | None = None
     turn_queue: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    budget: float | None = None
+    parent: dict[str, Any] | None = None  # {session_id, call_id} of a sub-agent's parent
 
 
 @dataclass
@@ -72,6 +78,11 @@ class Call:
     message: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None
     node_id: str | None = None
+    retry: dict[str, Any] | None = None
+    not_before: float | None = None
+    started_at: float | None = None
+    deadline_at: float | None = None
+    child_session_id: str | None = None
     rev: int = 0
 
     def wire(self) -> dict[str, Any]:
@@ -85,6 +96,10 @@ class Call:
         for key in ("anchor", "name", "arguments"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.deadline_at is not None:
+            out["deadline"] = iso(self.deadline_at)
+        if self.child_session_id is not None:
+            out["session_id"] = self.child_session_id
         return out
 
 
@@ -141,6 +156,8 @@ class Decision:
     call_id: str | None = None
     interrupt_id: str | None = None
     attempts: int = 0
+    not_before: float | None = None
+    first_at: float | None = None
     rev: int = 0
 
 
@@ -152,6 +169,7 @@ class Turn:
     created_at: str = field(default_factory=now_iso)
     data: Any = None
     error: Any = None
+    input: dict[str, Any] | None = None  # a queued turn's input, started when the turn before it ends
     rev: int = 0
 
 
@@ -170,10 +188,13 @@ class Event:
 class Effect:
     """An external call to make after the commit (intent first, effect second)."""
 
-    kind: str  # start_park | send_task_success | kick
+    kind: str  # start_park | send_task_success | kick | timer | spawn | notify_parent | send
     interrupt_id: str | None = None
     token: str | None = None
     output: dict[str, Any] | None = None
+    seconds: float = 0.0
+    key: str | None = None
+    data: dict[str, Any] | None = None
 
 
 Record = Call | Interrupt | Decision | Turn

@@ -8,8 +8,8 @@ from typing import Any
 
 from . import interrupts as rules
 from .auth import Caller
-from .inputs import Accepted, ApiError, accept_message, accept_view, raise_from_api, start_session
-from .models import ClientMessageInput, ClientMessagesInput
+from .inputs import Accepted, ApiError, accept_turn, accept_view, raise_from_api, start_session
+from .models import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from .queue import WorkQueue
 from .session import SessionState, mint
 from .store import Conflict, Store
@@ -28,7 +28,7 @@ def owned(store: Store, caller: Caller, session_id: str) -> SessionState:
 
 
 def submit(store: Store, queue: WorkQueue, caller: Caller, session_id: str | None,
-           inp: ClientMessageInput | ClientMessagesInput) -> Accepted:
+           inp: ClientMessageInput | ClientMessagesInput | ClientActionInput) -> Accepted:
     """Apply a client input with a conditional commit; retried on a concurrent change."""
     creating = session_id is None
     sid = session_id or mint("ses")
@@ -44,10 +44,10 @@ def submit(store: Store, queue: WorkQueue, caller: Caller, session_id: str | Non
             state = SessionState.new(caller.tenant, sid, inp.agent_id,
                                      identity={"id": caller.subject, "metadata": {"origin": caller.origin}})
             start_session(state, agent)
-        if isinstance(inp, ClientMessageInput):
-            accepted = accept_message(state, inp)
-        else:
+        if isinstance(inp, ClientMessagesInput):
             accepted = accept_view(state, inp)
+        else:
+            accepted = accept_turn(state, inp)
         try:
             store.commit(state)
         except Conflict:

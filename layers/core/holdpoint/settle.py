@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .auth import Caller
-from .engine import settle_tool
+from .calls import settle_tool
 from .inputs import ApiError
 from .models import SettleBody
 from .queue import WorkQueue

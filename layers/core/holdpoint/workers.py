@@ -102,6 +102,16 @@ def _parse(raw: bytes) -> dict[str, Any]:
     return out
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect would send the signed decision to a URL `check_url` never saw: refuse it."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def call_https(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
     url = config["url"]
     problem = check_url(url)
@@ -116,7 +126,7 @@ def call_https(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any
         headers[SIGNATURE_HEADER] = sign(secret, ts, body)
     req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=float(config.get("timeout_secs") or 30)) as resp:  # noqa: S310
+        with _OPENER.open(req, timeout=float(config.get("timeout_secs") or 30)) as resp:
             return _parse(resp.read())
     except urllib.error.HTTPError as exc:
         raise WorkerUnavailable(f"worker answered HTTP {exc.code}") from exc

@@ -1,0 +1,54 @@
+# Holdpoint developer commands. Everything installs into local venvs from pinned files.
+PYTHON ?= python3
+VENV := .venv
+VENV_SAM := .venv-sam
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SAM_STAMP := $(VENV_SAM)/.installed
+LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)
+
+.PHONY: venv test serve demo lint sam-check clean
+
+venv: $(STAMP)
+
+# The stamp depends on the pinned files, so editing a pin reinstalls; otherwise `make venv` is a no-op.
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+test: venv
+	$(PY) -m pytest -q
+
+serve: venv
+	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.serve
+
+demo: venv
+	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.demo
+
+lint: venv
+	$(PY) -m ruff check .
+
+$(SAM_STAMP): requirements-sam.txt
+	test -x $(VENV_SAM)/bin/python || $(PYTHON) -m venv $(VENV_SAM)
+	$(VENV_SAM)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_SAM)/bin/python -m pip install --quiet -r requirements-sam.txt
+	touch $(SAM_STAMP)
+
+# sam build resolves the layer for arm64 from manylinux wheels, so it needs no container.
+sam-check: $(SAM_STAMP)
+	SAM_CLI_TELEMETRY=0 $(VENV_SAM)/bin/sam validate --lint --region us-east-1
+	SAM_CLI_TELEMETRY=0 $(VENV_SAM)/bin/sam build --region us-east-1
+
+clean:
+	rm -rf $(VENV) $(VENV_SAM) .aws-sam .pytest_cache .ruff_cache
+
+# Benchmarks (bench/, figures recorded in docs/PERFORMANCE.md): requests and bytes per engine
+# step at 10/100/1000-node trees, handler import times, and the cost model built on the former.
+BENCH_JSON ?= $(or $(TMPDIR),/tmp)/holdpoint-bench-ddb.json
+.PHONY: bench
+bench: venv
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/ddb_per_step.py --json $(BENCH_JSON)
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cold_start.py
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cost_model.py --from $(BENCH_JSON)

@@ -1,0 +1,51 @@
+"""Cost budgets: crossing one raises a global system interrupt (R4); only a raised budget goes on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import interrupts as rules
+from .session import SessionState
+
+REASON = "budget_exceeded"
+
+
+def limit(state: SessionState) -> float | None:
+    if state.header.budget is not None:
+        return state.header.budget
+    configured = ((state.header.agent or {}).get("budget") or {}).get("max_cost")
+    return float(configured) if configured is not None else None
+
+
+def spent(state: SessionState) -> float:
+    return float(state.header.usage.get("cost", 0.0))
+
+
+def exceeded(state: SessionState) -> bool:
+    cap = limit(state)
+    return cap is not None and spent(state) >= cap
+
+
+def check(state: SessionState, raised_by: str) -> None:
+    """After recording a cost: at or over the budget, pause every branch until an operator resumes."""
+    if not exceeded(state):
+        return
+    if any(i.reason == REASON and i.origin == "system" for i in state.open_interrupts()):
+        return
+    rules.raise_interrupt(state, interrupt_id=None, reason=REASON, payload={"spent": spent(state),
+                                                                            "budget": limit(state)},
+                          origin="system", anchor=None, expires_in=None, call_id=None,
+                          turn_id=state.header.active_turn, raised_by=raised_by)
+
+
+def apply_resume(state: SessionState, resolution: Any) -> None:
+    """A resume payload `{"budget": N}` (or `{"max_cost": N}`) raises the session's budget."""
+    if not isinstance(resolution, dict):
+        return
+    payload = resolution.get("payload") if isinstance(resolution.get("payload"), dict) else resolution
+    for key in ("budget", "max_cost"):
+        value = payload.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            state.header.budget = float(value)
+            state.emit("budget.raised", budget=float(value), spent=spent(state))
+            return

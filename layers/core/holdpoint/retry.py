@@ -1,0 +1,39 @@
+"""Retry policies (SPEC §4): attempt/total timeouts, attempts, backoff `min(base^n, max)`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+UNBOUNDED = float("inf")
+
+
+@dataclass(frozen=True)
+class Policy:
+    attempt_timeout_secs: float
+    total_timeout_secs: float
+    max_attempts: int
+    backoff_base_secs: float = 2.0
+    backoff_max_secs: float = 60.0
+
+    def backoff(self, attempt: int) -> float:
+        """Delay before attempt `attempt + 1` (attempt counts from 1)."""
+        return float(min(self.backoff_base_secs ** attempt, self.backoff_max_secs))
+
+
+DEFAULTS = {
+    "decision": Policy(300, 1800, 10),
+    "llm": Policy(180, 1800, 5),
+    "tool": Policy(120, 600, 1),
+    "client_tool": Policy(UNBOUNDED, UNBOUNDED, 1),
+    "sub_agent": Policy(60, 3600, 3),
+}
+
+
+def policy(agent: dict[str, Any] | None, kind: str, override: dict[str, Any] | None = None) -> Policy:
+    """The default for `kind`, then the agent's `retry.{kind}`, then a per-call `retry` block."""
+    out = DEFAULTS[kind]
+    for layer in (((agent or {}).get("retry") or {}).get(kind), override):
+        if layer:
+            out = replace(out, **{k: v for k, v in layer.items() if v is not None and hasattr(out, k)})
+    return out

@@ -1,0 +1,38 @@
+"""Durable timers: a Step Functions Wait, then a message on the FIFO work queue.
+
+SQS FIFO queues have no per-message delay, and a sleeping Lambda is compute we do not want,
+so a backoff or a deadline is a Standard execution of the Timer state machine (named by the
+timer's key, so scheduling it twice is one timer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from .queue import group_id
+
+
+class Timers:
+    def __init__(self, state_machine_arn: str | None = None, client: Any = None) -> None:
+        self.arn = state_machine_arn or os.environ.get("TIMER_STATE_MACHINE_ARN", "")
+        self.client = client or boto3.client("stepfunctions")
+
+    def schedule(self, tenant: str, session_id: str, seconds: float, message: dict[str, Any], key: str) -> None:
+        name = hashlib.sha256(f"{tenant}/{session_id}/{key}".encode()).hexdigest()[:64]
+        payload = {
+            "seconds": max(0, int(round(seconds))),
+            "message": {**message, "tenant": tenant, "session_id": session_id},
+            "group_id": group_id(tenant, session_id),
+            "dedup": name,
+        }
+        try:
+            self.client.start_execution(stateMachineArn=self.arn, name=name, input=json.dumps(payload))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ExecutionAlreadyExists":
+                raise

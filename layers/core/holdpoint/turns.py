@@ -1,0 +1,94 @@
+"""Turns: the work one client submission starts, until `done`/`fail`; one at a time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import interrupts as rules
+from .session import Effect, SessionState, Turn, derive
+
+
+def start_turn(state: SessionState, turn_id: str, *, queued_input: dict[str, Any] | None = None) -> Turn:
+    """Start a turn now, or queue it (with its input) behind the running one."""
+    turn = Turn(id=turn_id, order=state.tick(), input=queued_input)
+    if queued_input is not None:
+        turn.status = "queued"
+        state.put(turn)
+        state.header.turn_queue = [*state.header.turn_queue, turn_id]
+        state.emit("turn.queued", turn_id=turn_id)
+        return turn
+    state.put(turn)
+    state.header.active_turn = turn_id
+    state.emit("turn.started", turn_id=turn_id)
+    return turn
+
+
+def dispatch(state: SessionState, turn_id: str, trigger: dict[str, Any]) -> None:
+    """Queue the turn's first decision at the head and wake the engine."""
+    state.enqueue(trigger, anchor=state.tree.head_id, turn_id=turn_id, key=("client", turn_id))
+    state.effects.append(Effect(kind="kick"))
+
+
+def add_user_input(state: SessionState, turn_id: str, inp: dict[str, Any]) -> None:
+    """Apply a turn's input at the head: a message (client.message) or an action (client.action)."""
+    if inp["type"] == "client.action":
+        trigger = {"type": "client.action", "name": inp["name"]}
+        if inp.get("args") is not None:
+            trigger["args"] = inp["args"]
+        dispatch(state, turn_id, trigger)
+        return
+    message = dict(inp["message"])
+    node_id = message.get("id") or derive("msg", state.header.session_id, turn_id, 0)
+    state.add_node(node_id, state.tree.head_id, message)
+    state.emit("message.added", message_id=node_id, role=message.get("role"))
+    path = [n.message for n in state.tree.active_path()]
+    dispatch(state, turn_id, {"type": "client.messages", "messages": path, "new_from": len(path) - 1})
+
+
+def finish_turn(state: SessionState, turn_id: str | None, *, ok: bool, data: Any = None, error: Any = None,
+                notify: bool = True) -> None:
+    """End a turn (never while its branch is parked), tell the worker, start the next queued one."""
+    turn = state.turns.get(turn_id or "")
+    if turn is None or turn.status not in ("running", "suspended"):
+        return
+    turn.status = "done" if ok else "failed"
+    turn.data = data
+    turn.error = error
+    state.touch(turn)
+    if state.header.active_turn == turn.id:
+        state.header.active_turn = None
+    state.header.last_turn = turn.id
+    if ok:
+        state.emit("turn.finished", turn_id=turn.id, data=data)
+    else:
+        state.emit("turn.failed", turn_id=turn.id, error=error)
+    if notify:
+        state.enqueue({"type": "turn.finished"}, anchor=state.tree.head_id, turn_id=turn.id,
+                      key=("turn.finished", turn.id))
+    if state.header.parent:
+        state.effects.append(Effect(kind="notify_parent", data={"ok": ok, "result": _final_output(state, data),
+                                                                  "error": error}))
+    start_next_queued(state)
+
+
+def start_next_queued(state: SessionState) -> None:
+    if state.header.active_turn or not state.header.turn_queue or rules.active_parking(state):
+        return
+    next_id, *rest = state.header.turn_queue
+    state.header.turn_queue = rest
+    turn = state.turns[next_id]
+    turn.status = "running"
+    state.touch(turn)
+    state.header.active_turn = next_id
+    state.emit("turn.started", turn_id=next_id)
+    add_user_input(state, next_id, turn.input or {})
+
+
+def _final_output(state: SessionState, data: Any) -> Any:
+    """A sub-agent's result: the `done` data if any, else its last assistant message's text."""
+    if data is not None:
+        return data
+    for node in reversed(state.tree.active_path()):
+        if node.message.get("role") == "assistant" and node.message.get("content"):
+            return node.message["content"]
+    return None

@@ -1,0 +1,331 @@
+"""An API Gateway HTTP API look-alike: route matching, the Lambda REQUEST authorizer (payload 2.0,
+simple responses) and payload-2.0 proxy events, so the handlers see what they would see on AWS."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from . import ACCOUNT_ID, REGION
+from .provision import Route
+from .runtime import LocalFunction
+
+log = logging.getLogger("holdpoint_local.frontend")
+
+MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
+_TEXT_TYPES = ("text/", "json", "xml", "javascript", "x-www-form-urlencoded", "yaml")
+
+
+@dataclass
+class CompiledRoute:
+    route: Route
+    regex: re.Pattern[str]
+    params: tuple[str, ...]
+    specificity: tuple[int, int, int]
+
+
+def compile_route(route: Route) -> CompiledRoute:
+    """Turn "/v1/sessions/{session_id}" into a regex; greedy "{proxy+}" matches the rest of the path."""
+    parts: list[str] = []
+    params: list[str] = []
+    greedy = 0
+    for seg in route.path.strip("/").split("/"):
+        m = re.fullmatch(r"\{([A-Za-z0-9_]+)(\+?)\}", seg)
+        if m:
+            params.append(m.group(1))
+            if m.group(2):
+                greedy = 1
+                parts.append(f"(?P<{m.group(1)}>.+)")
+            else:
+                parts.append(f"(?P<{m.group(1)}>[^/]+)")
+        else:
+            parts.append(re.escape(seg))
+    regex = re.compile("^/" + "/".join(parts) + "$")
+    # API Gateway prefers literal segments over variables, variables over greedy, exact methods over ANY.
+    return CompiledRoute(route, regex, tuple(params), (greedy, len(params), int(route.method == "ANY")))
+
+
+class Router:
+    def __init__(self, routes: list[Route]) -> None:
+        self.routes = sorted((compile_route(r) for r in routes), key=lambda c: c.specificity)
+
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        for c in self.routes:
+            if c.route.method not in (method, "ANY"):
+                continue
+            m = c.regex.match(path)
+            if m:
+                return c.route, {k: unquote(v) for k, v in m.groupdict().items()}
+        return None
+
+
+def _json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    return {"statusCode": status, "headers": {"content-type": "application/json"}, "body": json.dumps(body)}
+
+
+def _is_text(content_type: str) -> bool:
+    return not content_type or any(t in content_type.lower() for t in _TEXT_TYPES)
+
+
+class ApiGateway:
+    """Builds events and calls functions; independent of the HTTP server so tests can call it directly."""
+
+    def __init__(
+        self,
+        routes: list[Route],
+        functions: dict[str, LocalFunction],
+        *,
+        api_id: str = "local",
+        domain_name: str = "127.0.0.1",
+    ) -> None:
+        self.router = Router(routes)
+        self.functions = functions
+        self.api_id = api_id
+        self.domain_name = domain_name
+
+    # -- event shapes -------------------------------------------------------------
+    def _request_context(
+        self, method: str, path: str, route_key: str, source_ip: str, user_agent: str, request_id: str
+    ) -> dict[str, Any]:
+        now = datetime.now(UTC)
+        return {
+            "accountId": ACCOUNT_ID,
+            "apiId": self.api_id,
+            "domainName": self.domain_name,
+            "domainPrefix": self.domain_name.split(".")[0],
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": user_agent,
+            },
+            "requestId": request_id,
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "timeEpoch": int(now.timestamp() * 1000),
+        }
+
+    def build_event(
+        self,
+        method: str,
+        raw_path: str,
+        raw_query: str,
+        headers: dict[str, str],
+        body: bytes,
+        route: Route,
+        path_params: dict[str, str],
+        source_ip: str = "127.0.0.1",
+    ) -> dict[str, Any]:
+        """Payload format 2.0 proxy event (authorizer context is added after the authorizer ran)."""
+        request_id = base64.b32encode(uuid.uuid4().bytes).decode().rstrip("=")[:16]
+        cookies = [c.strip() for c in headers.pop("cookie", "").split(";") if c.strip()]
+        event: dict[str, Any] = {
+            "version": "2.0",
+            "routeKey": route.route_key,
+            "rawPath": raw_path,
+            "rawQueryString": raw_query,
+            "headers": headers,
+        }
+        if cookies:
+            event["cookies"] = cookies
+        query: dict[str, list[str]] = {}
+        for key, value in parse_qsl(raw_query, keep_blank_values=True):
+            query.setdefault(key, []).append(value)
+        if query:
+            event["queryStringParameters"] = {k: ",".join(v) for k, v in query.items()}
+        event["requestContext"] = self._request_context(
+            method, raw_path, route.route_key, source_ip, headers.get("user-agent", ""), request_id
+        )
+        if body:
+            if _is_text(headers.get("content-type", "")):
+                try:
+                    event["body"] = body.decode("utf-8")
+                    event["isBase64Encoded"] = False
+                except UnicodeDecodeError:
+                    event["body"] = base64.b64encode(body).decode()
+                    event["isBase64Encoded"] = True
+            else:
+                event["body"] = base64.b64encode(body).decode()
+                event["isBase64Encoded"] = True
+        else:
+            event["isBase64Encoded"] = False
+        if path_params:
+            event["pathParameters"] = path_params
+        return event
+
+    def build_authorizer_event(self, event: dict[str, Any], route: Route, identity: list[str]) -> dict[str, Any]:
+        ctx = event["requestContext"]
+        route_arn = (
+            f"arn:aws:execute-api:{REGION}:{ACCOUNT_ID}:{self.api_id}/$default/"
+            f"{ctx['http']['method']}{event['rawPath']}"
+        )
+        auth_event: dict[str, Any] = {
+            "version": "2.0",
+            "type": "REQUEST",
+            "routeArn": route_arn,
+            "identitySource": identity,
+            "routeKey": event["routeKey"],
+            "rawPath": event["rawPath"],
+            "rawQueryString": event["rawQueryString"],
+            "headers": event["headers"],
+            "requestContext": ctx,
+        }
+        for key in ("cookies", "queryStringParameters", "pathParameters"):
+            if key in event:
+                auth_event[key] = event[key]
+        return auth_event
+
+    # -- the request pipeline --------------------------------------------------
+    def handle(
+        self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str = "127.0.0.1"
+    ) -> dict[str, Any]:
+        """Return a normalized response dict: statusCode, headers, body (str), isBase64Encoded."""
+        split = urlsplit(target)
+        raw_path = split.path or "/"
+        matched = self.router.match(method, raw_path)
+        if matched is None:
+            return _json_response(404, {"message": "Not Found"})
+        if len(body) > MAX_BODY_BYTES:
+            return _json_response(413, {"message": "Request Entity Too Large"})
+        route, params = matched
+        event = self.build_event(method, raw_path, split.query, headers, body, route, params, source_ip)
+        if route.authorizer:
+            identity = [headers[h] for h in route.identity_headers if headers.get(h)]
+            if len(identity) != len(route.identity_headers) or not identity:
+                return _json_response(401, {"message": "Unauthorized"})
+            try:
+                result = self.functions[route.authorizer].invoke(
+                    self.build_authorizer_event(event, route, identity)
+                )
+            except Exception:
+                log.exception("authorizer %s raised", route.authorizer)
+                return _json_response(500, {"message": "Internal Server Error"})
+            if not isinstance(result, dict) or not isinstance(result.get("isAuthorized"), bool):
+                log.error("authorizer returned an invalid simple response: %r", result)
+                return _json_response(500, {"message": "Internal Server Error"})
+            if not result["isAuthorized"]:
+                return _json_response(403, {"message": "Forbidden"})
+            event["requestContext"]["authorizer"] = {"lambda": result.get("context") or {}}
+        try:
+            result = self.functions[route.function].invoke(event)
+        except Exception:
+            log.exception("%s raised on %s", route.function, route.route_key)
+            return _json_response(500, {"message": "Internal Server Error"})
+        return self.normalize(result)
+
+    @staticmethod
+    def normalize(result: Any) -> dict[str, Any]:
+        """Apply HTTP API's payload-2.0 response rules (a bare value becomes a 200 JSON body)."""
+        if isinstance(result, dict) and "statusCode" in result:
+            headers = {str(k): str(v) for k, v in (result.get("headers") or {}).items()}
+            for name, values in (result.get("multiValueHeaders") or {}).items():
+                headers[str(name)] = ", ".join(str(v) for v in values)
+            body = result.get("body")
+            return {
+                "statusCode": int(result["statusCode"]),
+                "headers": headers,
+                "cookies": list(result.get("cookies") or []),
+                "body": "" if body is None else (body if isinstance(body, str) else json.dumps(body)),
+                "isBase64Encoded": bool(result.get("isBase64Encoded")),
+            }
+        body = result if isinstance(result, str) else json.dumps(result)
+        return {"statusCode": 200, "headers": {"content-type": "application/json"}, "body": body,
+                "isBase64Encoded": False}  # fmt: skip
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def _serve(self) -> None:
+        started = time.monotonic()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self._write(_json_response(413, {"message": "Request Entity Too Large"}))
+            self.close_connection = True
+            return
+        body = self.rfile.read(length) if length else b""
+        headers: dict[str, str] = {}
+        for key, value in self.headers.items():
+            k = key.lower()
+            headers[k] = f"{headers[k]},{value}" if k in headers else value
+        headers.setdefault("host", f"{self.server.server_address[0]}:{self.server.server_address[1]}")
+        headers.setdefault("x-forwarded-for", self.client_address[0])
+        headers.setdefault("x-forwarded-proto", "http")
+        response = self.server.gateway.handle(self.command, self.path, headers, body, self.client_address[0])
+        self._write(response)
+        log.info(
+            "%s %s -> %s (%.0f ms)", self.command, self.path, response["statusCode"],
+            (time.monotonic() - started) * 1000,
+        )  # fmt: skip
+
+    def _write(self, response: dict[str, Any]) -> None:
+        raw = response.get("body") or ""
+        data = base64.b64decode(raw) if response.get("isBase64Encoded") else raw.encode("utf-8")
+        self.send_response(response["statusCode"])
+        headers = {k.lower(): v for k, v in response.get("headers", {}).items()}
+        for key, value in headers.items():
+            if key not in ("content-length", "connection", "transfer-encoding"):
+                self.send_header(key, value)
+        for cookie in response.get("cookies") or []:
+            self.send_header("set-cookie", cookie)
+        if "content-type" not in headers and data:
+            self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("apigw-requestid", uuid.uuid4().hex[:16])
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature from the base
+        log.debug(format, *args)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    gateway: ApiGateway
+
+
+class FrontEnd:
+    """The HTTP server thread around an `ApiGateway`."""
+
+    def __init__(self, gateway: ApiGateway, host: str = "127.0.0.1", port: int = 8787) -> None:
+        self.gateway = gateway
+        self._server = _Server((host, port), _RequestHandler)
+        self._server.gateway = gateway
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FrontEnd:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="holdpoint-frontend", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread:
+            self._thread.join(timeout=5)
+

@@ -1,0 +1,141 @@
+"""Run a moto server ("AWS" for the local stack) in a child process with Step Functions execution on.
+
+A child process rather than a thread: it outlives a restarted front end / poller set (so tests can
+simulate a Lambda fleet restart while "AWS" keeps its state), and moto's own threads (Step Functions
+executions waiting on task tokens) do not compete with the handlers for this process's GIL.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from . import FAKE_ENV
+
+# The child runs moto.server and exits when its parent goes away (killed test run, Ctrl-C twice),
+# so a moto server is never left orphaned holding a port.
+_CHILD = """
+import os, sys, threading, time
+parent = os.getppid()
+def _watch():
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+threading.Thread(target=_watch, daemon=True).start()
+from moto.server import main
+sys.argv[0] = "moto_server"
+main(sys.argv[1:])
+"""
+
+SFN_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
+
+
+def free_port() -> int:
+    """Ask the OS for a free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _http(method: str, url: str, body: dict | None = None, timeout: float = 5.0) -> tuple[int, bytes]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - local endpoint only
+        return resp.status, resp.read()
+
+
+def wait_ready(endpoint: str, timeout: float = 60.0, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Poll the moto API until the server answers (a cold start imports a lot of moto)."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"moto server exited with {proc.returncode} (port taken?)")
+        try:
+            _http("GET", f"{endpoint}/moto-api/data.json", timeout=2.0)
+            return
+        except (urllib.error.URLError, OSError) as exc:
+            last = exc
+            time.sleep(0.1)
+    raise TimeoutError(f"moto server at {endpoint} not ready after {timeout}s: {last}")
+
+
+def enable_sfn_execution(endpoint: str) -> None:
+    """Switch moto's Step Functions backend to the executing one (the ASL interpreter).
+
+    moto 5.2.5 reads `stepfunctions.execute_state_machine` from its user config per request; it is set
+    through POST /moto-api/config. Must happen before a state machine is created, because the
+    executing backend and the plain one keep separate state. (GET /moto-api/config does not echo
+    the stepfunctions key back in 5.2.5, so the POST status is all there is to check.)
+    """
+    status, _ = _http("POST", f"{endpoint}/moto-api/config", SFN_CONFIG)
+    if status not in (200, 201):
+        raise RuntimeError(f"moto refused the Step Functions config (HTTP {status})")
+
+
+class MotoServer:
+    """A moto server child process bound to 127.0.0.1 on a free (or given) port."""
+
+    def __init__(self, port: int | None = None, log_path: str | os.PathLike[str] | None = None) -> None:
+        self.port = port or free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._log_path = Path(log_path) if log_path else None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> MotoServer:
+        env = {**os.environ, **FAKE_ENV, "MOTO_PORT": str(self.port)}
+        # Step Functions' service integrations call back into moto at http://localhost:$MOTO_PORT.
+        env.pop("AWS_ENDPOINT_URL", None)
+        out = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, "-H", "127.0.0.1", "-p", str(self.port)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            if out is not subprocess.DEVNULL:
+                out.close()
+        try:
+            wait_ready(self.endpoint, timeout, self._proc)
+            enable_sfn_execution(self.endpoint)
+        except BaseException:
+            self.stop()
+            raise
+        atexit.register(self.stop)  # no orphaned server when the owner exits without stop()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        atexit.unregister(self.stop)
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=10)
+        self._proc = None
+
+    def __enter__(self) -> MotoServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

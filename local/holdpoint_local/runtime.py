@@ -1,0 +1,154 @@
+"""A small in-process Lambda runtime: load `app.py` by file path and invoke `handler(event, context)`.
+
+Each concurrent invocation gets its own *instance* of the module (loaded under a unique module name),
+the way each Lambda execution environment has its own globals. That matters because module-level
+objects such as Powertools' resolver keep per-request state and are not safe to share across threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import itertools
+import queue
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from . import ACCOUNT_ID, REGION
+
+Handler = Callable[[Any, Any], Any]
+
+_module_counter = itertools.count(1)
+_import_lock = threading.Lock()
+
+
+@dataclass
+class LambdaContext:
+    """The attributes of the Python runtime's context object that code commonly reads."""
+
+    function_name: str
+    memory_limit_in_mb: int
+    timeout_seconds: int
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = ""
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+    identity: Any = None
+    client_context: Any = None
+    _deadline: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.invoked_function_arn:
+            self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{self.function_name}"
+        if not self.log_group_name:
+            self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self._deadline = time.monotonic() + self.timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def load_handler(code_dir: Path, handler: str = "app.handler", tag: str = "fn") -> Handler:
+    """Import `<code_dir>/<module>.py` under a fresh module name and return its handler function.
+
+    The code dir is on sys.path while the module executes (as LAMBDA_TASK_ROOT is on Lambda), so a
+    sibling import works; keep sibling module names unique across functions, since sys.modules is
+    shared in this process.
+    """
+    module_name, _, func_name = handler.rpartition(".")
+    path = Path(code_dir) / f"{module_name.replace('.', '/')}.py"
+    unique = f"holdpoint_fn_{tag}_{next(_module_counter)}"
+    spec = importlib.util.spec_from_file_location(unique, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    with _import_lock:
+        sys.modules[unique] = module  # pydantic resolves annotations through sys.modules
+        sys.path.insert(0, str(code_dir))
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(unique, None)
+            raise
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(str(code_dir))
+    return getattr(module, func_name)
+
+
+class LocalFunction:
+    """One function: a pool of handler instances, grown on demand up to `max_instances`.
+
+    Pass `handler` to share one callable across invocations (tests inject throwaway handlers);
+    otherwise `code_dir`/`handler_path` are loaded once per instance.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        code_dir: Path | None = None,
+        handler_path: str = "app.handler",
+        handler: Handler | None = None,
+        timeout: int = 30,
+        memory: int = 512,
+        max_instances: int = 4,
+    ) -> None:
+        if handler is None and code_dir is None:
+            raise ValueError(f"{name}: need a code_dir or a handler")
+        self.name = name
+        self.code_dir = code_dir
+        self.handler_path = handler_path
+        self.timeout = timeout
+        self.memory = memory
+        self.max_instances = max(1, max_instances)
+        self._shared = handler
+        self._idle: queue.LifoQueue[Handler] = queue.LifoQueue()
+        self._created = 0
+        self._lock = threading.Lock()
+        self.invocations = 0
+
+    def _acquire(self) -> Handler:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._lock:
+            grow = self._created < self.max_instances
+            if grow:
+                self._created += 1
+        if not grow:
+            return self._idle.get()
+        try:
+            assert self.code_dir is not None
+            return load_handler(self.code_dir, self.handler_path, tag=self.name)
+        except BaseException:
+            with self._lock:
+                self._created -= 1
+            raise
+
+    def context(self) -> LambdaContext:
+        return LambdaContext(function_name=self.name, memory_limit_in_mb=self.memory, timeout_seconds=self.timeout)
+
+    def invoke(self, event: Any, context: LambdaContext | None = None) -> Any:
+        """Call the handler with a private copy of the event, as Lambda deserializes a fresh one."""
+        ctx = context or self.context()
+        payload = copy.deepcopy(event)
+        with self._lock:
+            self.invocations += 1
+        if self._shared is not None:
+            return self._shared(payload, ctx)
+        fn = self._acquire()
+        try:
+            return fn(payload, ctx)
+        finally:
+            self._idle.put(fn)

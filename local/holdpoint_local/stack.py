@@ -1,0 +1,194 @@
+"""`LocalStack`: moto ("AWS") + resources from template.yaml + API front end + SQS pollers, all calling
+the real handlers in this process. Tests may keep the moto server alive across a stop()/start() of the
+rest to act out a restart of every Lambda while the durable state survives."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from . import FAKE_ENV
+from .frontend import ApiGateway, FrontEnd
+from .moto_server import MotoServer, enable_sfn_execution, wait_ready
+from .pollers import PollerGroup
+from .provision import REPO_ROOT, TEMPLATE_PATH, Provisioned, provision
+from .runtime import Handler, LocalFunction
+
+log = logging.getLogger("holdpoint_local.stack")
+
+DEFAULT_API_KEY = "hp_dev_local_key"
+DEFAULT_TENANT = "dev"
+DEFAULT_SUBJECT = "dev-user"
+DEFAULT_ORIGIN = "client"
+
+
+class LocalStack:
+    """The embedded stack.
+
+    - `moto_endpoint`: reuse a running moto server ("AWS" that outlives this stack); otherwise one
+      is started on `moto_port` (or a free port) and owned (stopped by stop()).
+    - `code_root`: where the template's CodeUri paths resolve (default: the repo).
+    - `handlers`: {logical id: callable} overrides, e.g. throwaway handlers in tests.
+    - `http_port`: 0 picks a free port; default $HOLDPOINT_PORT or 8787.
+    - `stack_name`: prefixes resource names, so tests sharing one moto server stay isolated.
+    """
+
+    def __init__(
+        self,
+        *,
+        moto_endpoint: str | None = None,
+        moto_port: int | None = None,
+        http_port: int | None = None,
+        stack_name: str = "holdpoint",
+        template_path: str | Path = TEMPLATE_PATH,
+        code_root: str | Path | None = None,
+        handlers: dict[str, Handler] | None = None,
+        api_key: str | None = None,
+        tenant: str = DEFAULT_TENANT,
+        subject: str = DEFAULT_SUBJECT,
+        origin: str = DEFAULT_ORIGIN,
+        seed_api_key: bool = True,
+        pollers_per_queue: int = 2,
+        max_instances: int = 4,
+        extra_env: dict[str, str] | None = None,
+        moto_log: str | Path | None = None,
+    ) -> None:
+        self.moto_endpoint = moto_endpoint.rstrip("/") if moto_endpoint else None
+        self.moto_port = moto_port
+        self.http_port = int(os.environ.get("HOLDPOINT_PORT", "8787")) if http_port is None else http_port
+        self.stack_name = stack_name
+        self.template_path = Path(template_path)
+        self.code_root = Path(code_root) if code_root else (
+            REPO_ROOT if self.template_path == TEMPLATE_PATH else self.template_path.resolve().parent
+        )  # fmt: skip
+        self.handlers = dict(handlers or {})
+        self.api_key = api_key or os.environ.get("HOLDPOINT_API_KEY", DEFAULT_API_KEY)
+        self.tenant, self.subject, self.origin = tenant, subject, origin
+        self.seed_api_key = seed_api_key
+        self.pollers_per_queue = pollers_per_queue
+        self.max_instances = max_instances
+        self.extra_env = dict(extra_env or {})
+        self.moto_log = moto_log
+
+        self.moto: MotoServer | None = None
+        self.provisioned: Provisioned | None = None
+        self.functions: dict[str, LocalFunction] = {}
+        self.gateway: ApiGateway | None = None
+        self.frontend: FrontEnd | None = None
+        self.pollers: PollerGroup | None = None
+        self.env: dict[str, str] = {}
+        self.api_key_seeded = False
+        self._lock = threading.Lock()
+
+    # -- lifecycle --------------------------------------------------------------
+    def start(self) -> LocalStack:
+        with self._lock:
+            if self.moto_endpoint is None:
+                self.moto = MotoServer(port=self.moto_port, log_path=self.moto_log).start()
+                self.moto_endpoint = self.moto.endpoint
+            else:
+                wait_ready(self.moto_endpoint, timeout=30)
+                enable_sfn_execution(self.moto_endpoint)
+            self.provisioned = provision(
+                self.moto_endpoint,
+                template_path=self.template_path,
+                stack_name=self.stack_name,
+                code_root=self.code_root,
+            )
+            self.env = self._environment(self.provisioned)
+            os.environ.update(self.env)
+            self.functions = self._functions(self.provisioned)
+            self._seed_api_key()
+            self.gateway = ApiGateway(self.provisioned.routes, self.functions, api_id=self.provisioned.api_id)
+            self.frontend = FrontEnd(self.gateway, port=self.http_port).start()
+            self.pollers = PollerGroup()
+            for mapping in self.provisioned.sqs_mappings:
+                self.pollers.add(mapping, self.functions[mapping.function], self.moto_endpoint,
+                                 count=self.pollers_per_queue)  # fmt: skip
+            self.pollers.start()
+            return self
+
+    def stop(self, *, keep_moto: bool = False) -> None:
+        """Stop front end and pollers; also the moto server if this stack started it (unless keep_moto)."""
+        with self._lock:
+            if self.pollers:
+                self.pollers.stop()
+                self.pollers = None
+            if self.frontend:
+                self.frontend.stop()
+                self.frontend = None
+            if self.moto and not keep_moto:
+                self.moto.stop()
+                self.moto = None
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- accessors --------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        assert self.frontend is not None, "start() first"
+        return self.frontend.url
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"}
+
+    def client(self, service: str) -> Any:
+        """A boto3 client on the moto server (for assertions in tests)."""
+        import boto3
+
+        return boto3.client(
+            service, endpoint_url=self.moto_endpoint, region_name=FAKE_ENV["AWS_DEFAULT_REGION"],
+            aws_access_key_id="testing", aws_secret_access_key="testing",
+        )  # fmt: skip
+
+    # -- internals ----------------------------------------------------------------
+    def _environment(self, prov: Provisioned) -> dict[str, str]:
+        return {
+            **FAKE_ENV,
+            **prov.env,
+            "AWS_ENDPOINT_URL": str(self.moto_endpoint),
+            "MOTO_PORT": str(self.moto_endpoint).rsplit(":", 1)[-1],
+            "HOLDPOINT_ALLOW_HTTP_WORKERS": "1",
+            "POWERTOOLS_TRACE_DISABLED": "1",
+            "POWERTOOLS_METRICS_NAMESPACE": "holdpoint-local",
+            **self.extra_env,
+        }
+
+    def _functions(self, prov: Provisioned) -> dict[str, LocalFunction]:
+        out: dict[str, LocalFunction] = {}
+        for logical, spec in prov.functions.items():
+            override = self.handlers.get(logical)
+            if override is None and not (spec.code_dir / f"{spec.handler.rpartition('.')[0]}.py").exists():
+                log.warning("%s: no %s in %s; its routes will answer 500", logical, spec.handler, spec.code_dir)
+            out[logical] = LocalFunction(
+                logical,
+                code_dir=spec.code_dir,
+                handler_path=spec.handler,
+                handler=override,
+                timeout=spec.timeout,
+                memory=spec.memory,
+                max_instances=self.max_instances,
+            )
+        return out
+
+    def _seed_api_key(self) -> None:
+        """Store the dev API key through the layer's own function, so the authorizer accepts it."""
+        if not self.seed_api_key:
+            return
+        try:
+            from holdpoint import auth  # type: ignore[import-not-found]
+
+            put_api_key = auth.put_api_key
+        except (ImportError, AttributeError) as exc:
+            log.warning("holdpoint.auth.put_api_key not available (%s); dev API key not seeded", exc)
+            return
+        put_api_key(self.env["TABLE_NAME"], self.api_key, self.tenant, self.subject, self.origin)
+        self.api_key_seeded = True
