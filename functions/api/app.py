@@ -36,7 +36,7 @@ from holdpoint.parking import Parking
 from holdpoint.queue import WorkQueue
 from holdpoint.resume import resume
 from holdpoint.settle import settle
-from holdpoint.store import Store
+from holdpoint.store import Store, TooManyChanges
 from holdpoint.workers import check_url
 
 MAX_BODY_BYTES = 1_048_576
@@ -158,7 +158,7 @@ def on_client_error(exc: ClientError) -> Response[dict[str, Any]]:
 
 def too_many_changes(exc: ValueError) -> ApiError | None:
     """The store refuses a step over DynamoDB's transaction item limit (nothing is written)."""
-    if str(exc).startswith("a step may change at most"):
+    if isinstance(exc, TooManyChanges):
         return ApiError(413, "too_many_messages", "this input adds more messages than one request can record; "
                         "send them in smaller inputs", "messages")
     return None

@@ -61,18 +61,24 @@ def build_request(state: SessionState, decision: Decision) -> dict[str, Any]:
     policy = retry.policy(h.agent, "decision")
     deadline = datetime.now(UTC) + timedelta(seconds=policy.attempt_timeout_secs)
     open_calls = state.open_calls()
+    messages = branch_path(state, decision)
+    trigger = decision.trigger
+    if trigger.get("type") == "client.messages":
+        # Stored without the path (a step's writes must not grow with the tree); the path is
+        # the branch the turn started on, root to the decision's anchor.
+        trigger = {**trigger, "messages": [n.message for n in state.tree.path(decision.anchor)]}
     return {
         "session_id": h.session_id,
         "decision_id": decision.id,
         "agent_id": h.agent_id,
         "identity": h.identity,
-        "trigger": decision.trigger,
+        "trigger": trigger,
         "proposed": propose(state, decision),
         "state": h.state,
         "agent": h.agent,
         "calls": [c.wire() for c in open_calls],
         "pending_calls": [c.wire() for c in open_calls if c.kind == "tool_call"],
-        "messages": branch_path(state, decision),
+        "messages": messages,
         "message_tree": state.tree.wire(),
         "ancestry": h.ancestry,
         "attempts": decision.attempts + 1,

@@ -128,8 +128,7 @@ def accept_view(state: SessionState, inp: ClientMessagesInput) -> Accepted:
         state.move_head(merge.head_id)
     rules.void_llm_calls_off_path(state, old_head)
     start_turn(state, turn_id)
-    path = [n.message for n in state.tree.active_path()]
-    trigger: dict[str, Any] = {"type": "client.messages", "messages": path, "new_from": merge.new_from or 0}
+    trigger: dict[str, Any] = {"type": "client.messages", "new_from": merge.new_from or 0}
     if inp.client is not None:
         trigger["client"] = inp.client
     dispatch(state, turn_id, trigger)

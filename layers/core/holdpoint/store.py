@@ -37,6 +37,10 @@ class Conflict(Exception):
     """The session changed since it was loaded; reload and recompute."""
 
 
+class TooManyChanges(ValueError):
+    """One step would change more items than one DynamoDB transaction holds; nothing is written."""
+
+
 def session_pk(tenant: str, session_id: str) -> str:
     return f"T#{tenant}#S#{session_id}"
 
@@ -193,7 +197,7 @@ class Store:
                                          "body": _s(json.dumps(event.wire(), separators=(",", ":")))},
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
         if len(ops) > MAX_TRANSACT_ITEMS:
-            raise ValueError(f"a step may change at most {MAX_TRANSACT_ITEMS} items, this one {len(ops)}")
+            raise TooManyChanges(f"a step may change at most {MAX_TRANSACT_ITEMS} items, this one {len(ops)}")
         try:
             self.client.transact_write_items(TransactItems=ops)
         except ClientError as exc:

@@ -41,8 +41,7 @@ def add_user_input(state: SessionState, turn_id: str, inp: dict[str, Any]) -> No
     node_id = message.get("id") or derive("msg", state.header.session_id, turn_id, 0)
     state.add_node(node_id, state.tree.head_id, message)
     state.emit("message.added", message_id=node_id, role=message.get("role"))
-    path = [n.message for n in state.tree.active_path()]
-    dispatch(state, turn_id, {"type": "client.messages", "messages": path, "new_from": len(path) - 1})
+    dispatch(state, turn_id, {"type": "client.messages", "new_from": len(state.tree.active_path()) - 1})
 
 
 def finish_turn(state: SessionState, turn_id: str | None, *, ok: bool, data: Any = None, error: Any = None,
