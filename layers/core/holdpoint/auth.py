@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,18 +22,26 @@ class Caller:
     tenant: str
     subject: str
     origin: str
-    session_id: str | None = None  # a client token is bound to one session
+    session_id: str | None = None  # a client token may be bound to one session
+    own_only: bool = False  # a client token touches only its subject's own sessions
 
     def context(self) -> dict[str, str]:
         out = {"tenant": self.tenant, "subject": self.subject, "origin": self.origin}
         if self.session_id:
             out["session_id"] = self.session_id
+        if self.own_only:
+            out["own_only"] = "1"
         return out
 
     @classmethod
     def from_context(cls, ctx: dict[str, Any]) -> Caller:
-        return cls(tenant=ctx["tenant"], subject=ctx["subject"], origin=ctx.get("origin", "client"),
-                   session_id=ctx.get("session_id") or None)
+        return cls(tenant=str(ctx["tenant"]), subject=str(ctx.get("subject") or ""),
+                   origin=str(ctx.get("origin") or "client"), session_id=ctx.get("session_id") or None,
+                   own_only=str(ctx.get("own_only", "")) in ("1", "true", "True"))
+
+    def owner(self) -> str | None:
+        """The session owner this caller is limited to, if any."""
+        return self.subject if self.own_only else None
 
 
 def hash_key(key: str) -> str:
@@ -76,8 +85,23 @@ def authenticate(authorization: str | None, store: Store) -> Caller | None:
         except jwt.PyJWTError:
             return None
         return Caller(tenant=str(claims["tenant"]), subject=str(claims["sub"]), origin="client",
-                      session_id=claims.get("session_id"))
+                      session_id=claims.get("session_id"), own_only=True)
     found = store.get_api_key(hash_key(token))
     if found is None:
         return None
     return Caller(tenant=found["tenant"], subject=found["subject"], origin=found["origin"])
+
+
+def mint_client_token(secret: str, tenant: str, subject: str, *, ttl_secs: int = 900,
+                      session_id: str | None = None) -> str:
+    """A short-lived HS256 client token: audience `holdpoint`, bound to a subject (and a session)."""
+    now = int(time.time())
+    claims: dict[str, Any] = {"tenant": tenant, "sub": subject, "aud": JWT_AUDIENCE, "iat": now,
+                              "exp": now + ttl_secs}
+    if session_id:
+        claims["session_id"] = session_id
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def revoke_api_key(table_name: str, key: str, client: Any = None) -> bool:
+    return Store(table_name, client).revoke_api_key(hash_key(key))

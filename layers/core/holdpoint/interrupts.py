@@ -99,6 +99,7 @@ def raise_interrupt(
         call_id=call_id,
         turn_id=turn_id,
         raised_by=raised_by,
+        owner=(h.identity or {}).get("id"),
     )
     if existing is None:
         state.put(interrupt)

@@ -21,7 +21,9 @@ def resume(store: Store, parking: Parking, caller: Caller, session_id: str, inte
     responder = {"subject": caller.subject, "origin": caller.origin}
     outcome, item = store.resolve_interrupt(
         caller.tenant, session_id, interrupt_id, resolution=payload, responder=responder,
-        allowed_origins=resumable_origins(caller.origin), at=now_iso())
+        allowed_origins=resumable_origins(caller.origin), at=now_iso(), owner=caller.owner())
+    if outcome == "not_found":
+        raise ApiError(404, "not_found", f"session {session_id} not found")
     if outcome == "forbidden":
         origin = item.get("origin", {}).get("S", "?")
         raise ApiError(403, "forbidden", f"an interrupt raised by {origin} cannot be cleared by {caller.origin}",
@@ -32,7 +34,7 @@ def resume(store: Store, parking: Parking, caller: Caller, session_id: str, inte
             parking.complete(token, {"interrupt_id": interrupt_id})
         return {"ok": True, "interrupt_id": interrupt_id, "noop": False}
     if not item:
-        if not store.session_exists(caller.tenant, session_id):
+        if not store.session_exists(caller.tenant, session_id, caller.owner()):
             raise ApiError(404, "not_found", f"session {session_id} not found")
         return {"ok": True, "interrupt_id": interrupt_id, "noop": True}
     body = json.loads(item["body"]["S"])

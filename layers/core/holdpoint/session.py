@@ -125,6 +125,7 @@ class Interrupt:
     resolved_at: str | None = None
     woken: bool = False
     generation: int = 0
+    owner: str | None = None
     rev: int = 0
 
     def view(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ def owned(store: Store, caller: Caller, session_id: str) -> SessionState:
     if caller.session_id and caller.session_id != session_id:
         raise ApiError(404, "not_found", f"session {session_id} not found")
     state = store.load(caller.tenant, session_id)
-    if state is None:
+    if state is None or (caller.own_only and (state.header.identity or {}).get("id") != caller.subject):
         raise ApiError(404, "not_found", f"session {session_id} not found")
     return state
 
@@ -125,5 +125,7 @@ def inbox(store: Store, caller: Caller, limit: int, cursor: str | None) -> dict[
     items, last = store.inbox(caller.tenant, limit, start)
     if caller.session_id:
         items = [i for i in items if i["session_id"] == caller.session_id]
+    if caller.own_only:
+        items = [i for i in items if i.get("owner") == caller.subject]
     next_cursor = base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None
     return {"interrupts": items, "next_cursor": next_cursor}

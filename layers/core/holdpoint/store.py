@@ -143,6 +143,8 @@ class Store:
             item["status"] = _s(status)
         if isinstance(record, Interrupt):
             item["origin"] = _s(record.origin)
+            if record.owner:
+                item["owner"] = _s(record.owner)
             if record.resolution is not None:
                 item["resolution"] = _s(json.dumps(record.resolution))
             if record.responder is not None:
@@ -218,15 +220,19 @@ class Store:
         )
         return [json.loads(item["body"]["S"]) for item in page.get("Items", [])]
 
-    def session_exists(self, tenant: str, session_id: str) -> bool:
+    def session_exists(self, tenant: str, session_id: str, owner: str | None = None) -> bool:
         got = self.client.get_item(TableName=self.table, Key={"PK": _s(session_pk(tenant, session_id)),
-                                                              "SK": _s("H")}, ProjectionExpression="PK")
-        return "Item" in got
+                                                              "SK": _s("H")}, ConsistentRead=True)
+        item = got.get("Item")
+        if not item:
+            return False
+        return owner is None or json.loads(item["body"]["S"]).get("identity", {}).get("id") == owner
 
     # --- interrupts --------------------------------------------------------------------
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
-                          responder: dict[str, Any], allowed_origins: list[str], at: str) -> tuple[str, dict[str, Any]]:
+                          responder: dict[str, Any], allowed_origins: list[str], at: str,
+                          owner: str | None = None) -> tuple[str, dict[str, Any]]:
         """R7: flip `open -> resolved` exactly once. Returns (outcome, item) with outcome
         `resolved`, `noop` (stale, unknown or duplicate) or `forbidden` (origin outranks caller)."""
         names = {"#s": "status"}
@@ -244,6 +250,10 @@ class Store:
             origin_keys.append(f":o{i}")
         condition = "#s = :open"
         condition += f" AND origin IN ({', '.join(origin_keys)})" if origin_keys else " AND attribute_not_exists(PK)"
+        if owner is not None:
+            condition += " AND #owner = :owner"
+            names["#owner"] = "owner"
+            values[":owner"] = _s(owner)
         try:
             out = self.client.update_item(
                 TableName=self.table,
@@ -260,6 +270,8 @@ class Store:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
             old = exc.response.get("Item") or {}
+            if owner is not None and old and old.get("owner", {}).get("S") != owner:
+                return "not_found", {}
             if old.get("status", {}).get("S") == "open":
                 return "forbidden", old
             return "noop", old
@@ -278,11 +290,12 @@ class Store:
             kwargs["ExclusiveStartKey"] = cursor
         page = self.client.query(**kwargs)
         out = []
+        names = {f.name for f in fields(Interrupt)}
         for item in page.get("Items", []):
             body = json.loads(item["body"]["S"])
             session_id = item["PK"]["S"].split("#S#", 1)[1]
-            out.append({"session_id": session_id, **Interrupt(**{k: v for k, v in body.items()
-                                                                 if k in {f.name for f in fields(Interrupt)}}).view()})
+            view = Interrupt(**{k: v for k, v in body.items() if k in names}).view()
+            out.append({"session_id": session_id, **view, "owner": body.get("owner")})
         return out, page.get("LastEvaluatedKey")
 
     # --- agents and keys ---------------------------------------------------------------
@@ -301,6 +314,18 @@ class Store:
         self.client.put_item(TableName=self.table, Item={
             "PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY"), "tenant": _s(tenant), "subject": _s(subject),
             "origin": _s(origin), "status": _s("active")})
+
+    def revoke_api_key(self, key_hash: str) -> bool:
+        try:
+            self.client.update_item(TableName=self.table, Key={"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY")},
+                                    UpdateExpression="SET #s = :r", ConditionExpression="attribute_exists(PK)",
+                                    ExpressionAttributeNames={"#s": "status"},
+                                    ExpressionAttributeValues={":r": _s("revoked")})
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def get_api_key(self, key_hash: str) -> dict[str, str] | None:
         got = self.client.get_item(TableName=self.table, Key={"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY")})

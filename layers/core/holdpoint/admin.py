@@ -1,0 +1,57 @@
+"""Operator commands: create and revoke API keys, mint client tokens.
+
+    python -m holdpoint.admin create-key --table T --tenant acme --subject ops --origin operator
+    python -m holdpoint.admin revoke-key --table T --key hp_...
+    python -m holdpoint.admin mint-token --tenant acme --subject user-1 [--ttl 900] [--session ses_...]
+
+Keys are printed once and stored only as their SHA-256; the JWT secret is read from
+Secrets Manager (`JWT_SECRET_ARN`), never passed on the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+
+from .auth import ORIGINS, jwt_secret, mint_client_token, put_api_key, revoke_api_key
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m holdpoint.admin")
+    sub = parser.add_subparsers(dest="command", required=True)
+    create = sub.add_parser("create-key")
+    create.add_argument("--table", default=os.environ.get("TABLE_NAME"))
+    create.add_argument("--tenant", required=True)
+    create.add_argument("--subject", required=True)
+    create.add_argument("--origin", choices=ORIGINS, default="client")
+    revoke = sub.add_parser("revoke-key")
+    revoke.add_argument("--table", default=os.environ.get("TABLE_NAME"))
+    revoke.add_argument("--key", required=True)
+    token = sub.add_parser("mint-token")
+    token.add_argument("--tenant", required=True)
+    token.add_argument("--subject", required=True)
+    token.add_argument("--ttl", type=int, default=900)
+    token.add_argument("--session")
+    args = parser.parse_args(argv)
+    if args.command == "create-key":
+        key = "hp_" + secrets.token_urlsafe(32)
+        put_api_key(args.table, key, args.tenant, args.subject, args.origin)
+        print(key)
+    elif args.command == "revoke-key":
+        if not revoke_api_key(args.table, args.key):
+            print("no such key", file=sys.stderr)
+            return 1
+        print("revoked")
+    else:
+        secret = jwt_secret()
+        if not secret:
+            print("JWT_SECRET_ARN is not set", file=sys.stderr)
+            return 2
+        print(mint_client_token(secret, args.tenant, args.subject, ttl_secs=args.ttl, session_id=args.session))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

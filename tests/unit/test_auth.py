@@ -1,0 +1,110 @@
+"""Auth and isolation: API keys (hashed, revocable), client JWTs, worker signatures and URLs."""
+
+from __future__ import annotations
+
+import time
+
+import boto3
+import jwt
+import pytest
+
+from holdpoint import sessions, workers
+from holdpoint.auth import Caller, authenticate, hash_key, mint_client_token, put_api_key, revoke_api_key
+from holdpoint.inputs import ApiError
+from holdpoint.resume import resume
+from holdpoint.store import Store
+from tests.harness import Harness
+
+pytestmark = pytest.mark.usefixtures("aws")
+SECRET = "test-jwt-secret-0123456789abcdef"
+
+
+@pytest.fixture
+def jwt_secret(monkeypatch: pytest.MonkeyPatch) -> str:
+    arn = boto3.client("secretsmanager").create_secret(Name="holdpoint/jwt", SecretString=SECRET)["ARN"]
+    monkeypatch.setenv("JWT_SECRET_ARN", arn)
+    from holdpoint import auth
+
+    auth._JWT_SECRET.clear()
+    return SECRET
+
+
+def test_api_keys_are_stored_hashed_and_can_be_revoked() -> None:
+    store = Store()
+    put_api_key("holdpoint", "hp_secret_key", "acme", "ops", "operator")
+    items = boto3.client("dynamodb").scan(TableName="holdpoint")["Items"]
+    assert not any("hp_secret_key" in str(item) for item in items)
+    assert any(hash_key("hp_secret_key") in str(item) for item in items)
+    assert authenticate("Bearer hp_secret_key", store) == Caller("acme", "ops", "operator")
+    assert revoke_api_key("holdpoint", "hp_secret_key")
+    assert authenticate("Bearer hp_secret_key", store) is None
+    assert authenticate("Bearer nope", store) is None and authenticate(None, store) is None
+
+
+def test_client_jwt_checks_signature_expiry_and_audience(jwt_secret: str) -> None:
+    store = Store()
+    good = mint_client_token(jwt_secret, "acme", "user-1")
+    caller = authenticate(f"Bearer {good}", store)
+    assert caller is not None and caller.subject == "user-1" and caller.own_only and caller.origin == "client"
+    expired = jwt.encode({"tenant": "acme", "sub": "u", "aud": "holdpoint", "exp": int(time.time()) - 5},
+                         jwt_secret, algorithm="HS256")
+    wrong_aud = jwt.encode({"tenant": "acme", "sub": "u", "aud": "other", "exp": int(time.time()) + 60},
+                           jwt_secret, algorithm="HS256")
+    forged = mint_client_token("another-secret-0123456789abcdef", "acme", "user-1")
+    none_alg = jwt.encode({"tenant": "acme", "sub": "u", "aud": "holdpoint", "exp": int(time.time()) + 60},
+                          None, algorithm="none")
+    for token in (expired, wrong_aud, forged, none_alg, good[:-4] + "AAAA"):
+        assert authenticate(f"Bearer {token}", store) is None
+
+
+def test_client_token_touches_only_its_own_sessions(jwt_secret: str) -> None:
+    h = Harness(tenant="acme")
+    h.caller = Caller("acme", "user-1", "client", own_only=True)
+    h.say("Email Bob")
+    iid = h.open_interrupt()["interrupt_id"]
+    other = Caller("acme", "user-2", "client", own_only=True)
+    with pytest.raises(ApiError) as refused:
+        sessions.view(h.store, other, h.session_id or "")
+    assert refused.value.status == 404
+    with pytest.raises(ApiError) as refused_resume:
+        resume(h.store, h.parking, other, h.session_id or "", iid, {"approved": True})
+    assert refused_resume.value.status == 404
+    assert sessions.inbox(h.store, other, 10, None)["interrupts"] == []
+    assert [i["interrupt_id"] for i in sessions.inbox(h.store, h.caller, 10, None)["interrupts"]] == [iid]
+    assert h.resume(iid, {"approved": True})["noop"] is False
+
+
+def test_worker_signature_verifies_and_fails_on_a_tampered_body() -> None:
+    import sys
+
+    from tests.conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    import seed_worker
+
+    body = b'{"trigger":{"type":"session.start"}}'
+    ts = str(int(time.time()))
+    signature = workers.sign("s3cret", ts, body)
+    assert workers.verify("s3cret", ts, body, signature)
+    assert seed_worker.signature_ok("s3cret", ts, body, signature)
+    tampered = body.replace(b"start", b"stop!")
+    assert not workers.verify("s3cret", ts, tampered, signature)
+    assert not seed_worker.signature_ok("s3cret", ts, tampered, signature)
+    old = str(int(time.time()) - 3600)
+    assert not workers.verify("s3cret", old, body, workers.sign("s3cret", old, body))
+
+
+@pytest.mark.parametrize("url", ["https://169.254.169.254/latest/meta-data", "http://169.254.169.254/",
+                                 "https://[fe80::1]/", "ftp://example.com/", "https:///nohost"])
+def test_worker_urls_to_link_local_or_metadata_addresses_are_refused(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOLDPOINT_ALLOW_HTTP_WORKERS", "1")
+    assert workers.check_url(url) is not None
+    monkeypatch.delenv("HOLDPOINT_ALLOW_HTTP_WORKERS")
+    assert workers.check_url(url) is not None
+
+
+def test_cloud_mode_refuses_plain_http_and_private_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HOLDPOINT_ALLOW_HTTP_WORKERS", raising=False)
+    assert workers.check_url("http://example.com/") == "worker.url must be https"
+    assert workers.check_url("https://127.0.0.1/") is not None
+    assert workers.check_url("https://10.0.0.5/") is not None
