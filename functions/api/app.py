@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from holdpoint import sessions
 from holdpoint.auth import Caller
-from holdpoint.inputs import ApiError
+from holdpoint.errors import ApiError
 from holdpoint.models import (
     INPUT_TAGS,
     AgentConfig,

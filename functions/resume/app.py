@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from pydantic import TypeAdapter, ValidationError
 
 from holdpoint.auth import Caller
-from holdpoint.inputs import ApiError
+from holdpoint.errors import ApiError
 from holdpoint.models import Id, ResumeBody, first_error
 from holdpoint.parking import Parking
 from holdpoint.resume import resume

@@ -10,7 +10,7 @@ import pytest
 
 from holdpoint import sessions, workers
 from holdpoint.auth import Caller, authenticate, hash_key, mint_client_token, put_api_key, revoke_api_key
-from holdpoint.inputs import ApiError
+from holdpoint.errors import ApiError
 from holdpoint.resume import resume
 from holdpoint.store import Store
 from tests.harness import Harness

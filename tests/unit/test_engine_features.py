@@ -8,7 +8,7 @@ import pytest
 
 from holdpoint import sessions, workers
 from holdpoint.auth import Caller
-from holdpoint.inputs import ApiError
+from holdpoint.errors import ApiError
 from holdpoint.models import ClientActionInput, ClientMessageInput, SettleBody
 from holdpoint.settle import settle
 from tests.harness import Harness

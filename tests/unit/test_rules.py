@@ -11,7 +11,7 @@ import pytest
 
 from holdpoint import sessions
 from holdpoint.auth import Caller
-from holdpoint.inputs import ApiError
+from holdpoint.errors import ApiError
 from holdpoint.interrupts import may_resume
 from tests.harness import Harness, seed_worker
 

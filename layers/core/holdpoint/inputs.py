@@ -6,29 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import interrupts as rules
+from .errors import ApiError
 from .models import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from .session import Effect, SessionState, derive, mint
 from .tree import ViewConflict
 from .turns import add_user_input, dispatch, start_turn
-
-
-class ApiError(Exception):
-    """A refusal with its HTTP status and error body (`{"error": {code, message, param?}}`)."""
-
-    def __init__(self, status: int, code: str, message: str, param: str | None = None, **extra: Any) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.param = param
-        self.extra = extra
-
-    def body(self) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.param:
-            err["param"] = self.param
-        err.update(self.extra)
-        return {"error": err}
 
 
 @dataclass

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from .auth import Caller
-from .inputs import ApiError
+from .errors import ApiError
 from .interrupts import resumable_origins
 from .parking import Parking
 from .session import now_iso

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from . import budget, calls, engine, llm, sessions, subagents, workers
 from .auth import Caller
-from .inputs import ApiError, start_session
+from .errors import ApiError
+from .inputs import start_session
 from .models import ClientMessageInput, DecisionResponse, first_error
 from .parking import Parking
 from .queue import WorkQueue
@@ -57,10 +58,12 @@ class Runner:
     max_steps: int = 40
     clock: Callable[[], float] = time.time
 
-    def transact(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T]) -> tuple[SessionState, T]:
-        """Apply `mutate` to freshly loaded state and commit; on a version conflict, recompute."""
+    def transact(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T],
+                 loaded: SessionState | None = None) -> tuple[SessionState, T]:
+        """Apply `mutate` to the session and commit; on a version conflict, reload and recompute.
+        `loaded` (state read for this step and not yet changed) saves the first read."""
         for _ in range(COMMIT_RETRIES):
-            state = self.store.load(tenant, session_id)
+            state, loaded = (loaded, None) if loaded is not None else (self.store.load(tenant, session_id), None)
             if state is None:
                 raise LookupError(f"session {session_id} not found")
             out = mutate(state)
@@ -141,7 +144,7 @@ class Runner:
     def _start_park(self, state: SessionState, interrupt_id: str) -> None:
         h = state.header
         arn = self.parking.start(h.tenant, h.session_id, state.interrupts[interrupt_id])
-        self.transact(h.tenant, h.session_id, lambda s: engine.mark_parked(s, interrupt_id, arn))
+        self.transact(h.tenant, h.session_id, lambda s: engine.mark_parked(s, interrupt_id, arn), state)
 
     def _run_llm(self, state: SessionState, call_id: str) -> None:
         h = state.header
@@ -171,7 +174,7 @@ class Runner:
             if result.get("cost"):  # only spending crosses a budget; a refused call costs nothing
                 budget.check(s, raised_by=f"budget:{call_id}")
 
-        self.transact(h.tenant, h.session_id, apply)
+        self.transact(h.tenant, h.session_id, apply, state)
 
     def _deliver(self, state: SessionState, decision_id: str) -> None:
         h = state.header
@@ -184,7 +187,7 @@ class Runner:
             log.warning("worker unavailable: %s", why, extra={"session_id": h.session_id, "decision_id": decision_id})
             self.counters.add("worker_failures")
             self.transact(h.tenant, h.session_id,
-                          lambda s: engine.retry_decision(s, s.decisions[decision_id], why, self.clock()))
+                          lambda s: engine.retry_decision(s, s.decisions[decision_id], why, self.clock()), state)
             return
         self.counters.add("decisions_delivered")
         try:
@@ -199,7 +202,7 @@ class Runner:
             engine.apply_response(s, s.decisions[decision_id], response, self.clock())
 
         try:
-            self.transact(h.tenant, h.session_id, apply)
+            self.transact(h.tenant, h.session_id, apply, state)
         except engine.ProtocolError as exc:
             why, param = str(exc), exc.param
             self.transact(h.tenant, h.session_id,

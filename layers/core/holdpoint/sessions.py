@@ -8,7 +8,8 @@ from typing import Any
 
 from . import interrupts as rules
 from .auth import Caller
-from .inputs import Accepted, ApiError, accept_turn, accept_view, raise_from_api, start_session
+from .errors import ApiError
+from .inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from .models import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from .queue import WorkQueue
 from .session import SessionState, mint

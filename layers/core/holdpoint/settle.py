@@ -6,7 +6,7 @@ from typing import Any
 
 from .auth import Caller
 from .calls import settle_tool
-from .inputs import ApiError
+from .errors import ApiError
 from .models import SettleBody
 from .queue import WorkQueue
 from .session import SessionState

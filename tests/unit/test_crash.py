@@ -1,0 +1,223 @@
+"""Crash injection (SPEC §8): a crash at any write or AWS call, then redelivery, completes the run
+with no duplicate node, event, call or effect, and nothing lost.
+
+Every AWS client the store, queue, parking and timers use is wrapped so that its Nth write
+(DynamoDB, SQS send, StartExecution, SendTaskSuccess) raises, either before the call reaches
+AWS or just after it succeeded (the process died before it could go on). The driver then
+does what AWS does: SQS redelivers the engine's message, the API client retries its request.
+Step Functions is played as AWS behaves: the first SendTaskSuccess for a token wakes the
+execution once; later ones are refused.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from holdpoint import sessions, workers
+from holdpoint.auth import Caller
+from holdpoint.models import ClientMessageInput
+from holdpoint.parking import Parking
+from holdpoint.queue import WorkQueue
+from holdpoint.resume import resume
+from holdpoint.runner import Runner
+from holdpoint.store import Store
+from holdpoint.timers import Timers
+from tests.conftest import make_resources
+from tests.harness import SEND_EMAIL_SCRIPT, TOOLS, seed_worker
+
+WRITES = {"transact_write_items", "put_item", "update_item", "send_message", "start_execution",
+          "send_task_success"}
+
+
+class Crash(Exception):
+    """The process died here."""
+
+
+class Faults:
+    def __init__(self, fail_at: int | None, mode: str) -> None:
+        self.fail_at, self.mode, self.count = fail_at, mode, 0
+        self.fired = False
+
+    def step(self, before: bool) -> None:
+        if before:
+            self.count += 1
+        if self.fail_at is None or self.fired:
+            return
+        if self.count == self.fail_at and (self.mode == "before") == before:
+            self.fired = True
+            raise Crash(f"crash {self.mode} write #{self.count}")
+
+
+class FaultyClient:
+    """Wraps a boto3 client; only writes count and may crash."""
+
+    def __init__(self, real: Any, faults: Faults, tokens: list[str] | None = None) -> None:
+        self._real, self._faults, self._tokens = real, faults, tokens
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._real, name)
+        if name not in WRITES:
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._faults.step(before=True)
+            if name == "send_task_success" and self._tokens is not None:
+                self._tokens.append(kwargs["taskToken"])
+                self._faults.step(before=False)
+                return {}
+            out = attr(*args, **kwargs)
+            self._faults.step(before=False)
+            return out
+
+        return call
+
+
+class CrashRun:
+    """The seed example driven through crashes, redeliveries and retries."""
+
+    def __init__(self, fail_at: int | None, mode: str, text: str = "Email Bob") -> None:
+        self.text = text
+        self.faults = Faults(fail_at, mode)
+        self.task_success: list[str] = []
+        base = Store()
+        self.store = Store(client=FaultyClient(base.client, self.faults))
+        self.queue = WorkQueue(client=FaultyClient(WorkQueue().client, self.faults))
+        self.parking = Parking(client=FaultyClient(Parking().client, self.faults, self.task_success))
+        timers = Timers(client=FaultyClient(Timers().client, self.faults))
+        self.runner = Runner(self.store, self.parking, self.queue, timers=timers)
+        self.log: list[dict[str, Any]] = []
+        workers.register("crash-seed", seed_worker(self.log))
+        base.put_agent("t1", "assistant", {"worker": {"python": "crash-seed"}, "tools": TOOLS,
+                                           "llm": {"provider": "scripted", "script": SEND_EMAIL_SCRIPT}})
+        self.caller = Caller("t1", "user-1", "client")
+        self.sid = ""
+        self.woken: set[str] = set()
+
+    def retry(self, fn: Any, *args: Any) -> Any:
+        """Redelivery / client retry: run again until it gets through (one crash per run)."""
+        for _ in range(3):
+            try:
+                return fn(*args)
+            except Crash:
+                continue
+        raise AssertionError("still crashing")
+
+    def engine(self, message: dict[str, Any]) -> None:
+        self.retry(self.runner.handle, {"tenant": "t1", "session_id": self.sid, **message})
+
+    def play_state_machine(self) -> None:
+        """ParkBranch: a started execution hands its token over; the first SendTaskSuccess wakes it."""
+        state = Store().load("t1", self.sid)
+        assert state is not None
+        for interrupt in state.interrupts.values():
+            token = f"token-{interrupt.interrupt_id}"
+            if interrupt.execution_arn and interrupt.task_token is None:
+                self.engine({"kind": "park", "interrupt_id": interrupt.interrupt_id, "task_token": token})
+            if token in self.task_success and token not in self.woken:
+                self.woken.add(token)
+                self.engine({"kind": "wake", "interrupt_id": interrupt.interrupt_id, "outcome": "resumed"})
+
+    def go(self) -> None:
+        inp = ClientMessageInput.model_validate({"type": "client.message", "agent_id": "assistant",
+                                                 "turn_id": "turn-1",
+                                                 "message": {"role": "user", "content": self.text}})
+        self.sid = "ses-crash"
+        self.retry(self._create, inp)
+        self.engine({"kind": "kick"})
+        self.play_state_machine()
+        self.play_state_machine()
+        iid = [i for i in Store().load("t1", self.sid).interrupts][0]  # type: ignore[union-attr]
+        self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": True})
+        for _ in range(3):
+            self.play_state_machine()
+            self.engine({"kind": "kick"})
+
+    def _create(self, inp: ClientMessageInput) -> Any:
+        """POST /v1/sessions with a client-chosen session id and turn id, so a retry is the same request."""
+        state = Store().load("t1", self.sid)
+        if state is None:
+            from holdpoint.inputs import accept_turn, start_session
+            from holdpoint.session import SessionState
+
+            state = SessionState.new("t1", self.sid, "assistant", identity={"id": "user-1"})
+            start_session(state, Store().get_agent("t1", "assistant") or {})
+            accept_turn(state, inp)
+            self.store.commit(state)
+            self.queue.kick("t1", self.sid, state.header.version)
+            return
+        sessions.submit(self.store, self.queue, self.caller, self.sid, inp)
+
+
+def final_shape(run: CrashRun) -> dict[str, Any]:
+    state = Store().load("t1", run.sid)
+    assert state is not None
+    events = sessions.events(Store(), run.caller, run.sid, 0, 1000)["events"]
+    return {
+        "messages": [(m["role"], m.get("content")) for m in (n.message for n in state.tree.active_path())],
+        "nodes": len(state.tree.nodes),
+        "calls": sorted((c.kind, c.status) for c in state.calls.values()),
+        "interrupts": [(i.status, i.woken) for i in state.interrupts.values()],
+        "events": Counter(e["type"] for e in events if not e["type"].startswith("decision.")),
+        "seq_gapless": [e["seq"] for e in events] == list(range(1, len(events) + 1)),
+        "resumed_ids": len({r["decision_id"] for r in run.log if r["trigger"]["type"] == "interrupt.resumed"}),
+        "task_success_tokens": Counter(run.task_success),
+    }
+
+
+@pytest.mark.usefixtures("aws")
+def test_clean_run_reference() -> None:
+    run = CrashRun(None, "before")
+    run.go()
+    shape = final_shape(run)
+    assert shape["messages"] == [("user", "Email Bob"), ("assistant", None), ("tool", "sent"),
+                                 ("assistant", "Email sent.")]
+    assert run.faults.count >= 15  # every write along the way is a crash point below
+
+
+@pytest.fixture
+def fresh_aws(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A function that opens a new, empty in-process AWS (one per crash point)."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+
+    def open_aws() -> Any:
+        from moto import mock_aws
+
+        mock = mock_aws()
+        mock.start()
+        for key, value in make_resources().items():
+            monkeypatch.setenv(key, value)
+        return mock
+
+    return open_aws
+
+
+@pytest.mark.parametrize("text", ["Email Bob", "do two things"], ids=["seed", "two-tools"])
+@pytest.mark.parametrize("mode", ["before", "after"])
+def test_crash_at_every_write_along_the_seed_example_repeats_nothing(fresh_aws: Any, mode: str, text: str) -> None:
+    mock = fresh_aws()
+    reference = CrashRun(None, mode, text)
+    reference.go()
+    expected, writes = final_shape(reference), reference.faults.count
+    mock.stop()
+    assert expected["messages"][-1] == ("assistant", "Email sent.")
+    for n in range(1, writes + 1):
+        mock = fresh_aws()
+        try:
+            run = CrashRun(n, mode, text)
+            run.go()
+            assert run.faults.fired, f"write #{n} never happened"
+            shape = final_shape(run)
+            context = f"crash {mode} write #{n}"
+            assert shape["messages"] == expected["messages"], context
+            assert shape["nodes"] == expected["nodes"], context
+            assert shape["calls"] == expected["calls"], context
+            assert shape["interrupts"] == expected["interrupts"], context
+            assert shape["events"] == expected["events"], context
+            assert shape["seq_gapless"], context
+            assert shape["resumed_ids"] == 1, context
+            assert all(count <= 2 for count in shape["task_success_tokens"].values()), context
+        finally:
+            mock.stop()
