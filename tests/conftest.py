@@ -1,4 +1,4 @@
-"""Shared fixtures. Unit tests run against moto's in-process AWS, built from template.yaml."""
+"""Shared fixtures. Unit tests run against moto's in-process AWS."""
 
 from __future__ import annotations
 
@@ -18,31 +18,36 @@ for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
     os.environ.setdefault(key, value)
 
 
+def make_resources() -> dict[str, str]:
+    """Inside moto's in-process mock: the table, queue and state machines the template declares."""
+    ddb = boto3.client("dynamodb")
+    ddb.create_table(
+        TableName="holdpoint", BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("PK", "SK", "GSI1PK", "GSI1SK")],
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[{"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+            {"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "GSI1SK", "KeyType": "RANGE"}]}])
+    queue = boto3.client("sqs").create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    definition = json.dumps({"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}})
+    sfn = boto3.client("stepfunctions")
+    machine = sfn.create_state_machine(name="park", definition=definition,
+                                       roleArn="arn:aws:iam::123456789012:role/park")["stateMachineArn"]
+    timer = sfn.create_state_machine(name="timer", definition=definition,
+                                     roleArn="arn:aws:iam::123456789012:role/timer")["stateMachineArn"]
+    boto3.client("s3").create_bucket(Bucket="holdpoint-payloads")
+    return {"TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": queue, "PARK_STATE_MACHINE_ARN": machine,
+            "TIMER_STATE_MACHINE_ARN": timer, "PAYLOAD_BUCKET": "holdpoint-payloads"}
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """moto's in-process AWS with the table, queue and state machine the template declares."""
+    """moto's in-process AWS with the resources the template declares (the end-to-end tests use
+    the real ones, created from template.yaml on the moto server)."""
     from moto import mock_aws
 
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
-        ddb = boto3.client("dynamodb")
-        ddb.create_table(
-            TableName="holdpoint", BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("PK", "SK", "GSI1PK", "GSI1SK")],
-            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-            GlobalSecondaryIndexes=[{"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
-                {"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "GSI1SK", "KeyType": "RANGE"}]}])
-        queue = boto3.client("sqs").create_queue(
-            QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-        definition = {"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}}
-        machine = boto3.client("stepfunctions").create_state_machine(
-            name="park", definition=json.dumps(definition),
-            roleArn="arn:aws:iam::123456789012:role/park")["stateMachineArn"]
-        timer = boto3.client("stepfunctions").create_state_machine(
-            name="timer", definition=json.dumps(definition),
-            roleArn="arn:aws:iam::123456789012:role/timer")["stateMachineArn"]
-        env = {"TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": queue, "PARK_STATE_MACHINE_ARN": machine,
-               "TIMER_STATE_MACHINE_ARN": timer}
+        env = make_resources()
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         yield env

@@ -71,3 +71,21 @@ def test_the_token_arriving_after_the_resume_is_completed_by_the_engine() -> Non
     state.interrupts[interrupt.interrupt_id].task_token = None
     engine.apply_park_token(state, interrupt.interrupt_id, "late-token")
     assert [e.kind for e in state.effects] == ["send_task_success"]
+
+
+def test_a_tool_result_over_the_item_limit_is_stored_in_s3_by_reference() -> None:
+    big = "x" * 1_500_000  # 1.5 MB: far over DynamoDB's 400 KB item
+
+    def decide(req: dict[str, Any]) -> dict[str, Any]:
+        if req["trigger"]["type"] == "tool.execute":
+            return {"actions": [{"type": "tool.result", "result": big}]}
+        return req["proposed"]
+
+    h = Harness(decide)
+    h.say("Email Bob")
+    view = h.view()
+    assert view["status"] == "done"
+    assert [m for m in view["messages"] if m["role"] == "tool"][0]["content"] == big
+    refs = [i for i in boto3.client("dynamodb").scan(TableName="holdpoint")["Items"] if "body_ref" in i]
+    assert refs  # the node, the call and the tool.finished decision went by reference
+    assert boto3.client("s3").list_objects_v2(Bucket="holdpoint-payloads")["KeyCount"] >= len(refs)

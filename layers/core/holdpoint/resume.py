@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .auth import Caller
@@ -29,7 +28,7 @@ def resume(store: Store, parking: Parking, caller: Caller, session_id: str, inte
         raise ApiError(403, "forbidden", f"an interrupt raised by {origin} cannot be cleared by {caller.origin}",
                        param="interrupt_id")
     if outcome == "resolved":
-        token = json.loads(item["body"]["S"]).get("task_token")
+        token = store.body(item).get("task_token")
         if token:
             parking.complete(token, {"interrupt_id": interrupt_id})
         return {"ok": True, "interrupt_id": interrupt_id, "noop": False}
@@ -37,7 +36,7 @@ def resume(store: Store, parking: Parking, caller: Caller, session_id: str, inte
         if not store.session_exists(caller.tenant, session_id, caller.owner()):
             raise ApiError(404, "not_found", f"session {session_id} not found")
         return {"ok": True, "interrupt_id": interrupt_id, "noop": True}
-    body = json.loads(item["body"]["S"])
+    body = store.body(item)
     if item.get("status", {}).get("S") == "resolved" and not body.get("woken") and body.get("task_token"):
         # A resume whose SendTaskSuccess was lost (crash) is completed by the retry; a token
         # already spent answers InvalidToken, so this never wakes twice.

@@ -18,6 +18,7 @@ and never pages through the event log.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import asdict, fields
@@ -30,6 +31,7 @@ from .session import Call, Decision, Event, Header, Interrupt, Record, SessionSt
 from .tree import Node, Tree
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
+OFFLOAD_BYTES = 300_000  # bodies above this go to S3 (DynamoDB items stop at 400 KB)
 MAX_TRANSACT_ITEMS = 100
 
 
@@ -67,9 +69,37 @@ def dynamodb_client() -> Any:
 
 
 class Store:
-    def __init__(self, table: str | None = None, client: Any = None) -> None:
+    def __init__(self, table: str | None = None, client: Any = None, s3: Any = None) -> None:
         self.table = table or os.environ["TABLE_NAME"]
         self.client = client or dynamodb_client()
+        self._s3 = s3
+        self.bucket = os.environ.get("PAYLOAD_BUCKET", "")
+
+    # --- large bodies by reference ------------------------------------------------------
+
+    def body_attrs(self, pk: str, sk: str, body: Any) -> dict[str, Any]:
+        """The item's `body`, or a `body_ref` to S3 when it would not fit DynamoDB's 400 KB item.
+        The object is written first and named by its content, so a retried step rewrites the
+        same object and a failed transaction leaves only an unreferenced object behind."""
+        text = json.dumps(body, separators=(",", ":"))
+        if len(text.encode()) <= OFFLOAD_BYTES or not self.bucket:
+            return {"body": _s(text)}
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        key = f"{pk}/{sk}/{digest}.json"
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=text.encode(), ContentType="application/json")
+        return {"body_ref": _s(key)}
+
+    def body(self, item: dict[str, Any]) -> Any:
+        if "body_ref" in item:
+            got = self.s3.get_object(Bucket=self.bucket, Key=item["body_ref"]["S"])
+            return json.loads(got["Body"].read())
+        return json.loads(item["body"]["S"])
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            self._s3 = boto3.client("s3")
+        return self._s3
 
     # --- sessions --------------------------------------------------------------------
 
@@ -93,13 +123,13 @@ class Store:
         return self._decode(items)
 
     def _decode(self, items: list[dict[str, Any]]) -> SessionState:
-        header_body = json.loads(items[0]["body"]["S"])
+        header_body = self.body(items[0])
         header = _load(Header, header_body)
         header.version = int(items[0]["version"]["N"])
         state = SessionState(header=header, tree=Tree(head_id=header.head_id))
         for item in items[1:]:
             sk = item["SK"]["S"]
-            body = json.loads(item["body"]["S"])
+            body = self.body(item)
             rev = int(item.get("rev", {"N": "0"})["N"])
             if sk.startswith("N#"):
                 state.tree.add(Node(id=body["id"], parent_id=body.get("parent_id"), message=body["message"],
@@ -136,7 +166,7 @@ class Store:
             "PK": _s(pk),
             "SK": _s(PREFIX[type(record)] + key),
             "rev": _n(record.rev + 1),
-            "body": _s(json.dumps(body, separators=(",", ":"))),
+            **self.body_attrs(pk, PREFIX[type(record)] + key, body),
         }
         status = getattr(record, "status", None)
         if status:
@@ -169,7 +199,7 @@ class Store:
             "PK": _s(pk),
             "SK": _s("H"),
             "version": _n(h.version + 1),
-            "body": _s(json.dumps(header_body, separators=(",", ":"))),
+            **self.body_attrs(pk, "H", header_body),
         }
         if state.exists:
             ops.append({"Put": {"TableName": self.table, "Item": header_item,
@@ -182,7 +212,7 @@ class Store:
             body = {"id": node.id, "parent_id": node.parent_id, "message": node.message, "order": node.order}
             ops.append({"Put": {"TableName": self.table,
                                 "Item": {"PK": _s(pk), "SK": _s(f"N#{node.id}"),
-                                         "body": _s(json.dumps(body, separators=(",", ":")))},
+                                         **self.body_attrs(pk, f"N#{node.id}", body)},
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
         for key, record in state.dirty.items():
             item = self._record_item(pk, record, h.tenant, h.session_id)
@@ -196,7 +226,7 @@ class Store:
         for event in state.events:
             ops.append({"Put": {"TableName": self.table,
                                 "Item": {"PK": _s(pk), "SK": _s(f"E#{event.seq:012d}"),
-                                         "body": _s(json.dumps(event.wire(), separators=(",", ":")))},
+                                         **self.body_attrs(pk, f"E#{event.seq:012d}", event.wire())},
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
         if len(ops) > MAX_TRANSACT_ITEMS:
             raise TooManyChanges(f"a step may change at most {MAX_TRANSACT_ITEMS} items, this one {len(ops)}")
@@ -218,7 +248,7 @@ class Store:
             Limit=limit,
             ConsistentRead=True,
         )
-        return [json.loads(item["body"]["S"]) for item in page.get("Items", [])]
+        return [self.body(item) for item in page.get("Items", [])]
 
     def session_exists(self, tenant: str, session_id: str, owner: str | None = None) -> bool:
         got = self.client.get_item(TableName=self.table, Key={"PK": _s(session_pk(tenant, session_id)),
@@ -226,7 +256,7 @@ class Store:
         item = got.get("Item")
         if not item:
             return False
-        return owner is None or json.loads(item["body"]["S"]).get("identity", {}).get("id") == owner
+        return owner is None or self.body(item).get("identity", {}).get("id") == owner
 
     # --- interrupts --------------------------------------------------------------------
 
@@ -292,7 +322,7 @@ class Store:
         out = []
         names = {f.name for f in fields(Interrupt)}
         for item in page.get("Items", []):
-            body = json.loads(item["body"]["S"])
+            body = self.body(item)
             session_id = item["PK"]["S"].split("#S#", 1)[1]
             view = Interrupt(**{k: v for k, v in body.items() if k in names}).view()
             out.append({"session_id": session_id, **view, "owner": body.get("owner")})
