@@ -232,10 +232,14 @@ def test_base64_bodies_are_decoded(sid: str) -> None:
     assert table_items() == before
 
 
-def test_items_too_large_to_store_are_413(sid: str) -> None:
-    # Under 1 MiB as UTF-8, but over DynamoDB's 400 KB per item once stored JSON-escaped.
+def test_items_too_large_to_store_are_413_or_go_to_s3(sid: str) -> None:
+    # Under 1 MiB as UTF-8, but over DynamoDB's 400 KB per item once stored JSON-escaped: a
+    # message goes to S3 by reference; an interrupt payload (kept on the item) is refused.
     wide = json.dumps({**msg(content="é" * 200_000), "agent_id": "assistant"}, ensure_ascii=False)
-    refused("POST", "/v1/sessions", raw_body=wide, status=413, code="payload_too_large")
+    status, body = call_api("POST", "/v1/sessions", raw_body=wide)
+    assert status == 202, body
+    stored = call_api("GET", f"/v1/sessions/{body['session_id']}")[1]["messages"][0]["content"]
+    assert stored == "é" * 200_000
     refused("POST", f"/v1/sessions/{sid}/interrupts", raw_body=json.dumps(
         {"reason": "r", "payload": "é" * 200_000}, ensure_ascii=False), status=413, param="payload")
     iid = call_api("GET", f"/v1/sessions/{sid}")[1]["interrupts"][0]["interrupt_id"]
