@@ -353,6 +353,10 @@ def check_body(event: dict[str, Any]) -> dict[str, Any]:
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
         event = check_body(event)
+        # A JSON-only API: parse bodies as JSON whatever Content-Type says (curl -d sends a form type).
+        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+        headers["content-type"] = "application/json"
+        event = {**event, "headers": headers}
     except ApiError as exc:
         logger.info("refused", extra={"code": exc.code, "status": exc.status})
         return {"statusCode": exc.status, "headers": {"Content-Type": "application/json"},

@@ -1,0 +1,168 @@
+"""Dollars per million interrupts raised and resumed, from the request counts bench/ddb_per_step.py measures.
+
+    python bench/cost_model.py                       # measures first (about 1.5 minutes)
+    python bench/cost_model.py --from FILE.json      # reuses `ddb_per_step.py --json FILE.json`
+
+Prices are AWS us-east-1 list prices as of the author's knowledge (early 2025), first pricing
+tier, no free tier. They change: re-check them at https://aws.amazon.com/pricing before quoting.
+Lambda durations are assumptions (flags below), not measurements: moto's in-process timings
+say nothing about Lambda's.
+
+Two views, each at every measured tree size:
+
+* marginal interrupt: only the work that exists because a worker paused and a person resumed:
+  the interrupt item (+ its Inbox GSI entry and `session.interrupted` event) in the decision
+  commit that raised it, the `start_park` engine step (StartExecution), the `park` queue message
+  (engine invocation storing the task token), the resume (API Gateway, authorizer, resume
+  Lambda: one UpdateItem + one SendTaskSuccess), the ParkBranch transitions, and the `wake`
+  message up to and including the `interrupt.resumed` delivery (one extra decision round trip).
+  The rest of the turn would have run without the interrupt and is excluded.
+* whole approval turn: everything measured from the `client.message` submit to the end of the
+  turn (user message -> LLM asks for a tool -> worker pauses -> resume -> tool result -> LLM
+  answers), LLM tokens excluded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import table  # noqa: E402
+
+PRICES = {  # USD, us-east-1, list prices as of early 2025 (author's knowledge; re-check)
+    "lambda_request": 0.20 / 1e6,             # per invocation
+    "lambda_gb_second_arm64": 0.0000133334,   # per GB-second, arm64, first 7.5 B GB-s/month
+    "ddb_wru": 0.625 / 1e6,                   # on-demand write request unit (after the Nov 2024 cut)
+    "ddb_rru": 0.125 / 1e6,                   # on-demand read request unit
+    "sqs_fifo_request": 0.50 / 1e6,           # per request (64 KB chunk)
+    "sfn_standard_transition": 0.025 / 1e3,   # per state transition
+    "http_api_request": 1.00 / 1e6,           # per request (512 KB increment), first 300 M/month
+}
+PRICES_AS_OF = "early 2025 (model knowledge; not checked against the live price list)"
+
+# ParkBranch (template.yaml): Park (waitForTaskToken) -> Wake (sqs:sendMessage) -> end.
+# Billed transitions per raise+resume: we count execution start, Park, Wake and end = 4 (the
+# conservative reading; AWS bills every state entered, so the floor is 2).
+SFN_TRANSITIONS = 4
+# SQS FIFO requests per work message: SendMessage (by ParkBranch) + ReceiveMessage + DeleteMessage
+# (the event source mapping; batching can only lower the last two). Idle long polls are a fixed
+# cost per queue, not per interrupt, and are left out.
+SQS_REQUESTS_PER_MESSAGE = 3
+
+
+def _find(steps: list[list[Any]], label: str) -> dict[str, Any]:
+    for lab, t in steps:
+        if lab == label:
+            return t
+    raise KeyError(label)
+
+
+def _sum(steps: list[dict[str, Any]]) -> dict[str, float]:
+    return {k: sum(s[k] for s in steps) for k in ("wru", "gsi_wru", "rru", "ddb_write_requests",
+                                                   "ddb_read_requests", "sqs_requests", "sfn_requests")}
+
+
+def marginal(run: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
+    raise_step = _find(run["interrupt_turn"], "deliver tool.execute")
+    raise_wru = raise_step["wru_by_kind"].get("I", 0) + raise_step["gsi_wru"] + 2  # + the event (< 1 KB, x2)
+    steps = [_find(run["interrupt_turn"], "start_park")] + [t for _, t in run["park"]] + \
+        [t for _, t in run["resume_api"]] + [_find(run["wake"], "wake message (transact)"),
+                                             _find(run["wake"], "deliver interrupt.resumed")]
+    s = _sum(steps)
+    wru = s["wru"] + s["gsi_wru"] + raise_wru
+    rru = s["rru"] + 0.5  # the authorizer's API-key GetItem (eventually consistent, < 4 KB)
+    gb_s = ((a.start_park_ms + a.park_ms + a.wake_ms) * a.engine_mb + a.resume_ms * a.api_mb
+            + a.authorizer_ms * a.api_mb) / 1000 / 1024
+    return {
+        "lambda requests": (4, 4 * PRICES["lambda_request"]),  # engine park + engine wake + resume + authorizer
+        "lambda compute": (gb_s, gb_s * PRICES["lambda_gb_second_arm64"]),
+        "dynamodb writes (WRU)": (wru, wru * PRICES["ddb_wru"]),
+        "dynamodb reads (RRU)": (rru, rru * PRICES["ddb_rru"]),
+        "sqs fifo requests": (2 * SQS_REQUESTS_PER_MESSAGE, 2 * SQS_REQUESTS_PER_MESSAGE * PRICES["sqs_fifo_request"]),
+        "step functions transitions": (SFN_TRANSITIONS, SFN_TRANSITIONS * PRICES["sfn_standard_transition"]),
+        "api gateway http requests": (1, PRICES["http_api_request"]),
+    }
+
+
+def whole_turn(run: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
+    steps = [t for phase in ("interrupt_turn", "park", "resume_api", "wake") for _, t in run[phase]]
+    s = _sum(steps)
+    wru = s["wru"] + s["gsi_wru"]
+    rru = s["rru"] + 2 * 0.5  # two authorizer GetItems
+    # submit kick + engine run (no LLM wait), park, wake + rest of the turn; API submit and resume
+    gb_s = ((a.turn_engine_ms + a.park_ms + a.turn_engine_ms) * a.engine_mb
+            + 2 * a.resume_ms * a.api_mb + 2 * a.authorizer_ms * a.api_mb) / 1000 / 1024
+    sqs_msgs = 3  # kick, park, wake
+    return {
+        "lambda requests": (7, 7 * PRICES["lambda_request"]),  # 3 engine + api + resume + 2 authorizer
+        "lambda compute": (gb_s, gb_s * PRICES["lambda_gb_second_arm64"]),
+        "dynamodb writes (WRU)": (wru, wru * PRICES["ddb_wru"]),
+        "dynamodb reads (RRU)": (rru, rru * PRICES["ddb_rru"]),
+        "sqs fifo requests": (sqs_msgs * SQS_REQUESTS_PER_MESSAGE,
+                              sqs_msgs * SQS_REQUESTS_PER_MESSAGE * PRICES["sqs_fifo_request"]),
+        "step functions transitions": (SFN_TRANSITIONS, SFN_TRANSITIONS * PRICES["sfn_standard_transition"]),
+        "api gateway http requests": (2, 2 * PRICES["http_api_request"]),
+    }
+
+
+def render(runs: list[dict[str, Any]], model: Any, a: argparse.Namespace, title: str) -> str:
+    per = [model(r, a) for r in runs]
+    rows = []
+    for comp in per[0]:
+        rows.append([comp] + [f"{p[comp][0]:.4g} -> ${p[comp][1] * 1e6:,.2f}" for p in per])
+    rows.append(["TOTAL per million"] + [f"${sum(c[1] for c in p.values()) * 1e6:,.2f}" for p in per])
+    return table(["component (units each -> $ per million)"] + [f"N={r['n']} nodes" for r in runs],
+                 rows, title)
+
+
+def per_step_cost(runs: list[dict[str, Any]]) -> str:
+    from ddb_per_step import mean_step  # noqa: PLC0415
+
+    rows = []
+    for r in runs:
+        m = mean_step(r)
+        rows.append([f"N={r['n']}", f"{m['wru']:.1f}", f"{m['rru']:.1f}", f"${m['wru'] * PRICES['ddb_wru'] * 1e6:,.2f}",
+                     f"${m['rru'] * PRICES['ddb_rru'] * 1e6:,.2f}"])
+    return table(["tree", "WRU/step", "RRU/step", "writes $/M steps", "reads $/M steps"], rows,
+                 "DynamoDB cost of one mean engine step")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--from", dest="src", help="JSON written by ddb_per_step.py --json")
+    ap.add_argument("--sizes", default="10,100,1000")
+    ap.add_argument("--engine-mb", type=int, default=1024, help="EngineFunction MemorySize (template.yaml)")
+    ap.add_argument("--api-mb", type=int, default=512, help="Api/Resume/Authorizer MemorySize (Globals)")
+    ap.add_argument("--start-park-ms", type=float, default=60, help="assumed: StartExecution + load + commit")
+    ap.add_argument("--park-ms", type=float, default=80, help="assumed: park message invocation")
+    ap.add_argument("--wake-ms", type=float, default=250,
+                    help="assumed: wake commit + interrupt.resumed delivery incl. the worker's round trip")
+    ap.add_argument("--resume-ms", type=float, default=60, help="assumed: resume (or API) Lambda invocation")
+    ap.add_argument("--authorizer-ms", type=float, default=30, help="assumed: authorizer invocation")
+    ap.add_argument("--turn-engine-ms", type=float, default=600,
+                    help="assumed: engine invocation running several steps, excluding LLM latency")
+    a = ap.parse_args()
+    if a.src:
+        runs = json.loads(Path(a.src).read_text())["seeded"]
+    else:
+        from ddb_per_step import measure  # noqa: PLC0415
+
+        runs = measure([int(s) for s in a.sizes.split(",") if s], "seeded")
+    print(f"Prices: AWS us-east-1 list prices, {PRICES_AS_OF}; re-check before use.")
+    print(table(["price", "USD"], [[k, f"{v:.10g}"] for k, v in PRICES.items()]))
+    print(f"Assumptions: ParkBranch transitions per raise+resume = {SFN_TRANSITIONS}; SQS requests per work "
+          f"message = {SQS_REQUESTS_PER_MESSAGE}; Lambda arm64, engine {a.engine_mb} MB, api/resume/authorizer "
+          f"{a.api_mb} MB; durations (ms): start_park {a.start_park_ms:g}, park {a.park_ms:g}, wake {a.wake_ms:g}, "
+          f"resume {a.resume_ms:g}, authorizer {a.authorizer_ms:g}, engine turn run {a.turn_engine_ms:g}.")
+    print(render(runs, marginal, a, "Marginal cost of one interrupt raised and resumed ($ per million interrupts)"))
+    print(render(runs, whole_turn, a, "Whole approval turn: submit -> pause -> resume -> turn end "
+                                      "($ per million turns, LLM tokens excluded)"))
+    print(per_step_cost(runs))
+
+
+if __name__ == "__main__":
+    main()
