@@ -47,9 +47,12 @@ def record_handler(record: SQSRecord) -> None:
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     run = runner()
     run.counters.counts.clear()
+    run.counters.timings.clear()
     out = process_partial_response(event=event, record_handler=record_handler, processor=processor,
                                    context=context)
     for name, value in run.counters.counts.items():
         if name in METRIC_NAMES:
             metrics.add_metric(name=METRIC_NAMES[name], unit=MetricUnit.Count, value=value)
+    for millis in run.counters.timings.get("decision_latency_ms", []):
+        metrics.add_metric(name="DecisionLatency", unit=MetricUnit.Milliseconds, value=round(millis, 2))
     return out

@@ -43,9 +43,13 @@ class Counters:
     """What a run did, for metrics and tests."""
 
     counts: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, name: str, value: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + value
+
+    def time(self, name: str, millis: float) -> None:
+        self.timings.setdefault(name, []).append(millis)
 
 
 @dataclass
@@ -180,6 +184,7 @@ class Runner:
         h = state.header
         decision = state.decisions[decision_id]
         request = engine.build_request(state, decision)
+        started = time.perf_counter()
         try:
             raw = workers.decide(h.agent, request)
         except workers.WorkerUnavailable as exc:
@@ -190,6 +195,10 @@ class Runner:
                           lambda s: engine.retry_decision(s, s.decisions[decision_id], why, self.clock()), state)
             return
         self.counters.add("decisions_delivered")
+        self.counters.time("decision_latency_ms", (time.perf_counter() - started) * 1000)
+        log.info("decision delivered", extra={"session_id": h.session_id, "decision_id": decision_id,
+                                              "trigger": decision.trigger.get("type"),
+                                              "interrupt_id": decision.interrupt_id})
         try:
             response = DecisionResponse.model_validate(raw)
         except ValidationError as exc:
