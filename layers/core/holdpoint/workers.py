@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import boto3
+from botocore.exceptions import ClientError
 
 SIGNATURE_HEADER = "X-Holdpoint-Signature"
 TIMESTAMP_HEADER = "X-Holdpoint-Timestamp"
@@ -134,9 +135,17 @@ def call_https(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any
         raise WorkerUnavailable(f"worker unreachable: {exc}") from exc
 
 
+def lambda_client() -> Any:
+    return boto3.client("lambda")
+
+
 def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
-    out = boto3.client("lambda").invoke(FunctionName=config["lambda_arn"], InvocationType="RequestResponse",
-                                        Payload=json.dumps(request).encode())
+    """Invoke the worker Lambda synchronously; a function error or throttle retries the decision."""
+    try:
+        out = lambda_client().invoke(FunctionName=config["lambda_arn"], InvocationType="RequestResponse",
+                                     Payload=json.dumps(request).encode())
+    except ClientError as exc:
+        raise WorkerUnavailable(f"worker lambda unavailable: {exc.response['Error']['Code']}") from exc
     if out.get("FunctionError"):
         raise WorkerUnavailable(f"worker lambda failed: {out['FunctionError']}")
     return _parse(out["Payload"].read())

@@ -1,0 +1,88 @@
+"""Worker transports: the Lambda-ARN worker through botocore's Stubber (moto cannot run Lambdas
+without Docker), and failures that must retry the decision."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import boto3
+import pytest
+from botocore.response import StreamingBody
+from botocore.stub import Stubber
+
+from holdpoint import workers
+from tests.harness import Harness
+
+ARN = "arn:aws:lambda:us-east-1:123456789012:function:my-worker"
+
+
+def payload(obj: Any) -> StreamingBody:
+    raw = json.dumps(obj).encode()
+    return StreamingBody(io.BytesIO(raw), len(raw))
+
+
+@pytest.fixture
+def stubbed(monkeypatch: pytest.MonkeyPatch) -> Stubber:
+    client = boto3.client("lambda", region_name="us-east-1")
+    stub = Stubber(client)
+    monkeypatch.setattr(workers, "lambda_client", lambda: client)
+    return stub
+
+
+def test_lambda_worker_is_invoked_synchronously_with_the_decision(stubbed: Stubber) -> None:
+    request = {"trigger": {"type": "session.start"}, "proposed": {"agent": {}}, "decision_id": "d1"}
+    stubbed.add_response("invoke", {"StatusCode": 200, "Payload": payload({"state": {"n": 1}})},
+                         {"FunctionName": ARN, "InvocationType": "RequestResponse",
+                          "Payload": json.dumps(request).encode()})
+    with stubbed:
+        assert workers.decide({"worker": {"lambda_arn": ARN}}, request) == {"state": {"n": 1}}
+    stubbed.assert_no_pending_responses()
+
+
+def test_lambda_worker_errors_and_throttles_retry_the_decision(stubbed: Stubber) -> None:
+    stubbed.add_response("invoke", {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload({})})
+    stubbed.add_client_error("invoke", service_error_code="TooManyRequestsException", http_status_code=429)
+    stubbed.add_response("invoke", {"StatusCode": 200, "Payload": payload(["not", "an", "object"])})
+    with stubbed:
+        for _ in range(3):
+            with pytest.raises(workers.WorkerUnavailable):
+                workers.decide({"worker": {"lambda_arn": ARN}}, {"proposed": {}})
+
+
+@pytest.mark.usefixtures("aws")
+def test_https_worker_5xx_and_bad_json_are_retried_not_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answers = iter([(503, b"busy"), (200, b"{not json"), (200, b"{}")])
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            code, body = next(answers, (200, b"{}"))
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HOLDPOINT_ALLOW_HTTP_WORKERS", "1")
+    try:
+        h = Harness(agent={"worker": {"url": f"http://127.0.0.1:{server.server_address[1]}/"}})
+        h.say("say hi")
+        for step in (3, 10, 30, 60):
+            base = h.runner.clock()
+            h.runner.clock = lambda base=base, step=step: base + step
+            h.settle()
+        retries = h.events("decision.retry")
+        assert retries[0]["data"]["error"] == "worker answered HTTP 503"
+        assert "invalid JSON" in retries[1]["data"]["error"]
+        assert not h.events("decision.failed")
+    finally:
+        server.shutdown()
