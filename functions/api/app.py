@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from typing import Annotated, Any
@@ -20,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from holdpoint import sessions
 from holdpoint.auth import Caller
 from holdpoint.errors import ApiError
+from holdpoint.limits import MAX_PAYLOAD_BYTES, body_bytes
 from holdpoint.models import (
     INPUT_TAGS,
     AgentConfig,
@@ -39,13 +38,8 @@ from holdpoint.settle import settle
 from holdpoint.store import Store, TooManyChanges
 from holdpoint.workers import check_url
 
-MAX_BODY_BYTES = 1_048_576
-MAX_JSON_DEPTH = 64
-"""Deeper bodies are refused before parsing: json and pydantic recurse, and no protocol shape needs them."""
 MAX_AGENT_BYTES = 131_072
 """An agent config is copied into the header of every session it starts, which must stay under 400 KB."""
-MAX_PAYLOAD_BYTES = 131_072
-"""An interrupt's payload and its resume payload share one item (DynamoDB: 400 KB); checked before the write."""
 ID: TypeAdapter[str] = TypeAdapter(Id)
 
 logger = Logger(service="holdpoint-api")
@@ -311,40 +305,11 @@ def openapi() -> Response[dict[str, Any]]:
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=schema)
 
 
-_TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]')  # possessive, unterminated strings run to the end: linear
-
-
-def json_depth(raw: bytes) -> int:
-    """How deeply the body's arrays and objects nest (brackets inside strings do not count)."""
-    depth = deepest = 0
-    for match in _TOKENS.finditer(raw):
-        char = match.group()
-        if char in (b"[", b"{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in (b"]", b"}"):
-            depth -= 1
-    return deepest
-
-
 def check_body(event: dict[str, Any]) -> dict[str, Any]:
-    """Refuse bodies over the size limit or nested deeper than any protocol shape needs, before
-    anything parses them; a base64-encoded body is decoded (and measured) first."""
-    body = event.get("body") or ""
-    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)
+    """Size, encoding and nesting limits before anything parses the body (holdpoint.limits)."""
+    raw = body_bytes(event)
     if event.get("isBase64Encoded"):
-        if len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
-            raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
-        try:
-            raw = base64.b64decode(raw, validate=True)
-            text = raw.decode("utf-8")
-        except (binascii.Error, ValueError):
-            raise ApiError(400, "validation_error", "body is not valid base64-encoded UTF-8", "body") from None
-        event = {**event, "body": text, "isBase64Encoded": False}
-    if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
-    if json_depth(raw) > MAX_JSON_DEPTH:
-        raise ApiError(400, "validation_error", f"body is nested deeper than {MAX_JSON_DEPTH} levels", "body")
+        event = {**event, "body": raw.decode("utf-8"), "isBase64Encoded": False}
     return event
 
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import re
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -15,15 +12,12 @@ from pydantic import TypeAdapter, ValidationError
 
 from holdpoint.auth import Caller
 from holdpoint.errors import ApiError
+from holdpoint.limits import MAX_PAYLOAD_BYTES, body_bytes
 from holdpoint.models import Id, ResumeBody, first_error
 from holdpoint.parking import Parking
 from holdpoint.resume import resume
 from holdpoint.store import Store
 
-MAX_BODY_BYTES = 1_048_576
-MAX_JSON_DEPTH = 64
-MAX_PAYLOAD_BYTES = 131_072  # as the API handler: checked before the write (the interrupt item is <= 400 KB)
-_TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]')  # as in the API handler: linear, strings skipped
 ID: TypeAdapter[str] = TypeAdapter(Id)
 
 logger = Logger(service="holdpoint-resume")
@@ -49,9 +43,7 @@ def _parse(event: dict[str, Any]) -> tuple[Caller, str, str, Any]:
         ID.validate_python(interrupt_id)
     except ValidationError:
         raise ApiError(400, "validation_error", "interrupt_id is not a valid id", "interrupt_id") from None
-    raw = _body(event)
-    if _depth(raw) > MAX_JSON_DEPTH:
-        raise ApiError(400, "validation_error", f"body is nested deeper than {MAX_JSON_DEPTH} levels", "body")
+    raw = body_bytes(event) or b"{}"
     try:
         body = ResumeBody.model_validate_json(raw)
     except ValidationError as exc:
@@ -61,34 +53,6 @@ def _parse(event: dict[str, Any]) -> tuple[Caller, str, str, Any]:
     if stored > MAX_PAYLOAD_BYTES:
         raise ApiError(413, "payload_too_large", f"payload is over {MAX_PAYLOAD_BYTES} bytes as stored", "payload")
     return Caller.from_context(lam), session_id, interrupt_id, body.payload
-
-
-def _body(event: dict[str, Any]) -> bytes:
-    """The body as sent, measured in bytes (API Gateway may base64-encode it); empty means `{}`."""
-    body = event.get("body") or ""
-    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)
-    if event.get("isBase64Encoded") and raw:
-        if len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
-            raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
-        try:
-            raw = base64.b64decode(raw, validate=True)
-        except (binascii.Error, ValueError):
-            raise ApiError(400, "validation_error", "body is not valid base64", "body") from None
-    if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
-    return raw or b"{}"
-
-
-def _depth(raw: bytes) -> int:
-    depth = deepest = 0
-    for match in _TOKENS.finditer(raw):
-        char = match.group()
-        if char in (b"[", b"{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in (b"]", b"}"):
-            depth -= 1
-    return deepest
 
 
 def _too_big(exc: ClientError) -> bool:
