@@ -62,7 +62,8 @@ def wait_ready(endpoint: str, timeout: float = 60.0, proc: subprocess.Popen[byte
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"moto server exited with {proc.returncode} (port taken?)")
         try:
-            _http("GET", f"{endpoint}/moto-api/data.json", timeout=2.0)
+            # /moto-api/config is cheap; data.json would dump every resource (slow once tests pile up)
+            _http("GET", f"{endpoint}/moto-api/config", timeout=2.0)
             return
         except (urllib.error.URLError, OSError) as exc:
             last = exc
