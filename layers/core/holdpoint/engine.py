@@ -201,9 +201,11 @@ def _apply_action(state: SessionState, decision: Decision, i: int, action: Any, 
         if result.get("cost"):
             budget.check(state, raised_by=f"budget:{call.id}")
     elif kind == "sub_agent.spawn":
+        # Siblings of the tool calls from the same model reply: one re-prompt once all settle.
+        group = decision.call_id if trigger_type == "llm.finished" else decision.id
         subagents.spawn(state, tool_call_id=action.tool_call_id, agent_id=action.agent_id,
                         session_id=action.session_id, message=action.message.wire() if action.message else None,
-                        anchor=branch, turn_id=decision.turn_id, now=now)
+                        anchor=branch, turn_id=decision.turn_id, now=now, group=group)
     elif kind == "message.send":
         state.effects.append(Effect(kind="send", data={"session_id": action.session_id,
                                                        "message": action.message.wire(),

@@ -114,6 +114,8 @@ def propose(state: SessionState, decision: Decision) -> dict[str, Any]:
         return {"actions": [{"type": "llm.call"}]}
     if kind == "interrupt.resumed":
         interrupt = state.interrupts.get(trigger.get("interrupt_id", ""))
+        if interrupt is not None and interrupt.turn_id is None:
+            return {}  # raised while no turn ran (e.g. by an operator): nothing to continue
         bound = state.calls.get(interrupt.call_id or "") if interrupt else None
         if bound is not None and bound.status == "open":
             return {}

@@ -16,14 +16,15 @@ def spec_for(state: SessionState, name: str) -> dict[str, Any] | None:
 
 
 def spawn(state: SessionState, *, tool_call_id: str, agent_id: str, session_id: str | None,
-          message: dict[str, Any] | None, anchor: str | None, turn_id: str | None, now: float) -> Call | None:
+          message: dict[str, Any] | None, anchor: str | None, turn_id: str | None, now: float,
+          group: str | None = None) -> Call | None:
     """Open the parent's sub_agent call; the runner then creates and starts the child session."""
     if tool_call_id in state.calls:
         return None
     h = state.header
     child = session_id or derive("ses", h.tenant, h.session_id, tool_call_id)
     call = Call(id=tool_call_id, kind="sub_agent", anchor=anchor, turn_id=turn_id, order=state.tick(),
-                handler="engine", name=agent_id, child_session_id=child, started_at=now)
+                handler="engine", name=agent_id, child_session_id=child, started_at=now, group=group)
     state.put(call)
     state.emit("call.started", call_id=call.id, kind="sub_agent", agent_id=agent_id, session_id=child, anchor=anchor)
     state.effects.append(Effect(kind="spawn", data={

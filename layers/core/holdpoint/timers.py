@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from typing import Any
 
@@ -26,7 +27,7 @@ class Timers:
     def schedule(self, tenant: str, session_id: str, seconds: float, message: dict[str, Any], key: str) -> None:
         name = hashlib.sha256(f"{tenant}/{session_id}/{key}".encode()).hexdigest()[:64]
         payload = {
-            "seconds": max(0, int(round(seconds))),
+            "seconds": max(0, math.ceil(seconds)),  # never early: a kick before not_before finds nothing due
             "message": {**message, "tenant": tenant, "session_id": session_id},
             "group_id": group_id(tenant, session_id),
             "dedup": name,
