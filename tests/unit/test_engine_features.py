@@ -326,3 +326,41 @@ def test_sub_agent_settles_the_parent_call_and_keeps_going_while_the_parent_is_p
     assert finished and finished[0]["trigger"]["session_id"] == sub.child_session_id
     child_requests = [r for r in log if r["session_id"] == sub.child_session_id]
     assert child_requests[0]["ancestry"] == [h.session_id]
+
+
+def test_retryable_tool_error_starts_a_new_attempt_within_the_policy() -> None:
+    log: list[dict[str, Any]] = []
+
+    def execute(req: dict[str, Any]) -> dict[str, Any]:
+        if req["trigger"]["attempt"] == 1:
+            return {"actions": [{"type": "tool.error", "error": "flaky", "retryable": True}]}
+        return {"actions": [{"type": "tool.result", "result": "sent"}]}
+
+    h = Harness(proposing(log, tool_execute=execute), agent={"retry": {"tool": {"max_attempts": 2}}})
+    h.say("Email Bob")
+    attempts = [r["trigger"]["attempt"] for r in log if r["trigger"]["type"] == "tool.execute"]
+    assert attempts == [1, 2]
+    assert h.view()["messages"][-1]["content"] == "Email sent."
+    # With the default policy (one attempt) a retryable error is terminal.
+    log2: list[dict[str, Any]] = []
+    h2 = Harness(proposing(log2, tool_execute=execute))
+    h2.say("Email Bob")
+    [finished] = [r["trigger"] for r in log2 if r["trigger"]["type"] == "tool.finished"]
+    assert finished["ok"] is False and finished["error"] == "flaky"
+
+
+def test_message_send_queues_a_client_message_into_another_session() -> None:
+    target = Harness(proposing([]))
+    target.say("say hi")
+    sender_log: list[dict[str, Any]] = []
+
+    def start(req: dict[str, Any]) -> dict[str, Any]:
+        return {"actions": [{"type": "message.send", "session_id": target.session_id,
+                             "message": {"role": "user", "content": "say hi from a colleague"}}]}
+
+    sender = Harness(proposing(sender_log, session_start=start))
+    sender.say("say hi")
+    target.settle()
+    users = [m["content"] for m in target.view()["messages"] if m["role"] == "user"]
+    assert users == ["say hi", "say hi from a colleague"]
+    assert target.view()["status"] == "done"

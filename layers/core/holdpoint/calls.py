@@ -141,18 +141,24 @@ def apply_deadline(state: SessionState, call_id: str, attempt: int, now: float) 
         return
     if call.deadline_at > now + 1 or call_parked(state, call):
         return
-    policy = tool_policy(state, call)
-    spent = now - (call.started_at or now)
-    if call.attempt < policy.max_attempts and spent < policy.total_timeout_secs:
-        call.attempt += 1
-        call.deadline_at = now + policy.attempt_timeout_secs
-        state.touch(call)
+    if retry_tool(state, call, now):
         state.emit("call.retry", call_id=call.id, attempt=call.attempt, reason="deadline")
-        state.enqueue(_execute_trigger(state, call), anchor=call.anchor, turn_id=call.turn_id,
-                      key=("execute", call.id, call.attempt), call_id=call.id)
         return
     settle_tool(state, call, ok=False, error={"code": "deadline_exceeded",
                                               "message": f"no result after {call.attempt} attempt(s)"})
+
+
+def retry_tool(state: SessionState, call: Call, now: float) -> bool:
+    """Start the call's next attempt (a fresh tool.execute) if its policy has one left."""
+    policy = tool_policy(state, call)
+    if call.attempt >= policy.max_attempts or now - (call.started_at or now) >= policy.total_timeout_secs:
+        return False
+    call.attempt += 1
+    call.deadline_at = None if policy.attempt_timeout_secs == retry.UNBOUNDED else now + policy.attempt_timeout_secs
+    state.touch(call)
+    state.enqueue(_execute_trigger(state, call), anchor=call.anchor, turn_id=call.turn_id,
+                  key=("execute", call.id, call.attempt), call_id=call.id)
+    return True
 
 
 def open_llm_call(state: SessionState, *, call_id: str, request: dict[str, Any], anchor: str | None,

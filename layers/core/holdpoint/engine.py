@@ -13,7 +13,7 @@ from typing import Any
 
 from . import budget, retry, subagents
 from . import interrupts as rules
-from .calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, settle_tool
+from .calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
 from .models import DecisionResponse
 from .proposals import propose
 from .session import Call, Decision, Effect, SessionState, derive, now_iso
@@ -183,8 +183,13 @@ def _apply_action(state: SessionState, decision: Decision, i: int, action: Any, 
             return
         if kind == "tool.result":
             settle_tool(state, call, ok=True, result=action.result)
+        elif action.retryable and retry_tool(state, call, now):
+            state.emit("call.retry", call_id=call.id, attempt=call.attempt, error=action.error)
         else:
-            settle_tool(state, call, ok=False, error=action.error)
+            error = action.error
+            if action.code or action.detail is not None:
+                error = {"message": action.error, "code": action.code, "detail": action.detail}
+            settle_tool(state, call, ok=False, error=error)
     elif kind in ("llm.result", "llm.error"):
         call = state.calls.get(action.id or decision.call_id or "")
         if call is None or call.kind != "llm_call":
