@@ -1,0 +1,451 @@
+"""Resume latency on the local stack, next to the floor of one bare SQS round trip on the same moto server.
+
+What is timed, one resume at a time:
+
+- resume -> worker: `time.perf_counter()` just before POST /v1/sessions/{id}/interrupts/{iid}/resume, and
+  again inside the in-process worker when it receives the `interrupt.resumed` trigger. The path between:
+  front end -> authorizer -> resume Lambda (conditional write + SendTaskSuccess) -> moto's Step Functions
+  execution leaves the waitForTaskToken state and runs its `sqs:sendMessage` Wake state -> FIFO work queue
+  -> SQS poller (long poll) -> engine Lambda (load, apply wake, run) -> worker.
+- resume POST: the same start, until the HTTP answer is back (the API-side part of the above).
+- SQS floor: on a FIFO queue this script creates on the same moto server, `SendMessage` then a long-poll
+  `ReceiveMessage` (and a `DeleteMessage` outside the timed part). One floor sample is taken right before
+  each resume, so both see the same background (pollers idling on their long polls).
+
+Every session is parked first by the seed worker (interrupt on `send_email`, ParkBranch RUNNING with its
+task token stored on the interrupt item); a few warm-up sessions are parked and resumed before that and
+not counted. After each resume the script waits for the session to be `done`, so resumes never overlap.
+
+Everything is local: the moto server and the front end listen on 127.0.0.1.
+
+    /work/main/.venv/bin/python bench/resume_latency.py [--n 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import threading
+import time
+import uuid
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for _p in (ROOT / "local", ROOT / "layers" / "core", ROOT):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+import requests  # noqa: E402
+
+from holdpoint_local import FAKE_ENV  # noqa: E402
+
+for _k, _v in FAKE_ENV.items():  # fake credentials before anything builds a boto3 client
+    os.environ.setdefault(_k, _v)
+
+from holdpoint_local.stack import LocalStack  # noqa: E402
+
+WORKER_NAME = "bench_seed"
+SCRIPT = [  # the seed's scripted model, as in tests/e2e
+    {"when": {"role": "user", "contains": "say hi"}, "reply": {"content": "Hi!"}},
+    {"when": {"role": "user"}, "reply": {"tool_calls": [{"name": "send_email", "arguments": {"to": "bob"}}]}},
+    {"when": {"role": "tool", "contains": "sent"}, "reply": {"content": "Email sent."}},
+    {"when": {"role": "tool"}, "reply": {"content": "I did not send it."}},
+]
+
+
+# --------------------------------------------------------------------------- the worker
+
+
+class SeedWorker:
+    """The seed's `decide` as an in-process worker that timestamps every `interrupt.resumed` it gets."""
+
+    def __init__(self) -> None:
+        sys.path.insert(0, str(ROOT / "examples"))
+        import seed_worker  # the seed, line for line
+
+        self._decide = seed_worker.decide
+        self.lock = threading.Lock()
+        self.resumed_at: dict[str, float] = {}
+        self.resumed_count: dict[str, int] = {}
+        self.events: dict[str, threading.Event] = {}
+
+    def expect(self, session_id: str) -> threading.Event:
+        with self.lock:
+            return self.events.setdefault(session_id, threading.Event())
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        trigger = request["trigger"]
+        if trigger["type"] == "interrupt.resumed":
+            now = time.perf_counter()
+            sid = request["session_id"]
+            with self.lock:
+                self.resumed_at.setdefault(sid, now)
+                self.resumed_count[sid] = self.resumed_count.get(sid, 0) + 1
+                event = self.events.setdefault(sid, threading.Event())
+            event.set()
+        return self._decide(trigger, request.get("proposed") or {})
+
+
+# --------------------------------------------------------------------------- the stack and a client
+
+
+# Prepended to the moto child's code by --untracked-moto: moto 5.2.5's BaseModel.__new__ appends every
+# model instance to `instances_tracked` (only read by the /moto-api dashboard), and TransactWriteItems
+# deep-copies the whole table per transact item for its rollback, so every copied Item stays alive.
+_UNTRACKED = """
+import moto.core.common_models as _cm
+_cm.BaseModel.__new__ = staticmethod(lambda cls, *a, **k: object.__new__(cls))
+"""
+
+
+def start_stack(moto_log: str | None = None, untracked_moto: bool = False) -> LocalStack:
+    logging.basicConfig(level=logging.WARNING)
+    if untracked_moto:
+        from holdpoint_local import moto_server
+
+        if _UNTRACKED not in moto_server._CHILD:  # this process's copy of the constant only; no file edited
+            moto_server._CHILD = _UNTRACKED + moto_server._CHILD
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    for name in ("botocore", "urllib3", "werkzeug"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    stack = LocalStack(
+        http_port=0,
+        stack_name=f"bench{uuid.uuid4().hex[:6]}",
+        moto_log=moto_log,
+        extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
+                   "POWERTOOLS_TRACE_DISABLED": "1"},
+    )
+    stack.start()
+    assert stack.base_url.startswith("http://127.0.0.1:"), stack.base_url
+    assert str(stack.moto_endpoint).startswith("http://127.0.0.1:"), stack.moto_endpoint
+    return stack
+
+
+SERVER_ERRORS: Counter[str] = Counter()  # 5xx answers seen (and retried) by the bench's clients
+_ERRORS_LOCK = threading.Lock()
+
+
+def _route(path: str) -> str:
+    words = {"v1", "sessions", "interrupts", "resume", "inputs", "events", "agents"}
+    return "/".join(p if p in words or not p else "{id}" for p in path.split("?")[0].split("/"))
+
+
+class Api:
+    """A small HTTP client on the local front end (one requests.Session; close() when done)."""
+
+    def __init__(self, stack: LocalStack) -> None:
+        self.base = stack.base_url
+        self.http = requests.Session()
+        self.http.headers["Authorization"] = f"Bearer {stack.api_key}"
+
+    def close(self) -> None:
+        self.http.close()
+
+    def ok(self, method: str, path: str, body: Any = None, attempts: int = 4) -> Any:
+        """One request; a 5xx is retried (as a client would) and counted in SERVER_ERRORS."""
+        for attempt in range(attempts):
+            resp = self.http.request(method, self.base + path, json=body, timeout=60)
+            if resp.status_code < 500 or attempt == attempts - 1:
+                break
+            with _ERRORS_LOCK:
+                SERVER_ERRORS[f"{method} {_route(path)} -> {resp.status_code}"] += 1
+            time.sleep(0.2 * (attempt + 1))
+        if resp.status_code not in (200, 202):
+            raise RuntimeError(f"{method} {path}: {resp.status_code} {resp.text[:300]}")
+        return resp.json()
+
+    def declare_agent(self) -> None:
+        self.ok("PUT", "/v1/agents/assistant", {
+            "llm": {"provider": "scripted", "script": SCRIPT},
+            "tools": [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}],
+            "worker": {"python": WORKER_NAME}})
+
+    def start(self) -> str:
+        return self.ok("POST", "/v1/sessions", {"type": "client.message", "agent_id": "assistant",
+                                                 "message": {"role": "user", "content": "Email Bob"}})["session_id"]
+
+    def view(self, sid: str) -> dict[str, Any]:
+        return self.ok("GET", f"/v1/sessions/{sid}")
+
+    def wait(self, sid: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60,
+             interval: float = 0.05) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            view = self.view(sid)
+            if check(view):
+                return view
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"session {sid}: last status {view['status']}")
+            time.sleep(interval)
+
+    def resume(self, sid: str, iid: str, payload: Any) -> dict[str, Any]:
+        return self.ok("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", {"payload": payload})
+
+
+def setup(stack: LocalStack) -> SeedWorker:
+    from holdpoint import workers
+
+    worker = SeedWorker()
+    workers.register(WORKER_NAME, worker)
+    api = Api(stack)
+    try:
+        api.declare_agent()
+    finally:
+        api.close()
+    return worker
+
+
+# --------------------------------------------------------------------------- parking
+
+
+def token_stored(ddb: Any, stack: LocalStack, sid: str, iid: str) -> bool:
+    """The engine has stored ParkBranch's task token on the interrupt item (the execution is waiting)."""
+    import json
+
+    from holdpoint.store import session_pk
+
+    item = ddb.get_item(TableName=stack.env["TABLE_NAME"], ConsistentRead=True,
+                        Key={"PK": {"S": session_pk(stack.tenant, sid)}, "SK": {"S": f"I#{iid}"}}).get("Item")
+    return bool(item and json.loads(item["body"]["S"]).get("task_token"))
+
+
+def park_one(api: Api, ddb: Any, stack: LocalStack, timeout: float = 120) -> tuple[str, str]:
+    """Start a seed session and wait until it is parked: interrupted, with the task token stored."""
+    sid = api.start()
+    view = api.wait(sid, lambda v: v["status"] == "interrupted", timeout=timeout, interval=0.1)
+    [interrupt] = view["interrupts"]
+    iid = interrupt["interrupt_id"]
+    deadline = time.monotonic() + timeout
+    while not token_stored(ddb, stack, sid, iid):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"session {sid}: task token never stored")
+        time.sleep(0.1)
+    return sid, iid
+
+
+MOTO_RSS_CAP_MIB = 6144.0  # stop parking past this moto server RSS (moto 5.2.5 leaks on TransactWriteItems)
+
+
+def moto_rss_mib(stack: LocalStack) -> float:
+    with open(f"/proc/{stack.moto._proc.pid}/status") as fh:  # the child this stack started (read only)
+        return next(int(line.split()[1]) / 1024 for line in fh if line.startswith("VmRSS:"))
+
+
+def park_many(stack: LocalStack, n: int, pool: int = 8, progress: bool = True) -> tuple[list[tuple[str, str]], float]:
+    """Park n sessions with a small thread pool (each thread: create, then wait until parked).
+    Returns the (session, interrupt) pairs and the wall time. The pool and its HTTP sessions are closed
+    before returning, so none of their threads outlive the call. Stops early (fewer pairs) once the moto
+    server's RSS passes MOTO_RSS_CAP_MIB, so a run cannot exhaust the machine's memory."""
+    ddb = stack.client("dynamodb")
+    local = threading.local()
+    clients: list[Api] = []
+    clients_lock = threading.Lock()
+    done = [0]
+    stopped = [False]
+
+    def task(_: int) -> tuple[str, str] | None:
+        if stopped[0] or moto_rss_mib(stack) > MOTO_RSS_CAP_MIB:
+            stopped[0] = True
+            return None
+        api = getattr(local, "api", None)
+        if api is None:
+            api = local.api = Api(stack)
+            with clients_lock:
+                clients.append(api)
+        out = park_one(api, ddb, stack)
+        with clients_lock:
+            done[0] += 1
+            if progress and done[0] % 25 == 0:
+                print(f"  parked {done[0]}/{n} ({time.perf_counter() - t0:.0f} s; moto RSS "
+                      f"{moto_rss_mib(stack):.0f} MiB)", flush=True)
+        return out
+
+    t0 = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(max_workers=pool, thread_name_prefix="bench-park") as executor:
+            parked = [p for p in executor.map(task, range(n)) if p is not None]
+    finally:
+        for api in clients:
+            api.close()
+    if stopped[0]:
+        print(f"  STOPPED EARLY: moto server RSS passed {MOTO_RSS_CAP_MIB:.0f} MiB after {len(parked)} of {n} "
+              f"sessions", flush=True)
+    return parked, time.perf_counter() - t0
+
+
+def table_items(stack: LocalStack) -> int:
+    """Items in the session table (a counting Scan; moto's ItemCount is not live)."""
+    ddb = stack.client("dynamodb")
+    total, start = 0, None
+    while True:
+        kwargs: dict[str, Any] = {"TableName": stack.env["TABLE_NAME"], "Select": "COUNT"}
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        page = ddb.scan(**kwargs)
+        total += page["Count"]
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return total
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100)."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))  # ceil
+    return ordered[int(rank) - 1]
+
+
+def fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.2f}"
+
+
+# --------------------------------------------------------------------------- the SQS floor
+
+
+class SqsFloor:
+    """SendMessage then a long-poll ReceiveMessage on a FIFO queue of our own, on the same moto server."""
+
+    def __init__(self, stack: LocalStack) -> None:
+        from botocore.config import Config
+        import boto3
+
+        self.sqs = boto3.client("sqs", endpoint_url=stack.moto_endpoint, region_name=FAKE_ENV["AWS_REGION"],
+                                aws_access_key_id="testing", aws_secret_access_key="testing",
+                                config=Config(retries={"max_attempts": 1}, read_timeout=30))
+        self.url = self.sqs.create_queue(QueueName=f"{stack.stack_name}-floor.fifo",
+                                         Attributes={"FifoQueue": "true"})["QueueUrl"]
+        self.count = 0
+
+    def round_trip(self) -> float:
+        self.count += 1
+        body = f"floor-{self.count}"
+        t0 = time.perf_counter()
+        self.sqs.send_message(QueueUrl=self.url, MessageBody=body, MessageGroupId="floor",
+                              MessageDeduplicationId=f"{body}-{uuid.uuid4().hex}")
+        got = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=1, WaitTimeSeconds=10)
+        elapsed = time.perf_counter() - t0
+        [msg] = got["Messages"]
+        assert msg["Body"] == body, msg["Body"]
+        self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=msg["ReceiptHandle"])
+        return elapsed
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=200, help="resumes to time (default 200)")
+    parser.add_argument("--warmup", type=int, default=5, help="sessions parked and resumed first, not counted")
+    parser.add_argument("--pool", type=int, default=8, help="threads that park the sessions")
+    parser.add_argument("--untracked-moto", action="store_true",
+                        help="run the moto child without BaseModel instance tracking (works around its leak)")
+    args = parser.parse_args()
+    if args.n < 1 or args.n > 5000:
+        parser.error("--n must be in 1..5000")
+
+    t_start = time.perf_counter()
+    stack = start_stack(untracked_moto=args.untracked_moto)
+    print(f"moto server: {'instance tracking OFF (--untracked-moto)' if args.untracked_moto else 'stock moto'}")
+    try:
+        worker = setup(stack)
+        api = Api(stack)
+        floor = SqsFloor(stack)
+        print(f"local stack up: front end {stack.base_url}, moto {stack.moto_endpoint} "
+              f"({time.perf_counter() - t_start:.1f} s)", flush=True)
+
+        warm, t_warm = park_many(stack, args.warmup, pool=min(args.pool, args.warmup), progress=False)
+        for sid, iid in warm:
+            api.resume(sid, iid, {"approved": True})
+            api.wait(sid, lambda v: v["status"] == "done", timeout=60, interval=0.02)
+            floor.round_trip()
+        print(f"warm-up: {len(warm)} sessions parked and resumed ({t_warm:.1f} s to park)", flush=True)
+
+        parked, t_park = park_many(stack, args.n, pool=args.pool)
+        print(f"parked {len(parked)} sessions in {t_park:.1f} s "
+              f"({len(parked) / t_park:.1f}/s with {args.pool} threads)", flush=True)
+
+        items_before = table_items(stack)
+        floor_s: list[float] = []
+        post_s: list[float] = []
+        e2e_s: list[float] = []
+        failures: list[str] = []
+        t_runs = time.perf_counter()
+        for i, (sid, iid) in enumerate(parked):
+            floor_s.append(floor.round_trip())
+            event = worker.expect(sid)
+            t0 = time.perf_counter()
+            answer = api.resume(sid, iid, {"approved": True})
+            t_post = time.perf_counter()
+            if answer.get("noop") is not False:
+                failures.append(f"{sid}: resume answered {answer}")
+                continue
+            if not event.wait(60):
+                failures.append(f"{sid}: worker never got interrupt.resumed")
+                continue
+            post_s.append(t_post - t0)
+            e2e_s.append(worker.resumed_at[sid] - t0)
+            final = api.wait(sid, lambda v: v["status"] == "done", timeout=60, interval=0.02)
+            if final["messages"][-1].get("content") != "Email sent.":
+                failures.append(f"{sid}: ended with {final['messages'][-1]}")
+            if (i + 1) % 50 == 0:
+                print(f"  resumed {i + 1}/{len(parked)}", flush=True)
+        t_runs = time.perf_counter() - t_runs
+        api.close()
+        items_after = table_items(stack)
+
+        dup = {sid: c for sid, c in worker.resumed_count.items() if c != 1}
+        print()
+        print(f"Resume latency on the local stack, N = {len(e2e_s)} resumes, one at a time "
+              f"(each preceded by one SQS floor sample); {t_runs:.1f} s for the timed loop")
+        print()
+        rows = [
+            ("SQS floor: SendMessage + long-poll ReceiveMessage (FIFO, same moto)", floor_s),
+            ("resume POST round trip (write + SendTaskSuccess, HTTP answer back)", post_s),
+            ("resume POST -> worker receives interrupt.resumed", e2e_s),
+        ]
+        width = max(len(r[0]) for r in rows)
+        print(f"| {'measurement':<{width}} | median ms | p95 ms   | min ms   | max ms   |")
+        print(f"|{'-' * (width + 2)}|-----------|----------|----------|----------|")
+        for name, vals in rows:
+            if not vals:
+                print(f"| {name:<{width}} | (no samples) |")
+                continue
+            print(f"| {name:<{width}} | {fmt_ms(statistics.median(vals))}  | {fmt_ms(percentile(vals, 95))} |"
+                  f" {fmt_ms(min(vals))} | {fmt_ms(max(vals))} |")
+        if e2e_s and floor_s:
+            med_ratio = statistics.median(e2e_s) / statistics.median(floor_s)
+            p95_ratio = percentile(e2e_s, 95) / percentile(floor_s, 95)
+            print()
+            print(f"ratio resume->worker / SQS floor: median {med_ratio:.1f}x, p95 {p95_ratio:.1f}x")
+        if len(e2e_s) >= 8:
+            q = len(e2e_s) // 4
+            print(f"drift: resume->worker median of the first {q} resumes {fmt_ms(statistics.median(e2e_s[:q])).strip()}"
+                  f" ms, of the last {q} {fmt_ms(statistics.median(e2e_s[-q:])).strip()} ms; floor "
+                  f"{fmt_ms(statistics.median(floor_s[:q])).strip()} -> {fmt_ms(statistics.median(floor_s[-q:])).strip()}"
+                  f" ms")
+        print(f"moto server RSS at the end: {moto_rss_mib(stack):.0f} MiB")
+        print(f"session table items: {items_before} when the timed loop began, {items_after} at its end")
+        print(f"5xx answers retried by the bench's client: {dict(SERVER_ERRORS) or 0}")
+        print(f"failures: {len(failures)}; sessions whose worker saw interrupt.resumed != 1 time: {len(dup)}")
+        for line in failures[:10]:
+            print("  " + line)
+        print(f"total run time {time.perf_counter() - t_start:.1f} s")
+        return 1 if failures or dup else 0
+    finally:
+        stack.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
