@@ -317,8 +317,8 @@ class SqsFloor:
     """SendMessage then a long-poll ReceiveMessage on a FIFO queue of our own, on the same moto server."""
 
     def __init__(self, stack: LocalStack) -> None:
-        from botocore.config import Config
         import boto3
+        from botocore.config import Config
 
         self.sqs = boto3.client("sqs", endpoint_url=stack.moto_endpoint, region_name=FAKE_ENV["AWS_REGION"],
                                 aws_access_key_id="testing", aws_secret_access_key="testing",
@@ -431,10 +431,11 @@ def main() -> int:
             print(f"ratio resume->worker / SQS floor: median {med_ratio:.1f}x, p95 {p95_ratio:.1f}x")
         if len(e2e_s) >= 8:
             q = len(e2e_s) // 4
-            print(f"drift: resume->worker median of the first {q} resumes {fmt_ms(statistics.median(e2e_s[:q])).strip()}"
-                  f" ms, of the last {q} {fmt_ms(statistics.median(e2e_s[-q:])).strip()} ms; floor "
-                  f"{fmt_ms(statistics.median(floor_s[:q])).strip()} -> {fmt_ms(statistics.median(floor_s[-q:])).strip()}"
-                  f" ms")
+            first, last = fmt_ms(statistics.median(e2e_s[:q])).strip(), fmt_ms(statistics.median(e2e_s[-q:])).strip()
+            floor_first = fmt_ms(statistics.median(floor_s[:q])).strip()
+            floor_last = fmt_ms(statistics.median(floor_s[-q:])).strip()
+            print(f"drift: resume->worker median of the first {q} resumes {first} ms, of the last {q} {last} ms;"
+                  f" floor {floor_first} -> {floor_last} ms")
         print(f"moto server RSS at the end: {moto_rss_mib(stack):.0f} MiB")
         print(f"session table items: {items_before} when the timed loop began, {items_after} at its end")
         print(f"5xx answers retried by the bench's client: {dict(SERVER_ERRORS) or 0}")
