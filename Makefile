@@ -46,9 +46,14 @@ clean:
 
 # Benchmarks (bench/, figures recorded in docs/PERFORMANCE.md): requests and bytes per engine
 # step at 10/100/1000-node trees, handler import times, and the cost model built on the former.
+# Sizes for the local-stack figures: moto slows as its table grows (see docs/PERFORMANCE.md).
+BENCH_RESUMES ?= 30
+BENCH_PARKED ?= 60
 BENCH_JSON ?= $(or $(TMPDIR),/tmp)/holdpoint-bench-ddb.json
 .PHONY: bench
 bench: venv
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/ddb_per_step.py --json $(BENCH_JSON)
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cold_start.py
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cost_model.py --from $(BENCH_JSON)
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) --untracked-moto
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) --untracked-moto
