@@ -364,3 +364,18 @@ def test_message_send_queues_a_client_message_into_another_session() -> None:
     users = [m["content"] for m in target.view()["messages"] if m["role"] == "user"]
     assert users == ["say hi", "say hi from a colleague"]
     assert target.view()["status"] == "done"
+
+
+def test_retryable_llm_errors_back_off_then_fail_deadline_exceeded() -> None:
+    log: list[dict[str, Any]] = []
+    error = {"actions": [{"type": "llm.error", "error": "overloaded", "code": "throttled", "retryable": True}]}
+    h = Harness(proposing(log, llm_execute=error), agent={"llm": {"provider": "worker"},
+                                                          "retry": {"llm": {"max_attempts": 3}}})
+    h.say("say hi")
+    for step in range(1, 5):
+        later(h, 100 * step)
+    attempts = [r["trigger"]["attempt"] for r in log if r["trigger"]["type"] == "llm.execute"]
+    assert attempts == [1, 2, 3]
+    [finished] = [r["trigger"] for r in log if r["trigger"]["type"] == "llm.finished"]
+    assert finished["ok"] is False and finished["code"] == "deadline_exceeded"
+    assert finished["error"]["last_code"] == "throttled"

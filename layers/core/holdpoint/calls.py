@@ -203,6 +203,10 @@ def apply_llm_result(state: SessionState, call: Call, result: dict[str, Any], no
         if call.handler == "worker":
             enqueue_llm_execute(state, call)
         return
+    if not result.get("ok") and result.get("retryable"):
+        # Retries spent: a terminal failure, named as such for the worker.
+        result = {**result, "code": "deadline_exceeded", "error": {"message": "LLM call failed after "
+                  f"{call.attempt} attempt(s)", "last_error": result.get("error"), "last_code": result.get("code")}}
     call.status = "settled"
     call.ok = bool(result.get("ok"))
     call.usage = result.get("usage")

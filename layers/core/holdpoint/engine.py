@@ -238,14 +238,17 @@ def _apply_action(state: SessionState, decision: Decision, i: int, action: Any, 
         finish_turn(state, decision.turn_id, ok=False, error=action.error)
 
 
-def fail_decision(state: SessionState, decision: Decision, error: str, param: str | None) -> None:
+def fail_decision(state: SessionState, decision: Decision, error: str, param: str | None,
+                  code: str = "protocol_error") -> None:
     """A worker that broke the protocol (or never answered): the decision fails, and its turn."""
     if decision.status != "pending":
         return
     decision.status = "failed"
     decision.attempts += 1
     state.touch(decision)
-    detail = {"message": error, "param": param} if param else {"message": error}
+    detail = {"code": code, "message": error}
+    if param:
+        detail["param"] = param
     state.emit("decision.failed", decision_id=decision.id, error=detail)
     finish_turn(state, decision.turn_id, ok=False, error=detail, notify=False)
 
@@ -259,7 +262,8 @@ def retry_decision(state: SessionState, decision: Decision, error: str, now: flo
     decision.first_at = decision.first_at or now
     attempt = decision.attempts + 1
     if attempt >= policy.max_attempts or now - decision.first_at >= policy.total_timeout_secs:
-        fail_decision(state, decision, f"worker did not answer after {attempt} attempt(s): {error}", None)
+        fail_decision(state, decision, f"worker did not answer after {attempt} attempt(s): {error}", None,
+                      code="deadline_exceeded")
         return False
     decision.attempts = attempt
     delay = policy.backoff(attempt)
