@@ -17,10 +17,7 @@ from .calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call
 from .models import DecisionResponse
 from .proposals import propose
 from .session import Call, Decision, Effect, SessionState, derive, now_iso
-from .turns import finish_turn, start_next_queued, start_turn
-
-__all__ = ["apply_llm_result", "start_turn", "finish_turn", "settle_tool"]
-
+from .turns import finish_turn, start_next_queued
 
 
 @dataclass
