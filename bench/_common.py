@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-for _p in (ROOT / "layers" / "core", ROOT / "local", ROOT):
+for _p in (ROOT / "layers" / "core", ROOT / "local", ROOT / "examples", ROOT):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 

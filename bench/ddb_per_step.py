@@ -55,15 +55,10 @@ SEED_BATCH = 20
 
 
 def worker(req: dict[str, Any]) -> dict[str, Any]:
-    """The seed's `decide`: pause before send_email, send it once approved."""
-    trigger = req["trigger"]
-    if trigger["type"] == "tool.execute" and trigger["name"] == "send_email":
-        return {"actions": [{"type": "interrupt", "reason": "confirm", "payload": {"message": "Send the email?"}}]}
-    if trigger["type"] == "interrupt.resumed":
-        if (trigger.get("payload") or {}).get("approved"):
-            return {"actions": [{"type": "tool.result", "result": "sent"}]}
-        return {"actions": [{"type": "tool.error", "error": "declined"}]}
-    return req["proposed"]
+    """The seed's `decide` (examples/seed_worker.py): pause before send_email, send it once approved."""
+    from seed_worker import decide
+
+    return decide(req["trigger"], req["proposed"])
 
 
 class Rig:

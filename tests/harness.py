@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from holdpoint import sessions, workers
@@ -21,6 +23,9 @@ from holdpoint.resume import resume
 from holdpoint.runner import Runner
 from holdpoint.session import SessionState
 from holdpoint.store import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from seed_worker import decide as seed_decide  # noqa: E402
 
 Worker = Callable[[dict[str, Any]], dict[str, Any]]
 _names = itertools.count()
@@ -41,21 +46,15 @@ TOOLS = [
 
 
 def seed_worker(log: list[dict[str, Any]] | None = None) -> Worker:
-    """The seed's `decide`, in Python."""
+    """The seed's `decide` (examples/seed_worker.py), answering any other tool with a result."""
 
     def decide(req: dict[str, Any]) -> dict[str, Any]:
         trigger = req["trigger"]
         if log is not None:
             log.append(req)
-        if trigger["type"] == "tool.execute" and trigger["name"] == "send_email":
-            return {"actions": [{"type": "interrupt", "reason": "confirm", "payload": {"message": "Send the email?"}}]}
-        if trigger["type"] == "interrupt.resumed":
-            if (trigger.get("payload") or {}).get("approved"):
-                return {"actions": [{"type": "tool.result", "result": "sent"}]}
-            return {"actions": [{"type": "tool.error", "error": "declined"}]}
-        if trigger["type"] == "tool.execute":
+        if trigger["type"] == "tool.execute" and trigger["name"] != "send_email":
             return {"actions": [{"type": "tool.result", "result": f"result of {trigger['name']}"}]}
-        return req["proposed"]
+        return seed_decide(trigger, req["proposed"])
 
     return decide
 
