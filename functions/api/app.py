@@ -42,7 +42,7 @@ MAX_AGENT_BYTES = 131_072
 """An agent config is copied into the header of every session it starts, which must stay under 400 KB."""
 ID: TypeAdapter[str] = TypeAdapter(Id)
 
-logger = Logger(service="holdpoint-api")
+logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 metrics = Metrics(namespace="Holdpoint", service="api")
 app = APIGatewayHttpResolver(enable_validation=True)
 _deps: dict[str, Any] = {}

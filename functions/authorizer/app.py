@@ -9,7 +9,7 @@ from aws_lambda_powertools import Logger
 from holdpoint.auth import authenticate
 from holdpoint.store import Store
 
-logger = Logger(service="holdpoint-authorizer")
+logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 _store: list[Store] = []
 
 

@@ -14,7 +14,7 @@ from holdpoint.queue import WorkQueue
 from holdpoint.runner import Runner, parse_body
 from holdpoint.store import Store
 
-logger = Logger(service="holdpoint-engine")
+logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 metrics = Metrics(namespace="Holdpoint", service="engine")
 processor = SqsFifoPartialProcessor()
 _runner: list[Runner] = []

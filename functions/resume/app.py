@@ -20,7 +20,7 @@ from holdpoint.store import Store
 
 ID: TypeAdapter[str] = TypeAdapter(Id)
 
-logger = Logger(service="holdpoint-resume")
+logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 metrics = Metrics(namespace="Holdpoint", service="resume")
 _deps: dict[str, Any] = {}
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
 from . import budget, calls, engine, llm, sessions, subagents, workers
@@ -29,7 +29,7 @@ from .store import Conflict, Store
 from .timers import Timers
 from .turns import add_user_input, start_turn
 
-log = logging.getLogger("holdpoint.runner")
+log = Logger(child=True)  # shares the handler's JSON format and its session/interrupt keys
 T = TypeVar("T")
 COMMIT_RETRIES = 10
 
