@@ -162,3 +162,21 @@ def test_unauthenticated_requests_are_401(stack: Any) -> None:
     assert bad.status_code in (401, 403)
 
 
+
+
+def test_client_jwt_through_the_authorizer_reaches_only_its_own_sessions(stack: Any, api: Api) -> None:
+    from holdpoint.auth import mint_client_token
+
+    secret = stack.client("secretsmanager").get_secret_value(SecretId=stack.env["JWT_SECRET_ARN"])["SecretString"]
+    alice = Api(stack.base_url, mint_client_token(secret, "dev", "alice"))
+    bob = Api(stack.base_url, mint_client_token(secret, "dev", "bob"))
+    sid = alice.start()
+    iid = alice.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
+    assert bob.req("GET", f"/v1/sessions/{sid}").status_code == 404
+    assert bob.resume(sid, iid, {"approved": True}).status_code == 404
+    assert bob.ok("GET", "/v1/interrupts?status=open")["interrupts"] == []
+    assert [i["interrupt_id"] for i in alice.ok("GET", "/v1/interrupts?status=open")["interrupts"]] == [iid]
+    assert alice.resume(sid, iid, {"approved": True}).json()["noop"] is False
+    assert alice.wait_status(sid, "done")["messages"][-1]["content"] == "Email sent."
+    expired = Api(stack.base_url, mint_client_token(secret, "dev", "alice", ttl_secs=-10))
+    assert expired.req("GET", f"/v1/sessions/{sid}").status_code in (401, 403)

@@ -23,9 +23,7 @@ class Accepted:
 
 def refuse_if_parked(state: SessionState, fork_id: str | None) -> None:
     """R9: new messages extending a parked branch are refused, recording nothing."""
-    held = rules.parking(state, fork_id) if state.tree.nodes or fork_id else [
-        i for i in state.open_interrupts() if i.anchor is None
-    ]
+    held = rules.parking(state, fork_id)  # global interrupts park every branch, the empty one too
     if held:
         ids = [i.interrupt_id for i in held]
         raise ApiError(409, "interrupted", f"the branch is parked by open interrupt(s): {', '.join(ids)}",
