@@ -129,7 +129,7 @@ def test_raise_interrupt_needs_a_reason(sid: str) -> None:
     ("/v1/sessions/{sid}/inputs", {"type": "client.action", "name": ""}, "name"),
     ("/v1/sessions/{sid}/inputs", {"type": "tool.result", "id": "c1", "attempt": "2"}, "attempt"),
     ("/v1/sessions/{sid}/inputs", {"type": "tool.error", "id": "bad id"}, "id"),
-    ("/v1/sessions/{sid}/calls/settle", {"type": "llm.result", "id": "c1"}, "type"),
+    ("/v1/sessions/{sid}/calls/settle", {"type": "model.result", "id": "c1"}, "type"),
     ("/v1/sessions/{sid}/calls/settle", {"type": "tool.result", "id": 5}, "id"),
     ("/v1/sessions/{sid}/calls/settle", {"type": "tool.result", "id": "c1", "attempt": "1"}, "attempt"),
     ("/v1/sessions/{sid}/calls/settle", {"type": "tool.result", "id": "c1", "attempt": 0}, "attempt"),

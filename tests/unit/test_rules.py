@@ -13,6 +13,8 @@ from holdpoint import sessions
 from holdpoint.auth import Caller
 from holdpoint.errors import ApiError
 from holdpoint.interrupts import may_resume
+from holdpoint.models import SettleBody
+from holdpoint.settle import settle
 from tests.harness import Harness, seed_worker
 
 pytestmark = pytest.mark.usefixtures("aws")
@@ -185,6 +187,37 @@ def test_r6_tool_calls_already_running_go_on_while_parked() -> None:
     lookup = [c for c in state.calls.values() if c.name == "lookup"][0]
     assert lookup.status == "settled"
     assert h.view()["status"] == "interrupted"
+
+
+def test_r6_llm_call_on_another_branch_goes_on_and_its_late_result_is_recorded() -> None:
+    def decide(req: dict[str, Any]) -> dict[str, Any]:
+        t = req["trigger"]
+        if t["type"] == "llm.execute":
+            if req["messages"][-1].get("content") == "Email Bob":
+                return {"actions": [{"type": "llm.result", "message": {"role": "assistant", "tool_calls": [
+                    {"id": "tc-1", "type": "function", "function": {"name": "send_email", "arguments": "{}"}}]}}]}
+            return {}  # the model on the other branch is still thinking
+        if t["type"] == "tool.execute":
+            return {}  # deferred
+        if t["type"] == "tool.finished":
+            return {"actions": [{"type": "interrupt", "reason": "check the result"}]}
+        return req["proposed"]
+
+    h = Harness(decide, agent={"llm": {"provider": "worker"}})
+    h.say("Email Bob")  # branch A: send_email deferred
+    h.view_input([{"role": "user", "content": "say hi"}])  # branch B: its LLM call stays in flight
+    llm_b = [c for c in h.state().open_calls() if c.kind == "llm_call"][0]
+    settle(h.store, h.queue, h.caller, h.session_id or "", SettleBody(type="tool.result", id="tc-1", result="sent"))
+    h.settle()  # A's tool.finished -> the worker parks branch A
+    [interrupt] = h.view()["interrupts"]
+    assert h.view()["status"] == "running" and not h.events("call.voided")
+    assert h.state().calls[llm_b.id].status == "open"  # B's LLM call goes on
+    settle(h.store, h.queue, h.caller, h.session_id or "", SettleBody(
+        type="llm.result", id=llm_b.id, message={"role": "assistant", "content": "Hi!"}))
+    h.settle()
+    view = h.view()
+    assert view["messages"][-1]["content"] == "Hi!" and view["status"] == "done"
+    assert [i["interrupt_id"] for i in view["interrupts"]] == [interrupt["interrupt_id"]]
 
 
 # --- R7 -----------------------------------------------------------------------------------

@@ -399,11 +399,15 @@ class RaiseInterruptBody(Wire):
 class SettleBody(Wire):
     """Settle a deferred or client call by id; `attempt` blocks results from a replaced attempt."""
 
-    type: Literal["tool.result", "tool.error"]
+    type: Literal["tool.result", "tool.error", "llm.result", "llm.error"]
     id: Id
     attempt: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
     result: Any = None
     error: Any = None
+    message: Message | None = None  # llm.result
+    usage: dict[str, Any] | None = None
+    cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    code: Annotated[str, StringConstraints(max_length=128)] | None = None
 
 
 # --- errors ------------------------------------------------------------------------

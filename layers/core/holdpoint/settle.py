@@ -1,11 +1,13 @@
-"""Settling a deferred or client tool call from outside the worker (SPEC §4)."""
+"""Settling a deferred or client call (tool or worker LLM) from outside the worker (SPEC §4)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from . import budget
 from .auth import Caller
-from .calls import settle_tool
+from .calls import apply_llm_result, settle_tool
 from .errors import ApiError
 from .models import SettleBody
 from .queue import WorkQueue
@@ -19,15 +21,28 @@ def settle(store: Store, queue: WorkQueue, caller: Caller, session_id: str, body
     for _ in range(COMMIT_RETRIES):
         state: SessionState = owned(store, caller, session_id)
         call = state.calls.get(body.id)
-        if call is None or call.kind != "tool_call":
+        wanted = "llm_call" if body.type.startswith("llm.") else "tool_call"
+        if call is None or call.kind != wanted:
             raise ApiError(404, "not_found", f"call {body.id} not found", "id")
         if call.status != "open" or (body.attempt is not None and body.attempt != call.attempt):
             attempt = body.attempt or call.attempt
             raise ApiError(409, "call_not_open", f"call {body.id} is not open for attempt {attempt}", "id")
         if body.type == "tool.result":
             settle_tool(state, call, ok=True, result=body.result)
-        else:
+        elif body.type == "tool.error":
             settle_tool(state, call, ok=False, error=body.error if body.error is not None else "error")
+        elif body.type == "llm.result":
+            if body.message is None:
+                raise ApiError(400, "validation_error", "llm.result needs a message", "message")
+            apply_llm_result(state, call, {"ok": True, "message": body.message.wire(), "usage": body.usage,
+                                           "cost": body.cost}, time.time())
+            if body.cost:
+                budget.check(state, raised_by=f"budget:{call.id}")
+        else:
+            apply_llm_result(state, call, {"ok": False, "error": body.error if body.error is not None else "error",
+                                           "code": body.code}, time.time())
+        if call.status == "voided":  # R6: a late result on a parked branch is discarded, never recorded
+            raise ApiError(409, "call_not_open", f"call {body.id} was voided", "id")
         try:
             store.commit(state)
         except Conflict:
