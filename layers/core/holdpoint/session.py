@@ -210,6 +210,7 @@ class SessionState:
     decisions: dict[str, Decision] = field(default_factory=dict)
     turns: dict[str, Turn] = field(default_factory=dict)
     exists: bool = True
+    agent_digest: str | None = None  # of the agent item as loaded; the store rewrites it on change
     new_nodes: list[Node] = field(default_factory=list)
     dirty: dict[tuple[str, str], Record] = field(default_factory=dict)
     new_keys: set[tuple[str, str]] = field(default_factory=set)

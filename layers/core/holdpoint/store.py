@@ -31,6 +31,7 @@ from .session import Call, Decision, Event, Header, Interrupt, Record, SessionSt
 from .tree import Node, Tree
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
+AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
 OFFLOAD_BYTES = 300_000  # bodies above this go to S3 (DynamoDB items stop at 400 KB)
 MAX_TRANSACT_ITEMS = 100
 
@@ -41,6 +42,10 @@ class Conflict(Exception):
 
 class TooManyChanges(ValueError):
     """One step would change more items than one DynamoDB transaction holds; nothing is written."""
+
+
+def agent_digest(agent: Any) -> str:
+    return hashlib.sha256(json.dumps(agent, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def session_pk(tenant: str, session_id: str) -> str:
@@ -129,6 +134,10 @@ class Store:
         state = SessionState(header=header, tree=Tree(head_id=header.head_id))
         for item in items[1:]:
             sk = item["SK"]["S"]
+            if sk == AGENT_SK:
+                header.agent = self.body(item)
+                state.agent_digest = agent_digest(header.agent)
+                continue
             body = self.body(item)
             rev = int(item.get("rev", {"N": "0"})["N"])
             if sk.startswith("N#"):
@@ -195,6 +204,13 @@ class Store:
         ops: list[dict[str, Any]] = []
         header_body = asdict(h)
         header_body.pop("version", None)
+        # The agent config in force lives in its own item, written only when it changes, so a
+        # step does not rewrite (and pay for) a large system prompt every time.
+        agent = header_body.pop("agent", None)
+        digest = agent_digest(agent)
+        if digest != state.agent_digest:
+            ops.append({"Put": {"TableName": self.table,
+                                "Item": {"PK": _s(pk), "SK": _s(AGENT_SK), **self.body_attrs(pk, AGENT_SK, agent)}}})
         header_item = {
             "PK": _s(pk),
             "SK": _s("H"),
@@ -237,6 +253,7 @@ class Store:
                 raise Conflict(str(exc)) from exc
             raise
         h.version += 1
+        state.agent_digest = digest
         return len(ops)
 
     def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
