@@ -4,7 +4,8 @@ Session partition `T#{tenant}#S#{session}`:
 
 | SK | item |
 | --- | --- |
-| `H` | header: version counter, head, seq, worker state, agent config in force |
+| `H` | header: version counter, head, seq, worker state |
+| `H#A` | the agent config in force (written only when it changes) |
 | `I#{id}` | interrupt (top-level `status`, `origin`, inbox GSI keys while open) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
