@@ -43,6 +43,9 @@ class WorkerHandler(BaseHTTPRequestHandler):
     secret: str | None = None
     seen: list[dict[str, Any]] = []
 
+    def answer(self, trigger: dict[str, Any], proposed: dict[str, Any]) -> dict[str, Any]:
+        return decide(trigger, proposed)
+
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.secret and not signature_ok(self.secret, self.headers.get("X-Holdpoint-Timestamp", ""), body,
@@ -52,7 +55,7 @@ class WorkerHandler(BaseHTTPRequestHandler):
             return
         request = json.loads(body)
         self.seen.append(request)
-        answer = json.dumps(decide(request["trigger"], request.get("proposed") or {})).encode()
+        answer = json.dumps(self.answer(request["trigger"], request.get("proposed") or {})).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))
