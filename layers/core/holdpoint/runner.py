@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from . import budget, calls, engine, llm, sessions, subagents, workers
 from .auth import Caller
+from .contention import ATTEMPTS, pause
 from .errors import ApiError
 from .inputs import start_session
 from .models import ClientMessageInput, DecisionResponse, first_error
@@ -31,7 +32,6 @@ from .turns import add_user_input, start_turn
 
 log = Logger(child=True)  # shares the handler's JSON format and its session/interrupt keys
 T = TypeVar("T")
-COMMIT_RETRIES = 10
 
 
 class RetryLater(Exception):
@@ -66,7 +66,7 @@ class Runner:
                  loaded: SessionState | None = None) -> tuple[SessionState, T]:
         """Apply `mutate` to the session and commit; on a version conflict, reload and recompute.
         `loaded` (state read for this step and not yet changed) saves the first read."""
-        for _ in range(COMMIT_RETRIES):
+        for attempt in range(ATTEMPTS):
             state, loaded = (loaded, None) if loaded is not None else (self.store.load(tenant, session_id), None)
             if state is None:
                 raise LookupError(f"session {session_id} not found")
@@ -75,7 +75,7 @@ class Runner:
                 self.store.commit(state)
             except Conflict:
                 self.counters.add("commit_conflicts")
-                time.sleep(0.01)
+                pause(attempt)
                 continue
             self.after_commit(state)
             return state, out

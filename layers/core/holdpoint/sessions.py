@@ -8,14 +8,13 @@ from typing import Any
 
 from . import interrupts as rules
 from .auth import Caller
+from .contention import ATTEMPTS, pause
 from .errors import ApiError
 from .inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from .models import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from .queue import WorkQueue
 from .session import SessionState, mint
 from .store import Conflict, Store
-
-COMMIT_RETRIES = 8
 
 
 def owned(store: Store, caller: Caller, session_id: str) -> SessionState:
@@ -34,7 +33,7 @@ def submit(store: Store, queue: WorkQueue, caller: Caller, session_id: str | Non
     creating = session_id is None
     sid = session_id or mint("ses")
     agent: dict[str, Any] | None = None
-    for _ in range(COMMIT_RETRIES):
+    for attempt in range(ATTEMPTS):
         state = None if creating else owned(store, caller, sid)
         if state is None:
             if not inp.agent_id:
@@ -54,6 +53,7 @@ def submit(store: Store, queue: WorkQueue, caller: Caller, session_id: str | Non
         except Conflict:
             if creating:
                 raise ApiError(409, "conflict", "session was created concurrently") from None
+            pause(attempt)
             continue
         if state.effects:
             queue.kick(caller.tenant, sid, state.header.version)
@@ -96,13 +96,14 @@ def events(store: Store, caller: Caller, session_id: str, after_seq: int, limit:
 def raise_interrupt(store: Store, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
                     request_id: str) -> dict[str, Any]:
-    for _ in range(COMMIT_RETRIES):
+    for attempt in range(ATTEMPTS):
         state = owned(store, caller, session_id)
         iid = raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
                              interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id)
         try:
             store.commit(state)
         except Conflict:
+            pause(attempt)
             continue
         if state.effects:
             queue.kick(caller.tenant, session_id, state.header.version)

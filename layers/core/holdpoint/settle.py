@@ -8,17 +8,18 @@ from typing import Any
 from . import budget
 from .auth import Caller
 from .calls import apply_llm_result, settle_tool
+from .contention import ATTEMPTS, pause
 from .errors import ApiError
 from .models import SettleBody
 from .queue import WorkQueue
 from .session import SessionState
-from .sessions import COMMIT_RETRIES, owned
+from .sessions import owned
 from .store import Conflict, Store
 
 
 def settle(store: Store, queue: WorkQueue, caller: Caller, session_id: str, body: SettleBody) -> dict[str, Any]:
     """Record the outcome on the call (its follow-on is held if the branch is parked, R10)."""
-    for _ in range(COMMIT_RETRIES):
+    for attempt in range(ATTEMPTS):
         state: SessionState = owned(store, caller, session_id)
         call = state.calls.get(body.id)
         wanted = "llm_call" if body.type.startswith("llm.") else "tool_call"
@@ -46,6 +47,7 @@ def settle(store: Store, queue: WorkQueue, caller: Caller, session_id: str, body
         try:
             store.commit(state)
         except Conflict:
+            pause(attempt)
             continue
         queue.kick(caller.tenant, session_id, state.header.version)
         return {"ok": True, "id": body.id}
