@@ -55,5 +55,5 @@ bench: venv
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/ddb_per_step.py --json $(BENCH_JSON)
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cold_start.py
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cost_model.py --from $(BENCH_JSON)
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) --untracked-moto
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) --untracked-moto
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES)
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED)

@@ -108,16 +108,14 @@ def main() -> int:
     parser.add_argument("--pool", type=int, default=8, help="threads that drive the session creation")
     parser.add_argument("--warmup", type=int, default=8, help="sessions parked and resumed before the baseline")
     parser.add_argument("--sample", type=int, default=10, help="parked sessions resumed at the end")
-    parser.add_argument("--untracked-moto", action="store_true",
-                        help="run the moto child without BaseModel instance tracking (works around its leak)")
     args = parser.parse_args()
     if not 1 <= args.n <= 5000:
         parser.error("--n must be in 1..5000")
 
     t_start = time.perf_counter()
-    stack = rl.start_stack(untracked_moto=args.untracked_moto)
-    print(f"moto server: {'instance tracking OFF (--untracked-moto)' if args.untracked_moto else 'stock moto'}; "
-          f"parking stops early past {rl.MOTO_RSS_CAP_MIB:.0f} MiB of moto RSS")
+    stack = rl.start_stack()
+    print(f"moto server with holdpoint_local.moto_fixes; parking stops early past "
+          f"{rl.MOTO_RSS_CAP_MIB:.0f} MiB of moto RSS")
     try:
         worker = rl.setup(stack)
         print(f"local stack up: front end {stack.base_url}, moto {stack.moto_endpoint} "

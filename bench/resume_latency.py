@@ -97,22 +97,8 @@ class SeedWorker:
 # --------------------------------------------------------------------------- the stack and a client
 
 
-# Prepended to the moto child's code by --untracked-moto: moto 5.2.5's BaseModel.__new__ appends every
-# model instance to `instances_tracked` (only read by the /moto-api dashboard), and TransactWriteItems
-# deep-copies the whole table per transact item for its rollback, so every copied Item stays alive.
-_UNTRACKED = """
-import moto.core.common_models as _cm
-_cm.BaseModel.__new__ = staticmethod(lambda cls, *a, **k: object.__new__(cls))
-"""
-
-
-def start_stack(moto_log: str | None = None, untracked_moto: bool = False) -> LocalStack:
+def start_stack(moto_log: str | None = None) -> LocalStack:
     logging.basicConfig(level=logging.WARNING)
-    if untracked_moto:
-        from holdpoint_local import moto_server
-
-        if _UNTRACKED not in moto_server._CHILD:  # this process's copy of the constant only; no file edited
-            moto_server._CHILD = _UNTRACKED + moto_server._CHILD
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     for name in ("botocore", "urllib3", "werkzeug"):
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -231,7 +217,7 @@ def park_one(api: Api, ddb: Any, stack: LocalStack, timeout: float = 120) -> tup
     return sid, iid
 
 
-MOTO_RSS_CAP_MIB = 6144.0  # stop parking past this moto server RSS (moto 5.2.5 leaks on TransactWriteItems)
+MOTO_RSS_CAP_MIB = 6144.0  # a guard: stop parking past this moto server RSS
 
 
 def moto_rss_mib(stack: LocalStack) -> float:
@@ -349,15 +335,12 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=200, help="resumes to time (default 200)")
     parser.add_argument("--warmup", type=int, default=5, help="sessions parked and resumed first, not counted")
     parser.add_argument("--pool", type=int, default=8, help="threads that park the sessions")
-    parser.add_argument("--untracked-moto", action="store_true",
-                        help="run the moto child without BaseModel instance tracking (works around its leak)")
     args = parser.parse_args()
     if args.n < 1 or args.n > 5000:
         parser.error("--n must be in 1..5000")
 
     t_start = time.perf_counter()
-    stack = start_stack(untracked_moto=args.untracked_moto)
-    print(f"moto server: {'instance tracking OFF (--untracked-moto)' if args.untracked_moto else 'stock moto'}")
+    stack = start_stack()
     try:
         worker = setup(stack)
         api = Api(stack)

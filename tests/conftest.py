@@ -45,6 +45,9 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     the real ones, created from template.yaml on the moto server)."""
     from moto import mock_aws
 
+    from holdpoint_local import moto_fixes
+
+    moto_fixes.apply()
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
         env = make_resources()

@@ -21,9 +21,13 @@ from pathlib import Path
 from . import FAKE_ENV
 
 # The child runs moto.server and exits when its parent goes away (killed test run, Ctrl-C twice),
-# so a moto server is never left orphaned holding a port.
+# so a moto server is never left orphaned holding a port. It applies moto_fixes first (atomic
+# conditional writes, item-level transaction rollback).
 _CHILD = """
 import os, sys, threading, time
+sys.path.insert(0, os.environ["HOLDPOINT_LOCAL_DIR"])
+from holdpoint_local import moto_fixes
+moto_fixes.apply()
 parent = os.getppid()
 def _watch():
     while os.getppid() == parent:
@@ -94,7 +98,8 @@ class MotoServer:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> MotoServer:
-        env = {**os.environ, **FAKE_ENV, "MOTO_PORT": str(self.port)}
+        env = {**os.environ, **FAKE_ENV, "MOTO_PORT": str(self.port),
+               "HOLDPOINT_LOCAL_DIR": str(Path(__file__).resolve().parent.parent)}
         # Step Functions' service integrations call back into moto at http://localhost:$MOTO_PORT.
         env.pop("AWS_ENDPOINT_URL", None)
         out = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115

@@ -31,7 +31,9 @@ SEGMENT = st.one_of(st.just("ses_missing"), st.text(alphabet="abc-_.:%/ é", min
 def check(resp: Any) -> None:
     assert resp.status_code < 500, (resp.status_code, resp.text[:300])
     assert "Traceback" not in resp.text and 'File "' not in resp.text
-    if resp.status_code >= 400 and resp.status_code not in (401, 403):  # those two are API Gateway's own
+    if resp.status_code in (401, 403) or resp.json() == {"message": "Not Found"}:
+        return  # API Gateway's own answers (a "." segment is dropped by the client, so no route matches)
+    if resp.status_code >= 400:
         assert set(resp.json()["error"]) >= {"code", "message"}
 
 

@@ -32,10 +32,12 @@ def test_concurrent_queued_messages_all_run_in_order(api: Api) -> None:
             "type": "client.message", "queue": True, "message": {"role": "user", "content": f"say hi #{i}"}}),
             range(5)))
     assert all(a.status_code == 202 for a in answers), [a.text for a in answers]
-    assert sum(1 for a in answers if a.json()["queued"]) >= 4
+    # How many found the session idle depends on timing (a retried commit may land after an earlier
+    # turn ended); what may not vary: five distinct turns, each run alone, none lost.
+    assert len({a.json()["turn_id"] for a in answers}) == 5
     view = api.wait(sid, lambda v: v["status"] == "done" and
                     len([m for m in v["messages"] if m["role"] == "user"]) == 6, timeout=120)
-    assert len([m for m in view["messages"] if m["role"] == "assistant"]) == 6
+    assert [m["role"] for m in view["messages"]] == ["user", "assistant"] * 6
 
 
 def test_resume_racing_the_task_token_still_wakes_exactly_once(api: Api, worker: Any) -> None:

@@ -50,7 +50,7 @@ def test_client_jwt_checks_signature_expiry_and_audience(jwt_secret: str) -> Non
                          jwt_secret, algorithm="HS256")
     wrong_aud = jwt.encode({"tenant": "acme", "sub": "u", "aud": "other", "exp": int(time.time()) + 60},
                            jwt_secret, algorithm="HS256")
-    forged = mint_client_token("another-secret-0123456789abcdef", "acme", "user-1")
+    forged = mint_client_token("another-secret-0123456789abcdef-x", "acme", "user-1")
     none_alg = jwt.encode({"tenant": "acme", "sub": "u", "aud": "holdpoint", "exp": int(time.time()) + 60},
                           None, algorithm="none")
     for token in (expired, wrong_aud, forged, none_alg, good[:-4] + "AAAA"):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from holdpoint import sessions, workers
+from holdpoint import sessions, subagents, workers
 from holdpoint.auth import Caller
 from holdpoint.errors import ApiError
 from holdpoint.models import ClientActionInput, ClientMessageInput, SettleBody
@@ -379,3 +379,75 @@ def test_retryable_llm_errors_back_off_then_fail_deadline_exceeded() -> None:
     [finished] = [r["trigger"] for r in log if r["trigger"]["type"] == "llm.finished"]
     assert finished["ok"] is False and finished["code"] == "deadline_exceeded"
     assert finished["error"]["last_code"] == "throttled"
+
+
+STALLING_CHILD = [  # the parent asks the researcher; the researcher calls a tool nobody settles
+    {"when": {"role": "user", "contains": "research"}, "reply": {"tool_calls": [
+        {"name": "researcher", "arguments": {"task": "look Bob up"}}]}},
+    {"when": {"role": "user"}, "reply": {"tool_calls": [{"name": "lookup", "arguments": {"q": "bob"}}]}},
+    {"when": {"role": "tool"}, "reply": {"content": "done"}},
+]
+
+
+def sub_agent_harness(tool_execute: Any, **retry: Any) -> tuple[Harness, list[dict[str, Any]]]:
+    log: list[dict[str, Any]] = []
+    agent: dict[str, Any] = {"sub_agents": [{"name": "researcher", "agent_id": "assistant"}],
+                             "llm": {"provider": "scripted", "script": STALLING_CHILD}}
+    if retry:
+        agent["retry"] = {"sub_agent": retry}
+    h = Harness(proposing(log, tool_execute=tool_execute), agent=agent)
+    h.say("research Bob")
+    return h, log
+
+
+def sub_call(h: Harness) -> Any:
+    [call] = [c for c in h.state().calls.values() if c.kind == "sub_agent"]
+    return call
+
+
+def fire_deadline(h: Harness, call: Any) -> None:
+    h.runner.clock = lambda: (call.deadline_at or 0) + 5
+    h.runner.handle({"kind": "deadline", "tenant": "t1", "session_id": h.session_id, "call_id": call.id,
+                     "attempt": call.attempt})
+
+
+def test_sub_agent_past_its_deadline_is_retried_with_a_new_child_then_fails_deadline_exceeded() -> None:
+    h, log = sub_agent_harness({}, max_attempts=2)  # the child's lookup is deferred forever
+    first = sub_call(h)
+    h.runner.run("t1", first.child_session_id or "")
+    assert first.deadline_at is not None and first.status == "open"
+    fire_deadline(h, first)
+    second = sub_call(h)
+    assert second.attempt == 2 and second.child_session_id != first.child_session_id
+    h.runner.run("t1", second.child_session_id or "")
+    assert h.store.load("t1", second.child_session_id or "") is not None
+    fire_deadline(h, second)
+    call = sub_call(h)
+    assert call.status == "settled" and call.error["code"] == "deadline_exceeded"
+    finished = [r["trigger"] for r in log if r["trigger"]["type"] == "sub_agent.finished"]
+    assert len(finished) == 1 and finished[0]["ok"] is False
+    fire_deadline(h, second)  # a repeated timer changes nothing
+    assert len([r for r in log if r["trigger"]["type"] == "sub_agent.finished"]) == 1
+
+
+def test_a_replaced_childs_late_result_is_ignored() -> None:
+    h, log = sub_agent_harness({})
+    first = sub_call(h)
+    fire_deadline(h, first)
+    assert sub_call(h).attempt == 2
+    h.runner.transact("t1", h.session_id or "", lambda s: subagents.apply_child_result(
+        s, first.id, True, "stale", None, first.child_session_id))
+    assert sub_call(h).status == "open"
+    assert [e for e in h.events("call.result_ignored") if e["data"]["call_id"] == first.id]
+
+
+def test_r12_a_sub_agent_waiting_on_a_person_does_not_time_out() -> None:
+    h, log = sub_agent_harness({"actions": [{"type": "interrupt", "reason": "may I look Bob up?"}]})
+    call = sub_call(h)
+    h.runner.run("t1", call.child_session_id or "")
+    child = h.store.load("t1", call.child_session_id or "")
+    assert child is not None and child.open_interrupts()
+    fire_deadline(h, call)
+    after = sub_call(h)
+    assert after.status == "open" and after.attempt == 1 and after.deadline_at > (call.deadline_at or 0)
+    assert h.events("call.deadline_extended")

@@ -115,7 +115,7 @@ def open_tool_call(state: SessionState, *, call_id: str, name: str, arguments: s
 
 def arm_deadline(state: SessionState, call: Call, now: float) -> None:
     """A call left open after its decision gets a durable deadline timer (not while parked, R12)."""
-    if call.status != "open" or call.kind != "tool_call" or call_parked(state, call):
+    if call.status != "open" or call.kind not in ("tool_call", "sub_agent") or call_parked(state, call):
         return
     policy = tool_policy(state, call)
     if policy.attempt_timeout_secs == retry.UNBOUNDED:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import budget, retry, subagents
+from . import budget, calls, retry, subagents
 from . import interrupts as rules
 from .calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
 from .models import DecisionResponse
@@ -148,6 +148,15 @@ def apply_response(state: SessionState, decision: Decision, response: DecisionRe
         call = state.calls.get(call_id or "")
         if call is not None and call.status == "open" and kind in ("tool.execute", "interrupt.resumed"):
             arm_deadline(state, call, now)
+
+
+def apply_deadline(state: SessionState, call_id: str, attempt: int, now: float, *, child_waiting: bool = False) -> None:
+    """A deadline timer fired for a call: sub-agents and tools have their own retry paths."""
+    call = state.calls.get(call_id)
+    if call is not None and call.kind == "sub_agent":
+        subagents.apply_deadline(state, call_id, attempt, now, child_waiting)
+    else:
+        calls.apply_deadline(state, call_id, attempt, now)
 
 
 def _bound_call_id(state: SessionState, decision: Decision) -> str | None:

@@ -118,7 +118,9 @@ class Runner:
                 self.counters.add(f"interrupts_{happened}")
         elif kind == "deadline":
             call_id, attempt = message["call_id"], int(message["attempt"])
-            self.transact(tenant, session_id, lambda s: calls.apply_deadline(s, call_id, attempt, self.clock()))
+            waiting = self._child_waiting(tenant, session_id, call_id)
+            self.transact(tenant, session_id, lambda s: engine.apply_deadline(s, call_id, attempt, self.clock(),
+                                                                             child_waiting=waiting))
         elif kind != "kick":
             raise ValueError(f"unknown work message kind {kind!r}")
         self.run(tenant, session_id)
@@ -242,13 +244,27 @@ class Runner:
                 self.store.commit(child)
         self.queue.kick(h.tenant, child_id, 0)
 
+    def _child_waiting(self, tenant: str, session_id: str, call_id: str, depth: int = 0) -> bool:
+        """Whether a sub_agent call's child (or a sub-agent of it, 8 levels down) waits on a person."""
+        state = self.store.load(tenant, session_id)
+        call = state.calls.get(call_id) if state is not None else None
+        if call is None or call.kind != "sub_agent" or not call.child_session_id or depth > 8:
+            return False
+        child = self.store.load(tenant, call.child_session_id)
+        if child is None:
+            return False
+        return bool(child.open_interrupts()) or any(
+            self._child_waiting(tenant, child.header.session_id, c.id, depth + 1)
+            for c in child.open_calls() if c.kind == "sub_agent")
+
     def _notify_parent(self, child: SessionState, effect: Effect) -> None:
         data = effect.data or {}
         parent = child.header.parent or {}
         tenant = child.header.tenant
         try:
             state, _ = self.transact(tenant, parent["session_id"], lambda s: subagents.apply_child_result(
-                s, parent["call_id"], bool(data.get("ok")), data.get("result"), data.get("error")))
+                s, parent["call_id"], bool(data.get("ok")), data.get("result"), data.get("error"),
+                child.header.session_id))
         except LookupError:
             log.warning("parent session is gone", extra={"session_id": child.header.session_id})
             return

@@ -1,10 +1,15 @@
-"""Sub-agents: a child session whose final output settles the parent's call (SPEC §4)."""
+"""Sub-agents: a child session whose final output settles the parent's call (SPEC §4).
+
+Deadlines follow the `sub_agent` retry policy (60 s per attempt, 3 attempts, 3600 s in all by
+default). A child that is waiting on a person (an open interrupt in it or in its own sub-agents)
+is parked, not slow, so its deadline is pushed back instead of spent (R12). A retry starts a new
+child session; a late result from a replaced child is ignored."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .calls import settle_tool
+from .calls import arm_deadline, call_parked, settle_tool, tool_policy
 from .session import Call, Effect, SessionState, derive
 
 
@@ -24,19 +29,60 @@ def spawn(state: SessionState, *, tool_call_id: str, agent_id: str, session_id: 
     h = state.header
     child = session_id or derive("ses", h.tenant, h.session_id, tool_call_id)
     call = Call(id=tool_call_id, kind="sub_agent", anchor=anchor, turn_id=turn_id, order=state.tick(),
-                handler="engine", name=agent_id, child_session_id=child, started_at=now, group=group)
+                handler="engine", name=agent_id, child_session_id=child, started_at=now, group=group,
+                request={"message": message or {"role": "user", "content": ""}})
     state.put(call)
     state.emit("call.started", call_id=call.id, kind="sub_agent", agent_id=agent_id, session_id=child, anchor=anchor)
-    state.effects.append(Effect(kind="spawn", data={
-        "session_id": child, "agent_id": agent_id, "call_id": call.id,
-        "message": message or {"role": "user", "content": ""},
-        "ancestry": [*h.ancestry, h.session_id]}))
+    _start_child(state, call, now)
     return call
 
 
-def apply_child_result(state: SessionState, call_id: str, ok: bool, result: Any, error: Any) -> None:
+def _start_child(state: SessionState, call: Call, now: float) -> None:
+    h = state.header
+    state.effects.append(Effect(kind="spawn", data={
+        "session_id": call.child_session_id, "agent_id": call.name, "call_id": call.id,
+        "message": (call.request or {}).get("message"), "ancestry": [*h.ancestry, h.session_id]}))
+    arm_deadline(state, call, now)
+
+
+def apply_child_result(state: SessionState, call_id: str, ok: bool, result: Any, error: Any,
+                       child_session_id: str | None = None) -> None:
     """The child's turn ended: settle the parent's call; `sub_agent.finished` is held if parked (R10)."""
     call = state.calls.get(call_id)
     if call is None or call.status != "open" or call.kind != "sub_agent":
         return
+    if child_session_id is not None and child_session_id != call.child_session_id:
+        state.emit("call.result_ignored", call_id=call.id, session_id=child_session_id, reason="replaced attempt")
+        return
     settle_tool(state, call, ok=ok, result=result, error=error, trigger_type="sub_agent.finished")
+
+
+def apply_deadline(state: SessionState, call_id: str, attempt: int, now: float, child_waiting: bool) -> None:
+    """An attempt's deadline passed: push it back while the child waits on a person, else start a
+    new child if the policy has an attempt left, else settle `deadline_exceeded`."""
+    call = state.calls.get(call_id)
+    if call is None or call.status != "open" or call.attempt != attempt or call.deadline_at is None:
+        return
+    if call.deadline_at > now + 1 or call_parked(state, call):
+        return
+    policy = tool_policy(state, call)
+    if child_waiting:
+        call.deadline_at = None
+        state.touch(call)
+        arm_deadline(state, call, now)
+        state.emit("call.deadline_extended", call_id=call.id, session_id=call.child_session_id,
+                   reason="sub-agent waiting on an interrupt")
+        return
+    if call.attempt < policy.max_attempts and now - (call.started_at or now) < policy.total_timeout_secs:
+        call.attempt += 1
+        call.child_session_id = derive("ses", state.header.tenant, state.header.session_id, call.id, call.attempt)
+        call.deadline_at = None
+        state.touch(call)
+        state.emit("call.retry", call_id=call.id, attempt=call.attempt, reason="deadline",
+                   session_id=call.child_session_id)
+        _start_child(state, call, now)
+        return
+    message = f"the sub-agent did not finish in {call.attempt} attempt(s)"
+    settle_tool(state, call, ok=False, trigger_type="sub_agent.finished",
+                error={"code": "deadline_exceeded", "message": message})
+

@@ -1,0 +1,121 @@
+"""Three fixes to moto 5.2.5's DynamoDB emulation, applied inside the moto server (and the unit
+tests' in-process moto) so the emulator keeps the guarantees the real service gives.
+
+1. **Atomic conditional writes.** The moto server handles requests on threads and its DynamoDB
+   backend takes no lock, so a condition check and the write after it can interleave with another
+   request's. Real DynamoDB evaluates a condition and applies the write atomically, and a read
+   never sees half a transaction; the races this project tests (50 concurrent resumes, 20
+   concurrent messages) depend on that. One re-entrant lock now serialises the backend's writes
+   and item reads.
+2. **Rollback by item, not by table.** `TransactWriteItems` deep-copies the whole table once per
+   item in the transaction so it can roll back, which makes each write O(table size) and took
+   150 parked sessions 717 s. The rollback here snapshots only the items the transaction names,
+   which is all a transaction can change, and restores them if it is cancelled. (The old rollback
+   also put back the whole table as it was when the transaction began, losing any write another
+   request made meanwhile.)
+3. **No item kept forever.** moto's BaseModel appends every instance it creates to a class list
+   for its dashboard, so each item version ever written stays in memory. DynamoDB items skip that
+   list; the tables still hold every current item.
+
+No fix changes what moto answers; they are checked by tests/test_moto_fixes.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models import table as table_module
+from moto.dynamodb.models.dynamo_type import Item
+
+_LOCK = threading.RLock()
+# writes, and the reads that walk a table's items (a write resizing the dict under them would fail)
+_GUARDED = ("put_item", "update_item", "delete_item", "transact_write_items", "get_item", "query", "scan")
+
+
+class _TablesAreNotCopied:
+    """Stands in for the `copy` module inside moto's backend: tables come back as themselves,
+    because the item snapshots below do the rollback. Every other deepcopy is the real one."""
+
+    def deepcopy(self, obj: Any, memo: dict[int, Any] | None = None) -> Any:
+        return obj if isinstance(obj, table_module.Table) else copy.deepcopy(obj, memo)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+
+def _snapshot(backend: DynamoDBBackend, request: dict[str, Any]) -> Callable[[], None] | None:
+    """A function that puts back the item this transaction entry names, as it is now."""
+    (op_type, op), = request.items()
+    table = backend.tables.get(op.get("TableName", ""))
+    if table is None:
+        return None
+    keys = op.get("Key")
+    if op_type == "Put":
+        attrs = op.get("Item") or {}
+        keys = {name: attrs[name] for name in (table.hash_key_attr, table.range_key_attr) if name and name in attrs}
+    try:
+        hash_key, range_key = backend.get_keys_value(table, keys or {})
+    except Exception:  # noqa: BLE001 - a malformed key is moto's to report; there is nothing to restore
+        return None
+    before = copy.deepcopy(table.get_item(hash_key, range_key))
+
+    def restore() -> None:
+        if range_key is not None:
+            if before is None:
+                table.items.get(hash_key, {}).pop(range_key, None)
+            else:
+                table.items[hash_key][range_key] = before
+        elif before is None:
+            table.items.pop(hash_key, None)
+        else:
+            table.items[hash_key] = before
+
+    return restore
+
+
+def _serialised(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with _LOCK:
+            return method(*args, **kwargs)
+
+    locked.__holdpoint_fixed__ = True  # type: ignore[attr-defined]
+    return locked
+
+
+def _transact_write_items(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def transact(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+        restores = [_snapshot(self, entry) for entry in transact_items if len(entry) == 1]
+        try:
+            original(self, transact_items)
+        except Exception:
+            for restore in reversed(restores):
+                if restore is not None:
+                    restore()
+            raise
+
+    return transact
+
+
+def _untracked_item(cls: type[Item], *args: Any, **kwargs: Any) -> Item:
+    return object.__new__(cls)
+
+
+def apply() -> None:
+    """Install the fixes; calling it again changes nothing."""
+    if getattr(DynamoDBBackend.put_item, "__holdpoint_fixed__", False):
+        return
+    import moto.dynamodb.models as backend_module
+
+    backend_module.copy = _TablesAreNotCopied()  # type: ignore[assignment]
+    DynamoDBBackend.transact_write_items = _transact_write_items(  # type: ignore[method-assign]
+        DynamoDBBackend.transact_write_items)
+    Item.__new__ = _untracked_item  # type: ignore[assignment,method-assign]
+    for name in _GUARDED:
+        setattr(DynamoDBBackend, name, _serialised(getattr(DynamoDBBackend, name)))

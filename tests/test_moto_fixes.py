@@ -1,0 +1,138 @@
+"""The emulator fixes in holdpoint_local.moto_fixes: conditional writes stay atomic under
+concurrent requests, and a cancelled transaction leaves every item as it was."""
+
+from __future__ import annotations
+
+import copy
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+import moto.dynamodb.models as backend_module
+import pytest
+from botocore.exceptions import ClientError
+from moto.dynamodb.models import table as table_module
+
+
+def table(aws: dict[str, str]) -> tuple[Any, str]:
+    return boto3.client("dynamodb", region_name="us-east-1"), aws["TABLE_NAME"]
+
+
+def key(sk: str) -> dict[str, Any]:
+    return {"PK": {"S": "S#t#s"}, "SK": {"S": sk}}
+
+
+def slow_conditions(monkeypatch: Any) -> None:
+    """Widen the gap between reading an item and checking a condition on it, where moto's threads
+    could interleave before the fix."""
+    for module in (backend_module, table_module):
+        real = module.get_filter_expression
+
+        def slow(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            time.sleep(0.003)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(module, "get_filter_expression", slow)
+
+
+def test_concurrent_conditional_creates_have_exactly_one_winner(aws: dict[str, str], monkeypatch: Any) -> None:
+    ddb, name = table(aws)
+    slow_conditions(monkeypatch)
+
+    def create(i: int) -> bool:
+        try:
+            ddb.put_item(TableName=name, Item={**key("I#1"), "by": {"N": str(i)}},
+                         ConditionExpression="attribute_not_exists(PK)")
+            return True
+        except ClientError as exc:
+            assert exc.response["Error"]["Code"] == "ConditionalCheckFailedException"
+            return False
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        wins = list(pool.map(create, range(10)))
+    assert wins.count(True) == 1
+
+
+def test_a_cancelled_transaction_never_undoes_another_writer(aws: dict[str, str], monkeypatch: Any) -> None:
+    ddb, name = table(aws)
+    ddb.put_item(TableName=name, Item={**key("N#1"), "text": {"S": "exists"}})
+    slow_conditions(monkeypatch)
+
+    def doomed(_: int) -> None:
+        with pytest.raises(ClientError):
+            ddb.transact_write_items(TransactItems=[
+                {"Put": {"TableName": name, "Item": {**key(f"Q#{_}"), "text": {"S": "x"}}}},
+                {"Put": {"TableName": name, "Item": {**key("N#1"), "text": {"S": "clash"}},
+                         "ConditionExpression": "attribute_not_exists(PK)"}}])
+
+    def other(i: int) -> None:
+        ddb.put_item(TableName=name, Item={**key(f"E#{i}"), "text": {"S": "mine"}})
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda i: doomed(i) if i % 2 else other(i), range(16)))
+    for i in range(0, 16, 2):
+        assert "Item" in ddb.get_item(TableName=name, Key=key(f"E#{i}")), f"write E#{i} was rolled back"
+    for i in range(1, 16, 2):
+        assert "Item" not in ddb.get_item(TableName=name, Key=key(f"Q#{i}"))
+
+
+def test_a_cancelled_transaction_leaves_every_item_as_it_was(aws: dict[str, str]) -> None:
+    ddb, name = table(aws)
+    ddb.put_item(TableName=name, Item={**key("H"), "version": {"N": "1"}, "note": {"S": "before"}})
+    ddb.put_item(TableName=name, Item={**key("N#1"), "text": {"S": "kept"}})
+    with pytest.raises(ClientError) as err:
+        ddb.transact_write_items(TransactItems=[
+            {"Update": {"TableName": name, "Key": key("H"), "UpdateExpression": "SET note = :n, version = :v",
+                        "ExpressionAttributeValues": {":n": {"S": "after"}, ":v": {"N": "2"}}}},
+            {"Put": {"TableName": name, "Item": {**key("N#2"), "text": {"S": "new"}}}},
+            {"Delete": {"TableName": name, "Key": key("N#1")}},
+            {"Put": {"TableName": name, "Item": {**key("N#1"), "text": {"S": "clash"}},
+                     "ConditionExpression": "attribute_not_exists(PK)"}},
+        ])
+    assert err.value.response["Error"]["Code"] in ("TransactionCanceledException", "ValidationException")
+    header = ddb.get_item(TableName=name, Key=key("H"))["Item"]
+    assert header["note"]["S"] == "before" and header["version"]["N"] == "1"
+    assert ddb.get_item(TableName=name, Key=key("N#1"))["Item"]["text"]["S"] == "kept"
+    assert "Item" not in ddb.get_item(TableName=name, Key=key("N#2"))
+
+
+def test_a_cancelled_transaction_on_a_condition_rolls_back_earlier_entries(aws: dict[str, str]) -> None:
+    ddb, name = table(aws)
+    ddb.put_item(TableName=name, Item={**key("H"), "version": {"N": "1"}})
+    with pytest.raises(ClientError) as err:
+        ddb.transact_write_items(TransactItems=[
+            {"Put": {"TableName": name, "Item": {**key("N#9"), "text": {"S": "new"}},
+                     "ConditionExpression": "attribute_not_exists(PK)"}},
+            {"Update": {"TableName": name, "Key": key("H"), "UpdateExpression": "SET version = :n",
+                        "ConditionExpression": "version = :v",
+                        "ExpressionAttributeValues": {":v": {"N": "7"}, ":n": {"N": "8"}}}},
+        ])
+    assert err.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert "Item" not in ddb.get_item(TableName=name, Key=key("N#9"))
+    assert ddb.get_item(TableName=name, Key=key("H"))["Item"]["version"]["N"] == "1"
+
+
+def test_a_transaction_write_does_not_copy_the_table(aws: dict[str, str], monkeypatch: Any) -> None:
+    ddb, name = table(aws)
+    copied: list[str] = []
+    real = copy.deepcopy
+
+    def spy(obj: Any, memo: Any = None) -> Any:
+        copied.append(type(obj).__name__)
+        return real(obj, memo)
+
+    monkeypatch.setattr(copy, "deepcopy", spy)
+    ddb.transact_write_items(TransactItems=[
+        {"Put": {"TableName": name, "Item": {**key(f"N#{i}"), "text": {"S": "x"}}}} for i in range(5)])
+    assert copied and "Table" not in copied  # items were snapshotted, the table never
+
+
+def test_written_items_are_not_kept_after_they_are_replaced(aws: dict[str, str]) -> None:
+    from moto.dynamodb.models.dynamo_type import Item
+
+    ddb, name = table(aws)
+    tracked = len(Item.instances_tracked)  # type: ignore[attr-defined]
+    for i in range(20):
+        ddb.put_item(TableName=name, Item={**key("H"), "version": {"N": str(i)}})
+    assert len(Item.instances_tracked) == tracked  # type: ignore[attr-defined]
