@@ -13,15 +13,18 @@ from tests.e2e.conftest import Api, declare_agent, resumed_triggers
 def test_concurrent_messages_on_one_head_start_exactly_one_turn(api: Api, worker: Any) -> None:
     sid = api.start("say hi")
     api.wait_status(sid, "done")
-    body = {"type": "client.message", "message": {"role": "user", "content": "say hi again"}}
+    # The winner's turn parks on send_email, so it is still active however late a loser retries.
+    body = {"type": "client.message", "message": {"role": "user", "content": "email Bob again"}}
     with ThreadPoolExecutor(max_workers=10) as pool:
         answers = list(pool.map(lambda _: api.req("POST", f"/v1/sessions/{sid}/inputs", body), range(20)))
     codes = sorted(a.status_code for a in answers)
     assert codes.count(202) == 1, codes
     assert all(a.json()["error"]["code"] == "turn_already_active" for a in answers if a.status_code == 409)
     assert set(codes) <= {202, 409}
-    view = api.wait_status(sid, "done")
-    assert [m["content"] for m in view["messages"] if m["role"] == "user"] == ["say hi", "say hi again"]
+    view = api.wait_status(sid, "interrupted")
+    assert [m["content"] for m in view["messages"] if m["role"] == "user"] == ["say hi", "email Bob again"]
+    api.resume(sid, view["interrupts"][0]["interrupt_id"], {"approved": True})
+    assert api.wait_status(sid, "done")["messages"][-1]["content"] == "Email sent."
 
 
 def test_concurrent_queued_messages_all_run_in_order(api: Api) -> None:
