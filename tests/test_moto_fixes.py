@@ -136,3 +136,23 @@ def test_written_items_are_not_kept_after_they_are_replaced(aws: dict[str, str])
     for i in range(20):
         ddb.put_item(TableName=name, Item={**key("H"), "version": {"N": str(i)}})
     assert len(Item.instances_tracked) == tracked  # type: ignore[attr-defined]
+
+
+def test_a_query_reads_only_its_partition_and_answers_the_same(aws: dict[str, str], monkeypatch: Any) -> None:
+    ddb, name = table(aws)
+    for pk in ("S#t#a", "S#t#b", "S#t#c"):
+        for sk in ("H", "N#2", "N#1", "E#00000003", "E#00000001"):
+            ddb.put_item(TableName=name, Item={"PK": {"S": pk}, "SK": {"S": sk}, "v": {"S": pk + sk}})
+    listed: list[int] = []
+    real = table_module.Table.all_items
+    monkeypatch.setattr(table_module.Table, "all_items", lambda self: listed.append(len(real(self))) or real(self))
+    out = ddb.query(TableName=name, KeyConditionExpression="PK = :p", ExpressionAttributeValues={":p": {"S": "S#t#b"}})
+    assert [i["SK"]["S"] for i in out["Items"]] == ["E#00000001", "E#00000003", "H", "N#1", "N#2"]
+    assert {i["PK"]["S"] for i in out["Items"]} == {"S#t#b"}
+    assert listed == [5]  # the queried partition, not the 15 items of the table
+    back = ddb.query(TableName=name, KeyConditionExpression="PK = :p AND begins_with(SK, :n)", ScanIndexForward=False,
+                     ExpressionAttributeValues={":p": {"S": "S#t#c"}, ":n": {"S": "N#"}})
+    assert [i["SK"]["S"] for i in back["Items"]] == ["N#2", "N#1"]
+    empty = ddb.query(TableName=name, KeyConditionExpression="PK = :p", ExpressionAttributeValues={":p": {"S": "none"}})
+    assert empty["Items"] == []
+    assert len(ddb.scan(TableName=name)["Items"]) == 15  # a Scan still sees every partition

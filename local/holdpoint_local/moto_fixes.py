@@ -1,4 +1,4 @@
-"""Three fixes to moto 5.2.5's DynamoDB emulation, applied inside the moto server (and the unit
+"""Four fixes to moto 5.2.5's DynamoDB emulation, applied inside the moto server (and the unit
 tests' in-process moto) so the emulator keeps the guarantees the real service gives.
 
 1. **Atomic conditional writes.** The moto server handles requests on threads and its DynamoDB
@@ -16,6 +16,9 @@ tests' in-process moto) so the emulator keeps the guarantees the real service gi
 3. **No item kept forever.** moto's BaseModel appends every instance it creates to a class list
    for its dashboard, so each item version ever written stays in memory. DynamoDB items skip that
    list; the tables still hold every current item.
+4. **A Query reads its partition.** moto answers a base-table Query by sorting every item of the
+   table and filtering on the partition key: O(table) per session load, so each step slowed as
+   sessions piled up. It now lists only the queried partition, which is the same set.
 
 No fix changes what moto answers; they are checked by tests/test_moto_fixes.py.
 """
@@ -33,6 +36,7 @@ from moto.dynamodb.models import table as table_module
 from moto.dynamodb.models.dynamo_type import Item
 
 _LOCK = threading.RLock()
+_PARTITION = threading.local()  # the partition a base-table Query on this thread is reading
 # writes, and the reads that walk a table's items (a write resizing the dict under them would fail)
 _GUARDED = ("put_item", "update_item", "delete_item", "transact_write_items", "get_item", "query", "scan")
 
@@ -107,6 +111,37 @@ def _untracked_item(cls: type[Item], *args: Any, **kwargs: Any) -> Item:
     return object.__new__(cls)
 
 
+def _partition_query(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def query(self: table_module.Table, hash_key: Any, range_comparison: Any, range_objs: Any, limit: Any,
+              exclusive_start_key: Any, scan_index_forward: Any, projection_expressions: Any,
+              index_name: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        _PARTITION.scope = (self, hash_key) if index_name is None and hash_key is not None else None
+        try:
+            return original(self, hash_key, range_comparison, range_objs, limit, exclusive_start_key,
+                            scan_index_forward, projection_expressions, index_name, *args, **kwargs)
+        finally:
+            _PARTITION.scope = None
+
+    return query
+
+
+def _partition_items(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def all_items(self: table_module.Table) -> list[Item]:
+        scope = getattr(_PARTITION, "scope", None)
+        if scope is None or scope[0] is not self:
+            return original(self)
+        part = self.items.get(scope[1])  # .get: the items dict is a defaultdict
+        if part is None:
+            return []
+        if not self.range_key_attr:
+            return [part]
+        return sorted(part.values(), key=lambda item: item.range_key)
+
+    return all_items
+
+
 def apply() -> None:
     """Install the fixes; calling it again changes nothing."""
     if getattr(DynamoDBBackend.put_item, "__holdpoint_fixed__", False):
@@ -116,6 +151,8 @@ def apply() -> None:
     backend_module.copy = _TablesAreNotCopied()  # type: ignore[assignment]
     DynamoDBBackend.transact_write_items = _transact_write_items(  # type: ignore[method-assign]
         DynamoDBBackend.transact_write_items)
+    table_module.Table.query = _partition_query(table_module.Table.query)  # type: ignore[method-assign]
+    table_module.Table.all_items = _partition_items(table_module.Table.all_items)  # type: ignore[method-assign]
     Item.__new__ = _untracked_item  # type: ignore[assignment,method-assign]
     for name in _GUARDED:
         setattr(DynamoDBBackend, name, _serialised(getattr(DynamoDBBackend, name)))
