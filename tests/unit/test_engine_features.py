@@ -451,3 +451,19 @@ def test_r12_a_sub_agent_waiting_on_a_person_does_not_time_out() -> None:
     after = sub_call(h)
     assert after.status == "open" and after.attempt == 1 and after.deadline_at > (call.deadline_at or 0)
     assert h.events("call.deadline_extended")
+
+
+def test_llm_call_stream_flag_reaches_the_worker_llm_in_llm_execute() -> None:
+    log: list[dict[str, Any]] = []
+
+    def llm_call_streamed(req: dict[str, Any]) -> dict[str, Any]:
+        return {"actions": [{"type": "llm.call", "stream": True}]}
+
+    def execute(req: dict[str, Any]) -> dict[str, Any]:
+        return {"actions": [{"type": "llm.result", "message": {"role": "assistant", "content": "ok"}}]}
+
+    h = Harness(proposing(log, client_messages=llm_call_streamed, llm_execute=execute),
+                agent={"llm": {"provider": "worker"}})
+    h.say("say hi")
+    [exe] = [r["trigger"] for r in log if r["trigger"]["type"] == "llm.execute"]
+    assert exe["stream"] is True and exe["request"]["stream"] is True

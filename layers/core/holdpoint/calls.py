@@ -177,7 +177,8 @@ def open_llm_call(state: SessionState, *, call_id: str, request: dict[str, Any],
 
 
 def enqueue_llm_execute(state: SessionState, call: Call) -> None:
-    trigger = {"type": "llm.execute", "id": call.id, "request": call.request or {}, "stream": False,
+    trigger = {"type": "llm.execute", "id": call.id, "request": call.request or {},
+               "stream": bool((call.request or {}).get("stream")),
                "attempt": call.attempt}
     state.enqueue(trigger, anchor=call.anchor, turn_id=call.turn_id, key=("llm.execute", call.id, call.attempt),
                   call_id=call.id)
