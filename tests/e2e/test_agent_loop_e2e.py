@@ -342,6 +342,30 @@ def test_sub_agent_runs_to_done_while_parent_parked_and_its_result_is_held(api: 
     assert [m["role"] for m in view["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
 
 
+def test_stalled_sub_agent_times_out_on_the_durable_timer_and_the_parent_finishes(api: Api, log: Log) -> None:
+    parent_script = [
+        {"when": {"role": "user", "contains": "research"}, "reply": {"tool_calls": [
+            {"name": "researcher", "arguments": {"task": "look Bob up"}}]}},
+        {"when": {"role": "tool"}, "reply": {"content": "gave up on the research"}},
+    ]
+    child_script = [{"when": {"role": "user"}, "reply": {"tool_calls": [{"name": "lookup", "arguments": {}}]}}]
+    decide = proposing(log, tool_execute={})  # the child's lookup is deferred and never settled
+    declare(api, decide, agent_id="researcher", llm={"provider": "scripted", "script": child_script},
+            tools=[{"name": "lookup", "input": {"type": "object"}}])
+    declare(api, decide, llm={"provider": "scripted", "script": parent_script},
+            sub_agents=[{"name": "researcher", "agent_id": "researcher"}],
+            retry={"sub_agent": {"attempt_timeout_secs": 1, "max_attempts": 1}})
+    sid = start(api, "research Bob")["session_id"]
+    view = api.wait_status(sid, "done", timeout=90)  # Timer executions (Wait, then SQS) fire the checks
+    assert view["messages"][-1]["content"] == "gave up on the research"
+    [finished] = log.triggers(sid, "sub_agent.finished")
+    assert finished["ok"] is False and finished["error"]["code"] == "deadline_exceeded"
+    reasons = [e["data"]["reason"] for e in events(api, sid, "call.deadline_extended")]
+    assert reasons == ["making progress"]  # the first check saw the child move; the second saw it stuck
+    child = api.view(finished["session_id"])
+    assert child["status"] == "running" and child["calls"][0]["name"] == "lookup"
+
+
 # --- 6. a budget stop and its resume ----------------------------------------------------------------
 
 

@@ -411,22 +411,29 @@ def fire_deadline(h: Harness, call: Any) -> None:
                      "attempt": call.attempt})
 
 
-def test_sub_agent_past_its_deadline_is_retried_with_a_new_child_then_fails_deadline_exceeded() -> None:
+def extensions(h: Harness, reason: str) -> int:
+    return len([e for e in h.events("call.deadline_extended") if e["data"]["reason"] == reason])
+
+
+def test_sub_agent_that_makes_no_progress_is_replaced_then_fails_deadline_exceeded() -> None:
     h, log = sub_agent_harness({}, max_attempts=2)  # the child's lookup is deferred forever
     first = sub_call(h)
     h.runner.run("t1", first.child_session_id or "")
     assert first.deadline_at is not None and first.status == "open"
-    fire_deadline(h, first)
+    fire_deadline(h, first)  # the child moved since it was spawned: alive, so it gets more time
+    assert sub_call(h).attempt == 1 and extensions(h, "making progress") == 1
+    fire_deadline(h, sub_call(h))  # nothing moved for a whole attempt: replaced
     second = sub_call(h)
     assert second.attempt == 2 and second.child_session_id != first.child_session_id
     h.runner.run("t1", second.child_session_id or "")
     assert h.store.load("t1", second.child_session_id or "") is not None
     fire_deadline(h, second)
+    fire_deadline(h, sub_call(h))
     call = sub_call(h)
     assert call.status == "settled" and call.error["code"] == "deadline_exceeded"
     finished = [r["trigger"] for r in log if r["trigger"]["type"] == "sub_agent.finished"]
     assert len(finished) == 1 and finished[0]["ok"] is False
-    fire_deadline(h, second)  # a repeated timer changes nothing
+    fire_deadline(h, call)  # a repeated timer changes nothing
     assert len([r for r in log if r["trigger"]["type"] == "sub_agent.finished"]) == 1
 
 
@@ -434,6 +441,7 @@ def test_a_replaced_childs_late_result_is_ignored() -> None:
     h, log = sub_agent_harness({})
     first = sub_call(h)
     fire_deadline(h, first)
+    fire_deadline(h, sub_call(h))
     assert sub_call(h).attempt == 2
     h.runner.transact("t1", h.session_id or "", lambda s: subagents.apply_child_result(
         s, first.id, True, "stale", None, first.child_session_id))
@@ -448,9 +456,10 @@ def test_r12_a_sub_agent_waiting_on_a_person_does_not_time_out() -> None:
     child = h.store.load("t1", call.child_session_id or "")
     assert child is not None and child.open_interrupts()
     fire_deadline(h, call)
+    fire_deadline(h, sub_call(h))  # still waiting, still not timed out, however often it fires
     after = sub_call(h)
     assert after.status == "open" and after.attempt == 1 and after.deadline_at > (call.deadline_at or 0)
-    assert h.events("call.deadline_extended")
+    assert extensions(h, "waiting on an interrupt") == 2
 
 
 def test_llm_call_stream_flag_reaches_the_worker_llm_in_llm_execute() -> None:

@@ -123,7 +123,9 @@ def arm_deadline(state: SessionState, call: Call, now: float) -> None:
     if call.deadline_at is None or call.deadline_at < now:
         call.deadline_at = now + policy.attempt_timeout_secs
         state.touch(call)
-    state.effects.append(Effect(kind="timer", seconds=call.deadline_at - now, key=f"deadline/{call.id}/{call.attempt}",
+    # keyed by the deadline too: an extended deadline (sub-agents) is a new timer, a repeat is not
+    key = f"deadline/{call.id}/{call.attempt}/{call.deadline_at:.3f}"
+    state.effects.append(Effect(kind="timer", seconds=call.deadline_at - now, key=key,
                                 data={"kind": "deadline", "call_id": call.id, "attempt": call.attempt}))
 
 

@@ -150,11 +150,13 @@ def apply_response(state: SessionState, decision: Decision, response: DecisionRe
             arm_deadline(state, call, now)
 
 
-def apply_deadline(state: SessionState, call_id: str, attempt: int, now: float, *, child_waiting: bool = False) -> None:
+def apply_deadline(state: SessionState, call_id: str, attempt: int, now: float, *, child_waiting: bool = False,
+                   child_version: int | None = None) -> None:
     """A deadline timer fired for a call: sub-agents and tools have their own retry paths."""
     call = state.calls.get(call_id)
     if call is not None and call.kind == "sub_agent":
-        subagents.apply_deadline(state, call_id, attempt, now, child_waiting)
+        subagents.apply_deadline(state, call_id, attempt, now, child_waiting=child_waiting,
+                                 child_version=child_version)
     else:
         calls.apply_deadline(state, call_id, attempt, now)
 

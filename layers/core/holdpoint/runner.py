@@ -118,9 +118,9 @@ class Runner:
                 self.counters.add(f"interrupts_{happened}")
         elif kind == "deadline":
             call_id, attempt = message["call_id"], int(message["attempt"])
-            waiting = self._child_waiting(tenant, session_id, call_id)
-            self.transact(tenant, session_id, lambda s: engine.apply_deadline(s, call_id, attempt, self.clock(),
-                                                                             child_waiting=waiting))
+            waiting, version = self._child_status(tenant, session_id, call_id)
+            self.transact(tenant, session_id, lambda s: engine.apply_deadline(
+                s, call_id, attempt, self.clock(), child_waiting=waiting, child_version=version))
         elif kind != "kick":
             raise ValueError(f"unknown work message kind {kind!r}")
         self.run(tenant, session_id)
@@ -244,18 +244,29 @@ class Runner:
                 self.store.commit(child)
         self.queue.kick(h.tenant, child_id, 0)
 
-    def _child_waiting(self, tenant: str, session_id: str, call_id: str, depth: int = 0) -> bool:
-        """Whether a sub_agent call's child (or a sub-agent of it, 8 levels down) waits on a person."""
+    def _child_status(self, tenant: str, session_id: str, call_id: str) -> tuple[bool, int | None]:
+        """For a sub_agent call: whether its child waits on a person, and the child's version."""
         state = self.store.load(tenant, session_id)
         call = state.calls.get(call_id) if state is not None else None
-        if call is None or call.kind != "sub_agent" or not call.child_session_id or depth > 8:
-            return False
+        if call is None or call.kind != "sub_agent" or not call.child_session_id:
+            return False, None
         child = self.store.load(tenant, call.child_session_id)
         if child is None:
+            return False, None
+        return self._waiting(child, 0), child.header.version
+
+    def _waiting(self, session: SessionState, depth: int) -> bool:
+        """An open interrupt in the session or, 8 levels down, in a sub-agent it waits on."""
+        if session.open_interrupts():
+            return True
+        if depth >= 8:
             return False
-        return bool(child.open_interrupts()) or any(
-            self._child_waiting(tenant, child.header.session_id, c.id, depth + 1)
-            for c in child.open_calls() if c.kind == "sub_agent")
+        for call in session.open_calls():
+            child = self.store.load(session.header.tenant, call.child_session_id) \
+                if call.kind == "sub_agent" and call.child_session_id else None
+            if child is not None and self._waiting(child, depth + 1):
+                return True
+        return False
 
     def _notify_parent(self, child: SessionState, effect: Effect) -> None:
         data = effect.data or {}

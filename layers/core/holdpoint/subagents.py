@@ -1,9 +1,12 @@
 """Sub-agents: a child session whose final output settles the parent's call (SPEC §4).
 
 Deadlines follow the `sub_agent` retry policy (60 s per attempt, 3 attempts, 3600 s in all by
-default). A child that is waiting on a person (an open interrupt in it or in its own sub-agents)
-is parked, not slow, so its deadline is pushed back instead of spent (R12). A retry starts a new
-child session; a late result from a replaced child is ignored."""
+default), read as a no-progress timeout: replacing a child that is still working would run its
+tools twice. When an attempt's timer fires, a child waiting on a person (an open interrupt in it
+or in its own sub-agents) is parked, not slow (R12), and a child whose session moved since the
+last check is alive; both get another attempt's time. Only a child that did nothing for a whole
+attempt is replaced by a new child session, and a late result from a replaced child is ignored.
+"""
 
 from __future__ import annotations
 
@@ -57,8 +60,9 @@ def apply_child_result(state: SessionState, call_id: str, ok: bool, result: Any,
     settle_tool(state, call, ok=ok, result=result, error=error, trigger_type="sub_agent.finished")
 
 
-def apply_deadline(state: SessionState, call_id: str, attempt: int, now: float, child_waiting: bool) -> None:
-    """An attempt's deadline passed: push it back while the child waits on a person, else start a
+def apply_deadline(state: SessionState, call_id: str, attempt: int, now: float, *, child_waiting: bool,
+                   child_version: int | None) -> None:
+    """An attempt's deadline passed: extend it for a waiting or progressing child, else start a
     new child if the policy has an attempt left, else settle `deadline_exceeded`."""
     call = state.calls.get(call_id)
     if call is None or call.status != "open" or call.attempt != attempt or call.deadline_at is None:
@@ -66,16 +70,20 @@ def apply_deadline(state: SessionState, call_id: str, attempt: int, now: float, 
     if call.deadline_at > now + 1 or call_parked(state, call):
         return
     policy = tool_policy(state, call)
-    if child_waiting:
+    within_total = now - (call.started_at or now) < policy.total_timeout_secs
+    progressed = child_version is not None and child_version != (call.request or {}).get("child_version")
+    if child_waiting or (progressed and within_total):
+        call.request = {**(call.request or {}), "child_version": child_version}
         call.deadline_at = None
         state.touch(call)
         arm_deadline(state, call, now)
         state.emit("call.deadline_extended", call_id=call.id, session_id=call.child_session_id,
-                   reason="sub-agent waiting on an interrupt")
+                   reason="waiting on an interrupt" if child_waiting else "making progress")
         return
-    if call.attempt < policy.max_attempts and now - (call.started_at or now) < policy.total_timeout_secs:
+    if call.attempt < policy.max_attempts and within_total:
         call.attempt += 1
         call.child_session_id = derive("ses", state.header.tenant, state.header.session_id, call.id, call.attempt)
+        call.request = {k: v for k, v in (call.request or {}).items() if k != "child_version"}
         call.deadline_at = None
         state.touch(call)
         state.emit("call.retry", call_id=call.id, attempt=call.attempt, reason="deadline",
@@ -85,4 +93,3 @@ def apply_deadline(state: SessionState, call_id: str, attempt: int, now: float, 
     message = f"the sub-agent did not finish in {call.attempt} attempt(s)"
     settle_tool(state, call, ok=False, trigger_type="sub_agent.finished",
                 error={"code": "deadline_exceeded", "message": message})
-
