@@ -79,10 +79,10 @@ class Rig:
         self.in_tx = 0
 
         class BenchStore(Store):
-            def load(self, tenant: str, session_id: str) -> Any:
+            def load(self, tenant: str, session_id: str, *, head_only: bool = False) -> Any:
                 if rig.in_run and not rig.in_tx:
                     rig.begin("engine step")
-                return super().load(tenant, session_id)
+                return super().load(tenant, session_id, head_only=head_only)
 
         class BenchRunner(Runner):
             def transact(self, *a: Any, **kw: Any) -> Any:

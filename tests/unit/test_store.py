@@ -89,3 +89,36 @@ def test_a_tool_result_over_the_item_limit_is_stored_in_s3_by_reference() -> Non
     refs = [i for i in boto3.client("dynamodb").scan(TableName="holdpoint")["Items"] if "body_ref" in i]
     assert refs  # the node, the call and the tool.finished decision went by reference
     assert boto3.client("s3").list_objects_v2(Bucket="holdpoint-payloads")["KeyCount"] >= len(refs)
+
+
+def test_head_only_load_reads_header_agent_and_interrupts_but_no_tree() -> None:
+    h = Harness()
+    h.say("Email Bob")
+    full, head = h.state(), h.store.load("t1", h.session_id or "", head_only=True)
+    assert head is not None and head.header == full.header
+    assert set(head.interrupts) == set(full.interrupts) and head.interrupts
+    assert not head.tree.nodes and not head.calls and not head.decisions and not head.turns
+    assert full.tree.nodes and full.calls and full.decisions
+
+
+def test_the_park_message_reads_one_head_only_query_and_stores_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness()
+    h.say("Email Bob")
+    [interrupt] = h.state().open_interrupts()
+    before = h.state()
+    loads: list[bool] = []
+    real = h.store.load
+
+    def spy(tenant: str, session_id: str, *, head_only: bool = False) -> Any:
+        loads.append(head_only)
+        return real(tenant, session_id, head_only=head_only)
+
+    monkeypatch.setattr(h.store, "load", spy)
+    h.runner.handle({"kind": "park", "tenant": "t1", "session_id": h.session_id,
+                     "interrupt_id": interrupt.interrupt_id, "task_token": "token-fresh"})
+    assert loads == [True]
+    monkeypatch.undo()
+    state = h.state()
+    assert state.interrupts[interrupt.interrupt_id].task_token == "token-fresh"
+    assert state.tree.nodes.keys() == before.tree.nodes.keys() and state.calls == before.calls  # nothing else touched
+    assert state.header.version == before.header.version + 1

@@ -63,11 +63,13 @@ class Runner:
     clock: Callable[[], float] = time.time
 
     def transact(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T],
-                 loaded: SessionState | None = None) -> tuple[SessionState, T]:
+                 loaded: SessionState | None = None, *, head_only: bool = False) -> tuple[SessionState, T]:
         """Apply `mutate` to the session and commit; on a version conflict, reload and recompute.
-        `loaded` (state read for this step and not yet changed) saves the first read."""
+        `loaded` (state read for this step and not yet changed) saves the first read; `head_only`
+        loads only the header and interrupts, for a `mutate` that reads nothing else."""
         for attempt in range(ATTEMPTS):
-            state, loaded = (loaded, None) if loaded is not None else (self.store.load(tenant, session_id), None)
+            state, loaded = (loaded, None) if loaded is not None else (
+                self.store.load(tenant, session_id, head_only=head_only), None)
             if state is None:
                 raise LookupError(f"session {session_id} not found")
             out = mutate(state)
@@ -109,8 +111,10 @@ class Runner:
         kind = message.get("kind")
         tenant, session_id = message["tenant"], message["session_id"]
         if kind == "park":
+            # Storing the token touches one interrupt and makes nothing due: no tree read, no run.
             iid, token = message["interrupt_id"], message["task_token"]
-            self.transact(tenant, session_id, lambda s: engine.apply_park_token(s, iid, token))
+            self.transact(tenant, session_id, lambda s: engine.apply_park_token(s, iid, token), head_only=True)
+            return
         elif kind == "wake":
             iid, outcome = message["interrupt_id"], message.get("outcome", "resumed")
             _, happened = self.transact(tenant, session_id, lambda s: engine.apply_wake(s, iid, outcome))

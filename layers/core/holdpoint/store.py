@@ -109,13 +109,17 @@ class Store:
 
     # --- sessions --------------------------------------------------------------------
 
-    def load(self, tenant: str, session_id: str) -> SessionState | None:
+    def load(self, tenant: str, session_id: str, *, head_only: bool = False) -> SessionState | None:
+        """The session's state items (events excluded). `head_only` reads just the header, the
+        agent item and the interrupts (`H` .. `I#…` sort together), for steps that touch nothing
+        else: a load that does not grow with the tree. Such a state has no nodes, calls or
+        decisions, so only code that needs none of them may be given one."""
         pk = session_pk(tenant, session_id)
         items: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {
             "TableName": self.table,
-            "KeyConditionExpression": "PK = :pk AND SK >= :h",
-            "ExpressionAttributeValues": {":pk": _s(pk), ":h": _s("H")},
+            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :h AND :i" if head_only else "PK = :pk AND SK >= :h",
+            "ExpressionAttributeValues": {":pk": _s(pk), ":h": _s("H"), **({":i": _s("I$")} if head_only else {})},
             "ConsistentRead": True,
         }
         while True:
