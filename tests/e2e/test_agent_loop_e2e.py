@@ -369,7 +369,7 @@ def test_stalled_sub_agent_times_out_on_the_durable_timer_and_the_parent_finishe
 # --- 6. a budget stop and its resume ----------------------------------------------------------------
 
 
-def test_budget_stop_is_a_global_system_interrupt_only_an_operator_resumes(api: Api, stack: Any, log: Log) -> None:
+def test_r4_budget_stop_is_a_global_system_interrupt_only_an_operator_resumes(api: Api, stack: Any, log: Log) -> None:
     declare(api, proposing(log), budget={"max_cost": 0.001},
             llm={"provider": "scripted", "price_in": 1.0, "price_out": 1.0,
                  "script": [{"reply": {"content": "spent"}}]})

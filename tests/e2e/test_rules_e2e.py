@@ -1,5 +1,5 @@
 """The interrupt rules that tests/unit/test_rules.py proves on the core, again over HTTP on the
-local stack: R1 (ids and the required reason), R3 (two interrupts on one head), R6 (an LLM call
+local stack: R1 (ids and the required reason), R2 (anchors per branch), R3 (two interrupts on one head), R6 (an LLM call
 voided when its branch parks), R12 (a bound tool call that does not time out while parked) and
 R15 (the events and their fields)."""
 
@@ -54,6 +54,28 @@ def test_r1_worker_chosen_id_is_used_a_repeat_is_a_noop_and_a_missing_reason_nam
     failed = wait_for(lambda: events(api, other, "decision.failed"), "the malformed decision to fail")
     assert "actions[0].reason" in str(failed[0]["data"])
     assert api.view(other)["interrupts"] == []
+
+
+def test_r2_each_interrupt_anchors_to_its_branch_head_and_parks_only_that_branch(api: Api, log: Log) -> None:
+    declare(api, proposing(log, tool_execute=confirm, interrupt_resumed=send_on_resume))
+    sid = start(api, "email Bob")["session_id"]
+    first_branch = api.wait_status(sid, "interrupted")
+    [on_bob] = first_branch["interrupts"]
+    assert on_bob["anchor"] == first_branch["head_id"]
+    api.ok("POST", f"/v1/sessions/{sid}/inputs",  # edit the first message: a second branch
+           {"type": "client.messages", "messages": [{"role": "user", "content": "email Ann"}]})
+    second_branch = api.wait(sid, lambda v: len(v["interrupts"]) == 2)
+    [on_ann] = [i for i in second_branch["interrupts"] if i["interrupt_id"] != on_bob["interrupt_id"]]
+    assert on_ann["anchor"] == second_branch["head_id"] != on_bob["anchor"]
+    assert second_branch["status"] == "interrupted"
+    assert api.resume(sid, on_bob["interrupt_id"], {"approved": True}).json()["noop"] is False
+    time.sleep(1)  # the abandoned branch's interrupt cleared: nothing delivered, the head still parked
+    assert log.triggers(sid, "interrupt.resumed") == []
+    assert api.view(sid)["status"] == "interrupted"
+    assert api.resume(sid, on_ann["interrupt_id"], {"approved": True}).json()["noop"] is False
+    view = api.wait_status(sid, "done")
+    assert [t["interrupt_id"] for t in log.triggers(sid, "interrupt.resumed")] == [on_ann["interrupt_id"]]
+    assert [m["content"] for m in view["messages"] if m["role"] == "user"] == ["email Ann"]
 
 
 def test_r3_two_interrupts_on_one_head_resume_one_then_the_other(api: Api, log: Log) -> None:
