@@ -31,6 +31,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -325,34 +326,27 @@ def report(runs: list[dict[str, Any]], title: str) -> str:
                      [[f"N={r['n']}", r["nodes_at_start"], r["partition_items_at_start"], r["build_secs"]]
                       for r in runs]))
 
-    # per step, writes
-    rows = []
-    for phase in ("plain_turn", "interrupt_turn", "park", "resume_api", "wake"):
-        for i, (label, _) in enumerate(lo[phase]):
-            cells = [f"{phase}: {label}"]
-            per = [r[phase][i][1] if i < len(r[phase]) and r[phase][i][0] == label else None for r in runs]
-            for t in per:
-                cells.append("?" if t is None else f"{t['ddb_write_requests']} / {t['ddb_items_written']} / "
-                             f"{_kb(t['ddb_write_bytes'])} / {t['wru']:.0f}")
-            a, b = per[-1], per[0]
-            cells.append("?" if a is None or b is None else ratio(a["ddb_write_bytes"], b["ddb_write_bytes"]))
-            rows.append(cells)
-    out.append(table(["step"] + [f"N={n} req/items/KB/WRU" for n in sizes] + [f"bytes {sizes[-1]}/{sizes[0]}"], rows,
-                     "DynamoDB WRITES per step (write requests / items written / request KB / write request units)"))
+    def per_step(cell: Callable[[dict[str, Any]], str], bytes_key: str) -> list[list[Any]]:
+        """One row per step of every phase: `cell` for each N, then the N-max/N-min bytes ratio."""
+        rows = []
+        for phase in ("plain_turn", "interrupt_turn", "park", "resume_api", "wake"):
+            for i, (label, _) in enumerate(lo[phase]):
+                per = [r[phase][i][1] if i < len(r[phase]) and r[phase][i][0] == label else None for r in runs]
+                a, b = per[-1], per[0]
+                rows.append([f"{phase}: {label}"] + ["?" if t is None else cell(t) for t in per]
+                            + ["?" if a is None or b is None else ratio(a[bytes_key], b[bytes_key])])
+        return rows
 
-    rows = []
-    for phase in ("plain_turn", "interrupt_turn", "park", "resume_api", "wake"):
-        for i, (label, _) in enumerate(lo[phase]):
-            cells = [f"{phase}: {label}"]
-            per = [r[phase][i][1] if i < len(r[phase]) and r[phase][i][0] == label else None for r in runs]
-            for t in per:
-                cells.append("?" if t is None else f"{t['ddb_read_requests']} / {t['ddb_items_read']} / "
-                             f"{_kb(t['ddb_read_bytes'])} / {t['rru']:.1f}")
-            a, b = per[-1], per[0]
-            cells.append("?" if a is None or b is None else ratio(a["ddb_read_bytes"], b["ddb_read_bytes"]))
-            rows.append(cells)
-    out.append(table(["step"] + [f"N={n} req/items/KB/RRU" for n in sizes] + [f"bytes {sizes[-1]}/{sizes[0]}"], rows,
-                     "DynamoDB READS per step (read requests / items read / response KB / read request units)"))
+    writes = per_step(lambda t: f"{t['ddb_write_requests']} / {t['ddb_items_written']} / "
+                                f"{_kb(t['ddb_write_bytes'])} / {t['wru']:.0f}", "ddb_write_bytes")
+    out.append(table(["step"] + [f"N={n} req/items/KB/WRU" for n in sizes] + [f"bytes {sizes[-1]}/{sizes[0]}"],
+                     writes, "DynamoDB WRITES per step "
+                     "(write requests / items written / request KB / write request units)"))
+    reads = per_step(lambda t: f"{t['ddb_read_requests']} / {t['ddb_items_read']} / "
+                               f"{_kb(t['ddb_read_bytes'])} / {t['rru']:.1f}", "ddb_read_bytes")
+    out.append(table(["step"] + [f"N={n} req/items/KB/RRU" for n in sizes] + [f"bytes {sizes[-1]}/{sizes[0]}"],
+                     reads, "DynamoDB READS per step "
+                     "(read requests / items read / response KB / read request units)"))
 
     # summary: mean per engine step
     means = [mean_step(r) for r in runs]

@@ -59,6 +59,22 @@ def seed_worker(log: list[dict[str, Any]] | None = None) -> Worker:
     return decide
 
 
+def proposing(log: Any, **overrides: Any) -> Worker:
+    """A worker that records every request (`log.append`) and accepts every proposal, except for
+    the triggers in `overrides` (`tool_execute=...`: an answer, or a callable taking the request)."""
+
+    def decide(req: dict[str, Any]) -> dict[str, Any]:
+        log.append(req)
+        answer = overrides.get(req["trigger"]["type"].replace(".", "_"))
+        if callable(answer):
+            return answer(req)
+        if answer is not None:
+            return answer
+        return req["proposed"]
+
+    return decide
+
+
 class Harness:
     def __init__(self, worker: Worker | None = None, *, tenant: str = "t1", agent: dict[str, Any] | None = None,
                  origin: str = "client") -> None:

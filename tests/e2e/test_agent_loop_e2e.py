@@ -23,6 +23,7 @@ import pytest
 from holdpoint import workers
 from holdpoint.auth import put_api_key
 from tests.e2e.conftest import SCRIPT, Api, resumed_triggers, seed_worker
+from tests.harness import proposing
 
 Decide = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -42,7 +43,7 @@ class Log:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
 
-    def add(self, req: dict[str, Any]) -> None:
+    def append(self, req: dict[str, Any]) -> None:
         with self.lock:
             self.requests.append(req)
 
@@ -55,22 +56,6 @@ class Log:
 
     def kinds(self, sid: str) -> list[str]:
         return [t["type"] for t in self.triggers(sid)]
-
-
-def proposing(log: Log, **overrides: Any) -> Decide:
-    """A worker that accepts every proposal except for the triggers in `overrides`
-    (`tool_execute=...`: an answer, or a callable taking the request)."""
-
-    def decide(req: dict[str, Any]) -> dict[str, Any]:
-        log.add(req)
-        answer = overrides.get(req["trigger"]["type"].replace(".", "_"))
-        if callable(answer):
-            return answer(req)
-        if answer is not None:
-            return answer
-        return req["proposed"]
-
-    return decide
 
 
 def declare(api: Api, decide: Decide | None, agent_id: str = "assistant", **config: Any) -> None:

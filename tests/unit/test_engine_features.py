@@ -11,25 +11,9 @@ from holdpoint.auth import Caller
 from holdpoint.errors import ApiError
 from holdpoint.models import ClientActionInput, ClientMessageInput, SettleBody
 from holdpoint.settle import settle
-from tests.harness import Harness
+from tests.harness import Harness, proposing
 
 pytestmark = pytest.mark.usefixtures("aws")
-
-
-def proposing(log: list[dict[str, Any]], **overrides: Any) -> Any:
-    """A worker that accepts every proposal except the triggers in `overrides` (name -> answer)."""
-
-    def decide(req: dict[str, Any]) -> dict[str, Any]:
-        log.append(req)
-        kind = req["trigger"]["type"]
-        answer = overrides.get(kind.replace(".", "_"))
-        if callable(answer):
-            return answer(req)
-        if answer is not None:
-            return answer
-        return req["proposed"]
-
-    return decide
 
 
 def later(h: Harness, seconds: float) -> None:
