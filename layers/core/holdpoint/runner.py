@@ -122,9 +122,10 @@ class Runner:
                 self.counters.add(f"interrupts_{happened}")
         elif kind == "deadline":
             call_id, attempt = message["call_id"], int(message["attempt"])
-            waiting, version = self._child_status(tenant, session_id, call_id)
+            loaded = self.store.load(tenant, session_id)  # read once: for the child check and the commit
+            waiting, version = self._child_status(loaded, call_id)
             self.transact(tenant, session_id, lambda s: engine.apply_deadline(
-                s, call_id, attempt, self.clock(), child_waiting=waiting, child_version=version))
+                s, call_id, attempt, self.clock(), child_waiting=waiting, child_version=version), loaded)
         elif kind != "kick":
             raise ValueError(f"unknown work message kind {kind!r}")
         self.run(tenant, session_id)
@@ -248,13 +249,12 @@ class Runner:
                 self.store.commit(child)
         self.queue.kick(h.tenant, child_id, 0)
 
-    def _child_status(self, tenant: str, session_id: str, call_id: str) -> tuple[bool, int | None]:
+    def _child_status(self, state: SessionState | None, call_id: str) -> tuple[bool, int | None]:
         """For a sub_agent call: whether its child waits on a person, and the child's version."""
-        state = self.store.load(tenant, session_id)
         call = state.calls.get(call_id) if state is not None else None
-        if call is None or call.kind != "sub_agent" or not call.child_session_id:
+        if state is None or call is None or call.kind != "sub_agent" or not call.child_session_id:
             return False, None
-        child = self.store.load(tenant, call.child_session_id)
+        child = self.store.load(state.header.tenant, call.child_session_id)
         if child is None:
             return False, None
         return self._waiting(child, 0), child.header.version
