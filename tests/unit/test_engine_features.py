@@ -246,12 +246,18 @@ def test_worker_llm_path_llm_execute_answered_with_llm_result() -> None:
     assert view["usage"]["cost"] == pytest.approx(0.01)
 
 
-def test_budget_stop_is_a_global_system_interrupt_and_a_raised_budget_goes_on() -> None:
+def over_budget() -> tuple[Harness, list[dict[str, Any]]]:
+    """An operator's session whose first, priced model call crosses a 0.001 budget."""
     log: list[dict[str, Any]] = []
     agent = {"budget": {"max_cost": 0.001}, "llm": {"provider": "scripted", "price_in": 1.0, "price_out": 1.0,
                                                     "script": [{"reply": {"content": "spent"}}]}}
     h = Harness(proposing(log), agent=agent, origin="operator")
     h.say("say something long enough to cost")
+    return h, log
+
+
+def test_budget_stop_is_a_global_system_interrupt_and_a_raised_budget_goes_on() -> None:
+    h, _ = over_budget()
     view = h.view()
     [stop] = view["interrupts"]
     assert stop["origin"] == "system" and stop["reason"] == "budget_exceeded" and "anchor" not in stop
@@ -265,11 +271,7 @@ def test_budget_stop_is_a_global_system_interrupt_and_a_raised_budget_goes_on() 
 
 
 def test_budget_resume_without_a_raise_leaves_llm_calls_refused() -> None:
-    log: list[dict[str, Any]] = []
-    agent = {"budget": {"max_cost": 0.001}, "llm": {"provider": "scripted", "price_in": 1.0, "price_out": 1.0,
-                                                    "script": [{"reply": {"content": "spent"}}]}}
-    h = Harness(proposing(log), agent=agent, origin="operator")
-    h.say("say something long enough to cost")
+    h, log = over_budget()
     h.resume(h.open_interrupt()["interrupt_id"], {"ok": True})
     sessions.submit(h.store, h.queue, h.caller, h.session_id, ClientMessageInput.model_validate(
         {"type": "client.message", "message": {"role": "user", "content": "again"}}))
