@@ -22,8 +22,8 @@ import pytest
 
 from holdpoint import workers
 from holdpoint.auth import put_api_key
-from tests.e2e.conftest import SCRIPT, Api, resumed_triggers, seed_worker
 from tests.harness import proposing
+from tests.stack import SCRIPT, Api, resumed_triggers, seed_worker
 
 Decide = Callable[[dict[str, Any]], dict[str, Any]]
 

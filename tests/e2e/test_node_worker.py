@@ -21,7 +21,7 @@ import pytest
 import requests
 
 from tests.conftest import ROOT
-from tests.e2e.conftest import SCRIPT, Api, wait_execution
+from tests.stack import SCRIPT, Api, wait_execution
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")

@@ -7,7 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from tests.e2e.conftest import Api, declare_agent, resumed_triggers
+from tests.stack import Api, declare_agent, resumed_triggers
 
 
 def test_concurrent_messages_on_one_head_start_exactly_one_turn(api: Api, worker: Any) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Api
 from tests.e2e.test_agent_loop_e2e import Log, declare, events, operator, start, wait_for
 from tests.harness import proposing
+from tests.stack import Api
 
 TWO_EMAILS = [
     {"when": {"role": "user"}, "reply": {"tool_calls": [

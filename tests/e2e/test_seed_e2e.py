@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Api, execution_status, resumed_triggers, wait_execution
+from tests.stack import Api, execution_status, resumed_triggers, wait_execution
 
 
 @pytest.mark.parametrize("approved", [True, False], ids=["approve", "decline"])
@@ -108,7 +108,7 @@ def test_r13_pause_survives_a_restart_of_front_end_and_pollers(local_stack_facto
 
 def test_r16_expiry_by_the_step_functions_timeout(api: Api, stack: Any, worker: Any) -> None:
     _, seen = worker
-    from tests.e2e.conftest import declare_agent
+    from tests.stack import declare_agent
 
     declare_agent(api, worker[0], interrupt_expires_in=2)
     sid = api.start()

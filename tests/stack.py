@@ -1,4 +1,5 @@
-"""End-to-end fixtures: the real handlers on the local stack, a signed HTTP seed worker."""
+"""Fixtures for tests over HTTP on the local stack (e2e, security): the real handlers, a signed
+HTTP seed worker, and a small API client. Registered as a plugin by the root conftest."""
 
 from __future__ import annotations
 
