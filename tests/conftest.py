@@ -35,8 +35,10 @@ def make_resources() -> dict[str, str]:
     timer = sfn.create_state_machine(name="timer", definition=definition,
                                      roleArn="arn:aws:iam::123456789012:role/timer")["stateMachineArn"]
     boto3.client("s3").create_bucket(Bucket="holdpoint-payloads")
+    key = boto3.client("secretsmanager").create_secret(Name="holdpoint-signing-key",
+                                                       SecretString="unit-test-signing-key-0123456789")["ARN"]
     return {"TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": queue, "PARK_STATE_MACHINE_ARN": machine,
-            "TIMER_STATE_MACHINE_ARN": timer, "PAYLOAD_BUCKET": "holdpoint-payloads"}
+            "TIMER_STATE_MACHINE_ARN": timer, "PAYLOAD_BUCKET": "holdpoint-payloads", "JWT_SECRET_ARN": key}
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from holdpoint import sessions
 from holdpoint.auth import Caller
 from holdpoint.errors import ApiError
-from holdpoint.limits import MAX_PAYLOAD_BYTES, body_bytes
+from holdpoint.limits import MAX_PAYLOAD_BYTES, body_bytes, strict_body
 from holdpoint.models import (
     INPUT_TAGS,
     AgentConfig,
@@ -268,6 +268,8 @@ def get_inbox(
 @app.put("/v1/agents/<agent_id>")
 def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
     store, _, _ = deps()
+    who = caller()
+    who.require_key("declare agents")
     try:
         ID.validate_python(agent_id)
     except ValidationError:
@@ -285,15 +287,17 @@ def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
     if secret and not str(secret).startswith(("env:", "secretsmanager:")):
         raise ApiError(400, "validation_error", "worker.secret must be `env:NAME` or `secretsmanager:ARN`",
                        "worker.secret")
-    store.put_agent(caller().tenant, agent_id, config)
+    store.put_agent(who.tenant, agent_id, config)
     return {"agent_id": agent_id, "agent": config}
 
 
 @app.get("/v1/agents/<agent_id>")
 def get_agent(agent_id: str) -> dict[str, Any]:
     store, _, _ = deps()
+    who = caller()
+    who.require_key("read agents")
     check_id(agent_id, f"agent {agent_id}")
-    config = store.get_agent(caller().tenant, agent_id)
+    config = store.get_agent(who.tenant, agent_id)
     if config is None:
         raise ApiError(404, "not_found", f"agent {agent_id} not found")
     return {"agent_id": agent_id, "agent": config}
@@ -306,8 +310,12 @@ def openapi() -> Response[dict[str, Any]]:
 
 
 def check_body(event: dict[str, Any]) -> dict[str, Any]:
-    """Size, encoding and nesting limits before anything parses the body (holdpoint.limits)."""
+    """Size, encoding and nesting limits, then strict JSON, before the resolver parses the body
+    (holdpoint.limits, holdpoint.strictjson): NaN, huge numbers, duplicate keys and lone
+    surrogates are refused here, naming where they are."""
     raw = body_bytes(event)
+    if raw:
+        strict_body(raw)
     if event.get("isBase64Encoded"):
         event = {**event, "body": raw.decode("utf-8"), "isBase64Encoded": False}
     return event

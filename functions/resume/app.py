@@ -12,7 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from holdpoint.auth import Caller
 from holdpoint.errors import ApiError
-from holdpoint.limits import MAX_PAYLOAD_BYTES, body_bytes
+from holdpoint.limits import MAX_PAYLOAD_BYTES, object_body
 from holdpoint.models import Id, ResumeBody, first_error
 from holdpoint.parking import Parking
 from holdpoint.resume import resume
@@ -43,9 +43,8 @@ def _parse(event: dict[str, Any]) -> tuple[Caller, str, str, Any]:
         ID.validate_python(interrupt_id)
     except ValidationError:
         raise ApiError(400, "validation_error", "interrupt_id is not a valid id", "interrupt_id") from None
-    raw = body_bytes(event) or b"{}"
     try:
-        body = ResumeBody.model_validate_json(raw)
+        body = ResumeBody.model_validate(object_body(event))
     except ValidationError as exc:
         param, msg = first_error(exc)
         raise ApiError(400, "validation_error", msg, param or "body") from None

@@ -320,14 +320,18 @@ def test_resume_route(api: dict[str, str]) -> None:
     assert view["interrupts"] == [] and view["messages"][-1]["content"] == "Email sent."
 
 
-def test_resume_with_empty_body(api: dict[str, str]) -> None:
+def test_resume_with_empty_body_is_refused_and_the_interrupt_stays_open(api: dict[str, str]) -> None:
     h = Harness(tenant="dev")
     sid = start_session(h)
     iid = h.open_interrupt()["interrupt_id"]
-    event = http_event("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume",
-                       path_params={"session_id": sid, "interrupt_id": iid})
-    status, body = parse(RESUME.handler(event, CONTEXT))
-    assert status == 200 and body["noop"] is False
+    for raw in (None, "", "  "):
+        event = http_event("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", raw_body=raw,
+                           path_params={"session_id": sid, "interrupt_id": iid})
+        status, body = parse(RESUME.handler(event, CONTEXT))
+        assert_error(status, body, 400, param="body")
+        assert "JSON object body is required" in body["error"]["message"]
+    assert h.open_interrupt()["interrupt_id"] == iid
+    assert call_resume(sid, iid, {})[1]["noop"] is False  # `{}` is an answer with no payload
 
 
 def test_interrupt_resume_as_an_input(api: dict[str, str]) -> None:

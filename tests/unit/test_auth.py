@@ -23,9 +23,9 @@ SECRET = "test-jwt-secret-0123456789abcdef"
 def jwt_secret(monkeypatch: pytest.MonkeyPatch) -> str:
     arn = boto3.client("secretsmanager").create_secret(Name="holdpoint/jwt", SecretString=SECRET)["ARN"]
     monkeypatch.setenv("JWT_SECRET_ARN", arn)
-    from holdpoint import auth
+    from holdpoint import signing
 
-    auth._JWT_SECRET.clear()
+    signing._SECRETS.clear()
     return SECRET
 
 

@@ -15,7 +15,8 @@ import os
 import secrets
 import sys
 
-from .auth import ORIGINS, jwt_secret, mint_client_token, put_api_key, revoke_api_key
+from .auth import ORIGINS, mint_client_token, put_api_key, revoke_api_key
+from .signing import platform_secret
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("revoked")
     else:
-        secret = jwt_secret()
+        secret = platform_secret()
         if not secret:
             print("JWT_SECRET_ARN is not set", file=sys.stderr)
             return 2

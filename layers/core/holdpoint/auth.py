@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
 import jwt
 
+from .errors import ApiError
+from .signing import platform_secret
 from .store import Store
 
 ORIGINS = ("worker", "client", "machine", "operator", "system")
@@ -43,6 +43,18 @@ class Caller:
         """The session owner this caller is limited to, if any."""
         return self.subject if self.own_only else None
 
+    def require_key(self, what: str) -> None:
+        """Tenant-level routes (agents, keys, tokens) are for API keys; a client token reaches only
+        its own sessions (SECURITY.md: end user vs tenant)."""
+        if self.own_only:
+            raise ApiError(403, "forbidden", f"a client token cannot {what}; use an API key")
+
+    def require_unbound(self) -> None:
+        """A token bound to one session cannot start others."""
+        if self.session_id:
+            raise ApiError(403, "forbidden", f"this token is bound to session {self.session_id}; "
+                           "it cannot start another")
+
 
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
@@ -56,18 +68,6 @@ def put_api_key(table_name: str, key: str, tenant: str, subject: str, origin: st
     Store(table_name, client).put_api_key(hash_key(key), tenant, subject, origin)
 
 
-_JWT_SECRET: dict[str, str] = {}
-
-
-def jwt_secret() -> str | None:
-    arn = os.environ.get("JWT_SECRET_ARN")
-    if not arn:
-        return None
-    if arn not in _JWT_SECRET:
-        _JWT_SECRET[arn] = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
-    return _JWT_SECRET[arn]
-
-
 def authenticate(authorization: str | None, store: Store) -> Caller | None:
     """`Bearer <api key>` or `Bearer <jwt>`; None when neither checks out."""
     if not authorization or not authorization.lower().startswith("bearer "):
@@ -76,7 +76,7 @@ def authenticate(authorization: str | None, store: Store) -> Caller | None:
     if not token or len(token) > 4096:
         return None
     if token.count(".") == 2:
-        secret = jwt_secret()
+        secret = platform_secret()
         if not secret:
             return None
         try:

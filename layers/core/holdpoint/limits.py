@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from .errors import ApiError
+from .strictjson import JsonProblem, loads
 
 MAX_BODY_BYTES = 1_048_576
 MAX_JSON_DEPTH = 64  # deeper than any protocol shape needs; Python's parser overflows near 10,000
@@ -48,3 +49,24 @@ def body_bytes(event: dict[str, Any]) -> bytes:
     if json_depth(raw) > MAX_JSON_DEPTH:
         raise ApiError(400, "validation_error", f"body is nested deeper than {MAX_JSON_DEPTH} levels", "body")
     return raw
+
+
+def strict_body(raw: bytes) -> Any:
+    """The body parsed as strict JSON (holdpoint.strictjson); a refusal names where the problem is."""
+    try:
+        return loads(raw)
+    except JsonProblem as exc:
+        if not exc.param:
+            raise ApiError(400, "validation_error", "body is not valid JSON", "body") from None
+        raise ApiError(400, "validation_error", exc.message, exc.param[:100]) from None
+
+
+def object_body(event: dict[str, Any]) -> dict[str, Any]:
+    """A body that must be a JSON object (an empty one included: `{}`, never nothing)."""
+    raw = body_bytes(event)
+    if not raw.strip():
+        raise ApiError(400, "validation_error", "a JSON object body is required", "body")
+    body = strict_body(raw)
+    if not isinstance(body, dict):
+        raise ApiError(400, "validation_error", "body must be a JSON object", "body")
+    return body

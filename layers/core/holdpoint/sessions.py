@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from typing import Any
 
 from . import interrupts as rules
+from . import signing
 from .auth import Caller
 from .contention import ATTEMPTS, pause
 from .errors import ApiError
@@ -31,6 +30,8 @@ def submit(store: Store, queue: WorkQueue, caller: Caller, session_id: str | Non
            inp: ClientMessageInput | ClientMessagesInput | ClientActionInput) -> Accepted:
     """Apply a client input with a conditional commit; retried on a concurrent change."""
     creating = session_id is None
+    if creating:
+        caller.require_unbound()
     sid = session_id or mint("ses")
     agent: dict[str, Any] | None = None
     for attempt in range(ATTEMPTS):
@@ -114,20 +115,18 @@ def raise_interrupt(store: Store, queue: WorkQueue, caller: Caller, session_id: 
 
 
 def inbox(store: Store, caller: Caller, limit: int, cursor: str | None) -> dict[str, Any]:
-    """The tenant's open interrupts across sessions, newest first, from the sparse GSI."""
+    """The tenant's open interrupts across sessions, newest first, from the sparse GSI. The cursor
+    is sealed under the deployment's key and bound to the tenant: opaque, and refused if altered."""
     start = None
     if cursor:
-        try:
-            start = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
-        except (ValueError, UnicodeDecodeError):
-            raise ApiError(400, "validation_error", "cursor is not valid", "cursor") from None
-        if not isinstance(start, dict) or not str(start.get("GSI1PK", {}).get("S", "")).startswith(
-                f"T#{caller.tenant}#"):
+        sealed = signing.unseal("inbox-cursor", cursor)
+        if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict):
             raise ApiError(400, "validation_error", "cursor is not valid", "cursor")
+        start = sealed["at"]
     items, last = store.inbox(caller.tenant, limit, start)
     if caller.session_id:
         items = [i for i in items if i["session_id"] == caller.session_id]
     if caller.own_only:
         items = [i for i in items if i.get("owner") == caller.subject]
-    next_cursor = base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None
+    next_cursor = signing.seal("inbox-cursor", {"tenant": caller.tenant, "at": last}) if last else None
     return {"interrupts": items, "next_cursor": next_cursor}

@@ -1,0 +1,75 @@
+"""Tamper-evident tokens under the deployment's own key (page cursors; client JWTs use the key too).
+
+The key is the signing secret in Secrets Manager (`JWT_SECRET_ARN`), read once per container.
+Each kind of sealed token signs with its own subkey, HMAC(secret, "holdpoint/" + purpose), so a
+token made for one purpose never verifies as another.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+
+import boto3
+
+from . import strictjson
+
+MAX_TOKEN_CHARS = 4_096
+_SECRETS: dict[str, str] = {}
+
+
+class MissingKey(RuntimeError):
+    """The deployment has no signing secret configured (JWT_SECRET_ARN unset)."""
+
+
+def platform_secret() -> str | None:
+    """The deployment's signing secret, or None when none is configured."""
+    arn = os.environ.get("JWT_SECRET_ARN")
+    if not arn:
+        return None
+    if arn not in _SECRETS:
+        _SECRETS[arn] = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+    return _SECRETS[arn]
+
+
+def _subkey(purpose: str) -> bytes:
+    secret = platform_secret()
+    if not secret:
+        raise MissingKey("JWT_SECRET_ARN is not set: nothing can be signed")
+    return hmac.new(secret.encode(), f"holdpoint/{purpose}".encode(), hashlib.sha256).digest()
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def seal(purpose: str, payload: dict[str, Any]) -> str:
+    """`payload` as an opaque string that only this deployment can have made."""
+    body = _b64(strictjson.dumps(payload).encode())
+    mac = hmac.new(_subkey(purpose), body.encode(), hashlib.sha256).digest()
+    return f"{body}.{_b64(mac)}"
+
+
+def unseal(purpose: str, token: str) -> dict[str, Any] | None:
+    """The payload of a token `seal(purpose, ...)` made; None for anything else."""
+    if len(token) > MAX_TOKEN_CHARS or token.count(".") != 1:
+        return None
+    body, _, signature = token.partition(".")
+    try:
+        given = _unb64(signature)
+        expected = hmac.new(_subkey(purpose), body.encode(), hashlib.sha256).digest()
+        if not hmac.compare_digest(given, expected):
+            return None
+        payload = json.loads(_unb64(body))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    return payload if isinstance(payload, dict) else None

@@ -1,0 +1,38 @@
+"""Helpers the security probes share: what the table holds, and a client token for the stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from holdpoint.auth import mint_client_token
+from tests.stack import Api
+
+
+def table_count(stack: Any) -> int:
+    """Every item the stack's table holds: a refused request must leave this unchanged."""
+    ddb = stack.client("dynamodb")
+    count, kwargs = 0, {"TableName": stack.env["TABLE_NAME"], "Select": "COUNT"}
+    while True:
+        page = ddb.scan(**kwargs)
+        count += page["Count"]
+        if "LastEvaluatedKey" not in page:
+            return count
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def client_token_api(stack: Any, subject: str, *, tenant: str = "dev", session_id: str | None = None) -> Api:
+    """An end user's client: a JWT signed with the stack's own key (as `POST /v1/client-tokens` or the
+    admin CLI would mint it)."""
+    secret = stack.client("secretsmanager").get_secret_value(SecretId=stack.env["JWT_SECRET_ARN"])["SecretString"]
+    return Api(stack.base_url, mint_client_token(secret, tenant, subject, session_id=session_id))
+
+
+def refusal(resp: Any, status: int, *, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    """Assert a Holdpoint refusal `{"error": {code, message, param?}}` and return the error."""
+    assert resp.status_code == status, (resp.status_code, resp.text[:300])
+    err = resp.json()["error"]
+    if code is not None:
+        assert err["code"] == code, err
+    if param is not None:
+        assert err.get("param") == param, err
+    return err
