@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SAM_STAMP := $(VENV_SAM)/.installed
 LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)
 
-.PHONY: venv test serve demo lint sam-check clean
+.PHONY: venv test test-unit serve demo lint sam-check clean
 
 venv: $(STAMP)
 
@@ -18,8 +18,13 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
+# Everything: unit, integration (in-process, exhaustive), e2e and security (over HTTP on the local stack).
 test: venv
 	$(PY) -m pytest -q
+
+# The fast tier: core and service tests on moto's in-process AWS, no server (under a minute).
+test-unit: venv
+	$(PY) -m pytest -q tests/unit
 
 serve: venv
 	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.serve

@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -41,6 +42,23 @@ def make_resources() -> dict[str, str]:
             "TIMER_STATE_MACHINE_ARN": timer, "PAYLOAD_BUCKET": "holdpoint-payloads", "JWT_SECRET_ARN": key}
 
 
+_CLIENTS: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+_REAL_CLIENT = boto3.client
+_SHARED_SERVICES = frozenset({"dynamodb", "sqs", "stepfunctions", "s3", "secretsmanager"})
+
+
+def shared_client(service: str, *args: Any, **kwargs: Any) -> Any:
+    """boto3.client, built once per service and options for the whole run. moto intercepts every
+    client at botocore's send hook, so a client outlives `mock_aws` sessions safely, and building
+    one (loading its service model) was most of each unit test's setup."""
+    if args or "config" in kwargs or service not in _SHARED_SERVICES:
+        return _REAL_CLIENT(service, *args, **kwargs)
+    key = (service, tuple(sorted(kwargs.items())))
+    if key not in _CLIENTS:
+        _CLIENTS[key] = _REAL_CLIENT(service, **kwargs)
+    return _CLIENTS[key]
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """moto's in-process AWS with the resources the template declares (the end-to-end tests use
@@ -51,6 +69,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
 
     moto_fixes.apply()
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.setattr(boto3, "client", shared_client)
     with mock_aws():
         env = make_resources()
         for key, value in env.items():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import secrets
 import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ import requests
 
 from holdpoint.auth import put_api_key
 from tests.conftest import ROOT
+from tests.waiting import wait_for
 
 sys.path.insert(0, str(ROOT / "examples"))
 import seed_worker  # noqa: E402
@@ -51,13 +51,14 @@ class Api:
         return self.ok("GET", f"/v1/sessions/{sid}")
 
     def wait(self, sid: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            view = self.view(sid)
-            if check(view):
-                return view
-            assert time.monotonic() < deadline, f"timed out; last view: {view['status']} {view['interrupts']}"
-            time.sleep(0.2)
+        last: dict[str, Any] = {}
+
+        def matched() -> dict[str, Any] | None:
+            last.update(self.view(sid))
+            return dict(last) if check(last) else None
+
+        return wait_for(matched, f"session {sid}", timeout,
+                        describe=lambda: f"{last.get('status')} {last.get('interrupts')}")
 
     def wait_status(self, sid: str, status: str, timeout: float = 60) -> dict[str, Any]:
         return self.wait(sid, lambda v: v["status"] == status, timeout)
@@ -123,7 +124,5 @@ def execution_status(stack: Any, sid: str, iid: str) -> str:
 
 
 def wait_execution(stack: Any, sid: str, iid: str, status: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while execution_status(stack, sid, iid) != status:
-        assert time.monotonic() < deadline, f"execution stayed {execution_status(stack, sid, iid)}"
-        time.sleep(0.2)
+    wait_for(lambda: execution_status(stack, sid, iid) == status, f"the ParkBranch execution to be {status}",
+             timeout, describe=lambda: execution_status(stack, sid, iid))

@@ -20,7 +20,10 @@ tests' in-process moto) so the emulator keeps the guarantees the real service gi
    table and filtering on the partition key: O(table) per session load, so each step slowed as
    sessions piled up. It now lists only the queried partition, which is the same set.
 
-No fix changes what moto answers; they are checked by tests/test_moto_fixes.py.
+No fix changes what moto answers; they are checked by tests/unit/test_moto_fixes.py, and
+tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch
+moto internals, so `apply` refuses any moto but the pinned one (`PINNED`): a new moto must be
+read against each fix before the pin moves.
 """
 
 from __future__ import annotations
@@ -31,10 +34,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import moto
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models import table as table_module
 from moto.dynamodb.models.dynamo_type import Item
 
+PINNED = "5.2.5"
+MARKER = "holdpoint moto fixes applied"
 _LOCK = threading.RLock()
 _PARTITION = threading.local()  # the partition a base-table Query on this thread is reading
 # writes, and the reads that walk a table's items (a write resizing the dict under them would fail)
@@ -142,9 +148,21 @@ def _partition_items(original: Callable[..., Any]) -> Callable[..., Any]:
     return all_items
 
 
+class UnknownMotoVersion(RuntimeError):
+    """The fixes were written against another moto's internals."""
+
+
+def applied() -> bool:
+    return bool(getattr(DynamoDBBackend.put_item, "__holdpoint_fixed__", False))
+
+
 def apply() -> None:
-    """Install the fixes; calling it again changes nothing."""
-    if getattr(DynamoDBBackend.put_item, "__holdpoint_fixed__", False):
+    """Install the fixes; calling it again changes nothing. Refuses an unknown moto version."""
+    if moto.__version__ != PINNED:
+        raise UnknownMotoVersion(
+            f"holdpoint_local.moto_fixes patches moto {PINNED} internals, but moto {moto.__version__} is installed: "
+            f"pin moto=={PINNED} in requirements-dev.txt, or re-read each fix against the new moto and move PINNED")
+    if applied():
         return
     import moto.dynamodb.models as backend_module
 

@@ -28,6 +28,7 @@ import os, sys, threading, time
 sys.path.insert(0, os.environ["HOLDPOINT_LOCAL_DIR"])
 from holdpoint_local import moto_fixes
 moto_fixes.apply()
+print(f"{moto_fixes.MARKER} (moto {moto_fixes.PINNED})", flush=True)
 parent = os.getppid()
 def _watch():
     while os.getppid() == parent:

@@ -116,6 +116,7 @@ class LocalFunction:
         self._created = 0
         self._lock = threading.Lock()
         self.invocations = 0
+        self.in_flight = 0
 
     def _acquire(self) -> Handler:
         try:
@@ -145,10 +146,15 @@ class LocalFunction:
         payload = copy.deepcopy(event)
         with self._lock:
             self.invocations += 1
-        if self._shared is not None:
-            return self._shared(payload, ctx)
-        fn = self._acquire()
+            self.in_flight += 1
         try:
-            return fn(payload, ctx)
+            if self._shared is not None:
+                return self._shared(payload, ctx)
+            fn = self._acquire()
+            try:
+                return fn(payload, ctx)
+            finally:
+                self._idle.put(fn)
         finally:
-            self._idle.put(fn)
+            with self._lock:
+                self.in_flight -= 1

@@ -149,6 +149,20 @@ class LocalStack:
             aws_access_key_id="testing", aws_secret_access_key="testing",
         )  # fmt: skip
 
+    def quiet(self) -> bool:
+        """Nothing is happening: every queue a function consumes is empty (no message visible,
+        in flight or delayed) and no function is running. Durable timers still waiting are not
+        work yet; a test that depends on one waits for it by name."""
+        assert self.provisioned is not None, "start() first"
+        sqs = self.client("sqs")
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                 "ApproximateNumberOfMessagesDelayed"]
+        for mapping in self.provisioned.sqs_mappings:
+            attrs = sqs.get_queue_attributes(QueueUrl=mapping.queue_url, AttributeNames=names)["Attributes"]
+            if any(int(attrs.get(name, "0")) for name in names):
+                return False
+        return not any(fn.in_flight for fn in self.functions.values())
+
     # -- internals ----------------------------------------------------------------
     def _environment(self, prov: Provisioned) -> dict[str, str]:
         return {

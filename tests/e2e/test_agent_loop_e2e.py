@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from http.server import ThreadingHTTPServer
@@ -24,6 +23,7 @@ from holdpoint import workers
 from holdpoint.auth import put_api_key
 from tests.harness import proposing
 from tests.stack import SCRIPT, Api, resumed_triggers, seed_worker
+from tests.waiting import wait_for, wait_quiet
 
 Decide = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -80,16 +80,6 @@ def say(api: Api, sid: str, text: str, **extra: Any) -> Any:
 
 def events(api: Api, sid: str, type_: str | None = None) -> list[dict[str, Any]]:
     return [e for e in api.events(sid) if type_ is None or e["type"] == type_]
-
-
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        out = check()
-        if out:
-            return out
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def open_tool_call(api: Api, sid: str, name: str = "send_email") -> dict[str, Any]:
@@ -221,12 +211,12 @@ def test_deferred_tool_settled_later_through_the_settle_route(api: Api, log: Log
 # --- 3. a client tool ----------------------------------------------------------------------------
 
 
-def test_client_tool_is_settled_by_a_client_tool_result_input(api: Api, log: Log) -> None:
+def test_client_tool_is_settled_by_a_client_tool_result_input(api: Api, stack: Any, log: Log) -> None:
     declare(api, proposing(log), tools=[{"name": "send_email", "handler": "client"}])
     sid = start(api, "Email Bob")["session_id"]
     call = open_tool_call(api, sid)
     assert call["handler"] == "client" and "deadline" not in call
-    time.sleep(1)  # give a wrongly dispatched tool.execute the chance to show up
+    wait_quiet(stack)  # a wrongly dispatched tool.execute would have reached the worker by now
     assert log.triggers(sid, "tool.execute") == []
     assert api.view(sid)["status"] == "running"
     out = api.req("POST", f"/v1/sessions/{sid}/inputs", {"type": "tool.result", "id": call["id"], "result": "sent"})
@@ -263,7 +253,7 @@ def test_worker_llm_path_llm_execute_answered_with_llm_result(api: Api, log: Log
 # --- 5. a sub-agent runs while the parent is parked ----------------------------------------------------
 
 
-def test_sub_agent_runs_to_done_while_parent_parked_and_its_result_is_held(api: Api, log: Log) -> None:
+def test_sub_agent_runs_to_done_while_parent_parked_and_its_result_is_held(api: Api, stack: Any, log: Log) -> None:
     parent_script = [
         {"when": {"role": "user", "contains": "research"}, "reply": {"tool_calls": [
             {"name": "researcher", "arguments": {"task": "find Bob's address"}},
@@ -308,7 +298,7 @@ def test_sub_agent_runs_to_done_while_parent_parked_and_its_result_is_held(api: 
     assert call_id not in [c["id"] for c in parent["calls"]]
     [result] = [n["message"] for n in parent["message_tree"]["nodes"] if n["message"].get("tool_call_id") == call_id]
     assert result["role"] == "tool" and result["content"] == "bob@example.com"
-    time.sleep(1)  # give a wrongly released follow-on the chance to show up
+    wait_quiet(stack)  # a wrongly released follow-on would have been delivered by now
     assert log.triggers(sid, "sub_agent.finished") == []
     out = api.resume(sid, interrupt["interrupt_id"], {"approved": True})
     assert out.status_code == 200 and out.json()["noop"] is False
@@ -385,7 +375,7 @@ def test_r4_budget_stop_is_a_global_system_interrupt_only_an_operator_resumes(ap
 # --- 7. a queued message -------------------------------------------------------------------------------
 
 
-def test_second_message_gets_turn_already_active_or_queues_with_queue_true(api: Api, log: Log) -> None:
+def test_second_message_gets_turn_already_active_or_queues_with_queue_true(api: Api, stack: Any, log: Log) -> None:
     declare(api, proposing(log, tool_execute={}))  # a deferred tool keeps the first turn running
     first = start(api, "Email Bob")
     sid = first["session_id"]
@@ -401,7 +391,7 @@ def test_second_message_gets_turn_already_active_or_queues_with_queue_true(api: 
     refused_again = say(api, sid, "say hi twice")
     assert refused_again.status_code == 409
     assert refused_again.json()["error"]["code"] == "turn_already_active"
-    time.sleep(1)  # the queued turn must not start while the first runs
+    wait_quiet(stack)  # a queued turn started too early would have run by now
     assert [m["content"] for m in api.view(sid)["messages"] if m["role"] == "user"] == ["Email Bob"]
     assert api.ok("POST", f"/v1/sessions/{sid}/calls/settle",
                   {"type": "tool.result", "id": call["id"], "result": "sent"})["ok"] is True
@@ -418,7 +408,7 @@ def test_second_message_gets_turn_already_active_or_queues_with_queue_true(api: 
 # --- 8. a retried turn_id ----------------------------------------------------------------------------
 
 
-def test_retried_turn_id_returns_the_same_turn_and_runs_it_once(api: Api, log: Log) -> None:
+def test_retried_turn_id_returns_the_same_turn_and_runs_it_once(api: Api, stack: Any, log: Log) -> None:
     declare(api, proposing(log))
     first = start(api, "say hi", turn_id="turn-retry-1")
     sid = first["session_id"]
@@ -429,7 +419,7 @@ def test_retried_turn_id_returns_the_same_turn_and_runs_it_once(api: Api, log: L
     api.wait_status(sid, "done")
     late = say(api, sid, "say hi", turn_id="turn-retry-1")  # and one after the turn ended
     assert late.status_code == 202 and late.json()["turn_id"] == "turn-retry-1"
-    time.sleep(1)
+    wait_quiet(stack)
     view = api.wait_status(sid, "done")
     assert [m["content"] for m in view["messages"]] == ["say hi", "Hi!"]
     assert len(log.triggers(sid, "client.messages")) == 1
@@ -538,7 +528,7 @@ def test_r5_client_raised_interrupt_records_origin_client_and_the_client_may_res
 @pytest.mark.parametrize("order", [["send_email", "lookup"], ["lookup", "send_email"]],
                          ids=["email_first", "lookup_first"])
 def test_r10_lookup_result_recorded_while_parked_and_its_tool_finished_waits_for_the_resume(
-        api: Api, monkeypatch: pytest.MonkeyPatch, worker: Any, order: list[str]) -> None:
+        api: Api, stack: Any, monkeypatch: pytest.MonkeyPatch, worker: Any, order: list[str]) -> None:
     _, seen = worker
     original = seed_worker.decide
 
@@ -576,7 +566,7 @@ def test_r10_lookup_result_recorded_while_parked_and_its_tool_finished_waits_for
     [raised] = events(api, sid, "session.interrupted")
     if order[0] == "send_email":
         assert settled[0]["seq"] > raised["seq"]  # recorded while parked
-    time.sleep(1)  # give a wrongly released follow-on the chance to show up
+    wait_quiet(stack)  # a wrongly released follow-on would have been delivered by now
     assert api.view(sid)["status"] == "interrupted"
     assert mine("tool.finished") == []  # held (R10)
     out = api.resume(sid, interrupt["interrupt_id"], {"approved": True})

@@ -22,6 +22,7 @@ import requests
 
 from tests.conftest import ROOT
 from tests.stack import SCRIPT, Api, wait_execution
+from tests.waiting import wait_for
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
@@ -125,11 +126,11 @@ def test_node_worker_runs_the_seed_end_to_end(node_api: Api, node_stack: Any, no
 
     # Worker state round-trips: each answer is the previous stored state + 1, so the count keeps
     # growing across the pause and ends equal to the number of decisions the engine applied.
-    deadline = time.monotonic() + 30
-    while decision_count(view) != len(delivered(api, sid)):
-        assert time.monotonic() < deadline, (view["state"], len(delivered(api, sid)))
-        time.sleep(0.2)
-        view = api.view(sid)
+    def counted() -> dict[str, Any] | None:
+        current = api.view(sid)
+        return current if decision_count(current) == len(delivered(api, sid)) else None
+
+    view = wait_for(counted, "the stored worker state to count every applied decision", 30)
     assert decision_count(view) > before
     assert view["state"] == {"decisions": decision_count(view)}
     assert f"{sid} interrupt.resumed -> {'tool.result' if approved else 'tool.error'}" in node_worker.log.read_text()

@@ -3,11 +3,12 @@ arrival and against the expiry. Outcomes are checked, never timings."""
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any
 
 from tests.stack import Api, declare_agent, resumed_triggers
+from tests.waiting import wait_until_epoch
 
 
 def test_concurrent_messages_on_one_head_start_exactly_one_turn(api: Api, worker: Any) -> None:
@@ -58,8 +59,10 @@ def test_resume_racing_the_expiry_has_exactly_one_winner(api: Api, stack: Any, w
     _, seen = worker
     declare_agent(api, worker[0], interrupt_expires_in=1)
     sid = api.start()
-    iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
-    time.sleep(0.9)  # aim the resume at the expiry; either may win, never both
+    interrupt = api.wait_status(sid, "interrupted")["interrupts"][0]
+    iid = interrupt["interrupt_id"]
+    expires = datetime.fromisoformat(interrupt["expires_at"].replace("Z", "+00:00")).timestamp()
+    wait_until_epoch(expires - 0.1, "just before the expiry")  # aim the resume at it; either may win, never both
     answer = api.resume(sid, iid, {"approved": True}).json()
     final = api.wait_status(sid, "done", timeout=90)
     [resumed] = resumed_triggers(seen, sid)

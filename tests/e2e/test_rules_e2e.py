@@ -5,7 +5,7 @@ R15 (the events and their fields)."""
 
 from __future__ import annotations
 
-import time
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -13,6 +13,7 @@ import pytest
 from tests.e2e.test_agent_loop_e2e import Log, declare, events, operator, start, wait_for
 from tests.harness import proposing
 from tests.stack import Api
+from tests.waiting import wait_quiet, wait_until_epoch
 
 TWO_EMAILS = [
     {"when": {"role": "user"}, "reply": {"tool_calls": [
@@ -57,7 +58,8 @@ def test_r1_worker_chosen_id_is_used_a_repeat_is_a_noop_and_a_missing_reason_nam
     assert api.view(other)["interrupts"] == []
 
 
-def test_r2_each_interrupt_anchors_to_its_branch_head_and_parks_only_that_branch(api: Api, log: Log) -> None:
+def test_r2_each_interrupt_anchors_to_its_branch_head_and_parks_only_that_branch(api: Api, stack: Any,
+                                                                                  log: Log) -> None:
     declare(api, proposing(log, tool_execute=confirm, interrupt_resumed=send_on_resume))
     sid = start(api, "email Bob")["session_id"]
     first_branch = api.wait_status(sid, "interrupted")
@@ -70,7 +72,9 @@ def test_r2_each_interrupt_anchors_to_its_branch_head_and_parks_only_that_branch
     assert on_ann["anchor"] == second_branch["head_id"] != on_bob["anchor"]
     assert second_branch["status"] == "interrupted"
     assert api.resume(sid, on_bob["interrupt_id"], {"approved": True}).json()["noop"] is False
-    time.sleep(1)  # the abandoned branch's interrupt cleared: nothing delivered, the head still parked
+    wait_for(lambda: [e for e in events(api, sid, "session.interrupt_resumed")
+                      if e["data"]["interrupt_id"] == on_bob["interrupt_id"]], "the abandoned branch's wake-up")
+    wait_quiet(stack)  # the abandoned branch's interrupt cleared: nothing delivered, the head still parked
     assert log.triggers(sid, "interrupt.resumed") == []
     assert api.view(sid)["status"] == "interrupted"
     assert api.resume(sid, on_ann["interrupt_id"], {"approved": True}).json()["noop"] is False
@@ -79,7 +83,7 @@ def test_r2_each_interrupt_anchors_to_its_branch_head_and_parks_only_that_branch
     assert [m["content"] for m in view["messages"] if m["role"] == "user"] == ["email Ann"]
 
 
-def test_r3_two_interrupts_on_one_head_resume_one_then_the_other(api: Api, log: Log) -> None:
+def test_r3_two_interrupts_on_one_head_resume_one_then_the_other(api: Api, stack: Any, log: Log) -> None:
     declare(api, proposing(log, tool_execute=confirm, interrupt_resumed=send_on_resume),
             llm={"provider": "scripted", "script": TWO_EMAILS})
     sid = start(api, "email Ann and Bob")["session_id"]
@@ -88,7 +92,7 @@ def test_r3_two_interrupts_on_one_head_resume_one_then_the_other(api: Api, log: 
     assert first["anchor"] == second["anchor"] == view["head_id"]  # one head parked twice
     assert api.resume(sid, first["interrupt_id"], {"approved": True}).json()["noop"] is False
     wait_for(lambda: log.triggers(sid, "interrupt.resumed"), "the first interrupt.resumed")
-    time.sleep(1)  # give a wrongly released follow-on the chance to show up
+    wait_quiet(stack)  # a wrongly released follow-on would have been delivered by now
     assert api.view(sid)["status"] == "interrupted"
     assert log.triggers(sid, "tool.finished") == []  # held: the other interrupt still parks the head
     assert api.resume(sid, second["interrupt_id"], {"approved": True}).json()["noop"] is False
@@ -117,7 +121,8 @@ def test_r6_llm_call_in_flight_when_its_branch_parks_is_voided_and_its_late_resu
     assert raised["interrupt_id"] in [i["interrupt_id"] for i in api.view(sid)["interrupts"]]
 
 
-def test_r12_bound_tool_call_stays_open_past_its_attempt_timeout_while_parked(api: Api, log: Log) -> None:
+def test_r12_bound_tool_call_stays_open_past_its_attempt_timeout_while_parked(api: Api, stack: Any,
+                                                                               log: Log) -> None:
     declare(api, proposing(log, tool_execute=confirm, interrupt_resumed=send_on_resume),
             retry={"tool": {"attempt_timeout_secs": 1, "max_attempts": 1}})
     sid = start(api, "email Bob")["session_id"]
@@ -125,7 +130,9 @@ def test_r12_bound_tool_call_stays_open_past_its_attempt_timeout_while_parked(ap
     [interrupt] = view["interrupts"]
     [call] = [c for c in view["calls"] if c["kind"] == "tool_call"]
     assert interrupt["call_id"] == call["id"]  # bound to the tool.execute it answered
-    time.sleep(3)  # three attempt timeouts
+    attempt_deadline = datetime.fromisoformat(call["deadline"].replace("Z", "+00:00")).timestamp()
+    wait_until_epoch(attempt_deadline + 2, "two attempt timeouts past the call's deadline")
+    wait_quiet(stack)
     still = api.view(sid)
     assert [c["id"] for c in still["calls"]] == [call["id"]] and still["status"] == "interrupted"
     assert not [e for e in events(api, sid, "call.settled") if e["data"]["call_id"] == call["id"]]

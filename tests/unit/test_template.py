@@ -10,7 +10,7 @@ from cfnlint.api import lint
 
 from holdpoint_local.provision import load_template
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 
 

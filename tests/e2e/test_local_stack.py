@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from holdpoint_local.stack import LocalStack
+from tests.waiting import wait_quiet
 
 AUTHORIZER = '''
 def handler(event, context):
@@ -197,7 +198,7 @@ def test_partial_batch_failure_is_redelivered_then_deleted(stack: LocalStack, en
                          for r in recs)  # fmt: skip
     )
     assert sum(1 for r in engine.records if json.loads(r["body"]).get("n") == 2) == 1
-    time.sleep(2.5)  # nothing comes back once it succeeded
+    wait_quiet(stack)  # deleted once it succeeded: nothing comes back
     assert sum(1 for r in engine.records if json.loads(r["body"]).get("n") == 1) == 3
     attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert attrs["ApproximateNumberOfMessages"] == "0" and attrs["ApproximateNumberOfMessagesNotVisible"] == "0"

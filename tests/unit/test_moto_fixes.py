@@ -14,6 +14,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.dynamodb.models import table as table_module
 
+RACE_WINDOW_SECS = 0.003  # long enough for a second request to interleave, were nothing locked
+
 
 def table(aws: dict[str, str]) -> tuple[Any, str]:
     return boto3.client("dynamodb", region_name="us-east-1"), aws["TABLE_NAME"]
@@ -30,7 +32,7 @@ def slow_conditions(monkeypatch: Any) -> None:
         real = module.get_filter_expression
 
         def slow(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
-            time.sleep(0.003)
+            time.sleep(RACE_WINDOW_SECS)
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(module, "get_filter_expression", slow)

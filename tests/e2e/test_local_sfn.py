@@ -4,7 +4,6 @@ TimeoutSecondsPath -> Catch States.Timeout -> expire. Provisioned from template.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from typing import Any
 
@@ -14,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from holdpoint_local.moto_server import MotoServer
 from holdpoint_local.provision import Provisioned, provision
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -24,26 +24,27 @@ def park(moto_server: MotoServer, stack_name: str) -> tuple[Provisioned, Any, An
 
 
 def _receive(sqs: Any, url: str, timeout: float = 10.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        resp = sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=1, WaitTimeSeconds=1, MessageSystemAttributeNames=["All"]
-        )
+    """The next message on the queue (deleted once read)."""
+
+    def one() -> dict[str, Any] | None:
+        resp = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, WaitTimeSeconds=1,
+                                   MessageSystemAttributeNames=["All"])
         for msg in resp.get("Messages", []):
             sqs.delete_message(QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
             return msg
-    raise AssertionError("no message on the work queue")
+        return None
+
+    return wait_for(one, "a message on the work queue", timeout)
 
 
-def _wait_status(sfn: Any, arn: str, timeout: float = 10.0) -> str:
-    deadline = time.monotonic() + timeout
-    status = "RUNNING"
-    while time.monotonic() < deadline:
-        status = sfn.describe_execution(executionArn=arn)["status"]
-        if status != "RUNNING":
-            return status
-        time.sleep(0.1)
-    return status
+def _status(sfn: Any, arn: str) -> str:
+    return str(sfn.describe_execution(executionArn=arn)["status"])
+
+
+def _wait_finished(sfn: Any, arn: str, timeout: float = 10.0) -> str:
+    """The execution's status once it has left RUNNING."""
+    return wait_for(lambda: _status(sfn, arn) if _status(sfn, arn) != "RUNNING" else "",
+                    f"execution {arn} to finish", timeout)
 
 
 def _input(timeout_seconds: int) -> dict[str, Any]:
@@ -74,7 +75,7 @@ def test_park_then_send_task_success_wakes(park: tuple[Provisioned, Any, Any]) -
     assert body["task_token"]
     assert msg["Attributes"]["MessageGroupId"] == inp["group_id"]
     assert msg["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-park"
-    assert _wait_status(sfn, ex["executionArn"], timeout=0.5) == "RUNNING"  # parked, waiting
+    assert _status(sfn, ex["executionArn"]) == "RUNNING"  # parked, waiting for the token
 
     sfn.send_task_success(taskToken=body["task_token"], output=json.dumps({"approved": True}))
     wake = _receive(sqs, queue)
@@ -82,7 +83,7 @@ def test_park_then_send_task_success_wakes(park: tuple[Provisioned, Any, Any]) -
         "kind": "wake", "outcome": "resumed", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
     }  # fmt: skip
     assert wake["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-wake"
-    assert _wait_status(sfn, ex["executionArn"]) == "SUCCEEDED"
+    assert _wait_finished(sfn, ex["executionArn"]) == "SUCCEEDED"
     with pytest.raises(ClientError) as err:  # once the execution moved on, the token is spent
         sfn.send_task_success(taskToken=body["task_token"], output="{}")
     assert err.value.response["Error"]["Code"] in ("InvalidToken", "TaskTimedOut")
@@ -92,18 +93,18 @@ def test_park_times_out_into_expire(park: tuple[Provisioned, Any, Any]) -> None:
     prov, sfn, sqs = park
     queue = prov.env["WORK_QUEUE_URL"]
     inp = _input(1)
-    started = time.monotonic()
     ex = sfn.start_execution(
         stateMachineArn=prov.env["PARK_STATE_MACHINE_ARN"], name=inp["dedup_key"], input=json.dumps(inp)
     )
     assert json.loads(_receive(sqs, queue)["Body"])["kind"] == "park"
     expire = _receive(sqs, queue)
-    assert time.monotonic() - started >= 0.9
+    started = sfn.describe_execution(executionArn=ex["executionArn"])["startDate"].timestamp()
+    assert int(expire["Attributes"]["SentTimestamp"]) / 1000 - started >= 0.9  # by the execution's own clock
     assert json.loads(expire["Body"]) == {
         "kind": "wake", "outcome": "expired", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
     }  # fmt: skip
     assert expire["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-expire"
-    assert _wait_status(sfn, ex["executionArn"]) == "SUCCEEDED"
+    assert _wait_finished(sfn, ex["executionArn"]) == "SUCCEEDED"
 
 
 def test_provision_is_idempotent(moto_server: MotoServer, stack_name: str) -> None:
