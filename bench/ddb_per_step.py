@@ -66,12 +66,13 @@ class Rig:
     """The engine's real pieces on metered clients, with step boundaries labelled."""
 
     def __init__(self, tenant: str) -> None:
-        from holdpoint import engine, workers
-        from holdpoint.auth import Caller
-        from holdpoint.parking import Parking
-        from holdpoint.queue import WorkQueue
-        from holdpoint.runner import Runner
-        from holdpoint.store import Store
+        from holdpoint.aws.parking import Parking
+        from holdpoint.aws.queue import WorkQueue
+        from holdpoint.aws.store import Store
+        from holdpoint.core import engine
+        from holdpoint.outbound import workers
+        from holdpoint.services.auth import Caller
+        from holdpoint.services.runner import Runner
 
         self.meter = meter = Meter()
         rig = self
@@ -156,8 +157,8 @@ class Rig:
 
     # driving ----------------------------------------------------------------------------
     def submit(self, text: str) -> None:
-        from holdpoint import sessions
-        from holdpoint.models import ClientMessageInput
+        from holdpoint.core.protocol import ClientMessageInput
+        from holdpoint.services import sessions
 
         inp = ClientMessageInput.model_validate({"type": "client.message", "agent_id": "assistant",
                                                  "message": {"role": "user", "content": text}})
@@ -185,7 +186,7 @@ class Rig:
         return interrupt.interrupt_id
 
     def resume(self, interrupt_id: str) -> dict[str, Any]:
-        from holdpoint.resume import resume
+        from holdpoint.services.resume import resume
 
         assert self.session_id
         self.begin("API: resume (conditional write + SendTaskSuccess)")

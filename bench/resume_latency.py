@@ -177,8 +177,7 @@ class Api:
 
 
 def setup(stack: LocalStack) -> SeedWorker:
-    from holdpoint import workers
-
+    from holdpoint.outbound import workers
     worker = SeedWorker()
     workers.register(WORKER_NAME, worker)
     api = Api(stack)
@@ -196,7 +195,7 @@ def token_stored(ddb: Any, stack: LocalStack, sid: str, iid: str) -> bool:
     """The engine has stored ParkBranch's task token on the interrupt item (the execution is waiting)."""
     import json
 
-    from holdpoint.store import session_pk
+    from holdpoint.aws.store import session_pk
 
     item = ddb.get_item(TableName=stack.env["TABLE_NAME"], ConsistentRead=True,
                         Key={"PK": {"S": session_pk(stack.tenant, sid)}, "SK": {"S": f"I#{iid}"}}).get("Item")

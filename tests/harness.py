@@ -14,15 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from holdpoint import sessions, workers
-from holdpoint.auth import Caller
-from holdpoint.models import ClientMessageInput, ClientMessagesInput, InterruptResumeInput
-from holdpoint.parking import Parking
-from holdpoint.queue import WorkQueue
-from holdpoint.resume import resume
-from holdpoint.runner import Runner
-from holdpoint.session import SessionState
-from holdpoint.store import Store
+from holdpoint.aws.parking import Parking
+from holdpoint.aws.queue import WorkQueue
+from holdpoint.aws.store import Store
+from holdpoint.core.protocol import ClientMessageInput, ClientMessagesInput, InterruptResumeInput
+from holdpoint.core.state import SessionState
+from holdpoint.outbound import workers
+from holdpoint.services import sessions
+from holdpoint.services.auth import Caller
+from holdpoint.services.resume import resume
+from holdpoint.services.runner import Runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from seed_worker import decide as seed_decide  # noqa: E402

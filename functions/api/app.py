@@ -15,11 +15,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter, ValidationError
 
-from holdpoint import sessions
-from holdpoint.auth import Caller
-from holdpoint.errors import ApiError
-from holdpoint.limits import MAX_PAYLOAD_BYTES, body_bytes, strict_body
-from holdpoint.models import (
+from holdpoint.aws.parking import Parking
+from holdpoint.aws.queue import WorkQueue
+from holdpoint.aws.store import Store, TooManyChanges
+from holdpoint.core.errors import Code, Refusal
+from holdpoint.core.protocol import (
     INPUT_TAGS,
     AgentConfig,
     ClientInput,
@@ -31,12 +31,13 @@ from holdpoint.models import (
     error_param,
     first_error,
 )
-from holdpoint.parking import Parking
-from holdpoint.queue import WorkQueue
-from holdpoint.resume import resume
-from holdpoint.settle import settle
-from holdpoint.store import Store, TooManyChanges
-from holdpoint.workers import check_url
+from holdpoint.http.edge import refusal_reply, status_of
+from holdpoint.http.limits import MAX_PAYLOAD_BYTES, body_bytes, strict_body
+from holdpoint.outbound.workers import check_url
+from holdpoint.services import sessions
+from holdpoint.services.auth import Caller
+from holdpoint.services.resume import resume
+from holdpoint.services.settle import settle
 
 MAX_AGENT_BYTES = 131_072
 """An agent config is copied into the header of every session it starts, which must stay under 400 KB."""
@@ -59,7 +60,7 @@ def caller() -> Caller:
     ctx = (app.current_event.raw_event.get("requestContext") or {}).get("authorizer") or {}
     lam = ctx.get("lambda") or {}
     if not lam.get("tenant"):
-        raise ApiError(401, "unauthorized", "missing or invalid credentials")
+        raise Refusal("unauthorized", "missing or invalid credentials")
     return Caller.from_context(lam)
 
 
@@ -68,14 +69,14 @@ def check_id(value: str, what: str) -> str:
     try:
         ID.validate_python(value)
     except ValidationError:
-        raise ApiError(404, "not_found", f"{_short(what)} not found") from None
+        raise Refusal("not_found", f"{_short(what)} not found") from None
     return value
 
 
 def check_payload(payload: Any) -> Any:
     """Refuse a payload too large to store with its interrupt (measured as stored: JSON, ASCII-escaped)."""
     if payload is not None and len(json.dumps(payload, separators=(",", ":"))) > MAX_PAYLOAD_BYTES:
-        raise ApiError(413, "payload_too_large", f"payload is over {MAX_PAYLOAD_BYTES} bytes as stored", "payload")
+        raise Refusal("payload_too_large", f"payload is over {MAX_PAYLOAD_BYTES} bytes as stored", "payload")
     return payload
 
 
@@ -92,17 +93,17 @@ def _param(loc: tuple[Any, ...]) -> str:
     return error_param(parts, INPUT_TAGS)
 
 
-def respond(exc: ApiError) -> Response[dict[str, Any]]:
-    return Response(status_code=exc.status, content_type=content_types.APPLICATION_JSON, body=exc.body())
+def respond(exc: Refusal) -> Response[dict[str, Any]]:
+    return Response(status_code=status_of(exc), content_type=content_types.APPLICATION_JSON, body=exc.body())
 
 
-def error(status: int, code: str, message: str, param: str | None = None) -> Response[dict[str, Any]]:
-    return respond(ApiError(status, code, message, param))
+def error(code: Code, message: str, param: str | None = None) -> Response[dict[str, Any]]:
+    return respond(Refusal(code, message, param))
 
 
-@app.exception_handler(ApiError)
-def on_api_error(exc: ApiError) -> Response[dict[str, Any]]:
-    logger.info("refused", extra={"code": exc.code, "status": exc.status})
+@app.exception_handler(Refusal)
+def on_api_error(exc: Refusal) -> Response[dict[str, Any]]:
+    logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
     return respond(exc)
 
 
@@ -114,30 +115,30 @@ def on_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]
         loc = loc[1:]
     kind = err.get("type", "")
     if kind == "union_tag_invalid":
-        return error(422, "unknown_input_type", "unknown input type; expected one of " +
+        return error("unknown_input_type", "unknown input type; expected one of " +
                      ", ".join(sorted(INPUT_TAGS)), "type")
     if kind == "union_tag_not_found":
-        return error(400, "validation_error", "field required", "type")
+        return error("validation_error", "field required", "type")
     if kind == "json_invalid":
-        return error(400, "validation_error", "body is not valid JSON", "body")
+        return error("validation_error", "body is not valid JSON", "body")
     if kind in ("model_attributes_type", "dict_type", "model_type") and not loc:
-        return error(400, "validation_error", "body must be a JSON object", "body")
+        return error("validation_error", "body must be a JSON object", "body")
     if kind == "missing" and not loc:
-        return error(400, "validation_error", "a JSON object body is required", "body")
+        return error("validation_error", "a JSON object body is required", "body")
     param = _short(_param(loc) or "body")
-    return error(400, "validation_error", str(err.get("msg") or "invalid"), param)
+    return error("validation_error", str(err.get("msg") or "invalid"), param)
 
 
 @app.exception_handler(ValidationError)
 def on_model_error(exc: ValidationError) -> Response[dict[str, Any]]:
     param, msg = first_error(exc)
-    return error(400, "validation_error", msg, param or "body")
+    return error("validation_error", msg, param or "body")
 
 
 @app.exception_handler(NotFoundError)
 def on_no_route(exc: NotFoundError) -> Response[dict[str, Any]]:
     event = app.current_event
-    return error(404, "not_found", f"no route {event.http_method} {_short(event.path)}")
+    return error("not_found", f"no route {event.http_method} {_short(event.path)}")
 
 
 @app.exception_handler(ClientError)
@@ -146,14 +147,14 @@ def on_client_error(exc: ClientError) -> Response[dict[str, Any]]:
     err = exc.response.get("Error") or {}
     text = str(err.get("Message") or "").lower()
     if err.get("Code") == "ValidationException" and "size" in text and "exceeded" in text:
-        return error(413, "payload_too_large", "the input is too large to record")
+        return error("payload_too_large", "the input is too large to record")
     raise exc
 
 
-def too_many_changes(exc: ValueError) -> ApiError | None:
+def too_many_changes(exc: ValueError) -> Refusal | None:
     """The store refuses a step over DynamoDB's transaction item limit (nothing is written)."""
     if isinstance(exc, TooManyChanges):
-        return ApiError(413, "too_many_messages", "this input adds more messages than one request can record; "
+        return Refusal("too_many_messages", "this input adds more messages than one request can record; "
                         "send them in smaller inputs", "messages")
     return None
 
@@ -166,7 +167,7 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
     who = caller()
     if isinstance(body, InterruptResumeInput):
         if session_id is None:
-            raise ApiError(400, "validation_error", "interrupt.resume needs an existing session", "type")
+            raise Refusal("validation_error", "interrupt.resume needs an existing session", "type")
         out = resume(store, parking, who, session_id, body.interrupt_id, check_payload(body.payload))
         if not out["noop"]:
             metrics.add_metric(name="InterruptsResumed", unit=MetricUnit.Count, value=1)
@@ -174,7 +175,7 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
     if getattr(body, "type", None) in ("tool.result", "tool.error"):
         # Same as POST /calls/settle: settle a client or deferred call by id.
         if session_id is None:
-            raise ApiError(400, "validation_error", f"{body.type} needs an existing session", "type")
+            raise Refusal("validation_error", f"{body.type} needs an existing session", "type")
         settled = settle(store, queue, who, session_id, SettleBody.model_validate(body.wire()))
         return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=settled)
     try:
@@ -239,7 +240,7 @@ def post_resume(session_id: str, interrupt_id: str, body: ResumeBody) -> dict[st
     try:
         ID.validate_python(interrupt_id)
     except ValidationError:
-        raise ApiError(400, "validation_error", "interrupt_id is not a valid id", "interrupt_id") from None
+        raise Refusal("validation_error", "interrupt_id is not a valid id", "interrupt_id") from None
     out = resume(store, parking, who, session_id, interrupt_id, check_payload(body.payload))
     if not out["noop"]:
         metrics.add_metric(name="InterruptsResumed", unit=MetricUnit.Count, value=1)
@@ -273,19 +274,19 @@ def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
     try:
         ID.validate_python(agent_id)
     except ValidationError:
-        raise ApiError(400, "validation_error", "agent_id must be 1-64 characters of [A-Za-z0-9._:-]",
+        raise Refusal("validation_error", "agent_id must be 1-64 characters of [A-Za-z0-9._:-]",
                        "agent_id") from None
     config = body.wire()
     if len(json.dumps(config, separators=(",", ":"))) > MAX_AGENT_BYTES:
-        raise ApiError(413, "payload_too_large", f"the agent config is over {MAX_AGENT_BYTES} bytes")
+        raise Refusal("payload_too_large", f"the agent config is over {MAX_AGENT_BYTES} bytes")
     worker = config.get("worker") or {}
     if worker.get("url"):
         problem = check_url(worker["url"])
         if problem:
-            raise ApiError(400, "validation_error", problem, "worker.url")
+            raise Refusal("validation_error", problem, "worker.url")
     secret = worker.get("secret")
     if secret and not str(secret).startswith(("env:", "secretsmanager:")):
-        raise ApiError(400, "validation_error", "worker.secret must be `env:NAME` or `secretsmanager:ARN`",
+        raise Refusal("validation_error", "worker.secret must be `env:NAME` or `secretsmanager:ARN`",
                        "worker.secret")
     store.put_agent(who.tenant, agent_id, config)
     return {"agent_id": agent_id, "agent": config}
@@ -299,7 +300,7 @@ def get_agent(agent_id: str) -> dict[str, Any]:
     check_id(agent_id, f"agent {agent_id}")
     config = store.get_agent(who.tenant, agent_id)
     if config is None:
-        raise ApiError(404, "not_found", f"agent {agent_id} not found")
+        raise Refusal("not_found", f"agent {agent_id} not found")
     return {"agent_id": agent_id, "agent": config}
 
 
@@ -330,10 +331,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         headers["content-type"] = "application/json"
         event = {**event, "headers": headers}
-    except ApiError as exc:
-        logger.info("refused", extra={"code": exc.code, "status": exc.status})
-        return {"statusCode": exc.status, "headers": {"Content-Type": "application/json"},
-                "body": json.dumps(exc.body())}
+    except Refusal as exc:
+        logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
+        return refusal_reply(exc)
     try:
         return app.resolve(event, context)
     except Exception:  # noqa: BLE001 - never a stack trace in a body

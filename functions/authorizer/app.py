@@ -6,8 +6,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from holdpoint.auth import authenticate
-from holdpoint.store import Store
+from holdpoint.aws.store import Store
+from holdpoint.services.auth import authenticate
 
 logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 _store: list[Store] = []

@@ -9,10 +9,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from holdpoint.parking import Parking
-from holdpoint.queue import WorkQueue
-from holdpoint.runner import Runner, parse_body
-from holdpoint.store import Store
+from holdpoint.aws.parking import Parking
+from holdpoint.aws.queue import WorkQueue
+from holdpoint.aws.store import Store
+from holdpoint.services.runner import Runner, parse_body
 
 logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 metrics = Metrics(namespace="Holdpoint", service="engine")

@@ -10,13 +10,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter, ValidationError
 
-from holdpoint.auth import Caller
-from holdpoint.errors import ApiError
-from holdpoint.limits import MAX_PAYLOAD_BYTES, object_body
-from holdpoint.models import Id, ResumeBody, first_error
-from holdpoint.parking import Parking
-from holdpoint.resume import resume
-from holdpoint.store import Store
+from holdpoint.aws.parking import Parking
+from holdpoint.aws.store import Store
+from holdpoint.core.errors import Refusal
+from holdpoint.core.protocol import Id, ResumeBody, first_error
+from holdpoint.http.edge import refusal_reply, status_of
+from holdpoint.http.limits import MAX_PAYLOAD_BYTES, object_body
+from holdpoint.services.auth import Caller
+from holdpoint.services.resume import resume
 
 ID: TypeAdapter[str] = TypeAdapter(Id)
 
@@ -32,25 +33,25 @@ def _reply(status: int, body: dict[str, Any]) -> dict[str, Any]:
 def _parse(event: dict[str, Any]) -> tuple[Caller, str, str, Any]:
     lam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
     if not lam.get("tenant"):
-        raise ApiError(401, "unauthorized", "missing or invalid credentials")
+        raise Refusal("unauthorized", "missing or invalid credentials")
     params = event.get("pathParameters") or {}
     session_id, interrupt_id = params.get("session_id", ""), params.get("interrupt_id", "")
     try:
         ID.validate_python(session_id)
     except ValidationError:
-        raise ApiError(404, "not_found", f"session {str(session_id)[:100]} not found") from None
+        raise Refusal("not_found", f"session {str(session_id)[:100]} not found") from None
     try:
         ID.validate_python(interrupt_id)
     except ValidationError:
-        raise ApiError(400, "validation_error", "interrupt_id is not a valid id", "interrupt_id") from None
+        raise Refusal("validation_error", "interrupt_id is not a valid id", "interrupt_id") from None
     try:
         body = ResumeBody.model_validate(object_body(event))
     except ValidationError as exc:
         param, msg = first_error(exc)
-        raise ApiError(400, "validation_error", msg, param or "body") from None
+        raise Refusal("validation_error", msg, param or "body") from None
     stored = len(json.dumps(body.payload, separators=(",", ":"))) if body.payload is not None else 0
     if stored > MAX_PAYLOAD_BYTES:
-        raise ApiError(413, "payload_too_large", f"payload is over {MAX_PAYLOAD_BYTES} bytes as stored", "payload")
+        raise Refusal("payload_too_large", f"payload is over {MAX_PAYLOAD_BYTES} bytes as stored", "payload")
     return Caller.from_context(lam), session_id, interrupt_id, body.payload
 
 
@@ -70,9 +71,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if not _deps:
             _deps["store"], _deps["parking"] = Store(), Parking()
         out = resume(_deps["store"], _deps["parking"], who, session_id, interrupt_id, payload)
-    except ApiError as exc:
-        logger.info("refused", extra={"code": exc.code, "status": exc.status})
-        return _reply(exc.status, exc.body())
+    except Refusal as exc:
+        logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
+        return refusal_reply(exc)
     except ClientError as exc:
         if not _too_big(exc):
             logger.exception("unhandled")

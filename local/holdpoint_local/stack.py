@@ -199,7 +199,6 @@ class LocalStack:
             return
         try:
             from holdpoint import auth  # type: ignore[import-not-found]
-
             put_api_key = auth.put_api_key
         except (ImportError, AttributeError) as exc:
             log.warning("holdpoint.auth.put_api_key not available (%s); dev API key not seeded", exc)

@@ -16,15 +16,16 @@ from typing import Any
 
 import pytest
 
-from holdpoint import sessions, workers
-from holdpoint.auth import Caller
-from holdpoint.models import ClientMessageInput
-from holdpoint.parking import Parking
-from holdpoint.queue import WorkQueue
-from holdpoint.resume import resume
-from holdpoint.runner import Runner
-from holdpoint.store import Store
-from holdpoint.timers import Timers
+from holdpoint.aws.parking import Parking
+from holdpoint.aws.queue import WorkQueue
+from holdpoint.aws.store import Store
+from holdpoint.aws.timers import Timers
+from holdpoint.core.protocol import ClientMessageInput
+from holdpoint.outbound import workers
+from holdpoint.services import sessions
+from holdpoint.services.auth import Caller
+from holdpoint.services.resume import resume
+from holdpoint.services.runner import Runner
 from tests.conftest import make_resources
 from tests.harness import SEND_EMAIL_SCRIPT, TOOLS, seed_worker
 
@@ -139,8 +140,8 @@ class CrashRun:
         """POST /v1/sessions with a client-chosen session id and turn id, so a retry is the same request."""
         state = Store().load("t1", self.sid)
         if state is None:
-            from holdpoint.inputs import accept_turn, start_session
-            from holdpoint.session import SessionState
+            from holdpoint.core.inputs import accept_turn, start_session
+            from holdpoint.core.state import SessionState
 
             state = SessionState.new("t1", self.sid, "assistant", identity={"id": "user-1"})
             start_session(state, Store().get_agent("t1", "assistant") or {})

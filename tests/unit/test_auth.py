@@ -8,11 +8,12 @@ import boto3
 import jwt
 import pytest
 
-from holdpoint import sessions, workers
-from holdpoint.auth import Caller, authenticate, hash_key, mint_client_token, put_api_key, revoke_api_key
-from holdpoint.errors import ApiError
-from holdpoint.resume import resume
-from holdpoint.store import Store
+from holdpoint.aws.store import Store
+from holdpoint.core.errors import Refusal
+from holdpoint.outbound import workers
+from holdpoint.services import sessions
+from holdpoint.services.auth import Caller, authenticate, hash_key, mint_client_token, put_api_key, revoke_api_key
+from holdpoint.services.resume import resume
 from tests.harness import Harness
 
 pytestmark = pytest.mark.usefixtures("aws")
@@ -23,8 +24,7 @@ SECRET = "test-jwt-secret-0123456789abcdef"
 def jwt_secret(monkeypatch: pytest.MonkeyPatch) -> str:
     arn = boto3.client("secretsmanager").create_secret(Name="holdpoint/jwt", SecretString=SECRET)["ARN"]
     monkeypatch.setenv("JWT_SECRET_ARN", arn)
-    from holdpoint import signing
-
+    from holdpoint.aws import signing
     signing._SECRETS.clear()
     return SECRET
 
@@ -63,12 +63,12 @@ def test_client_token_touches_only_its_own_sessions(jwt_secret: str) -> None:
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
     other = Caller("acme", "user-2", "client", own_only=True)
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(Refusal) as refused:
         sessions.view(h.store, other, h.session_id or "")
-    assert refused.value.status == 404
-    with pytest.raises(ApiError) as refused_resume:
+    assert refused.value.code == "not_found"
+    with pytest.raises(Refusal) as refused_resume:
         resume(h.store, h.parking, other, h.session_id or "", iid, {"approved": True})
-    assert refused_resume.value.status == 404
+    assert refused_resume.value.code == "not_found"
     assert sessions.inbox(h.store, other, 10, None)["interrupts"] == []
     assert [i["interrupt_id"] for i in sessions.inbox(h.store, h.caller, 10, None)["interrupts"]] == [iid]
     assert h.resume(iid, {"approved": True})["noop"] is False

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from holdpoint import contention, sessions
-from holdpoint.errors import ApiError
-from holdpoint.models import ClientMessageInput
-from holdpoint.session import SessionState
-from holdpoint.store import Conflict
+from holdpoint.aws.store import Conflict
+from holdpoint.core.errors import Refusal
+from holdpoint.core.protocol import ClientMessageInput
+from holdpoint.core.state import SessionState
+from holdpoint.services import contention, sessions
 from tests.harness import Harness
 
 
@@ -56,9 +56,9 @@ def test_a_writer_that_always_loses_gets_a_409_and_records_nothing(aws: Any, mon
 
     monkeypatch.setattr(h.store, "commit", always_lose)
     monkeypatch.setattr(contention.time, "sleep", lambda s: None)
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(Refusal) as err:
         sessions.submit(h.store, h.queue, h.caller, h.session_id, queued("never"))
-    assert err.value.status == 409
+    assert err.value.code == "conflict"
     monkeypatch.undo()
     assert h.state().header.version == before
 

@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 
-from holdpoint import sessions, subagents, workers
-from holdpoint.auth import Caller
-from holdpoint.errors import ApiError
-from holdpoint.models import ClientActionInput, ClientMessageInput, SettleBody
-from holdpoint.settle import settle
+from holdpoint.core import subagents
+from holdpoint.core.errors import Refusal
+from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, SettleBody
+from holdpoint.outbound import workers
+from holdpoint.services import sessions
+from holdpoint.services.auth import Caller
+from holdpoint.services.settle import settle
 from tests.harness import Harness, proposing
 
 pytestmark = pytest.mark.usefixtures("aws")
@@ -63,14 +65,14 @@ def test_turn_already_active_409_names_the_turn_and_queue_true_runs_it_next() ->
     h = Harness(proposing(log, llm_finished=lambda r: hold if len(log) < 4 else r["proposed"]))
     first = h.say("say hi")
     assert h.view()["status"] == "running"
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(Refusal) as refused:
         h.say("say hi again")
     assert refused.value.code == "turn_already_active" and refused.value.extra["turn_id"] == first.turn_id
     queued = sessions.submit(h.store, h.queue, h.caller, h.session_id, ClientMessageInput.model_validate(
         {"type": "client.message", "queue": True, "message": {"role": "user", "content": "say hi, queued"}}))
     assert queued.queued is True
     # End the first turn; the queued one starts in order.
-    h.runner.transact("t1", h.session_id or "", lambda s: __import__("holdpoint.turns").turns.finish_turn(
+    h.runner.transact("t1", h.session_id or "", lambda s: __import__("holdpoint.core.turns").core.turns.finish_turn(
         s, first.turn_id, ok=True))
     h.settle()
     state = h.state()
@@ -177,7 +179,7 @@ def test_deferred_tool_settled_later_through_the_settle_route_with_attempts() ->
     h.say("Email Bob")
     call_id = [c for c in h.state().calls.values() if c.kind == "tool_call"][0].id
     assert h.view()["status"] == "running"
-    with pytest.raises(ApiError) as stale:
+    with pytest.raises(Refusal) as stale:
         settle(h.store, h.queue, h.caller, h.session_id or "", SettleBody(type="tool.result", id=call_id, attempt=2,
                                                                           result="late"))
     assert stale.value.code == "call_not_open"
@@ -263,7 +265,7 @@ def test_budget_stop_is_a_global_system_interrupt_and_a_raised_budget_goes_on() 
     assert stop["origin"] == "system" and stop["reason"] == "budget_exceeded" and "anchor" not in stop
     assert stop["payload"]["spent"] >= 0.001
     client = Caller("t1", "someone", "client")
-    with pytest.raises(ApiError):
+    with pytest.raises(Refusal):
         h.resume(stop["interrupt_id"], {"budget": 1.0}, caller=client)  # 403: clients cannot clear system holds
     h.resume(stop["interrupt_id"], {"budget": 1.0})
     assert h.state().header.budget == 1.0

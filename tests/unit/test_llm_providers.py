@@ -14,7 +14,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from holdpoint import llm, workers
+from holdpoint import llm
+from holdpoint.outbound import workers
 
 SYSTEM = {"role": "system", "content": "You are a mail assistant."}
 USER = {"id": "m1", "role": "user", "content": "Send Bob the report."}

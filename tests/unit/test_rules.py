@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from holdpoint import sessions
-from holdpoint.auth import Caller
-from holdpoint.errors import ApiError
-from holdpoint.interrupts import may_resume
-from holdpoint.models import SettleBody
-from holdpoint.settle import settle
+from holdpoint.core.errors import Refusal
+from holdpoint.core.interrupts import may_resume
+from holdpoint.core.protocol import SettleBody
+from holdpoint.services import sessions
+from holdpoint.services.auth import Caller
+from holdpoint.services.settle import settle
 from tests.harness import Harness, seed_worker
 
 pytestmark = pytest.mark.usefixtures("aws")
@@ -125,7 +125,7 @@ def test_r4_interrupt_before_any_message_is_global_and_parks_every_branch() -> N
     h.say("hello")
     [interrupt] = h.view()["interrupts"]
     assert "anchor" not in interrupt
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(Refusal) as refused:
         h.view_input([{"role": "user", "content": "another branch"}])
     assert refused.value.code == "interrupted"
     # The client.messages decision queued behind it is held until the resume.
@@ -142,7 +142,7 @@ def test_r4_api_can_raise_a_global_system_style_pause() -> None:
                                    payload={"spent": 1.5}, global_=True, interrupt_id=None, expires_in=None,
                                    request_id="r1")
     assert out["interrupt"]["origin"] == "operator" and "anchor" not in out["interrupt"]
-    with pytest.raises(ApiError):
+    with pytest.raises(Refusal):
         h.say("more")
 
 
@@ -270,13 +270,13 @@ def test_r9_new_message_on_a_parked_branch_is_refused_and_nothing_recorded() -> 
     h.say("Email Bob")
     before = h.state()
     iid = h.open_interrupt()["interrupt_id"]
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(Refusal) as refused:
         h.say("are you there?")
-    assert refused.value.status == 409 and refused.value.code == "interrupted"
+    assert refused.value.code == "interrupted"
     assert refused.value.extra["interrupt_ids"] == [iid]
     # A view that extends past the anchor is refused too.
     path = h.view()["messages"]
-    with pytest.raises(ApiError) as refused_view:
+    with pytest.raises(Refusal) as refused_view:
         h.view_input([*path, {"role": "user", "content": "hello?"}])
     assert refused_view.value.code == "interrupted"
     after = h.state()
@@ -424,9 +424,9 @@ def test_r17_other_tenants_get_404_as_if_the_session_did_not_exist() -> None:
         lambda: sessions.events(h.store, stranger, h.session_id, 0, 10),
         lambda: h.resume(iid, {"approved": True}, caller=stranger),
     ):
-        with pytest.raises(ApiError) as refused:
+        with pytest.raises(Refusal) as refused:
             attempt()
-        assert refused.value.status == 404
+        assert refused.value.code == "not_found"
     assert h.view()["status"] == "interrupted"
 
 
@@ -440,9 +440,9 @@ def test_r17_origin_ranks_guard_who_may_resume_and_the_responder_is_recorded() -
     sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id, reason="review", payload=None,
                              global_=False, interrupt_id="op-1", expires_in=None, request_id="r3")
     client = Caller(h.caller.tenant, "someone", "client")
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(Refusal) as refused:
         h.resume("op-1", {"ok": True}, caller=client)
-    assert refused.value.status == 403
+    assert refused.value.code == "forbidden"
     h.resume("op-1", {"ok": True})
     [*_, cleared] = h.events("session.interrupt_resumed")
     assert cleared["data"]["responder"] == {"subject": "user-1", "origin": "operator"}

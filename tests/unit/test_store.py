@@ -7,8 +7,8 @@ from typing import Any
 import boto3
 import pytest
 
-from holdpoint import engine
-from holdpoint.store import Conflict
+from holdpoint.aws.store import Conflict
+from holdpoint.core import engine
 from tests.harness import Harness, seed_worker
 
 pytestmark = pytest.mark.usefixtures("aws")

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from holdpoint import signing
-from holdpoint.strictjson import JsonProblem, dumps, loads
+from holdpoint.aws import signing
+from holdpoint.core.strictjson import JsonProblem, dumps, loads
 
 VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)

@@ -12,7 +12,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from holdpoint import workers
+from holdpoint.outbound import workers
 from tests.harness import Harness
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:my-worker"

@@ -15,8 +15,8 @@ import os
 import secrets
 import sys
 
-from .auth import ORIGINS, mint_client_token, put_api_key, revoke_api_key
-from .signing import platform_secret
+from holdpoint.aws.signing import platform_secret
+from holdpoint.services.auth import ORIGINS, mint_client_token, put_api_key, revoke_api_key
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from .queue import group_id
+from holdpoint.aws.queue import group_id
 
 
 class Timers:

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from . import budget, calls, retry, subagents
-from . import interrupts as rules
-from .calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
-from .models import DecisionResponse
-from .proposals import propose
-from .session import Call, Decision, Effect, SessionState, derive, now_iso
-from .turns import finish_turn, start_next_queued
+from holdpoint.core import budget, calls, retry, subagents
+from holdpoint.core import interrupts as rules
+from holdpoint.core.calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
+from holdpoint.core.proposals import propose
+from holdpoint.core.protocol import DecisionResponse
+from holdpoint.core.state import Call, Decision, Effect, SessionState, derive, now_iso
+from holdpoint.core.turns import finish_turn, start_next_queued
 
 
 @dataclass

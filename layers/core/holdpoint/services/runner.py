@@ -17,18 +17,21 @@ from typing import Any, TypeVar
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
-from . import budget, calls, engine, llm, sessions, subagents, workers
-from .auth import Caller
-from .contention import ATTEMPTS, pause
-from .errors import ApiError
-from .inputs import start_session
-from .models import ClientMessageInput, DecisionResponse, first_error
-from .parking import Parking
-from .queue import WorkQueue
-from .session import Effect, SessionState, derive
-from .store import Conflict, Store
-from .timers import Timers
-from .turns import add_user_input, start_turn
+from holdpoint import llm
+from holdpoint.aws.parking import Parking
+from holdpoint.aws.queue import WorkQueue
+from holdpoint.aws.store import Conflict, Store
+from holdpoint.aws.timers import Timers
+from holdpoint.core import budget, calls, engine, subagents
+from holdpoint.core.errors import Refusal
+from holdpoint.core.inputs import start_session
+from holdpoint.core.protocol import ClientMessageInput, DecisionResponse, first_error
+from holdpoint.core.state import Effect, SessionState, derive
+from holdpoint.core.turns import add_user_input, start_turn
+from holdpoint.outbound import workers
+from holdpoint.services import sessions
+from holdpoint.services.auth import Caller
+from holdpoint.services.contention import ATTEMPTS, pause
 
 log = Logger(child=True)  # shares the handler's JSON format and its session/interrupt keys
 T = TypeVar("T")
@@ -293,7 +296,7 @@ class Runner:
                                  turn_id=derive("turn", state.header.session_id, data.get("key")))
         try:
             sessions.submit(self.store, self.queue, who, data["session_id"], inp)
-        except ApiError as exc:
+        except Refusal as exc:
             log.warning("message.send refused: %s", exc.message, extra={"session_id": state.header.session_id})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .session import Call, Decision, Effect, Interrupt, SessionState, derive, now_iso
+from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, now_iso
 
 ORIGIN_RANK = {"worker": 0, "client": 0, "machine": 1, "operator": 2, "system": 3}
 

@@ -7,8 +7,8 @@ import binascii
 import re
 from typing import Any
 
-from .errors import ApiError
-from .strictjson import JsonProblem, loads
+from holdpoint.core.errors import Refusal
+from holdpoint.core.strictjson import JsonProblem, loads
 
 MAX_BODY_BYTES = 1_048_576
 MAX_JSON_DEPTH = 64  # deeper than any protocol shape needs; Python's parser overflows near 10,000
@@ -38,16 +38,16 @@ def body_bytes(event: dict[str, Any]) -> bytes:
     raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)
     if event.get("isBase64Encoded") and raw:
         if len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
-            raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+            raise Refusal("payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
         try:
             raw = base64.b64decode(raw, validate=True)
             raw.decode("utf-8")
         except (binascii.Error, ValueError):
-            raise ApiError(400, "validation_error", "body is not valid base64-encoded UTF-8", "body") from None
+            raise Refusal("validation_error", "body is not valid base64-encoded UTF-8", "body") from None
     if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, "payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+        raise Refusal("payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
     if json_depth(raw) > MAX_JSON_DEPTH:
-        raise ApiError(400, "validation_error", f"body is nested deeper than {MAX_JSON_DEPTH} levels", "body")
+        raise Refusal("validation_error", f"body is nested deeper than {MAX_JSON_DEPTH} levels", "body")
     return raw
 
 
@@ -57,16 +57,16 @@ def strict_body(raw: bytes) -> Any:
         return loads(raw)
     except JsonProblem as exc:
         if not exc.param:
-            raise ApiError(400, "validation_error", "body is not valid JSON", "body") from None
-        raise ApiError(400, "validation_error", exc.message, exc.param[:100]) from None
+            raise Refusal("validation_error", "body is not valid JSON", "body") from None
+        raise Refusal("validation_error", exc.message, exc.param[:100]) from None
 
 
 def object_body(event: dict[str, Any]) -> dict[str, Any]:
     """A body that must be a JSON object (an empty one included: `{}`, never nothing)."""
     raw = body_bytes(event)
     if not raw.strip():
-        raise ApiError(400, "validation_error", "a JSON object body is required", "body")
+        raise Refusal("validation_error", "a JSON object body is required", "body")
     body = strict_body(raw)
     if not isinstance(body, dict):
-        raise ApiError(400, "validation_error", "body must be a JSON object", "body")
+        raise Refusal("validation_error", "body must be a JSON object", "body")
     return body

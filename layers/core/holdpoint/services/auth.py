@@ -9,9 +9,9 @@ from typing import Any
 
 import jwt
 
-from .errors import ApiError
-from .signing import platform_secret
-from .store import Store
+from holdpoint.aws.signing import platform_secret
+from holdpoint.aws.store import Store
+from holdpoint.core.errors import Refusal
 
 ORIGINS = ("worker", "client", "machine", "operator", "system")
 JWT_AUDIENCE = "holdpoint"
@@ -47,12 +47,12 @@ class Caller:
         """Tenant-level routes (agents, keys, tokens) are for API keys; a client token reaches only
         its own sessions (SECURITY.md: end user vs tenant)."""
         if self.own_only:
-            raise ApiError(403, "forbidden", f"a client token cannot {what}; use an API key")
+            raise Refusal("forbidden", f"a client token cannot {what}; use an API key")
 
     def require_unbound(self) -> None:
         """A token bound to one session cannot start others."""
         if self.session_id:
-            raise ApiError(403, "forbidden", f"this token is bound to session {self.session_id}; "
+            raise Refusal("forbidden", f"this token is bound to session {self.session_id}; "
                            "it cannot start another")
 
 

@@ -28,8 +28,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from .session import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
-from .tree import Node, Tree
+from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
+from holdpoint.core.tree import Node, Tree
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads

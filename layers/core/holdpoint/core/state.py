@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .tree import Node, Tree
+from holdpoint.core.tree import Node, Tree
 
 
 def iso(epoch_secs: float) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import interrupts as rules
-from .session import Effect, SessionState, Turn, derive
+from holdpoint.core import interrupts as rules
+from holdpoint.core.state import Effect, SessionState, Turn, derive
 
 
 def start_turn(state: SessionState, turn_id: str, *, queued_input: dict[str, Any] | None = None) -> Turn:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .calls import arm_deadline, call_parked, settle_tool, tool_policy
-from .session import Call, Effect, SessionState, derive
+from holdpoint.core.calls import arm_deadline, call_parked, settle_tool, tool_policy
+from holdpoint.core.state import Call, Effect, SessionState, derive
 
 
 def spec_for(state: SessionState, name: str) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonschema
 
-from .session import Call, Decision, SessionState
+from holdpoint.core.state import Call, Decision, SessionState
 
 FOLLOW_ONS = frozenset({"tool.finished", "llm.finished", "sub_agent.finished"})
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import jsonschema
 
-from . import interrupts as rules
-from . import retry
-from .proposals import check_arguments, tool_spec
-from .session import Call, Effect, SessionState, derive, iso
+from holdpoint.core import interrupts as rules
+from holdpoint.core import retry
+from holdpoint.core.proposals import check_arguments, tool_spec
+from holdpoint.core.state import Call, Effect, SessionState, derive, iso
 
 
 def tool_content(result: Any) -> str | list[dict[str, Any]]:

@@ -1,16 +1,16 @@
-"""Client inputs applied to a session (SPEC §4, R9, R11). Pure: raises ApiError to refuse."""
+"""Client inputs applied to a session (SPEC §4, R9, R11). Pure: raises Refusal to refuse."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from . import interrupts as rules
-from .errors import ApiError
-from .models import ClientActionInput, ClientMessageInput, ClientMessagesInput
-from .session import Effect, SessionState, derive, mint
-from .tree import ViewConflict
-from .turns import add_user_input, dispatch, start_turn
+from holdpoint.core import interrupts as rules
+from holdpoint.core.errors import Refusal
+from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
+from holdpoint.core.state import Effect, SessionState, derive, mint
+from holdpoint.core.tree import ViewConflict
+from holdpoint.core.turns import add_user_input, dispatch, start_turn
 
 
 @dataclass
@@ -26,17 +26,17 @@ def refuse_if_parked(state: SessionState, fork_id: str | None) -> None:
     held = rules.parking(state, fork_id)  # global interrupts park every branch, the empty one too
     if held:
         ids = [i.interrupt_id for i in held]
-        raise ApiError(409, "interrupted", f"the branch is parked by open interrupt(s): {', '.join(ids)}",
+        raise Refusal("interrupted", f"the branch is parked by open interrupt(s): {', '.join(ids)}",
                        interrupt_ids=ids)
 
 
 def _refuse_if_turn_active(state: SessionState) -> None:
     active = state.header.active_turn
     if active:
-        raise ApiError(409, "turn_already_active", f"turn {active} is still running", turn_id=active)
+        raise Refusal("turn_already_active", f"turn {active} is still running", turn_id=active)
     if state.header.turn_queue:
         queued = state.header.turn_queue[0]
-        raise ApiError(409, "turn_already_active", f"turn {queued} is queued to run next", turn_id=queued)
+        raise Refusal("turn_already_active", f"turn {queued} is queued to run next", turn_id=queued)
 
 
 def start_session(state: SessionState, agent: dict[str, Any]) -> None:
@@ -63,7 +63,7 @@ def accept_turn(state: SessionState, inp: ClientMessageInput | ClientActionInput
         message = inp.message.wire()
         message["id"] = message.get("id") or derive("msg", state.header.session_id, turn_id, 0)
         if message["id"] in state.tree.nodes:
-            raise ApiError(400, "validation_error", f"message id {message['id']!r} already exists", param="message.id")
+            raise Refusal("validation_error", f"message id {message['id']!r} already exists", param="message.id")
         payload: dict[str, Any] = {"type": "client.message", "message": message}
     else:
         payload = {"type": "client.action", "name": inp.name, "args": inp.args}
@@ -87,7 +87,7 @@ def accept_view(state: SessionState, inp: ClientMessagesInput) -> Accepted:
     try:
         merge = state.tree.merge_view(view, lambda i: derive("msg", state.header.session_id, turn_id, i))
     except ViewConflict as exc:
-        raise ApiError(400, "invalid_request", str(exc), param=f"messages[{exc.index}].id") from exc
+        raise Refusal("invalid_request", str(exc), param=f"messages[{exc.index}].id") from exc
     old_head = state.tree.head_id
     if not merge.new_nodes:
         state.move_head(merge.head_id)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import budget
-from .auth import Caller
-from .calls import apply_llm_result, settle_tool
-from .contention import ATTEMPTS, pause
-from .errors import ApiError
-from .models import SettleBody
-from .queue import WorkQueue
-from .session import SessionState
-from .sessions import owned
-from .store import Conflict, Store
+from holdpoint.aws.queue import WorkQueue
+from holdpoint.aws.store import Conflict, Store
+from holdpoint.core import budget
+from holdpoint.core.calls import apply_llm_result, settle_tool
+from holdpoint.core.errors import Refusal
+from holdpoint.core.protocol import SettleBody
+from holdpoint.core.state import SessionState
+from holdpoint.services.auth import Caller
+from holdpoint.services.contention import ATTEMPTS, pause
+from holdpoint.services.sessions import owned
 
 
 def settle(store: Store, queue: WorkQueue, caller: Caller, session_id: str, body: SettleBody) -> dict[str, Any]:
@@ -24,17 +24,17 @@ def settle(store: Store, queue: WorkQueue, caller: Caller, session_id: str, body
         call = state.calls.get(body.id)
         wanted = "llm_call" if body.type.startswith("llm.") else "tool_call"
         if call is None or call.kind != wanted:
-            raise ApiError(404, "not_found", f"call {body.id} not found", "id")
+            raise Refusal("not_found", f"call {body.id} not found", "id")
         if call.status != "open" or (body.attempt is not None and body.attempt != call.attempt):
             attempt = body.attempt or call.attempt
-            raise ApiError(409, "call_not_open", f"call {body.id} is not open for attempt {attempt}", "id")
+            raise Refusal("call_not_open", f"call {body.id} is not open for attempt {attempt}", "id")
         if body.type == "tool.result":
             settle_tool(state, call, ok=True, result=body.result)
         elif body.type == "tool.error":
             settle_tool(state, call, ok=False, error=body.error if body.error is not None else "error")
         elif body.type == "llm.result":
             if body.message is None:
-                raise ApiError(400, "validation_error", "llm.result needs a message", "message")
+                raise Refusal("validation_error", "llm.result needs a message", "message")
             apply_llm_result(state, call, {"ok": True, "message": body.message.wire(), "usage": body.usage,
                                            "cost": body.cost}, time.time())
             if body.cost:
@@ -43,7 +43,7 @@ def settle(store: Store, queue: WorkQueue, caller: Caller, session_id: str, body
             apply_llm_result(state, call, {"ok": False, "error": body.error if body.error is not None else "error",
                                            "code": body.code}, time.time())
         if call.status == "voided":  # R6: a late result on a parked branch is discarded, never recorded
-            raise ApiError(409, "call_not_open", f"call {body.id} was voided", "id")
+            raise Refusal("call_not_open", f"call {body.id} was voided", "id")
         try:
             store.commit(state)
         except Conflict:
@@ -51,4 +51,4 @@ def settle(store: Store, queue: WorkQueue, caller: Caller, session_id: str, body
             continue
         queue.kick(caller.tenant, session_id, state.header.version)
         return {"ok": True, "id": body.id}
-    raise ApiError(409, "conflict", "the session is changing too fast; retry")
+    raise Refusal("conflict", "the session is changing too fast; retry")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import interrupts as rules
-from .session import SessionState
+from holdpoint.core import interrupts as rules
+from holdpoint.core.state import SessionState
 
 REASON = "budget_exceeded"
 

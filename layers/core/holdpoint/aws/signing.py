@@ -17,7 +17,7 @@ from typing import Any
 
 import boto3
 
-from . import strictjson
+from holdpoint.core import strictjson
 
 MAX_TOKEN_CHARS = 4_096
 _SECRETS: dict[str, str] = {}

@@ -32,7 +32,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from .session import derive
+from holdpoint.core.state import derive
 
 
 class LlmError(Exception):
@@ -406,7 +406,7 @@ _OPENER = urllib.request.build_opener(_NoRedirect())
 
 
 def _base_url(config: dict[str, Any]) -> str:
-    from .workers import check_url
+    from holdpoint.outbound.workers import check_url
 
     base = config.get("base_url")
     if not base or not isinstance(base, str):
@@ -418,7 +418,7 @@ def _base_url(config: dict[str, Any]) -> str:
 
 
 def _api_key(config: dict[str, Any]) -> str | None:
-    from .workers import WorkerUnavailable, resolve_secret
+    from holdpoint.outbound.workers import WorkerUnavailable, resolve_secret
 
     ref = config.get("api_key")
     if ref is None:

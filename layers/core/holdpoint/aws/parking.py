@@ -9,9 +9,9 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from .interrupts import expiry
-from .queue import group_id
-from .session import Interrupt
+from holdpoint.aws.queue import group_id
+from holdpoint.core.interrupts import expiry
+from holdpoint.core.state import Interrupt
 
 
 class Parking:

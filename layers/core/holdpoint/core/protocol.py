@@ -6,11 +6,14 @@ worker written for that engine runs against Holdpoint unchanged.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$")]
+ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"
+ID_PATTERN = re.compile(ID_REGEX)
+Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 """Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
 
 Origin = Literal["worker", "client", "machine", "operator", "system"]

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import interrupts as rules
-from . import signing
-from .auth import Caller
-from .contention import ATTEMPTS, pause
-from .errors import ApiError
-from .inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
-from .models import ClientActionInput, ClientMessageInput, ClientMessagesInput
-from .queue import WorkQueue
-from .session import SessionState, mint
-from .store import Conflict, Store
+from holdpoint.aws import signing
+from holdpoint.aws.queue import WorkQueue
+from holdpoint.aws.store import Conflict, Store
+from holdpoint.core import interrupts as rules
+from holdpoint.core.errors import Refusal
+from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
+from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
+from holdpoint.core.state import SessionState, mint
+from holdpoint.services.auth import Caller
+from holdpoint.services.contention import ATTEMPTS, pause
 
 
 def owned(store: Store, caller: Caller, session_id: str) -> SessionState:
     """Load a session the caller may see; anything else is 404, as if absent (R17)."""
     if caller.session_id and caller.session_id != session_id:
-        raise ApiError(404, "not_found", f"session {session_id} not found")
+        raise Refusal("not_found", f"session {session_id} not found")
     state = store.load(caller.tenant, session_id)
     if state is None or (caller.own_only and (state.header.identity or {}).get("id") != caller.subject):
-        raise ApiError(404, "not_found", f"session {session_id} not found")
+        raise Refusal("not_found", f"session {session_id} not found")
     return state
 
 
@@ -38,10 +38,10 @@ def submit(store: Store, queue: WorkQueue, caller: Caller, session_id: str | Non
         state = None if creating else owned(store, caller, sid)
         if state is None:
             if not inp.agent_id:
-                raise ApiError(400, "invalid_request", "agent_id is required to start a session", param="agent_id")
+                raise Refusal("invalid_request", "agent_id is required to start a session", param="agent_id")
             agent = agent or store.get_agent(caller.tenant, inp.agent_id)
             if agent is None:
-                raise ApiError(400, "invalid_request", f"agent {inp.agent_id} is not declared", param="agent_id")
+                raise Refusal("invalid_request", f"agent {inp.agent_id} is not declared", param="agent_id")
             state = SessionState.new(caller.tenant, sid, inp.agent_id,
                                      identity={"id": caller.subject, "metadata": {"origin": caller.origin}})
             start_session(state, agent)
@@ -53,13 +53,13 @@ def submit(store: Store, queue: WorkQueue, caller: Caller, session_id: str | Non
             store.commit(state)
         except Conflict:
             if creating:
-                raise ApiError(409, "conflict", "session was created concurrently") from None
+                raise Refusal("conflict", "session was created concurrently") from None
             pause(attempt)
             continue
         if state.effects:
             queue.kick(caller.tenant, sid, state.header.version)
         return accepted
-    raise ApiError(409, "conflict", "the session is changing too fast; retry")
+    raise Refusal("conflict", "the session is changing too fast; retry")
 
 
 def view(store: Store, caller: Caller, session_id: str) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def raise_interrupt(store: Store, queue: WorkQueue, caller: Caller, session_id: 
         interrupt = state.interrupts.get(iid)
         return {"ok": True, "interrupt_id": iid, "noop": not state.effects,
                 "interrupt": interrupt.view() if interrupt else None}
-    raise ApiError(409, "conflict", "the session is changing too fast; retry")
+    raise Refusal("conflict", "the session is changing too fast; retry")
 
 
 def inbox(store: Store, caller: Caller, limit: int, cursor: str | None) -> dict[str, Any]:
@@ -121,7 +121,7 @@ def inbox(store: Store, caller: Caller, limit: int, cursor: str | None) -> dict[
     if cursor:
         sealed = signing.unseal("inbox-cursor", cursor)
         if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict):
-            raise ApiError(400, "validation_error", "cursor is not valid", "cursor")
+            raise Refusal("validation_error", "cursor is not valid", "cursor")
         start = sealed["at"]
     items, last = store.inbox(caller.tenant, limit, start)
     if caller.session_id:

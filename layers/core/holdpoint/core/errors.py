@@ -1,0 +1,39 @@
+"""Refusals: a rule says no. The code names the rule; the HTTP edge (holdpoint.http.edge) turns
+each code into a status, so the core knows nothing of HTTP."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+Code = Literal[
+    "validation_error",  # a field is malformed; `param` names it
+    "invalid_request",  # well-formed but not possible here (an unknown agent, a reused message id)
+    "unauthorized",  # no usable credentials
+    "forbidden",  # the caller may not do this (origin rank, a client token on a tenant route)
+    "not_found",  # unknown, or another tenant's
+    "interrupted",  # R9: the branch is parked
+    "turn_already_active",  # one turn at a time
+    "call_not_open",  # a settle for a call that is settled, voided or on another attempt
+    "conflict",  # the session kept changing under a writer
+    "payload_too_large",
+    "too_many_messages",  # one input adds more than one transaction can record
+    "unknown_input_type",
+]
+
+
+class Refusal(Exception):
+    """A refusal with its code and the error body's fields (`{"error": {code, message, param?, ...}}`)."""
+
+    def __init__(self, code: Code, message: str, param: str | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.code: Code = code
+        self.message = message
+        self.param = param
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.param:
+            err["param"] = self.param
+        err.update(self.extra)
+        return {"error": err}

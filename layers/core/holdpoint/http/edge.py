@@ -1,0 +1,83 @@
+"""What every HTTP handler shares: the caller from the authorizer's context, id and payload
+checks, refusals as status codes and error bodies, and the 500 body (never a stack trace)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from holdpoint.core.errors import Code, Refusal
+from holdpoint.core.protocol import ID_PATTERN
+from holdpoint.http.limits import MAX_PAYLOAD_BYTES
+from holdpoint.services.auth import Caller
+
+STATUS: dict[Code, int] = {
+    "validation_error": 400,
+    "invalid_request": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "interrupted": 409,
+    "turn_already_active": 409,
+    "call_not_open": 409,
+    "conflict": 409,
+    "payload_too_large": 413,
+    "too_many_messages": 413,
+    "unknown_input_type": 422,
+}
+INTERNAL_BODY = {"error": {"code": "internal", "message": "internal error"}}
+
+
+def status_of(refusal: Refusal) -> int:
+    return STATUS[refusal.code]
+
+
+def json_reply(status: int, body: Any) -> dict[str, Any]:
+    """An API Gateway proxy response with a JSON body."""
+    return {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+
+
+def refusal_reply(refusal: Refusal) -> dict[str, Any]:
+    return json_reply(status_of(refusal), refusal.body())
+
+
+def caller(event: dict[str, Any]) -> Caller:
+    """Who is calling, as the authorizer said (its simple-response context)."""
+    lam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
+    if not lam.get("tenant"):
+        raise Refusal("unauthorized", "missing or invalid credentials")
+    return Caller.from_context(lam)
+
+
+def short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def check_id(value: str, what: str) -> str:
+    """An id that cannot exist is answered like an unknown one (404), so a probe learns nothing."""
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
+        raise Refusal("not_found", f"{short(what)} not found")
+    return value
+
+
+def check_param_id(value: str, param: str) -> str:
+    """An id the caller chooses (a new agent, an interrupt to resume): malformed is 400 naming it."""
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
+        raise Refusal("validation_error", f"{param} must be 1-64 characters of [A-Za-z0-9._:-], starting with a "
+                      "letter or digit", param)
+    return value
+
+
+def check_payload(payload: Any) -> Any:
+    """Refuse a payload too large to store with its interrupt (measured as stored: compact JSON)."""
+    if payload is not None and len(json.dumps(payload, separators=(",", ":"))) > MAX_PAYLOAD_BYTES:
+        raise Refusal("payload_too_large", f"payload is over {MAX_PAYLOAD_BYTES} bytes as stored", "payload")
+    return payload
+
+
+def too_large(exc: Exception) -> bool:
+    """DynamoDB refused an item over 400 KB (or a transaction over 4 MB): nothing was written."""
+    response = getattr(exc, "response", None)
+    err = (response or {}).get("Error") or {}
+    text = str(err.get("Message") or "").lower()
+    return err.get("Code") == "ValidationException" and "size" in text and "exceeded" in text
