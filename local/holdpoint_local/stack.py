@@ -197,11 +197,7 @@ class LocalStack:
         """Store the dev API key through the layer's own function, so the authorizer accepts it."""
         if not self.seed_api_key:
             return
-        try:
-            from holdpoint import auth  # type: ignore[import-not-found]
-            put_api_key = auth.put_api_key
-        except (ImportError, AttributeError) as exc:
-            log.warning("holdpoint.auth.put_api_key not available (%s); dev API key not seeded", exc)
-            return
+        from holdpoint.services.auth import put_api_key
+
         put_api_key(self.env["TABLE_NAME"], self.api_key, self.tenant, self.subject, self.origin)
         self.api_key_seeded = True
