@@ -1,5 +1,5 @@
 """DynamoDB (and SQS / Step Functions) requests and bytes per engine step and per resume,
-at conversation trees of 10, 100 and 1,000 messages (SPEC §8, first two bars).
+at conversation trees of 10, 100 and 1,000 messages (docs/PERFORMANCE.md, first two bars).
 
     python bench/ddb_per_step.py [--sizes 10,100,1000] [--history-sizes 10,100] [--json FILE]
 
@@ -359,7 +359,7 @@ def report(runs: list[dict[str, Any]], title: str) -> str:
         rows.append([name] + [f"{m[key]:.1f}" for m in means] + [ratio(means[-1][key], means[0][key])])
     out.append(table(["per engine step (mean)"] + [f"N={n}" for n in sizes] + [f"{sizes[-1]}/{sizes[0]}"], rows,
                      f"Mean per engine step over the {means[0]['steps']} engine steps of a plain turn, an interrupt "
-                     "turn, the park message and the wake (SPEC bar: writes within 1.5x)"))
+                     "turn, the park message and the wake (bar: writes within 1.5x)"))
     w_req = means[-1]["ddb_write_requests"] / means[0]["ddb_write_requests"]
     w_b = means[-1]["ddb_write_bytes"] / means[0]["ddb_write_bytes"]
     verdict = "PASS" if max(w_req, w_b) < 1.5 else "MISS"
@@ -389,7 +389,7 @@ def report(runs: list[dict[str, Any]], title: str) -> str:
         rows.append([f"N={r['n']}", ops, t["ddb_write_requests"], t["sfn_requests"], t["ddb_read_requests"],
                      t["ddb_write_bytes"], t["wru"] + t["gsi_wru"]])
     out.append(table(["tree", "requests", "DDB writes", "SFN calls", "DDB reads", "write bytes", "WRU (+GSI)"], rows,
-                     "Resume, API side alone (SPEC bar: one conditional write + one SendTaskSuccess)"))
+                     "Resume, API side alone (bar: one conditional write + one SendTaskSuccess)"))
 
     # whole phases
     rows = []

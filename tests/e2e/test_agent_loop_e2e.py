@@ -1,4 +1,4 @@
-"""The agent loop end to end (SPEC §2, §4): tools, deferred and client tools, the worker LLM,
+"""The agent loop end to end (PROTOCOL.md §2, §4): tools, deferred and client tools, the worker LLM,
 sub-agents, budgets, queued turns, retried turn ids, decision retries on the Timer state machine,
 operator interrupts (R5) and held follow-ons (R10) -- all over HTTP on the local stack.
 

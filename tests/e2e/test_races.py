@@ -1,4 +1,4 @@
-"""Races over HTTP on the local stack (SPEC §8): concurrent inputs, resumes against the token's
+"""Races over HTTP on the local stack (docs/SECURITY.md): concurrent inputs, resumes against the token's
 arrival and against the expiry. Outcomes are checked, never timings."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Crash injection (SPEC §8): a crash at any write or AWS call, then redelivery, completes the run
+"""Crash injection (docs/SECURITY.md): a crash at any write or AWS call, then redelivery, completes the run
 with no duplicate node, event, call or effect, and nothing lost.
 
 Every AWS client the store, queue, parking and timers use is wrapped so that its Nth write

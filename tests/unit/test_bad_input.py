@@ -1,4 +1,4 @@
-"""Bad input (SPEC §5, §8): a 4xx naming the field, never a 5xx or a stack trace, nothing recorded.
+"""Bad input (PROTOCOL.md §5, docs/SECURITY.md): a 4xx naming the field, never a 5xx or a stack trace, nothing recorded.
 
 Explicit cases first, then a property test that fuzzes every POST/PUT route of the API's own
 OpenAPI document (plus the resume Lambda) with arbitrary JSON bodies and path ids.

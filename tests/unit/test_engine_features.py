@@ -1,4 +1,4 @@
-"""The agent loop around the interrupts (SPEC §2, §4): turns, tools, retries, sub-agents, budgets."""
+"""The agent loop around the interrupts (PROTOCOL.md §2, §4): turns, tools, retries, sub-agents, budgets."""
 
 from __future__ import annotations
 

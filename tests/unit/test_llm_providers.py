@@ -1,4 +1,4 @@
-"""LLM providers (SPEC §4): `bedrock` against botocore's Stubber (recorded Converse exchanges),
+"""LLM providers (PROTOCOL.md §4): `bedrock` against botocore's Stubber (recorded Converse exchanges),
 `openai` against a local chat-completions server on 127.0.0.1, `scripted` unchanged. Offline."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One test (or more) per interrupt rule of SPEC §3, against the real core and store on moto.
+"""One test (or more) per interrupt rule of PROTOCOL.md §3, against the real core and store on moto.
 
 End-to-end versions over HTTP on the local stack live in tests/e2e/.
 """

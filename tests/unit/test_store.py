@@ -1,4 +1,4 @@
-"""Conditional writes make replays, duplicates and crashes no-ops (SPEC §6, §8)."""
+"""Conditional writes make replays, duplicates and crashes no-ops (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 

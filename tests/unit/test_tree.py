@@ -1,4 +1,4 @@
-"""The message tree and the client view merge (SPEC §4), with property-based tests."""
+"""The message tree and the client view merge (PROTOCOL.md §4), with property-based tests."""
 
 from __future__ import annotations
 

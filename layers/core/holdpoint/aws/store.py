@@ -1,4 +1,4 @@
-"""DynamoDB single-table store (SPEC §6). Every change is one conditional write.
+"""DynamoDB single-table store (docs/ARCHITECTURE.md). Every change is one conditional write.
 
 Session partition `T#{tenant}#S#{session}`:
 

@@ -292,7 +292,7 @@ def mark_parked(state: SessionState, interrupt_id: str, execution_arn: str) -> N
 
 
 def apply_park_token(state: SessionState, interrupt_id: str, token: str) -> None:
-    """Store the execution's task token; if the resume came first, complete it now (SPEC §6)."""
+    """Store the execution's task token; if the resume came first, complete it now (docs/ARCHITECTURE.md)."""
     interrupt = state.interrupts.get(interrupt_id)
     if interrupt is None or interrupt.task_token == token:
         return

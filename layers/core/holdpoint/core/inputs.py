@@ -1,4 +1,4 @@
-"""Client inputs applied to a session (SPEC §4, R9, R11). Pure: raises Refusal to refuse."""
+"""Client inputs applied to a session (PROTOCOL.md §4, R9, R11). Pure: raises Refusal to refuse."""
 
 from __future__ import annotations
 

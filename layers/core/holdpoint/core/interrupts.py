@@ -1,4 +1,4 @@
-"""Interrupt rules (SPEC §3): anchoring, parking, holding, voiding, privilege."""
+"""Interrupt rules (PROTOCOL.md §3): anchoring, parking, holding, voiding, privilege."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def void_parked_llm_calls(state: SessionState) -> None:
 
 
 def void_llm_calls_off_path(state: SessionState, left_head: str | None) -> None:
-    """SPEC §4: moving the head away voids LLM calls in flight on the branch left."""
+    """PROTOCOL.md §4: moving the head away voids LLM calls in flight on the branch left."""
     active = state.tree.path_ids(state.tree.head_id)
     for call in state.open_calls():
         if call.kind != "llm_call" or call.anchor is None:

@@ -1,4 +1,4 @@
-"""The engine's proposed continuation for each trigger (SPEC §4, "Engine proposals")."""
+"""The engine's proposed continuation for each trigger (PROTOCOL.md §4, "Engine proposals")."""
 
 from __future__ import annotations
 

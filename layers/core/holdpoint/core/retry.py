@@ -1,4 +1,4 @@
-"""Retry policies (SPEC §4): attempt/total timeouts, attempts, backoff `min(base^n, max)`."""
+"""Retry policies (PROTOCOL.md §4): attempt/total timeouts, attempts, backoff `min(base^n, max)`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sub-agents: a child session whose final output settles the parent's call (SPEC §4).
+"""Sub-agents: a child session whose final output settles the parent's call (PROTOCOL.md §4).
 
 Deadlines follow the `sub_agent` retry policy (60 s per attempt, 3 attempts, 3600 s in all by
 default), read as a no-progress timeout: replacing a child that is still working would run its

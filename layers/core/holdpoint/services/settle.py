@@ -1,4 +1,4 @@
-"""Settling a deferred or client call (tool or worker LLM) from outside the worker (SPEC §4)."""
+"""Settling a deferred or client call (tool or worker LLM) from outside the worker (PROTOCOL.md §4)."""
 
 from __future__ import annotations
 
