@@ -66,9 +66,11 @@ class Rig:
     """The engine's real pieces on metered clients, with step boundaries labelled."""
 
     def __init__(self, tenant: str) -> None:
+        from holdpoint import llm
         from holdpoint.aws.parking import Parking
         from holdpoint.aws.queue import WorkQueue
         from holdpoint.aws.store import Store
+        from holdpoint.aws.timers import Timers
         from holdpoint.core import engine
         from holdpoint.outbound import workers
         from holdpoint.services.auth import Caller
@@ -124,7 +126,8 @@ class Rig:
         self.store = BenchStore(client=meter.attach(boto3.client("dynamodb")))
         self.queue = WorkQueue(client=meter.attach(boto3.client("sqs")))
         self.parking = Parking(client=meter.attach(boto3.client("stepfunctions")))
-        self.runner = BenchRunner(self.store, self.parking, self.queue)
+        self.runner = BenchRunner(self.store, self.parking, self.queue, Timers(), worker=workers.decide,
+                                  llm=llm.complete)
         self.caller = Caller(tenant, "user-1", "client")
         self.tenant = tenant
         name = f"bench-{tenant}"

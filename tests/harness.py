@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from holdpoint import assembly
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store
@@ -23,7 +24,6 @@ from holdpoint.outbound import workers
 from holdpoint.services import sessions
 from holdpoint.services.auth import Caller
 from holdpoint.services.resume import resume
-from holdpoint.services.runner import Runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from seed_worker import decide as seed_decide  # noqa: E402
@@ -80,7 +80,7 @@ class Harness:
     def __init__(self, worker: Worker | None = None, *, tenant: str = "t1", agent: dict[str, Any] | None = None,
                  origin: str = "client") -> None:
         self.store, self.queue, self.parking = Store(), WorkQueue(), Parking()
-        self.runner = Runner(self.store, self.parking, self.queue)
+        self.runner = assembly.runner(self.store, self.parking, self.queue)
         self.caller = Caller(tenant, "user-1", origin)
         self.log: list[dict[str, Any]] = []
         name = f"w{next(_names)}"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import requests
 
-from holdpoint.services.auth import put_api_key
+from holdpoint.aws.keys import put_api_key
 from tests.conftest import ROOT
 from tests.waiting import wait_for
 

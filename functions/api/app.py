@@ -15,6 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter, ValidationError
 
+from holdpoint.aws import signing
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store, TooManyChanges
@@ -260,7 +261,7 @@ def get_inbox(
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> dict[str, Any]:
     store, _, _ = deps()
-    return sessions.inbox(store, caller(), limit, cursor)
+    return sessions.inbox(store, signing, caller(), limit, cursor)
 
 
 # --- agents ----------------------------------------------------------------------------

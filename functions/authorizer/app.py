@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from holdpoint.aws.signing import platform_secret
 from holdpoint.aws.store import Store
 from holdpoint.services.auth import authenticate
 
@@ -20,7 +21,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         token = event["identitySource"][0]
     if not _store:
         _store.append(Store())
-    caller = authenticate(token, _store[0])
+    caller = authenticate(token, _store[0], platform_secret)
     if caller is None:
         logger.info("denied", extra={"route": event.get("routeKey")})
         return {"isAuthorized": False}

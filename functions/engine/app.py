@@ -9,9 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from holdpoint.aws.parking import Parking
-from holdpoint.aws.queue import WorkQueue
-from holdpoint.aws.store import Store
+from holdpoint import assembly
 from holdpoint.services.runner import Runner, parse_body
 
 logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
@@ -30,7 +28,7 @@ METRIC_NAMES = {
 
 def runner() -> Runner:
     if not _runner:
-        _runner.append(Runner(Store(), Parking(), WorkQueue()))
+        _runner.append(assembly.runner())
     return _runner[0]
 
 

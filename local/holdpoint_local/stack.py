@@ -197,7 +197,7 @@ class LocalStack:
         """Store the dev API key through the layer's own function, so the authorizer accepts it."""
         if not self.seed_api_key:
             return
-        from holdpoint.services.auth import put_api_key
+        from holdpoint.aws.keys import put_api_key
 
         put_api_key(self.env["TABLE_NAME"], self.api_key, self.tenant, self.subject, self.origin)
         self.api_key_seeded = True

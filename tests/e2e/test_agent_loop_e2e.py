@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from holdpoint.aws.keys import put_api_key
 from holdpoint.outbound import workers
-from holdpoint.services.auth import put_api_key
 from tests.harness import proposing
 from tests.stack import SCRIPT, Api, resumed_triggers, seed_worker
 from tests.waiting import wait_for, wait_quiet

@@ -11,11 +11,13 @@ execution once; later ones are refused.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
 import pytest
 
+from holdpoint import assembly
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store
@@ -25,7 +27,6 @@ from holdpoint.outbound import workers
 from holdpoint.services import sessions
 from holdpoint.services.auth import Caller
 from holdpoint.services.resume import resume
-from holdpoint.services.runner import Runner
 from tests.conftest import make_resources
 from tests.harness import SEND_EMAIL_SCRIPT, TOOLS, seed_worker
 
@@ -88,7 +89,7 @@ class CrashRun:
         self.queue = WorkQueue(client=FaultyClient(WorkQueue().client, self.faults))
         self.parking = Parking(client=FaultyClient(Parking().client, self.faults, self.task_success))
         timers = Timers(client=FaultyClient(Timers().client, self.faults))
-        self.runner = Runner(self.store, self.parking, self.queue, timers=timers)
+        self.runner = assembly.runner(self.store, self.parking, self.queue, timers)
         self.log: list[dict[str, Any]] = []
         workers.register("crash-seed", seed_worker(self.log))
         base.put_agent("t1", "assistant", {"worker": {"python": "crash-seed"}, "tools": TOOLS,
@@ -143,7 +144,7 @@ class CrashRun:
             from holdpoint.core.inputs import accept_turn, start_session
             from holdpoint.core.state import SessionState
 
-            state = SessionState.new("t1", self.sid, "assistant", identity={"id": "user-1"})
+            state = SessionState.new("t1", self.sid, "assistant", now=time.time(), identity={"id": "user-1"})
             start_session(state, Store().get_agent("t1", "assistant") or {})
             accept_turn(state, inp)
             self.store.commit(state)

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 import boto3
 import pytest
 
-from holdpoint.services.auth import put_api_key
+from holdpoint.aws.keys import put_api_key
 from tests.harness import Harness
 
 ROOT = Path(__file__).resolve().parents[2]

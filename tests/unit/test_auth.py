@@ -8,11 +8,15 @@ import boto3
 import jwt
 import pytest
 
+from holdpoint.aws import signing
+from holdpoint.aws.keys import put_api_key, revoke_api_key
+from holdpoint.aws.signing import platform_secret
 from holdpoint.aws.store import Store
+from holdpoint.core.credentials import hash_key
 from holdpoint.core.errors import Refusal
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
-from holdpoint.services.auth import Caller, authenticate, hash_key, mint_client_token, put_api_key, revoke_api_key
+from holdpoint.services.auth import Caller, authenticate, mint_client_token
 from holdpoint.services.resume import resume
 from tests.harness import Harness
 
@@ -35,16 +39,16 @@ def test_api_keys_are_stored_hashed_and_can_be_revoked() -> None:
     items = boto3.client("dynamodb").scan(TableName="holdpoint")["Items"]
     assert not any("hp_secret_key" in str(item) for item in items)
     assert any(hash_key("hp_secret_key") in str(item) for item in items)
-    assert authenticate("Bearer hp_secret_key", store) == Caller("acme", "ops", "operator")
+    assert authenticate("Bearer hp_secret_key", store, platform_secret) == Caller("acme", "ops", "operator")
     assert revoke_api_key("holdpoint", "hp_secret_key")
-    assert authenticate("Bearer hp_secret_key", store) is None
-    assert authenticate("Bearer nope", store) is None and authenticate(None, store) is None
+    assert authenticate("Bearer hp_secret_key", store, platform_secret) is None
+    assert authenticate("Bearer nope", store, platform_secret) is None and authenticate(None, store, platform_secret) is None
 
 
 def test_client_jwt_checks_signature_expiry_and_audience(jwt_secret: str) -> None:
     store = Store()
     good = mint_client_token(jwt_secret, "acme", "user-1")
-    caller = authenticate(f"Bearer {good}", store)
+    caller = authenticate(f"Bearer {good}", store, platform_secret)
     assert caller is not None and caller.subject == "user-1" and caller.own_only and caller.origin == "client"
     expired = jwt.encode({"tenant": "acme", "sub": "u", "aud": "holdpoint", "exp": int(time.time()) - 5},
                          jwt_secret, algorithm="HS256")
@@ -54,7 +58,7 @@ def test_client_jwt_checks_signature_expiry_and_audience(jwt_secret: str) -> Non
     none_alg = jwt.encode({"tenant": "acme", "sub": "u", "aud": "holdpoint", "exp": int(time.time()) + 60},
                           None, algorithm="none")
     for token in (expired, wrong_aud, forged, none_alg, good[:-4] + "AAAA"):
-        assert authenticate(f"Bearer {token}", store) is None
+        assert authenticate(f"Bearer {token}", store, platform_secret) is None
 
 
 def test_client_token_touches_only_its_own_sessions(jwt_secret: str) -> None:
@@ -69,8 +73,8 @@ def test_client_token_touches_only_its_own_sessions(jwt_secret: str) -> None:
     with pytest.raises(Refusal) as refused_resume:
         resume(h.store, h.parking, other, h.session_id or "", iid, {"approved": True})
     assert refused_resume.value.code == "not_found"
-    assert sessions.inbox(h.store, other, 10, None)["interrupts"] == []
-    assert [i["interrupt_id"] for i in sessions.inbox(h.store, h.caller, 10, None)["interrupts"]] == [iid]
+    assert sessions.inbox(h.store, signing, other, 10, None)["interrupts"] == []
+    assert [i["interrupt_id"] for i in sessions.inbox(h.store, signing, h.caller, 10, None)["interrupts"]] == [iid]
     assert h.resume(iid, {"approved": True})["noop"] is False
 
 

@@ -15,8 +15,10 @@ import os
 import secrets
 import sys
 
+from holdpoint.aws.keys import put_api_key, revoke_api_key
 from holdpoint.aws.signing import platform_secret
-from holdpoint.services.auth import ORIGINS, mint_client_token, put_api_key, revoke_api_key
+from holdpoint.core.credentials import ORIGINS
+from holdpoint.services.auth import mint_client_token
 
 
 def main(argv: list[str] | None = None) -> int:

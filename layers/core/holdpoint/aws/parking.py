@@ -10,7 +10,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from holdpoint.aws.queue import group_id
-from holdpoint.core.interrupts import expiry
+from holdpoint.core.interrupts import park_seconds
 from holdpoint.core.state import Interrupt
 
 
@@ -21,7 +21,7 @@ class Parking:
 
     def start(self, tenant: str, session_id: str, interrupt: Interrupt) -> str:
         """Start (or find) the execution; named by the interrupt so a retried start is idempotent."""
-        timeout, _ = expiry(interrupt.expires_in, None)
+        timeout = park_seconds(interrupt.expires_in)
         payload = {
             "tenant": tenant,
             "session_id": session_id,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -30,19 +31,12 @@ from botocore.exceptions import ClientError
 
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
+from holdpoint.ports import Conflict, ResolveOutcome, TooManyChanges
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
 OFFLOAD_BYTES = 300_000  # bodies above this go to S3 (DynamoDB items stop at 400 KB)
 MAX_TRANSACT_ITEMS = 100
-
-
-class Conflict(Exception):
-    """The session changed since it was loaded; reload and recompute."""
-
-
-class TooManyChanges(ValueError):
-    """One step would change more items than one DynamoDB transaction holds; nothing is written."""
 
 
 def agent_digest(agent: Any) -> str:
@@ -130,7 +124,9 @@ class Store:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         if not items or items[0]["SK"]["S"] != "H":
             return None
-        return self._decode(items)
+        state = self._decode(items)
+        state.now = time.time()  # the time of the load; a service with its own clock overrides it
+        return state
 
     def _decode(self, items: list[dict[str, Any]]) -> SessionState:
         header_body = self.body(items[0])
@@ -161,16 +157,22 @@ class Store:
                 turn.rev = rev
                 state.turns[turn.id] = turn
             elif sk.startswith("I#"):
-                for attr in ("status", "resolved_at"):
-                    if attr in item:
-                        body[attr] = item[attr]["S"]
-                for attr in ("resolution", "responder"):
-                    if attr in item:
-                        body[attr] = json.loads(item[attr]["S"])
-                interrupt = _load(Interrupt, body)
-                interrupt.rev = rev
+                interrupt = self._interrupt(item, body)
                 state.interrupts[interrupt.interrupt_id] = interrupt
         return state
+
+    @staticmethod
+    def _interrupt(item: dict[str, Any], body: dict[str, Any]) -> Interrupt:
+        """An interrupt item: its body, with the attributes the resume's update writes on top."""
+        for attr in ("status", "resolved_at"):
+            if attr in item:
+                body[attr] = item[attr]["S"]
+        for attr in ("resolution", "responder"):
+            if attr in item:
+                body[attr] = json.loads(item[attr]["S"])
+        interrupt: Interrupt = _load(Interrupt, body)
+        interrupt.rev = int(item.get("rev", {"N": "0"})["N"])
+        return interrupt
 
     def _record_item(self, pk: str, record: Record, tenant: str, session_id: str) -> dict[str, Any]:
         body = asdict(record)
@@ -284,9 +286,10 @@ class Store:
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None) -> tuple[str, dict[str, Any]]:
-        """R7: flip `open -> resolved` exactly once. Returns (outcome, item) with outcome
-        `resolved`, `noop` (stale, unknown or duplicate) or `forbidden` (origin outranks caller)."""
+                          owner: str | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """R7: flip `open -> resolved` exactly once. Returns (outcome, the interrupt as it now is)
+        with outcome `resolved`, `noop` (stale, unknown or duplicate: no interrupt when unknown),
+        `forbidden` (its origin outranks the caller) or `not_found` (another owner's session)."""
         names = {"#s": "status"}
         values: dict[str, Any] = {
             ":open": _s("open"),
@@ -323,11 +326,13 @@ class Store:
                 raise
             old = exc.response.get("Item") or {}
             if owner is not None and old and old.get("owner", {}).get("S") != owner:
-                return "not_found", {}
-            if old.get("status", {}).get("S") == "open":
-                return "forbidden", old
-            return "noop", old
-        return "resolved", out["Attributes"]
+                return "not_found", None
+            found = self._interrupt(old, self.body(old)) if old else None
+            if found is not None and found.status == "open":
+                return "forbidden", found
+            return "noop", found
+        new = out["Attributes"]
+        return "resolved", self._interrupt(new, self.body(new))
 
     def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], Any]:
         kwargs: dict[str, Any] = {

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from holdpoint.core import budget, calls, retry, subagents
@@ -16,7 +15,7 @@ from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
 from holdpoint.core.proposals import propose
 from holdpoint.core.protocol import DecisionResponse
-from holdpoint.core.state import Call, Decision, Effect, SessionState, derive, now_iso
+from holdpoint.core.state import Call, Decision, Effect, SessionState, derive, iso, iso_ms
 from holdpoint.core.turns import finish_turn, start_next_queued
 
 
@@ -56,7 +55,7 @@ def branch_path(state: SessionState, decision: Decision) -> list[dict[str, Any]]
 def build_request(state: SessionState, decision: Decision) -> dict[str, Any]:
     h = state.header
     policy = retry.policy(h.agent, "decision")
-    deadline = datetime.now(UTC) + timedelta(seconds=policy.attempt_timeout_secs)
+    deadline = state.now + policy.attempt_timeout_secs
     open_calls = state.open_calls()
     messages = branch_path(state, decision)
     trigger = decision.trigger
@@ -79,7 +78,7 @@ def build_request(state: SessionState, decision: Decision) -> dict[str, Any]:
         "message_tree": state.tree.wire(),
         "ancestry": h.ancestry,
         "attempts": decision.attempts + 1,
-        "deadline": deadline.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "deadline": iso(deadline),
         "turn_id": decision.turn_id,
     }
 
@@ -316,7 +315,7 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str) -> str | No
         interrupt.status = "expired"
         interrupt.resolution = {"status": "cancelled", "reason": "expired"}
         interrupt.responder = {"origin": "system", "subject": "expiry"}
-        interrupt.resolved_at = now_iso()
+        interrupt.resolved_at = iso_ms(state.now)
         happened = "expired"
     was_parking_active = interrupt.anchor is None or interrupt.anchor in state.tree.path_ids(state.tree.head_id)
     if interrupt.origin == "system" and interrupt.reason == budget.REASON:

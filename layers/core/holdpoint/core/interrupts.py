@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, now_iso
+from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, iso_ms
 
 ORIGIN_RANK = {"worker": 0, "client": 0, "machine": 1, "operator": 2, "system": 3}
 
@@ -51,13 +50,13 @@ def is_held(state: SessionState, decision: Decision) -> bool:
     return bool(parking(state, decision.anchor))
 
 
-def expiry(interrupt_expires_in: int | None, default: int | None) -> tuple[int, str | None]:
-    """(Step Functions TimeoutSeconds, expires_at) for an interrupt (R16)."""
-    seconds = interrupt_expires_in or default
-    if not seconds:
-        return DEFAULT_PARK_SECONDS, None
-    at = datetime.now(UTC) + timedelta(seconds=seconds)
-    return seconds, at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def park_seconds(expires_in: int | None) -> int:
+    """The ParkBranch execution's TimeoutSeconds (R16): the expiry, or Step Functions' longest wait."""
+    return expires_in or DEFAULT_PARK_SECONDS
+
+
+def expires_at(expires_in: int | None, now: float) -> str | None:
+    return iso_ms(now + expires_in) if expires_in else None
 
 
 def raise_interrupt(
@@ -82,20 +81,19 @@ def raise_interrupt(
         if existing.status == "open" or existing.raised_by == raised_by:
             return None
         generation = existing.generation + 1  # a closed id raised again by a new step reopens it
-    default = (h.agent or {}).get("interrupt_expires_in")
-    _, expires_at = expiry(expires_in, default)
+    seconds = expires_in or (h.agent or {}).get("interrupt_expires_in")
     interrupt = Interrupt(
         interrupt_id=iid,
         origin=origin,
         reason=reason,
         payload=payload,
         anchor=anchor,
-        created_at=now_iso(),
+        created_at=iso_ms(state.now),
         dedup_key=derive("park", h.tenant, h.session_id, iid, generation)[5:],
         generation=generation,
         rev=existing.rev if existing is not None else 0,
-        expires_in=expires_in or default,
-        expires_at=expires_at,
+        expires_in=seconds,
+        expires_at=expires_at(seconds, state.now),
         call_id=call_id,
         turn_id=turn_id,
         raised_by=raised_by,

@@ -9,7 +9,6 @@ version check and is recomputed, so effects never double.
 from __future__ import annotations
 
 import hashlib
-import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -22,8 +21,9 @@ def iso(epoch_secs: float) -> str:
     return datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def iso_ms(epoch_secs: float) -> str:
+    """A timestamp as events and records carry it: ISO 8601, UTC, milliseconds."""
+    return datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def mint(prefix: str) -> str:
@@ -49,7 +49,7 @@ class Header:
     agent: dict[str, Any] | None = None
     identity: dict[str, Any] = field(default_factory=dict)
     ancestry: list[str] = field(default_factory=list)
-    created_at: str = field(default_factory=now_iso)
+    created_at: str = ""
     active_turn: str | None = None
     last_turn: str | None = None
     turn_queue: list[str] = field(default_factory=list)
@@ -167,7 +167,7 @@ class Turn:
     id: str
     order: int
     status: str = "running"  # queued | running | done | failed
-    created_at: str = field(default_factory=now_iso)
+    created_at: str = ""
     data: Any = None
     error: Any = None
     input: dict[str, Any] | None = None  # a queued turn's input, started when the turn before it ends
@@ -179,7 +179,7 @@ class Event:
     seq: int
     type: str
     data: dict[str, Any]
-    at: str = field(default_factory=now_iso)
+    at: str
 
     def wire(self) -> dict[str, Any]:
         return {"seq": self.seq, "type": self.type, "at": self.at, "data": self.data}
@@ -216,10 +216,12 @@ class SessionState:
     new_keys: set[tuple[str, str]] = field(default_factory=set)
     events: list[Event] = field(default_factory=list)
     effects: list[Effect] = field(default_factory=list)
+    now: float = 0.0  # the step's time (epoch seconds), set by whoever loads or creates the state
 
     @classmethod
-    def new(cls, tenant: str, session_id: str, agent_id: str, **kw: Any) -> SessionState:
-        return cls(header=Header(tenant=tenant, session_id=session_id, agent_id=agent_id, **kw), exists=False)
+    def new(cls, tenant: str, session_id: str, agent_id: str, *, now: float, **kw: Any) -> SessionState:
+        header = Header(tenant=tenant, session_id=session_id, agent_id=agent_id, created_at=iso_ms(now), **kw)
+        return cls(header=header, exists=False, now=now)
 
     # --- bookkeeping -------------------------------------------------------------
 
@@ -249,7 +251,7 @@ class SessionState:
 
     def emit(self, type_: str, **data: Any) -> None:
         self.header.seq += 1
-        self.events.append(Event(seq=self.header.seq, type=type_, data=data))
+        self.events.append(Event(seq=self.header.seq, type=type_, data=data, at=iso_ms(self.now)))
 
     def add_node(self, node_id: str, parent_id: str | None, message: dict[str, Any]) -> Node:
         """Append a node; the head follows when the node extends it."""
@@ -319,6 +321,3 @@ def record_key(record: Record) -> str:
 def to_dict(record: Any) -> dict[str, Any]:
     return asdict(record)
 
-
-def epoch() -> float:
-    return time.time()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from holdpoint.core import interrupts as rules
-from holdpoint.core.state import Effect, SessionState, Turn, derive
+from holdpoint.core.state import Effect, SessionState, Turn, derive, iso_ms
 
 
 def start_turn(state: SessionState, turn_id: str, *, queued_input: dict[str, Any] | None = None) -> Turn:
     """Start a turn now, or queue it (with its input) behind the running one."""
-    turn = Turn(id=turn_id, order=state.tick(), input=queued_input)
+    turn = Turn(id=turn_id, order=state.tick(), input=queued_input, created_at=iso_ms(state.now))
     if queued_input is not None:
         turn.status = "queued"
         state.put(turn)

@@ -33,13 +33,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from holdpoint.core.state import derive
-
-
-class LlmError(Exception):
-    def __init__(self, message: str, code: str = "provider_error", retryable: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.retryable = retryable
+from holdpoint.ports import LlmError
 
 
 def _text(content: Any) -> str:

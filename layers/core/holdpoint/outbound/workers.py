@@ -22,15 +22,13 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.ports import WorkerUnavailable
+
 SIGNATURE_HEADER = "X-Holdpoint-Signature"
 TIMESTAMP_HEADER = "X-Holdpoint-Timestamp"
 
 _REGISTRY: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 _SECRETS: dict[str, str] = {}
-
-
-class WorkerUnavailable(Exception):
-    """The worker did not answer usefully (timeout, 5xx, invalid JSON): retry the decision."""
 
 
 def register(name: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -163,7 +161,7 @@ def call_python(config: dict[str, Any], request: dict[str, Any]) -> dict[str, An
     return json.loads(json.dumps(out))
 
 
-def decide(agent: dict[str, Any] | None, request: dict[str, Any]) -> dict[str, Any]:
+def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str = "") -> dict[str, Any]:
     """Ask the agent's worker; with no worker the engine's proposal is the answer."""
     config = (agent or {}).get("worker") or {}
     if config.get("url"):

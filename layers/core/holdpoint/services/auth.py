@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import jwt
 
-from holdpoint.aws.signing import platform_secret
-from holdpoint.aws.store import Store
+from holdpoint.core.credentials import JWT_AUDIENCE, hash_key
 from holdpoint.core.errors import Refusal
-
-ORIGINS = ("worker", "client", "machine", "operator", "system")
-JWT_AUDIENCE = "holdpoint"
+from holdpoint.ports import SessionStore
 
 
 @dataclass(frozen=True)
@@ -56,31 +53,20 @@ class Caller:
                            "it cannot start another")
 
 
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def put_api_key(table_name: str, key: str, tenant: str, subject: str, origin: str = "client",
-                client: Any = None) -> None:
-    """Store an API key by its hash only; the key itself is never written anywhere."""
-    if origin not in ORIGINS:
-        raise ValueError(f"origin must be one of {ORIGINS}")
-    Store(table_name, client).put_api_key(hash_key(key), tenant, subject, origin)
-
-
-def authenticate(authorization: str | None, store: Store) -> Caller | None:
-    """`Bearer <api key>` or `Bearer <jwt>`; None when neither checks out."""
+def authenticate(authorization: str | None, store: SessionStore,
+                 secret: Callable[[], str | None]) -> Caller | None:
+    """`Bearer <api key>` or `Bearer <jwt>` (signed with `secret()`); None when neither checks out."""
     if not authorization or not authorization.lower().startswith("bearer "):
         return None
     token = authorization[7:].strip()
     if not token or len(token) > 4096:
         return None
     if token.count(".") == 2:
-        secret = platform_secret()
-        if not secret:
+        key = secret()
+        if not key:
             return None
         try:
-            claims = jwt.decode(token, secret, algorithms=["HS256"], audience=JWT_AUDIENCE,
+            claims = jwt.decode(token, key, algorithms=["HS256"], audience=JWT_AUDIENCE,
                                 options={"require": ["exp", "sub", "tenant"]})
         except jwt.PyJWTError:
             return None
@@ -102,6 +88,3 @@ def mint_client_token(secret: str, tenant: str, subject: str, *, ttl_secs: int =
         claims["session_id"] = session_id
     return jwt.encode(claims, secret, algorithm="HS256")
 
-
-def revoke_api_key(table_name: str, key: str, client: Any = None) -> bool:
-    return Store(table_name, client).revoke_api_key(hash_key(key))

@@ -17,21 +17,27 @@ from typing import Any, TypeVar
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
-from holdpoint import llm
-from holdpoint.aws.parking import Parking
-from holdpoint.aws.queue import WorkQueue
-from holdpoint.aws.store import Conflict, Store
-from holdpoint.aws.timers import Timers
 from holdpoint.core import budget, calls, engine, subagents
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
 from holdpoint.core.protocol import ClientMessageInput, DecisionResponse, first_error
 from holdpoint.core.state import Effect, SessionState, derive
 from holdpoint.core.turns import add_user_input, start_turn
-from holdpoint.outbound import workers
+from holdpoint.ports import (
+    Clock,
+    Conflict,
+    Llm,
+    LlmError,
+    Parking,
+    SessionStore,
+    Timers,
+    Worker,
+    WorkerUnavailable,
+    WorkQueue,
+)
 from holdpoint.services import sessions
 from holdpoint.services.auth import Caller
-from holdpoint.services.contention import ATTEMPTS, pause
+from holdpoint.services.contention import Contended, transact
 
 log = Logger(child=True)  # shares the handler's JSON format and its session/interrupt keys
 T = TypeVar("T")
@@ -57,34 +63,40 @@ class Counters:
 
 @dataclass
 class Runner:
-    store: Store
+    """The engine's loop over one session, wired to its ports by the entry point (the engine
+    Lambda, or a test)."""
+
+    store: SessionStore
     parking: Parking
     queue: WorkQueue
-    timers: Timers = field(default_factory=Timers)
+    timers: Timers
+    worker: Worker
+    llm: Llm
     counters: Counters = field(default_factory=Counters)
     max_steps: int = 40
-    clock: Callable[[], float] = time.time
+    clock: Clock = time.time
 
     def transact(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T],
                  loaded: SessionState | None = None, *, head_only: bool = False) -> tuple[SessionState, T]:
-        """Apply `mutate` to the session and commit; on a version conflict, reload and recompute.
-        `loaded` (state read for this step and not yet changed) saves the first read; `head_only`
-        loads only the header and interrupts, for a `mutate` that reads nothing else."""
-        for attempt in range(ATTEMPTS):
-            state, loaded = (loaded, None) if loaded is not None else (
-                self.store.load(tenant, session_id, head_only=head_only), None)
+        """Apply `mutate` to the session and commit (`contention.transact`), then run the effects
+        the step asked for. `loaded` (state read for this step and not yet changed) saves the
+        first read; `head_only` loads only the header and interrupts, for a `mutate` that reads
+        nothing else."""
+        first = [loaded] if loaded is not None else []
+
+        def load() -> SessionState:
+            state = first.pop() if first else self.store.load(tenant, session_id, head_only=head_only)
             if state is None:
                 raise LookupError(f"session {session_id} not found")
-            out = mutate(state)
-            try:
-                self.store.commit(state)
-            except Conflict:
-                self.counters.add("commit_conflicts")
-                pause(attempt)
-                continue
-            self.after_commit(state)
-            return state, out
-        raise RetryLater("too many concurrent changes")
+            return state
+
+        try:
+            state, out = transact(self.store, load, mutate, clock=self.clock,
+                                  on_conflict=lambda: self.counters.add("commit_conflicts"))
+        except Contended as exc:
+            raise RetryLater(str(exc)) from None
+        self.after_commit(state)
+        return state, out
 
     def after_commit(self, state: SessionState) -> None:
         """The effects a committed step asked for: each is idempotent, so a crash before or
@@ -139,6 +151,7 @@ class Runner:
             state = self.store.load(tenant, session_id)
             if state is None:
                 return step
+            state.now = self.clock()
             work = engine.next_work(state, self.clock())
             if work is None:
                 return step
@@ -176,8 +189,8 @@ class Runner:
                 if system:
                     messages = [{"role": "system", "content": system}, *messages]
             try:
-                result = llm.complete(h.agent, request, messages, call_id)
-            except llm.LlmError as exc:
+                result = self.llm(h.agent, request, messages, call_id)
+            except LlmError as exc:
                 result = {"ok": False, "error": str(exc), "code": exc.code,
                           "retryable": bool(getattr(exc, "retryable", False))}
             result = priced(h.agent, result)
@@ -196,8 +209,8 @@ class Runner:
         request = engine.build_request(state, decision)
         started = time.perf_counter()
         try:
-            raw = workers.decide(h.agent, request)
-        except workers.WorkerUnavailable as exc:
+            raw = self.worker(h.agent, request, h.tenant)
+        except WorkerUnavailable as exc:
             why = str(exc)
             log.warning("worker unavailable: %s", why, extra={"session_id": h.session_id, "decision_id": decision_id})
             self.counters.add("worker_failures")
@@ -240,7 +253,7 @@ class Runner:
                 self.transact(h.tenant, h.session_id, lambda s: subagents.apply_child_result(
                     s, data["call_id"], False, None, {"code": "agent_not_found", "agent_id": data["agent_id"]}))
                 return
-            child = SessionState.new(h.tenant, child_id, data["agent_id"], identity=h.identity,
+            child = SessionState.new(h.tenant, child_id, data["agent_id"], now=self.clock(), identity=h.identity,
                                      ancestry=data["ancestry"],
                                      parent={"session_id": h.session_id, "call_id": data["call_id"]})
             start_session(child, agent)
@@ -295,7 +308,7 @@ class Runner:
         inp = ClientMessageInput(type="client.message", message=data["message"], queue=True,
                                  turn_id=derive("turn", state.header.session_id, data.get("key")))
         try:
-            sessions.submit(self.store, self.queue, who, data["session_id"], inp)
+            sessions.submit(self.store, self.queue, who, data["session_id"], inp, clock=self.clock)
         except Refusal as exc:
             log.warning("message.send refused: %s", exc.message, extra={"session_id": state.header.session_id})
 

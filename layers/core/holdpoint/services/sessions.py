@@ -1,22 +1,21 @@
-"""Session operations behind the HTTP API: submit inputs, read views, raise interrupts."""
+"""Session operations behind the HTTP API: submit inputs, read views, raise interrupts, the inbox."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from holdpoint.aws import signing
-from holdpoint.aws.queue import WorkQueue
-from holdpoint.aws.store import Conflict, Store
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionState, mint
+from holdpoint.ports import Clock, Sealer, SessionStore, WorkQueue
 from holdpoint.services.auth import Caller
-from holdpoint.services.contention import ATTEMPTS, pause
+from holdpoint.services.contention import Contended, transact
 
 
-def owned(store: Store, caller: Caller, session_id: str) -> SessionState:
+def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
     """Load a session the caller may see; anything else is 404, as if absent (R17)."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
@@ -26,43 +25,54 @@ def owned(store: Store, caller: Caller, session_id: str) -> SessionState:
     return state
 
 
-def submit(store: Store, queue: WorkQueue, caller: Caller, session_id: str | None,
-           inp: ClientMessageInput | ClientMessagesInput | ClientActionInput) -> Accepted:
+def changed(store: SessionStore, load: Any, mutate: Any, clock: Clock, *, retry: bool = True) -> Any:
+    """`contention.transact`, with losing every round answered as 409 `conflict`."""
+    try:
+        return transact(store, load, mutate, clock=clock, retry=retry)
+    except Contended as exc:
+        raise Refusal("conflict", f"{exc}; retry") from None
+
+
+def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str | None,
+           inp: ClientMessageInput | ClientMessagesInput | ClientActionInput,
+           clock: Clock = time.time) -> Accepted:
     """Apply a client input with a conditional commit; retried on a concurrent change."""
-    creating = session_id is None
-    if creating:
+    if session_id is None:
         caller.require_unbound()
-    sid = session_id or mint("ses")
-    agent: dict[str, Any] | None = None
-    for attempt in range(ATTEMPTS):
-        state = None if creating else owned(store, caller, sid)
-        if state is None:
-            if not inp.agent_id:
-                raise Refusal("invalid_request", "agent_id is required to start a session", param="agent_id")
-            agent = agent or store.get_agent(caller.tenant, inp.agent_id)
-            if agent is None:
-                raise Refusal("invalid_request", f"agent {inp.agent_id} is not declared", param="agent_id")
-            state = SessionState.new(caller.tenant, sid, inp.agent_id,
-                                     identity={"id": caller.subject, "metadata": {"origin": caller.origin}})
+        sid = mint("ses")
+        agent = _agent_for(store, caller, inp)
+        identity = {"id": caller.subject, "metadata": {"origin": caller.origin}}
+
+        def load() -> SessionState:
+            state = SessionState.new(caller.tenant, sid, inp.agent_id or "", now=clock(), identity=identity)
             start_session(state, agent)
-        if isinstance(inp, ClientMessagesInput):
-            accepted = accept_view(state, inp)
-        else:
-            accepted = accept_turn(state, inp)
-        try:
-            store.commit(state)
-        except Conflict:
-            if creating:
-                raise Refusal("conflict", "session was created concurrently") from None
-            pause(attempt)
-            continue
-        if state.effects:
-            queue.kick(caller.tenant, sid, state.header.version)
-        return accepted
-    raise Refusal("conflict", "the session is changing too fast; retry")
+            return state
+    else:
+        sid = session_id
+
+        def load() -> SessionState:
+            return owned(store, caller, sid)
+
+    def accept(state: SessionState) -> Accepted:
+        return accept_view(state, inp) if isinstance(inp, ClientMessagesInput) else accept_turn(state, inp)
+
+    state, accepted = changed(store, load, accept, clock, retry=session_id is not None)
+    if state.effects:
+        queue.kick(caller.tenant, sid, state.header.version)
+    return accepted
 
 
-def view(store: Store, caller: Caller, session_id: str) -> dict[str, Any]:
+def _agent_for(store: SessionStore, caller: Caller, inp: Any) -> dict[str, Any]:
+    """The declared config a new session starts with (400 naming `agent_id` if there is none)."""
+    if not inp.agent_id:
+        raise Refusal("invalid_request", "agent_id is required to start a session", param="agent_id")
+    agent = store.get_agent(caller.tenant, inp.agent_id)
+    if agent is None:
+        raise Refusal("invalid_request", f"agent {inp.agent_id} is not declared", param="agent_id")
+    return agent
+
+
+def view(store: SessionStore, caller: Caller, session_id: str) -> dict[str, Any]:
     state = owned(store, caller, session_id)
     h = state.header
     last = state.turns.get(h.last_turn or "")
@@ -87,39 +97,35 @@ def view(store: Store, caller: Caller, session_id: str) -> dict[str, Any]:
     }
 
 
-def events(store: Store, caller: Caller, session_id: str, after_seq: int, limit: int) -> dict[str, Any]:
+def events(store: SessionStore, caller: Caller, session_id: str, after_seq: int, limit: int) -> dict[str, Any]:
     owned(store, caller, session_id)
     items = store.events(caller.tenant, session_id, after_seq, limit)
     next_after = items[-1]["seq"] if items else after_seq
     return {"events": items, "next_after_seq": next_after, "has_more": len(items) == limit}
 
 
-def raise_interrupt(store: Store, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
+def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
-                    request_id: str) -> dict[str, Any]:
-    for attempt in range(ATTEMPTS):
-        state = owned(store, caller, session_id)
-        iid = raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
-                             interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id)
-        try:
-            store.commit(state)
-        except Conflict:
-            pause(attempt)
-            continue
-        if state.effects:
-            queue.kick(caller.tenant, session_id, state.header.version)
-        interrupt = state.interrupts.get(iid)
-        return {"ok": True, "interrupt_id": iid, "noop": not state.effects,
-                "interrupt": interrupt.view() if interrupt else None}
-    raise Refusal("conflict", "the session is changing too fast; retry")
+                    request_id: str, clock: Clock = time.time) -> dict[str, Any]:
+    """R5: an interrupt raised through the API, at the head (or global), with the caller's origin."""
+    def raise_it(state: SessionState) -> str:
+        return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
+                              interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id)
+
+    state, iid = changed(store, lambda: owned(store, caller, session_id), raise_it, clock)
+    if state.effects:
+        queue.kick(caller.tenant, session_id, state.header.version)
+    interrupt = state.interrupts.get(iid)
+    return {"ok": True, "interrupt_id": iid, "noop": not state.effects,
+            "interrupt": interrupt.view() if interrupt else None}
 
 
-def inbox(store: Store, caller: Caller, limit: int, cursor: str | None) -> dict[str, Any]:
+def inbox(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None) -> dict[str, Any]:
     """The tenant's open interrupts across sessions, newest first, from the sparse GSI. The cursor
     is sealed under the deployment's key and bound to the tenant: opaque, and refused if altered."""
     start = None
     if cursor:
-        sealed = signing.unseal("inbox-cursor", cursor)
+        sealed = sealer.unseal("inbox-cursor", cursor)
         if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict):
             raise Refusal("validation_error", "cursor is not valid", "cursor")
         start = sealed["at"]
@@ -128,5 +134,5 @@ def inbox(store: Store, caller: Caller, limit: int, cursor: str | None) -> dict[
         items = [i for i in items if i["session_id"] == caller.session_id]
     if caller.own_only:
         items = [i for i in items if i.get("owner") == caller.subject]
-    next_cursor = signing.seal("inbox-cursor", {"tenant": caller.tenant, "at": last}) if last else None
+    next_cursor = sealer.seal("inbox-cursor", {"tenant": caller.tenant, "at": last}) if last else None
     return {"interrupts": items, "next_cursor": next_cursor}

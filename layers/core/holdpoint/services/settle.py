@@ -5,50 +5,50 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from holdpoint.aws.queue import WorkQueue
-from holdpoint.aws.store import Conflict, Store
 from holdpoint.core import budget
 from holdpoint.core.calls import apply_llm_result, settle_tool
 from holdpoint.core.errors import Refusal
 from holdpoint.core.protocol import SettleBody
-from holdpoint.core.state import SessionState
+from holdpoint.core.state import Call, SessionState
+from holdpoint.ports import Clock, SessionStore, WorkQueue
 from holdpoint.services.auth import Caller
-from holdpoint.services.contention import ATTEMPTS, pause
-from holdpoint.services.sessions import owned
+from holdpoint.services.sessions import changed, owned
 
 
-def settle(store: Store, queue: WorkQueue, caller: Caller, session_id: str, body: SettleBody) -> dict[str, Any]:
+def settle(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, body: SettleBody,
+           clock: Clock = time.time) -> dict[str, Any]:
     """Record the outcome on the call (its follow-on is held if the branch is parked, R10)."""
-    for attempt in range(ATTEMPTS):
-        state: SessionState = owned(store, caller, session_id)
-        call = state.calls.get(body.id)
-        wanted = "llm_call" if body.type.startswith("llm.") else "tool_call"
-        if call is None or call.kind != wanted:
-            raise Refusal("not_found", f"call {body.id} not found", "id")
-        if call.status != "open" or (body.attempt is not None and body.attempt != call.attempt):
-            attempt = body.attempt or call.attempt
-            raise Refusal("call_not_open", f"call {body.id} is not open for attempt {attempt}", "id")
-        if body.type == "tool.result":
-            settle_tool(state, call, ok=True, result=body.result)
-        elif body.type == "tool.error":
-            settle_tool(state, call, ok=False, error=body.error if body.error is not None else "error")
-        elif body.type == "llm.result":
-            if body.message is None:
-                raise Refusal("validation_error", "llm.result needs a message", "message")
-            apply_llm_result(state, call, {"ok": True, "message": body.message.wire(), "usage": body.usage,
-                                           "cost": body.cost}, time.time())
-            if body.cost:
-                budget.check(state, raised_by=f"budget:{call.id}")
-        else:
-            apply_llm_result(state, call, {"ok": False, "error": body.error if body.error is not None else "error",
-                                           "code": body.code}, time.time())
-        if call.status == "voided":  # R6: a late result on a parked branch is discarded, never recorded
-            raise Refusal("call_not_open", f"call {body.id} was voided", "id")
-        try:
-            store.commit(state)
-        except Conflict:
-            pause(attempt)
-            continue
-        queue.kick(caller.tenant, session_id, state.header.version)
-        return {"ok": True, "id": body.id}
-    raise Refusal("conflict", "the session is changing too fast; retry")
+    state, _ = changed(store, lambda: owned(store, caller, session_id), lambda s: apply_settle(s, body), clock)
+    queue.kick(caller.tenant, session_id, state.header.version)
+    return {"ok": True, "id": body.id}
+
+
+def open_call(state: SessionState, body: SettleBody) -> Call:
+    """The call a settle names: it must exist, be of the settle's kind, and be open at that attempt."""
+    call = state.calls.get(body.id)
+    wanted = "llm_call" if body.type.startswith("llm.") else "tool_call"
+    if call is None or call.kind != wanted:
+        raise Refusal("not_found", f"call {body.id} not found", "id")
+    if call.status != "open" or (body.attempt is not None and body.attempt != call.attempt):
+        raise Refusal("call_not_open", f"call {body.id} is not open for attempt {body.attempt or call.attempt}", "id")
+    return call
+
+
+def apply_settle(state: SessionState, body: SettleBody) -> None:
+    call = open_call(state, body)
+    error = body.error if body.error is not None else "error"
+    if body.type == "tool.result":
+        settle_tool(state, call, ok=True, result=body.result)
+    elif body.type == "tool.error":
+        settle_tool(state, call, ok=False, error=error)
+    elif body.type == "llm.result":
+        if body.message is None:
+            raise Refusal("validation_error", "llm.result needs a message", "message")
+        apply_llm_result(state, call, {"ok": True, "message": body.message.wire(), "usage": body.usage,
+                                       "cost": body.cost}, state.now)
+        if body.cost:
+            budget.check(state, raised_by=f"budget:{call.id}")
+    else:
+        apply_llm_result(state, call, {"ok": False, "error": error, "code": body.code}, state.now)
+    if call.status == "voided":  # R6: a late result on a parked branch is discarded, never recorded
+        raise Refusal("call_not_open", f"call {body.id} was voided", "id")

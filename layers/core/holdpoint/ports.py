@@ -1,0 +1,96 @@
+"""The ports: what the services need from the outside world, as interfaces.
+
+The services are written against these; the adapters in `holdpoint.aws`, `holdpoint.outbound`
+and `holdpoint.llm` implement them, and the entry points (the Lambda handlers, the admin CLI,
+the local stack) wire one to the other. A new storage backend implements `SessionStore`; a new
+LLM provider is one more `holdpoint.llm` module behind `Llm`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+from holdpoint.core.state import Interrupt, SessionState
+
+ResolveOutcome = Literal["resolved", "noop", "forbidden", "not_found"]
+
+
+class Conflict(Exception):
+    """The session changed since it was loaded: reload and recompute."""
+
+
+class TooManyChanges(ValueError):
+    """One step would change more items than one transaction holds; nothing was written."""
+
+
+class WorkerUnavailable(Exception):
+    """The worker did not answer usefully (timeout, 5xx, not a JSON object): retry the decision."""
+
+
+class LlmError(Exception):
+    """An LLM call failed; `retryable` says whether another attempt may help."""
+
+    def __init__(self, message: str, code: str = "provider_error", retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+
+
+class SessionStore(Protocol):
+    """Sessions, agents and API keys, every change one conditional write."""
+
+    def load(self, tenant: str, session_id: str, *, head_only: bool = False) -> SessionState | None: ...
+
+    def commit(self, state: SessionState) -> int: ...
+
+    def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]: ...
+
+    def session_exists(self, tenant: str, session_id: str, owner: str | None = None) -> bool: ...
+
+    def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
+                          responder: dict[str, Any], allowed_origins: list[str], at: str,
+                          owner: str | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+
+    def inbox(self, tenant: str, limit: int,
+              cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
+
+    def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None: ...
+
+    def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None: ...
+
+    def get_api_key(self, key_hash: str) -> dict[str, str] | None: ...
+
+
+class WorkQueue(Protocol):
+    def kick(self, tenant: str, session_id: str, version: int) -> None: ...
+
+
+class Parking(Protocol):
+    """Durable pauses: one execution per interrupt holds its task token."""
+
+    def start(self, tenant: str, session_id: str, interrupt: Interrupt) -> str: ...
+
+    def complete(self, token: str, output: dict[str, Any]) -> bool: ...
+
+
+class Timers(Protocol):
+    def schedule(self, tenant: str, session_id: str, seconds: float, message: dict[str, Any], key: str) -> None: ...
+
+
+class Sealer(Protocol):
+    """Tamper-evident tokens under the deployment's key."""
+
+    def seal(self, purpose: str, payload: dict[str, Any]) -> str: ...
+
+    def unseal(self, purpose: str, token: str) -> dict[str, Any] | None: ...
+
+
+Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any]]
+"""Ask the agent's worker (agent config, decision request, tenant) for its answer."""
+
+Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str], dict[str, Any]]
+"""Run one LLM call (agent config, request, prompt messages, call id) to an `llm.finished` outcome."""
+
+Clock = Callable[[], float]
+"""Epoch seconds."""
