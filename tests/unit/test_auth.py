@@ -8,7 +8,7 @@ import boto3
 import jwt
 import pytest
 
-from holdpoint import sessions, workers
+from holdpoint import netguard, sessions, workers
 from holdpoint.auth import Caller, authenticate, hash_key, mint_client_token, put_api_key, revoke_api_key
 from holdpoint.errors import ApiError
 from holdpoint.resume import resume
@@ -98,13 +98,13 @@ def test_worker_signature_verifies_and_fails_on_a_tampered_body() -> None:
                                  "https://[fe80::1]/", "ftp://example.com/", "https:///nohost"])
 def test_worker_urls_to_link_local_or_metadata_addresses_are_refused(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOLDPOINT_ALLOW_HTTP_WORKERS", "1")
-    assert workers.check_url(url) is not None
+    assert netguard.check_url(url, "worker.url") is not None
     monkeypatch.delenv("HOLDPOINT_ALLOW_HTTP_WORKERS")
-    assert workers.check_url(url) is not None
+    assert netguard.check_url(url, "worker.url") is not None
 
 
 def test_cloud_mode_refuses_plain_http_and_private_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HOLDPOINT_ALLOW_HTTP_WORKERS", raising=False)
-    assert workers.check_url("http://example.com/") == "worker.url must be https"
-    assert workers.check_url("https://127.0.0.1/") is not None
-    assert workers.check_url("https://10.0.0.5/") is not None
+    assert netguard.check_url("http://example.com/", "worker.url") == "worker.url must be https"
+    assert netguard.check_url("https://127.0.0.1/", "worker.url") is not None
+    assert netguard.check_url("https://10.0.0.5/", "worker.url") is not None

@@ -173,7 +173,7 @@ class Runner:
                 if system:
                     messages = [{"role": "system", "content": system}, *messages]
             try:
-                result = llm.complete(h.agent, request, messages, call_id)
+                result = llm.complete(h.agent, request, messages, call_id, h.tenant)
             except llm.LlmError as exc:
                 result = {"ok": False, "error": str(exc), "code": exc.code,
                           "retryable": bool(getattr(exc, "retryable", False))}
@@ -193,7 +193,7 @@ class Runner:
         request = engine.build_request(state, decision)
         started = time.perf_counter()
         try:
-            raw = workers.decide(h.agent, request)
+            raw = workers.decide(h.agent, request, h.tenant)
         except workers.WorkerUnavailable as exc:
             why = str(exc)
             log.warning("worker unavailable: %s", why, extra={"session_id": h.session_id, "decision_id": decision_id})
