@@ -15,7 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter, ValidationError
 
-from holdpoint import sessions
+from holdpoint import netguard, secretrefs, sessions
 from holdpoint.auth import Caller
 from holdpoint.errors import ApiError
 from holdpoint.limits import MAX_PAYLOAD_BYTES, body_bytes
@@ -36,7 +36,7 @@ from holdpoint.queue import WorkQueue
 from holdpoint.resume import resume
 from holdpoint.settle import settle
 from holdpoint.store import Store, TooManyChanges
-from holdpoint.workers import check_url
+from holdpoint.workers import check_lambda_arn
 
 MAX_AGENT_BYTES = 131_072
 """An agent config is copied into the header of every session it starts, which must stay under 400 KB."""
@@ -265,6 +265,37 @@ def get_inbox(
 # --- agents ----------------------------------------------------------------------------
 
 
+def check_agent_targets(config: dict[str, Any], tenant: str) -> None:
+    """Refuse what a tenant may not point the engine at: an in-process callable, a Lambda outside
+    the allow-list, an internal URL, a secret that is not the tenant's (the engine re-checks each
+    at call time; this answers the tenant with the field at fault and records nothing)."""
+    worker = config.get("worker") or {}
+    if "python" in worker:
+        raise ApiError(400, "validation_error", "worker.python names in-process workers registered in code; "
+                       "declare worker.url or worker.lambda_arn", "worker.python")
+    if worker.get("lambda_arn") is not None:
+        problem = check_lambda_arn(worker["lambda_arn"])
+        if problem:
+            raise ApiError(400, "validation_error", problem, "worker.lambda_arn")
+    if worker.get("url") is not None:
+        problem = netguard.check_url(worker["url"], "worker.url")
+        if problem:
+            raise ApiError(400, "validation_error", problem, "worker.url")
+    if worker.get("secret") is not None:
+        problem = secretrefs.check(worker["secret"], tenant, "worker.secret")
+        if problem:
+            raise ApiError(400, "validation_error", problem, "worker.secret")
+    llm_config = config.get("llm") or {}
+    if llm_config.get("base_url") is not None:
+        problem = netguard.check_url(llm_config["base_url"], "llm.base_url")
+        if problem:
+            raise ApiError(400, "validation_error", problem, "llm.base_url")
+    if llm_config.get("api_key") is not None:
+        problem = secretrefs.check(llm_config["api_key"], tenant, "llm.api_key")
+        if problem:
+            raise ApiError(400, "validation_error", problem, "llm.api_key")
+
+
 @app.put("/v1/agents/<agent_id>")
 def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
     store, _, _ = deps()
@@ -276,16 +307,9 @@ def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
     config = body.wire()
     if len(json.dumps(config, separators=(",", ":"))) > MAX_AGENT_BYTES:
         raise ApiError(413, "payload_too_large", f"the agent config is over {MAX_AGENT_BYTES} bytes")
-    worker = config.get("worker") or {}
-    if worker.get("url"):
-        problem = check_url(worker["url"])
-        if problem:
-            raise ApiError(400, "validation_error", problem, "worker.url")
-    secret = worker.get("secret")
-    if secret and not str(secret).startswith(("env:", "secretsmanager:")):
-        raise ApiError(400, "validation_error", "worker.secret must be `env:NAME` or `secretsmanager:ARN`",
-                       "worker.secret")
-    store.put_agent(caller().tenant, agent_id, config)
+    who = caller()
+    check_agent_targets(config, who.tenant)
+    store.put_agent(who.tenant, agent_id, config)
     return {"agent_id": agent_id, "agent": config}
 
 
