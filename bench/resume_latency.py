@@ -128,6 +128,7 @@ class Api:
     """A small HTTP client on the local front end (one requests.Session; close() when done)."""
 
     def __init__(self, stack: LocalStack) -> None:
+        self.stack = stack
         self.base = stack.base_url
         self.http = requests.Session()
         self.http.headers["Authorization"] = f"Bearer {stack.api_key}"
@@ -149,10 +150,14 @@ class Api:
         return resp.json()
 
     def declare_agent(self) -> None:
-        self.ok("PUT", "/v1/agents/assistant", {
+        """PUT the agent, then set its in-process worker in the table (the API refuses `worker.python`)."""
+        from holdpoint.aws.store import Store
+
+        stored = self.ok("PUT", "/v1/agents/assistant", {
             "llm": {"provider": "scripted", "script": SCRIPT},
-            "tools": [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}],
-            "worker": {"python": WORKER_NAME}})
+            "tools": [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}]})["agent"]
+        Store(self.stack.env["TABLE_NAME"]).put_agent(self.stack.tenant, "assistant",
+                                                      {**stored, "worker": {"python": WORKER_NAME}})
 
     def start(self) -> str:
         return self.ok("POST", "/v1/sessions", {"type": "client.message", "agent_id": "assistant",

@@ -15,7 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter, ValidationError
 
-from holdpoint.aws import signing
+from holdpoint.aws import secretrefs, signing
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store, TooManyChanges
@@ -34,7 +34,8 @@ from holdpoint.core.protocol import (
 )
 from holdpoint.http.edge import refusal_reply, status_of
 from holdpoint.http.limits import MAX_PAYLOAD_BYTES, body_bytes, strict_body
-from holdpoint.outbound.workers import check_url
+from holdpoint.outbound import netguard
+from holdpoint.outbound.workers import check_lambda_arn
 from holdpoint.services import sessions
 from holdpoint.services.auth import Caller
 from holdpoint.services.resume import resume
@@ -267,6 +268,37 @@ def get_inbox(
 # --- agents ----------------------------------------------------------------------------
 
 
+def check_agent_targets(config: dict[str, Any], tenant: str) -> None:
+    """Refuse what a tenant may not point the engine at: an in-process callable, a Lambda outside
+    the allow-list, an internal URL, a secret that is not the tenant's (the engine re-checks each
+    at call time; this answers the tenant with the field at fault and records nothing)."""
+    worker = config.get("worker") or {}
+    if "python" in worker:
+        raise Refusal("validation_error", "worker.python names in-process workers registered in code; "
+                       "declare worker.url or worker.lambda_arn", "worker.python")
+    if worker.get("lambda_arn") is not None:
+        problem = check_lambda_arn(worker["lambda_arn"])
+        if problem:
+            raise Refusal("validation_error", problem, "worker.lambda_arn")
+    if worker.get("url") is not None:
+        problem = netguard.check_url(worker["url"], "worker.url")
+        if problem:
+            raise Refusal("validation_error", problem, "worker.url")
+    if worker.get("secret") is not None:
+        problem = secretrefs.check(worker["secret"], tenant, "worker.secret")
+        if problem:
+            raise Refusal("validation_error", problem, "worker.secret")
+    llm_config = config.get("llm") or {}
+    if llm_config.get("base_url") is not None:
+        problem = netguard.check_url(llm_config["base_url"], "llm.base_url")
+        if problem:
+            raise Refusal("validation_error", problem, "llm.base_url")
+    if llm_config.get("api_key") is not None:
+        problem = secretrefs.check(llm_config["api_key"], tenant, "llm.api_key")
+        if problem:
+            raise Refusal("validation_error", problem, "llm.api_key")
+
+
 @app.put("/v1/agents/<agent_id>")
 def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
     store, _, _ = deps()
@@ -280,15 +312,7 @@ def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
     config = body.wire()
     if len(json.dumps(config, separators=(",", ":"))) > MAX_AGENT_BYTES:
         raise Refusal("payload_too_large", f"the agent config is over {MAX_AGENT_BYTES} bytes")
-    worker = config.get("worker") or {}
-    if worker.get("url"):
-        problem = check_url(worker["url"])
-        if problem:
-            raise Refusal("validation_error", problem, "worker.url")
-    secret = worker.get("secret")
-    if secret and not str(secret).startswith(("env:", "secretsmanager:")):
-        raise Refusal("validation_error", "worker.secret must be `env:NAME` or `secretsmanager:ARN`",
-                       "worker.secret")
+    check_agent_targets(config, who.tenant)
     store.put_agent(who.tenant, agent_id, config)
     return {"agent_id": agent_id, "agent": config}
 

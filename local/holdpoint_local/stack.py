@@ -23,6 +23,9 @@ DEFAULT_API_KEY = "hp_dev_local_key"
 DEFAULT_TENANT = "dev"
 DEFAULT_SUBJECT = "dev-user"
 DEFAULT_ORIGIN = "client"
+SECRET_ENV_ALLOWLIST = "HOLDPOINT_*WORKER_SECRET"
+"""`env:` secrets the local stack lets agents reference: the demo's, the tests' and the README
+walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
 
 
 class LocalStack:
@@ -171,6 +174,7 @@ class LocalStack:
             "AWS_ENDPOINT_URL": str(self.moto_endpoint),
             "MOTO_PORT": str(self.moto_endpoint).rsplit(":", 1)[-1],
             "HOLDPOINT_ALLOW_HTTP_WORKERS": "1",
+            "HOLDPOINT_SECRET_ENV_ALLOWLIST": SECRET_ENV_ALLOWLIST,
             "POWERTOOLS_TRACE_DISABLED": "1",
             "POWERTOOLS_METRICS_NAMESPACE": "holdpoint-local",
             **self.extra_env,

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.keys import put_api_key
+from holdpoint.aws.store import Store
 from holdpoint.outbound import workers
+from holdpoint_local.stack import DEFAULT_TENANT
 from tests.harness import proposing
 from tests.stack import SCRIPT, Api, resumed_triggers, seed_worker
 from tests.waiting import wait_for, wait_quiet
@@ -58,14 +60,16 @@ class Log:
         return [t["type"] for t in self.triggers(sid)]
 
 
-def declare(api: Api, decide: Decide | None, agent_id: str = "assistant", **config: Any) -> None:
-    """PUT an agent whose worker is the in-process `decide` (or none)."""
+def declare(api: Api, decide: Decide | None, agent_id: str = "assistant", tenant: str = DEFAULT_TENANT,
+            **config: Any) -> None:
+    """PUT an agent, then give it the in-process worker `decide` (if any) in the table directly:
+    the API refuses `worker.python`, which only code (here, the test) may set."""
     agent: dict[str, Any] = {"llm": {"provider": "scripted", "script": SCRIPT}, "tools": TOOLS, **config}
+    stored = api.ok("PUT", f"/v1/agents/{agent_id}", agent)["agent"]
     if decide is not None:
         name = f"e2e-{uuid.uuid4().hex[:12]}"
         workers.register(name, decide)
-        agent["worker"] = {"python": name}
-    api.ok("PUT", f"/v1/agents/{agent_id}", agent)
+        Store(os.environ["TABLE_NAME"]).put_agent(tenant, agent_id, {**stored, "worker": {"python": name}})
 
 
 def start(api: Api, text: str, agent_id: str = "assistant", **extra: Any) -> dict[str, Any]:

@@ -172,7 +172,7 @@ def start_session(harness: Harness, text: str = "Email Bob that the report is re
 
 def test_put_then_get_agent(api: dict[str, str]) -> None:
     config = {"model": "m1", "llm": {"provider": "scripted", "script": []}, "system": "be brief",
-              "tools": [{"name": "lookup", "input": {"type": "object"}}], "worker": {"python": "w"}}
+              "tools": [{"name": "lookup", "input": {"type": "object"}}], "worker": {"url": "https://93.184.215.14/"}}
     status, body = call_api("PUT", "/v1/agents/helper", config)
     assert status == 200, body
     assert body["agent_id"] == "helper" and body["agent"]["system"] == "be brief"
@@ -180,16 +180,19 @@ def test_put_then_get_agent(api: dict[str, str]) -> None:
     assert status == 200, body
     assert body["agent_id"] == "helper"
     stored = body["agent"]
-    assert {k: stored[k] for k in config} == {**config, "worker": {"python": "w", "timeout_secs": 30.0}}
+    assert {k: stored[k] for k in config} == {**config, "worker": {"url": "https://93.184.215.14/",
+                                                                   "timeout_secs": 30.0}}
     # Another tenant does not see it; an unknown agent is 404.
     assert_error(*call_api("GET", "/v1/agents/helper", tenant="other"), 404, code="not_found")
     assert_error(*call_api("GET", "/v1/agents/nobody"), 404, code="not_found")
 
 
-def test_agent_worker_url_and_secret_are_checked(api: dict[str, str]) -> None:
-    status, body = call_api("PUT", "/v1/agents/a1", {"worker": {"python": "w", "secret": "plain-text"}})
+def test_agent_worker_url_and_secret_are_checked(api: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "HOOK_*")
+    worker = {"url": "https://93.184.215.14/"}
+    status, body = call_api("PUT", "/v1/agents/a1", {"worker": {**worker, "secret": "plain-text"}})
     assert_error(status, body, 400, param="worker.secret")
-    status, body = call_api("PUT", "/v1/agents/a1", {"worker": {"python": "w", "secret": "env:HOOK_SECRET"}})
+    status, body = call_api("PUT", "/v1/agents/a1", {"worker": {**worker, "secret": "env:HOOK_SECRET"}})
     assert status == 200, body
 
 

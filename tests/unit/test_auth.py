@@ -14,7 +14,7 @@ from holdpoint.aws.signing import platform_secret
 from holdpoint.aws.store import Store
 from holdpoint.core.credentials import hash_key
 from holdpoint.core.errors import Refusal
-from holdpoint.outbound import workers
+from holdpoint.outbound import netguard, workers
 from holdpoint.services import sessions
 from holdpoint.services.auth import Caller, authenticate, mint_client_token
 from holdpoint.services.resume import resume
@@ -42,7 +42,8 @@ def test_api_keys_are_stored_hashed_and_can_be_revoked() -> None:
     assert authenticate("Bearer hp_secret_key", store, platform_secret) == Caller("acme", "ops", "operator")
     assert revoke_api_key("holdpoint", "hp_secret_key")
     assert authenticate("Bearer hp_secret_key", store, platform_secret) is None
-    assert authenticate("Bearer nope", store, platform_secret) is None and authenticate(None, store, platform_secret) is None
+    assert authenticate("Bearer nope", store, platform_secret) is None
+    assert authenticate(None, store, platform_secret) is None
 
 
 def test_client_jwt_checks_signature_expiry_and_audience(jwt_secret: str) -> None:
@@ -102,13 +103,13 @@ def test_worker_signature_verifies_and_fails_on_a_tampered_body() -> None:
                                  "https://[fe80::1]/", "ftp://example.com/", "https:///nohost"])
 def test_worker_urls_to_link_local_or_metadata_addresses_are_refused(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOLDPOINT_ALLOW_HTTP_WORKERS", "1")
-    assert workers.check_url(url) is not None
+    assert netguard.check_url(url, "worker.url") is not None
     monkeypatch.delenv("HOLDPOINT_ALLOW_HTTP_WORKERS")
-    assert workers.check_url(url) is not None
+    assert netguard.check_url(url, "worker.url") is not None
 
 
 def test_cloud_mode_refuses_plain_http_and_private_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HOLDPOINT_ALLOW_HTTP_WORKERS", raising=False)
-    assert workers.check_url("http://example.com/") == "worker.url must be https"
-    assert workers.check_url("https://127.0.0.1/") is not None
-    assert workers.check_url("https://10.0.0.5/") is not None
+    assert netguard.check_url("http://example.com/", "worker.url") == "worker.url must be https"
+    assert netguard.check_url("https://127.0.0.1/", "worker.url") is not None
+    assert netguard.check_url("https://10.0.0.5/", "worker.url") is not None

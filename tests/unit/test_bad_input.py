@@ -394,7 +394,8 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
                                          {"type": "tool.result", "id": "c1", "result": "ok"}],
     "/v1/sessions/{session_id}/interrupts": [{"reason": "r", "payload": {}, "global": True, "expires_in": 60}],
     "/v1/sessions/{session_id}/calls/settle": [{"type": "tool.error", "id": "c1", "attempt": 1, "error": "x"}],
-    "/v1/agents/{agent_id}": [{"model": "m", "system": "s", "tools": [{"name": "t"}], "worker": {"python": "w"}}],
+    "/v1/agents/{agent_id}": [{"model": "m", "system": "s", "tools": [{"name": "t"}],
+                               "worker": {"url": "https://93.184.215.14/"}}],
 }
 
 

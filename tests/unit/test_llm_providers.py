@@ -15,7 +15,7 @@ import pytest
 from botocore.stub import Stubber
 
 from holdpoint import llm
-from holdpoint.outbound import workers
+from holdpoint.aws import secretrefs
 
 SYSTEM = {"role": "system", "content": "You are a mail assistant."}
 USER = {"id": "m1", "role": "user", "content": "Send Bob the report."}
@@ -239,6 +239,7 @@ class ChatServer:
 def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
     monkeypatch.setenv("HOLDPOINT_ALLOW_HTTP_WORKERS", "1")
     monkeypatch.setenv("TEST_LLM_KEY", "sk-test-123")
+    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "TEST_LLM_KEY,NO_SUCH_VAR")
     server = ChatServer()
     yield server
     server.close()
@@ -354,7 +355,7 @@ def test_openai_config_is_checked(chat: ChatServer, monkeypatch: pytest.MonkeyPa
         assert not info.value.retryable and info.value.code == "config_error"
         return info.value
 
-    assert "never the key" in str(err(openai_agent(chat.url, api_key="sk-literal")))
+    assert "never the secret itself" in str(err(openai_agent(chat.url, api_key="sk-literal")))
     assert "not set" in str(err(openai_agent(chat.url, api_key="env:NO_SUCH_VAR")))
     assert "base_url is required" in str(err({"model": "m", "llm": {"provider": "openai"}}))
     assert "model" in str(err({"llm": {"provider": "openai", "base_url": chat.url}}))
@@ -373,12 +374,13 @@ def test_openai_key_without_auth_and_from_secrets_manager(chat: ChatServer, monk
     assert llm.complete(agent, {}, [USER], "c")["message"]["content"] == "hi"
     assert "Authorization" not in chat.requests[-1]["headers"]
 
-    monkeypatch.setattr(workers, "_SECRETS", {})
+    monkeypatch.setattr(secretrefs, "_CACHE", {})
+    monkeypatch.setenv("HOLDPOINT_ACCOUNT_ID", "123456789012")
     with mock_aws():
         arn = boto3.client("secretsmanager", region_name="us-east-1").create_secret(
-            Name="llm-key", SecretString="sk-from-sm")["ARN"]
+            Name="holdpoint/tenants/t1/llm-key", SecretString="sk-from-sm")["ARN"]
         chat.reply(200, completion({"role": "assistant", "content": "hi"}, "stop", 1, 1))
-        llm.complete(openai_agent(chat.url, api_key=f"secretsmanager:{arn}"), {}, [USER], "c")
+        llm.complete(openai_agent(chat.url, api_key=f"secretsmanager:{arn}"), {}, [USER], "c", tenant="t1")
     assert chat.requests[-1]["headers"]["Authorization"] == "Bearer sk-from-sm"
 
 

@@ -25,6 +25,9 @@ def payload(obj: Any) -> StreamingBody:
 
 @pytest.fixture
 def stubbed(monkeypatch: pytest.MonkeyPatch) -> Stubber:
+    monkeypatch.setenv("HOLDPOINT_ACCOUNT_ID", "123456789012")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("WORKER_LAMBDA_ALLOWLIST", "arn:aws:lambda:us-east-1:123456789012:function:my-*")
     client = boto3.client("lambda", region_name="us-east-1")
     stub = Stubber(client)
     monkeypatch.setattr(workers, "lambda_client", lambda: client)
@@ -86,3 +89,52 @@ def test_https_worker_5xx_and_bad_json_are_retried_not_failed(monkeypatch: pytes
         assert not h.events("decision.failed")
     finally:
         server.shutdown()
+
+
+# --- finding 1 (code execution): only code-registered callables, only allow-listed Lambdas ----------
+
+
+@pytest.mark.parametrize("name", ["json:dumps", "os:system", "builtins:print", "this:s", "subprocess:run"])
+def test_code_execution_unregistered_python_worker_imports_and_runs_nothing(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    imported: list[str] = []
+    monkeypatch.setattr(importlib, "import_module", lambda module, *a: imported.append(module))
+    monkeypatch.delitem(sys.modules, "this", raising=False)
+    with pytest.raises(workers.WorkerUnavailable, match="no in-process worker is registered"):
+        workers.decide({"worker": {"python": name}}, {"proposed": {}})
+    assert imported == [] and "this" not in sys.modules
+
+
+@pytest.mark.usefixtures("aws")
+def test_code_execution_stored_python_worker_fails_as_worker_unavailable() -> None:
+    h = Harness(agent={"worker": {"python": "builtins:print"}})
+    h.say("say hi")
+    retries = h.events("decision.retry")
+    assert retries and "no in-process worker is registered" in retries[0]["data"]["error"]
+
+
+@pytest.mark.parametrize(("arn", "why"), [
+    ("arn:aws:lambda:us-east-1:999999999999:function:my-worker", "account and region"),
+    ("arn:aws:lambda:eu-west-1:123456789012:function:my-worker", "account and region"),
+    ("arn:aws:lambda:us-east-1:123456789012:function:holdpoint-EngineFunction", "WORKER_LAMBDA_ALLOWLIST"),
+    ("my-worker", "function ARN"),
+    ("arn:aws:lambda:us-east-1:123456789012:function:my-worker:$LATEST/../x", "function ARN"),
+])
+def test_code_execution_lambda_outside_the_allowlist_is_never_invoked(arn: str, why: str, stubbed: Stubber) -> None:
+    # No response queued: an invoke would fail the test with a different error.
+    with stubbed, pytest.raises(workers.WorkerUnavailable, match=why):
+        workers.decide({"worker": {"lambda_arn": arn}}, {"proposed": {}})
+
+
+def test_code_execution_empty_lambda_allowlist_allows_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOLDPOINT_ACCOUNT_ID", "123456789012")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("WORKER_LAMBDA_ALLOWLIST", "")
+    assert workers.check_lambda_arn(ARN) == "worker.lambda_arn is not allowed by WORKER_LAMBDA_ALLOWLIST"
+    monkeypatch.setenv("WORKER_LAMBDA_ALLOWLIST", "arn:aws:lambda:us-east-1:123456789012:function:other,"
+                       "arn:aws:lambda:us-east-1:123456789012:function:my-*")
+    assert workers.check_lambda_arn(ARN) is None
+    assert workers.check_lambda_arn(ARN + ":live") is None

@@ -87,10 +87,11 @@ class Sealer(Protocol):
 
 
 Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any]]
-"""Ask the agent's worker (agent config, decision request, tenant) for its answer."""
+"""Ask the agent's worker (agent config, decision request, the session's tenant) for its answer."""
 
-Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str], dict[str, Any]]
-"""Run one LLM call (agent config, request, prompt messages, call id) to an `llm.finished` outcome."""
+Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str, str], dict[str, Any]]
+"""Run one LLM call (agent config, request, prompt messages, call id, the session's tenant) to an
+`llm.finished`-shaped outcome; the tenant scopes the provider's secret references."""
 
 Clock = Callable[[], float]
 """Epoch seconds."""

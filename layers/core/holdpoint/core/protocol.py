@@ -97,13 +97,15 @@ class LlmConfig(Open):
 
 
 class WorkerConfig(Open):
-    """Where decisions go: an HTTPS url, a Lambda ARN, or an in-process callable (`python`)."""
+    """Where decisions go: an HTTPS url or a Lambda ARN. `python` names an in-process callable
+    registered in code (tests, benchmarks); the API refuses it from tenants."""
 
     url: Annotated[str, StringConstraints(max_length=2_048)] | None = None
     lambda_arn: Annotated[str, StringConstraints(max_length=256)] | None = None
     python: Annotated[str, StringConstraints(max_length=256)] | None = None
     secret: Annotated[str, StringConstraints(max_length=2_048)] | None = Field(
-        default=None, description="HMAC secret, or `env:NAME` / `secretsmanager:ARN`")
+        default=None, description="HMAC secret reference: `env:NAME` (allow-listed) or "
+        "`secretsmanager:NAME` under the tenant's prefix; never the secret itself")
     timeout_secs: float = Field(default=30.0, gt=0, le=900, allow_inf_nan=False)
 
 

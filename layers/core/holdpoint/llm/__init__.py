@@ -10,7 +10,7 @@ Bedrock config: `{"provider": "bedrock", "region"?, "price_in"?, "price_out"?, "
 "temperature"?, "timeout_secs"?}`; the model id is the agent's `model` (or the `llm.call`'s).
 
 OpenAI config: `{"provider": "openai", "base_url": "https://host/v1", "api_key"?: "env:NAME" |
-"secretsmanager:ARN", "price_in"?, "price_out"?, "max_tokens"?, "temperature"?, "timeout_secs"?,
+"secretsmanager:NAME", "price_in"?, "price_out"?, "max_tokens"?, "temperature"?, "timeout_secs"?,
 "max_tokens_param"?}`.
 
 Every provider failure raises `LlmError(message, code, retryable)`: `retryable` is True for
@@ -32,7 +32,9 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from holdpoint.aws import secretrefs
 from holdpoint.core.state import derive
+from holdpoint.outbound import netguard
 from holdpoint.ports import LlmError
 
 
@@ -362,7 +364,7 @@ def _bedrock_error(exc: ClientError | BotoCoreError) -> LlmError:
 
 
 def bedrock(config: dict[str, Any], agent: dict[str, Any], request: dict[str, Any],
-            messages: list[dict[str, Any]], call_id: str) -> dict[str, Any]:
+            messages: list[dict[str, Any]], call_id: str, tenant: str | None = None) -> dict[str, Any]:
     prices = _prices(config)
     temperature, max_tokens = _sampling(request, config)
     params = converse_request(_model(agent, request, config), _tools(agent, request), temperature, max_tokens,
@@ -389,41 +391,22 @@ def bedrock(config: dict[str, Any], agent: dict[str, Any], request: dict[str, An
 _CHAT_FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id")
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Never follow a redirect: it would carry the API key (and the prompt) to another host."""
-
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect())
-
-
 def _base_url(config: dict[str, Any]) -> str:
-    from holdpoint.outbound.workers import check_url
-
+    """The endpoint's base; `netguard.urlopen` checks it (and the connected address) on the call."""
     base = config.get("base_url")
     if not base or not isinstance(base, str):
         raise LlmError("llm.base_url is required for the openai provider", "config_error")
-    why = check_url(base)
-    if why:
-        raise LlmError(why.replace("worker.url", "llm.base_url"), "config_error")
     return base.rstrip("/")
 
 
-def _api_key(config: dict[str, Any]) -> str | None:
-    from holdpoint.outbound.workers import WorkerUnavailable, resolve_secret
-
+def _api_key(config: dict[str, Any], tenant: str | None) -> str | None:
     ref = config.get("api_key")
     if ref is None:
         return None
-    if not isinstance(ref, str) or not ref.startswith(("env:", "secretsmanager:")):
-        raise LlmError("llm.api_key must be `env:NAME` or `secretsmanager:ARN`, never the key itself",
-                       "config_error")
     try:
-        return resolve_secret(ref)
-    except WorkerUnavailable as exc:
-        raise LlmError(str(exc).replace("worker secret", "llm.api_key"), "config_error") from exc
+        return secretrefs.resolve(ref, tenant, "llm.api_key")
+    except secretrefs.SecretRefError as exc:
+        raise LlmError(str(exc), "config_error") from exc
     except Exception as exc:  # Secrets Manager unreachable or throttled: try again later
         raise LlmError(f"llm.api_key could not be read: {exc}", "secret_unavailable", retryable=True) from exc
 
@@ -481,20 +464,22 @@ def _http_error(exc: urllib.error.HTTPError) -> LlmError:
 
 
 def openai(config: dict[str, Any], agent: dict[str, Any], request: dict[str, Any],
-           messages: list[dict[str, Any]], call_id: str) -> dict[str, Any]:
+           messages: list[dict[str, Any]], call_id: str, tenant: str | None = None) -> dict[str, Any]:
     url = _base_url(config) + "/chat/completions"
     prices = _prices(config)
     temperature, max_tokens = _sampling(request, config)
     body = chat_request(config, _model(agent, request, config), _tools(agent, request), temperature, max_tokens,
                         messages)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    key = _api_key(config)
+    key = _api_key(config, tenant)
     if key:
         headers["Authorization"] = f"Bearer {key}"
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
     try:
-        with _OPENER.open(req, timeout=_timeout(config)) as resp:
+        with netguard.urlopen(req, "llm.base_url", _timeout(config)) as resp:
             raw = resp.read()
+    except netguard.Refused as exc:
+        raise LlmError(str(exc), "config_error") from exc
     except urllib.error.HTTPError as exc:
         raise _http_error(exc) from exc
     except (TimeoutError, urllib.error.URLError, OSError) as exc:
@@ -531,14 +516,15 @@ _PROVIDERS = {"bedrock": bedrock, "openai": openai}
 
 
 def complete(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]],
-             call_id: str) -> dict[str, Any]:
+             call_id: str, tenant: str | None = None) -> dict[str, Any]:
     """Run one LLM call; returns an `llm.finished`-shaped outcome (ok, message, usage, error).
-    A provider failure raises `LlmError` (its `retryable` says whether another attempt may help)."""
+    A provider failure raises `LlmError` (its `retryable` says whether another attempt may help).
+    `tenant` (the session's) scopes the `llm.api_key` reference."""
     config = (agent or {}).get("llm") or {"provider": "scripted"}
     provider = config.get("provider", "scripted")
     if provider == "scripted":
         return scripted(config, messages, call_id)
     if provider in _PROVIDERS:
-        return _PROVIDERS[provider](config, agent or {}, request or {}, messages, call_id)
+        return _PROVIDERS[provider](config, agent or {}, request or {}, messages, call_id, tenant)
     return {"ok": False, "error": f"provider {provider!r} is not available in this build",
             "code": "provider_unavailable"}

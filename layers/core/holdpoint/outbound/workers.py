@@ -1,38 +1,44 @@
 """Worker transports: HTTPS (HMAC-signed), Lambda ARN, in-process callable, or none.
 
-An agent with no worker accepts the engine's own proposals, so it still runs.
+An agent with no worker accepts the engine's own proposals, so it still runs. Every transport
+re-checks its target at call time (the agent in force may come from a worker's answer, not only
+from the API): URLs through `netguard`, Lambda ARNs against the deployment's allow-list, secrets
+through `secretrefs`, and in-process workers only from the registry filled in code.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import hmac
-import importlib
-import ipaddress
 import json
 import os
-import socket
+import re
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
+from holdpoint.aws import secretrefs
+from holdpoint.outbound import netguard
 from holdpoint.ports import WorkerUnavailable
 
 SIGNATURE_HEADER = "X-Holdpoint-Signature"
 TIMESTAMP_HEADER = "X-Holdpoint-Timestamp"
+LAMBDA_ALLOWLIST = "WORKER_LAMBDA_ALLOWLIST"
 
 _REGISTRY: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
-_SECRETS: dict[str, str] = {}
+_LAMBDA_ARN = re.compile(r"^arn:aws[a-z-]*:lambda:([a-z0-9-]+):([0-9]{12}):function:"
+                         r"[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9$_-]{1,128})?$")
 
 
 def register(name: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-    """Make an in-process worker reachable as `{"worker": {"python": name}}` (tests, local)."""
+    """Make an in-process worker reachable as `{"worker": {"python": name}}`. Only code registers:
+    the API refuses `worker.python`, so a tenant can never name a Python callable of its choice."""
     _REGISTRY[name] = fn
 
 
@@ -51,43 +57,21 @@ def verify(secret: str, timestamp: str, body: bytes, signature: str, max_skew: f
     return hmac.compare_digest(sign(secret, timestamp, body), signature)
 
 
-def resolve_secret(ref: str | None) -> str | None:
-    """Secrets come from the environment (`env:NAME`) or Secrets Manager (`secretsmanager:ARN`)."""
-    if not ref:
-        return None
-    if ref.startswith("env:"):
-        value = os.environ.get(ref[4:])
-    elif ref.startswith("secretsmanager:"):
-        if ref not in _SECRETS:  # one Secrets Manager read per container
-            arn = ref[len("secretsmanager:"):]
-            _SECRETS[ref] = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
-        value = _SECRETS[ref]
-    else:
-        raise WorkerUnavailable("worker.secret must be `env:NAME` or `secretsmanager:ARN`")
-    if value is None:
-        raise WorkerUnavailable(f"worker secret {ref} is not set")
-    return value
-
-
-def check_url(url: str) -> str | None:
-    """Why a worker URL is refused, or None. https only in the cloud; never link-local/metadata."""
-    parsed = urllib.parse.urlparse(url)
-    local_ok = os.environ.get("HOLDPOINT_ALLOW_HTTP_WORKERS") == "1"
-    if parsed.scheme != "https" and not (local_ok and parsed.scheme == "http"):
-        return "worker.url must be https"
-    host = parsed.hostname
-    if not host:
-        return "worker.url has no host"
-    try:
-        infos = socket.getaddrinfo(host, parsed.port or 443, proto=socket.IPPROTO_TCP)
-    except socket.gaierror:
-        return None if not local_ok else "worker.url host does not resolve"
-    for info in infos:
-        ip = ipaddress.ip_address(info[4][0])
-        if ip.is_link_local or str(ip) in ("169.254.169.254", "fd00:ec2::254"):
-            return "worker.url points at a link-local or metadata address"
-        if not local_ok and (ip.is_loopback or ip.is_private or ip.is_reserved or ip.is_multicast):
-            return "worker.url points at a private address"
+def check_lambda_arn(arn: object) -> str | None:
+    """Why a worker Lambda may not be invoked, or None: a full function ARN of this deployment's
+    account and region, matching a pattern of `WORKER_LAMBDA_ALLOWLIST` (empty allows none)."""
+    if not isinstance(arn, str):
+        return "worker.lambda_arn must be a Lambda function ARN"
+    match = _LAMBDA_ARN.match(arn)
+    if not match:
+        return "worker.lambda_arn must be a Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME)"
+    region, account = match.group(1), match.group(2)
+    if account != os.environ.get("HOLDPOINT_ACCOUNT_ID") or \
+            region != (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")):
+        return "worker.lambda_arn must be a function of this deployment's account and region"
+    patterns = [p.strip() for p in os.environ.get(LAMBDA_ALLOWLIST, "").split(",") if p.strip()]
+    if not any(fnmatch.fnmatchcase(arn, p) for p in patterns):
+        return f"worker.lambda_arn is not allowed by {LAMBDA_ALLOWLIST}"
     return None
 
 
@@ -101,32 +85,31 @@ def _parse(raw: bytes) -> dict[str, Any]:
     return out
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect would send the signed decision to a URL `check_url` never saw: refuse it."""
+def _secret(ref: str | None, tenant: str | None) -> str | None:
+    try:
+        return secretrefs.resolve(ref, tenant, "worker.secret")
+    except secretrefs.SecretRefError as exc:
+        raise WorkerUnavailable(str(exc)) from exc
+    except (ClientError, BotoCoreError) as exc:
+        raise WorkerUnavailable(f"worker.secret could not be read: {exc}") from exc
 
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
-
-
-def call_https(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | None = None) -> dict[str, Any]:
+    """POST the decision, signed; `netguard.urlopen` checks the URL and the connected address."""
     url = config["url"]
-    problem = check_url(url)
-    if problem:
-        raise WorkerUnavailable(problem)
     body = json.dumps(request, separators=(",", ":")).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "holdpoint"}
-    secret = resolve_secret(config.get("secret"))
+    secret = _secret(config.get("secret"), tenant)
     if secret:
         ts = str(int(time.time()))
         headers[TIMESTAMP_HEADER] = ts
         headers[SIGNATURE_HEADER] = sign(secret, ts, body)
     req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with _OPENER.open(req, timeout=float(config.get("timeout_secs") or 30)) as resp:
+        with netguard.urlopen(req, "worker.url", float(config.get("timeout_secs") or 30)) as resp:
             return _parse(resp.read())
+    except netguard.Refused as exc:
+        raise WorkerUnavailable(str(exc)) from exc
     except urllib.error.HTTPError as exc:
         raise WorkerUnavailable(f"worker answered HTTP {exc.code}") from exc
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
@@ -139,6 +122,9 @@ def lambda_client() -> Any:
 
 def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
     """Invoke the worker Lambda synchronously; a function error or throttle retries the decision."""
+    problem = check_lambda_arn(config["lambda_arn"])
+    if problem:
+        raise WorkerUnavailable(problem)
     try:
         out = lambda_client().invoke(FunctionName=config["lambda_arn"], InvocationType="RequestResponse",
                                      Payload=json.dumps(request).encode())
@@ -150,22 +136,23 @@ def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, An
 
 
 def call_python(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """Run a worker registered in code; any other name is unavailable (nothing is ever imported)."""
     name = config["python"]
-    fn = _REGISTRY.get(name)
+    fn = _REGISTRY.get(name) if isinstance(name, str) else None
     if fn is None:
-        module, _, attr = name.partition(":")
-        fn = getattr(importlib.import_module(module), attr)
+        raise WorkerUnavailable(f"no in-process worker is registered as {str(name)[:64]!r}")
     out = fn(request)
     if not isinstance(out, dict):
         raise WorkerUnavailable("worker answered something that is not an object")
     return json.loads(json.dumps(out))
 
 
-def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str = "") -> dict[str, Any]:
-    """Ask the agent's worker; with no worker the engine's proposal is the answer."""
+def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str | None = None) -> dict[str, Any]:
+    """Ask the agent's worker; with no worker the engine's proposal is the answer. `tenant` (the
+    session's) scopes the worker's secret reference."""
     config = (agent or {}).get("worker") or {}
     if config.get("url"):
-        return call_https(config, request)
+        return call_https(config, request, tenant)
     if config.get("lambda_arn"):
         return call_lambda(config, request)
     if config.get("python"):

@@ -189,7 +189,7 @@ class Runner:
                 if system:
                     messages = [{"role": "system", "content": system}, *messages]
             try:
-                result = self.llm(h.agent, request, messages, call_id)
+                result = self.llm(h.agent, request, messages, call_id, h.tenant)
             except LlmError as exc:
                 result = {"ok": False, "error": str(exc), "code": exc.code,
                           "retryable": bool(getattr(exc, "retryable", False))}

@@ -1,0 +1,101 @@
+"""Secret references in agent configs (`worker.secret`, `llm.api_key`): checked and resolved here.
+
+A tenant names the secret the engine signs its worker requests with (or sends to its model
+endpoint), so an unchecked reference hands the tenant the platform's own secrets: the JWT
+signing key in Secrets Manager, the Lambda's AWS credentials in its environment. Hence:
+
+- `env:NAME` only when NAME matches a pattern of `HOLDPOINT_SECRET_ENV_ALLOWLIST` (comma-separated
+  fnmatch patterns; empty, the cloud default, allows none) and never `AWS_*`;
+- `secretsmanager:X` only when X, a name or an ARN of this account and region, names a secret
+  under the tenant's own prefix `{HOLDPOINT_TENANT_SECRET_PREFIX}{tenant}/`;
+- a literal secret is refused (it would be stored, and shown, with the agent).
+
+The same check runs when an agent is declared and when a secret is resolved, with the tenant of
+the session being served.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+
+import boto3
+
+ENV_ALLOWLIST = "HOLDPOINT_SECRET_ENV_ALLOWLIST"
+TENANT_PREFIX = "HOLDPOINT_TENANT_SECRET_PREFIX"
+DEFAULT_TENANT_PREFIX = "holdpoint/tenants/"
+
+_NEVER_ENV = ("AWS_*",)
+"""The Lambda's own credentials are never a tenant's secret, whatever the allow-list says."""
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
+_SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):([0-9]{12}):secret:(.+)$")
+_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
+
+_CACHE: dict[str, str] = {}
+"""Resolved values, one Secrets Manager read per reference per container (checked before every use)."""
+
+
+class SecretRefError(Exception):
+    """A reference the rules refuse, or one that names nothing; the message names the field."""
+
+
+def _patterns(value: str | None) -> list[str]:
+    return [p.strip() for p in (value or "").split(",") if p.strip()]
+
+
+def tenant_prefix(tenant: str) -> str:
+    """The Secrets Manager name prefix a tenant's references must stay under."""
+    return f"{os.environ.get(TENANT_PREFIX) or DEFAULT_TENANT_PREFIX}{tenant}/"
+
+
+def check(ref: object, tenant: str | None, field: str) -> str | None:
+    """Why `ref` may not be used by `tenant` as `field` (a message naming the field), or None."""
+    if not isinstance(ref, str) or not ref.startswith(("env:", "secretsmanager:")):
+        return f"{field} must be `env:NAME` or `secretsmanager:NAME`, never the secret itself"
+    if ref.startswith("env:"):
+        name = ref[len("env:"):]
+        if not _ENV_NAME.match(name):
+            return f"{field} names an invalid environment variable"
+        if any(fnmatch.fnmatchcase(name, p) for p in _NEVER_ENV):
+            return f"{field} may not name {name}"
+        if not any(fnmatch.fnmatchcase(name, p) for p in _patterns(os.environ.get(ENV_ALLOWLIST))):
+            return f"{field} names an environment variable outside {ENV_ALLOWLIST}"
+        return None
+    secret_id = ref[len("secretsmanager:"):]
+    if not tenant or not _TENANT.match(tenant):
+        return f"{field}: no tenant to scope the secret to"
+    match = _SECRET_ARN.match(secret_id)
+    if match:
+        region, account, name = match.groups()
+        here = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region != here or account != os.environ.get("HOLDPOINT_ACCOUNT_ID"):
+            return f"{field} names a secret of another account or region"
+    else:
+        name = secret_id
+    prefix = tenant_prefix(tenant)
+    if not _SECRET_NAME.match(name) or not name.startswith(prefix) or len(name) == len(prefix):
+        return f"{field} must name a secret under {prefix}"
+    return None
+
+
+def resolve(ref: str | None, tenant: str | None, field: str) -> str | None:
+    """The secret's value (None when there is no reference). Raises `SecretRefError` for a refused
+    or unset reference; a Secrets Manager failure propagates (botocore), worth another try."""
+    if not ref:
+        return None
+    why = check(ref, tenant, field)
+    if why:
+        raise SecretRefError(why)
+    if ref.startswith("env:"):
+        value = os.environ.get(ref[len("env:"):])
+    else:
+        if ref not in _CACHE:
+            secret_id = ref[len("secretsmanager:"):]
+            _CACHE[ref] = boto3.client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"]
+        value = _CACHE[ref]
+    if value is None:
+        raise SecretRefError(f"{field} {ref} is not set")
+    return value
