@@ -134,9 +134,18 @@ def on_model_error(exc: ValidationError) -> Response[dict[str, Any]]:
     return error(400, "validation_error", msg, param or "body")
 
 
+_NAMING_PARAMS = {"PUT /v1/agents/{agent_id}": "agent_id"}
+"""Routes that name a new resource by a path id, so an invalid id there is a 400, not an unknown one."""
+
+
 @app.exception_handler(NotFoundError)
 def on_no_route(exc: NotFoundError) -> Response[dict[str, Any]]:
+    """API Gateway invokes this function only for its routes, so a miss here is an id holding a
+    character the router does not match (`#`, `"`, `?`...): never a valid id, answered as one."""
     event = app.current_event
+    param = _NAMING_PARAMS.get(str(event.raw_event.get("routeKey")))
+    if param:
+        return error(400, "validation_error", f"{param} must be 1-64 characters of [A-Za-z0-9._:-]", param)
     return error(404, "not_found", f"no route {event.http_method} {_short(event.path)}")
 
 
