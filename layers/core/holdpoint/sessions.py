@@ -40,7 +40,7 @@ def submit(store: Store, queue: WorkQueue, caller: Caller, session_id: str | Non
                 raise ApiError(400, "invalid_request", "agent_id is required to start a session", param="agent_id")
             agent = agent or store.get_agent(caller.tenant, inp.agent_id)
             if agent is None:
-                raise ApiError(400, "invalid_request", f"agent {inp.agent_id} is not declared", param="agent_id")
+                raise ApiError(404, "not_found", f"agent {inp.agent_id} not found", param="agent_id")
             state = SessionState.new(caller.tenant, sid, inp.agent_id,
                                      identity={"id": caller.subject, "metadata": {"origin": caller.origin}})
             start_session(state, agent)
