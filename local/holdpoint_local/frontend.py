@@ -233,7 +233,16 @@ class ApiGateway:
         except Exception:
             log.exception("%s raised on %s", route.function, route.route_key)
             return _json_response(500, {"message": "Internal Server Error"})
-        return self.normalize(result)
+        try:
+            response = self.normalize(result)
+            if not 100 <= response["statusCode"] <= 599:
+                raise ValueError(f"status {response['statusCode']}")
+            if response["isBase64Encoded"]:
+                base64.b64decode(response["body"], validate=True)
+        except (TypeError, ValueError) as exc:  # what API Gateway answers a malformed function response
+            log.error("%s returned a malformed response: %s", route.function, exc)
+            return _json_response(500, {"message": "Internal Server Error"})
+        return response
 
     @staticmethod
     def normalize(result: Any) -> dict[str, Any]:

@@ -11,11 +11,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
+from holdpoint_local.frontend import ApiGateway, FrontEnd
+from holdpoint_local.provision import Route
 from tests.stack import Api
 
 NOT_FOUND = (404, {"message": "Not Found"})
@@ -147,3 +150,30 @@ def test_a_burst_of_clients_is_answered(stack: Any, items: Callable[[], int]) ->
         assert head.startswith(b"HTTP/1.1 200 "), data[:200]
         assert json.loads(body)["agent_id"] == "assistant"
     assert items() == before
+
+
+class Replies:
+    """A stand-in function that returns whatever the test sets."""
+
+    def __init__(self) -> None:
+        self.result: Any = None
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        return self.result
+
+
+def test_a_malformed_function_response_is_a_gateway_500() -> None:
+    """API Gateway answers 500 `{"message"}` when a function's response cannot be sent as HTTP."""
+    function = Replies()
+    route = Route(method="GET", path="/reply", function="F", code_dir=Path("."), authorizer=None)
+    server = FrontEnd(ApiGateway([route], {"F": function}), port=0).start()  # type: ignore[dict-item]
+    stack = type("Bare", (), {"base_url": server.url, "api_key": "k"})()
+    try:
+        for bad in ({"statusCode": "teapot"}, {"statusCode": 42}, {"statusCode": 200, "body": "%%",
+                                                                    "isBase64Encoded": True}):
+            function.result = bad
+            assert send(stack, "GET", "/reply") == (500, {"message": "Internal Server Error"}), bad
+        function.result = {"statusCode": 201, "body": "{}", "headers": {"content-type": "application/json"}}
+        assert send(stack, "GET", "/reply") == (201, {})
+    finally:
+        server.stop()
