@@ -10,7 +10,9 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter, ValidationError
@@ -21,11 +23,15 @@ from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store, TooManyChanges
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.protocol import (
+    ID_REGEX,
     INPUT_TAGS,
     AgentConfig,
     ClientInput,
+    Error,
+    GatewayError,
     Id,
     InterruptResumeInput,
+    NewSessionInput,
     RaiseInterruptBody,
     ResumeBody,
     SettleBody,
@@ -49,6 +55,42 @@ logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its
 metrics = Metrics(namespace="Holdpoint", service="api")
 app = APIGatewayHttpResolver(enable_validation=True)
 _deps: dict[str, Any] = {}
+
+
+# --- the OpenAPI document: what each route really answers ------------------------------
+
+
+BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
+"""Every route but the OpenAPI document: an API key or token, checked by the Lambda authorizer."""
+_WHY: dict[int, tuple[str, Any]] = {
+    400: ("Invalid input; `param` names the field", Error),
+    401: ("API Gateway: no Authorization header", GatewayError),
+    403: ("API Gateway: the authorizer refused the credentials", GatewayError),
+    404: ("Holdpoint: not found, or another tenant's; API Gateway: no route (an empty path id)",
+          Error | GatewayError),
+    409: ("The session's state refuses it now (`interrupted`, `turn_already_active`, `call_not_open`, "
+          "`conflict`)", Error),
+    413: ("Holdpoint: a body over 1 MiB or a payload too large to record; API Gateway: a body over 10 MiB",
+          Error | GatewayError),
+    422: ("Unknown input `type`", Error),
+}
+
+
+def answers(ok: int, *codes: int, holdpoint_403: bool = False) -> dict[int, OpenAPIResponse]:
+    """The statuses a route can answer, each with the body it really has (Holdpoint's or API Gateway's)."""
+    out: dict[int, OpenAPIResponse] = {ok: {"description": "Accepted" if ok == 202 else "OK"}}
+    for code in (401, 403, *codes):
+        text, model = _WHY[code]
+        if code == 403 and holdpoint_403:
+            text, model = text + "; Holdpoint: this caller may not resume that interrupt", Error | GatewayError
+        out[code] = {"description": text, "content": {"application/json": {"model": model}}}
+    return out
+
+
+def id_path(what: str) -> Any:
+    """A path id, documented with the pattern every stored id matches (a miss is answered in
+    `on_validation_error` like the id itself would be: 404 unknown, or 400 where it names a new one)."""
+    return Path(pattern=ID_REGEX, description=f"the {what} id")
 
 
 def deps() -> tuple[Store, WorkQueue, Parking]:
@@ -109,16 +151,45 @@ def on_api_error(exc: Refusal) -> Response[dict[str, Any]]:
     return respond(exc)
 
 
+_NAMING_IDS = {("PUT", "agent_id"): "agent_id must be 1-64 characters of [A-Za-z0-9._:-]",
+               ("POST", "interrupt_id"): "interrupt_id is not a valid id"}
+"""Path ids that name what the request creates or acts on: an invalid one is a 400, not an unknown one."""
+
+
+def bad_path_id(name: str, value: Any) -> Response[dict[str, Any]] | None:
+    """An invalid path id is answered like the id it would be: 404 unknown, or a 400 naming it."""
+    try:
+        ID.validate_python(value)
+        return None
+    except ValidationError:
+        pass
+    text = _NAMING_IDS.get((app.current_event.http_method, name))
+    if text:
+        return error("validation_error", text, name)
+    return error("not_found", f"{name.removesuffix('_id')} {_short(str(value))} not found")
+
+
 @app.exception_handler(RequestValidationError)
 def on_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]:
-    err = list(exc.errors())[0]
+    errors = list(exc.errors())
+    in_body = [e for e in errors if tuple(e.get("loc") or ("",))[0] != "path"]
+    if not in_body:  # only path ids are at fault
+        for err in errors:
+            refusal = bad_path_id(str(tuple(err.get("loc") or ("",))[-1]), err.get("input"))
+            if refusal:
+                return refusal
+    err = (in_body or errors)[0]
     loc = tuple(err.get("loc") or ())
     if loc and loc[0] in ("body", "query", "path", "header"):
         loc = loc[1:]
     kind = err.get("type", "")
     if kind == "union_tag_invalid":
+        tag = str((err.get("ctx") or {}).get("tag"))
+        if tag in INPUT_TAGS:  # POST /v1/sessions takes only the inputs that start a session
+            return error("validation_error", f"{_short(tag)} needs an existing session", "type")
+        expected = re.findall(r"'([^']+)'", str((err.get("ctx") or {}).get("expected_tags")))
         return error("unknown_input_type", "unknown input type; expected one of " +
-                     ", ".join(sorted(INPUT_TAGS)), "type")
+                     ", ".join(sorted(expected or INPUT_TAGS)), "type")
     if kind == "union_tag_not_found":
         return error("validation_error", "field required", "type")
     if kind == "json_invalid":
@@ -139,7 +210,13 @@ def on_model_error(exc: ValidationError) -> Response[dict[str, Any]]:
 
 @app.exception_handler(NotFoundError)
 def on_no_route(exc: NotFoundError) -> Response[dict[str, Any]]:
+    """API Gateway invokes this function only for its routes, so a miss here is an id holding a
+    character the router does not match (`#`, `"`, `?`...): never a valid id, answered as one."""
     event = app.current_event
+    for name, value in (event.path_parameters or {}).items():
+        refusal = bad_path_id(name, value)
+        if refusal:
+            return refusal
     return error("not_found", f"no route {event.http_method} {_short(event.path)}")
 
 
@@ -192,26 +269,33 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
     return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=out)
 
 
-@app.post("/v1/sessions")
-def create_session(body: Annotated[ClientInput, Body()]) -> Response[dict[str, Any]]:
+@app.post("/v1/sessions", status_code=202, security=BEARER, responses=answers(202, 400, 404, 409, 413, 422),
+          summary="Start a session with a client input for a declared agent")
+def create_session(body: Annotated[NewSessionInput, Body()]) -> Response[dict[str, Any]]:
     return _submit(None, body)
 
 
-@app.post("/v1/sessions/<session_id>/inputs")
-def post_input(session_id: str, body: Annotated[ClientInput, Body()]) -> Response[dict[str, Any]]:
+@app.post("/v1/sessions/<session_id>/inputs", status_code=202, security=BEARER,
+          responses={**answers(202, 400, 404, 409, 413, 422, holdpoint_403=True),
+                     200: {"description": "interrupt.resume, tool.result or tool.error: applied now"}},
+          summary="Send a client input to a session")
+def post_input(session_id: Annotated[str, id_path("session")],
+               body: Annotated[ClientInput, Body()]) -> Response[dict[str, Any]]:
     logger.append_keys(session_id=session_id)
     return _submit(check_id(session_id, f"session {session_id}"), body)
 
 
-@app.get("/v1/sessions/<session_id>")
-def get_session(session_id: str) -> dict[str, Any]:
+@app.get("/v1/sessions/<session_id>", security=BEARER, responses=answers(200, 404),
+         summary="The session at its head")
+def get_session(session_id: Annotated[str, id_path("session")]) -> dict[str, Any]:
     store, _, _ = deps()
     return sessions.view(store, caller(), check_id(session_id, f"session {session_id}"))
 
 
-@app.get("/v1/sessions/<session_id>/events")
+@app.get("/v1/sessions/<session_id>/events", security=BEARER, responses=answers(200, 400, 404),
+         summary="The session's event log, paged")
 def get_events(
-    session_id: str,
+    session_id: Annotated[str, id_path("session")],
     after_seq: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> dict[str, Any]:
@@ -219,8 +303,9 @@ def get_events(
     return sessions.events(store, caller(), check_id(session_id, f"session {session_id}"), after_seq, limit)
 
 
-@app.post("/v1/sessions/<session_id>/interrupts")
-def post_interrupt(session_id: str, body: RaiseInterruptBody) -> dict[str, Any]:
+@app.post("/v1/sessions/<session_id>/interrupts", security=BEARER, responses=answers(200, 400, 404, 409, 413),
+          summary="Raise an interrupt at the head")
+def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseInterruptBody) -> dict[str, Any]:
     store, queue, _ = deps()
     out = sessions.raise_interrupt(
         store, queue, caller(), check_id(session_id, f"session {session_id}"), reason=body.reason,
@@ -232,8 +317,10 @@ def post_interrupt(session_id: str, body: RaiseInterruptBody) -> dict[str, Any]:
     return out
 
 
-@app.post("/v1/sessions/<session_id>/interrupts/<interrupt_id>/resume")
-def post_resume(session_id: str, interrupt_id: str, body: ResumeBody) -> dict[str, Any]:
+@app.post("/v1/sessions/<session_id>/interrupts/<interrupt_id>/resume", security=BEARER,
+          responses=answers(200, 400, 404, 409, 413, holdpoint_403=True), summary="Resume an open interrupt")
+def post_resume(session_id: Annotated[str, id_path("session")], interrupt_id: Annotated[str, id_path("interrupt")],
+                body: ResumeBody) -> dict[str, Any]:
     """What the resume Lambda does (API Gateway routes this path there); declared here too so
     the OpenAPI document covers it."""
     store, _, parking = deps()
@@ -249,13 +336,15 @@ def post_resume(session_id: str, interrupt_id: str, body: ResumeBody) -> dict[st
     return out
 
 
-@app.post("/v1/sessions/<session_id>/calls/settle")
-def post_settle(session_id: str, body: SettleBody) -> dict[str, Any]:
+@app.post("/v1/sessions/<session_id>/calls/settle", security=BEARER, responses=answers(200, 400, 404, 409, 413),
+          summary="Settle a deferred or client call")
+def post_settle(session_id: Annotated[str, id_path("session")], body: SettleBody) -> dict[str, Any]:
     store, queue, _ = deps()
     return settle(store, queue, caller(), check_id(session_id, f"session {session_id}"), body)
 
 
-@app.get("/v1/interrupts")
+@app.get("/v1/interrupts", security=BEARER, responses=answers(200, 400),
+         summary="The tenant's open interrupts, newest first")
 def get_inbox(
     status: Annotated[str, Query(pattern="^open$")] = "open",
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
@@ -299,8 +388,9 @@ def check_agent_targets(config: dict[str, Any], tenant: str) -> None:
             raise Refusal("validation_error", problem, "llm.api_key")
 
 
-@app.put("/v1/agents/<agent_id>")
-def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
+@app.put("/v1/agents/<agent_id>", security=BEARER, responses=answers(200, 400, 404, 413),
+         summary="Declare an agent")
+def put_agent(agent_id: Annotated[str, id_path("agent")], body: AgentConfig) -> dict[str, Any]:
     store, _, _ = deps()
     who = caller()
     who.require_key("declare agents")
@@ -317,8 +407,8 @@ def put_agent(agent_id: str, body: AgentConfig) -> dict[str, Any]:
     return {"agent_id": agent_id, "agent": config}
 
 
-@app.get("/v1/agents/<agent_id>")
-def get_agent(agent_id: str) -> dict[str, Any]:
+@app.get("/v1/agents/<agent_id>", security=BEARER, responses=answers(200, 404), summary="An agent's config")
+def get_agent(agent_id: Annotated[str, id_path("agent")]) -> dict[str, Any]:
     store, _, _ = deps()
     who = caller()
     who.require_key("read agents")
@@ -329,10 +419,27 @@ def get_agent(agent_id: str) -> dict[str, Any]:
     return {"agent_id": agent_id, "agent": config}
 
 
-@app.get("/v1/openapi.json")
+@app.get("/v1/openapi.json", summary="This document (no credentials needed)")
 def openapi() -> Response[dict[str, Any]]:
-    schema = json.loads(app.get_openapi_json_schema(title="Holdpoint API", version="1.0.0"))
-    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=schema)
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_document())
+
+
+def openapi_document() -> dict[str, Any]:
+    """The document from the routes, less the 422 Powertools adds to every route: ours is declared
+    per route (an unknown input `type`), and other validation errors are 400s."""
+    doc: dict[str, Any] = json.loads(app.get_openapi_json_schema(
+        title="Holdpoint API", version="1.0.0",
+        security_schemes={"bearer": HTTPBearer(description="An API key (`hp_...`) or a token minted from one")}))
+    for ops in doc["paths"].values():
+        for op in ops.values():
+            refusal = op["responses"].get("422", {}).get("content", {}).get("application/json", {})
+            if refusal.get("schema", {}).get("$ref", "").endswith("/HTTPValidationError"):
+                del op["responses"]["422"]
+    text = json.dumps(doc["paths"])
+    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        if f"/{name}\"" not in text:
+            doc["components"]["schemas"].pop(name, None)
+    return doc
 
 
 def check_body(event: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,10 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote
 
 from . import ACCOUNT_ID, REGION
 from .provision import Route
@@ -23,6 +24,9 @@ from .runtime import LocalFunction
 log = logging.getLogger("holdpoint_local.frontend")
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
+LISTEN_BACKLOG = 128
+"""Connections the kernel queues before the server accepts them: a burst of clients waits, not dropped."""
+_ABSOLUTE_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/?]*")
 _TEXT_TYPES = ("text/", "json", "xml", "javascript", "x-www-form-urlencoded", "yaml")
 
 
@@ -71,6 +75,13 @@ class Router:
 
 def _json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
     return {"statusCode": status, "headers": {"content-type": "application/json"}, "body": json.dumps(body)}
+
+
+def split_target(target: str) -> tuple[str, str]:
+    """(path, query) of a request target. A target has no fragment (RFC 9112 3.2), so a raw `#`
+    is an ordinary path character, not the end of the path; the absolute form drops its authority."""
+    path, _, query = _ABSOLUTE_FORM.sub("", target, count=1).partition("?")
+    return path or "/", query
 
 
 def _is_text(content_type: str) -> bool:
@@ -192,15 +203,14 @@ class ApiGateway:
         self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str = "127.0.0.1"
     ) -> dict[str, Any]:
         """Return a normalized response dict: statusCode, headers, body (str), isBase64Encoded."""
-        split = urlsplit(target)
-        raw_path = split.path or "/"
+        raw_path, raw_query = split_target(target)
         matched = self.router.match(method, raw_path)
         if matched is None:
             return _json_response(404, {"message": "Not Found"})
         if len(body) > MAX_BODY_BYTES:
             return _json_response(413, {"message": "Request Entity Too Large"})
         route, params = matched
-        event = self.build_event(method, raw_path, split.query, headers, body, route, params, source_ip)
+        event = self.build_event(method, raw_path, raw_query, headers, body, route, params, source_ip)
         if route.authorizer:
             identity = [headers[h] for h in route.identity_headers if headers.get(h)]
             if len(identity) != len(route.identity_headers) or not identity:
@@ -223,7 +233,16 @@ class ApiGateway:
         except Exception:
             log.exception("%s raised on %s", route.function, route.route_key)
             return _json_response(500, {"message": "Internal Server Error"})
-        return self.normalize(result)
+        try:
+            response = self.normalize(result)
+            if not 100 <= response["statusCode"] <= 599:
+                raise ValueError(f"status {response['statusCode']}")
+            if response["isBase64Encoded"]:
+                base64.b64decode(response["body"], validate=True)
+        except (TypeError, ValueError) as exc:  # what API Gateway answers a malformed function response
+            log.error("%s returned a malformed response: %s", route.function, exc)
+            return _json_response(500, {"message": "Internal Server Error"})
+        return response
 
     @staticmethod
     def normalize(result: Any) -> dict[str, Any]:
@@ -252,14 +271,29 @@ class _RequestHandler(BaseHTTPRequestHandler):
     # waits for the client's delayed ACK, ~40 ms on every response. API Gateway has no such stall.
     disable_nagle_algorithm = True
 
+    def __getattr__(self, name: str) -> Any:
+        """Every method, TRACE or QUERY as much as GET, goes through route matching as on API Gateway
+        (BaseHTTPRequestHandler would answer a method without a `do_X` with an HTML 501)."""
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """A request the server cannot parse gets a JSON `{"message"}`, not Python's HTML page."""
+        self.close_connection = True
+        self._write(_json_response(code, {"message": HTTPStatus(code).phrase}))
+
     def _serve(self) -> None:
         started = time.monotonic()
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
+        try:
+            body = self._read_body()
+        except ValueError:  # a malformed Content-Length or chunk size, or both framings at once
+            self.send_error(400)
+            return
+        if body is None:
             self._write(_json_response(413, {"message": "Request Entity Too Large"}))
             self.close_connection = True
             return
-        body = self.rfile.read(length) if length else b""
         headers: dict[str, str] = {}
         for key, value in self.headers.items():
             k = key.lower()
@@ -273,6 +307,28 @@ class _RequestHandler(BaseHTTPRequestHandler):
             "%s %s -> %s (%.0f ms)", self.command, self.path, response["statusCode"],
             (time.monotonic() - started) * 1000,
         )  # fmt: skip
+
+    def _read_body(self) -> bytes | None:
+        """The body, sized or chunked; None when it is over API Gateway's limit (left unread)."""
+        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
+        if chunked and self.headers.get("Content-Length") is not None:
+            raise ValueError("both Content-Length and chunked")
+        if not chunked:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length < 0:
+                raise ValueError("negative Content-Length")
+            return None if length > MAX_BODY_BYTES else self.rfile.read(length)
+        body = b""
+        while size := int(self.rfile.readline(1024).split(b";")[0].strip(), 16):
+            if size < 0:
+                raise ValueError("negative chunk size")
+            if len(body) + size > MAX_BODY_BYTES:
+                return None
+            body += self.rfile.read(size)
+            self.rfile.readline(1024)
+        while self.rfile.readline(65537).strip():  # trailer fields
+            pass
+        return body
 
     def _write(self, response: dict[str, Any]) -> None:
         raw = response.get("body") or ""
@@ -292,8 +348,6 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
-
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature from the base
         log.debug(format, *args)
 
@@ -301,6 +355,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
     gateway: ApiGateway
 
 

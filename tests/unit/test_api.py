@@ -230,7 +230,7 @@ def test_create_session_needs_a_declared_agent(api: dict[str, str]) -> None:
     before = table_items()
     status, body = call_api("POST", "/v1/sessions", {"type": "client.message", "agent_id": "ghost",
                                                      "message": {"role": "user", "content": "hi"}})
-    assert_error(status, body, 400, param="agent_id")
+    assert_error(status, body, 404, code="not_found", param="agent_id")
     assert table_items() == before
 
 
@@ -465,6 +465,43 @@ def test_openapi_document(api: dict[str, str]) -> None:
     assert {"ClientMessageInput", "ClientMessagesInput", "InterruptResumeInput", "RaiseInterruptBody",
             "SettleBody", "AgentConfig"} <= set(schemas)
     assert "reason" in schemas["RaiseInterruptBody"]["required"]
+
+
+def test_openapi_document_states_auth_statuses_and_ids(api: dict[str, str]) -> None:
+    """What the document claims beyond the routes (tests/security/test_schemathesis.py checks the
+    claims against the running API)."""
+    _, doc = call_api("GET", "/v1/openapi.json")
+    bearer = doc["components"]["securitySchemes"]["bearer"]
+    assert (bearer["type"], bearer["scheme"]) == ("http", "bearer")
+    ops = {(path, method): op for path, item in doc["paths"].items() for method, op in item.items()}
+    assert ("/v1/sessions/{session_id}/interrupts/{interrupt_id}/resume", "post") in ops
+    for (path, _), op in ops.items():
+        codes = set(op["responses"])
+        if path == "/v1/openapi.json":
+            assert "security" not in op and codes == {"200"}
+            continue
+        assert op["security"] == [{"bearer": []}], path
+        assert {"401", "403"} <= codes and not codes & {"500", "501"}, (path, codes)
+        assert ("202" if path in ("/v1/sessions", "/v1/sessions/{session_id}/inputs") else "200") in codes
+        for param in op.get("parameters", []):
+            if param["in"] == "path":
+                assert param["schema"]["pattern"] == r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$", (path, param)
+        shapes = {code: json.dumps(resp["content"]["application/json"]["schema"]) for code, resp
+                  in op["responses"].items() if int(code) >= 400}
+        assert "GatewayError" in shapes["401"] and "GatewayError" in shapes["403"]
+        for code in ("404", "413"):
+            if code in shapes:
+                assert "GatewayError" in shapes[code] and '/Error"' in shapes[code], (path, code)
+        assert all(code in ("401", "403", "404", "413") or shapes[code].endswith('/Error"}')
+                   for code in shapes), (path, shapes)
+    assert "422" in ops[("/v1/sessions", "post")]["responses"]
+    assert "422" not in ops[("/v1/agents/{agent_id}", "put")]["responses"]
+    start = ops[("/v1/sessions", "post")]["requestBody"]["content"]["application/json"]["schema"]
+    assert len(start["oneOf"]) == 3
+    schemas = doc["components"]["schemas"]
+    for ref in start["oneOf"]:
+        assert "agent_id" in schemas[ref["$ref"].rsplit("/", 1)[1]]["required"]
+    assert "HTTPValidationError" not in schemas
 
 
 def test_tool_result_input_settles_like_calls_settle(api: dict[str, str]) -> None:

@@ -9,12 +9,25 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError
 
 ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"
 ID_PATTERN = re.compile(ID_REGEX)
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 """Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
+
+
+
+def _integral(value: Any) -> Any:
+    """JSON has one number type, and JSON Schema's `integer` is any number with no fraction: `3.0`
+    is the integer 3. A string, a boolean or `3.5` still fails the strict int check after this."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Attempt = Annotated[int, Field(strict=True, ge=1, le=1_000_000), BeforeValidator(_integral)]
+"""A call attempt: a strict integer as JSON Schema defines one (the document says `integer`)."""
+ExpiresIn = Annotated[int, Field(strict=True, ge=1, le=31_536_000), BeforeValidator(_integral)]
+"""Seconds until an interrupt expires (at most a year)."""
 
 Origin = Literal["worker", "client", "machine", "operator", "system"]
 
@@ -115,7 +128,7 @@ class AgentConfig(Open):
     system: Annotated[str, StringConstraints(max_length=131_072)] | None = None
     tools: list[ToolSpec] = Field(default_factory=list, max_length=256)
     worker: WorkerConfig | None = None
-    interrupt_expires_in: int | None = Field(default=None, ge=1, le=31_536_000, strict=True)
+    interrupt_expires_in: ExpiresIn | None = None
     sub_agents: list[SubAgentSpec] | None = Field(default=None, max_length=64)
     budget: Budget | None = None
     retry: dict[str, RetryPolicy] | None = None
@@ -361,14 +374,14 @@ class ClientActionInput(Wire):
 class ToolResultInput(Wire):
     type: Literal["tool.result"]
     id: Id
-    attempt: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
+    attempt: Attempt | None = None
     result: Any = None
 
 
 class ToolErrorInput(Wire):
     type: Literal["tool.error"]
     id: Id
-    attempt: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
+    attempt: Attempt | None = None
     error: Any = None
 
 
@@ -389,6 +402,31 @@ ClientInput = Annotated[
 ]
 
 
+class NewSessionMessageInput(ClientMessageInput):
+    """A session is started for an agent, so `POST /v1/sessions` needs `agent_id`."""
+
+    agent_id: Id
+
+
+class NewSessionMessagesInput(ClientMessagesInput):
+    """`client.messages` that starts a session (names its agent)."""
+
+    agent_id: Id
+
+
+class NewSessionActionInput(ClientActionInput):
+    """`client.action` that starts a session (names its agent)."""
+
+    agent_id: Id
+
+
+NewSessionInput = Annotated[
+    NewSessionMessageInput | NewSessionMessagesInput | NewSessionActionInput,
+    Field(discriminator="type"),
+]
+"""What `POST /v1/sessions` accepts; the other inputs need an existing session."""
+
+
 class ResumeBody(Wire):
     payload: Any = None
 
@@ -397,7 +435,7 @@ class RaiseInterruptBody(Wire):
     reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     payload: Any = None
     interrupt_id: Id | None = None
-    expires_in: int | None = Field(default=None, ge=1, le=31_536_000, strict=True)
+    expires_in: ExpiresIn | None = None
     global_: bool = Field(default=False, alias="global", strict=True)
 
 
@@ -406,7 +444,7 @@ class SettleBody(Wire):
 
     type: Literal["tool.result", "tool.error", "llm.result", "llm.error"]
     id: Id
-    attempt: int | None = Field(default=None, ge=1, le=1_000_000, strict=True)
+    attempt: Attempt | None = None
     result: Any = None
     error: Any = None
     message: Message | None = None  # llm.result
@@ -416,6 +454,29 @@ class SettleBody(Wire):
 
 
 # --- errors ------------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    """`param` names the field at fault; some errors add fields (`interrupt_ids`, `turn_id`)."""
+
+    model_config = ConfigDict(extra="allow")
+    code: str
+    message: str
+    param: str | None = None
+
+
+class Error(BaseModel):
+    """Holdpoint's refusal."""
+
+    model_config = ConfigDict(extra="forbid")
+    error: ErrorDetail
+
+
+class GatewayError(BaseModel):
+    """API Gateway's own answer (no route, no or refused credentials, body over 10 MiB)."""
+
+    model_config = ConfigDict(extra="forbid")
+    message: str
 
 
 def error_param(loc: tuple[Any, ...], tags: frozenset[str] = frozenset()) -> str:

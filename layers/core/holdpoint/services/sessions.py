@@ -68,7 +68,7 @@ def _agent_for(store: SessionStore, caller: Caller, inp: Any) -> dict[str, Any]:
         raise Refusal("invalid_request", "agent_id is required to start a session", param="agent_id")
     agent = store.get_agent(caller.tenant, inp.agent_id)
     if agent is None:
-        raise Refusal("invalid_request", f"agent {inp.agent_id} is not declared", param="agent_id")
+        raise Refusal("not_found", f"agent {inp.agent_id} not found", param="agent_id")
     return agent
 
 
