@@ -32,8 +32,12 @@ serve: venv
 demo: venv
 	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.demo
 
+# ruff (style, complexity <= 15, no real clock in the core), the architecture contracts
+# (import-linter, [tool.importlinter] in pyproject.toml) and the type checker (strict on the core).
 lint: venv
 	$(PY) -m ruff check .
+	PYTHONPATH=$(CURDIR)/layers/core $(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 $(SAM_STAMP): requirements-sam.txt
 	test -x $(VENV_SAM)/bin/python || $(PYTHON) -m venv $(VENV_SAM)

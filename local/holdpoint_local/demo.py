@@ -55,7 +55,7 @@ class Client:
     def wait(self, session_id: str, status: str, timeout: float = 60.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
-            view = self.call("GET", f"/v1/sessions/{session_id}")
+            view: dict[str, Any] = self.call("GET", f"/v1/sessions/{session_id}")
             if view["status"] == status:
                 return view
             if time.monotonic() > deadline:
@@ -69,7 +69,7 @@ def execution_status(stack: LocalStack, session_id: str, interrupt_id: str) -> s
     for execution in sfn.list_executions(stateMachineArn=arn)["executions"]:
         described = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
         if described["session_id"] == session_id and described["interrupt_id"] == interrupt_id:
-            return execution["status"]
+            return str(execution["status"])
     return "NOT FOUND"
 
 

@@ -298,7 +298,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         for key, value in self.headers.items():
             k = key.lower()
             headers[k] = f"{headers[k]},{value}" if k in headers else value
-        headers.setdefault("host", f"{self.server.server_address[0]}:{self.server.server_address[1]}")
+        host, port = self.server.server_address[:2]
+        headers.setdefault("host", f"{host!s}:{port}")
         headers.setdefault("x-forwarded-for", self.client_address[0])
         headers.setdefault("x-forwarded-proto", "http")
         response = self.server.gateway.handle(self.command, self.path, headers, body, self.client_address[0])

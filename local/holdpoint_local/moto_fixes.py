@@ -83,7 +83,7 @@ def _snapshot(backend: DynamoDBBackend, request: dict[str, Any]) -> Callable[[],
         elif before is None:
             table.items.pop(hash_key, None)
         else:
-            table.items[hash_key] = before
+            table.items[hash_key] = before  # type: ignore[assignment]
 
     return restore
 
@@ -137,7 +137,8 @@ def _partition_items(original: Callable[..., Any]) -> Callable[..., Any]:
     def all_items(self: table_module.Table) -> list[Item]:
         scope = getattr(_PARTITION, "scope", None)
         if scope is None or scope[0] is not self:
-            return original(self)
+            items: list[Item] = original(self)
+            return items
         part = self.items.get(scope[1])  # .get: the items dict is a defaultdict
         if part is None:
             return []
@@ -166,7 +167,7 @@ def apply() -> None:
         return
     import moto.dynamodb.models as backend_module
 
-    backend_module.copy = _TablesAreNotCopied()  # type: ignore[assignment]
+    backend_module.copy = _TablesAreNotCopied()  # type: ignore[attr-defined,assignment]
     DynamoDBBackend.transact_write_items = _transact_write_items(  # type: ignore[method-assign]
         DynamoDBBackend.transact_write_items)
     table_module.Table.query = _partition_query(table_module.Table.query)  # type: ignore[method-assign]

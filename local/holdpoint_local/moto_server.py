@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from . import FAKE_ENV
 
@@ -50,7 +51,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _http(method: str, url: str, body: dict | None = None, timeout: float = 5.0) -> tuple[int, bytes]:
+def _http(method: str, url: str, body: dict[str, Any] | None = None, timeout: float = 5.0) -> tuple[int, bytes]:
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method)
     if data is not None:
@@ -113,7 +114,7 @@ class MotoServer:
                 start_new_session=True,
             )
         finally:
-            if out is not subprocess.DEVNULL:
+            if not isinstance(out, int):
                 out.close()
         try:
             wait_ready(self.endpoint, timeout, self._proc)

@@ -32,7 +32,7 @@ DUMMY_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/holdpoint-local"
 # ----------------------------------------------------------------------------- template loading
 
 
-class CfnLoader(yaml.SafeLoader):
+class CfnLoader(yaml.SafeLoader):  # type: ignore[misc]
     """SafeLoader that understands CloudFormation short-form tags (!Ref, !GetAtt, !Sub, ...)."""
 
 
@@ -47,7 +47,7 @@ def _construct(tag: str) -> Callable[[CfnLoader, yaml.Node], Any]:
         elif isinstance(node, yaml.SequenceNode):
             value = loader.construct_sequence(node, deep=True)
         else:
-            value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+            value = loader.construct_mapping(node, deep=True)
         return {key: value}
 
     return build
@@ -63,7 +63,8 @@ for _tag in (
 def load_template(path: str | Path = TEMPLATE_PATH) -> dict[str, Any]:
     """Parse a CloudFormation/SAM template, short-form tags included."""
     with open(path, encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=CfnLoader)  # noqa: S506 - CfnLoader is a SafeLoader
+        template: dict[str, Any] = yaml.load(fh, Loader=CfnLoader)  # noqa: S506 - CfnLoader is a SafeLoader
+        return template
 
 
 # ----------------------------------------------------------------------------- result types
@@ -207,40 +208,51 @@ class Provisioner:
             return value
         if len(value) == 1:
             ((key, arg),) = value.items()
-            if key == "Ref":
-                return self.pseudo(arg)
-            if key == "Fn::GetAtt":
-                logical, attr = arg if isinstance(arg, list) else str(arg).split(".", 1)
-                return self.ensure(logical)[attr]
-            if key == "Fn::Sub":
-                return self._sub(arg)
-            if key == "Fn::Join":
-                sep, items = arg
-                return sep.join(str(i) for i in self.resolve(items))
-            if key == "Fn::If":
-                cond, yes, no = arg
-                return self.resolve(yes if self.condition(cond) else no)
-            if key == "Fn::Equals":
-                a, b = self.resolve(arg)
-                return a == b
-            if key == "Fn::Not":
-                return not self.resolve(arg[0])
-            if key == "Fn::And":
-                return all(self.resolve(arg))
-            if key == "Fn::Or":
-                return any(self.resolve(arg))
-            if key == "Condition":
-                return self.condition(arg)
-            if key == "Fn::Select":
-                idx, items = self.resolve(arg)
-                return items[int(idx)]
-            if key == "Fn::Split":
-                sep, text = self.resolve(arg)
-                return text.split(sep)
-            if key == "Fn::ToJsonString":
-                return json.dumps(self.resolve(arg))
+            intrinsic = self._INTRINSICS.get(key)
+            if intrinsic is not None:
+                return intrinsic(self, arg)
         resolved = {k: self.resolve(v) for k, v in value.items()}
         return {k: v for k, v in resolved.items() if v is not None}
+
+    def _get_att(self, arg: Any) -> Any:
+        logical, attr = arg if isinstance(arg, list) else str(arg).split(".", 1)
+        return self.ensure(logical)[attr]
+
+    def _join(self, arg: Any) -> str:
+        sep, items = arg
+        return str(sep).join(str(i) for i in self.resolve(items))
+
+    def _if(self, arg: Any) -> Any:
+        cond, yes, no = arg
+        return self.resolve(yes if self.condition(cond) else no)
+
+    def _equals(self, arg: Any) -> bool:
+        a, b = self.resolve(arg)
+        return bool(a == b)
+
+    def _select(self, arg: Any) -> Any:
+        idx, items = self.resolve(arg)
+        return items[int(idx)]
+
+    def _split(self, arg: Any) -> list[str]:
+        sep, text = self.resolve(arg)
+        return str(text).split(sep)
+
+    _INTRINSICS: dict[str, Callable[[Provisioner, Any], Any]] = {
+        "Ref": lambda self, arg: self.pseudo(arg),
+        "Fn::GetAtt": _get_att,
+        "Fn::Sub": lambda self, arg: self._sub(arg),
+        "Fn::Join": _join,
+        "Fn::If": _if,
+        "Fn::Equals": _equals,
+        "Fn::Not": lambda self, arg: not self.resolve(arg[0]),
+        "Fn::And": lambda self, arg: all(self.resolve(arg)),
+        "Fn::Or": lambda self, arg: any(self.resolve(arg)),
+        "Condition": lambda self, arg: self.condition(arg),
+        "Fn::Select": _select,
+        "Fn::Split": _split,
+        "Fn::ToJsonString": lambda self, arg: json.dumps(self.resolve(arg)),
+    }
 
     def _sub(self, arg: Any) -> str:
         text, local = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
@@ -530,7 +542,7 @@ class Provisioner:
                             function=logical,
                             code_dir=spec.code_dir,
                             authorizer=authorizer,
-                            identity_headers=self._identity_headers(api, chosen) if authorizer else (),
+                            identity_headers=self._identity_headers(api, str(chosen)) if authorizer else (),
                         )
                     )
                 elif event["Type"] == "SQS":

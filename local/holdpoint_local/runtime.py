@@ -82,7 +82,8 @@ def load_handler(code_dir: Path, handler: str = "app.handler", tag: str = "fn") 
         finally:
             with contextlib.suppress(ValueError):
                 sys.path.remove(str(code_dir))
-    return getattr(module, func_name)
+    handler_fn: Handler = getattr(module, func_name)
+    return handler_fn
 
 
 class LocalFunction:

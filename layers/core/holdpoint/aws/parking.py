@@ -33,7 +33,7 @@ class Parking:
         try:
             out = self.client.start_execution(stateMachineArn=self.arn, name=interrupt.dedup_key,
                                               input=json.dumps(payload))
-            return out["executionArn"]
+            return str(out["executionArn"])
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ExecutionAlreadyExists":
                 raise

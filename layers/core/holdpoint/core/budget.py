@@ -42,7 +42,8 @@ def apply_resume(state: SessionState, resolution: Any) -> None:
     """A resume payload `{"budget": N}` (or `{"max_cost": N}`) raises the session's budget."""
     if not isinstance(resolution, dict):
         return
-    payload = resolution.get("payload") if isinstance(resolution.get("payload"), dict) else resolution
+    inner = resolution.get("payload")
+    payload: dict[str, Any] = inner if isinstance(inner, dict) else resolution
     for key in ("budget", "max_cost"):
         value = payload.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

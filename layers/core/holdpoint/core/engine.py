@@ -7,6 +7,7 @@ external call the work needs, then applies its outcome here and commits.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,84 +166,128 @@ def _bound_call_id(state: SessionState, decision: Decision) -> str | None:
     return interrupt.call_id if interrupt is not None else None
 
 
+@dataclass
+class ActionContext:
+    """One action of a worker's answer: where it stands and what it answers."""
+
+    state: SessionState
+    decision: Decision
+    index: int
+    branch: str | None
+    now: float
+
+    @property
+    def trigger_type(self) -> str | None:
+        return self.decision.trigger.get("type")
+
+    def group(self) -> str | None:
+        """Siblings of the calls from one model reply share a group: one re-prompt once all settle."""
+        return self.decision.call_id if self.trigger_type == "llm.finished" else self.decision.id
+
+
 def _apply_action(state: SessionState, decision: Decision, i: int, action: Any, branch: str | None,
                   now: float) -> None:
-    h = state.header
-    kind = action.type
-    trigger_type = decision.trigger.get("type")
-    if kind == "llm.call":
-        call_id = action.id or derive("llm", h.session_id, decision.id, i)
-        if call_id not in state.calls:
-            open_llm_call(state, call_id=call_id, request=action.wire(), anchor=branch, turn_id=decision.turn_id,
-                          now=now)
-    elif kind == "tool.call":
-        args = action.arguments if isinstance(action.arguments, str) else json.dumps(action.arguments)
-        call_id = action.id or derive("call", h.session_id, decision.id, i)
-        group = decision.call_id if trigger_type == "llm.finished" else decision.id
-        open_tool_call(state, call_id=call_id, name=action.name, arguments=args, anchor=branch,
-                       turn_id=decision.turn_id, group=group, retry_override=action.retry, now=now)
-    elif kind in ("tool.result", "tool.error"):
-        call = _target_call(state, decision, action.id)
-        if call is None or call.kind != "tool_call":
-            raise ProtocolError(f"actions[{i}].id", "names no tool call of this session")
-        if call.status != "open" or (action.attempt is not None and action.attempt != call.attempt):
-            state.emit("call.result_ignored", call_id=call.id, reason="not open or replaced attempt")
-            return
-        if kind == "tool.result":
-            settle_tool(state, call, ok=True, result=action.result)
-        elif action.retryable and retry_tool(state, call, now):
-            state.emit("call.retry", call_id=call.id, attempt=call.attempt, error=action.error)
-        else:
-            error = action.error
-            if action.code or action.detail is not None:
-                error = {"message": action.error, "code": action.code, "detail": action.detail}
-            settle_tool(state, call, ok=False, error=error)
-    elif kind in ("llm.result", "llm.error"):
-        call = state.calls.get(action.id or decision.call_id or "")
-        if call is None or call.kind != "llm_call":
-            raise ProtocolError(f"actions[{i}].id", "names no LLM call of this session")
-        if action.attempt is not None and action.attempt != call.attempt:
-            state.emit("call.result_ignored", call_id=call.id, reason="replaced attempt")
-            return
-        if kind == "llm.result":
-            result = {"ok": True, "message": action.message.wire(), "usage": action.usage, "cost": action.cost,
-                      "truncated": action.truncated}
-        else:
-            result = {"ok": False, "error": action.error, "code": action.code, "retryable": action.retryable}
-        apply_llm_result(state, call, result, now)
-        if result.get("cost"):
-            budget.check(state, raised_by=f"budget:{call.id}")
-    elif kind == "sub_agent.spawn":
-        # Siblings of the tool calls from the same model reply: one re-prompt once all settle.
-        group = decision.call_id if trigger_type == "llm.finished" else decision.id
-        subagents.spawn(state, tool_call_id=action.tool_call_id, agent_id=action.agent_id,
-                        session_id=action.session_id, message=action.message.wire() if action.message else None,
-                        anchor=branch, turn_id=decision.turn_id, now=now, group=group)
-    elif kind == "message.send":
-        state.effects.append(Effect(kind="send", data={"session_id": action.session_id,
+    ACTIONS[action.type](ActionContext(state, decision, i, branch, now), action)
+
+
+def _llm_call(ctx: ActionContext, action: Any) -> None:
+    call_id = action.id or derive("llm", ctx.state.header.session_id, ctx.decision.id, ctx.index)
+    if call_id not in ctx.state.calls:
+        open_llm_call(ctx.state, call_id=call_id, request=action.wire(), anchor=ctx.branch,
+                      turn_id=ctx.decision.turn_id, now=ctx.now)
+
+
+def _tool_call(ctx: ActionContext, action: Any) -> None:
+    args = action.arguments if isinstance(action.arguments, str) else json.dumps(action.arguments)
+    call_id = action.id or derive("call", ctx.state.header.session_id, ctx.decision.id, ctx.index)
+    open_tool_call(ctx.state, call_id=call_id, name=action.name, arguments=args, anchor=ctx.branch,
+                   turn_id=ctx.decision.turn_id, group=ctx.group(), retry_override=action.retry, now=ctx.now)
+
+
+def _tool_outcome(ctx: ActionContext, action: Any) -> None:
+    """`tool.result` / `tool.error`: settle the call (a retryable error may start another attempt)."""
+    state = ctx.state
+    call = _target_call(state, ctx.decision, action.id)
+    if call is None or call.kind != "tool_call":
+        raise ProtocolError(f"actions[{ctx.index}].id", "names no tool call of this session")
+    if call.status != "open" or (action.attempt is not None and action.attempt != call.attempt):
+        state.emit("call.result_ignored", call_id=call.id, reason="not open or replaced attempt")
+        return
+    if action.type == "tool.result":
+        settle_tool(state, call, ok=True, result=action.result)
+    elif action.retryable and retry_tool(state, call, ctx.now):
+        state.emit("call.retry", call_id=call.id, attempt=call.attempt, error=action.error)
+    else:
+        error = action.error
+        if action.code or action.detail is not None:
+            error = {"message": action.error, "code": action.code, "detail": action.detail}
+        settle_tool(state, call, ok=False, error=error)
+
+
+def _llm_outcome(ctx: ActionContext, action: Any) -> None:
+    """`llm.result` / `llm.error` for a worker-run LLM call."""
+    state = ctx.state
+    call = state.calls.get(action.id or ctx.decision.call_id or "")
+    if call is None or call.kind != "llm_call":
+        raise ProtocolError(f"actions[{ctx.index}].id", "names no LLM call of this session")
+    if action.attempt is not None and action.attempt != call.attempt:
+        state.emit("call.result_ignored", call_id=call.id, reason="replaced attempt")
+        return
+    if action.type == "llm.result":
+        result = {"ok": True, "message": action.message.wire(), "usage": action.usage, "cost": action.cost,
+                  "truncated": action.truncated}
+    else:
+        result = {"ok": False, "error": action.error, "code": action.code, "retryable": action.retryable}
+    apply_llm_result(state, call, result, ctx.now)
+    if result.get("cost"):
+        budget.check(state, raised_by=f"budget:{call.id}")
+
+
+def _spawn(ctx: ActionContext, action: Any) -> None:
+    subagents.spawn(ctx.state, tool_call_id=action.tool_call_id, agent_id=action.agent_id,
+                    session_id=action.session_id, message=action.message.wire() if action.message else None,
+                    anchor=ctx.branch, turn_id=ctx.decision.turn_id, now=ctx.now, group=ctx.group())
+
+
+def _send(ctx: ActionContext, action: Any) -> None:
+    ctx.state.effects.append(Effect(kind="send", data={"session_id": action.session_id,
                                                        "message": action.message.wire(),
-                                                       "key": f"{decision.id}:{i}"}))
-    elif kind == "interrupt":
-        bound = decision.call_id if trigger_type == "tool.execute" else None
-        if isinstance(action.payload, dict) and action.payload.get("toolCallId") in state.calls:
-            bound = action.payload["toolCallId"]
-        rules.raise_interrupt(
-            state,
-            interrupt_id=action.interrupt_id,
-            reason=action.reason,
-            payload=action.payload,
-            origin="worker",
-            anchor=interrupt_anchor(state, decision),
-            expires_in=action.expires_in,
-            call_id=bound,
-            turn_id=decision.turn_id,
-            raised_by=f"{decision.id}:{i}",
-        )
-    elif kind == "done":
-        if not rules.parking(state, branch) and trigger_type != "turn.finished":
-            finish_turn(state, decision.turn_id, ok=True, data=action.data)
-    elif kind == "fail":
-        finish_turn(state, decision.turn_id, ok=False, error=action.error)
+                                                       "key": f"{ctx.decision.id}:{ctx.index}"}))
+
+
+def _interrupt(ctx: ActionContext, action: Any) -> None:
+    """R1, R2, R12: raised at the branch's head, bound to the tool call a `tool.execute` was for."""
+    state, decision = ctx.state, ctx.decision
+    bound = decision.call_id if ctx.trigger_type == "tool.execute" else None
+    if isinstance(action.payload, dict) and action.payload.get("toolCallId") in state.calls:
+        bound = action.payload["toolCallId"]
+    rules.raise_interrupt(state, interrupt_id=action.interrupt_id, reason=action.reason, payload=action.payload,
+                          origin="worker", anchor=interrupt_anchor(state, decision), expires_in=action.expires_in,
+                          call_id=bound, turn_id=decision.turn_id, raised_by=f"{decision.id}:{ctx.index}")
+
+
+def _done(ctx: ActionContext, action: Any) -> None:
+    if not rules.parking(ctx.state, ctx.branch) and ctx.trigger_type != "turn.finished":
+        finish_turn(ctx.state, ctx.decision.turn_id, ok=True, data=action.data)
+
+
+def _fail(ctx: ActionContext, action: Any) -> None:
+    finish_turn(ctx.state, ctx.decision.turn_id, ok=False, error=action.error)
+
+
+ACTIONS: dict[str, Callable[[ActionContext, Any], None]] = {
+    "llm.call": _llm_call,
+    "tool.call": _tool_call,
+    "tool.result": _tool_outcome,
+    "tool.error": _tool_outcome,
+    "llm.result": _llm_outcome,
+    "llm.error": _llm_outcome,
+    "sub_agent.spawn": _spawn,
+    "message.send": _send,
+    "interrupt": _interrupt,
+    "done": _done,
+    "fail": _fail,
+}
 
 
 def fail_decision(state: SessionState, decision: Decision, error: str, param: str | None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import jsonschema
@@ -14,8 +15,8 @@ FOLLOW_ONS = frozenset({"tool.finished", "llm.finished", "sub_agent.finished"})
 
 def tool_spec(state: SessionState, name: str) -> dict[str, Any] | None:
     for tool in (state.header.agent or {}).get("tools") or []:
-        if tool.get("name") == name:
-            return tool
+        if isinstance(tool, dict) and tool.get("name") == name:
+            return dict(tool)
     return None
 
 
@@ -83,47 +84,67 @@ def _call_action(state: SessionState, tc: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool.call", "id": tc["id"], "name": name, "arguments": arguments}
 
 
-def propose(state: SessionState, decision: Decision) -> dict[str, Any]:
+def _after_llm(state: SessionState, decision: Decision) -> dict[str, Any]:
     trigger = decision.trigger
-    kind = trigger.get("type")
-    if kind == "session.start":
-        return {"agent": state.header.agent or {}}
-    if kind == "client.messages":
-        return {"actions": [{"type": "llm.call"}]}
-    if kind == "client.action":
-        return {"actions": [{"type": "done"}]}  # only the worker knows what an action means
-    if kind == "llm.execute":
-        return {}  # only the worker can run its own model
-    if kind == "llm.finished":
-        if not trigger.get("ok"):
-            return {"actions": [{"type": "fail", "error": trigger.get("error") or "llm call failed"}]}
-        tool_calls = (trigger.get("message") or {}).get("tool_calls") or []
-        if tool_calls:
-            return {"actions": [_call_action(state, tc) for tc in tool_calls]}
-        return {"actions": [{"type": "done"}]}
-    if kind == "tool.execute":
-        status = (trigger.get("input") or {}).get("status")
-        if status != "valid":
-            error = (trigger.get("input") or {}).get("error") or "invalid arguments"
-            return {"actions": [{"type": "tool.error", "id": trigger["id"], "error": error, "code": "invalid_input"}]}
-        return {}
-    if kind in ("tool.finished", "sub_agent.finished"):
-        call = state.calls.get(decision.call_id or "")
-        if _siblings_open(state, call) or _sibling_finish_queued(state, decision, call):
-            return {}
-        return {"actions": [{"type": "llm.call"}]}
-    if kind == "interrupt.resumed":
-        interrupt = state.interrupts.get(trigger.get("interrupt_id", ""))
-        if interrupt is not None and interrupt.turn_id is None:
-            return {}  # raised while no turn ran (e.g. by an operator): nothing to continue
-        bound = state.calls.get(interrupt.call_id or "") if interrupt else None
-        if bound is not None and bound.status == "open":
-            return {}
-        if any(c.status == "open" for c in state.calls.values()):
-            return {}
-        if any(d.id != decision.id and d.trigger.get("type") in FOLLOW_ONS for d in state.pending_decisions()):
-            return {}  # a held follow-on delivered next re-prompts instead
-        return {"actions": [{"type": "llm.call"}]}
-    if kind == "turn.finished":
-        return {"actions": [{"type": "done"}]}
+    if not trigger.get("ok"):
+        return {"actions": [{"type": "fail", "error": trigger.get("error") or "llm call failed"}]}
+    tool_calls = (trigger.get("message") or {}).get("tool_calls") or []
+    if tool_calls:
+        return {"actions": [_call_action(state, tc) for tc in tool_calls]}
+    return {"actions": [{"type": "done"}]}
+
+
+def _execute(state: SessionState, decision: Decision) -> dict[str, Any]:
+    """Only the worker runs a tool; arguments that failed their checks get a ready `tool.error`."""
+    trigger = decision.trigger
+    status = (trigger.get("input") or {}).get("status")
+    if status != "valid":
+        error = (trigger.get("input") or {}).get("error") or "invalid arguments"
+        return {"actions": [{"type": "tool.error", "id": trigger["id"], "error": error, "code": "invalid_input"}]}
     return {}
+
+
+def _after_call(state: SessionState, decision: Decision) -> dict[str, Any]:
+    """Re-prompt once, when the last sibling call of one model reply has settled."""
+    call = state.calls.get(decision.call_id or "")
+    if _siblings_open(state, call) or _sibling_finish_queued(state, decision, call):
+        return {}
+    return {"actions": [{"type": "llm.call"}]}
+
+
+def _after_resume(state: SessionState, decision: Decision) -> dict[str, Any]:
+    interrupt = state.interrupts.get(decision.trigger.get("interrupt_id", ""))
+    if interrupt is not None and interrupt.turn_id is None:
+        return {}  # raised while no turn ran (e.g. by an operator): nothing to continue
+    bound = state.calls.get(interrupt.call_id or "") if interrupt else None
+    if bound is not None and bound.status == "open":
+        return {}  # only the worker can settle the call the interrupt was raised for
+    if any(c.status == "open" for c in state.calls.values()):
+        return {}
+    if any(d.id != decision.id and d.trigger.get("type") in FOLLOW_ONS for d in state.pending_decisions()):
+        return {}  # a held follow-on delivered next re-prompts instead
+    return {"actions": [{"type": "llm.call"}]}
+
+
+def _constant(proposal: dict[str, Any]) -> Callable[[SessionState, Decision], dict[str, Any]]:
+    return lambda state, decision: proposal
+
+
+PROPOSALS: dict[str, Callable[[SessionState, Decision], dict[str, Any]]] = {
+    "session.start": lambda state, decision: {"agent": state.header.agent or {}},
+    "client.messages": _constant({"actions": [{"type": "llm.call"}]}),
+    "client.action": _constant({"actions": [{"type": "done"}]}),  # only the worker knows what it means
+    "llm.execute": _constant({}),  # only the worker can run its own model
+    "llm.finished": _after_llm,
+    "tool.execute": _execute,
+    "tool.finished": _after_call,
+    "sub_agent.finished": _after_call,
+    "interrupt.resumed": _after_resume,
+    "turn.finished": _constant({"actions": [{"type": "done"}]}),
+}
+
+
+def propose(state: SessionState, decision: Decision) -> dict[str, Any]:
+    """What the engine would do next for this decision's trigger (PROTOCOL.md §4.3)."""
+    rule = PROPOSALS.get(decision.trigger.get("type") or "")
+    return rule(state, decision) if rule is not None else {}

@@ -18,8 +18,8 @@ from holdpoint.core.state import Call, Effect, SessionState, derive
 
 def spec_for(state: SessionState, name: str) -> dict[str, Any] | None:
     for spec in (state.header.agent or {}).get("sub_agents") or []:
-        if spec.get("name") == name:
-            return spec
+        if isinstance(spec, dict) and spec.get("name") == name:
+            return dict(spec)
     return None
 
 

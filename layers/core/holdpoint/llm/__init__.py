@@ -114,7 +114,8 @@ def _tools(agent: dict[str, Any], request: dict[str, Any]) -> list[dict[str, Any
     for tool in raw:
         if not isinstance(tool, dict):
             raise LlmError("a tool must be an object", "invalid_request")
-        spec = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        function = tool.get("function")
+        spec: dict[str, Any] = function if isinstance(function, dict) else tool
         name = spec.get("name")
         if not name:
             raise LlmError("a tool has no name", "invalid_request")

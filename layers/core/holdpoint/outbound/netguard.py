@@ -272,7 +272,7 @@ class _GuardedHTTPSHandler(urllib.request.HTTPSHandler):
         self.connection = _bound(GuardedHTTPSConnection, field)
 
     def https_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(self.connection, req, context=self._context)
+        return self.do_open(self.connection, req, context=getattr(self, "_context", None))
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -144,7 +144,8 @@ def call_python(config: dict[str, Any], request: dict[str, Any]) -> dict[str, An
     out = fn(request)
     if not isinstance(out, dict):
         raise WorkerUnavailable("worker answered something that is not an object")
-    return json.loads(json.dumps(out))
+    copied: dict[str, Any] = json.loads(json.dumps(out))
+    return copied
 
 
 def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str | None = None) -> dict[str, Any]:
@@ -157,4 +158,5 @@ def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str | 
         return call_lambda(config, request)
     if config.get("python"):
         return call_python(config, request)
-    return request["proposed"]
+    proposed: dict[str, Any] = request["proposed"]
+    return proposed

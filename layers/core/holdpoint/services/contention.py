@@ -27,7 +27,7 @@ class Contended(Exception):
 
 def backoff(attempt: int) -> float:
     """Upper bound of the pause after losing attempt `attempt` (counting from 0)."""
-    return min(CAP_SECS, BASE_SECS * 2 ** attempt)
+    return min(CAP_SECS, BASE_SECS * float(2 ** attempt))
 
 
 def pause(attempt: int) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import Refusal
@@ -13,6 +14,8 @@ from holdpoint.core.state import SessionState, mint
 from holdpoint.ports import Clock, Sealer, SessionStore, WorkQueue
 from holdpoint.services.auth import Caller
 from holdpoint.services.contention import Contended, transact
+
+T = TypeVar("T")
 
 
 def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
@@ -25,7 +28,8 @@ def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
     return state
 
 
-def changed(store: SessionStore, load: Any, mutate: Any, clock: Clock, *, retry: bool = True) -> Any:
+def changed(store: SessionStore, load: Callable[[], SessionState], mutate: Callable[[SessionState], T],
+            clock: Clock, *, retry: bool = True) -> tuple[SessionState, T]:
     """`contention.transact`, with losing every round answered as 409 `conflict`."""
     try:
         return transact(store, load, mutate, clock=clock, retry=retry)
