@@ -80,7 +80,7 @@ class Harness:
     def __init__(self, worker: Worker | None = None, *, tenant: str = "t1", agent: dict[str, Any] | None = None,
                  origin: str = "client") -> None:
         self.store, self.queue, self.parking = Store(), WorkQueue(), Parking()
-        self.runner = assembly.runner(self.store, self.parking, self.queue)
+        self.runner = assembly.new_runner(self.store, self.parking, self.queue)
         self.caller = Caller(tenant, "user-1", origin)
         self.log: list[dict[str, Any]] = []
         name = f"w{next(_names)}"

@@ -6,12 +6,11 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from holdpoint.assembly import get_store
 from holdpoint.aws.signing import platform_secret
-from holdpoint.aws.store import Store
 from holdpoint.services.auth import authenticate
 
 logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
-_store: list[Store] = []
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -19,9 +18,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     token = headers.get("authorization")
     if token is None and event.get("identitySource"):
         token = event["identitySource"][0]
-    if not _store:
-        _store.append(Store())
-    caller = authenticate(token, _store[0], platform_secret)
+    caller = authenticate(token, get_store(), platform_secret)
     if caller is None:
         logger.info("denied", extra={"route": event.get("routeKey")})
         return {"isAuthorized": False}

@@ -9,13 +9,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from holdpoint import assembly
-from holdpoint.services.runner import Runner, parse_body
+from holdpoint.assembly import get_runner
+from holdpoint.services.runner import parse_body
 
 logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 metrics = Metrics(namespace="Holdpoint", service="engine")
 processor = SqsFifoPartialProcessor()
-_runner: list[Runner] = []
 
 METRIC_NAMES = {
     "interrupts_raised": "InterruptsRaised",
@@ -26,24 +25,18 @@ METRIC_NAMES = {
 }
 
 
-def runner() -> Runner:
-    if not _runner:
-        _runner.append(assembly.runner())
-    return _runner[0]
-
-
 def record_handler(record: SQSRecord) -> None:
     message = parse_body(record.body)
     logger.append_keys(session_id=message.get("session_id"), interrupt_id=message.get("interrupt_id"))
     logger.info("work", extra={"kind": message.get("kind"), "receive_count":
                                record.attributes.approximate_receive_count})
-    runner().handle(message)
+    get_runner().handle(message)
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    run = runner()
+    run = get_runner()
     run.counters.counts.clear()
     run.counters.timings.clear()
     out = process_partial_response(event=event, record_handler=record_handler, processor=processor,

@@ -25,6 +25,29 @@ from typing import Any
 from . import ACCOUNT_ID, REGION
 
 Handler = Callable[[Any, Any], Any]
+_REQUEST = threading.local()
+
+
+def _per_thread(name: str) -> property:
+    return property(lambda self: getattr(_REQUEST, name, None), lambda self, value: setattr(_REQUEST, name, value))
+
+
+def isolate_powertools_requests() -> None:
+    """Powertools keeps the request being routed on a class attribute (`BaseRouter.current_event`,
+    `lambda_context`), which is safe where one process serves one request at a time, as a Lambda
+    execution environment does. Here threads serve requests side by side, so both attributes
+    become per thread, read and written the same way, and each thread routes its own request."""
+    from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+
+    if getattr(BaseRouter, "__holdpoint_per_thread__", False):
+        return
+    meta = type(BaseRouter)
+    per_thread = type("PerThreadRouterMeta", (meta,), {name: _per_thread(name)
+                                                       for name in ("current_event", "lambda_context")})
+    for name in ("current_event", "lambda_context"):
+        setattr(BaseRouter, name, _per_thread(name))  # instance reads, while the metaclass is the original
+    BaseRouter.__holdpoint_per_thread__ = True  # type: ignore[attr-defined]
+    BaseRouter.__class__ = per_thread  # type: ignore[method-assign]  # class-level writes (`BaseRouter.current_event = ...`) go per thread
 
 _module_counter = itertools.count(1)
 _import_lock = threading.Lock()
@@ -106,6 +129,7 @@ class LocalFunction:
     ) -> None:
         if handler is None and code_dir is None:
             raise ValueError(f"{name}: need a code_dir or a handler")
+        isolate_powertools_requests()
         self.name = name
         self.code_dir = code_dir
         self.handler_path = handler_path

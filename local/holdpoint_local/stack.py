@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from holdpoint import assembly
+
 from . import FAKE_ENV
 from .frontend import ApiGateway, FrontEnd
 from .moto_server import MotoServer, enable_sfn_execution, wait_ready
@@ -103,6 +105,7 @@ class LocalStack:
             )
             self.env = self._environment(self.provisioned)
             os.environ.update(self.env)
+            assembly.reset()  # the container-wide adapters follow this stack's environment
             self.functions = self._functions(self.provisioned)
             self._seed_api_key()
             self.gateway = ApiGateway(self.provisioned.routes, self.functions, api_id=self.provisioned.api_id)

@@ -89,7 +89,7 @@ class CrashRun:
         self.queue = WorkQueue(client=FaultyClient(WorkQueue().client, self.faults))
         self.parking = Parking(client=FaultyClient(Parking().client, self.faults, self.task_success))
         timers = Timers(client=FaultyClient(Timers().client, self.faults))
-        self.runner = assembly.runner(self.store, self.parking, self.queue, timers)
+        self.runner = assembly.new_runner(self.store, self.parking, self.queue, timers)
         self.log: list[dict[str, Any]] = []
         workers.register("crash-seed", seed_worker(self.log))
         base.put_agent("t1", "assistant", {"worker": {"python": "crash-seed"}, "tools": TOOLS,

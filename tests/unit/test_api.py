@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 import boto3
 import pytest
 
+from holdpoint import assembly
 from holdpoint.aws.keys import put_api_key
 from tests.harness import Harness
 
@@ -148,13 +149,9 @@ def assert_error(status: int, body: Any, expected: int | None = None, *, code: s
 @pytest.fixture
 def api(aws: dict[str, str]) -> Iterator[dict[str, str]]:
     """moto AWS plus handler modules whose cached clients are built fresh for this test."""
-    for module in (API, RESUME):
-        module._deps.clear()
-    AUTHORIZER._store.clear()
+    assembly.reset()
     yield aws
-    for module in (API, RESUME):
-        module._deps.clear()
-    AUTHORIZER._store.clear()
+    assembly.reset()
 
 
 def start_session(harness: Harness, text: str = "Email Bob that the report is ready.") -> str:
@@ -431,6 +428,8 @@ def test_sample_events_are_accepted(api: dict[str, str]) -> None:
     assert status == 200 and body["session_id"] == created["session_id"]
     event = sample("api_resume.json")
     event["pathParameters"]["session_id"] = created["session_id"]
+    event["rawPath"] = event["requestContext"]["http"]["path"] = \
+        f"/v1/sessions/{created['session_id']}/interrupts/int-1/resume"
     assert parse(RESUME.handler(event, CONTEXT)) == (200, {"ok": True, "interrupt_id": "int-1", "noop": True})
 
 

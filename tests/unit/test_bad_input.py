@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from holdpoint import assembly
 from tests.harness import Harness
 from tests.unit.test_api import (
     API,
     CONTEXT,
-    RESUME,
     assert_error,
     call_api,
     call_resume,
@@ -37,14 +37,12 @@ MIB = 1_048_576
 @pytest.fixture
 def sid(aws: dict[str, str]) -> Iterator[str]:
     """A live session of tenant `dev`, parked on the seed's `confirm` interrupt."""
-    for module in (API, RESUME):
-        module._deps.clear()
+    assembly.reset()
     h = Harness(tenant="dev")
     session_id = start_session(h)
     assert h.view()["interrupts"]
     yield session_id
-    for module in (API, RESUME):
-        module._deps.clear()
+    assembly.reset()
 
 
 def refused(method: str, path: str, body: Any = None, *, status: int | None = None, code: str | None = None,
@@ -154,12 +152,12 @@ def test_wrong_types_name_the_field(sid: str, path: str, body: dict[str, Any], p
     ({"interrupt_expires_in": "60"}, "interrupt_expires_in"),
 ])
 def test_bad_agent_config(aws: dict[str, str], body: dict[str, Any], param: str) -> None:
-    API._deps.clear()
+    assembly.reset()
     refused("PUT", "/v1/agents/a1", body, status=400, param=param)
 
 
 def test_agent_config_over_the_stored_limit(aws: dict[str, str]) -> None:
-    API._deps.clear()
+    assembly.reset()
     config = {"tools": [{"name": f"t{i}", "description": "d" * 16_000} for i in range(20)]}
     refused("PUT", "/v1/agents/a1", config, status=413, code="payload_too_large")
 

@@ -1,21 +1,71 @@
 """The services, assembled on the AWS adapters: what the entry points (Lambda handlers, the admin
-CLI, the local stack and the tests that run the real thing) build and share."""
+CLI, the local stack and the tests that run the real thing) build and share.
+
+One idiom for every container-wide object: a cached factory, built on first use. Each factory
+imports its adapters when called, so an entry point loads only what it builds (a resume Lambda
+never imports the LLM providers).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from holdpoint import llm
-from holdpoint.aws.parking import Parking
-from holdpoint.aws.queue import WorkQueue
-from holdpoint.aws.store import Store
-from holdpoint.aws.timers import Timers
-from holdpoint.outbound import workers
-from holdpoint.services.runner import Runner
+if TYPE_CHECKING:
+    from holdpoint.aws.parking import Parking
+    from holdpoint.aws.queue import WorkQueue
+    from holdpoint.aws.store import Store
+    from holdpoint.aws.timers import Timers
+    from holdpoint.services.runner import Runner
 
 
-def runner(store: Store | None = None, parking: Parking | None = None, queue: WorkQueue | None = None,
-           timers: Timers | None = None, **options: Any) -> Runner:
-    """The engine on DynamoDB, Step Functions and SQS, with the worker transports and LLM providers."""
-    return Runner(store or Store(), parking or Parking(), queue or WorkQueue(), timers or Timers(),
+@cache
+def get_store() -> Store:
+    from holdpoint.aws.store import Store
+
+    return Store()
+
+
+@cache
+def get_queue() -> WorkQueue:
+    from holdpoint.aws.queue import WorkQueue
+
+    return WorkQueue()
+
+
+@cache
+def get_parking() -> Parking:
+    from holdpoint.aws.parking import Parking
+
+    return Parking()
+
+
+@cache
+def get_timers() -> Timers:
+    from holdpoint.aws.timers import Timers
+
+    return Timers()
+
+
+def new_runner(store: Store | None = None, parking: Parking | None = None, queue: WorkQueue | None = None,
+               timers: Timers | None = None, **options: Any) -> Runner:
+    """An engine on DynamoDB, Step Functions and SQS, with the worker transports and LLM providers
+    (the given adapters, or the container's)."""
+    from holdpoint import llm
+    from holdpoint.outbound import workers
+    from holdpoint.services.runner import Runner
+
+    return Runner(store or get_store(), parking or get_parking(), queue or get_queue(), timers or get_timers(),
                   worker=workers.decide, llm=llm.complete, **options)
+
+
+@cache
+def get_runner() -> Runner:
+    """The container's engine."""
+    return new_runner()
+
+
+def reset() -> None:
+    """Forget every built object (tests that swap the environment between cases)."""
+    for factory in (get_store, get_queue, get_parking, get_timers, get_runner):
+        factory.cache_clear()

@@ -1,0 +1,64 @@
+"""How routes describe themselves in the OpenAPI document: what each really answers, with which
+body (Holdpoint's `{"error": ...}` or API Gateway's own `{"message": ...}`), and the id pattern."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from holdpoint.core.protocol import ID_REGEX, Error, GatewayError
+
+BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
+"""Every route but the OpenAPI document: an API key or token, checked by the Lambda authorizer."""
+_WHY: dict[int, tuple[str, Any]] = {
+    400: ("Invalid input; `param` names the field", Error),
+    401: ("API Gateway: no Authorization header", GatewayError),
+    403: ("API Gateway: the authorizer refused the credentials", GatewayError),
+    404: ("Holdpoint: not found, or another tenant's; API Gateway: no route (an empty path id)",
+          Error | GatewayError),
+    409: ("The session's state refuses it now (`interrupted`, `turn_already_active`, `call_not_open`, "
+          "`conflict`)", Error),
+    413: ("Holdpoint: a body over 1 MiB or a payload too large to record; API Gateway: a body over 10 MiB",
+          Error | GatewayError),
+    422: ("Unknown input `type`", Error),
+}
+
+
+def answers(ok: int, *codes: int, holdpoint_403: bool = False) -> dict[int, OpenAPIResponse]:
+    """The statuses a route can answer, each with the body it really has (Holdpoint's or API Gateway's)."""
+    out: dict[int, OpenAPIResponse] = {ok: {"description": "Accepted" if ok == 202 else "OK"}}
+    for code in (401, 403, *codes):
+        text, model = _WHY[code]
+        if code == 403 and holdpoint_403:
+            text, model = text + "; Holdpoint: this caller may not do this", Error | GatewayError
+        out[code] = {"description": text, "content": {"application/json": {"model": model}}}
+    return out
+
+
+def id_path(what: str) -> Any:
+    """A path id, documented with the pattern every stored id matches (a miss is answered like the
+    id itself would be: 404 unknown, or 400 where it names a new one)."""
+    return Path(pattern=ID_REGEX, description=f"the {what} id")
+
+
+def document(app: APIGatewayHttpResolver) -> dict[str, Any]:
+    """The document from the routes, less the 422 Powertools adds to every route: ours is declared
+    per route (an unknown input `type`), and other validation errors are 400s."""
+    doc: dict[str, Any] = json.loads(app.get_openapi_json_schema(
+        title="Holdpoint API", version="1.0.0",
+        security_schemes={"bearer": HTTPBearer(description="An API key (`hp_...`) or a token minted from one")}))
+    for ops in doc["paths"].values():
+        for op in ops.values():
+            refusal = op["responses"].get("422", {}).get("content", {}).get("application/json", {})
+            if refusal.get("schema", {}).get("$ref", "").endswith("/HTTPValidationError"):
+                del op["responses"]["422"]
+    text = json.dumps(doc["paths"])
+    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        if f"/{name}\"" not in text:
+            doc["components"]["schemas"].pop(name, None)
+    return doc

@@ -1,0 +1,171 @@
+"""The Powertools resolver every HTTP handler uses, with one mapping of every failure to an answer:
+refusals to their status, validation errors to a 400 naming the field, an impossible path id to
+the answer the id itself would get, DynamoDB's size refusal to 413, anything else to a bare 500."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from botocore.exceptions import ClientError
+from pydantic import ValidationError
+
+from holdpoint.core.errors import Code, Refusal
+from holdpoint.core.protocol import ID_PATTERN, INPUT_TAGS, error_param, first_error
+from holdpoint.http.edge import INTERNAL_BODY, json_reply, refusal_reply, short, status_of, too_large
+from holdpoint.http.limits import body_bytes, strict_body
+from holdpoint.http.telemetry import logger, metrics
+
+_UNION_MEMBER = re.compile(r"^(constrained-)?(str|int|float|bool|bytes|none|list|dict)$|\[")
+_NAMING_IDS = {("PUT", "agent_id"): "agent_id must be 1-64 characters of [A-Za-z0-9._:-]",
+               ("POST", "interrupt_id"): "interrupt_id is not a valid id"}
+"""Path ids that name what the request creates or acts on: an invalid one is a 400, not an unknown one."""
+
+
+def respond(refusal: Refusal) -> Response[dict[str, Any]]:
+    return Response(status_code=status_of(refusal), content_type=content_types.APPLICATION_JSON,
+                    body=refusal.body())
+
+
+def error(code: Code, message: str, param: str | None = None) -> Response[dict[str, Any]]:
+    return respond(Refusal(code, message, param))
+
+
+def _param(loc: tuple[Any, ...]) -> str:
+    """`message.content`, not `message.content.constrained-str`: drop pydantic's union member tags."""
+    parts = tuple(p for p in loc if not (isinstance(p, str) and _UNION_MEMBER.search(p)))
+    return error_param(parts, INPUT_TAGS)
+
+
+def bad_path_id(method: str, name: str, value: Any) -> Response[dict[str, Any]] | None:
+    """An invalid path id is answered like the id it would be: 404 unknown, or a 400 naming it."""
+    if isinstance(value, str) and ID_PATTERN.fullmatch(value):
+        return None
+    text = _NAMING_IDS.get((method, name))
+    if text:
+        return error("validation_error", text, name)
+    return error("not_found", f"{name.removesuffix('_id')} {short(str(value))} not found")
+
+
+def validation_answer(method: str, exc: RequestValidationError) -> Response[dict[str, Any]]:
+    """A request that does not fit a route's declared shape: 400 naming the field (or the id)."""
+    errors = list(exc.errors())
+    in_body = [e for e in errors if tuple(e.get("loc") or ("",))[0] != "path"]
+    if not in_body:  # only path ids are at fault
+        for err in errors:
+            refusal = bad_path_id(method, str(tuple(err.get("loc") or ("",))[-1]), err.get("input"))
+            if refusal:
+                return refusal
+    err = (in_body or errors)[0]
+    loc = tuple(err.get("loc") or ())
+    if loc and loc[0] in ("body", "query", "path", "header"):
+        loc = loc[1:]
+    return _field_error(str(err.get("type", "")), loc, err)
+
+
+def _field_error(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> Response[dict[str, Any]]:
+    if kind == "union_tag_invalid":
+        tag = str((err.get("ctx") or {}).get("tag"))
+        if tag in INPUT_TAGS:  # POST /v1/sessions takes only the inputs that start a session
+            return error("validation_error", f"{short(tag)} needs an existing session", "type")
+        expected = re.findall(r"'([^']+)'", str((err.get("ctx") or {}).get("expected_tags")))
+        return error("unknown_input_type", "unknown input type; expected one of " +
+                     ", ".join(sorted(expected or INPUT_TAGS)), "type")
+    whole_body = {
+        "union_tag_not_found": ("field required", "type"),
+        "json_invalid": ("body is not valid JSON", "body"),
+    }
+    if kind in whole_body:
+        message, param = whole_body[kind]
+        return error("validation_error", message, param)
+    if kind in ("model_attributes_type", "dict_type", "model_type") and not loc:
+        return error("validation_error", "body must be a JSON object", "body")
+    if kind == "missing" and not loc:
+        return error("validation_error", "a JSON object body is required", "body")
+    return error("validation_error", str(err.get("msg") or "invalid"), short(_param(loc) or "body"))
+
+
+def new_resolver() -> APIGatewayHttpResolver:
+    """A resolver with the shared failure answers installed. Each execution environment builds
+    its own: Powertools keeps a request's routing state on the resolver, so one resolver serves
+    one request at a time."""
+    app = APIGatewayHttpResolver(enable_validation=True)
+
+    @app.exception_handler(Refusal)
+    def on_refusal(exc: Refusal) -> Response[dict[str, Any]]:
+        logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
+        return respond(exc)
+
+    @app.exception_handler(RequestValidationError)
+    def on_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]:
+        return validation_answer(app.current_event.http_method, exc)
+
+    @app.exception_handler(ValidationError)
+    def on_model_error(exc: ValidationError) -> Response[dict[str, Any]]:
+        param, msg = first_error(exc)
+        return error("validation_error", msg, param or "body")
+
+    @app.exception_handler(NotFoundError)
+    def on_no_route(exc: NotFoundError) -> Response[dict[str, Any]]:
+        """API Gateway invokes a function only for its routes, so a miss here is an id holding a
+        character the router does not match (`#`, `"`, `?`...): never a valid id, answered as one."""
+        event = app.current_event
+        for name, value in (event.path_parameters or {}).items():
+            refusal = bad_path_id(event.http_method, name, value)
+            if refusal:
+                return refusal
+        return error("not_found", f"no route {event.http_method} {short(event.path)}")
+
+    @app.exception_handler(ClientError)
+    def on_client_error(exc: ClientError) -> Response[dict[str, Any]]:
+        """DynamoDB refuses an item over 400 KB (or a transaction over 4 MB) and writes nothing."""
+        if too_large(exc):
+            return error("payload_too_large", "the input is too large to record")
+        raise exc
+
+    return app
+
+
+def prepare(event: dict[str, Any]) -> dict[str, Any]:
+    """Size, encoding and nesting limits, then strict JSON (holdpoint.http.limits), before the
+    resolver parses the body; and a JSON-only API parses bodies as JSON whatever Content-Type
+    says (curl -d sends a form type)."""
+    raw = body_bytes(event)
+    if not raw.strip():  # whitespace is no body: "a JSON object body is required"
+        event = {**event, "body": None, "isBase64Encoded": False}
+    else:
+        strict_body(raw)
+    if event.get("isBase64Encoded"):
+        event = {**event, "body": raw.decode("utf-8"), "isBase64Encoded": False}
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    headers["content-type"] = "application/json"
+    return {**event, "headers": headers}
+
+
+def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """One request through `app`: refused early if its body is bad; never a stack trace in a body."""
+    try:
+        event = prepare(event)
+    except Refusal as exc:
+        logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
+        return refusal_reply(exc)
+    try:
+        return app.resolve(event, context)
+    except Exception:  # noqa: BLE001 - never a stack trace in a body
+        logger.exception("unhandled")
+        return json_reply(500, INTERNAL_BODY)
+
+
+def handler_for(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda handler serving `app`, with Powertools' logging context and metrics."""
+
+    @metrics.log_metrics
+    @logger.inject_lambda_context(clear_state=True)
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return serve(app, event, context)
+
+    return handler

@@ -1,0 +1,121 @@
+"""Sessions: start one, send inputs, read the view and the event log, raise interrupts, settle
+calls, and the tenant's inbox of open interrupts."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from holdpoint import assembly
+from holdpoint.aws import signing
+from holdpoint.core.errors import Refusal
+from holdpoint.core.protocol import ClientInput, InterruptResumeInput, NewSessionInput, RaiseInterruptBody, SettleBody
+from holdpoint.http import edge
+from holdpoint.http.openapi import BEARER, answers, id_path
+from holdpoint.http.telemetry import count, logger
+from holdpoint.ports import TooManyChanges
+from holdpoint.services import sessions
+from holdpoint.services.resume import resume
+from holdpoint.services.settle import settle
+
+router = APIGatewayHttpRouter()
+
+
+def _reply(status: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
+
+
+def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
+    """Every client input: resumes and settles apply now (200); turns are accepted (202)."""
+    who = edge.caller(router.current_event.raw_event)
+    kind = getattr(body, "type", None)
+    if session_id is None and kind in ("interrupt.resume", "tool.result", "tool.error"):
+        raise Refusal("validation_error", f"{kind} needs an existing session", "type")
+    if isinstance(body, InterruptResumeInput) and session_id is not None:
+        out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, body.interrupt_id,
+                     edge.check_payload(body.payload))
+        if not out["noop"]:
+            count("InterruptsResumed")
+        return _reply(200, out)
+    if kind in ("tool.result", "tool.error") and session_id is not None:  # as POST /calls/settle
+        return _reply(200, settle(assembly.get_store(), assembly.get_queue(), who, session_id,
+                                  SettleBody.model_validate(body.wire())))
+    try:
+        accepted = sessions.submit(assembly.get_store(), assembly.get_queue(), who, session_id, body)
+    except TooManyChanges:
+        raise Refusal("too_many_messages", "this input adds more messages than one request can record; "
+                      "send them in smaller inputs", "messages") from None
+    logger.append_keys(session_id=accepted.session_id)
+    return _reply(202, {"session_id": accepted.session_id, "turn_id": accepted.turn_id,
+                        "queued": accepted.queued})
+
+
+@router.post("/v1/sessions", status_code=202, security=BEARER, responses=answers(202, 400, 404, 409, 413, 422),
+             summary="Start a session with a client input for a declared agent")
+def create_session(body: Annotated[NewSessionInput, Body()]) -> Response[dict[str, Any]]:
+    return _submit(None, body)
+
+
+@router.post("/v1/sessions/<session_id>/inputs", status_code=202, security=BEARER,
+             responses={**answers(202, 400, 404, 409, 413, 422, holdpoint_403=True),
+                        200: {"description": "interrupt.resume, tool.result or tool.error: applied now"}},
+             summary="Send a client input to a session")
+def post_input(session_id: Annotated[str, id_path("session")],
+               body: Annotated[ClientInput, Body()]) -> Response[dict[str, Any]]:
+    logger.append_keys(session_id=session_id)
+    return _submit(edge.check_id(session_id, f"session {session_id}"), body)
+
+
+@router.get("/v1/sessions/<session_id>", security=BEARER, responses=answers(200, 404),
+            summary="The session at its head")
+def get_session(session_id: Annotated[str, id_path("session")]) -> dict[str, Any]:
+    who = edge.caller(router.current_event.raw_event)
+    return sessions.view(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"))
+
+
+@router.get("/v1/sessions/<session_id>/events", security=BEARER, responses=answers(200, 400, 404),
+            summary="The session's event log, paged")
+def get_events(
+    session_id: Annotated[str, id_path("session")],
+    after_seq: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> dict[str, Any]:
+    who = edge.caller(router.current_event.raw_event)
+    return sessions.events(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"),
+                           after_seq, limit)
+
+
+@router.post("/v1/sessions/<session_id>/interrupts", security=BEARER,
+             responses=answers(200, 400, 404, 409, 413), summary="Raise an interrupt at the head")
+def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseInterruptBody) -> dict[str, Any]:
+    event = router.current_event
+    out = sessions.raise_interrupt(
+        assembly.get_store(), assembly.get_queue(), edge.caller(event.raw_event),
+        edge.check_id(session_id, f"session {session_id}"), reason=body.reason,
+        payload=edge.check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
+        expires_in=body.expires_in, request_id=event.request_context.request_id)
+    if not out["noop"]:
+        count("InterruptsRaised")
+    return out
+
+
+@router.post("/v1/sessions/<session_id>/calls/settle", security=BEARER,
+             responses=answers(200, 400, 404, 409, 413), summary="Settle a deferred or client call")
+def post_settle(session_id: Annotated[str, id_path("session")], body: SettleBody) -> dict[str, Any]:
+    who = edge.caller(router.current_event.raw_event)
+    return settle(assembly.get_store(), assembly.get_queue(), who,
+                  edge.check_id(session_id, f"session {session_id}"), body)
+
+
+@router.get("/v1/interrupts", security=BEARER, responses=answers(200, 400),
+            summary="The tenant's open interrupts, newest first")
+def get_inbox(
+    status: Annotated[str, Query(pattern="^open$")] = "open",
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> dict[str, Any]:
+    who = edge.caller(router.current_event.raw_event)
+    return sessions.inbox(assembly.get_store(), signing, who, limit, cursor)

@@ -1,0 +1,36 @@
+"""What a tenant may point the engine at, checked when an agent is declared: no in-process callable,
+no Lambda outside the allow-list, no internal URL, no secret that is not the tenant's. The engine
+checks each again at call time; this answers the tenant at once, naming the field, recording nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from holdpoint.aws import secretrefs
+from holdpoint.core.errors import Refusal
+from holdpoint.outbound import netguard
+from holdpoint.outbound.workers import check_lambda_arn
+
+
+def _refuse(problem: str | None, field: str) -> None:
+    if problem:
+        raise Refusal("validation_error", problem, field)
+
+
+def check_agent(config: dict[str, Any], tenant: str) -> None:
+    """Raise a `validation_error` Refusal naming the first field the tenant may not declare."""
+    worker = config.get("worker") or {}
+    if "python" in worker:
+        raise Refusal("validation_error", "worker.python names in-process workers registered in code; "
+                      "declare worker.url or worker.lambda_arn", "worker.python")
+    if worker.get("lambda_arn") is not None:
+        _refuse(check_lambda_arn(worker["lambda_arn"]), "worker.lambda_arn")
+    if worker.get("url") is not None:
+        _refuse(netguard.check_url(worker["url"], "worker.url"), "worker.url")
+    if worker.get("secret") is not None:
+        _refuse(secretrefs.check(worker["secret"], tenant, "worker.secret"), "worker.secret")
+    llm_config = config.get("llm") or {}
+    if llm_config.get("base_url") is not None:
+        _refuse(netguard.check_url(llm_config["base_url"], "llm.base_url"), "llm.base_url")
+    if llm_config.get("api_key") is not None:
+        _refuse(secretrefs.check(llm_config["api_key"], tenant, "llm.api_key"), "llm.api_key")

@@ -1,0 +1,38 @@
+"""The local stack's Lambda runtime serves requests on threads side by side, where Lambda gives an
+execution environment one request at a time. Powertools keeps the request being routed on a class
+attribute, so the runtime makes it per thread: each thread routes and reads only its own request."""
+
+from __future__ import annotations
+
+import threading
+
+from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver, BaseRouter
+
+from holdpoint_local.runtime import isolate_powertools_requests
+
+
+def test_each_thread_sees_only_the_request_it_routes() -> None:
+    isolate_powertools_requests()
+    app = APIGatewayHttpResolver()
+    seen: dict[str, object] = {}
+    first_set, second_done = threading.Event(), threading.Event()
+
+    def first() -> None:
+        BaseRouter.current_event = "request-1"  # as resolve() does, on the class
+        first_set.set()
+        second_done.wait(10)
+        seen["first"] = app.current_event
+
+    def second() -> None:
+        first_set.wait(10)
+        seen["second before"] = app.current_event
+        BaseRouter.current_event = "request-2"
+        seen["second"] = BaseRouter.current_event
+        second_done.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert seen == {"first": "request-1", "second before": None, "second": "request-2"}
