@@ -8,7 +8,7 @@ import boto3
 import jwt
 import pytest
 
-from holdpoint.aws import signing
+from holdpoint.aws import secretrefs, signing
 from holdpoint.aws.keys import put_api_key, revoke_api_key
 from holdpoint.aws.signing import platform_secret
 from holdpoint.aws.store import Store
@@ -28,8 +28,7 @@ SECRET = "test-jwt-secret-0123456789abcdef"
 def jwt_secret(monkeypatch: pytest.MonkeyPatch) -> str:
     arn = boto3.client("secretsmanager").create_secret(Name="holdpoint/jwt", SecretString=SECRET)["ARN"]
     monkeypatch.setenv("JWT_SECRET_ARN", arn)
-    from holdpoint.aws import signing
-    signing._SECRETS.clear()
+    secretrefs._CACHE.clear()
     return SECRET
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from holdpoint.aws import signing
+from holdpoint.aws import secretrefs, signing
 from holdpoint.core.strictjson import JsonProblem, dumps, loads
 
 VALUES = st.recursive(
@@ -57,7 +57,7 @@ def test_dumps_refuses_what_loads_refuses() -> None:
 
 @pytest.mark.usefixtures("aws")
 def test_sealed_tokens_verify_only_unaltered_and_only_for_their_purpose() -> None:
-    signing._SECRETS.clear()
+    secretrefs._CACHE.clear()
     token = signing.seal("inbox-cursor", {"tenant": "t1", "at": {"k": 1}})
     assert signing.unseal("inbox-cursor", token) == {"tenant": "t1", "at": {"k": 1}}
     assert signing.unseal("link", token) is None

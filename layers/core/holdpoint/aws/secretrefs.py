@@ -92,10 +92,15 @@ def resolve(ref: str | None, tenant: str | None, field: str) -> str | None:
     if ref.startswith("env:"):
         value = os.environ.get(ref[len("env:"):])
     else:
-        if ref not in _CACHE:
-            secret_id = ref[len("secretsmanager:"):]
-            _CACHE[ref] = boto3.client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"]
-        value = _CACHE[ref]
+        value = secret_value(ref[len("secretsmanager:"):])
     if value is None:
         raise SecretRefError(f"{field} {ref} is not set")
     return value
+
+
+def secret_value(secret_id: str) -> str:
+    """A Secrets Manager secret's string, read once per container: the one read and cache of
+    secret values, for tenant references and the deployment's own signing key alike."""
+    if secret_id not in _CACHE:
+        _CACHE[secret_id] = boto3.client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"]
+    return _CACHE[secret_id]

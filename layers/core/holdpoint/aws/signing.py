@@ -15,12 +15,10 @@ import json
 import os
 from typing import Any
 
-import boto3
-
+from holdpoint.aws.secretrefs import secret_value
 from holdpoint.core import strictjson
 
 MAX_TOKEN_CHARS = 4_096
-_SECRETS: dict[str, str] = {}
 
 
 class MissingKey(RuntimeError):
@@ -30,11 +28,7 @@ class MissingKey(RuntimeError):
 def platform_secret() -> str | None:
     """The deployment's signing secret, or None when none is configured."""
     arn = os.environ.get("JWT_SECRET_ARN")
-    if not arn:
-        return None
-    if arn not in _SECRETS:
-        _SECRETS[arn] = boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
-    return _SECRETS[arn]
+    return secret_value(arn) if arn else None
 
 
 def _subkey(purpose: str) -> bytes:

@@ -50,3 +50,8 @@ def apply_resume(state: SessionState, resolution: Any) -> None:
             state.header.budget = float(value)
             state.emit("budget.raised", budget=float(value), spent=spent(state))
             return
+
+
+def token_cost(prompt_tokens: float, completion_tokens: float, price_in: float, price_out: float) -> float:
+    """What a call cost at the llm block's prices per 1,000 input and output tokens."""
+    return round((prompt_tokens * price_in + completion_tokens * price_out) / 1000, 10)

@@ -33,6 +33,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from holdpoint.aws import secretrefs
+from holdpoint.core.budget import token_cost
 from holdpoint.core.state import derive
 from holdpoint.outbound import netguard
 from holdpoint.ports import LlmError
@@ -162,10 +163,9 @@ def _outcome(prices: tuple[float, float], content: str | None, calls: list[dict[
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         message["tool_calls"] = calls
-    cost = prompt_tokens / 1000 * prices[0] + completion_tokens / 1000 * prices[1]
     return {"ok": True, "message": message, "truncated": truncated,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
-            "cost": round(cost, 10)}
+            "cost": token_cost(prompt_tokens, completion_tokens, *prices)}
 
 
 # --- bedrock (Converse) -------------------------------------------------------------------

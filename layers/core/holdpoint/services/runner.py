@@ -322,9 +322,9 @@ def priced(agent: dict[str, Any] | None, result: dict[str, Any]) -> dict[str, An
     if price_in is None and price_out is None:
         return result
     usage = result["usage"]
-    cost = (usage.get("prompt_tokens", 0) * float(price_in or 0)
-            + usage.get("completion_tokens", 0) * float(price_out or 0)) / 1000
-    return {**result, "cost": round(cost, 10)}
+    cost = budget.token_cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
+                             float(price_in or 0), float(price_out or 0))
+    return {**result, "cost": cost}
 
 
 def parse_body(body: str) -> dict[str, Any]:
