@@ -6,18 +6,12 @@ from typing import Any
 
 from holdpoint.services.auth import mint_client_token
 from tests.stack import Api
+from tests.tables import count_items
 
 
 def table_count(stack: Any) -> int:
     """Every item the stack's table holds: a refused request must leave this unchanged."""
-    ddb = stack.client("dynamodb")
-    count, kwargs = 0, {"TableName": stack.env["TABLE_NAME"], "Select": "COUNT"}
-    while True:
-        page = ddb.scan(**kwargs)
-        count += page["Count"]
-        if "LastEvaluatedKey" not in page:
-            return count
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return count_items(stack.client("dynamodb"), stack.env["TABLE_NAME"])
 
 
 def client_token_api(stack: Any, subject: str, *, tenant: str = "dev", session_id: str | None = None) -> Api:

@@ -22,6 +22,7 @@ import pytest
 from holdpoint import assembly
 from holdpoint.aws.keys import put_api_key
 from tests.harness import Harness
+from tests.tables import count_items
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -117,14 +118,7 @@ def call_resume(session_id: str, interrupt_id: str, body: Any = None, **kw: Any)
 
 def table_items() -> int:
     """How many items the table holds (everything any request recorded)."""
-    ddb = boto3.client("dynamodb")
-    count, kwargs = 0, {"TableName": "holdpoint", "Select": "COUNT"}
-    while True:
-        page = ddb.scan(**kwargs)
-        count += page["Count"]
-        if "LastEvaluatedKey" not in page:
-            return count
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return count_items(boto3.client("dynamodb"), "holdpoint")
 
 
 def assert_error(status: int, body: Any, expected: int | None = None, *, code: str | None = None,
