@@ -138,3 +138,13 @@ def test_code_execution_empty_lambda_allowlist_allows_none(monkeypatch: pytest.M
                        "arn:aws:lambda:us-east-1:123456789012:function:my-*")
     assert workers.check_lambda_arn(ARN) is None
     assert workers.check_lambda_arn(ARN + ":live") is None
+
+
+@pytest.mark.parametrize("answer", [b'{"state": NaN}', b'{"state": {"n": Infinity}}', b'{"actions": [], "actions": []}',
+                                    b'{"state": "\\ud800"}', b'{"state": 1e999}'])
+def test_a_worker_answer_that_is_not_strict_json_is_unusable(answer: bytes) -> None:
+    """Stored, it would be served to clients that cannot parse it back; the decision retries."""
+    from holdpoint.outbound.workers import _parse
+
+    with pytest.raises(WorkerUnavailable, match="invalid JSON"):
+        _parse(answer)

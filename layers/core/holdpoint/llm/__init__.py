@@ -33,6 +33,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from holdpoint.aws import secretrefs
+from holdpoint.core import strictjson
 from holdpoint.core.budget import token_cost
 from holdpoint.core.state import derive
 from holdpoint.outbound import netguard
@@ -488,8 +489,8 @@ def openai(config: dict[str, Any], agent: dict[str, Any], request: dict[str, Any
         code = "timeout" if isinstance(reason, TimeoutError) or "timed out" in str(reason) else "provider_unavailable"
         raise LlmError(f"llm endpoint unreachable: {reason}", code, retryable=True) from exc
     try:
-        data = json.loads(raw)
-    except ValueError as exc:
+        data = strictjson.loads(raw)
+    except strictjson.JsonProblem as exc:
         raise LlmError("llm endpoint answered something that is not JSON", "bad_response") from exc
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices or not isinstance(choices[0], dict):

@@ -24,6 +24,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from holdpoint.aws import secretrefs
+from holdpoint.core import strictjson
 from holdpoint.outbound import netguard
 from holdpoint.ports import WorkerUnavailable
 
@@ -76,9 +77,11 @@ def check_lambda_arn(arn: object) -> str | None:
 
 
 def _parse(raw: bytes) -> dict[str, Any]:
+    """A worker's answer as strict JSON: NaN, duplicate keys or lone surrogates would be stored and
+    then served to clients that cannot parse them, so they make the answer unusable."""
     try:
-        out = json.loads(raw or b"{}")
-    except ValueError as exc:
+        out = strictjson.loads(raw or b"{}")
+    except strictjson.JsonProblem as exc:
         raise WorkerUnavailable(f"worker answered invalid JSON: {exc}") from exc
     if not isinstance(out, dict):
         raise WorkerUnavailable("worker answered JSON that is not an object")
@@ -144,7 +147,10 @@ def call_python(config: dict[str, Any], request: dict[str, Any]) -> dict[str, An
     out = fn(request)
     if not isinstance(out, dict):
         raise WorkerUnavailable("worker answered something that is not an object")
-    copied: dict[str, Any] = json.loads(json.dumps(out))
+    try:
+        copied: dict[str, Any] = strictjson.loads(strictjson.dumps(out))
+    except ValueError as exc:  # NaN or infinity: not JSON
+        raise WorkerUnavailable(f"worker answered invalid JSON: {exc}") from exc
     return copied
 
 
