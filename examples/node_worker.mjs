@@ -36,8 +36,9 @@ function seedDecide({ trigger, proposed }) {
 function decide({ trigger, proposed, state }) {
     const previous = state !== null && typeof state === "object" && !Array.isArray(state) ? state : {};
     const decisions = (Number.isSafeInteger(previous.decisions) ? previous.decisions : 0) + 1;
-    const answer = seedDecide({ trigger, proposed: proposed ?? {} }) ?? {};
-    return { ...answer, state: { ...previous, decisions } };
+    const answer = seedDecide({ trigger, proposed: proposed ?? null });
+    // A `null` proposal echoed as `null` lets the engine continue on its own (PROTOCOL.md §2.4).
+    return answer === null ? null : { ...answer, state: { ...previous, decisions } };
 }
 
 function signatureOk(secret, timestamp, body, signature) {
@@ -91,7 +92,7 @@ function handler(secret) {
             try {
                 const answer = decide({ trigger: request.trigger, proposed: request.proposed, state: request.state });
                 console.error(`${request.session_id ?? "-"} ${request.trigger.type} -> ` +
-                              `${(answer.actions ?? []).map((a) => a.type).join(",") || "(proposal)"}`);
+                              `${(answer?.actions ?? []).map((a) => a.type).join(",") || "(proposal)"}`);
                 return reply(res, 200, answer);
             } catch (err) {
                 console.error(`decide failed: ${err?.stack ?? err}`);

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-def decide(trigger: dict[str, Any], proposed: dict[str, Any]) -> dict[str, Any]:
+def decide(trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
     """Pause before a sensitive action, then act on the answer (the seed, line for line)."""
     if trigger["type"] == "tool.execute" and trigger["name"] == "send_email":
         return {"actions": [{"type": "interrupt", "reason": "confirm", "payload": {"message": "Send the email?"}}]}
@@ -43,7 +43,7 @@ class WorkerHandler(BaseHTTPRequestHandler):
     secret: str | None = None
     seen: list[dict[str, Any]] = []
 
-    def answer(self, trigger: dict[str, Any], proposed: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
         return decide(trigger, proposed)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
@@ -55,7 +55,7 @@ class WorkerHandler(BaseHTTPRequestHandler):
             return
         request = json.loads(body)
         self.seen.append(request)
-        answer = json.dumps(self.answer(request["trigger"], request.get("proposed") or {})).encode()
+        answer = json.dumps(self.answer(request["trigger"], request.get("proposed"))).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))

@@ -173,8 +173,8 @@ def test_two_tool_turn_reprompts_exactly_once_after_both_results(api: Api, log: 
     assert kinds.count("tool.execute") == 2 and kinds.count("tool.finished") == 2
     assert sorted(t["name"] for t in log.triggers(sid, "tool.execute")) == ["lookup", "send_email"]
     # Exactly one re-prompt, proposed only once both results are in.
-    assert [r["proposed"] for r in log.of(sid) if r["trigger"]["type"] == "tool.finished"] == \
-        [{}, {"actions": [{"type": "llm.call"}]}]
+    assert [r["proposed"]["actions"] for r in log.of(sid) if r["trigger"]["type"] == "tool.finished"] == \
+        [[], [{"type": "llm.call"}]]
     assert kinds.count("llm.finished") == 2
     assert len([e for e in events(api, sid, "call.started") if e["data"]["kind"] == "llm_call"]) == 2
     assert [m["role"] for m in view["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
@@ -313,9 +313,9 @@ def test_sub_agent_runs_to_done_while_parent_parked_and_its_result_is_held(api: 
     assert finished == {"type": "sub_agent.finished", "id": call_id, "ok": True, "session_id": child_id,
                         "agent_id": "researcher", "result": "bob@example.com"}
     # Exactly one re-prompt once both siblings (sub-agent and send_email) are settled.
-    assert [(r["trigger"]["type"], r["proposed"]) for r in log.of(sid)
+    assert [(r["trigger"]["type"], r["proposed"]["actions"]) for r in log.of(sid)
             if r["trigger"]["type"] in ("sub_agent.finished", "tool.finished")] == \
-        [("sub_agent.finished", {}), ("tool.finished", {"actions": [{"type": "llm.call"}]})]
+        [("sub_agent.finished", []), ("tool.finished", [{"type": "llm.call"}])]
     assert len([e for e in events(api, sid, "call.started") if e["data"]["kind"] == "llm_call"]) == 2
     assert view["messages"][-1]["content"] == "all done"
     assert [m["role"] for m in view["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
@@ -338,7 +338,7 @@ def test_stalled_sub_agent_times_out_on_the_durable_timer_and_the_parent_finishe
     view = api.wait_status(sid, "done", timeout=90)  # Timer executions (Wait, then SQS) fire the checks
     assert view["messages"][-1]["content"] == "gave up on the research"
     [finished] = log.triggers(sid, "sub_agent.finished")
-    assert finished["ok"] is False and finished["error"]["code"] == "deadline_exceeded"
+    assert finished["ok"] is False and finished["error_value"]["code"] == "deadline_exceeded"
     reasons = [e["data"]["reason"] for e in events(api, sid, "call.deadline_extended")]
     assert reasons == ["making progress"]  # the first check saw the child move; the second saw it stuck
     child = api.view(finished["session_id"])

@@ -38,13 +38,15 @@ def test_decision_request_carries_the_protocol_fields() -> None:
     h.say("say hi")
     first = log[0]
     assert first["trigger"] == {"type": "session.start"}
-    assert set(first["proposed"]) == {"agent"}
+    assert set(first["proposed"]) == {"messages", "actions", "agent"}  # agent: Holdpoint's extra
+    assert first["proposed"]["actions"] == []
     assert set(first) >= {"session_id", "decision_id", "agent_id", "identity", "trigger", "proposed", "state",
                           "agent", "calls", "pending_calls", "messages", "message_tree", "ancestry", "attempts",
                           "deadline", "turn_id"}
     client = log[1]["trigger"]
     assert client["type"] == "client.messages" and client["new_from"] == 0
-    assert log[1]["proposed"] == {"actions": [{"type": "llm.call"}]}
+    assert log[1]["proposed"]["actions"] == [{"type": "llm.call"}]
+    assert log[1]["proposed"]["messages"] == log[1]["messages"]  # echoing it appends nothing
 
 
 def test_worker_state_and_agent_writes_persist_and_come_back() -> None:
@@ -154,7 +156,7 @@ def test_two_tool_turn_reprompts_once_after_both_settle() -> None:
     kinds = [r["trigger"]["type"] for r in log]
     assert kinds.count("tool.execute") == 2 and kinds.count("tool.finished") == 2
     proposals = [r["proposed"] for r in log if r["trigger"]["type"] == "tool.finished"]
-    assert proposals == [{}, {"actions": [{"type": "llm.call"}]}]
+    assert [p["actions"] for p in proposals] == [[], [{"type": "llm.call"}]]
     assert kinds.count("llm.finished") == 2
 
 
@@ -216,7 +218,7 @@ def test_output_schema_violation_settles_as_a_terminal_error() -> None:
                 agent={"tools": tools})
     h.say("Email Bob")
     [finished] = [r["trigger"] for r in log if r["trigger"]["type"] == "tool.finished"]
-    assert finished["ok"] is False and finished["error"]["code"] == "output_invalid"
+    assert finished["ok"] is False and finished["error_value"]["code"] == "output_invalid"
 
 
 def test_client_tool_waits_for_a_client_tool_result() -> None:
@@ -366,7 +368,7 @@ def test_retryable_llm_errors_back_off_then_fail_deadline_exceeded() -> None:
     assert attempts == [1, 2, 3]
     [finished] = [r["trigger"] for r in log if r["trigger"]["type"] == "llm.finished"]
     assert finished["ok"] is False and finished["code"] == "deadline_exceeded"
-    assert finished["error"]["last_code"] == "throttled"
+    assert finished["error_value"]["last_code"] == "throttled"
 
 
 STALLING_CHILD = [  # the parent asks the researcher; the researcher calls a tool nobody settles

@@ -144,7 +144,5 @@ def test_code_execution_empty_lambda_allowlist_allows_none(monkeypatch: pytest.M
                                     b'{"state": "\\ud800"}', b'{"state": 1e999}'])
 def test_a_worker_answer_that_is_not_strict_json_is_unusable(answer: bytes) -> None:
     """Stored, it would be served to clients that cannot parse it back; the decision retries."""
-    from holdpoint.outbound.workers import _parse
-
-    with pytest.raises(WorkerUnavailable, match="invalid JSON"):
-        _parse(answer)
+    with pytest.raises(workers.WorkerUnavailable, match="invalid JSON"):
+        workers._parse(answer)

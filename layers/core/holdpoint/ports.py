@@ -86,8 +86,9 @@ class Sealer(Protocol):
     def unseal(self, purpose: str, token: str) -> dict[str, Any] | None: ...
 
 
-Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any]]
-"""Ask the agent's worker (agent config, decision request, the session's tenant) for its answer."""
+Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any] | None]
+"""Ask the agent's worker (agent config, decision request, the session's tenant) for its answer;
+`None` is a `null` answer (the engine applies its own continuation)."""
 
 Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str, str], dict[str, Any]]
 """Run one LLM call (agent config, request, prompt messages, call id, the session's tenant) to an

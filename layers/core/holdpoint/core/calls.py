@@ -95,12 +95,12 @@ def _execute_trigger(state: SessionState, call: Call) -> dict[str, Any]:
 
 def open_tool_call(state: SessionState, *, call_id: str, name: str, arguments: str, anchor: str | None,
                    turn_id: str | None, group: str | None, retry_override: dict[str, Any] | None = None,
-                   now: float) -> Call | None:
+                   now: float, handler: str | None = None) -> Call | None:
     if call_id in state.calls:
         return None
     spec = tool_spec(state, name) or {}
     call = Call(id=call_id, kind="tool_call", anchor=anchor, turn_id=turn_id, order=state.tick(),
-                handler=spec.get("handler") or "worker", name=name, arguments=arguments, group=group,
+                handler=handler or spec.get("handler") or "worker", name=name, arguments=arguments, group=group,
                 retry=retry_override, started_at=now)
     state.put(call)
     state.emit("call.started", call_id=call_id, kind="tool_call", name=name, anchor=anchor)
@@ -164,10 +164,11 @@ def retry_tool(state: SessionState, call: Call, now: float) -> bool:
 
 
 def open_llm_call(state: SessionState, *, call_id: str, request: dict[str, Any], anchor: str | None,
-                  turn_id: str | None, now: float) -> Call:
+                  turn_id: str | None, now: float, worker: bool = False) -> Call:
+    """`worker`: the `llm.call` asked for `handler: "worker"`; else the agent's provider decides."""
     provider = ((state.header.agent or {}).get("llm") or {}).get("provider", "scripted")
     call = Call(id=call_id, kind="llm_call", anchor=anchor, turn_id=turn_id, order=state.tick(),
-                handler="worker" if provider == "worker" else "engine", request=request,
+                handler="worker" if worker or provider == "worker" else "engine", request=request,
                 retry=request.get("retry"), started_at=now)
     state.put(call)
     state.emit("call.started", call_id=call_id, kind="llm_call", anchor=anchor)

@@ -11,11 +11,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from holdpoint.core import budget, calls, retry, subagents
+from pydantic import ValidationError
+
+from holdpoint.core import budget, calls, retry, subagents, wire
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
 from holdpoint.core.proposals import propose
-from holdpoint.core.protocol import DecisionResponse
+from holdpoint.core.protocol import (
+    UPSTREAM_ACTIONS,
+    DecisionProposal,
+    DecisionRequest,
+    DecisionResponse,
+    Message,
+    WireMessage,
+    first_error,
+)
 from holdpoint.core.state import Call, Decision, Effect, SessionState, derive, iso, iso_ms
 from holdpoint.core.turns import finish_turn, start_next_queued
 
@@ -53,35 +63,50 @@ def branch_path(state: SessionState, decision: Decision) -> list[dict[str, Any]]
     return [n.message for n in state.tree.path(head)]
 
 
+def wire_proposal(state: SessionState, decision: Decision, messages: list[WireMessage]) -> DecisionProposal | None:
+    """The engine's proposal as an upstream `DecisionProposal`: the branch path as `messages` (so an
+    echo appends nothing) and the actions; `null` when the continuation needs an action upstream
+    lacks (`fail` after a failed LLM call), and the engine applies its own when the worker echoes it."""
+    own = propose(state, decision)
+    actions = own.get("actions") or []
+    if any(a.get("type") not in UPSTREAM_ACTIONS for a in actions):
+        return None
+    proposal = DecisionProposal(messages=messages, actions=actions)
+    if "agent" in own:
+        proposal.agent = own["agent"]
+    return proposal
+
+
 def build_request(state: SessionState, decision: Decision) -> dict[str, Any]:
+    """The decision request (PROTOCOL.md §2.2), built from the upstream-shaped wire models."""
     h = state.header
     policy = retry.policy(h.agent, "decision")
-    deadline = state.now + policy.attempt_timeout_secs
     open_calls = state.open_calls()
-    messages = branch_path(state, decision)
-    trigger = decision.trigger
-    if trigger.get("type") == "client.messages":
-        # Stored without the path (a step's writes must not grow with the tree); the path is
-        # the branch the turn started on, root to the decision's anchor.
-        trigger = {**trigger, "messages": [n.message for n in state.tree.path(decision.anchor)]}
-    return {
-        "session_id": h.session_id,
-        "decision_id": decision.id,
-        "agent_id": h.agent_id,
-        "identity": h.identity,
-        "trigger": trigger,
-        "proposed": propose(state, decision),
-        "state": h.state,
-        "agent": h.agent,
-        "calls": [c.wire() for c in open_calls],
-        "pending_calls": [c.wire() for c in open_calls if c.kind == "tool_call"],
-        "messages": messages,
-        "message_tree": state.tree.wire(),
-        "ancestry": h.ancestry,
-        "attempts": decision.attempts + 1,
-        "deadline": iso(deadline),
-        "turn_id": decision.turn_id,
-    }
+    messages = [WireMessage.model_validate(m) for m in branch_path(state, decision)]
+    request = DecisionRequest(
+        session_id=h.session_id,
+        decision_id=decision.id,
+        agent_id=h.agent_id,
+        identity=wire.owner(state),
+        trigger=wire.trigger(state, decision),
+        proposed=wire_proposal(state, decision, messages),
+        state=h.state,
+        agent=h.agent,
+        calls=[wire.call_view(state, c) for c in open_calls],
+        pending_calls=sum(1 for c in open_calls if c.kind in ("tool_call", "sub_agent")),
+        messages=messages,
+        message_tree=wire.message_tree(state),
+        ancestry=h.ancestry,
+        attempts=decision.attempts + 1,
+        deadline=iso(state.now + policy.attempt_timeout_secs),
+        turn_id=decision.turn_id,
+    )
+    return request.wire()
+
+
+def own_answer(state: SessionState, decision: Decision) -> dict[str, Any]:
+    """What the engine does for a decision nobody decides (no worker, or a `null` answer)."""
+    return propose(state, decision)
 
 
 # --- applying a worker's response ------------------------------------------------------
@@ -134,7 +159,13 @@ def apply_response(state: SessionState, decision: Decision, response: DecisionRe
     if response.agent is not None:
         h.agent = response.agent
     branch = state.tree.branch_head(decision.anchor)
-    for i, msg in enumerate(response.messages or []):
+    for i, raw in enumerate(response.messages or []):
+        if raw.get("id") in state.tree.nodes:
+            continue
+        try:
+            msg = Message.model_validate(raw)
+        except ValidationError as exc:
+            raise ProtocolError(*first_error(exc, f"messages[{i}]")) from exc
         node_id = msg.id or derive("msg", h.session_id, decision.id, i)
         if node_id in state.tree.nodes:
             continue
@@ -194,14 +225,15 @@ def _llm_call(ctx: ActionContext, action: Any) -> None:
     call_id = action.id or derive("llm", ctx.state.header.session_id, ctx.decision.id, ctx.index)
     if call_id not in ctx.state.calls:
         open_llm_call(ctx.state, call_id=call_id, request=action.wire(), anchor=ctx.branch,
-                      turn_id=ctx.decision.turn_id, now=ctx.now)
+                      turn_id=ctx.decision.turn_id, now=ctx.now, worker=action.handler == "worker")
 
 
 def _tool_call(ctx: ActionContext, action: Any) -> None:
     args = action.arguments if isinstance(action.arguments, str) else json.dumps(action.arguments)
     call_id = action.id or derive("call", ctx.state.header.session_id, ctx.decision.id, ctx.index)
     open_tool_call(ctx.state, call_id=call_id, name=action.name, arguments=args, anchor=ctx.branch,
-                   turn_id=ctx.decision.turn_id, group=ctx.group(), retry_override=action.retry, now=ctx.now)
+                   turn_id=ctx.decision.turn_id, group=ctx.group(), retry_override=action.retry, now=ctx.now,
+                   handler=action.handler)
 
 
 def _tool_outcome(ctx: ActionContext, action: Any) -> None:
@@ -234,8 +266,7 @@ def _llm_outcome(ctx: ActionContext, action: Any) -> None:
         state.emit("call.result_ignored", call_id=call.id, reason="replaced attempt")
         return
     if action.type == "llm.result":
-        result = {"ok": True, "message": action.message.wire(), "usage": action.usage, "cost": action.cost,
-                  "truncated": action.truncated}
+        result = action.outcome()
     else:
         result = {"ok": False, "error": action.error, "code": action.code, "retryable": action.retryable}
     apply_llm_result(state, call, result, ctx.now)

@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 
-from holdpoint.core.state import Call, Decision, SessionState
+from holdpoint.core.state import Call, Decision, SessionState, derive
 
 FOLLOW_ONS = frozenset({"tool.finished", "llm.finished", "sub_agent.finished"})
 
@@ -79,8 +79,9 @@ def _call_action(state: SessionState, tc: dict[str, Any]) -> dict[str, Any]:
     arguments = tc["function"].get("arguments") or "{}"
     for spec in (state.header.agent or {}).get("sub_agents") or []:
         if spec.get("name") == name:
-            return {"type": "sub_agent.spawn", "agent_id": spec["agent_id"], "tool_call_id": tc["id"],
-                    "message": task_message(arguments)}
+            h = state.header
+            return {"type": "sub_agent.spawn", "session_id": derive("ses", h.tenant, h.session_id, tc["id"]),
+                    "agent_id": spec["agent_id"], "tool_call_id": tc["id"], "message": task_message(arguments)}
     return {"type": "tool.call", "id": tc["id"], "name": name, "arguments": arguments}
 
 
@@ -100,7 +101,8 @@ def _execute(state: SessionState, decision: Decision) -> dict[str, Any]:
     status = (trigger.get("input") or {}).get("status")
     if status != "valid":
         error = (trigger.get("input") or {}).get("error") or "invalid arguments"
-        return {"actions": [{"type": "tool.error", "id": trigger["id"], "error": error, "code": "invalid_input"}]}
+        return {"actions": [{"type": "tool.error", "id": trigger["id"], "error": error,
+                             "detail": {"code": "invalid_input"}}]}
     return {}
 
 

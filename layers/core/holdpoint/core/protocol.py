@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"
 ID_PATTERN = re.compile(ID_REGEX)
@@ -132,73 +132,284 @@ class AgentConfig(Open):
     sub_agents: list[SubAgentSpec] | None = Field(default=None, max_length=64)
     budget: Budget | None = None
     retry: dict[str, RetryPolicy] | None = None
+    triggers: dict[str, bool] | None = None  # opt-in triggers beyond upstream: {"turn.finished": true}
 
 
-# --- triggers (engine -> worker) -------------------------------------------------
+# --- the decision request (engine -> worker) ----------------------------------------------
+#
+# Written from the Substructure protocol's `DecisionRequest` and the definitions it references
+# (`SessionOwner`, `DecisionTrigger`, `DecisionProposal`, `Effect`, `MessageTree`, `Node`,
+# `Control`, `LlmRequest`, `ToolInput`). Holdpoint's additions are extra fields, never a changed
+# type. Outgoing models dump only the fields the builder set (`exclude_unset`), so a value sent
+# as `null` is sent, and an optional field left out is left out.
+
+TriggerType = Literal["session.start", "client.messages", "client.action", "tool.execute", "tool.finished",
+                      "llm.execute", "llm.finished", "sub_agent.finished", "interrupt.resumed", "turn.finished"]
+UPSTREAM_TRIGGERS: frozenset[str] = frozenset(
+    {"session.start", "client.messages", "client.action", "tool.execute", "tool.finished", "llm.execute",
+     "llm.finished", "sub_agent.finished", "interrupt.resumed"})
+"""The trigger types of the upstream `DecisionTrigger`; `turn.finished` is Holdpoint's opt-in addition."""
+UPSTREAM_ACTIONS: frozenset[str] = frozenset(
+    {"llm.call", "tool.call", "tool.result", "tool.error", "llm.result", "llm.error", "sub_agent.spawn",
+     "message.send", "interrupt", "done"})
+"""The action types of the upstream `DecisionAction`; `fail` is Holdpoint's addition."""
+EffectStatus = Literal["pending", "completed", "failed", "retry_scheduled", "queued"]
+ErrorCode = Literal["provider_error", "rate_limited", "refused", "budget_exceeded", "deadline_exceeded"]
+ERROR_CODES: frozenset[str] = frozenset(
+    {"provider_error", "rate_limited", "refused", "budget_exceeded", "deadline_exceeded"})
+InterruptOrigin = Literal["system", "machine", "frontend"]
+ControlKind = Literal["interrupt", "resume"]
+ToolHandler = Literal["worker", "client"]
+LlmHandler = Literal["server", "worker"]
+Role = Literal["system", "user", "assistant", "tool"]
 
 
-class SessionStart(Wire):
+class Out(BaseModel):
+    """Base for what Holdpoint sends: the fields a builder sets are sent (even as `null`), the
+    rest are left out; the `type`/`kind` tags are always sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_post_init(self, context: Any, /) -> None:
+        self.__pydantic_fields_set__.update(k for k in ("type", "kind") if k in type(self).model_fields)
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class WireMessage(Out):
+    """A recorded message (upstream `Message`): `id` always present. Holdpoint's own input limits
+    do not apply to what it sends back."""
+
+    id: str
+    role: Role
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class SessionOwner(Out):
+    tenant_id: str
+    id: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class SessionStart(Out):
     type: Literal["session.start"] = "session.start"
 
 
-class ClientMessages(Wire):
+class ClientMessages(Out):
     type: Literal["client.messages"] = "client.messages"
-    messages: list[dict[str, Any]]
-    new_from: int
-    client: dict[str, Any] | None = None
+    messages: list[WireMessage]
+    new_from: int = Field(ge=0)
+    client: dict[str, Any] | None = None  # Holdpoint addition: passed through from the input
 
 
-class ToolInput(Wire):
+class ClientAction(Out):
+    type: Literal["client.action"] = "client.action"
+    name: str
+    args: Any = None
+
+
+class ToolInput(Out):
     status: Literal["valid", "invalid", "malformed"]
     value: Any = None
     error: str | None = None
 
 
-class ToolExecute(Wire):
+class ToolExecute(Out):
     type: Literal["tool.execute"] = "tool.execute"
     id: str
     name: str
     arguments: str
     input: ToolInput
-    attempt: int = 1
+    attempt: int = Field(ge=0)
     deadline: str | None = None
 
 
-class ToolFinished(Wire):
+class ToolFinished(Out):
+    """`result`/`error` are strings (a non-string is sent as its JSON text); `result_value` and
+    `error_value` (Holdpoint additions) carry a non-string value as it was given."""
+
     type: Literal["tool.finished"] = "tool.finished"
     id: str
     ok: bool
     name: str
-    result: Any = None
-    error: Any = None
+    result: str | None = None
+    error: str | None = None
+    result_value: Any = None
+    error_value: Any = None
 
 
-class LlmFinished(Wire):
+class SubAgentFinished(Out):
+    type: Literal["sub_agent.finished"] = "sub_agent.finished"
+    id: str
+    ok: bool
+    session_id: str
+    agent_id: str
+    result: str | None = None
+    error: str | None = None
+    result_value: Any = None
+    error_value: Any = None
+
+
+class LlmTool(Out):
+    name: str
+    description: str = ""
+    input: Any = None
+
+
+class LlmRequest(Out):
+    """Upstream `LlmRequest`: the `llm.call` as issued, with `model`, `messages` and `tools`
+    filled from the config in force; the action's other fields (`id`, `stream`, `retry`) ride along."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[LlmTool] | None = None
+    temperature: float | None = None
+    max_completion_tokens: int | None = None
+    reasoning: dict[str, Any] | None = None
+
+
+class LlmExecute(Out):
+    type: Literal["llm.execute"] = "llm.execute"
+    id: str
+    request: LlmRequest
+    stream: bool = False
+    attempt: int = Field(ge=0)
+    deadline: str | None = None
+
+
+class LlmFinished(Out):
+    """`code` is one of the upstream error codes; `provider_code` (Holdpoint addition) keeps a
+    provider's or worker's own code when it is none of them."""
+
     type: Literal["llm.finished"] = "llm.finished"
     id: str
     ok: bool
     message: dict[str, Any] | None = None
     truncated: bool = False
-    usage: dict[str, Any] | None = None
-    cost: float | None = None
-    error: Any = None
-    code: str | None = None
+    usage: Any = None
+    cost: float | str | None = None
+    error: str | None = None
+    error_value: Any = None
+    code: ErrorCode | None = None
+    provider_code: str | None = None
 
 
-class InterruptResumed(Wire):
+class InterruptResumed(Out):
     type: Literal["interrupt.resumed"] = "interrupt.resumed"
     interrupt_id: str
     payload: Any = None
 
 
-class TurnFinished(Wire):
+class TurnFinished(Out):
+    """Holdpoint addition, sent only when the agent opts in (`triggers: {"turn.finished": true}`)."""
+
     type: Literal["turn.finished"] = "turn.finished"
 
 
 Trigger = Annotated[
-    SessionStart | ClientMessages | ToolExecute | ToolFinished | LlmFinished | InterruptResumed | TurnFinished,
+    SessionStart | ClientMessages | ClientAction | ToolExecute | ToolFinished | LlmExecute | LlmFinished
+    | SubAgentFinished | InterruptResumed | TurnFinished,
     Field(discriminator="type"),
 ]
+
+
+class DecisionProposal(Out):
+    """`messages` is the decision's branch path (echoing it appends nothing); `agent` is a
+    Holdpoint addition on `session.start` (the declared config), as upstream's example workers read it."""
+
+    messages: list[WireMessage]
+    actions: list[dict[str, Any]]
+    agent: dict[str, Any] | None = None
+
+
+class ToolCallView(Out):
+    kind: Literal["tool_call"] = "tool_call"
+    id: str
+    status: EffectStatus
+    attempt: int = Field(ge=0)
+    anchor: str | None = None
+    deadline: str | None = None
+    name: str
+    arguments: str
+    handler: ToolHandler
+
+
+class SubAgentView(Out):
+    kind: Literal["sub_agent"] = "sub_agent"
+    id: str
+    status: EffectStatus
+    attempt: int = Field(ge=0)
+    anchor: str | None = None
+    deadline: str | None = None
+    agent_id: str
+    session_id: str
+    name: str | None = None  # Holdpoint addition: the same as agent_id
+
+
+class LlmCallView(Out):
+    kind: Literal["llm_call"] = "llm_call"
+    id: str
+    status: EffectStatus
+    attempt: int = Field(ge=0)
+    anchor: str | None = None
+    deadline: str | None = None
+    handler: LlmHandler
+    stream: bool
+
+
+CallView = Annotated[ToolCallView | SubAgentView | LlmCallView, Field(discriminator="kind")]
+
+
+class Control(Out):
+    """An interrupt or resume marker; `holdpoint_origin` (addition) is Holdpoint's own origin."""
+
+    id: str
+    interrupt_id: str
+    kind: ControlKind
+    origin: InterruptOrigin
+    reason: str = ""
+    payload: Any = None
+    holdpoint_origin: str | None = None
+
+
+class MessageNode(Out):
+    kind: Literal["message"] = "message"
+    message: WireMessage
+    parent_id: str | None = None
+
+
+class ControlNode(Out):
+    kind: Literal["control"] = "control"
+    control: Control
+    parent_id: str | None = None
+
+
+class MessageTree(Out):
+    nodes: list[Annotated[MessageNode | ControlNode, Field(discriminator="kind")]]
+    head_id: str | None = None
+
+
+class DecisionRequest(Out):
+    session_id: str
+    decision_id: str
+    agent_id: str
+    identity: SessionOwner
+    trigger: Trigger
+    proposed: DecisionProposal | None
+    state: Any
+    agent: dict[str, Any] | None
+    calls: list[CallView]
+    pending_calls: int = Field(ge=0)
+    messages: list[WireMessage]
+    message_tree: MessageTree
+    ancestry: list[str]
+    attempts: int = Field(ge=0)
+    deadline: str | None
+    turn_id: str | None
 
 
 # --- actions (worker -> engine) ---------------------------------------------------
@@ -214,14 +425,17 @@ class LlmCallAction(Wire):
     max_completion_tokens: int | None = None
     stream: bool | None = None
     retry: dict[str, Any] | None = None
+    handler: LlmHandler | None = None  # `worker`: the worker runs this call (an `llm.execute` follows)
+    reasoning: dict[str, Any] | None = None
 
 
 class ToolCallAction(Wire):
     type: Literal["tool.call"]
     id: Id | None = None
     name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
-    arguments: str | dict[str, Any] = "{}"
+    arguments: Any = "{}"  # any JSON; a non-string is recorded as its JSON text
     retry: dict[str, Any] | None = None
+    handler: ToolHandler | None = None  # overrides the declared tool's handler
 
 
 class ToolResultAction(Wire):
@@ -249,14 +463,50 @@ class InterruptAction(Wire):
     expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
 
 
+class LlmResponse(Open):
+    """Upstream's normalized LLM response (`llm.result.response`)."""
+
+    model: str
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    finish_reason: str | None = None
+    usage: Any = None
+    cost: float | str | None = None
+    images: list[dict[str, Any]] | None = None
+
+
 class LlmResultAction(Wire):
+    """Upstream spells the reply `response` (an `LlmResponse`); Holdpoint also takes `message`."""
+
     type: Literal["llm.result"]
     id: Id | None = None
     attempt: int | None = None
-    message: Message
+    message: Message | None = None
+    response: LlmResponse | None = None
     usage: dict[str, Any] | None = None
     cost: float | None = None
     truncated: bool = False
+
+    @model_validator(mode="after")
+    def _one_reply(self) -> LlmResultAction:
+        if self.message is None and self.response is None:
+            raise ValueError("llm.result needs `response` (or `message`)")
+        return self
+
+    def outcome(self) -> dict[str, Any]:
+        """The reply as the engine records it: an assistant message, usage, cost, truncation."""
+        if self.message is not None:
+            return {"ok": True, "message": self.message.wire(), "usage": self.usage, "cost": self.cost,
+                    "truncated": self.truncated}
+        response = self.response
+        assert response is not None
+        message: dict[str, Any] = {"role": "assistant", "content": response.content}
+        if response.tool_calls:
+            message["tool_calls"] = [tc.wire() for tc in response.tool_calls]
+        usage = response.usage if isinstance(response.usage, dict) else self.usage
+        cost = float(response.cost) if response.cost is not None else self.cost
+        return {"ok": True, "message": message, "usage": usage, "cost": cost,
+                "truncated": self.truncated or response.finish_reason == "length"}
 
 
 class LlmErrorAction(Wire):
@@ -266,6 +516,7 @@ class LlmErrorAction(Wire):
     error: Any
     code: str | None = None
     retryable: bool | None = None
+    detail: Any = None
 
 
 class SubAgentSpawnAction(Wire):
@@ -274,6 +525,7 @@ class SubAgentSpawnAction(Wire):
     agent_id: Id
     tool_call_id: Id
     message: Message | None = None
+    retry: dict[str, Any] | None = None
 
 
 class MessageSendAction(Wire):
@@ -313,34 +565,12 @@ class DecisionResponse(Wire):
 
     model_config = ConfigDict(extra="ignore")
 
-    messages: list[Message] | None = None
+    # Checked as `Message`s when applied: one whose id is already in the tree (an echoed
+    # proposal's view) is skipped unchecked, as Holdpoint's input limits are not its own output's.
+    messages: list[dict[str, Any]] | None = None
     actions: list[Action] | None = None
     state: Any = None
     agent: dict[str, Any] | None = None
-
-
-class Identity(Wire):
-    id: str | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class DecisionRequest(Wire):
-    session_id: str
-    decision_id: str
-    agent_id: str
-    identity: Identity
-    trigger: dict[str, Any]
-    proposed: dict[str, Any]
-    state: Any = None
-    agent: dict[str, Any] | None = None
-    calls: list[dict[str, Any]]
-    pending_calls: list[dict[str, Any]]
-    messages: list[dict[str, Any]]
-    message_tree: dict[str, Any]
-    ancestry: list[str]
-    attempts: int
-    deadline: str | None = None
-    turn_id: str | None = None
 
 
 # --- client inputs ----------------------------------------------------------------

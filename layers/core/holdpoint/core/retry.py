@@ -35,5 +35,16 @@ def policy(agent: dict[str, Any] | None, kind: str, override: dict[str, Any] | N
     out = DEFAULTS[kind]
     for layer in (((agent or {}).get("retry") or {}).get(kind), override):
         if layer:
-            out = replace(out, **{k: v for k, v in layer.items() if v is not None and hasattr(out, k)})
+            named = _holdpoint_names(layer)
+            out = replace(out, **{k: v for k, v in named.items() if v is not None and hasattr(out, k)})
+    return out
+
+
+def _holdpoint_names(layer: dict[str, Any]) -> dict[str, Any]:
+    """Upstream's `RetryPolicy` spelling (`max_retries`, `timeout_secs`) in Holdpoint's names."""
+    out = dict(layer)
+    if isinstance(out.get("max_retries"), int) and "max_attempts" not in out:
+        out["max_attempts"] = out["max_retries"] + 1
+    if out.get("timeout_secs") is not None and "attempt_timeout_secs" not in out:
+        out["attempt_timeout_secs"] = out["timeout_secs"]
     return out

@@ -61,13 +61,20 @@ def finish_turn(state: SessionState, turn_id: str | None, *, ok: bool, data: Any
         state.emit("turn.finished", turn_id=turn.id, data=data)
     else:
         state.emit("turn.failed", turn_id=turn.id, error=error)
-    if notify:
+    if notify and wants_turn_finished(state):
         state.enqueue({"type": "turn.finished"}, anchor=state.tree.head_id, turn_id=turn.id,
                       key=("turn.finished", turn.id))
     if state.header.parent:
         state.effects.append(Effect(kind="notify_parent", data={"ok": ok, "result": _final_output(state, data),
                                                                   "error": error}))
     start_next_queued(state)
+
+
+def wants_turn_finished(state: SessionState) -> bool:
+    """`turn.finished` is not an upstream trigger: sent only to an agent that opts in with
+    `triggers: {"turn.finished": true}` (PROTOCOL.md §2.3)."""
+    triggers = (state.header.agent or {}).get("triggers")
+    return isinstance(triggers, dict) and triggers.get("turn.finished") is True
 
 
 def start_next_queued(state: SessionState) -> None:

@@ -76,14 +76,15 @@ def check_lambda_arn(arn: object) -> str | None:
     return None
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
-    """A worker's answer as strict JSON: NaN, duplicate keys or lone surrogates would be stored and
-    then served to clients that cannot parse them, so they make the answer unusable."""
+def _parse(raw: bytes) -> dict[str, Any] | None:
+    """An object, or `null` (a worker echoing a `null` proposal: the engine continues on its own),
+    as strict JSON: NaN, duplicate keys or lone surrogates would be stored and then served to
+    clients that cannot parse them, so they make the answer unusable."""
     try:
         out = strictjson.loads(raw or b"{}")
     except strictjson.JsonProblem as exc:
         raise WorkerUnavailable(f"worker answered invalid JSON: {exc}") from exc
-    if not isinstance(out, dict):
+    if out is not None and not isinstance(out, dict):
         raise WorkerUnavailable("worker answered JSON that is not an object")
     return out
 
@@ -97,7 +98,7 @@ def _secret(ref: str | None, tenant: str | None) -> str | None:
         raise WorkerUnavailable(f"worker.secret could not be read: {exc}") from exc
 
 
-def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | None = None) -> dict[str, Any]:
+def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
     """POST the decision, signed; `netguard.urlopen` checks the URL and the connected address."""
     url = config["url"]
     body = json.dumps(request, separators=(",", ":")).encode()
@@ -123,7 +124,7 @@ def lambda_client() -> Any:
     return boto3.client("lambda")
 
 
-def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:
     """Invoke the worker Lambda synchronously; a function error or throttle retries the decision."""
     problem = check_lambda_arn(config["lambda_arn"])
     if problem:
@@ -138,23 +139,23 @@ def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, An
     return _parse(out["Payload"].read())
 
 
-def call_python(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+def call_python(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:
     """Run a worker registered in code; any other name is unavailable (nothing is ever imported)."""
     name = config["python"]
     fn = _REGISTRY.get(name) if isinstance(name, str) else None
     if fn is None:
         raise WorkerUnavailable(f"no in-process worker is registered as {str(name)[:64]!r}")
     out = fn(request)
-    if not isinstance(out, dict):
+    if out is not None and not isinstance(out, dict):
         raise WorkerUnavailable("worker answered something that is not an object")
     try:
-        copied: dict[str, Any] = strictjson.loads(strictjson.dumps(out))
+        copied: dict[str, Any] | None = strictjson.loads(strictjson.dumps(out))
     except ValueError as exc:  # NaN or infinity: not JSON
         raise WorkerUnavailable(f"worker answered invalid JSON: {exc}") from exc
     return copied
 
 
-def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str | None = None) -> dict[str, Any]:
+def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
     """Ask the agent's worker; with no worker the engine's proposal is the answer. `tenant` (the
     session's) scopes the worker's secret reference."""
     config = (agent or {}).get("worker") or {}
@@ -164,5 +165,5 @@ def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str | 
         return call_lambda(config, request)
     if config.get("python"):
         return call_python(config, request)
-    proposed: dict[str, Any] = request["proposed"]
+    proposed: dict[str, Any] | None = request["proposed"]
     return proposed

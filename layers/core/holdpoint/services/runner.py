@@ -222,6 +222,8 @@ class Runner:
         log.info("decision delivered", extra={"session_id": h.session_id, "decision_id": decision_id,
                                               "trigger": decision.trigger.get("type"),
                                               "interrupt_id": decision.interrupt_id})
+        if raw is None:  # a `null` answer (an echoed `null` proposal): the engine's own continuation
+            raw = engine.own_answer(state, decision)
         try:
             response = DecisionResponse.model_validate(raw)
         except ValidationError as exc:
