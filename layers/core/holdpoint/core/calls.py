@@ -10,7 +10,7 @@ import jsonschema
 from holdpoint.core import interrupts as rules
 from holdpoint.core import retry
 from holdpoint.core.proposals import check_arguments, tool_spec
-from holdpoint.core.state import Call, Effect, SessionState, derive, iso
+from holdpoint.core.state import Call, SessionState, derive, iso
 
 
 def tool_content(result: Any) -> str | list[dict[str, Any]]:
@@ -125,8 +125,7 @@ def arm_deadline(state: SessionState, call: Call, now: float) -> None:
         state.touch(call)
     # keyed by the deadline too: an extended deadline (sub-agents) is a new timer, a repeat is not
     key = f"deadline/{call.id}/{call.attempt}/{call.deadline_at:.3f}"
-    state.effects.append(Effect(kind="timer", seconds=call.deadline_at - now, key=key,
-                                data={"kind": "deadline", "call_id": call.id, "attempt": call.attempt}))
+    state.schedule(call.deadline_at - now, key, {"kind": "deadline", "call_id": call.id, "attempt": call.attempt})
 
 
 def call_parked(state: SessionState, call: Call) -> bool:
@@ -202,8 +201,7 @@ def apply_llm_result(state: SessionState, call: Call, result: dict[str, Any], no
         call.not_before = now + delay
         state.touch(call)
         state.emit("call.retry", call_id=call.id, attempt=call.attempt, error=result.get("error"))
-        state.effects.append(Effect(kind="timer", seconds=delay, key=f"llm/{call.id}/{call.attempt}",
-                                    data={"kind": "kick"}))
+        state.schedule(delay, f"llm/{call.id}/{call.attempt}")
         if call.handler == "worker":
             enqueue_llm_execute(state, call)
         return

@@ -353,8 +353,7 @@ def retry_decision(state: SessionState, decision: Decision, error: str, now: flo
     decision.not_before = now + delay
     state.touch(decision)
     state.emit("decision.retry", decision_id=decision.id, attempt=attempt, delay_secs=delay, error=error)
-    state.effects.append(Effect(kind="timer", seconds=delay, key=f"decision/{decision.id}/{attempt}",
-                                data={"kind": "kick"}))
+    state.schedule(delay, f"decision/{decision.id}/{attempt}")
     return True
 
 

@@ -249,6 +249,11 @@ class SessionState:
         elif isinstance(record, Turn):
             self.turns[record.id] = record
 
+    def schedule(self, seconds: float, key: str, message: dict[str, Any] | None = None) -> None:
+        """A durable timer, after the commit: in `seconds`, `message` (a plain `kick` by default)
+        reaches the engine. `key` names the timer, so asking again for the same key is one timer."""
+        self.effects.append(Effect(kind="timer", seconds=seconds, key=key, data=message or {"kind": "kick"}))
+
     def emit(self, type_: str, **data: Any) -> None:
         self.header.seq += 1
         self.events.append(Event(seq=self.header.seq, type=type_, data=data, at=iso_ms(self.now)))
