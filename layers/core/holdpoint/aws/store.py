@@ -196,7 +196,9 @@ class Store:
         self.client = client or dynamodb_client()
         self._s3 = s3
         self.bucket = os.environ.get("PAYLOAD_BUCKET", "")
-        self.cache: StateCache | None = cache_from_env() if cache is True else (cache or None)
+        self.cache: StateCache | None = cache_from_env() if cache is True else cache or None
+        if isinstance(cache, StateCache):  # an empty cache is falsy (it has a length)
+            self.cache = cache
 
     # --- large bodies by reference ------------------------------------------------------
 
