@@ -24,9 +24,9 @@ session's tail as of a header version, and a later load reads the head (one smal
 only the tail keys the header's change log (`chg`) lists since that version (BatchGetItem,
 strongly consistent). The header's `sum` (an XOR of SHA-256 hashes of every tail item) proves the
 result: a cached tail that does not hash to it (dropped, stale, from another version line,
-corrupted) is thrown away and the tail is read in full. A writer that does not know the sum
-writes none (a `Put` of the header drops it), which turns warm loads off until the next commit
-from a verified cache sets it again.
+corrupted) is thrown away and the tail is read in full. A writer that cannot vouch for the sum
+writes none (a `Put` of the header drops it), which turns warm loads of the session off until a
+commit writes one again and a full read confirms it.
 """
 
 from __future__ import annotations
