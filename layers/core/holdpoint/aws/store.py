@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields
@@ -130,7 +131,8 @@ class Head:
 
 
 class StateCache:
-    """Per container, least recently used first out, bounded by sessions and by bytes kept."""
+    """Per container, least recently used first out, bounded by sessions and by bytes kept. Locked:
+    the local stack's front end serves requests on threads that share one store."""
 
     def __init__(self, max_sessions: int = 32, max_bytes: int = 64 * 1024 * 1024) -> None:
         self.max_sessions = max_sessions
@@ -138,40 +140,47 @@ class StateCache:
         self._entries: OrderedDict[tuple[str, str], Cached] = OrderedDict()
         self._bytes: dict[tuple[str, str], int] = {}
         self._heads: OrderedDict[tuple[str, str], Head] = OrderedDict()
+        self._lock = threading.RLock()
 
     def head(self, key: tuple[str, str]) -> Head | None:
-        return self._heads.get(key)
+        with self._lock:
+            return self._heads.get(key)
 
     def note(self, key: tuple[str, str], head: Head) -> None:
-        self._heads[key] = head
-        self._heads.move_to_end(key)
-        while len(self._heads) > self.max_sessions:
-            self._heads.popitem(last=False)
+        with self._lock:
+            self._heads[key] = head
+            self._heads.move_to_end(key)
+            while len(self._heads) > self.max_sessions:
+                self._heads.popitem(last=False)
 
     def get(self, key: tuple[str, str]) -> Cached | None:
-        entry = self._entries.get(key)
-        if entry is not None:
-            self._entries.move_to_end(key)
-        return entry
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
 
     def put(self, key: tuple[str, str], entry: Cached) -> None:
-        self.drop_tail(key)
         size = entry.size()
-        if size > self.max_bytes:
-            return
-        self._entries[key] = entry
-        self._bytes[key] = size
-        while len(self._entries) > self.max_sessions or sum(self._bytes.values()) > self.max_bytes:
-            oldest, _ = self._entries.popitem(last=False)
-            self._bytes.pop(oldest, None)
+        with self._lock:
+            self.drop_tail(key)
+            if size > self.max_bytes:
+                return
+            self._entries[key] = entry
+            self._bytes[key] = size
+            while len(self._entries) > self.max_sessions or sum(self._bytes.values()) > self.max_bytes:
+                oldest, _ = self._entries.popitem(last=False)
+                self._bytes.pop(oldest, None)
 
     def drop_tail(self, key: tuple[str, str]) -> None:
-        self._entries.pop(key, None)
-        self._bytes.pop(key, None)
+        with self._lock:
+            self._entries.pop(key, None)
+            self._bytes.pop(key, None)
 
     def drop(self, key: tuple[str, str]) -> None:
-        self.drop_tail(key)
-        self._heads.pop(key, None)
+        with self._lock:
+            self.drop_tail(key)
+            self._heads.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._entries)
