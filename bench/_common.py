@@ -251,9 +251,10 @@ class Meter:
                 rec.rru += (1.0 if req.get("ConsistentRead") else 0.5) * max(1, math.ceil(size / 4096))
             else:
                 rec.rru += 1.0 if req.get("ConsistentRead") else 0.5
-        elif op == "BatchGetItem":
-            for _table, items in (parsed.get("Responses") or {}).items():
-                self._read(rec, items, False, per_item=True)
+        elif op == "BatchGetItem":  # each item rounded up to 4 KB on its own
+            for name, items in (parsed.get("Responses") or {}).items():
+                consistent = bool(req.get("RequestItems", {}).get(name, {}).get("ConsistentRead"))
+                self._read(rec, items, consistent, per_item=True)
 
     # aggregation -----------------------------------------------------------------------------
     def take(self) -> list[Rec]:

@@ -23,6 +23,11 @@ moto's in-process AWS, counting every request on their boto3 clients with botoco
 
 An "engine step" is one iteration of `Runner.run`: the load that starts it, the one external
 call, and the commit(s) of its outcome (`Runner.transact`, which reloads before committing).
+
+Everything runs twice: *cold*, with the store's cache off (every load reads the whole session),
+and *warm*, with the engine's and the API's stores each keeping their own cache, as two warm
+containers would (the engine's has served the session before the measured turns). The last table
+puts the read bytes and RRU of a delivering step side by side, with the 1000/10 ratio of each.
 """
 
 from __future__ import annotations
@@ -65,11 +70,11 @@ def worker(req: dict[str, Any]) -> dict[str, Any]:
 class Rig:
     """The engine's real pieces on metered clients, with step boundaries labelled."""
 
-    def __init__(self, tenant: str) -> None:
+    def __init__(self, tenant: str, warm: bool = False) -> None:
         from holdpoint import llm
         from holdpoint.aws.parking import Parking
         from holdpoint.aws.queue import WorkQueue
-        from holdpoint.aws.store import Store
+        from holdpoint.aws.store import StateCache, Store
         from holdpoint.aws.timers import Timers
         from holdpoint.core import engine
         from holdpoint.outbound import workers
@@ -123,7 +128,11 @@ class Rig:
         engine.next_work = next_work  # the Runner calls engine.next_work through the module
         import boto3
 
-        self.store = BenchStore(client=meter.attach(boto3.client("dynamodb")))
+        ddb = meter.attach(boto3.client("dynamodb"))
+        # The engine's container and the API's are two: each keeps its own cache (warm) or none.
+        self.store = BenchStore(client=ddb, cache=StateCache() if warm else False)
+        self.api_store = Store(client=ddb, cache=StateCache() if warm else False)
+        self.probe = Store(cache=False)  # unmetered reads for the bench's own checks
         self.queue = WorkQueue(client=meter.attach(boto3.client("sqs")))
         self.parking = Parking(client=meter.attach(boto3.client("stepfunctions")))
         self.runner = BenchRunner(self.store, self.parking, self.queue, Timers(), worker=workers.decide,
@@ -132,7 +141,7 @@ class Rig:
         self.tenant = tenant
         name = f"bench-{tenant}"
         workers.register(name, worker)
-        self.store.put_agent(tenant, "assistant", {"worker": {"python": name}, "tools": TOOLS,
+        self.api_store.put_agent(tenant, "assistant", {"worker": {"python": name}, "tools": TOOLS,
                                                    "llm": {"provider": "scripted", "script": SCRIPT}})
         self.session_id: str | None = None
         self.meter.take()
@@ -166,7 +175,7 @@ class Rig:
         inp = ClientMessageInput.model_validate({"type": "client.message", "agent_id": "assistant",
                                                  "message": {"role": "user", "content": text}})
         self.begin("API: client.message (submit)")
-        out = sessions.submit(self.store, self.queue, self.caller, self.session_id, inp)
+        out = sessions.submit(self.api_store, self.queue, self.caller, self.session_id, inp)
         self.session_id = out.session_id
 
     def run(self) -> None:
@@ -175,7 +184,7 @@ class Rig:
 
     def state(self) -> Any:
         assert self.session_id
-        return self.store.load(self.tenant, self.session_id)
+        return self.probe.load(self.tenant, self.session_id)
 
     def play_park(self) -> str:
         """ParkBranch's waitForTaskToken message (moto in-process runs no state machine)."""
@@ -193,7 +202,7 @@ class Rig:
 
         assert self.session_id
         self.begin("API: resume (conditional write + SendTaskSuccess)")
-        return resume(self.store, self.parking, self.caller, self.session_id, interrupt_id,
+        return resume(self.api_store, self.parking, self.caller, self.session_id, interrupt_id,
                       {"status": "resolved", "payload": {"approved": True}, "approved": True})
 
     def wake(self, interrupt_id: str) -> None:
@@ -205,11 +214,14 @@ class Rig:
 
 
 def seed_tree(rig: Rig, n: int) -> None:
-    """Create the session through the API (first turn: 2 nodes), then append to n nodes."""
+    """Create the session through the API (first turn: 2 nodes), then append to n nodes (through
+    the API's store, which keeps the header's `sum`), then let the engine load it once: a warm
+    engine container has served the session before."""
     rig.submit("say hi")
     rig.run()
+    assert rig.session_id
     while True:
-        state = rig.state()
+        state = rig.api_store.load(rig.tenant, rig.session_id)
         have = len(state.tree.nodes)
         if have >= n:
             break
@@ -218,7 +230,8 @@ def seed_tree(rig: Rig, n: int) -> None:
             role = "user" if k % 2 == 0 else "assistant"
             text = (USER_TEXT if role == "user" else ASSISTANT_TEXT) + f"[{k}]"
             state.add_node(f"msg_seed_{k:05d}", state.tree.head_id, {"role": role, "content": text})
-        rig.store.commit(state)
+        rig.api_store.commit(state)
+    rig.store.load(rig.tenant, rig.session_id)
     rig.meter.take()
     rig.segments = []
 
@@ -230,6 +243,8 @@ def history_tree(rig: Rig, n: int) -> None:
     while len(rig.state().tree.nodes) < n:
         rig.submit("say hi")
         rig.run()
+    assert rig.session_id
+    rig.store.load(rig.tenant, rig.session_id)
     rig.meter.take()
     rig.segments = []
 
@@ -237,8 +252,8 @@ def history_tree(rig: Rig, n: int) -> None:
 # --------------------------------------------------------------------------- scenarios
 
 
-def measure_size(n: int, build: str) -> dict[str, Any]:
-    rig = Rig(tenant=f"{build}{n}")
+def measure_size(n: int, build: str, warm: bool = False) -> dict[str, Any]:
+    rig = Rig(tenant=f"{build}{n}{'w' if warm else ''}", warm=warm)
     t0 = time.perf_counter()
     (seed_tree if build == "seeded" else history_tree)(rig, n)
     build_secs = time.perf_counter() - t0
@@ -267,7 +282,7 @@ def measure_size(n: int, build: str) -> dict[str, Any]:
     turn = final.turns[final.header.last_turn]
     assert turn.status == "done", turn
     return {
-        "n": n, "build": build, "nodes_at_start": nodes, "partition_items_at_start": partition_items,
+        "n": n, "build": build, "warm": warm, "nodes_at_start": nodes, "partition_items_at_start": partition_items,
         "build_secs": round(build_secs, 2),
         "plain_turn": [(label, t.as_dict()) for label, t in plain],
         "interrupt_turn": [(label, t.as_dict()) for label, t in raise_steps],
@@ -277,9 +292,9 @@ def measure_size(n: int, build: str) -> dict[str, Any]:
     }
 
 
-def measure(sizes: list[int], build: str = "seeded") -> list[dict[str, Any]]:
+def measure(sizes: list[int], build: str = "seeded", warm: bool = False) -> list[dict[str, Any]]:
     with mocked_aws():
-        return [measure_size(n, build) for n in sizes]
+        return [measure_size(n, build, warm) for n in sizes]
 
 
 # --------------------------------------------------------------------------- reporting
@@ -316,6 +331,32 @@ def sum_phase(run: dict[str, Any], phases: tuple[str, ...]) -> dict[str, Any]:
                 else:
                     agg[k] = agg.get(k, 0) + v
     return agg
+
+
+def delivering(run: dict[str, Any]) -> dict[str, float]:
+    """Mean reads of the engine steps that deliver a decision (the worker needs the branch)."""
+    steps = [t for label, t in engine_steps(run) if label.startswith("deliver")]
+    keys = ("ddb_read_requests", "ddb_read_bytes", "ddb_items_read", "rru")
+    return {k: sum(s[k] for s in steps) / len(steps) for k in keys} | {"steps": len(steps)}
+
+
+def cold_vs_warm(cold: list[dict[str, Any]], warm: list[dict[str, Any]]) -> str:
+    """Read bytes and RRU per delivering step and per engine step, cold and warm, side by side."""
+    sizes = [r["n"] for r in cold]
+    rows = []
+    for name, per in (("delivering step", delivering), ("engine step (all)", mean_step)):
+        for key, unit in (("ddb_read_bytes", "read bytes"), ("rru", "RRU"), ("ddb_read_requests", "requests")):
+            for mode, runs in (("cold", cold), ("warm", warm)):
+                means = [per(r) for r in runs]
+                rows.append([f"{name}: {unit}, {mode}"] + [f"{m[key]:,.1f}" for m in means]
+                            + [ratio(means[-1][key], means[0][key])])
+    verdict = [delivering(r)["ddb_read_bytes"] for r in warm]
+    bar = "PASS" if verdict[-1] <= 2 * verdict[0] else "MISS"
+    return (table(["per step (mean)"] + [f"N={n}" for n in sizes] + [f"{sizes[-1]}/{sizes[0]}"], rows,
+                  f"\n=== Reads per step, cold (no cache) vs warm (cached tail) ({delivering(cold[0])['steps']} "
+                  "delivering steps of the 16 engine steps) ===")
+            + f"\nwarm delivering step read bytes {sizes[-1]} vs {sizes[0]} nodes: "
+            f"{verdict[-1] / verdict[0]:.2f}x (bar: <= 2x) -> {bar}")
 
 
 def _kb(b: float) -> str:
@@ -438,8 +479,11 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     t0 = time.perf_counter()
     seeded = measure(sizes, "seeded")
-    print(report(seeded, "Seeded trees (N nodes, linear, no other history)"))
+    print(report(seeded, "Seeded trees (N nodes, linear, no other history), cold: no cache"))
     print(item_limit_projection(seeded))
+    warm = measure(sizes, "seeded", warm=True)
+    print(report(warm, "Seeded trees, warm: the engine's and the API's stores keep their caches"))
+    print(cold_vs_warm(seeded, warm))
     history = []
     hs = [int(s) for s in args.history_sizes.split(",") if s]
     if hs:
@@ -447,7 +491,7 @@ def main() -> None:
         print(report(history, "History trees (N nodes built by N/2 real turns, all their records kept)"))
     print(f"\n(total {time.perf_counter() - t0:.1f}s; python {sys.version.split()[0]})")
     if args.json:
-        Path(args.json).write_text(json.dumps({"seeded": seeded, "history": history}, indent=1))
+        Path(args.json).write_text(json.dumps({"seeded": seeded, "warm": warm, "history": history}, indent=1))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ End-to-end versions over HTTP on the local stack live in tests/e2e/.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,9 +17,30 @@ from holdpoint.core.protocol import SettleBody
 from holdpoint.services import sessions
 from holdpoint.services.auth import Caller
 from holdpoint.services.settle import settle
+from tests.cache_chaos import PoisonedCache
 from tests.harness import Harness, seed_worker
 
 pytestmark = pytest.mark.usefixtures("aws")
+
+
+@pytest.fixture(autouse=True, params=["no cache", "cache", "poisoned cache"])
+def state_cache(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every rule holds without the store's warm-load cache, with it, and with a cache that is
+    dropped, stale, from another version line or corrupted on half of its reads."""
+    from holdpoint.aws import store
+
+    caches: list[PoisonedCache] = []
+    seeds = itertools.count()
+
+    def poisoned() -> PoisonedCache:
+        caches.append(PoisonedCache(seed=next(seeds)))
+        return caches[-1]
+
+    make = {"no cache": lambda: None, "cache": store.StateCache, "poisoned cache": poisoned}[request.param]
+    monkeypatch.setattr(store, "cache_from_env", make)
+    yield
+    if request.param == "poisoned cache":
+        assert sum(c.poisoned for c in caches) > 0, "the cache was never poisoned"
 
 
 def interrupt_everything(log: list[dict[str, Any]]) -> Any:

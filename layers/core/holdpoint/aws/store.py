@@ -15,6 +15,18 @@ Session partition `T#{tenant}#S#{session}`:
 
 State sorts at and after `H`, events before it, so a step reads state with one Query
 and never pages through the event log.
+
+Warm loads (docs/PERFORMANCE.md (a)). The state splits into a *head* (`H` .. `I$`: header, agent,
+interrupts) and a *tail* (`K#`, `N#`, `Q#`, `T#`: calls, nodes, decisions, turns). The tail is
+written only by `commit`, always together with the header; the head also changes outside it (the
+resume flips an interrupt without touching the header). So a store with a `StateCache` keeps each
+session's tail as of a header version, and a later load reads the head (one small Query), then
+only the tail keys the header's change log (`chg`) lists since that version (BatchGetItem,
+strongly consistent). The header's `sum` (an XOR of SHA-256 hashes of every tail item) proves the
+result: a cached tail that does not hash to it (dropped, stale, from another version line,
+corrupted) is thrown away and the tail is read in full. A writer that cannot vouch for the sum
+writes none (a `Put` of the header drops it), which turns warm loads of the session off until a
+commit writes one again and a full read confirms it.
 """
 
 from __future__ import annotations
@@ -22,8 +34,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
-from dataclasses import asdict, fields
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, fields
+from functools import reduce
 from typing import Any
 
 import boto3
@@ -37,6 +52,11 @@ PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
 OFFLOAD_BYTES = 300_000  # bodies above this go to S3 (DynamoDB items stop at 400 KB)
 MAX_TRANSACT_ITEMS = 100
+HEAD_END = "I$"  # the head range is `H` .. `I$` (header, agent, interrupts); the tail sorts after it
+LOG_VERSIONS = 4  # versions the header's change log covers: a cache further behind reads the tail in full
+LOG_CHARS = 1200  # and at most this much of it, so the header (rewritten by every commit) stays small
+MAX_DELTA_KEYS = 100  # more changed keys than this and reading the whole tail is cheaper
+CACHE_ENV = "HOLDPOINT_STATE_CACHE"  # sessions a container keeps warm; 0 turns the cache off
 
 
 def agent_digest(agent: Any) -> str:
@@ -68,12 +88,126 @@ def dynamodb_client() -> Any:
     return boto3.client("dynamodb")
 
 
+# --- the warm-load cache ------------------------------------------------------------------
+
+
+def canonical(item: dict[str, Any]) -> str:
+    """An item as one immutable string: what the cache keeps and what the header's `sum` hashes."""
+    return json.dumps(item, sort_keys=True, separators=(",", ":"))
+
+
+def item_hash(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:16], "big")
+
+
+def tail_digest(texts: Any) -> int:
+    """XOR of the items' hashes: independent of order, and updated by XOR-ing old and new items out and in."""
+    return reduce(lambda acc, text: acc ^ item_hash(text), texts, 0)
+
+
+def is_tail(sk: str) -> bool:
+    return sk > HEAD_END
+
+
+@dataclass
+class Cached:
+    """A session's tail as of header `version`: SK -> canonical item text."""
+
+    version: int
+    items: dict[str, str]
+
+    def size(self) -> int:
+        return sum(len(text) for text in self.items.values())
+
+
+@dataclass
+class Head:
+    """The header's `version`, `sum` and change log as the last load of the session read them:
+    what a commit conditions on and carries forward."""
+
+    version: int
+    sum: str | None
+    log: list[Any]
+
+
+class StateCache:
+    """Per container, least recently used first out, bounded by sessions and by bytes kept. Locked:
+    the local stack's front end serves requests on threads that share one store."""
+
+    def __init__(self, max_sessions: int = 32, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_sessions = max_sessions
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, str], Cached] = OrderedDict()
+        self._bytes: dict[tuple[str, str], int] = {}
+        self._heads: OrderedDict[tuple[str, str], Head] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def head(self, key: tuple[str, str]) -> Head | None:
+        with self._lock:
+            return self._heads.get(key)
+
+    def note(self, key: tuple[str, str], head: Head) -> None:
+        with self._lock:
+            self._heads[key] = head
+            self._heads.move_to_end(key)
+            while len(self._heads) > self.max_sessions:
+                self._heads.popitem(last=False)
+
+    def get(self, key: tuple[str, str]) -> Cached | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: tuple[str, str], entry: Cached) -> None:
+        size = entry.size()
+        with self._lock:
+            self.drop_tail(key)
+            if size > self.max_bytes:
+                return
+            self._entries[key] = entry
+            self._bytes[key] = size
+            while len(self._entries) > self.max_sessions or sum(self._bytes.values()) > self.max_bytes:
+                oldest, _ = self._entries.popitem(last=False)
+                self._bytes.pop(oldest, None)
+
+    def drop_tail(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+            self._bytes.pop(key, None)
+
+    def drop(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self.drop_tail(key)
+            self._heads.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def head_of(header: dict[str, Any]) -> Head:
+    return Head(int(header["version"]["N"]), header.get("sum", {}).get("S"),
+                json.loads(header["chg"]["S"]) if "chg" in header else [])
+
+
+def cache_from_env() -> StateCache | None:
+    sessions = int(os.environ.get(CACHE_ENV, "32") or 0)
+    return StateCache(max_sessions=sessions) if sessions > 0 else None
+
+
 class Store:
-    def __init__(self, table: str | None = None, client: Any = None, s3: Any = None) -> None:
+    def __init__(self, table: str | None = None, client: Any = None, s3: Any = None,
+                 cache: StateCache | bool = True) -> None:
+        """`cache`: a `StateCache` to keep loaded tails in, False for none, True for one sized
+        by `HOLDPOINT_STATE_CACHE` (on by default: a warm container reads only what changed)."""
         self.table = table or os.environ["TABLE_NAME"]
         self.client = client or dynamodb_client()
         self._s3 = s3
         self.bucket = os.environ.get("PAYLOAD_BUCKET", "")
+        self.cache: StateCache | None = cache_from_env() if cache is True else cache or None
+        if isinstance(cache, StateCache):  # an empty cache is falsy (it has a length)
+            self.cache = cache
 
     # --- large bodies by reference ------------------------------------------------------
 
@@ -105,28 +239,109 @@ class Store:
 
     def load(self, tenant: str, session_id: str, *, head_only: bool = False) -> SessionState | None:
         """The session's state items (events excluded). `head_only` reads just the header, the
-        agent item and the interrupts (`H` .. `I#…` sort together), for steps that touch nothing
-        else: a load that does not grow with the tree. Such a state has no nodes, calls or
-        decisions, so only code that needs none of them may be given one."""
+        agent item and the interrupts (`H` .. `I$`), for steps that touch nothing else: a load
+        that does not grow with the tree. Such a state has no nodes, calls or decisions, so only
+        code that needs none of them may be given one. With a cache, a full load reads the head
+        and then only the tail items changed since the cached version (module docstring)."""
         pk = session_pk(tenant, session_id)
-        items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :h AND :i" if head_only else "PK = :pk AND SK >= :h",
-            "ExpressionAttributeValues": {":pk": _s(pk), ":h": _s("H"), **({":i": _s("I$")} if head_only else {})},
-            "ConsistentRead": True,
-        }
-        while True:
-            page = self.client.query(**kwargs)
-            items.extend(page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        if head_only:
+            items = self._query(pk, "H", HEAD_END)
+            if items and items[0]["SK"]["S"] == "H" and self.cache is not None:
+                self.cache.note((self.table, pk), head_of(items[0]))
+        elif self.cache is not None:
+            items = self._warm(pk)
+        else:
+            items = self._query(pk, "H")
         if not items or items[0]["SK"]["S"] != "H":
             return None
         state = self._decode(items)
         state.now = time.time()  # the time of the load; a service with its own clock overrides it
         return state
+
+    def _query(self, pk: str, low: str, high: str | None = None, *, after: bool = False) -> list[dict[str, Any]]:
+        """Every item of the partition from `low` (or after it) up to `high`, strongly consistent."""
+        if high is not None:
+            condition = "PK = :pk AND SK BETWEEN :lo AND :hi"
+        else:
+            condition = "PK = :pk AND SK > :lo" if after else "PK = :pk AND SK >= :lo"
+        values = {":pk": _s(pk), ":lo": _s(low), **({":hi": _s(high)} if high is not None else {})}
+        kwargs: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": condition,
+                                  "ExpressionAttributeValues": values, "ConsistentRead": True}
+        items: list[dict[str, Any]] = []
+        while True:
+            page = self.client.query(**kwargs)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _warm(self, pk: str) -> list[dict[str, Any]]:
+        """Head, then the tail from the cache plus what changed since; the whole tail on any doubt."""
+        assert self.cache is not None
+        key = (self.table, pk)
+        entry = self.cache.get(key)
+        if entry is None:  # cold: the one Query of the whole state, kept for the next load
+            items = self._query(pk, "H")
+            head = [item for item in items if not is_tail(item["SK"]["S"])]
+            tail = [item for item in items if is_tail(item["SK"]["S"])]
+        else:
+            head, tail = self._query(pk, "H", HEAD_END), []
+        if not head or head[0]["SK"]["S"] != "H":
+            self.cache.drop(key)
+            return []
+        note = head_of(head[0])
+        texts = self._delta(pk, entry, note) if entry is not None else None
+        if texts is None:
+            if entry is not None:
+                tail = self._query(pk, HEAD_END, after=True)
+            self._remember(key, note, {item["SK"]["S"]: canonical(item) for item in tail})
+            return head + tail
+        self.cache.put(key, Cached(note.version, texts))
+        self.cache.note(key, note)
+        return head + [json.loads(texts[sk]) for sk in sorted(texts)]
+
+    def _delta(self, pk: str, entry: Cached, head: Head) -> dict[str, str] | None:
+        """The tail at the header's version: `entry` with the keys the log lists since its version
+        read again, or None when the log does not reach back that far or the result does not hash
+        to the header's `sum`."""
+        version, header_sum = head.version, head.sum
+        if header_sum is None or entry.version > version:
+            return None
+        listed = {int(v): keys for v, keys in head.log}
+        if any(v not in listed for v in range(entry.version + 1, version + 1)):
+            return None
+        changed = sorted({sk for v in range(entry.version + 1, version + 1) for sk in listed[v]})
+        if len(changed) > MAX_DELTA_KEYS:
+            return None
+        fetched = self._get_many(pk, changed)
+        if len(fetched) != len(changed):
+            return None
+        texts = {**entry.items, **{item["SK"]["S"]: canonical(item) for item in fetched}}
+        return texts if tail_digest(texts.values()) == int(header_sum, 16) else None
+
+    def _get_many(self, pk: str, sks: list[str]) -> list[dict[str, Any]]:
+        """BatchGetItem, strongly consistent, 100 keys a request, until nothing is left unprocessed."""
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(sks), 100):
+            request: dict[str, Any] = {self.table: {
+                "Keys": [{"PK": _s(pk), "SK": _s(sk)} for sk in sks[start:start + 100]], "ConsistentRead": True}}
+            while request:
+                page = self.client.batch_get_item(RequestItems=request)
+                out.extend(page.get("Responses", {}).get(self.table, []))
+                request = page.get("UnprocessedKeys") or {}
+        return out
+
+    def _remember(self, key: tuple[str, str], head: Head, texts: dict[str, str]) -> None:
+        """Keep a tail read in full, unless the header's `sum` says it is not the tail at that
+        version (a commit landed between the two reads). Without a `sum` the tail is kept
+        unverified: a warm load uses it only once a header with a `sum` vouches for it, and a
+        commit from it writes a `sum` but keeps nothing (the next load checks that `sum`)."""
+        assert self.cache is not None
+        if head.sum is not None and tail_digest(texts.values()) != int(head.sum, 16):
+            self.cache.drop(key)
+            return
+        self.cache.put(key, Cached(head.version, texts))
+        self.cache.note(key, head)
 
     def _decode(self, items: list[dict[str, Any]]) -> SessionState:
         header_body = self.body(items[0])
@@ -203,11 +418,16 @@ class Store:
         return item
 
     def commit(self, state: SessionState) -> int:
-        """Write what the step changed in one transaction, conditioned on the header version."""
+        """Write what the step changed in one transaction, conditioned on the header version.
+        With a verified cached tail at that version it also writes the tail's new `sum` and the
+        change log (conditioned on the `sum` it read, so the cache it updates is the truth), and
+        moves the cache to the new version; any failure drops the session's cache, so the reload
+        after a conflict reads everything."""
         if not state.changed:
             return 0
         h = state.header
         pk = session_pk(h.tenant, h.session_id)
+        key = (self.table, pk)
         ops: list[dict[str, Any]] = []
         header_body = asdict(h)
         header_body.pop("version", None)
@@ -224,22 +444,20 @@ class Store:
             "version": _n(h.version + 1),
             **self.body_attrs(pk, "H", header_body),
         }
-        if state.exists:
-            ops.append({"Put": {"TableName": self.table, "Item": header_item,
-                                "ConditionExpression": "version = :v",
-                                "ExpressionAttributeValues": {":v": _n(h.version)}}})
-        else:
-            ops.append({"Put": {"TableName": self.table, "Item": header_item,
-                                "ConditionExpression": "attribute_not_exists(PK)"}})
+        header_op: dict[str, Any] = {"TableName": self.table, "Item": header_item}
+        ops.append({"Put": header_op})
+        tail: dict[str, str] = {}
         for node in state.new_nodes:
             body = {"id": node.id, "parent_id": node.parent_id, "message": node.message, "order": node.order}
-            ops.append({"Put": {"TableName": self.table,
-                                "Item": {"PK": _s(pk), "SK": _s(f"N#{node.id}"),
-                                         **self.body_attrs(pk, f"N#{node.id}", body)},
+            item = {"PK": _s(pk), "SK": _s(f"N#{node.id}"), **self.body_attrs(pk, f"N#{node.id}", body)}
+            tail[item["SK"]["S"]] = canonical(item)
+            ops.append({"Put": {"TableName": self.table, "Item": item,
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
-        for key, record in state.dirty.items():
+        for dirty_key, record in state.dirty.items():
             item = self._record_item(pk, record, h.tenant, h.session_id)
-            if key in state.new_keys and record.rev == 0:
+            if is_tail(item["SK"]["S"]):
+                tail[item["SK"]["S"]] = canonical(item)
+            if dirty_key in state.new_keys and record.rev == 0:
                 ops.append({"Put": {"TableName": self.table, "Item": item,
                                     "ConditionExpression": "attribute_not_exists(SK)"}})
             else:
@@ -251,17 +469,94 @@ class Store:
                                 "Item": {"PK": _s(pk), "SK": _s(f"E#{event.seq:012d}"),
                                          **self.body_attrs(pk, f"E#{event.seq:012d}", event.wire())},
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
+        after = self._next_tail(key, state, header_op, tail)
         if len(ops) > MAX_TRANSACT_ITEMS:
             raise TooManyChanges(f"a step may change at most {MAX_TRANSACT_ITEMS} items, this one {len(ops)}")
         try:
             self.client.transact_write_items(TransactItems=ops)
         except ClientError as exc:
+            self._forget(key)
             if exc.response["Error"]["Code"] in ("TransactionCanceledException", "ConditionalCheckFailedException"):
                 raise Conflict(str(exc)) from exc
             raise
+        except BaseException:
+            self._forget(key)  # the write may or may not have happened
+            raise
         h.version += 1
         state.agent_digest = digest
+        if self.cache is not None:
+            item = header_op["Item"]
+            self.cache.note(key, head_of(item))
+            if after is not None:
+                self.cache.put(key, after)
+            else:
+                self.cache.drop_tail(key)
         return len(ops)
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        if self.cache is not None:
+            self.cache.drop(key)
+
+    def _next_tail(self, key: tuple[str, str], state: SessionState, header_op: dict[str, Any],
+                   written: dict[str, str]) -> Cached | None:
+        """Set the header's condition and, when the store can vouch for the tail it replaces, the
+        new `sum` and change log; return the cache entry for the new version, if any.
+
+        - A new session's tail is empty: its `sum` is exact.
+        - A tail cached at the version being replaced that hashes to the header's `sum` (and the
+          commit is conditioned on that `sum`): the new `sum` is exact; the cache moves on.
+        - A tail read in full at that version under a header with no `sum`: the new `sum` is
+          written but the tail is not kept; the next load reads it in full and checks it.
+        - Nothing written to the tail: the `sum` is carried over, conditioned on it.
+        - Otherwise no `sum`: warm loads read the tail in full until a commit can vouch again."""
+        h = state.header
+        new_version = h.version + 1
+        if not state.exists:
+            header_op["ConditionExpression"] = "attribute_not_exists(PK)"
+            return self._stamp(header_op, Head(h.version, None, []), 0, written)
+        header_op["ConditionExpression"] = "version = :v"
+        header_op["ExpressionAttributeValues"] = {":v": _n(h.version)}
+        head = self.cache.head(key) if self.cache is not None else None
+        entry = self.cache.get(key) if self.cache is not None else None
+        if head is None or head.version != h.version:
+            return None
+        entry = entry if entry is not None and entry.version == h.version else None
+        if head.sum is not None:
+            header_op["ConditionExpression"] = "version = :v AND #sum = :sum"
+            header_op["ExpressionAttributeNames"] = {"#sum": "sum"}
+            header_op["ExpressionAttributeValues"][":sum"] = _s(head.sum)
+        if not written:
+            if head.sum is None:
+                return None
+            kept = entry if entry is not None and tail_digest(entry.items.values()) == int(head.sum, 16) else None
+            self._stamp(header_op, head, int(head.sum, 16), written)
+            return Cached(new_version, kept.items) if kept is not None else None
+        if entry is None:
+            return None
+        digest = tail_digest(entry.items.values())
+        if head.sum is not None and digest != int(head.sum, 16):
+            return None  # the cached tail is not what it was read as: vouch for nothing
+        if head.sum is None:
+            header_op["ConditionExpression"] = "version = :v AND attribute_not_exists(#sum)"
+            header_op["ExpressionAttributeNames"] = {"#sum": "sum"}
+        for sk in written:
+            if sk in entry.items:
+                digest ^= item_hash(entry.items[sk])
+        self._stamp(header_op, head, digest, written)
+        return Cached(new_version, {**entry.items, **written}) if head.sum is not None else None
+
+    @staticmethod
+    def _stamp(header_op: dict[str, Any], head: Head, digest: int, written: dict[str, str]) -> Cached:
+        """Write `digest` with the new items hashed in as the header's `sum`, and the change log."""
+        for text in written.values():
+            digest ^= item_hash(text)
+        new_version = head.version + 1
+        log = [*head.log, [new_version, sorted(written)]][-LOG_VERSIONS:]
+        while len(log) > 1 and len(json.dumps(log, separators=(",", ":"))) > LOG_CHARS:
+            log = log[1:]
+        header_op["Item"]["sum"] = _s(f"{digest:032x}")
+        header_op["Item"]["chg"] = _s(json.dumps(log, separators=(",", ":")))
+        return Cached(new_version, dict(written))
 
     def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
         page = self.client.query(
