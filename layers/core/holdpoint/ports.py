@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
+from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
 ResolveOutcome = Literal["resolved", "noop", "forbidden", "not_found"]
@@ -90,7 +91,7 @@ Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any] |
 """Ask the agent's worker (agent config, decision request, the session's tenant) for its answer;
 `None` is a `null` answer (the engine applies its own continuation)."""
 
-Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str, str], dict[str, Any]]
+Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str, str], LlmOutcome]
 """Run one LLM call (agent config, request, prompt messages, call id, the session's tenant) to an
 `llm.finished`-shaped outcome; the tenant scopes the provider's secret references."""
 

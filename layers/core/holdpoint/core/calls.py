@@ -9,6 +9,7 @@ import jsonschema
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core import retry
+from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.proposals import check_arguments, tool_spec
 from holdpoint.core.state import Call, SessionState, derive, iso
 
@@ -186,7 +187,7 @@ def enqueue_llm_execute(state: SessionState, call: Call) -> None:
                   call_id=call.id)
 
 
-def apply_llm_result(state: SessionState, call: Call, result: dict[str, Any], now: float) -> None:
+def apply_llm_result(state: SessionState, call: Call, result: LlmOutcome, now: float) -> None:
     """Record an LLM reply at its anchor; a call voided meanwhile is discarded unrecorded (R6)."""
     if call.status != "open":
         return
@@ -207,8 +208,8 @@ def apply_llm_result(state: SessionState, call: Call, result: dict[str, Any], no
         return
     if not result.get("ok") and result.get("retryable"):
         # Retries spent: a terminal failure, named as such for the worker.
-        result = {**result, "code": "deadline_exceeded", "error": {"message": "LLM call failed after "
-                  f"{call.attempt} attempt(s)", "last_error": result.get("error"), "last_code": result.get("code")}}
+        result = llm_failure({"message": f"LLM call failed after {call.attempt} attempt(s)",
+                              "last_error": result.get("error"), "last_code": result.get("code")}, "deadline_exceeded")
     call.status = "settled"
     call.ok = bool(result.get("ok"))
     call.usage = result.get("usage")
@@ -236,8 +237,9 @@ def apply_llm_result(state: SessionState, call: Call, result: dict[str, Any], no
     for key, value in (result.get("usage") or {}).items():
         if isinstance(value, (int, float)):
             usage[key] = usage.get(key, 0) + value
-    if result.get("cost"):
-        usage["cost"] = round(usage.get("cost", 0) + float(result["cost"]), 10)
+    cost = result.get("cost")
+    if cost:
+        usage["cost"] = round(usage.get("cost", 0) + float(cost), 10)
     state.touch(call)
     state.emit("call.settled", call_id=call.id, kind="llm_call", ok=call.ok, usage=call.usage,
                cost=result.get("cost"))

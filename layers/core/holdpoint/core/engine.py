@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from holdpoint.core import budget, calls, retry, subagents, wire
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
+from holdpoint.core.outcomes import llm_failure
 from holdpoint.core.proposals import propose
 from holdpoint.core.protocol import (
     UPSTREAM_ACTIONS,
@@ -268,7 +269,7 @@ def _llm_outcome(ctx: ActionContext, action: Any) -> None:
     if action.type == "llm.result":
         result = action.outcome()
     else:
-        result = {"ok": False, "error": action.error, "code": action.code, "retryable": action.retryable}
+        result = llm_failure(action.error, action.code, retryable=action.retryable)
     apply_llm_result(state, call, result, ctx.now)
     if result.get("cost"):
         budget.check(state, raised_by=f"budget:{call.id}")

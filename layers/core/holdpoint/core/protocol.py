@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
+from holdpoint.core.outcomes import LlmOutcome, llm_reply
+
 ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"
 ID_PATTERN = re.compile(ID_REGEX)
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
@@ -493,11 +495,10 @@ class LlmResultAction(Wire):
             raise ValueError("llm.result needs `response` (or `message`)")
         return self
 
-    def outcome(self) -> dict[str, Any]:
+    def outcome(self) -> LlmOutcome:
         """The reply as the engine records it: an assistant message, usage, cost, truncation."""
         if self.message is not None:
-            return {"ok": True, "message": self.message.wire(), "usage": self.usage, "cost": self.cost,
-                    "truncated": self.truncated}
+            return llm_reply(self.message.wire(), usage=self.usage, cost=self.cost, truncated=self.truncated)
         response = self.response
         assert response is not None
         message: dict[str, Any] = {"role": "assistant", "content": response.content}
@@ -505,8 +506,8 @@ class LlmResultAction(Wire):
             message["tool_calls"] = [tc.wire() for tc in response.tool_calls]
         usage = response.usage if isinstance(response.usage, dict) else self.usage
         cost = float(response.cost) if response.cost is not None else self.cost
-        return {"ok": True, "message": message, "usage": usage, "cost": cost,
-                "truncated": self.truncated or response.finish_reason == "length"}
+        return llm_reply(message, usage=usage, cost=cost,
+                         truncated=self.truncated or response.finish_reason == "length")
 
 
 class LlmErrorAction(Wire):

@@ -35,6 +35,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from holdpoint.aws import secretrefs
 from holdpoint.core import strictjson
 from holdpoint.core.budget import token_cost
+from holdpoint.core.outcomes import LlmOutcome, llm_failure, llm_reply
 from holdpoint.core.state import derive
 from holdpoint.outbound import netguard
 from holdpoint.ports import LlmError
@@ -58,7 +59,7 @@ def _matches(when: dict[str, Any] | None, last: dict[str, Any]) -> bool:
     return True
 
 
-def scripted(config: dict[str, Any], messages: list[dict[str, Any]], call_id: str) -> dict[str, Any]:
+def scripted(config: dict[str, Any], messages: list[dict[str, Any]], call_id: str) -> LlmOutcome:
     last = messages[-1] if messages else {}
     for rule in config.get("script") or []:
         if _matches(rule.get("when"), last):
@@ -74,10 +75,10 @@ def scripted(config: dict[str, Any], messages: list[dict[str, Any]], call_id: st
                 message["tool_calls"] = calls
             prompt_tokens = sum(len(_text(m.get("content")).split()) for m in messages)
             completion = len(_text(message.get("content")).split()) + 8 * len(calls)
-            return {"ok": True, "message": message, "truncated": False,
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion}, "cost": 0.0}
-    return {"ok": True, "message": {"role": "assistant", "content": "ok"}, "truncated": False,
-            "usage": {"prompt_tokens": 0, "completion_tokens": 1}, "cost": 0.0}
+            return llm_reply(message, usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion},
+                             cost=0.0)
+    return llm_reply({"role": "assistant", "content": "ok"}, usage={"prompt_tokens": 0, "completion_tokens": 1},
+                     cost=0.0)
 
 
 # --- shared: the effective request ------------------------------------------------------
@@ -160,13 +161,12 @@ def _arguments_json(arguments: Any) -> str:
 
 
 def _outcome(prices: tuple[float, float], content: str | None, calls: list[dict[str, Any]], truncated: bool,
-             prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+             prompt_tokens: int, completion_tokens: int) -> LlmOutcome:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         message["tool_calls"] = calls
-    return {"ok": True, "message": message, "truncated": truncated,
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
-            "cost": token_cost(prompt_tokens, completion_tokens, *prices)}
+    return llm_reply(message, usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+                     cost=token_cost(prompt_tokens, completion_tokens, *prices), truncated=truncated)
 
 
 # --- bedrock (Converse) -------------------------------------------------------------------
@@ -366,7 +366,7 @@ def _bedrock_error(exc: ClientError | BotoCoreError) -> LlmError:
 
 
 def bedrock(config: dict[str, Any], agent: dict[str, Any], request: dict[str, Any],
-            messages: list[dict[str, Any]], call_id: str, tenant: str | None = None) -> dict[str, Any]:
+            messages: list[dict[str, Any]], call_id: str, tenant: str | None = None) -> LlmOutcome:
     prices = _prices(config)
     temperature, max_tokens = _sampling(request, config)
     params = converse_request(_model(agent, request, config), _tools(agent, request), temperature, max_tokens,
@@ -466,7 +466,7 @@ def _http_error(exc: urllib.error.HTTPError) -> LlmError:
 
 
 def openai(config: dict[str, Any], agent: dict[str, Any], request: dict[str, Any],
-           messages: list[dict[str, Any]], call_id: str, tenant: str | None = None) -> dict[str, Any]:
+           messages: list[dict[str, Any]], call_id: str, tenant: str | None = None) -> LlmOutcome:
     url = _base_url(config) + "/chat/completions"
     prices = _prices(config)
     temperature, max_tokens = _sampling(request, config)
@@ -518,7 +518,7 @@ _PROVIDERS = {"bedrock": bedrock, "openai": openai}
 
 
 def complete(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]],
-             call_id: str, tenant: str | None = None) -> dict[str, Any]:
+             call_id: str, tenant: str | None = None) -> LlmOutcome:
     """Run one LLM call; returns an `llm.finished`-shaped outcome (ok, message, usage, error).
     A provider failure raises `LlmError` (its `retryable` says whether another attempt may help).
     `tenant` (the session's) scopes the `llm.api_key` reference."""
@@ -528,5 +528,4 @@ def complete(agent: dict[str, Any] | None, request: dict[str, Any], messages: li
         return scripted(config, messages, call_id)
     if provider in _PROVIDERS:
         return _PROVIDERS[provider](config, agent or {}, request or {}, messages, call_id, tenant)
-    return {"ok": False, "error": f"provider {provider!r} is not available in this build",
-            "code": "provider_unavailable"}
+    return llm_failure(f"provider {provider!r} is not available in this build", "provider_unavailable")

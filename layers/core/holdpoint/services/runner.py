@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from holdpoint.core import budget, calls, engine, subagents
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
+from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.protocol import ClientMessageInput, DecisionResponse, first_error
 from holdpoint.core.state import Effect, SessionState, derive
 from holdpoint.core.turns import add_user_input, start_turn
@@ -178,8 +179,7 @@ class Runner:
         call = state.calls[call_id]
         request = call.request or {}
         if budget.exceeded(state):
-            result: dict[str, Any] = {"ok": False, "code": "budget_exceeded",
-                                      "error": f"budget {budget.limit(state)} spent ({budget.spent(state)})"}
+            result = llm_failure(f"budget {budget.limit(state)} spent ({budget.spent(state)})", "budget_exceeded")
         else:
             if request.get("messages"):
                 messages = request["messages"]
@@ -191,8 +191,7 @@ class Runner:
             try:
                 result = self.llm(h.agent, request, messages, call_id, h.tenant)
             except LlmError as exc:
-                result = {"ok": False, "error": str(exc), "code": exc.code,
-                          "retryable": bool(getattr(exc, "retryable", False))}
+                result = llm_failure(str(exc), exc.code, retryable=exc.retryable)
             result = priced(h.agent, result)
             self.counters.add("llm_calls")
 
@@ -315,15 +314,15 @@ class Runner:
             log.warning("message.send refused: %s", exc.message, extra={"session_id": state.header.session_id})
 
 
-def priced(agent: dict[str, Any] | None, result: dict[str, Any]) -> dict[str, Any]:
+def priced(agent: dict[str, Any] | None, result: LlmOutcome) -> LlmOutcome:
     """Cost from the llm block's per-1k-token prices when the provider did not price the call."""
-    if result.get("cost") or not result.get("usage"):
+    usage = result.get("usage")
+    if result.get("cost") or not usage:
         return result
     block = (agent or {}).get("llm") or {}
     price_in, price_out = block.get("price_in"), block.get("price_out")
     if price_in is None and price_out is None:
         return result
-    usage = result["usage"]
     cost = budget.token_cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
                              float(price_in or 0), float(price_out or 0))
     return {**result, "cost": cost}

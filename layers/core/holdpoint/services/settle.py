@@ -8,6 +8,7 @@ from typing import Any
 from holdpoint.core import budget
 from holdpoint.core.calls import apply_llm_result, settle_tool
 from holdpoint.core.errors import Refusal
+from holdpoint.core.outcomes import llm_failure, llm_reply
 from holdpoint.core.protocol import SettleBody
 from holdpoint.core.state import Call, SessionState
 from holdpoint.ports import Clock, SessionStore, WorkQueue
@@ -44,11 +45,10 @@ def apply_settle(state: SessionState, body: SettleBody) -> None:
     elif body.type == "llm.result":
         if body.message is None:
             raise Refusal("validation_error", "llm.result needs a message", "message")
-        apply_llm_result(state, call, {"ok": True, "message": body.message.wire(), "usage": body.usage,
-                                       "cost": body.cost}, state.now)
+        apply_llm_result(state, call, llm_reply(body.message.wire(), usage=body.usage, cost=body.cost), state.now)
         if body.cost:
             budget.check(state, raised_by=f"budget:{call.id}")
     else:
-        apply_llm_result(state, call, {"ok": False, "error": error, "code": body.code}, state.now)
+        apply_llm_result(state, call, llm_failure(error, body.code), state.now)
     if call.status == "voided":  # R6: a late result on a parked branch is discarded, never recorded
         raise Refusal("call_not_open", f"call {body.id} was voided", "id")
