@@ -100,9 +100,10 @@ def open_tool_call(state: SessionState, *, call_id: str, name: str, arguments: s
     if call_id in state.calls:
         return None
     spec = tool_spec(state, name) or {}
+    runs_on = handler or spec.get("handler")
     call = Call(id=call_id, kind="tool_call", anchor=anchor, turn_id=turn_id, order=state.tick(),
-                handler=handler or spec.get("handler") or "worker", name=name, arguments=arguments, group=group,
-                retry=retry_override, started_at=now)
+                handler="client" if runs_on == "client" else "worker", name=name, arguments=arguments,
+                group=group, retry=retry_override, started_at=now)
     state.put(call)
     state.emit("call.started", call_id=call_id, kind="tool_call", name=name, anchor=anchor)
     if call.handler == "worker":

@@ -12,10 +12,17 @@ import hashlib
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from holdpoint.core.tree import Node, Tree
 
+CallKind = Literal["llm_call", "tool_call", "sub_agent"]
+CallStatus = Literal["open", "settled", "voided"]
+CallHandler = Literal["engine", "worker", "client"]  # who runs it: the engine, the worker, the client
+InterruptStatus = Literal["open", "resolved", "expired"]
+DecisionStatus = Literal["pending", "delivered", "failed"]
+TurnStatus = Literal["queued", "running", "suspended", "done", "failed"]
+EffectKind = Literal["start_park", "send_task_success", "kick", "timer", "spawn", "notify_parent", "send"]
 
 def iso(epoch_secs: float) -> str:
     return datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -61,12 +68,12 @@ class Header:
 @dataclass
 class Call:
     id: str
-    kind: str  # llm_call | tool_call
+    kind: CallKind
     anchor: str | None
     turn_id: str | None
     order: int
-    status: str = "open"  # open | settled | voided
-    handler: str = "engine"  # engine | worker | client
+    status: CallStatus = "open"
+    handler: CallHandler = "engine"
     name: str | None = None
     arguments: str | None = None
     request: dict[str, Any] | None = None
@@ -111,7 +118,7 @@ class Interrupt:
     anchor: str | None
     created_at: str
     dedup_key: str
-    status: str = "open"  # open | resolved | expired
+    status: InterruptStatus = "open"
     payload: Any = None
     expires_in: int | None = None
     expires_at: str | None = None
@@ -153,7 +160,7 @@ class Decision:
     anchor: str | None
     turn_id: str | None
     priority: int = 1  # 0 goes to the front of the queue (interrupt.resumed)
-    status: str = "pending"  # pending | delivered | dropped
+    status: DecisionStatus = "pending"
     call_id: str | None = None
     interrupt_id: str | None = None
     attempts: int = 0
@@ -166,7 +173,7 @@ class Decision:
 class Turn:
     id: str
     order: int
-    status: str = "running"  # queued | running | done | failed
+    status: TurnStatus = "running"
     created_at: str = ""
     data: Any = None
     error: Any = None
@@ -189,7 +196,7 @@ class Event:
 class Effect:
     """An external call to make after the commit (intent first, effect second)."""
 
-    kind: str  # start_park | send_task_success | kick | timer | spawn | notify_parent | send
+    kind: EffectKind
     interrupt_id: str | None = None
     token: str | None = None
     output: dict[str, Any] | None = None
