@@ -5,7 +5,6 @@ recorded. Then an agent stored behind the API's back, naming a Python callable, 
 from __future__ import annotations
 
 import builtins
-import time
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from holdpoint.aws.store import Store
 from tests.stack import SCRIPT, Api
 from tests.unit.test_netguard import METADATA_FORMS
+from tests.waiting import wait_for
 
 SCRIPTED = {"provider": "scripted", "script": SCRIPT}
 TOOLS = [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}]
@@ -96,9 +96,7 @@ def test_code_execution_stored_python_worker_runs_nothing(api: Api, stack: Any,
                                                                  "worker": {"python": "builtins:print"}})
     sid = api.ok("POST", "/v1/sessions", {"type": "client.message", "agent_id": "x",
                                            "message": {"role": "user", "content": "say hi"}})["session_id"]
-    deadline = time.monotonic() + 60
-    while not (retries := [e for e in api.events(sid) if e["type"] in ("decision.retry", "decision.failed")]):
-        assert time.monotonic() < deadline, api.events(sid)
-        time.sleep(0.2)
+    retries = wait_for(lambda: [e for e in api.events(sid) if e["type"] in ("decision.retry", "decision.failed")],
+                       "the decision to retry or fail")
     assert "no in-process worker is registered" in str(retries[0]["data"]), retries
     assert calls == []
