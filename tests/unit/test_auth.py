@@ -112,3 +112,11 @@ def test_cloud_mode_refuses_plain_http_and_private_addresses(monkeypatch: pytest
     assert netguard.check_url("http://example.com/", "worker.url") == "worker.url must be https"
     assert netguard.check_url("https://127.0.0.1/", "worker.url") is not None
     assert netguard.check_url("https://10.0.0.5/", "worker.url") is not None
+
+
+def test_client_token_metadata_reaches_the_session_identity(jwt_secret: str) -> None:
+    token = mint_client_token(jwt_secret, "acme", "alice", metadata={"plan": "pro", "team": "ops"})
+    caller = authenticate(f"Bearer {token}", Store(), platform_secret)
+    assert caller is not None
+    assert Caller.from_context(caller.context()) == caller  # through the authorizer's flat context
+    assert caller.identity() == {"id": "alice", "metadata": {"plan": "pro", "team": "ops", "origin": "client"}}

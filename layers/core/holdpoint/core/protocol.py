@@ -662,6 +662,25 @@ class ResumeBody(Wire):
     payload: Any = None
 
 
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+MetadataValue = Annotated[str, StringConstraints(max_length=256)]
+
+
+class TokenIdentity(Wire):
+    """Who a client token speaks for: the end user's id in the tenant's own terms."""
+
+    id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    metadata: Annotated[dict[MetadataKey, MetadataValue], Field(max_length=16)] | None = None
+
+
+class ClientTokenBody(Wire):
+    """`POST /v1/client-tokens`: a short-lived token a backend hands a browser."""
+
+    identity: TokenIdentity
+    ttl_seconds: Annotated[int, Field(strict=True, ge=60, le=86_400), BeforeValidator(_integral)] = 900
+    session_id: Id | None = None
+
+
 class RaiseInterruptBody(Wire):
     reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     payload: Any = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,20 +22,30 @@ class Caller:
     origin: str
     session_id: str | None = None  # a client token may be bound to one session
     own_only: bool = False  # a client token touches only its subject's own sessions
+    metadata: tuple[tuple[str, str], ...] = ()  # a client token's identity metadata, as its issuer set it
 
     def context(self) -> dict[str, str]:
+        """The authorizer's context: flat strings, as API Gateway passes them on."""
         out = {"tenant": self.tenant, "subject": self.subject, "origin": self.origin}
         if self.session_id:
             out["session_id"] = self.session_id
         if self.own_only:
             out["own_only"] = "1"
+        if self.metadata:
+            out["metadata"] = json.dumps(dict(self.metadata), separators=(",", ":"))
         return out
 
     @classmethod
     def from_context(cls, ctx: dict[str, Any]) -> Caller:
         return cls(tenant=str(ctx["tenant"]), subject=str(ctx.get("subject") or ""),
                    origin=str(ctx.get("origin") or "client"), session_id=ctx.get("session_id") or None,
-                   own_only=str(ctx.get("own_only", "")) in ("1", "true", "True"))
+                   own_only=str(ctx.get("own_only", "")) in ("1", "true", "True"),
+                   metadata=_metadata(ctx.get("metadata")))
+
+    def identity(self) -> dict[str, Any]:
+        """The identity a session this caller starts records: the subject, its origin, and the
+        metadata a client token carries."""
+        return {"id": self.subject, "metadata": {**dict(self.metadata), "origin": self.origin}}
 
     def owner(self) -> str | None:
         """The session owner this caller is limited to, if any."""
@@ -71,7 +82,7 @@ def authenticate(authorization: str | None, store: SessionStore,
         except jwt.PyJWTError:
             return None
         return Caller(tenant=str(claims["tenant"]), subject=str(claims["sub"]), origin="client",
-                      session_id=claims.get("session_id"), own_only=True)
+                      session_id=claims.get("session_id"), own_only=True, metadata=_metadata(claims.get("md")))
     found = store.get_api_key(hash_key(token))
     if found is None:
         return None
@@ -79,12 +90,27 @@ def authenticate(authorization: str | None, store: SessionStore,
 
 
 def mint_client_token(secret: str, tenant: str, subject: str, *, ttl_secs: int = 900,
-                      session_id: str | None = None) -> str:
+                      session_id: str | None = None, metadata: dict[str, str] | None = None,
+                      now: float | None = None) -> str:
     """A short-lived HS256 client token: audience `holdpoint`, bound to a subject (and a session)."""
-    now = int(time.time())
-    claims: dict[str, Any] = {"tenant": tenant, "sub": subject, "aud": JWT_AUDIENCE, "iat": now,
-                              "exp": now + ttl_secs}
+    issued = int(time.time() if now is None else now)
+    claims: dict[str, Any] = {"tenant": tenant, "sub": subject, "aud": JWT_AUDIENCE, "iat": issued,
+                              "exp": issued + ttl_secs}
     if session_id:
         claims["session_id"] = session_id
+    if metadata:
+        claims["md"] = metadata
     return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def _metadata(raw: Any) -> tuple[tuple[str, str], ...]:
+    """Identity metadata from a token claim or the authorizer context (a JSON string there)."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return ()
+    if not isinstance(raw, dict):
+        return ()
+    return tuple((str(k), str(v)) for k, v in sorted(raw.items()))
 

@@ -45,7 +45,7 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: st
         caller.require_unbound()
         sid = mint("ses")
         agent = _agent_for(store, caller, inp)
-        identity = {"id": caller.subject, "metadata": {"origin": caller.origin}}
+        identity = caller.identity()
 
         def load() -> SessionState:
             state = SessionState.new(caller.tenant, sid, inp.agent_id or "", now=clock(), identity=identity)

@@ -1,0 +1,34 @@
+"""Client tokens for browsers: a tenant's backend (a machine or operator key) mints a short-lived
+token that reaches only its end user's own sessions, without the admin CLI."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from holdpoint.core.errors import Refusal
+from holdpoint.core.protocol import ClientTokenBody
+from holdpoint.core.state import iso
+from holdpoint.ports import Clock, SessionStore
+from holdpoint.services.auth import Caller, mint_client_token
+
+MINTERS = ("machine", "operator")
+
+
+def issue(store: SessionStore, secret: Callable[[], str | None], caller: Caller, body: ClientTokenBody,
+          clock: Clock = time.time) -> dict[str, Any]:
+    """`{token, expires_at}` for `body.identity`, bound to `body.session_id` when given (which must
+    be a session that identity owns: 404 otherwise)."""
+    caller.require_key("mint client tokens")
+    if caller.origin not in MINTERS:
+        raise Refusal("forbidden", f"only {' or '.join(MINTERS)} keys mint client tokens, not a {caller.origin} key")
+    if body.session_id and not store.session_exists(caller.tenant, body.session_id, owner=body.identity.id):
+        raise Refusal("not_found", f"session {body.session_id} not found for {body.identity.id[:64]}", "session_id")
+    key = secret()
+    if not key:
+        raise RuntimeError("the deployment has no signing secret (JWT_SECRET_ARN)")
+    now = clock()
+    token = mint_client_token(key, caller.tenant, body.identity.id, ttl_secs=body.ttl_seconds,
+                              session_id=body.session_id, metadata=body.identity.metadata, now=now)
+    return {"token": token, "expires_at": iso(int(now) + body.ttl_seconds)}
