@@ -98,11 +98,13 @@ class ApiGateway:
         *,
         api_id: str = "local",
         domain_name: str = "127.0.0.1",
+        cors: dict[str, Any] | None = None,
     ) -> None:
         self.router = Router(routes)
         self.functions = functions
         self.api_id = api_id
         self.domain_name = domain_name
+        self.cors = cors or {}
 
     # -- event shapes -------------------------------------------------------------
     def _request_context(
@@ -202,7 +204,32 @@ class ApiGateway:
     def handle(
         self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str = "127.0.0.1"
     ) -> dict[str, Any]:
-        """Return a normalized response dict: statusCode, headers, body (str), isBase64Encoded."""
+        """Return a normalized response dict: statusCode, headers, body (str), isBase64Encoded.
+        With a CorsConfiguration, API Gateway answers preflights itself and marks the answers to
+        allowed origins; so does this."""
+        origin = headers.get("origin")
+        if self.cors and method == "OPTIONS" and origin and headers.get("access-control-request-method"):
+            return self._preflight(origin)
+        response = self._route(method, target, headers, body, source_ip)
+        if origin and self._allowed(origin):
+            response["headers"] = {**response.get("headers", {}), "access-control-allow-origin": origin,
+                                   "vary": "origin"}
+        return response
+
+    def _allowed(self, origin: str) -> bool:
+        origins = self.cors.get("AllowOrigins") or []
+        return "*" in origins or origin in origins
+
+    def _preflight(self, origin: str) -> dict[str, Any]:
+        headers: dict[str, str] = {}
+        if self._allowed(origin):
+            headers = {"access-control-allow-origin": origin, "vary": "origin",
+                       "access-control-allow-methods": ",".join(self.cors.get("AllowMethods") or []),
+                       "access-control-allow-headers": ",".join(self.cors.get("AllowHeaders") or []),
+                       "access-control-max-age": str(self.cors.get("MaxAge", 0))}
+        return {"statusCode": 204, "headers": headers, "body": "", "isBase64Encoded": False}
+
+    def _route(self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str) -> dict[str, Any]:
         raw_path, raw_query = split_target(target)
         matched = self.router.match(method, raw_path)
         if matched is None:

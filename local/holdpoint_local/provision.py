@@ -122,6 +122,7 @@ class Provisioned:
     functions: dict[str, FunctionSpec]
     resources: dict[str, dict[str, str]] = field(default_factory=dict)
     api_id: str = "local"
+    cors: dict[str, Any] | None = None  # the HTTP API's CorsConfiguration, as the template resolves it
 
     def as_dict(self) -> dict[str, Any]:
         """Plain view: env vars + route table + SQS mappings."""
@@ -561,6 +562,8 @@ class Provisioner:
                     )
         env = next(iter(functions.values())).env if functions else {}
         api_id = next((self.ensure(a)["Ref"] for a in authorizers), "local")
+        cors = next((self.resolve(self.resources_def[a].get("Properties", {}).get("CorsConfiguration"))
+                     for a in authorizers), None)
         return Provisioned(
             env={k: v for k, v in env.items()},
             routes=routes,
@@ -568,6 +571,7 @@ class Provisioner:
             functions=functions,
             resources=dict(self._attrs),
             api_id=api_id,
+            cors=cors or None,
         )
 
 
@@ -577,9 +581,11 @@ def provision(
     template_path: str | Path = TEMPLATE_PATH,
     stack_name: str = "holdpoint",
     code_root: str | Path | None = None,
+    parameters: dict[str, str] | None = None,
 ) -> Provisioned:
-    """Provision template.yaml on `endpoint_url`; see `Provisioned` for what comes back."""
+    """Provision template.yaml on `endpoint_url` (with template `parameters` overridden); see
+    `Provisioned` for what comes back."""
     template = load_template(template_path)
     root = Path(code_root) if code_root else Path(template_path).resolve().parent
-    prov = Provisioner(endpoint_url, template, stack_name=stack_name, code_root=root)
+    prov = Provisioner(endpoint_url, template, stack_name=stack_name, code_root=root, parameters=parameters)
     return prov.provision()

@@ -60,6 +60,7 @@ class LocalStack:
         max_instances: int = 4,
         extra_env: dict[str, str] | None = None,
         moto_log: str | Path | None = None,
+        cors_origins: list[str] | None = None,
     ) -> None:
         self.moto_endpoint = moto_endpoint.rstrip("/") if moto_endpoint else None
         self.moto_port = moto_port
@@ -77,6 +78,7 @@ class LocalStack:
         self.max_instances = max_instances
         self.extra_env = dict(extra_env or {})
         self.moto_log = moto_log
+        self.cors_origins = cors_origins
 
         self.moto: MotoServer | None = None
         self.provisioned: Provisioned | None = None
@@ -102,13 +104,15 @@ class LocalStack:
                 template_path=self.template_path,
                 stack_name=self.stack_name,
                 code_root=self.code_root,
+                parameters=self._parameters(),
             )
             self.env = self._environment(self.provisioned)
             os.environ.update(self.env)
             assembly.reset()  # the container-wide adapters follow this stack's environment
             self.functions = self._functions(self.provisioned)
             self._seed_api_key()
-            self.gateway = ApiGateway(self.provisioned.routes, self.functions, api_id=self.provisioned.api_id)
+            self.gateway = ApiGateway(self.provisioned.routes, self.functions, api_id=self.provisioned.api_id,
+                                      cors=self.provisioned.cors)
             self.frontend = FrontEnd(self.gateway, port=self.http_port).start()
             self.pollers = PollerGroup()
             for mapping in self.provisioned.sqs_mappings:
@@ -170,6 +174,14 @@ class LocalStack:
         return not any(fn.in_flight for fn in self.functions.values())
 
     # -- internals ----------------------------------------------------------------
+    def _parameters(self) -> dict[str, str]:
+        """Template parameters for the local deployment: the browser origins it allows (its own
+        page on a fixed port by default; tests name theirs)."""
+        origins = self.cors_origins
+        if origins is None and self.http_port:
+            origins = [f"http://{host}:{self.http_port}" for host in ("127.0.0.1", "localhost")]
+        return {"CorsAllowedOrigins": ",".join(origins or [])}
+
     def _environment(self, prov: Provisioned) -> dict[str, str]:
         return {
             **FAKE_ENV,
