@@ -35,7 +35,7 @@ Origin = Literal["worker", "client", "machine", "operator", "system"]
 class Wire(BaseModel):
     """Base for wire shapes: unknown fields are refused so typos name their field."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, by_alias=True)
@@ -44,7 +44,7 @@ class Wire(BaseModel):
 class Open(BaseModel):
     """Base for shapes the protocol lets grow (agent config, tool specs)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, by_alias=True)
@@ -168,7 +168,7 @@ class Out(BaseModel):
     """Base for what Holdpoint sends: the fields a builder sets are sent (even as `null`), the
     rest are left out; the `type`/`kind` tags are always sent."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     def model_post_init(self, context: Any, /) -> None:
         self.__pydantic_fields_set__.update(k for k in ("type", "kind") if k in type(self).model_fields)
@@ -563,7 +563,7 @@ Action = Annotated[
 class DecisionResponse(Wire):
     """A worker's answer. `state` omitted or null keeps the state; `{}` clears it."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     # Checked as `Message`s when applied: one whose id is already in the tree (an echoed
     # proposal's view) is skipped unchecked, as Holdpoint's input limits are not its own output's.
@@ -689,7 +689,7 @@ class SettleBody(Wire):
 class ErrorDetail(BaseModel):
     """`param` names the field at fault; some errors add fields (`interrupt_ids`, `turn_id`)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     code: str
     message: str
     param: str | None = None
@@ -698,14 +698,14 @@ class ErrorDetail(BaseModel):
 class Error(BaseModel):
     """Holdpoint's refusal."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     error: ErrorDetail
 
 
 class GatewayError(BaseModel):
     """API Gateway's own answer (no route, no or refused credentials, body over 10 MiB)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     message: str
 
 
