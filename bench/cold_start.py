@@ -113,6 +113,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.pairs < 7:
         ap.error("--pairs must be at least 7")
+    args.python = args.python.absolute()  # runs start in a temporary dir; a venv's python must stay a symlink
     if not args.python.exists():
         sys.exit(f"{args.python} is missing: run `make venv-runtime` (a venv with only requirements.txt)")
     print(f"Cold start: handler load + first DynamoDB, SQS and Step Functions clients, over `import boto3` + "
