@@ -6,13 +6,17 @@ worker written for that engine runs against Holdpoint unchanged.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 
-ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"
-ID_PATTERN = re.compile(ID_REGEX)
+from holdpoint.core.ids import ACTION_TAGS as ACTION_TAGS
+from holdpoint.core.ids import ID_PATTERN as ID_PATTERN
+from holdpoint.core.ids import ID_REGEX as ID_REGEX
+from holdpoint.core.ids import INPUT_TAGS as INPUT_TAGS
+from holdpoint.core.ids import error_param as error_param
+from holdpoint.core.ids import first_error as first_error
+
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 """Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
 
@@ -709,33 +713,3 @@ class GatewayError(BaseModel):
     message: str
 
 
-def error_param(loc: tuple[Any, ...], tags: frozenset[str] = frozenset()) -> str:
-    """Render a pydantic error location as `actions[0].reason`, dropping union tags."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in tags or (isinstance(part, str) and ("." in part or part.startswith("function-"))):
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-ACTION_TAGS = frozenset(
-    {"llm.call", "tool.call", "tool.result", "tool.error", "llm.result", "llm.error", "sub_agent.spawn",
-     "message.send", "interrupt", "done", "fail"}
-)
-INPUT_TAGS = frozenset({"client.message", "client.messages", "client.action", "interrupt.resume",
-                        "tool.result", "tool.error"})
-
-
-def first_error(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
-    """The first validation error as (param, message), the param naming the field."""
-    err = exc.errors()[0]
-    param = error_param(tuple(err["loc"]), ACTION_TAGS | INPUT_TAGS)
-    if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
-        param = f"{param}.type" if param else "type"
-    if prefix:
-        param = f"{prefix}.{param}" if param else prefix
-    return param, err["msg"]

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from holdpoint.core.errors import Code, Refusal
-from holdpoint.core.protocol import ID_PATTERN
+from holdpoint.core.ids import ID_PATTERN
 from holdpoint.http.limits import MAX_PAYLOAD_BYTES
 from holdpoint.services.caller import Caller
 
