@@ -43,13 +43,15 @@ _OPENAPI_DOC = ["aws_lambda_powertools.event_handler.openapi.models"]
 """Powertools' OpenAPI document models: only `GET /v1/openapi.json` builds them."""
 _HTTP = ["aws_lambda_powertools.event_handler", "holdpoint.http"]
 """The HTTP resolver and edge: the API and resume functions' alone."""
+# The resume function serves its one route without OpenAPI validation, so without pydantic and the models.
 
 DENY: dict[str, list[str]] = {
     "api": _TOKENS + _SCHEMAS + _TEST_TOOLS + _OPENAPI_DOC
     + ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "holdpoint.services.auth"],
     "resume": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
     + ["holdpoint.services.auth", "holdpoint.services.sessions", "holdpoint.services.settle", "holdpoint.aws.signing",
-       "holdpoint.aws.secretrefs"],
+       "holdpoint.aws.secretrefs", "holdpoint.core.protocol", "pydantic",
+       "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
     "engine": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + ["holdpoint.services.auth"],
     # PyJWT imports `cryptography` when it is installed (the dev venv has it; requirements.txt does not),
     # so the authorizer's list leaves it out.
