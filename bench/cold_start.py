@@ -109,6 +109,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=9, help="handler/baseline pairs per handler (at least 7)")
     ap.add_argument("--python", type=Path, default=RUNTIME_PYTHON, help="the runtime venv's interpreter")
+    ap.add_argument("--handlers", default=",".join(HANDLERS), help="comma-separated subset, e.g. resume,engine")
     ap.add_argument("--breakdown", action="store_true", help="also print each handler's biggest imports")
     args = ap.parse_args()
     if args.pairs < 7:
@@ -119,7 +120,7 @@ def main() -> None:
     print(f"Cold start: handler load + first DynamoDB, SQS and Step Functions clients, over `import boto3` + "
           f"the same clients; median of {args.pairs} pairs, fresh interpreter each ({args.python})")
     failed = []
-    for handler in HANDLERS:
+    for handler in [h for h in args.handlers.split(",") if h]:
         got = pairs(args.python, handler, args.pairs)
         ratio = statistics.median(ms / base for ms, base in got)
         ok = ratio <= TARGET
