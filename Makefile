@@ -54,15 +54,36 @@ clean:
 	rm -rf $(VENV) $(VENV_SAM) .aws-sam .pytest_cache .ruff_cache
 
 # Benchmarks (bench/, figures recorded in docs/PERFORMANCE.md): requests and bytes per engine
-# step at 10/100/1000-node trees, handler import times, and the cost model built on the former.
-# The local-stack figures run at N=200 resumes (about 1.5 min) and 1,000 parked sessions (about 6 min).
+# step at 10/100/1000-node trees, cold start per handler (in a venv with only requirements.txt),
+# and the cost model built on the former. The local-stack figures run at N=200 resumes (about
+# 1.5 min) and 1,000 parked sessions (about 6 min). `make bench-quick` prints every figure at
+# small sizes in under 3 minutes, for use before a commit.
+VENV_RUNTIME := .venv-runtime
+RUNTIME_STAMP := $(VENV_RUNTIME)/.installed
 BENCH_RESUMES ?= 200
 BENCH_PARKED ?= 1000
+BENCH_SIZES ?= 10,100,1000
+BENCH_HISTORY ?= 10,100
+BENCH_PAIRS ?= 9
+BENCH_LOCAL_ARGS ?=
 BENCH_JSON ?= $(or $(TMPDIR),/tmp)/holdpoint-bench-ddb.json
-.PHONY: bench
-bench: venv
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/ddb_per_step.py --json $(BENCH_JSON)
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cold_start.py
+.PHONY: bench bench-quick venv-runtime
+
+# What a Lambda has: the runtime dependencies alone, so the cold-start bench imports nothing the dev venv adds.
+venv-runtime: $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): requirements.txt
+	test -x $(VENV_RUNTIME)/bin/python || $(PYTHON) -m venv $(VENV_RUNTIME)
+	$(VENV_RUNTIME)/bin/python -m pip install --quiet -r requirements.txt
+	touch $(RUNTIME_STAMP)
+
+bench: venv venv-runtime
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/ddb_per_step.py --sizes $(BENCH_SIZES) --history-sizes $(BENCH_HISTORY) --json $(BENCH_JSON)
+	$(PY) bench/cold_start.py --pairs $(BENCH_PAIRS) --python $(VENV_RUNTIME)/bin/python
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cost_model.py --from $(BENCH_JSON)
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES)
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED)
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) $(BENCH_LOCAL_ARGS)
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) $(BENCH_LOCAL_ARGS)
+
+bench-quick:
+	$(MAKE) --no-print-directory bench BENCH_SIZES=10,100 BENCH_HISTORY=10 BENCH_PAIRS=7 BENCH_RESUMES=20 \
+		BENCH_PARKED=40 BENCH_LOCAL_ARGS="--warmup 2"

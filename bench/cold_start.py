@@ -1,14 +1,20 @@
-"""Import time of each handler module (the code part of a Lambda cold start), next to `import boto3`.
+"""Cold start of each handler against a bare `import boto3`, both with their first three clients.
 
-    python bench/cold_start.py [--runs 5]
+    python bench/cold_start.py [--pairs 9] [--python .venv-runtime/bin/python] [--breakdown]
 
-Each measurement is a fresh `python -X importtime -c "import app"` subprocess with the
-function's directory as the working directory and `layers/core` on PYTHONPATH, which is how
-Lambda imports `app.handler` with the layer under /opt/python. The figure is the cumulative
-time of the top-level import (`app`, or `boto3` for the baseline), i.e. everything that import
-pulled in that the interpreter had not loaded at startup. One discarded warm-up run per module
-fills the bytecode cache (kept outside the repo via PYTHONPYCACHEPREFIX); then `--runs` runs,
-median reported. Interpreter startup itself (not import) is reported separately.
+What a cold start pays for in code is the handler module's import plus the first DynamoDB, SQS
+and Step Functions clients it builds; the floor is what any boto3 function pays: `import boto3`
+and the same three clients. Each run is a fresh interpreter of the *runtime* venv (only
+`requirements.txt`, built by `make venv-runtime`), so nothing the dev venv adds (moto, pytest,
+cryptography) is imported by accident. A handler is loaded by file path with its directory on
+sys.path and `layers/core` on PYTHONPATH, the way Lambda loads `app.handler` with the layer under
+/opt/python, and with the environment variables a Lambda has (dummies).
+
+Runs come in pairs, handler and baseline back to back (the order alternates), so load on the
+machine hits both sides of a pair alike; each pair gives a ratio and the median ratio is
+reported next to the target. One discarded warm-up pair fills the bytecode cache (kept outside
+the repo via PYTHONPYCACHEPREFIX). `--breakdown` adds, from one `python -X importtime` run, the
+import time of each handler by package (boto3 and botocore included: the baseline pays them too).
 """
 
 from __future__ import annotations
@@ -22,94 +28,118 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, table  # noqa: E402
-
-HANDLERS = {
-    "api": ROOT / "functions" / "api",
-    "engine": ROOT / "functions" / "engine",
-    "resume": ROOT / "functions" / "resume",
-    "authorizer": ROOT / "functions" / "authorizer",
-}
-LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME_PYTHON = ROOT / ".venv-runtime" / "bin" / "python"
+HANDLERS = ("api", "resume", "engine", "authorizer")
+TARGET = 1.3
 PYCACHE = Path(tempfile.gettempdir()) / "holdpoint-bench-pycache"
+ACCOUNT = "123456789012"
+LAMBDA_ENV = {
+    "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+    "TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/w.fifo",
+    "PARK_STATE_MACHINE_ARN": f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:park",
+    "TIMER_STATE_MACHINE_ARN": f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:timer",
+    "PAYLOAD_BUCKET": "holdpoint-payloads", "HOLDPOINT_ACCOUNT_ID": ACCOUNT,
+    "JWT_SECRET_ARN": f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:jwt",
+    "WORKER_LAMBDA_ALLOWLIST": "", "HOLDPOINT_SECRET_ENV_ALLOWLIST": "", "HOLDPOINT_TENANT_SECRET_PREFIX": "holdpoint/",
+    "POWERTOOLS_SERVICE_NAME": "holdpoint", "POWERTOOLS_LOG_LEVEL": "INFO",
+}
+"""The Globals environment of template.yaml, with dummy values."""
+
+_CLIENTS = 'import boto3\nfor _s in ("dynamodb", "sqs", "stepfunctions"):\n    boto3.client(_s)\n'
+_LOAD = ('import importlib.util, sys\nsys.path.insert(0, {dir!r})\n'
+         'spec = importlib.util.spec_from_file_location("app", {dir!r} + "/app.py")\n'
+         'module = importlib.util.module_from_spec(spec)\nsys.modules["app"] = module\n'
+         'spec.loader.exec_module(module)\n')
+_TIMED = "import time\n_t0 = time.perf_counter()\n{body}print((time.perf_counter() - _t0) * 1000)\n"
+LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update({
-        "PYTHONPATH": str(ROOT / "layers" / "core"),
-        "PYTHONPYCACHEPREFIX": str(PYCACHE),
-        "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-        "TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/w.fifo",
-        "PARK_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:park",
-        "POWERTOOLS_SERVICE_NAME": "holdpoint", "POWERTOOLS_METRICS_NAMESPACE": "Holdpoint",
-    })
-    return env
+def env() -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_", "VIRTUAL_ENV"))}
+    out.update(LAMBDA_ENV)
+    out.update({"PYTHONPATH": str(ROOT / "layers" / "core"), "PYTHONPYCACHEPREFIX": str(PYCACHE)})
+    return out
 
 
-def one(module: str, cwd: Path) -> tuple[float, list[tuple[str, float]]]:
-    """(cumulative ms of the top-level import, [(direct child, ms)] biggest first)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], cwd=cwd, env=_env(),
+def script(handler: str | None) -> str:
+    """The timed program: a handler's load plus the three clients, or (None) the baseline."""
+    body = (_LOAD.format(dir=str(ROOT / "functions" / handler)) if handler else "") + _CLIENTS
+    return _TIMED.format(body=body)
+
+
+def run_ms(python: Path, handler: str | None) -> float:
+    proc = subprocess.run([str(python), "-c", script(handler)], cwd=tempfile.gettempdir(), env=env(),
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"import {module} in {cwd} failed:\n{proc.stderr[-2000:]}")
-    entries = []
+        raise RuntimeError(f"{handler or 'baseline'} failed:\n{proc.stderr[-2000:]}")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def pairs(python: Path, handler: str, count: int) -> list[tuple[float, float]]:
+    """(handler ms, baseline ms) per pair, after one discarded warm-up pair."""
+    run_ms(python, handler)
+    run_ms(python, None)
+    out = []
+    for i in range(count):
+        if i % 2:
+            base = run_ms(python, None)
+            ms = run_ms(python, handler)
+        else:
+            ms = run_ms(python, handler)
+            base = run_ms(python, None)
+        out.append((ms, base))
+    return out
+
+
+def _group(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "holdpoint" else parts[0]
+
+
+def breakdown(python: Path, handler: str, top: int = 6) -> str:
+    """Where the handler's load goes, from one `-X importtime` run: self time summed per package
+    (per subpackage for holdpoint), so a dependency counts once, wherever it is first imported."""
+    proc = subprocess.run([str(python), "-X", "importtime", "-c", script(handler)], cwd=tempfile.gettempdir(),
+                          env=env(), capture_output=True, text=True, check=True)
+    totals: dict[str, float] = {}
     for line in proc.stderr.splitlines():
         m = LINE.match(line)
         if m:
-            entries.append((len(m.group(3)), m.group(4), int(m.group(2)) / 1000))
-    # importtime prints children before their parent; the parent's depth is one less.
-    top = next(i for i, (depth, name, _) in enumerate(entries) if depth == 1 and name == module)
-    children = []
-    for depth, name, ms in reversed(entries[:top]):
-        if depth == 1:
-            break
-        if depth == 3:
-            children.append((name, ms))
-    return entries[top][2], sorted(children, key=lambda c: -c[1])
-
-
-def startup_ms(runs: int) -> float:
-    import time
-
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], env=_env(), check=True)
-        out.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(out)
-
-
-def measure(runs: int) -> list[dict[str, object]]:
-    targets = [("boto3 (baseline)", "boto3", ROOT)] + [
-        (f"functions/{name}/app.py", "app", path) for name, path in HANDLERS.items()]
-    rows = []
-    for label, module, cwd in targets:
-        one(module, cwd)  # warm-up: bytecode cache
-        got = sorted((one(module, cwd) for _ in range(runs)), key=lambda r: r[0])
-        samples = [ms for ms, _ in got]
-        children = got[len(got) // 2][1]  # the breakdown of the median run
-        rows.append({"module": label, "median_ms": statistics.median(samples), "min_ms": min(samples),
-                     "max_ms": max(samples), "samples": samples, "top_children": children[:4]})
-    return rows
+            key = _group(m.group(4))
+            totals[key] = totals.get(key, 0.0) + int(m.group(1)) / 1000
+    return ", ".join(f"{name} {ms:.0f}" for name, ms in sorted(totals.items(), key=lambda kv: -kv[1])[:top])
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=9, help="handler/baseline pairs per handler (at least 7)")
+    ap.add_argument("--python", type=Path, default=RUNTIME_PYTHON, help="the runtime venv's interpreter")
+    ap.add_argument("--handlers", default=",".join(HANDLERS), help="comma-separated subset, e.g. resume,engine")
+    ap.add_argument("--breakdown", action="store_true", help="also print where each handler's import time goes")
     args = ap.parse_args()
-    rows = measure(args.runs)
-    base = rows[0]["median_ms"]
-    print(table(
-        ["module", f"median ms ({args.runs} runs)", "min", "max", "vs boto3", "biggest imports inside (ms)"],
-        [[r["module"], f"{r['median_ms']:.1f}", f"{r['min_ms']:.1f}", f"{r['max_ms']:.1f}",
-          f"{r['median_ms'] / base:.2f}x",
-          ", ".join(f"{n} {ms:.0f}" for n, ms in r["top_children"][:3])] for r in rows],
-        "Import time of each handler module (python -X importtime, cumulative of the top-level import)"))
-    print(f"\ninterpreter startup (python -c pass), median of {args.runs}: {startup_ms(args.runs):.1f} ms; "
-          f"python {sys.version.split()[0]}, nproc {os.cpu_count()}")
+    if args.pairs < 7:
+        ap.error("--pairs must be at least 7")
+    args.python = args.python.absolute()  # runs start in a temporary dir; a venv's python must stay a symlink
+    if not args.python.exists():
+        sys.exit(f"{args.python} is missing: run `make venv-runtime` (a venv with only requirements.txt)")
+    print(f"Cold start: handler load + first DynamoDB, SQS and Step Functions clients, over `import boto3` + "
+          f"the same clients; median of {args.pairs} pairs, fresh interpreter each ({args.python})")
+    failed = []
+    for handler in [h for h in args.handlers.split(",") if h]:
+        got = pairs(args.python, handler, args.pairs)
+        ratio = statistics.median(ms / base for ms, base in got)
+        ok = ratio <= TARGET
+        if not ok:
+            failed.append(handler)
+        print(f"{handler:<11} {ratio:.2f}x  target <= {TARGET:.1f}x  {'ok' if ok else 'OVER'}  "
+              f"(handler {statistics.median(m for m, _ in got):.0f} ms, "
+              f"baseline {statistics.median(b for _, b in got):.0f} ms)")
+        if args.breakdown:
+            print(f"            import self time by package (ms): {breakdown(args.python, handler)}")
+    if failed:
+        print(f"over target: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

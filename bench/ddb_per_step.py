@@ -78,7 +78,7 @@ class Rig:
         from holdpoint.aws.timers import Timers
         from holdpoint.core import engine
         from holdpoint.outbound import workers
-        from holdpoint.services.auth import Caller
+        from holdpoint.services.caller import Caller
         from holdpoint.services.runner import Runner
 
         self.meter = meter = Meter()

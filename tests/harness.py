@@ -22,7 +22,7 @@ from holdpoint.core.protocol import ClientMessageInput, ClientMessagesInput, Int
 from holdpoint.core.state import SessionState
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
-from holdpoint.services.auth import Caller
+from holdpoint.services.caller import Caller
 from holdpoint.services.resume import resume
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))

@@ -25,7 +25,7 @@ from holdpoint.aws.timers import Timers
 from holdpoint.core.protocol import ClientMessageInput
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
-from holdpoint.services.auth import Caller
+from holdpoint.services.caller import Caller
 from holdpoint.services.resume import resume
 from tests.conftest import make_resources
 from tests.harness import SEND_EMAIL_SCRIPT, TOOLS, seed_worker

@@ -16,7 +16,8 @@ from holdpoint.core.credentials import hash_key
 from holdpoint.core.errors import Refusal
 from holdpoint.outbound import netguard, workers
 from holdpoint.services import sessions
-from holdpoint.services.auth import Caller, authenticate, mint_client_token
+from holdpoint.services.auth import authenticate, mint_client_token
+from holdpoint.services.caller import Caller
 from holdpoint.services.resume import resume
 from tests.harness import Harness
 

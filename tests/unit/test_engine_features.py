@@ -11,7 +11,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, SettleBody
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
-from holdpoint.services.auth import Caller
+from holdpoint.services.caller import Caller
 from holdpoint.services.settle import settle
 from tests.harness import Harness, proposing
 

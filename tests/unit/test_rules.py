@@ -15,7 +15,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import may_resume
 from holdpoint.core.protocol import SettleBody
 from holdpoint.services import sessions
-from holdpoint.services.auth import Caller
+from holdpoint.services.caller import Caller
 from holdpoint.services.settle import settle
 from tests.cache_chaos import PoisonedCache
 from tests.harness import Harness, seed_worker

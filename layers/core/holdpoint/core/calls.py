@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
-
 from holdpoint.core import interrupts as rules
 from holdpoint.core import retry
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
@@ -37,6 +35,8 @@ def output_problem(state: SessionState, call: Call, result: Any) -> str | None:
             value = json.loads(result)
         except ValueError:
             value = result
+    import jsonschema  # only a tool result checked against a schema needs it (~25 ms to import)
+
     try:
         jsonschema.validate(value, schema)
     except jsonschema.ValidationError as exc:

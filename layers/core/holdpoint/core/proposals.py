@@ -6,8 +6,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema
-
 from holdpoint.core.state import Call, Decision, SessionState, derive
 
 FOLLOW_ONS = frozenset({"tool.finished", "llm.finished", "sub_agent.finished"})
@@ -31,6 +29,8 @@ def check_arguments(state: SessionState, name: str, arguments: str) -> dict[str,
         return {"status": "invalid", "value": value, "error": f"tool {name!r} is not declared"}
     schema = spec.get("input")
     if schema:
+        import jsonschema  # only a tool call with a schema needs it (~25 ms to import)
+
         try:
             jsonschema.validate(value, schema)
         except jsonschema.ValidationError as exc:

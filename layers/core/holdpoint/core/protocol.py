@@ -6,15 +6,18 @@ worker written for that engine runs against Holdpoint unchanged.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 
+from holdpoint.core.ids import ACTION_TAGS as ACTION_TAGS
+from holdpoint.core.ids import ID_PATTERN as ID_PATTERN
+from holdpoint.core.ids import ID_REGEX as ID_REGEX
+from holdpoint.core.ids import INPUT_TAGS as INPUT_TAGS
+from holdpoint.core.ids import error_param as error_param
+from holdpoint.core.ids import first_error as first_error
 from holdpoint.core.outcomes import LlmOutcome, llm_reply
 
-ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"
-ID_PATTERN = re.compile(ID_REGEX)
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 """Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
 
@@ -37,7 +40,7 @@ Origin = Literal["worker", "client", "machine", "operator", "system"]
 class Wire(BaseModel):
     """Base for wire shapes: unknown fields are refused so typos name their field."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, by_alias=True)
@@ -46,7 +49,7 @@ class Wire(BaseModel):
 class Open(BaseModel):
     """Base for shapes the protocol lets grow (agent config, tool specs)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, by_alias=True)
@@ -170,7 +173,7 @@ class Out(BaseModel):
     """Base for what Holdpoint sends: the fields a builder sets are sent (even as `null`), the
     rest are left out; the `type`/`kind` tags are always sent."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     def model_post_init(self, context: Any, /) -> None:
         self.__pydantic_fields_set__.update(k for k in ("type", "kind") if k in type(self).model_fields)
@@ -564,7 +567,7 @@ Action = Annotated[
 class DecisionResponse(Wire):
     """A worker's answer. `state` omitted or null keeps the state; `{}` clears it."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     # Checked as `Message`s when applied: one whose id is already in the tree (an echoed
     # proposal's view) is skipped unchecked, as Holdpoint's input limits are not its own output's.
@@ -709,7 +712,7 @@ class SettleBody(Wire):
 class ErrorDetail(BaseModel):
     """`param` names the field at fault; some errors add fields (`interrupt_ids`, `turn_id`)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     code: str
     message: str
     param: str | None = None
@@ -718,44 +721,14 @@ class ErrorDetail(BaseModel):
 class Error(BaseModel):
     """Holdpoint's refusal."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     error: ErrorDetail
 
 
 class GatewayError(BaseModel):
     """API Gateway's own answer (no route, no or refused credentials, body over 10 MiB)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     message: str
 
 
-def error_param(loc: tuple[Any, ...], tags: frozenset[str] = frozenset()) -> str:
-    """Render a pydantic error location as `actions[0].reason`, dropping union tags."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in tags or (isinstance(part, str) and ("." in part or part.startswith("function-"))):
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-ACTION_TAGS = frozenset(
-    {"llm.call", "tool.call", "tool.result", "tool.error", "llm.result", "llm.error", "sub_agent.spawn",
-     "message.send", "interrupt", "done", "fail"}
-)
-INPUT_TAGS = frozenset({"client.message", "client.messages", "client.action", "interrupt.resume",
-                        "tool.result", "tool.error"})
-
-
-def first_error(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
-    """The first validation error as (param, message), the param naming the field."""
-    err = exc.errors()[0]
-    param = error_param(tuple(err["loc"]), ACTION_TAGS | INPUT_TAGS)
-    if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
-        param = f"{param}.type" if param else "type"
-    if prefix:
-        param = f"{prefix}.{param}" if param else prefix
-    return param, err["msg"]

@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 from holdpoint.core.errors import Code, Refusal
-from holdpoint.core.protocol import ID_PATTERN
+from holdpoint.core.ids import ID_PATTERN
 from holdpoint.http.limits import MAX_PAYLOAD_BYTES
-from holdpoint.services.auth import Caller
+from holdpoint.services.caller import Caller
 
 STATUS: dict[Code, int] = {
     "validation_error": 400,

@@ -12,10 +12,9 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from botocore.exceptions import ClientError
-from pydantic import ValidationError
 
 from holdpoint.core.errors import Code, Refusal
-from holdpoint.core.protocol import ID_PATTERN, INPUT_TAGS, error_param, first_error
+from holdpoint.core.ids import ID_PATTERN, INPUT_TAGS, error_param, first_error
 from holdpoint.http.edge import INTERNAL_BODY, json_reply, refusal_reply, short, status_of, too_large
 from holdpoint.http.limits import body_bytes, strict_body
 from holdpoint.http.telemetry import logger, metrics
@@ -35,7 +34,7 @@ def error(code: Code, message: str, param: str | None = None) -> Response[dict[s
     return respond(Refusal(code, message, param))
 
 
-def _param(loc: tuple[Any, ...]) -> str:
+def param_of(loc: tuple[Any, ...]) -> str:
     """`message.content`, not `message.content.constrained-str`: drop pydantic's union member tags."""
     parts = tuple(p for p in loc if not (isinstance(p, str) and _UNION_MEMBER.search(p)))
     return error_param(parts, INPUT_TAGS)
@@ -86,28 +85,23 @@ def _field_error(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> Respon
         return error("validation_error", "body must be a JSON object", "body")
     if kind == "missing" and not loc:
         return error("validation_error", "a JSON object body is required", "body")
-    return error("validation_error", str(err.get("msg") or "invalid"), short(_param(loc) or "body"))
+    return error("validation_error", str(err.get("msg") or "invalid"), short(param_of(loc) or "body"))
 
 
-def new_resolver() -> APIGatewayHttpResolver:
+def new_resolver(validate: bool = True) -> APIGatewayHttpResolver:
     """A resolver with the shared failure answers installed. Each execution environment builds
     its own: Powertools keeps a request's routing state on the resolver, so one resolver serves
-    one request at a time."""
-    app = APIGatewayHttpResolver(enable_validation=True)
+    one request at a time. `validate=False` leaves out Powertools' OpenAPI validation and with it
+    pydantic (~50 ms of a cold start): for the resume function, which checks its one body by hand."""
+    app = APIGatewayHttpResolver(enable_validation=validate)
 
     @app.exception_handler(Refusal)
     def on_refusal(exc: Refusal) -> Response[dict[str, Any]]:
         logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
         return respond(exc)
 
-    @app.exception_handler(RequestValidationError)
-    def on_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]:
-        return validation_answer(app.current_event.http_method, exc)
-
-    @app.exception_handler(ValidationError)
-    def on_model_error(exc: ValidationError) -> Response[dict[str, Any]]:
-        param, msg = first_error(exc)
-        return error("validation_error", msg, param or "body")
+    if validate:
+        _answer_validation_errors(app)
 
     @app.exception_handler(NotFoundError)
     def on_no_route(exc: NotFoundError) -> Response[dict[str, Any]]:
@@ -128,6 +122,20 @@ def new_resolver() -> APIGatewayHttpResolver:
         raise exc
 
     return app
+
+
+def _answer_validation_errors(app: APIGatewayHttpResolver) -> None:
+    """A request that does not fit a route's declared shape, or a model a route builds: a 400."""
+    from pydantic import ValidationError
+
+    @app.exception_handler(RequestValidationError)
+    def on_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]:
+        return validation_answer(app.current_event.http_method, exc)
+
+    @app.exception_handler(ValidationError)
+    def on_model_error(exc: ValidationError) -> Response[dict[str, Any]]:
+        param, msg = first_error(exc)
+        return error("validation_error", msg, param or "body")
 
 
 def prepare(event: dict[str, Any]) -> dict[str, Any]:

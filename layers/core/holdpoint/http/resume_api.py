@@ -1,14 +1,25 @@
-"""The resume function's resolver: only the resume route, so it loads no more than it uses."""
+"""The resume function's resolver: only the resume route, and no OpenAPI validation, so it loads
+neither pydantic nor the models (its body has one field, checked by hand with the same answers)."""
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from holdpoint.http.resolver import new_resolver
-from holdpoint.http.routes import resume
+from holdpoint.http.resuming import PATH, request_problem, resume_request
 
 
 def build() -> APIGatewayHttpResolver:
-    app = new_resolver()
-    app.include_router(resume.router)
+    app = new_resolver(validate=False)
+
+    @app.post(PATH)
+    def post_resume(session_id: str, interrupt_id: str) -> dict[str, Any] | Response[dict[str, Any]]:
+        event = app.current_event
+        refusal = request_problem(event.body, session_id, interrupt_id)
+        if refusal is not None:
+            return refusal
+        return resume_request(event.raw_event, session_id, interrupt_id, (event.json_body or {}).get("payload"))
+
     return app

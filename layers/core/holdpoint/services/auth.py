@@ -1,67 +1,20 @@
-"""Who is calling: API keys (stored hashed) and short-lived client JWTs (HS256)."""
+"""Who is calling: API keys (stored hashed) and short-lived client JWTs (HS256).
+
+Only the authorizer and token minting import this module (and `jwt`); the handlers read the
+caller the authorizer passed on, as a `holdpoint.services.caller.Caller`.
+"""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import jwt
 
 from holdpoint.core.credentials import JWT_AUDIENCE, hash_key
-from holdpoint.core.errors import Refusal
 from holdpoint.ports import SessionStore
-
-
-@dataclass(frozen=True)
-class Caller:
-    tenant: str
-    subject: str
-    origin: str
-    session_id: str | None = None  # a client token may be bound to one session
-    own_only: bool = False  # a client token touches only its subject's own sessions
-    metadata: tuple[tuple[str, str], ...] = ()  # a client token's identity metadata, as its issuer set it
-
-    def context(self) -> dict[str, str]:
-        """The authorizer's context: flat strings, as API Gateway passes them on."""
-        out = {"tenant": self.tenant, "subject": self.subject, "origin": self.origin}
-        if self.session_id:
-            out["session_id"] = self.session_id
-        if self.own_only:
-            out["own_only"] = "1"
-        if self.metadata:
-            out["metadata"] = json.dumps(dict(self.metadata), separators=(",", ":"))
-        return out
-
-    @classmethod
-    def from_context(cls, ctx: dict[str, Any]) -> Caller:
-        return cls(tenant=str(ctx["tenant"]), subject=str(ctx.get("subject") or ""),
-                   origin=str(ctx.get("origin") or "client"), session_id=ctx.get("session_id") or None,
-                   own_only=str(ctx.get("own_only", "")) in ("1", "true", "True"),
-                   metadata=_metadata(ctx.get("metadata")))
-
-    def identity(self) -> dict[str, Any]:
-        """The identity a session this caller starts records: the subject, its origin, and the
-        metadata a client token carries."""
-        return {"id": self.subject, "metadata": {**dict(self.metadata), "origin": self.origin}}
-
-    def owner(self) -> str | None:
-        """The session owner this caller is limited to, if any."""
-        return self.subject if self.own_only else None
-
-    def require_key(self, what: str) -> None:
-        """Tenant-level routes (agents, keys, tokens) are for API keys; a client token reaches only
-        its own sessions (SECURITY.md: end user vs tenant)."""
-        if self.own_only:
-            raise Refusal("forbidden", f"a client token cannot {what}; use an API key")
-
-    def require_unbound(self) -> None:
-        """A token bound to one session cannot start others."""
-        if self.session_id:
-            raise Refusal("forbidden", f"this token is bound to session {self.session_id}; "
-                           "it cannot start another")
+from holdpoint.services.caller import Caller, metadata_of
 
 
 def authenticate(authorization: str | None, store: SessionStore,
@@ -82,7 +35,7 @@ def authenticate(authorization: str | None, store: SessionStore,
         except jwt.PyJWTError:
             return None
         return Caller(tenant=str(claims["tenant"]), subject=str(claims["sub"]), origin="client",
-                      session_id=claims.get("session_id"), own_only=True, metadata=_metadata(claims.get("md")))
+                      session_id=claims.get("session_id"), own_only=True, metadata=metadata_of(claims.get("md")))
     found = store.get_api_key(hash_key(token))
     if found is None:
         return None
@@ -102,15 +55,4 @@ def mint_client_token(secret: str, tenant: str, subject: str, *, ttl_secs: int =
         claims["md"] = metadata
     return jwt.encode(claims, secret, algorithm="HS256")
 
-
-def _metadata(raw: Any) -> tuple[tuple[str, str], ...]:
-    """Identity metadata from a token claim or the authorizer context (a JSON string there)."""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            return ()
-    if not isinstance(raw, dict):
-        return ()
-    return tuple((str(k), str(v)) for k, v in sorted(raw.items()))
 

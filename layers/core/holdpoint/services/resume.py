@@ -9,7 +9,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import resumable_origins
 from holdpoint.core.state import iso_ms
 from holdpoint.ports import Clock, Parking, SessionStore
-from holdpoint.services.auth import Caller
+from holdpoint.services.caller import Caller
 
 
 def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: str, interrupt_id: str,

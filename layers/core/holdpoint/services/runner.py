@@ -37,7 +37,7 @@ from holdpoint.ports import (
     WorkQueue,
 )
 from holdpoint.services import sessions
-from holdpoint.services.auth import Caller
+from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
 
 log = Logger(child=True)  # shares the handler's JSON format and its session/interrupt keys

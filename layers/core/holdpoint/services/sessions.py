@@ -12,7 +12,7 @@ from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionState, mint
 from holdpoint.ports import Clock, Sealer, SessionStore, WorkQueue
-from holdpoint.services.auth import Caller
+from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
 
 T = TypeVar("T")

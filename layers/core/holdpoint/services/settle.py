@@ -12,7 +12,7 @@ from holdpoint.core.outcomes import llm_failure, llm_reply
 from holdpoint.core.protocol import SettleBody
 from holdpoint.core.state import Call, SessionState
 from holdpoint.ports import Clock, SessionStore, WorkQueue
-from holdpoint.services.auth import Caller
+from holdpoint.services.caller import Caller
 from holdpoint.services.sessions import changed, owned
 
 

@@ -11,7 +11,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.protocol import ClientTokenBody
 from holdpoint.core.state import iso
 from holdpoint.ports import Clock, SessionStore
-from holdpoint.services.auth import Caller, mint_client_token
+from holdpoint.services.caller import Caller
 
 MINTERS = ("machine", "operator")
 
@@ -28,6 +28,8 @@ def issue(store: SessionStore, secret: Callable[[], str | None], caller: Caller,
     key = secret()
     if not key:
         raise RuntimeError("the deployment has no signing secret (JWT_SECRET_ARN)")
+    from holdpoint.services.auth import mint_client_token  # PyJWT only when a token is minted
+
     now = clock()
     token = mint_client_token(key, caller.tenant, body.identity.id, ttl_secs=body.ttl_seconds,
                               session_id=body.session_id, metadata=body.identity.metadata, now=now)

@@ -1,0 +1,46 @@
+"""Ids, input and action tags, and validation error locations as `param`s: what the HTTP edge
+checks on every request, kept apart from the pydantic models in `protocol` so a handler that
+needs only these (the resume function) never builds or imports the models."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"
+ID_PATTERN = re.compile(ID_REGEX)
+
+
+def error_param(loc: tuple[Any, ...], tags: frozenset[str] = frozenset()) -> str:
+    """Render a pydantic error location as `actions[0].reason`, dropping union tags."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in tags or (isinstance(part, str) and ("." in part or part.startswith("function-"))):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+ACTION_TAGS = frozenset(
+    {"llm.call", "tool.call", "tool.result", "tool.error", "llm.result", "llm.error", "sub_agent.spawn",
+     "message.send", "interrupt", "done", "fail"}
+)
+INPUT_TAGS = frozenset({"client.message", "client.messages", "client.action", "interrupt.resume",
+                        "tool.result", "tool.error"})
+
+
+def first_error(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
+    """The first validation error as (param, message), the param naming the field."""
+    err = exc.errors()[0]
+    param = error_param(tuple(err["loc"]), ACTION_TAGS | INPUT_TAGS)
+    if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        param = f"{param}.type" if param else "type"
+    if prefix:
+        param = f"{prefix}.{param}" if param else prefix
+    return param, err["msg"]

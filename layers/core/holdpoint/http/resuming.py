@@ -1,0 +1,49 @@
+"""The resume request, shared by the resume function and the API function's documented route:
+what a resume does once its body and ids are known to be well formed, and the resume function's
+hand check of them (the same answers as the API function's OpenAPI validation, without pydantic)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+
+from holdpoint import assembly
+from holdpoint.http import edge
+from holdpoint.http.edge import short
+from holdpoint.http.resolver import bad_path_id, error, param_of
+from holdpoint.http.telemetry import count, logger
+from holdpoint.services.resume import resume
+
+PATH = "/v1/sessions/<session_id>/interrupts/<interrupt_id>/resume"
+BODY_FIELDS = frozenset({"payload"})
+"""`ResumeBody`'s fields: any other key is refused, as the model (extra="forbid") refuses it."""
+
+
+def resume_request(event: dict[str, Any], session_id: str, interrupt_id: str, payload: Any) -> dict[str, Any]:
+    """One conditional write flips the interrupt, then one SendTaskSuccess (R7)."""
+    who = edge.caller(event)
+    edge.check_id(session_id, f"session {session_id}")
+    edge.check_param_id(interrupt_id, "interrupt_id")
+    logger.append_keys(session_id=session_id, interrupt_id=interrupt_id)
+    out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, interrupt_id,
+                 edge.check_payload(payload))
+    logger.info("resume", extra={"noop": out["noop"]})
+    if not out["noop"]:
+        count("InterruptsResumed")
+    return out
+
+
+def request_problem(body_text: str | None, session_id: str, interrupt_id: str) -> Response[dict[str, Any]] | None:
+    """The answer the API function's validation gives a malformed resume, or None: a body error
+    first (a missing or non-object body, then its first unknown key), then the ids in path order."""
+    body = json.loads(body_text) if body_text else None  # strict JSON already (resolver.prepare)
+    if body is None:
+        return error("validation_error", "a JSON object body is required", "body")
+    if not isinstance(body, dict):
+        return error("validation_error", "body must be a JSON object", "body")
+    for key in body:
+        if key not in BODY_FIELDS:
+            return error("validation_error", "Extra inputs are not permitted", short(param_of((key,)) or "body"))
+    return bad_path_id("POST", "session_id", session_id) or bad_path_id("POST", "interrupt_id", interrupt_id)

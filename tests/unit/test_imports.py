@@ -1,0 +1,98 @@
+"""Each handler imports only what it uses: a cold start pays for every module on its import path
+(bench/cold_start.py), so a heavy module that creeps onto the path of a handler that never uses
+it fails here, by name, before it shows in a benchmark.
+
+Each handler is loaded the way Lambda loads it (and `holdpoint_local.runtime.load_handler`): by
+file path, its directory on sys.path, `layers/core` on PYTHONPATH, the Lambda's environment
+variables (dummies), in a fresh interpreter so nothing another test imported counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ACCOUNT = "123456789012"
+LAMBDA_ENV = {
+    "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+    "TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/w.fifo",
+    "PARK_STATE_MACHINE_ARN": f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:park",
+    "TIMER_STATE_MACHINE_ARN": f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:timer",
+    "PAYLOAD_BUCKET": "holdpoint-payloads", "HOLDPOINT_ACCOUNT_ID": ACCOUNT,
+    "JWT_SECRET_ARN": f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:jwt",
+    "WORKER_LAMBDA_ALLOWLIST": "", "HOLDPOINT_SECRET_ENV_ALLOWLIST": "", "HOLDPOINT_TENANT_SECRET_PREFIX": "holdpoint/",
+    "POWERTOOLS_SERVICE_NAME": "holdpoint",
+}
+
+_TOKENS = ["jwt", "cryptography"]
+"""Token checking: the authorizer's (and the admin CLI's, which mints tokens)."""
+_SCHEMAS = ["jsonschema"]
+"""Checking tool arguments and results against their declared schemas: loaded at the first check."""
+_ENGINE = ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "holdpoint.outbound"]
+"""The engine's step loop and its outbound calls (workers, LLM providers, the network guard)."""
+_TEST_TOOLS = ["moto", "pytest", "holdpoint_local"]
+"""Dev-only packages: a handler that imports one fails on Lambda."""
+_OPENAPI_DOC = ["aws_lambda_powertools.event_handler.openapi.models"]
+"""Powertools' OpenAPI document models: only `GET /v1/openapi.json` builds them."""
+_HTTP = ["aws_lambda_powertools.event_handler", "holdpoint.http"]
+"""The HTTP resolver and edge: the API and resume functions' alone."""
+# The resume function serves its one route without OpenAPI validation, so without pydantic and the models.
+
+DENY: dict[str, list[str]] = {
+    "api": _TOKENS + _SCHEMAS + _TEST_TOOLS + _OPENAPI_DOC
+    + ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "holdpoint.services.auth"],
+    "resume": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
+    + ["holdpoint.services.auth", "holdpoint.services.sessions", "holdpoint.services.settle", "holdpoint.aws.signing",
+       "holdpoint.aws.secretrefs", "holdpoint.core.protocol", "pydantic",
+       "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
+    "engine": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + ["holdpoint.services.auth"],
+    # PyJWT imports `cryptography` when it is installed (the dev venv has it; requirements.txt does not),
+    # so the authorizer's list leaves it out.
+    "authorizer": _SCHEMAS + _ENGINE + _TEST_TOOLS + _HTTP + ["pydantic", "holdpoint.core.protocol"],
+}
+
+_PROBE = """
+import importlib.util, json, sys
+code_dir = sys.argv[1]
+sys.path.insert(0, code_dir)
+spec = importlib.util.spec_from_file_location("app", code_dir + "/app.py")
+module = importlib.util.module_from_spec(spec)
+sys.modules["app"] = module
+spec.loader.exec_module(module)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def loaded_modules(handler: str) -> list[str]:
+    """`sys.modules` of a fresh interpreter right after the handler's `app.py` is loaded."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_"))}
+    env.update(LAMBDA_ENV, PYTHONPATH=str(ROOT / "layers" / "core"))
+    proc = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT / "functions" / handler)], env=env,
+                          cwd=ROOT / "functions" / handler, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    modules: list[str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return modules
+
+
+def _hits(modules: list[str], denied: list[str]) -> list[str]:
+    return [m for m in modules if any(m == d or m.startswith(d + ".") for d in denied)]
+
+
+@pytest.mark.parametrize("handler", sorted(DENY))
+def test_handler_imports_nothing_it_does_not_use(handler: str) -> None:
+    modules = loaded_modules(handler)
+    assert "holdpoint" in modules  # the probe really loaded the layer
+    hits = _hits(modules, DENY[handler])
+    assert not hits, f"functions/{handler}/app.py imports {hits}"
+
+
+def test_the_deny_list_catches_a_denied_module() -> None:
+    assert _hits(["jwt", "jwt.api_jwt", "jwtx", "holdpoint.llm"], ["jwt", "holdpoint.llm"]) == \
+        ["jwt", "jwt.api_jwt", "holdpoint.llm"]
