@@ -1,0 +1,93 @@
+"""Response schemas (A1): an interrupt may say what a valid answer looks like, as a JSON Schema.
+The schema is checked where it is declared and the answer where it is given, so a bad answer is
+refused before anything is recorded or a task token is spent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+import referencing
+import referencing.exceptions
+from jsonschema import validators
+
+AGUI_STATUSES = frozenset({"resolved", "cancelled"})
+MAX_SCHEMA_BYTES = 16_384  # stored on the interrupt item and read on every resume
+NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry()
+"""An empty registry: a `$ref` resolves inside the schema or not at all (jsonschema would
+otherwise fetch remote references over the network)."""
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                yield value
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def schema_error(schema: Any) -> str | None:
+    """Why `schema` is not a JSON Schema (object or boolean, valid under its own metaschema), or None."""
+    if not isinstance(schema, (dict, bool)):
+        return "must be a JSON Schema (an object or a boolean)"
+    if len(json.dumps(schema, separators=(",", ":"))) > MAX_SCHEMA_BYTES:
+        return f"is over {MAX_SCHEMA_BYTES} bytes as stored"
+    if any(not ref.startswith("#") for ref in _refs(schema)):
+        return "may only use references inside itself ($ref starting with #)"
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return f"is not a valid JSON Schema: {exc.message}"
+    return None
+
+
+def declared(response_schema: Any, payload: Any) -> Any:
+    """The interrupt's schema: the explicit field, else AG-UI's `payload.responseSchema`."""
+    if response_schema is not None:
+        return response_schema
+    if isinstance(payload, dict):
+        return payload.get("responseSchema")
+    return None
+
+
+def answer_of(payload: Any) -> tuple[bool, Any, str]:
+    """What the schema applies to: (checked?, value, its param). An AG-UI answer `{status, payload,
+    responder}` is checked on its inner `payload` when `resolved`; a `cancelled` one is not checked."""
+    if isinstance(payload, dict) and payload.get("status") in AGUI_STATUSES and set(payload) <= {
+            "status", "payload", "responder"}:
+        if payload["status"] == "cancelled":
+            return False, None, ""
+        return True, payload.get("payload"), "payload.payload"
+    return True, payload, "payload"
+
+
+def json_path(prefix: str, path: Any) -> str:
+    """A failing location as `payload.approved` or `payload.items[0]`."""
+    out = prefix
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def answer_error(schema: Any, payload: Any) -> tuple[str, str] | None:
+    """(param, message) for the first way a resume payload fails the schema, or None when it passes."""
+    if schema is None:
+        return None
+    checked, value, prefix = answer_of(payload)
+    if not checked:
+        return None
+    validator = validators.validator_for(schema)(schema, registry=NO_RETRIEVAL)
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except referencing.exceptions.Unresolvable as exc:
+        return prefix, f"the interrupt's response_schema cannot be evaluated: {exc}"
+    if error is None:
+        return None
+    return json_path(prefix, error.absolute_path), f"the answer does not satisfy the interrupt's " \
+        f"response_schema: {error.message}"
