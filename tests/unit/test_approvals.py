@@ -73,6 +73,9 @@ def test_a1_schema_module_checks_schemas_and_names_the_failing_path() -> None:
     assert "not a valid JSON Schema" in (schemas.schema_error({"type": "nope"}) or "")
     assert schemas.schema_error("object") is not None
     assert "references inside itself" in (schemas.schema_error({"$ref": "https://example.com/s.json"}) or "")
+    assert "resolves to nothing" in (schemas.schema_error({"properties": {"a": {"$ref": "#/$defs/no"}}}) or "")
+    local = {"$defs": {"b": {"type": "boolean"}}, "properties": {"a": {"$ref": "#/$defs/b"}}}
+    assert schemas.schema_error(local) is None
     assert schemas.answer_error(APPROVAL, {"approved": "yes"})[0] == "payload.approved"  # type: ignore[index]
     assert schemas.answer_error(APPROVAL, {"approved": True}) is None
     items = {"type": "array", "items": {"type": "string"}}

@@ -11,6 +11,7 @@ from typing import Any
 import jsonschema
 import referencing
 import referencing.exceptions
+import referencing.jsonschema
 from jsonschema import validators
 
 AGUI_STATUSES = frozenset({"resolved", "cancelled"})
@@ -38,12 +39,30 @@ def schema_error(schema: Any) -> str | None:
         return "must be a JSON Schema (an object or a boolean)"
     if len(json.dumps(schema, separators=(",", ":"))) > MAX_SCHEMA_BYTES:
         return f"is over {MAX_SCHEMA_BYTES} bytes as stored"
-    if any(not ref.startswith("#") for ref in _refs(schema)):
+    refs = list(_refs(schema))
+    if any(not ref.startswith("#") for ref in refs):
         return "may only use references inside itself ($ref starting with #)"
+    validator = validators.validator_for(schema)
     try:
-        validators.validator_for(schema).check_schema(schema)
+        validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         return f"is not a valid JSON Schema: {exc.message}"
+    return _dangling(schema, validator.META_SCHEMA.get("$schema", ""), refs)
+
+
+def _dangling(schema: Any, dialect: str, refs: list[str]) -> str | None:
+    """A `$ref` that points nowhere is refused now: found only at resume, it would refuse every
+    answer and leave the interrupt to expire."""
+    if not refs:
+        return None
+    spec = referencing.jsonschema.specification_with(dialect, default=referencing.jsonschema.DRAFT202012)
+    resource = spec.create_resource(schema)
+    resolver = referencing.Registry().with_resource(resource.id() or "", resource).crawl().resolver_with_root(resource)
+    for ref in refs:
+        try:
+            resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable:
+            return f"has a $ref that resolves to nothing: {ref}"
     return None
 
 
