@@ -1,4 +1,5 @@
-"""`POST /v1/sessions/{session_id}/interrupts/{interrupt_id}/resume`: one conditional write, then one
+"""`POST /v1/sessions/{session_id}/interrupts/{interrupt_id}/resume`: one consistent read (the
+interrupt's status, origin and response schema, A1), one conditional write, then one
 SendTaskSuccess (R7). API Gateway routes it to the resume function; the API function includes the
 same router so the OpenAPI document covers it."""
 
