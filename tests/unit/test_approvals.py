@@ -74,6 +74,12 @@ def test_a1_schema_module_checks_schemas_and_names_the_failing_path() -> None:
     assert schemas.schema_error("object") is not None
     assert "references inside itself" in (schemas.schema_error({"$ref": "https://example.com/s.json"}) or "")
     assert "resolves to nothing" in (schemas.schema_error({"properties": {"a": {"$ref": "#/$defs/no"}}}) or "")
+    assert "without end" in (schemas.schema_error({"allOf": [{"$ref": "#"}]}) or "")
+    assert "$schema must be a string" in (schemas.schema_error({"$schema": ["x"]}) or "")
+    loop = {"properties": {"a": {"allOf": [{"$ref": "#/properties/a"}]}}}  # loops only on `a`
+    assert schemas.schema_error(loop) is None
+    assert schemas.answer_error(loop, {"a": 1}) == ("payload", "the interrupt's response_schema cannot be "
+                                                              "evaluated: RecursionError")
     local = {"$defs": {"b": {"type": "boolean"}}, "properties": {"a": {"$ref": "#/$defs/b"}}}
     assert schemas.schema_error(local) is None
     assert schemas.answer_error(APPROVAL, {"approved": "yes"})[0] == "payload.approved"  # type: ignore[index]

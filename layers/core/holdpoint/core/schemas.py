@@ -15,6 +15,7 @@ import referencing.jsonschema
 from jsonschema import validators
 
 AGUI_STATUSES = frozenset({"resolved", "cancelled"})
+PROBES: tuple[Any, ...] = (None, True, 0, "", [], {})  # one instance of each JSON type
 MAX_SCHEMA_BYTES = 16_384  # stored on the interrupt item and read on every resume
 NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry()
 """An empty registry: a `$ref` resolves inside the schema or not at all (jsonschema would
@@ -37,6 +38,8 @@ def schema_error(schema: Any) -> str | None:
     """Why `schema` is not a JSON Schema (object or boolean, valid under its own metaschema), or None."""
     if not isinstance(schema, (dict, bool)):
         return "must be a JSON Schema (an object or a boolean)"
+    if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
+        return "is not a valid JSON Schema: $schema must be a string"
     if len(json.dumps(schema, separators=(",", ":"))) > MAX_SCHEMA_BYTES:
         return f"is over {MAX_SCHEMA_BYTES} bytes as stored"
     refs = list(_refs(schema))
@@ -47,7 +50,19 @@ def schema_error(schema: Any) -> str | None:
         validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         return f"is not a valid JSON Schema: {exc.message}"
-    return _dangling(schema, validator.META_SCHEMA.get("$schema", ""), refs)
+    return _dangling(schema, validator.META_SCHEMA.get("$schema", ""), refs) or _endless(schema)
+
+
+def _endless(schema: Any) -> str | None:
+    """A schema that refers to itself without end (`{"$ref": "#"}`) cannot judge any answer:
+    tried on one instance of each JSON type, it is refused now rather than at every resume."""
+    validator = validators.validator_for(schema)(schema, registry=NO_RETRIEVAL)
+    try:
+        for probe in PROBES:
+            validator.is_valid(probe)
+    except RecursionError:
+        return "refers to itself without end"
+    return None
 
 
 def _dangling(schema: Any, dialect: str, refs: list[str]) -> str | None:
@@ -104,8 +119,9 @@ def answer_error(schema: Any, payload: Any) -> tuple[str, str] | None:
     validator = validators.validator_for(schema)(schema, registry=NO_RETRIEVAL)
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    except referencing.exceptions.Unresolvable as exc:
-        return prefix, f"the interrupt's response_schema cannot be evaluated: {exc}"
+    except (referencing.exceptions.Unresolvable, RecursionError) as exc:
+        # Declared schemas are checked for both; this keeps an exotic one a refusal, not a 500.
+        return prefix, f"the interrupt's response_schema cannot be evaluated: {type(exc).__name__}"
     if error is None:
         return None
     return json_path(prefix, error.absolute_path), f"the answer does not satisfy the interrupt's " \
