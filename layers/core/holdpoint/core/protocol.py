@@ -50,8 +50,8 @@ def _agui_schema(payload: Any) -> Any:
     return payload
 
 
-ResponseSchema = Annotated[Any, BeforeValidator(_response_schema)]
-"""A JSON Schema the resume payload must satisfy (A1)."""
+ResponseSchema = Annotated[dict[str, Any] | bool | None, BeforeValidator(_response_schema)]
+"""A JSON Schema the resume payload must satisfy (A1): an object or a boolean, as the document says."""
 InterruptPayload = Annotated[Any, BeforeValidator(_agui_schema)]
 
 
