@@ -108,3 +108,21 @@ def test_a4_a_repeated_resume_tells_the_truth_over_http(api: Api, stack: Any) ->
     unknown = api.resume(sid, "int-unknown", {}).json()
     assert unknown == {"ok": True, "interrupt_id": "int-unknown", "noop": True}
     assert len([e for e in api.events(sid) if e["type"] == "session.interrupt_resumed"]) == 1
+
+
+def test_a1_a4_the_readme_walkthrough_over_http(api: Api, stack: Any) -> None:
+    """README's "Resume" and "Validated answers" steps, request for request."""
+    sid = api.start("Email Bob that the report is ready")
+    iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
+    assert api.resume(sid, iid, {"approved": True}).json() == {"ok": True, "interrupt_id": iid, "noop": False}
+    again = api.resume(sid, iid, {"approved": False}).json()
+    assert again["noop"] is True and again["resolved"]["same_payload"] is False
+    assert again["resolved"]["by"] == {"subject": stack.subject, "origin": stack.origin}
+    api.wait_status(sid, "done")
+    api.ok("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "review", "interrupt_id": "int-review",
+                                                      "response_schema": APPROVAL})
+    bad = refusal(api.resume(sid, "int-review", {"approved": "yes"}), 400, code="invalid_resume",
+                  param="payload.approved")
+    assert "'yes' is not of type 'boolean'" in bad["message"]
+    good = api.resume(sid, "int-review", {"approved": True})
+    assert good.status_code == 200 and good.json() == {"ok": True, "interrupt_id": "int-review", "noop": False}
