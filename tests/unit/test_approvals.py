@@ -243,3 +243,16 @@ def test_a4_a_repeat_is_not_checked_against_the_schema() -> None:
     h.resume("int-ok", {"approved": True})
     again = h.resume("int-ok", {"approved": "yes"})
     assert again["noop"] is True and again["resolved"]["same_payload"] is False
+
+
+def test_a1_an_interrupt_stored_before_generation_was_an_attribute_still_resumes() -> None:
+    h = Harness(asking({"response_schema": APPROVAL}))
+    h.say("Email Bob")
+    assert h.session_id
+    from holdpoint.aws.store import session_pk
+
+    h.store.client.update_item(TableName=h.store.table, Key={"PK": {"S": session_pk(h.caller.tenant, h.session_id)},
+                                                             "SK": {"S": "I#int-ok"}},
+                               UpdateExpression="REMOVE generation")
+    assert refused(h, {"approved": 1}).code == "invalid_resume"
+    assert h.resume("int-ok", {"approved": True})["noop"] is False

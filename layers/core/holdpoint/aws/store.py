@@ -616,10 +616,10 @@ class Store:
             names["#owner"] = "owner"
             values[":owner"] = _s(owner)
         if generation is not None:
-            # Items written before `generation` was a top-level attribute are generation 0.
+            # An item written before `generation` was a top-level attribute has none; raising it
+            # again rewrites the item with one, so a re-raise is still seen.
             values[":gen"] = _n(generation)
-            condition += " AND (generation = :gen" + (" OR attribute_not_exists(generation))" if generation == 0
-                                                       else ")")
+            condition += " AND (generation = :gen OR attribute_not_exists(generation))"
         try:
             out = self.client.update_item(
                 TableName=self.table,
