@@ -22,6 +22,7 @@ from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store
 from holdpoint.aws.timers import Timers
+from holdpoint.core.errors import Refusal
 from holdpoint.core.protocol import ClientMessageInput
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
@@ -32,6 +33,23 @@ from tests.harness import SEND_EMAIL_SCRIPT, TOOLS, seed_worker
 
 WRITES = {"transact_write_items", "put_item", "update_item", "send_message", "start_execution",
           "send_task_success"}
+
+
+SCHEMA_TEXT = "Email Bob, answer checked"  # the seed with a response_schema on its interrupt (A1)
+
+
+def with_schema(decide: Any) -> Any:
+    """The seed worker, its `confirm` interrupt carrying a response schema."""
+
+    def answer(req: dict[str, Any]) -> dict[str, Any]:
+        out = decide(req)
+        for action in (out or {}).get("actions") or []:
+            if action["type"] == "interrupt":
+                action["response_schema"] = {"type": "object", "required": ["approved"],
+                                             "properties": {"approved": {"type": "boolean"}}}
+        return out
+
+    return answer
 
 
 class Crash(Exception):
@@ -82,6 +100,7 @@ class CrashRun:
 
     def __init__(self, fail_at: int | None, mode: str, text: str = "Email Bob") -> None:
         self.text = text
+        self.schema = text == SCHEMA_TEXT
         self.faults = Faults(fail_at, mode)
         self.task_success: list[str] = []
         base = Store()
@@ -91,7 +110,7 @@ class CrashRun:
         timers = Timers(client=FaultyClient(Timers().client, self.faults))
         self.runner = assembly.new_runner(self.store, self.parking, self.queue, timers)
         self.log: list[dict[str, Any]] = []
-        workers.register("crash-seed", seed_worker(self.log))
+        workers.register("crash-seed", with_schema(seed_worker(self.log)) if self.schema else seed_worker(self.log))
         base.put_agent("t1", "assistant", {"worker": {"python": "crash-seed"}, "tools": TOOLS,
                                            "llm": {"provider": "scripted", "script": SEND_EMAIL_SCRIPT}})
         self.caller = Caller("t1", "user-1", "client")
@@ -132,6 +151,9 @@ class CrashRun:
         self.play_state_machine()
         self.play_state_machine()
         iid = [i for i in Store().load("t1", self.sid).interrupts][0]  # type: ignore[union-attr]
+        if self.schema:  # A1: a refused answer writes nothing, so it is no crash point
+            with pytest.raises(Refusal, match="response_schema"):
+                self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": "yes"})
         self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": True})
         for _ in range(3):
             self.play_state_machine()
@@ -196,7 +218,7 @@ def fresh_aws(monkeypatch: pytest.MonkeyPatch) -> Any:
     return open_aws
 
 
-@pytest.mark.parametrize("text", ["Email Bob", "do two things"], ids=["seed", "two-tools"])
+@pytest.mark.parametrize("text", ["Email Bob", "do two things", SCHEMA_TEXT], ids=["seed", "two-tools", "a1-schema"])
 @pytest.mark.parametrize("mode", ["before", "after"])
 def test_crash_at_every_write_along_the_seed_example_repeats_nothing(fresh_aws: Any, mode: str, text: str) -> None:
     mock = fresh_aws()

@@ -302,9 +302,9 @@ def test_resume_route(api: dict[str, str]) -> None:
     assert status == 200, body
     assert body == {"ok": True, "interrupt_id": iid, "noop": False}
     h.wake(iid, "resumed")
-    # Resuming again, or an unknown id, is a no-op.
-    assert call_resume(sid, iid, {"payload": {"approved": True}}) == (200, {"ok": True, "interrupt_id": iid,
-                                                                               "noop": True})
+    # Resuming again, or an unknown id, is a no-op; a repeat says how it was cleared (A4).
+    status, again = call_resume(sid, iid, {"payload": {"approved": True}})
+    assert status == 200 and again["noop"] is True and again["resolved"]["same_payload"] is True
     assert call_resume(sid, "int-unknown", {}) == (200, {"ok": True, "interrupt_id": "int-unknown", "noop": True})
     # An unknown session is 404; the resume was recorded with its responder.
     assert_error(*call_resume("ses-nope", iid, {}), 404, code="not_found")

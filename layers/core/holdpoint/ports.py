@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
-ResolveOutcome = Literal["resolved", "noop", "forbidden", "not_found"]
+ResolveOutcome = Literal["resolved", "noop", "forbidden", "not_found", "changed"]
 
 
 class Conflict(Exception):
@@ -49,9 +49,12 @@ class SessionStore(Protocol):
 
     def session_exists(self, tenant: str, session_id: str, owner: str | None = None) -> bool: ...
 
+    def read_interrupt(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None: ...
+
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+                          owner: str | None = None,
+                          generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
 
     def inbox(self, tenant: str, limit: int,
               cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...

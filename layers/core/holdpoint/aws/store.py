@@ -6,7 +6,7 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: version counter, head, seq, worker state |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top-level `status`, `origin`, inbox GSI keys while open) |
+| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, inbox GSI keys while open) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
@@ -404,6 +404,7 @@ class Store:
             item["status"] = _s(status)
         if isinstance(record, Interrupt):
             item["origin"] = _s(record.origin)
+            item["generation"] = _n(record.generation)  # the resume conditions on it (A1)
             if record.owner:
                 item["owner"] = _s(record.owner)
             if record.resolution is not None:
@@ -579,12 +580,22 @@ class Store:
 
     # --- interrupts --------------------------------------------------------------------
 
+    def read_interrupt(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
+        """The interrupt as it is now (one strongly consistent GetItem): the resume checks its
+        status, owner, origin and response schema before it writes anything."""
+        got = self.client.get_item(TableName=self.table, ConsistentRead=True,
+                                   Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"I#{interrupt_id}")})
+        item = got.get("Item")
+        return self._interrupt(item, self.body(item)) if item else None
+
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+                          owner: str | None = None,
+                          generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: flip `open -> resolved` exactly once. Returns (outcome, the interrupt as it now is)
         with outcome `resolved`, `noop` (stale, unknown or duplicate: no interrupt when unknown),
-        `forbidden` (its origin outranks the caller) or `not_found` (another owner's session)."""
+        `forbidden` (its origin outranks the caller), `not_found` (another owner's session) or
+        `changed` (A1: open again under another `generation` than the one the caller checked)."""
         names = {"#s": "status"}
         values: dict[str, Any] = {
             ":open": _s("open"),
@@ -604,6 +615,11 @@ class Store:
             condition += " AND #owner = :owner"
             names["#owner"] = "owner"
             values[":owner"] = _s(owner)
+        if generation is not None:
+            # An item written before `generation` was a top-level attribute has none; raising it
+            # again rewrites the item with one, so a re-raise is still seen.
+            values[":gen"] = _n(generation)
+            condition += " AND (generation = :gen OR attribute_not_exists(generation))"
         try:
             out = self.client.update_item(
                 TableName=self.table,
@@ -619,15 +635,21 @@ class Store:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            old = exc.response.get("Item") or {}
-            if owner is not None and old and old.get("owner", {}).get("S") != owner:
-                return "not_found", None
-            found = self._interrupt(old, self.body(old)) if old else None
-            if found is not None and found.status == "open":
-                return "forbidden", found
-            return "noop", found
+            return self._unresolved(exc.response.get("Item") or {}, owner, generation)
         new = out["Attributes"]
         return "resolved", self._interrupt(new, self.body(new))
+
+    def _unresolved(self, old: dict[str, Any], owner: str | None,
+                    generation: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """Why the resume's conditional update failed, from the item as it was."""
+        if owner is not None and old and old.get("owner", {}).get("S") != owner:
+            return "not_found", None
+        found = self._interrupt(old, self.body(old)) if old else None
+        if found is not None and found.status == "open":
+            if generation is not None and found.generation != generation:
+                return "changed", found
+            return "forbidden", found
+        return "noop", found
 
     def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], Any]:
         kwargs: dict[str, Any] = {

@@ -295,7 +295,8 @@ def _interrupt(ctx: ActionContext, action: Any) -> None:
         bound = action.payload["toolCallId"]
     rules.raise_interrupt(state, interrupt_id=action.interrupt_id, reason=action.reason, payload=action.payload,
                           origin="worker", anchor=interrupt_anchor(state, decision), expires_in=action.expires_in,
-                          call_id=bound, turn_id=decision.turn_id, raised_by=f"{decision.id}:{ctx.index}")
+                          call_id=bound, turn_id=decision.turn_id, raised_by=f"{decision.id}:{ctx.index}",
+                          response_schema=action.declared_schema())
 
 
 def _done(ctx: ActionContext, action: Any) -> None:

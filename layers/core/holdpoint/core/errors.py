@@ -18,6 +18,7 @@ Code = Literal[
     "payload_too_large",
     "too_many_messages",  # one input adds more than one transaction can record
     "unknown_input_type",
+    "invalid_resume",  # A1: the resume payload does not satisfy the interrupt's response_schema
 ]
 
 

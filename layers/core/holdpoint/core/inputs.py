@@ -126,7 +126,8 @@ def _suspend_active_turn(state: SessionState) -> None:
 
 
 def raise_from_api(state: SessionState, *, reason: str, payload: Any, origin: str, global_: bool,
-                   interrupt_id: str | None, expires_in: int | None, request_id: str) -> str:
+                   interrupt_id: str | None, expires_in: int | None, request_id: str,
+                   response_schema: Any = None) -> str:
     """R5: an operator or client pause at the current head (or global when asked)."""
     anchor = None if global_ or not state.tree.nodes else state.tree.head_id
     interrupt = rules.raise_interrupt(
@@ -140,6 +141,7 @@ def raise_from_api(state: SessionState, *, reason: str, payload: Any, origin: st
         call_id=None,
         turn_id=state.header.active_turn,
         raised_by=f"api:{request_id}",
+        response_schema=response_schema,
     )
     if interrupt is None:
         return interrupt_id or ""

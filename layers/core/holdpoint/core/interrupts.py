@@ -71,6 +71,7 @@ def raise_interrupt(
     call_id: str | None,
     turn_id: str | None,
     raised_by: str,
+    response_schema: Any = None,
 ) -> Interrupt | None:
     """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1)."""
     h = state.header
@@ -98,6 +99,7 @@ def raise_interrupt(
         turn_id=turn_id,
         raised_by=raised_by,
         owner=(h.identity or {}).get("id"),
+        response_schema=response_schema,
     )
     if existing is None:
         state.put(interrupt)

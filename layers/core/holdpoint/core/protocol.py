@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 
+from holdpoint.core import schemas
 from holdpoint.core.ids import ACTION_TAGS as ACTION_TAGS
 from holdpoint.core.ids import ID_PATTERN as ID_PATTERN
 from holdpoint.core.ids import ID_REGEX as ID_REGEX
@@ -35,6 +36,27 @@ ExpiresIn = Annotated[int, Field(strict=True, ge=1, le=31_536_000), BeforeValida
 """Seconds until an interrupt expires (at most a year)."""
 
 Origin = Literal["worker", "client", "machine", "operator", "system"]
+
+
+def _response_schema(value: Any) -> Any:
+    """A1: a response schema is refused where it is declared, naming its field."""
+    if value is not None and (error := schemas.schema_error(value)):
+        raise ValueError(f"response_schema {error}")
+    return value
+
+
+def _agui_schema(payload: Any) -> Any:
+    """A1: AG-UI's `payload.responseSchema` is a response schema too, checked the same way."""
+    if isinstance(payload, dict) and "responseSchema" in payload:
+        error = schemas.schema_error(payload["responseSchema"])
+        if error:
+            raise ValueError(f"payload.responseSchema {error}")
+    return payload
+
+
+ResponseSchema = Annotated[dict[str, Any] | bool | None, BeforeValidator(_response_schema)]
+"""A JSON Schema the resume payload must satisfy (A1): an object or a boolean, as the document says."""
+InterruptPayload = Annotated[Any, BeforeValidator(_agui_schema)]
 
 
 class Wire(BaseModel):
@@ -464,8 +486,12 @@ class InterruptAction(Wire):
     type: Literal["interrupt"]
     interrupt_id: Id | None = None
     reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-    payload: Any = None
+    payload: InterruptPayload = None
     expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
+    response_schema: ResponseSchema = None
+
+    def declared_schema(self) -> Any:
+        return schemas.declared(self.response_schema, self.payload)
 
 
 class LlmResponse(Open):
@@ -686,10 +712,14 @@ class ClientTokenBody(Wire):
 
 class RaiseInterruptBody(Wire):
     reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-    payload: Any = None
+    payload: InterruptPayload = None
     interrupt_id: Id | None = None
     expires_in: ExpiresIn | None = None
     global_: bool = Field(default=False, alias="global", strict=True)
+    response_schema: ResponseSchema = None
+
+    def declared_schema(self) -> Any:
+        return schemas.declared(self.response_schema, self.payload)
 
 
 class SettleBody(Wire):

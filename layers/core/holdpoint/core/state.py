@@ -133,6 +133,7 @@ class Interrupt:
     woken: bool = False
     generation: int = 0
     owner: str | None = None
+    response_schema: Any = None  # A1: the JSON Schema a resume payload must satisfy
     rev: int = 0
 
     def view(self) -> dict[str, Any]:
@@ -149,6 +150,8 @@ class Interrupt:
             out["expires_at"] = self.expires_at
         if self.call_id is not None:
             out["call_id"] = self.call_id
+        if self.response_schema is not None:
+            out["response_schema"] = self.response_schema
         return out
 
 

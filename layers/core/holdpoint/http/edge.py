@@ -14,6 +14,7 @@ from holdpoint.services.caller import Caller
 STATUS: dict[Code, int] = {
     "validation_error": 400,
     "invalid_request": 400,
+    "invalid_resume": 400,
     "unauthorized": 401,
     "forbidden": 403,
     "not_found": 404,

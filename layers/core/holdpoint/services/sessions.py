@@ -110,11 +110,13 @@ def events(store: SessionStore, caller: Caller, session_id: str, after_seq: int,
 
 def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
-                    request_id: str, clock: Clock = time.time) -> dict[str, Any]:
-    """R5: an interrupt raised through the API, at the head (or global), with the caller's origin."""
+                    request_id: str, response_schema: Any = None, clock: Clock = time.time) -> dict[str, Any]:
+    """R5: an interrupt raised through the API, at the head (or global), with the caller's origin;
+    A1: `response_schema` (already checked by the wire model) bounds what its resume may carry."""
     def raise_it(state: SessionState) -> str:
         return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
-                              interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id)
+                              interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
+                              response_schema=response_schema)
 
     state, iid = changed(store, lambda: owned(store, caller, session_id), raise_it, clock)
     if state.effects:

@@ -1,6 +1,8 @@
-"""`POST /v1/sessions/{session_id}/interrupts/{interrupt_id}/resume`, as the API function declares it
-for its OpenAPI document (validated by Powertools). API Gateway routes it to the resume function,
-which serves the same request without the OpenAPI machinery (holdpoint.http.resume_api)."""
+"""`POST /v1/sessions/{session_id}/interrupts/{interrupt_id}/resume`: one consistent read (the
+interrupt's status, origin and response schema, A1), one conditional write, then one
+SendTaskSuccess (R7). The API function declares it here for its OpenAPI document (validated by
+Powertools); API Gateway routes it to the resume function, which serves the same request without
+the OpenAPI machinery (holdpoint.http.resume_api)."""
 
 from __future__ import annotations
 

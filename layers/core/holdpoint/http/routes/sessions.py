@@ -96,7 +96,8 @@ def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseIn
         assembly.get_store(), assembly.get_queue(), edge.caller(event.raw_event),
         edge.check_id(session_id, f"session {session_id}"), reason=body.reason,
         payload=edge.check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
-        expires_in=body.expires_in, request_id=event.request_context.request_id)
+        expires_in=body.expires_in, request_id=event.request_context.request_id,
+        response_schema=body.declared_schema())
     if not out["noop"]:
         count("InterruptsRaised")
     return out

@@ -1,0 +1,128 @@
+"""Approvals you can trust (A1, A4) over HTTP on the local stack: the real handlers, DynamoDB,
+Step Functions holding the branch, and a signed HTTP worker."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.security.probes import refusal, table_count
+from tests.stack import Api, declare_agent, execution_status, resumed_triggers, seed_worker, wait_execution
+
+APPROVAL = {"type": "object", "required": ["approved"],
+            "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}}}
+
+
+@pytest.fixture
+def schema_worker(api: Api, worker: Any) -> Iterator[list[dict[str, Any]]]:
+    """The seed worker, except its `confirm` interrupt carries a response schema."""
+
+    def answer(self: Any, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
+        out = seed_worker.decide(trigger, proposed)
+        for action in (out or {}).get("actions", []):
+            if action["type"] == "interrupt":
+                action["response_schema"] = APPROVAL
+        return out
+
+    handler = type("Handler", (seed_worker.WorkerHandler,), {
+        "secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"], "seen": [], "answer": answer})
+    server = seed_worker.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    seed_worker.threading.Thread(target=server.serve_forever, daemon=True).start()
+    declare_agent(api, f"http://127.0.0.1:{server.server_address[1]}/")
+    yield handler.seen
+    server.shutdown()
+
+
+# --- A1 -------------------------------------------------------------------------------------
+
+
+def test_a1_worker_schema_refuses_a_bad_answer_over_http(api: Api, stack: Any,
+                                                           schema_worker: list[dict[str, Any]]) -> None:
+    sid = api.start()
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    iid = interrupt["interrupt_id"]
+    assert interrupt["response_schema"] == APPROVAL
+    wait_execution(stack, sid, iid, "RUNNING")
+    before, events = table_count(stack), len(api.events(sid))
+    refusal(api.resume(sid, iid, {"approved": "yes"}), 400, code="invalid_resume", param="payload.approved")
+    refusal(api.resume(sid, iid, {"note": "ok"}), 400, code="invalid_resume", param="payload")
+    as_input = api.req("POST", f"/v1/sessions/{sid}/inputs",
+                       {"type": "interrupt.resume", "interrupt_id": iid, "payload": {"approved": 1}})
+    refusal(as_input, 400, code="invalid_resume", param="payload.approved")
+    agui = {"status": "resolved", "payload": {"approved": "no"}, "responder": {"name": "ann"}}
+    refusal(api.resume(sid, iid, agui), 400, code="invalid_resume", param="payload.payload.approved")
+    # Nothing recorded, the interrupt still open, the task token not spent.
+    assert table_count(stack) == before and len(api.events(sid)) == events
+    assert api.view(sid)["status"] == "interrupted"
+    assert execution_status(stack, sid, iid) == "RUNNING"
+    good = api.resume(sid, iid, {"approved": True})
+    assert good.status_code == 200 and good.json() == {"ok": True, "interrupt_id": iid, "noop": False}
+    view = api.wait_status(sid, "done")
+    wait_execution(stack, sid, iid, "SUCCEEDED")
+    assert view["messages"][2]["content"] == "sent"
+    assert [t["payload"] for t in resumed_triggers(schema_worker, sid)] == [{"approved": True}]
+
+
+def test_a1_api_raise_with_a_response_schema_over_http(api: Api, stack: Any) -> None:
+    sid = api.start("say hi")
+    api.wait_status(sid, "done")
+    before = table_count(stack)
+    bad = {"reason": "review", "response_schema": {"type": "nope"}}
+    refusal(api.req("POST", f"/v1/sessions/{sid}/interrupts", bad), 400, code="validation_error",
+            param="response_schema")
+    bad_agui = {"reason": "review", "payload": {"responseSchema": {"required": "approved"}}}
+    refusal(api.req("POST", f"/v1/sessions/{sid}/interrupts", bad_agui), 400, code="validation_error",
+            param="payload")
+    assert table_count(stack) == before
+    raised = api.ok("POST", f"/v1/sessions/{sid}/interrupts",
+                    {"reason": "review", "interrupt_id": "int-review", "payload": {"responseSchema": APPROVAL}})
+    assert raised["interrupt"]["response_schema"] == APPROVAL
+    api.wait_status(sid, "interrupted")
+    refusal(api.resume(sid, "int-review", {"approved": "yes"}), 400, code="invalid_resume",
+            param="payload.approved")
+    # A cancelled AG-UI answer is not checked.
+    out = api.resume(sid, "int-review", {"status": "cancelled", "payload": None})
+    assert out.status_code == 200 and out.json()["noop"] is False
+    api.wait(sid, lambda v: v["interrupts"] == [])
+
+
+# --- A4 -------------------------------------------------------------------------------------
+
+
+def test_a4_a_repeated_resume_tells_the_truth_over_http(api: Api, stack: Any) -> None:
+    sid = api.start()
+    iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
+    first = api.resume(sid, iid, {"approved": True, "note": "fine"})
+    assert first.json() == {"ok": True, "interrupt_id": iid, "noop": False}
+    api.wait_status(sid, "done")
+    same = api.resume(sid, iid, {"note": "fine", "approved": True}).json()
+    assert same["noop"] is True and same["interrupt_id"] == iid
+    assert same["resolved"]["by"] == {"subject": stack.subject, "origin": stack.origin}
+    assert same["resolved"]["status"] == "resolved" and same["resolved"]["same_payload"] is True
+    assert same["resolved"]["at"].endswith("Z")
+    other = api.resume(sid, iid, {"approved": False}).json()
+    assert other["noop"] is True and other["resolved"]["same_payload"] is False
+    unknown = api.resume(sid, "int-unknown", {}).json()
+    assert unknown == {"ok": True, "interrupt_id": "int-unknown", "noop": True}
+    assert len([e for e in api.events(sid) if e["type"] == "session.interrupt_resumed"]) == 1
+
+
+def test_a1_a4_the_readme_walkthrough_over_http(api: Api, stack: Any) -> None:
+    """README's "Resume" and "Validated answers" steps, request for request."""
+    sid = api.start("Email Bob that the report is ready")
+    iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
+    assert api.resume(sid, iid, {"approved": True}).json() == {"ok": True, "interrupt_id": iid, "noop": False}
+    again = api.resume(sid, iid, {"approved": False}).json()
+    assert again["noop"] is True and again["resolved"]["same_payload"] is False
+    assert again["resolved"]["by"] == {"subject": stack.subject, "origin": stack.origin}
+    api.wait_status(sid, "done")
+    api.ok("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "review", "interrupt_id": "int-review",
+                                                      "response_schema": APPROVAL})
+    bad = refusal(api.resume(sid, "int-review", {"approved": "yes"}), 400, code="invalid_resume",
+                  param="payload.approved")
+    assert "'yes' is not of type 'boolean'" in bad["message"]
+    good = api.resume(sid, "int-review", {"approved": True})
+    assert good.status_code == 200 and good.json() == {"ok": True, "interrupt_id": "int-review", "noop": False}

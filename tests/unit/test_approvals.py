@@ -1,0 +1,258 @@
+"""Approvals you can trust (PROTOCOL.md §3, A1 and A4), against the real core and store on moto.
+
+HTTP versions over the local stack live in tests/e2e/test_approvals_e2e.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from holdpoint import assembly
+from holdpoint.core import schemas
+from holdpoint.core.errors import Refusal
+from holdpoint.services import sessions
+from tests.harness import Harness
+from tests.unit.test_api import call_api, call_resume, start_session, table_items
+
+pytestmark = pytest.mark.usefixtures("aws")
+
+APPROVAL = {"type": "object", "required": ["approved"], "additionalProperties": False,
+            "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}}}
+
+
+@pytest.fixture
+def handlers(aws: dict[str, str]) -> Iterator[None]:
+    """The API's handler modules with clients built fresh for this test's moto AWS."""
+    assembly.reset()
+    yield
+    assembly.reset()
+
+
+def asking(schema_field: dict[str, Any]) -> Any:
+    """A worker that asks before every tool with `schema_field` on its interrupt action."""
+
+    def decide(req: dict[str, Any]) -> dict[str, Any]:
+        t = req["trigger"]
+        if t["type"] == "tool.execute":
+            return {"actions": [{"type": "interrupt", "interrupt_id": "int-ok", "reason": "approve",
+                                 **schema_field}]}
+        if t["type"] == "interrupt.resumed":
+            return {"actions": [{"type": "tool.result", "result": f"answer {t['payload']}"}]}
+        return req["proposed"]
+
+    return decide
+
+
+def refused(h: Harness, payload: Any) -> Refusal:
+    with pytest.raises(Refusal) as info:
+        h.resume("int-ok", payload)
+    return info.value
+
+
+def spent_tokens(h: Harness) -> list[str]:
+    """Count SendTaskSuccess calls the resume path makes."""
+    calls: list[str] = []
+    complete = h.parking.complete
+
+    def spy(token: str, output: dict[str, Any]) -> bool:
+        calls.append(token)
+        return complete(token, output)
+
+    h.parking.complete = spy  # type: ignore[method-assign]
+    return calls
+
+
+# --- A1 -------------------------------------------------------------------------------------
+
+
+def test_a1_schema_module_checks_schemas_and_names_the_failing_path() -> None:
+    assert schemas.schema_error(APPROVAL) is None and schemas.schema_error(True) is None
+    assert "not a valid JSON Schema" in (schemas.schema_error({"type": "nope"}) or "")
+    assert schemas.schema_error("object") is not None
+    assert "references inside itself" in (schemas.schema_error({"$ref": "https://example.com/s.json"}) or "")
+    assert "resolves to nothing" in (schemas.schema_error({"properties": {"a": {"$ref": "#/$defs/no"}}}) or "")
+    assert "without end" in (schemas.schema_error({"allOf": [{"$ref": "#"}]}) or "")
+    assert "$schema must be a string" in (schemas.schema_error({"$schema": ["x"]}) or "")
+    loop = {"properties": {"a": {"allOf": [{"$ref": "#/properties/a"}]}}}  # loops only on `a`
+    assert schemas.schema_error(loop) is None
+    assert schemas.answer_error(loop, {"a": 1}) == ("payload", "the interrupt's response_schema cannot be "
+                                                              "evaluated: RecursionError")
+    local = {"$defs": {"b": {"type": "boolean"}}, "properties": {"a": {"$ref": "#/$defs/b"}}}
+    assert schemas.schema_error(local) is None
+    assert schemas.answer_error(APPROVAL, {"approved": "yes"})[0] == "payload.approved"  # type: ignore[index]
+    assert schemas.answer_error(APPROVAL, {"approved": True}) is None
+    items = {"type": "array", "items": {"type": "string"}}
+    assert schemas.answer_error({"type": "object", "properties": {"items": items}},
+                                {"items": ["a", 1]})[0] == "payload.items[1]"  # type: ignore[index]
+    # AG-UI's shape: the inner payload of a `resolved` answer is checked, a `cancelled` one is not.
+    agui = {"status": "resolved", "payload": {"approved": 1}, "responder": {"name": "ann"}}
+    assert schemas.answer_error(APPROVAL, agui)[0] == "payload.payload.approved"  # type: ignore[index]
+    assert schemas.answer_error(APPROVAL, {"status": "cancelled"}) is None
+    assert schemas.declared(None, {"responseSchema": APPROVAL}) == APPROVAL
+    assert schemas.declared(True, {"responseSchema": APPROVAL}) is True
+
+
+def test_a1_bad_answer_is_refused_and_nothing_changes_then_a_good_one_resumes() -> None:
+    h = Harness(asking({"response_schema": APPROVAL}))
+    h.say("Email Bob")
+    [interrupt] = h.view()["interrupts"]
+    assert interrupt["response_schema"] == APPROVAL
+    tokens = spent_tokens(h)
+    events, items = len(h.events()), table_items()
+    for payload, param in (({"approved": "yes"}, "payload.approved"), ({}, "payload"),
+                           ({"approved": True, "extra": 1}, "payload"), (None, "payload")):
+        err = refused(h, payload)
+        assert (err.code, err.param) == ("invalid_resume", param), err.body()
+    assert h.view()["status"] == "interrupted" and len(h.events()) == events and table_items() == items
+    assert tokens == []
+    assert h.resume("int-ok", {"approved": True})["noop"] is False
+    assert tokens == ["token-int-ok-0"]
+    [resumed] = h.events("session.interrupt_resumed")
+    assert h.view()["interrupts"] == [] and resumed["data"]["payload"] == {"approved": True}
+
+
+def test_a1_invalid_schema_on_a_worker_action_fails_validation_naming_the_field() -> None:
+    h = Harness(asking({"response_schema": {"type": "nope"}}))
+    h.say("Email Bob")
+    [failed] = h.events("decision.failed")
+    assert failed["data"]["error"]["param"] == "actions[0].response_schema"
+    assert h.view()["interrupts"] == []
+
+
+def test_a1_agui_payload_response_schema_is_read_and_checked_on_the_inner_payload() -> None:
+    h = Harness(asking({"payload": {"responseSchema": APPROVAL}}))
+    h.say("Email Bob")
+    err = refused(h, {"status": "resolved", "payload": {"approved": "no"}})
+    assert (err.code, err.param) == ("invalid_resume", "payload.payload.approved")
+    # A cancelled AG-UI answer is not checked against the schema.
+    assert h.resume("int-ok", {"status": "cancelled", "payload": None})["noop"] is False
+
+
+def test_a1_invalid_agui_schema_on_a_worker_action_fails_validation() -> None:
+    h = Harness(asking({"payload": {"responseSchema": {"required": "approved"}}}))
+    h.say("Email Bob")
+    [failed] = h.events("decision.failed")
+    assert failed["data"]["error"]["param"] == "actions[0].payload"
+    assert "responseSchema" in failed["data"]["error"]["message"]
+
+
+@pytest.mark.usefixtures("handlers")
+def test_a1_api_raise_takes_a_response_schema_and_refuses_an_invalid_one() -> None:
+    h = Harness(tenant="dev")
+    sid = start_session(h)
+    before = table_items()
+    for body, param in (({"reason": "r", "response_schema": {"type": "nope"}}, "response_schema"),
+                        ({"reason": "r", "response_schema": "yes"}, "response_schema"),
+                        ({"reason": "r", "payload": {"responseSchema": {"minimum": "x"}}}, "payload")):
+        status, out = call_api("POST", f"/v1/sessions/{sid}/interrupts", body, origin="operator")
+        assert status == 400 and out["error"]["param"] == param, out
+    assert table_items() == before
+    status, out = call_api("POST", f"/v1/sessions/{sid}/interrupts",
+                           {"reason": "check", "interrupt_id": "int-api", "response_schema": APPROVAL})
+    assert status == 200 and out["interrupt"]["response_schema"] == APPROVAL
+    status, out = call_resume(sid, "int-api", {"payload": {"approved": "maybe"}})
+    assert status == 400 and out["error"]["code"] == "invalid_resume" and out["error"]["param"] == "payload.approved"
+    status, out = call_api("POST", f"/v1/sessions/{sid}/inputs",
+                           {"type": "interrupt.resume", "interrupt_id": "int-api", "payload": {"approved": 3}})
+    assert status == 400 and out["error"]["code"] == "invalid_resume" and out["error"]["param"] == "payload.approved"
+    assert any(i["interrupt_id"] == "int-api" for i in h.view()["interrupts"])
+    status, out = call_resume(sid, "int-api", {"payload": {"approved": True}})
+    assert (status, out) == (200, {"ok": True, "interrupt_id": "int-api", "noop": False})
+
+
+def test_a1_service_raise_stores_the_schema() -> None:
+    h = Harness(origin="operator")
+    h.say("say hi")
+    assert h.session_id
+    out = sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id, reason="review", payload=None,
+                                   global_=False, interrupt_id="int-ok", expires_in=None, request_id="req-1",
+                                   response_schema=APPROVAL)
+    assert out["interrupt"]["response_schema"] == APPROVAL
+    assert h.store.read_interrupt(h.caller.tenant, h.session_id, "int-ok").response_schema == APPROVAL  # type: ignore[union-attr]
+
+
+def test_a1_resume_reads_once_and_writes_once() -> None:
+    h = Harness(asking({"response_schema": APPROVAL}))
+    h.say("Email Bob")
+    calls: list[str] = []
+    h.store.client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    tokens = spent_tokens(h)
+    from holdpoint.services.resume import resume
+
+    assert h.session_id
+    resume(h.store, h.parking, h.caller, h.session_id, "int-ok", {"approved": True})
+    assert calls == ["GetItem", "UpdateItem"] and len(tokens) == 1
+
+
+def test_a1_a_reraised_interrupt_cannot_slip_in_between_the_read_and_the_write() -> None:
+    """The write is conditioned on the generation the read saw: a resume checked against one
+    schema never clears an interrupt raised again (perhaps with another schema) in between."""
+    h = Harness(asking({"response_schema": APPROVAL}))
+    h.say("Email Bob")
+    assert h.session_id
+    stale = h.store.read_interrupt(h.caller.tenant, h.session_id, "int-ok")
+    assert stale is not None
+    stale.response_schema = True  # what an earlier generation allowed
+    # The interrupt is raised again under generation 1 before the write lands.
+    from holdpoint.aws.store import session_pk
+
+    h.store.client.update_item(TableName=h.store.table, Key={"PK": {"S": session_pk(h.caller.tenant, h.session_id)},
+                                                             "SK": {"S": "I#int-ok"}},
+                               UpdateExpression="SET generation = :g", ExpressionAttributeValues={":g": {"N": "1"}})
+    h.store.read_interrupt = lambda *a: stale  # type: ignore[method-assign]
+    err = refused(h, {"anything": "goes"})
+    assert err.code == "conflict" and err.param == "interrupt_id"
+    assert h.view()["status"] == "interrupted"
+
+
+# --- A4 -------------------------------------------------------------------------------------
+
+
+def test_a4_a_repeated_resume_says_who_cleared_it_when_and_with_what() -> None:
+    h = Harness(asking({}))
+    h.say("Email Bob")
+    first = h.resume("int-ok", {"approved": True, "note": "ok"})
+    assert first == {"ok": True, "interrupt_id": "int-ok", "noop": False}
+    again = h.resume("int-ok", {"note": "ok", "approved": True})
+    assert again["noop"] is True and again["interrupt_id"] == "int-ok"
+    resolved = again["resolved"]
+    assert resolved["by"] == {"subject": "user-1", "origin": "client"}
+    assert resolved["status"] == "resolved" and resolved["at"].endswith("Z") and resolved["same_payload"] is True
+    assert h.resume("int-ok", {"approved": False})["resolved"]["same_payload"] is False
+    # An unknown id is a no-op with nothing to tell.
+    assert h.resume("int-unknown", {}) == {"ok": True, "interrupt_id": "int-unknown", "noop": True}
+
+
+def test_a4_a_resume_after_expiry_says_it_expired() -> None:
+    h = Harness(asking({"expires_in": 60}))
+    h.say("Email Bob")
+    h.wake("int-ok", "expired")
+    again = h.resume("int-ok", {"approved": True})
+    assert again["noop"] is True
+    assert again["resolved"]["status"] == "expired" and again["resolved"]["same_payload"] is False
+    assert again["resolved"]["by"] == {"subject": "expiry", "origin": "system"}
+
+
+def test_a4_a_repeat_is_not_checked_against_the_schema() -> None:
+    """A repeated answer changes nothing, so it is told the truth rather than refused."""
+    h = Harness(asking({"response_schema": APPROVAL}))
+    h.say("Email Bob")
+    h.resume("int-ok", {"approved": True})
+    again = h.resume("int-ok", {"approved": "yes"})
+    assert again["noop"] is True and again["resolved"]["same_payload"] is False
+
+
+def test_a1_an_interrupt_stored_before_generation_was_an_attribute_still_resumes() -> None:
+    h = Harness(asking({"response_schema": APPROVAL}))
+    h.say("Email Bob")
+    assert h.session_id
+    from holdpoint.aws.store import session_pk
+
+    h.store.client.update_item(TableName=h.store.table, Key={"PK": {"S": session_pk(h.caller.tenant, h.session_id)},
+                                                             "SK": {"S": "I#int-ok"}},
+                               UpdateExpression="REMOVE generation")
+    assert refused(h, {"approved": 1}).code == "invalid_resume"
+    assert h.resume("int-ok", {"approved": True})["noop"] is False
