@@ -43,6 +43,7 @@ for _p in (ROOT / "local", ROOT / "layers" / "core", ROOT):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
+import boto3  # noqa: E402
 import requests  # noqa: E402
 
 from holdpoint_local import FAKE_ENV  # noqa: E402
@@ -92,6 +93,49 @@ class SeedWorker:
                 event = self.events.setdefault(sid, threading.Event())
             event.set()
         return self._decide(trigger, request.get("proposed") or {})
+
+
+# --------------------------------------------------------------------------- where the time goes
+
+
+class Timeline:
+    """Every AWS request the process makes, stamped as it ends, with the thread that made it: the
+    resume path's phases are read off it (the handlers run in this process on the local stack).
+    Hooks go on boto3's default session before the stack starts, so every client built from it
+    carries them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls: list[tuple[float, str, str]] = []  # (end time, "service.Operation", thread name)
+        boto3.setup_default_session()
+        assert boto3.DEFAULT_SESSION is not None
+        boto3.DEFAULT_SESSION.events.register("after-call", self._after)
+
+    def _after(self, event_name: str, **_: Any) -> None:
+        _, service, operation = event_name.split(".", 2)
+        with self.lock:
+            self.calls.append((time.perf_counter(), f"{service}.{operation}", threading.current_thread().name))
+
+    def phases(self, t0: float, t_worker: float) -> dict[str, float] | None:
+        """The resume path between `t0` (POST sent) and `t_worker` (the worker got the trigger),
+        split where its requests end: None when a mark is missing."""
+        with self.lock:
+            window = [c for c in self.calls if t0 <= c[0] <= t_worker]
+        engine = [c for c in window if c[2].startswith("poller-EngineFunction")]
+        write = next((c[0] for c in window if c[1] == "dynamodb.UpdateItem" and not c[2].startswith("poller")), None)
+        success = next((c[0] for c in window if c[1] == "sfn.SendTaskSuccess"), None)
+        if write is None or success is None:
+            return None
+        woke = next((c[0] for c in engine if c[0] > success), None)
+        commit = next((c[0] for c in engine if woke is not None and c[0] >= woke
+                       and c[1] == "dynamodb.TransactWriteItems"), None)
+        if woke is None or commit is None:
+            return None
+        return {"1. POST to the resume's conditional write done (auth, parse, read, write)": write - t0,
+                "2. then SendTaskSuccess done": success - write,
+                "3. then the engine's first request (Wake state, SQS hop, poller)": woke - success,
+                "4. then the wake commit done (load, apply the wake, commit)": commit - woke,
+                "5. then the worker has interrupt.resumed (load, build, deliver)": t_worker - commit}
 
 
 # --------------------------------------------------------------------------- the stack and a client
@@ -334,6 +378,16 @@ class SqsFloor:
 # --------------------------------------------------------------------------- main
 
 
+def print_phases(phases: dict[str, list[float]]) -> None:
+    if not phases:
+        return
+    print()
+    print("Where resume -> worker goes (each phase ends when the request named ends; medians ms,"
+          f" {min(len(v) for v in phases.values())} resumes with every mark):")
+    for name, vals in phases.items():
+        print(f"  {name:<78} {fmt_ms(statistics.median(vals))}  (p95 {fmt_ms(percentile(vals, 95)).strip()})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=200, help="resumes to time (default 200)")
@@ -344,6 +398,7 @@ def main() -> int:
         parser.error("--n must be in 1..5000")
 
     t_start = time.perf_counter()
+    timeline = Timeline()
     stack = start_stack()
     try:
         worker = setup(stack)
@@ -367,6 +422,7 @@ def main() -> int:
         floor_s: list[float] = []
         post_s: list[float] = []
         e2e_s: list[float] = []
+        phases: dict[str, list[float]] = {}
         failures: list[str] = []
         t_runs = time.perf_counter()
         for i, (sid, iid) in enumerate(parked):
@@ -383,6 +439,8 @@ def main() -> int:
                 continue
             post_s.append(t_post - t0)
             e2e_s.append(worker.resumed_at[sid] - t0)
+            for name, secs in (timeline.phases(t0, worker.resumed_at[sid]) or {}).items():
+                phases.setdefault(name, []).append(secs)
             final = api.wait(sid, lambda v: v["status"] == "done", timeout=60, interval=0.02)
             if final["messages"][-1].get("content") != "Email sent.":
                 failures.append(f"{sid}: ended with {final['messages'][-1]}")
@@ -411,6 +469,7 @@ def main() -> int:
                 continue
             print(f"| {name:<{width}} | {fmt_ms(statistics.median(vals))}  | {fmt_ms(percentile(vals, 95))} |"
                   f" {fmt_ms(min(vals))} | {fmt_ms(max(vals))} |")
+        print_phases(phases)
         if e2e_s and floor_s:
             med_ratio = statistics.median(e2e_s) / statistics.median(floor_s)
             p95_ratio = percentile(e2e_s, 95) / percentile(floor_s, 95)
