@@ -18,7 +18,17 @@ from holdpoint.core import schemas
 from holdpoint.core.errors import Refusal
 from holdpoint.services import sessions
 from tests.harness import TOOLS, Harness
-from tests.unit.test_api import call_api, call_resume, start_session, table_items
+from tests.unit.test_api import (
+    API,
+    CONTEXT,
+    RESUME,
+    call_api,
+    call_resume,
+    http_event,
+    parse,
+    start_session,
+    table_items,
+)
 
 pytestmark = pytest.mark.usefixtures("aws")
 
@@ -390,3 +400,19 @@ def test_a3_both_resume_routes_answer_409_stale_approval_and_accept_the_right_fi
     assert table_items() == before and h.view()["status"] == "interrupted"
     status, out = call_resume(sid, "int-ok", {"payload": True, "expect_fingerprint": fingerprint})
     assert (status, out) == (200, {"ok": True, "interrupt_id": "int-ok", "noop": False})
+
+
+@pytest.mark.usefixtures("handlers")
+def test_a_percent_encoded_interrupt_id_is_the_id_it_encodes() -> None:
+    """API Gateway decodes path parameters; Powertools routes on the raw path. `int%3Aok` is `int:ok`."""
+    h = Harness(asking({}), tenant="dev")
+    sid = start_session(h)
+    status, out = call_api("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "review", "interrupt_id": "int:ok"},
+                           origin="operator")
+    assert status == 200, out
+    event = http_event("POST", f"/v1/sessions/{sid}/interrupts/int%3Aok/resume", {"payload": None},
+                       route_key="POST /v1/sessions/{session_id}/interrupts/{interrupt_id}/resume",
+                       path_params={"session_id": sid, "interrupt_id": "int:ok"}, origin="operator")
+    assert parse(RESUME.handler(event, CONTEXT)) == (200, {"ok": True, "interrupt_id": "int:ok", "noop": False})
+    event["rawPath"] = f"/v1/sessions/{sid}/interrupts/int%3Aok/resume"
+    assert parse(API.handler(event, CONTEXT))[1]["interrupt_id"] == "int:ok"
