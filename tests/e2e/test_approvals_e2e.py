@@ -1,4 +1,4 @@
-"""Approvals you can trust (A1, A4) over HTTP on the local stack: the real handlers, DynamoDB,
+"""Approvals you can trust (A1, A3, A4) over HTTP on the local stack: the real handlers, DynamoDB,
 Step Functions holding the branch, and a signed HTTP worker."""
 
 from __future__ import annotations
@@ -126,3 +126,44 @@ def test_a1_a4_the_readme_walkthrough_over_http(api: Api, stack: Any) -> None:
     assert "'yes' is not of type 'boolean'" in bad["message"]
     good = api.resume(sid, "int-review", {"approved": True})
     assert good.status_code == 200 and good.json() == {"ok": True, "interrupt_id": "int-review", "noop": False}
+
+
+# --- A3 -------------------------------------------------------------------------------------
+
+
+def test_a3_a_stale_fingerprint_is_refused_over_http_and_the_session_keeps_its_agent_config(
+        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
+    seen = worker[1]
+    sid = api.start()
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    iid, action = interrupt["interrupt_id"], interrupt["action"]
+    assert action["tool"] == "send_email" and action["arguments"] == '{"to":"bob"}'
+    assert len(action["agent_version"]) == 64 and len(action["fingerprint"]) == 64
+    inbox = [i for i in api.ok("GET", "/v1/interrupts")["interrupts"] if i["interrupt_id"] == iid]
+    assert inbox and inbox[0]["action"] == action
+    wait_execution(stack, sid, iid, "RUNNING")
+    before, events = table_count(stack), len(api.events(sid))
+    stale = {"payload": {"approved": True}, "expect_fingerprint": "0" * 64}
+    out = refusal(api.req("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", stale), 409,
+                  code="stale_approval", param="expect_fingerprint")
+    assert out["fingerprint"] == action["fingerprint"]
+    as_input = {"type": "interrupt.resume", "interrupt_id": iid, **stale}
+    refusal(api.req("POST", f"/v1/sessions/{sid}/inputs", as_input), 409, code="stale_approval")
+    assert table_count(stack) == before and len(api.events(sid)) == events
+    assert api.view(sid)["status"] == "interrupted" and execution_status(stack, sid, iid) == "RUNNING"
+    # The agent is declared again with another worker and other tools: the parked session keeps its own.
+    other_server, other_seen = seed_worker.serve(0, os.environ["HOLDPOINT_E2E_WORKER_SECRET"])
+    try:
+        declare_agent(api, f"http://127.0.0.1:{other_server.server_address[1]}/",
+                      tools=[{"name": "lookup", "input": {"type": "object"}}])
+        assert api.view(sid)["interrupts"][0]["action"] == action
+        good = {"payload": {"approved": True}, "expect_fingerprint": action["fingerprint"]}
+        resp = api.req("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", good)
+        assert resp.status_code == 200 and resp.json() == {"ok": True, "interrupt_id": iid, "noop": False}
+        view = api.wait_status(sid, "done")
+        wait_execution(stack, sid, iid, "SUCCEEDED")
+        assert view["messages"][2]["content"] == "sent"
+        assert [t["payload"] for t in resumed_triggers(seen, sid)] == [{"approved": True}]
+        assert [r for r in other_seen if r["session_id"] == sid] == []
+    finally:
+        other_server.shutdown()

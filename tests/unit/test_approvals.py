@@ -1,21 +1,34 @@
-"""Approvals you can trust (PROTOCOL.md §3, A1 and A4), against the real core and store on moto.
+"""Approvals you can trust (PROTOCOL.md §3, A1, A3 and A4), against the real core and store on moto.
 
 HTTP versions over the local stack live in tests/e2e/test_approvals_e2e.py.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from holdpoint import assembly
+from holdpoint.aws.store import agent_digest
 from holdpoint.core import schemas
 from holdpoint.core.errors import Refusal
 from holdpoint.services import sessions
-from tests.harness import Harness
-from tests.unit.test_api import call_api, call_resume, start_session, table_items
+from tests.harness import TOOLS, Harness
+from tests.unit.test_api import (
+    API,
+    CONTEXT,
+    RESUME,
+    call_api,
+    call_resume,
+    http_event,
+    parse,
+    start_session,
+    table_items,
+)
 
 pytestmark = pytest.mark.usefixtures("aws")
 
@@ -256,3 +269,150 @@ def test_a1_an_interrupt_stored_before_generation_was_an_attribute_still_resumes
                                UpdateExpression="REMOVE generation")
     assert refused(h, {"approved": 1}).code == "invalid_resume"
     assert h.resume("int-ok", {"approved": True})["noop"] is False
+
+
+# --- A3 -------------------------------------------------------------------------------------
+
+
+def test_a3_core_binds_the_tool_its_canonical_arguments_and_the_agent_version() -> None:
+    from holdpoint.core import interrupts as rules
+    from holdpoint.core.state import Call, Header, SessionState
+
+    agent = {"worker": {"python": "w"}, "tools": TOOLS}
+    state = SessionState(header=Header(tenant="t1", session_id="ses-1", agent_id="assistant", agent=agent))
+    state.calls["c1"] = Call(id="c1", kind="tool_call", anchor=None, turn_id=None, order=0, name="send_email",
+                             arguments='{ "to": "bob", "cc": ["ann"] }')
+    action = rules.bound_action(state, "c1")
+    assert action is not None
+    assert action["tool"] == "send_email" and action["arguments"] == '{"cc":["ann"],"to":"bob"}'
+    assert action["agent_version"] == agent_digest(agent)
+    assert action["fingerprint"] == hashlib.sha256(
+        json.dumps(["send_email", '{"cc":["ann"],"to":"bob"}', agent_digest(agent)],
+                   separators=(",", ":")).encode()).hexdigest()
+    # The same call in another key order binds the same action; other arguments or config do not.
+    state.calls["c1"].arguments = '{"cc":["ann"],"to":"bob"}'
+    assert rules.bound_action(state, "c1") == action
+    state.calls["c1"].arguments = '{"to":"eve","cc":["ann"]}'
+    assert rules.bound_action(state, "c1")["fingerprint"] != action["fingerprint"]  # type: ignore[index]
+    state.calls["c1"].arguments = '{"cc":["ann"],"to":"bob"}'
+    state.header.agent = {**agent, "tools": []}
+    assert rules.bound_action(state, "c1")["fingerprint"] != action["fingerprint"]  # type: ignore[index]
+    assert rules.bound_action(state, None) is None and rules.bound_action(state, "nope") is None
+
+
+def test_a3_the_view_shows_the_action_an_approval_is_for() -> None:
+    h = Harness(asking({}))
+    h.say("Email Bob")
+    [interrupt] = h.view()["interrupts"]
+    action = interrupt["action"]
+    assert action["tool"] == "send_email" and action["arguments"] == '{"to":"bob"}'
+    assert action["agent_version"] == agent_digest(h.state().header.agent)
+    assert len(action["fingerprint"]) == 64
+    assert interrupt["call_id"] in h.state().calls
+
+
+def test_a3_a_global_interrupt_raised_by_an_operator_binds_no_action() -> None:
+    h = Harness(origin="operator")
+    h.say("say hi")
+    assert h.session_id
+    out = sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id, reason="review", payload=None,
+                                   global_=False, interrupt_id="int-op", expires_in=None, request_id="req-1")
+    assert "action" not in out["interrupt"]
+
+
+def test_a3_a_stale_fingerprint_is_refused_and_nothing_changes_then_the_right_one_resumes() -> None:
+    from holdpoint.services.resume import resume
+
+    h = Harness(asking({}))
+    h.say("Email Bob")
+    assert h.session_id
+    fingerprint = h.open_interrupt()["action"]["fingerprint"]
+    tokens = spent_tokens(h)
+    events, items = len(h.events()), table_items()
+    calls: list[str] = []
+    h.store.client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    for stale in ("0" * 64, "", fingerprint.upper()):
+        with pytest.raises(Refusal) as info:
+            resume(h.store, h.parking, h.caller, h.session_id, "int-ok", True, expect_fingerprint=stale)
+        assert (info.value.code, info.value.param) == ("stale_approval", "expect_fingerprint")
+        assert info.value.body()["error"]["fingerprint"] == fingerprint
+    assert calls == ["GetItem"] * 3  # one read each, no write
+    assert h.view()["status"] == "interrupted" and len(h.events()) == events and table_items() == items
+    assert tokens == []
+    calls.clear()
+    out = resume(h.store, h.parking, h.caller, h.session_id, "int-ok", True, expect_fingerprint=fingerprint)
+    assert out["noop"] is False and calls == ["GetItem", "UpdateItem"] and len(tokens) == 1
+    h.wake("int-ok", "resumed")
+    assert h.view()["interrupts"] == [] and h.view()["status"] == "done"
+
+
+def test_a3_an_interrupt_without_an_action_refuses_any_expected_fingerprint() -> None:
+    from holdpoint.services.resume import resume
+
+    h = Harness(origin="operator")
+    h.say("say hi")
+    assert h.session_id
+    sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id, reason="review", payload=None,
+                             global_=True, interrupt_id="int-op", expires_in=None, request_id="req-1")
+    with pytest.raises(Refusal) as info:
+        resume(h.store, h.parking, h.caller, h.session_id, "int-op", None, expect_fingerprint="0" * 64)
+    assert info.value.code == "stale_approval"
+    assert resume(h.store, h.parking, h.caller, h.session_id, "int-op", None)["noop"] is False
+
+
+def test_a3_a_session_keeps_the_agent_config_it_started_with_across_an_agent_update() -> None:
+    from holdpoint.outbound import workers
+    from holdpoint.services.resume import resume
+
+    h = Harness(asking({}))
+    h.say("Email Bob")
+    assert h.session_id
+    before = h.open_interrupt()["action"]
+    other: list[dict[str, Any]] = []
+    workers.register("a3-other", lambda req: (other.append(req), {"actions": []})[1])
+    h.store.put_agent(h.caller.tenant, "assistant", {"worker": {"python": "a3-other"}, "tools": [TOOLS[1]],
+                                                     "llm": {"provider": "scripted", "script": []}})
+    assert h.open_interrupt()["action"] == before
+    resume(h.store, h.parking, h.caller, h.session_id, "int-ok", "yes", expect_fingerprint=before["fingerprint"])
+    h.wake("int-ok", "resumed")
+    assert other == []  # the new worker was never asked
+    [result] = [c for c in h.state().calls.values() if c.kind == "tool_call"]
+    assert result.status != "open" and result.result == "answer yes"
+    assert h.view()["status"] == "done"
+    assert agent_digest(h.state().header.agent) == before["agent_version"]
+
+
+@pytest.mark.usefixtures("handlers")
+def test_a3_both_resume_routes_answer_409_stale_approval_and_accept_the_right_fingerprint() -> None:
+    h = Harness(asking({}), tenant="dev")
+    sid = start_session(h)
+    fingerprint = h.open_interrupt()["action"]["fingerprint"]
+    before = table_items()
+    status, out = call_resume(sid, "int-ok", {"payload": True, "expect_fingerprint": "f" * 64})
+    assert status == 409 and out["error"]["code"] == "stale_approval", out
+    assert out["error"]["param"] == "expect_fingerprint" and out["error"]["fingerprint"] == fingerprint
+    status, out = call_api("POST", f"/v1/sessions/{sid}/inputs", {"type": "interrupt.resume", "interrupt_id": "int-ok",
+                                                                 "payload": True, "expect_fingerprint": "f" * 64})
+    assert status == 409 and out["error"]["code"] == "stale_approval", out
+    status, out = call_api("POST", f"/v1/sessions/{sid}/interrupts/int-ok/resume",
+                           {"payload": True, "expect_fingerprint": 7})
+    assert status == 400 and out["error"]["param"] == "expect_fingerprint", out
+    assert table_items() == before and h.view()["status"] == "interrupted"
+    status, out = call_resume(sid, "int-ok", {"payload": True, "expect_fingerprint": fingerprint})
+    assert (status, out) == (200, {"ok": True, "interrupt_id": "int-ok", "noop": False})
+
+
+@pytest.mark.usefixtures("handlers")
+def test_a_percent_encoded_interrupt_id_is_the_id_it_encodes() -> None:
+    """API Gateway decodes path parameters; Powertools routes on the raw path. `int%3Aok` is `int:ok`."""
+    h = Harness(asking({}), tenant="dev")
+    sid = start_session(h)
+    status, out = call_api("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "review", "interrupt_id": "int:ok"},
+                           origin="operator")
+    assert status == 200, out
+    event = http_event("POST", f"/v1/sessions/{sid}/interrupts/int%3Aok/resume", {"payload": None},
+                       route_key="POST /v1/sessions/{session_id}/interrupts/{interrupt_id}/resume",
+                       path_params={"session_id": sid, "interrupt_id": "int:ok"}, origin="operator")
+    assert parse(RESUME.handler(event, CONTEXT)) == (200, {"ok": True, "interrupt_id": "int:ok", "noop": False})
+    event["rawPath"] = f"/v1/sessions/{sid}/interrupts/int%3Aok/resume"
+    assert parse(API.handler(event, CONTEXT))[1]["interrupt_id"] == "int:ok"

@@ -15,7 +15,10 @@ from tests.unit.test_api import API, CONTEXT, RESUME, http_event, parse
 BODIES = [None, "", "  ", "null", "[]", '"text"', "1", "true", "{}", '{"payload": null}',
           '{"payload": {"a": 1}, "x": 2}', '{"x": 1}', '{"x": 1, "y": 2}', '{"str": 1}', '{"a.b": 1}',
           '{"[0]": 1}', '{"function-x": 1}',
-          '{"' + "k" * 150 + '": 1}', '{"Payload": 1}', "{", '{"payload": NaN}']
+          '{"' + "k" * 150 + '": 1}', '{"Payload": 1}', "{", '{"payload": NaN}',
+          '{"expect_fingerprint": 1}', '{"expect_fingerprint": []}', '{"expect_fingerprint": {}}',
+          '{"expect_fingerprint": true}', '{"expect_fingerprint": 1, "x": 2}', '{"x": 2, "expect_fingerprint": 1}',
+          '{"payload": 1, "expect_fingerprint": 1.5}']
 IDS = ["ses-1", "-dash", "a" * 65, "x:y.z", "has space", "é"]
 
 

@@ -19,6 +19,7 @@ Code = Literal[
     "too_many_messages",  # one input adds more than one transaction can record
     "unknown_input_type",
     "invalid_resume",  # A1: the resume payload does not satisfy the interrupt's response_schema
+    "stale_approval",  # A3: the resume's expect_fingerprint is not the interrupt's action fingerprint
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, iso_ms
@@ -59,6 +61,31 @@ def expires_at(expires_in: int | None, now: float) -> str | None:
     return iso_ms(now + expires_in) if expires_in else None
 
 
+def canonical(value: Any) -> str:
+    """JSON text with sorted keys and no spaces: equal values give equal text (A3, A4)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def digest(value: Any) -> str:
+    """SHA-256 hex of a value's canonical JSON (the agent configuration's version, as the store's)."""
+    return hashlib.sha256(canonical(value).encode()).hexdigest()
+
+
+def bound_action(state: SessionState, call_id: str | None) -> dict[str, Any] | None:
+    """A3: what an approval of the tool call `call_id` approves: the tool, the canonical JSON of its
+    arguments, the agent configuration in force, and a fingerprint of the three."""
+    call = state.calls.get(call_id or "")
+    if call is None or call.kind != "tool_call":
+        return None
+    try:
+        arguments = canonical(json.loads(call.arguments or "{}"))
+    except ValueError:
+        arguments = call.arguments or ""  # not JSON: bound to the text as sent
+    action = {"tool": call.name, "arguments": arguments, "agent_version": digest(state.header.agent)}
+    action["fingerprint"] = digest([action["tool"], arguments, action["agent_version"]])
+    return action
+
+
 def raise_interrupt(
     state: SessionState,
     *,
@@ -100,6 +127,7 @@ def raise_interrupt(
         raised_by=raised_by,
         owner=(h.identity or {}).get("id"),
         response_schema=response_schema,
+        action=bound_action(state, call_id),
     )
     if existing is None:
         state.put(interrupt)

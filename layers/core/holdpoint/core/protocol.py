@@ -649,6 +649,7 @@ class InterruptResumeInput(Wire):
     type: Literal["interrupt.resume"]
     interrupt_id: Id
     payload: Any = None
+    expect_fingerprint: str | None = None  # A3: else 409 stale_approval, as ResumeBody
 
 
 ClientInput = Annotated[
@@ -689,6 +690,9 @@ NewSessionInput = Annotated[
 
 class ResumeBody(Wire):
     payload: Any = None
+    expect_fingerprint: str | None = Field(
+        default=None, description="A3: resume only if the interrupt's `action.fingerprint` is this "
+        "(else 409 `stale_approval`, nothing recorded)")
 
 
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]

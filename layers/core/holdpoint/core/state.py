@@ -134,6 +134,7 @@ class Interrupt:
     generation: int = 0
     owner: str | None = None
     response_schema: Any = None  # A1: the JSON Schema a resume payload must satisfy
+    action: dict[str, Any] | None = None  # A3: {tool, arguments, agent_version, fingerprint} approved
     rev: int = 0
 
     def view(self) -> dict[str, Any]:
@@ -152,6 +153,8 @@ class Interrupt:
             out["call_id"] = self.call_id
         if self.response_schema is not None:
             out["response_schema"] = self.response_schema
+        if self.action is not None:
+            out["action"] = self.action
         return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
@@ -151,7 +152,21 @@ def prepare(event: dict[str, Any]) -> dict[str, Any]:
         event = {**event, "body": raw.decode("utf-8"), "isBase64Encoded": False}
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     headers["content-type"] = "application/json"
+    raw_path = event.get("rawPath")
+    if isinstance(raw_path, str) and "%" in raw_path:
+        event = {**event, "rawPath": decoded_path(raw_path)}
     return {**event, "headers": headers}
+
+
+def decoded_path(raw_path: str) -> str:
+    """The path with each segment that percent-decodes to a valid id decoded, as API Gateway
+    decodes `pathParameters` (Powertools matches routes on the raw path, so `int%3A1` would not
+    be the id `int:1`); any other segment is left as sent, so it is answered as before."""
+    out = []
+    for segment in raw_path.split("/"):
+        text = unquote(segment)
+        out.append(text if ID_PATTERN.fullmatch(text) else segment)
+    return "/".join(out)
 
 
 def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:

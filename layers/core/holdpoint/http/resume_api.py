@@ -1,5 +1,5 @@
 """The resume function's resolver: only the resume route, and no OpenAPI validation, so it loads
-neither pydantic nor the models (its body has one field, checked by hand with the same answers)."""
+neither pydantic nor the models (its body has two fields, checked by hand with the same answers)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ def build() -> APIGatewayHttpResolver:
         refusal = request_problem(event.body, session_id, interrupt_id)
         if refusal is not None:
             return refusal
-        return resume_request(event.raw_event, session_id, interrupt_id, (event.json_body or {}).get("payload"))
+        body = event.json_body or {}
+        return resume_request(event.raw_event, session_id, interrupt_id, body.get("payload"),
+                              body.get("expect_fingerprint"))
 
     return app

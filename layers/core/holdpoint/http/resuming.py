@@ -17,18 +17,19 @@ from holdpoint.http.telemetry import count, logger
 from holdpoint.services.resume import resume
 
 PATH = "/v1/sessions/<session_id>/interrupts/<interrupt_id>/resume"
-BODY_FIELDS = frozenset({"payload"})
+BODY_FIELDS = frozenset({"payload", "expect_fingerprint"})
 """`ResumeBody`'s fields: any other key is refused, as the model (extra="forbid") refuses it."""
 
 
-def resume_request(event: dict[str, Any], session_id: str, interrupt_id: str, payload: Any) -> dict[str, Any]:
+def resume_request(event: dict[str, Any], session_id: str, interrupt_id: str, payload: Any,
+                   expect_fingerprint: str | None = None) -> dict[str, Any]:
     """One conditional write flips the interrupt, then one SendTaskSuccess (R7)."""
     who = edge.caller(event)
     edge.check_id(session_id, f"session {session_id}")
     edge.check_param_id(interrupt_id, "interrupt_id")
     logger.append_keys(session_id=session_id, interrupt_id=interrupt_id)
     out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, interrupt_id,
-                 edge.check_payload(payload))
+                 edge.check_payload(payload), expect_fingerprint=expect_fingerprint)
     logger.info("resume", extra={"noop": out["noop"]})
     if not out["noop"]:
         count("InterruptsResumed")
@@ -37,13 +38,16 @@ def resume_request(event: dict[str, Any], session_id: str, interrupt_id: str, pa
 
 def request_problem(body_text: str | None, session_id: str, interrupt_id: str) -> Response[dict[str, Any]] | None:
     """The answer the API function's validation gives a malformed resume, or None: a body error
-    first (a missing or non-object body, then its first unknown key), then the ids in path order."""
+    first (a missing or non-object body, a non-string `expect_fingerprint`, then its first unknown
+    key), then the ids in path order."""
     body = json.loads(body_text) if body_text else None  # strict JSON already (resolver.prepare)
     if body is None:
         return error("validation_error", "a JSON object body is required", "body")
     if not isinstance(body, dict):
         return error("validation_error", "body must be a JSON object", "body")
-    for key in body:
+    if not isinstance(body.get("expect_fingerprint", ""), str | None):
+        return error("validation_error", "Input should be a valid string", "expect_fingerprint")
+    for key in body:  # after the fields' own errors, as pydantic reports them
         if key not in BODY_FIELDS:
             return error("validation_error", "Extra inputs are not permitted", short(param_of((key,)) or "body"))
     return bad_path_id("POST", "session_id", session_id) or bad_path_id("POST", "interrupt_id", interrupt_id)

@@ -16,9 +16,10 @@ from holdpoint.services.caller import Caller
 
 
 def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: str, interrupt_id: str,
-           payload: Any, clock: Clock = time.time) -> dict[str, Any]:
+           payload: Any, clock: Clock = time.time, expect_fingerprint: str | None = None) -> dict[str, Any]:
     """Clear an interrupt exactly once. Stale, unknown and duplicate ids are no-ops (200) that say
-    how the interrupt was cleared (A4); an answer its response schema refuses changes nothing (A1)."""
+    how the interrupt was cleared (A4); an answer its response schema refuses changes nothing (A1),
+    nor does an `expect_fingerprint` that is not the fingerprint of the action it approves (A3)."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
     found = store.read_interrupt(caller.tenant, session_id, interrupt_id)
@@ -32,6 +33,7 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     if found.status != "open":
         return _noop(parking, found, payload)
     _check(caller, found, payload)
+    _check_fingerprint(found, expect_fingerprint)
     responder = {"subject": caller.subject, "origin": caller.origin}
     outcome, interrupt = store.resolve_interrupt(
         caller.tenant, session_id, interrupt_id, resolution=payload, responder=responder,
@@ -58,6 +60,16 @@ def _check(caller: Caller, interrupt: Interrupt, payload: Any) -> None:
     failed = schemas.answer_error(interrupt.response_schema, payload)
     if failed is not None:
         raise Refusal("invalid_resume", failed[1], param=failed[0])
+
+
+def _check_fingerprint(interrupt: Interrupt, expected: str | None) -> None:
+    """A3: an approval given for one exact action is refused once the open interrupt binds another."""
+    if expected is None:
+        return
+    actual = (interrupt.action or {}).get("fingerprint")
+    if expected != actual:
+        raise Refusal("stale_approval", "the interrupt no longer approves the action this resume expects",
+                      param="expect_fingerprint", fingerprint=actual)
 
 
 def _noop(parking: Parking, interrupt: Interrupt, payload: Any) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
         raise Refusal("validation_error", f"{kind} needs an existing session", "type")
     if isinstance(body, InterruptResumeInput) and session_id is not None:
         out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, body.interrupt_id,
-                     edge.check_payload(body.payload))
+                     edge.check_payload(body.payload), expect_fingerprint=body.expect_fingerprint)
         if not out["noop"]:
             count("InterruptsResumed")
         return _reply(200, out)
