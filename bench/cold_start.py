@@ -33,19 +33,8 @@ RUNTIME_PYTHON = ROOT / ".venv-runtime" / "bin" / "python"
 HANDLERS = ("api", "resume", "engine", "authorizer")
 TARGET = 1.3
 PYCACHE = Path(tempfile.gettempdir()) / "holdpoint-bench-pycache"
-ACCOUNT = "123456789012"
-LAMBDA_ENV = {
-    "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-    "TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/w.fifo",
-    "PARK_STATE_MACHINE_ARN": f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:park",
-    "TIMER_STATE_MACHINE_ARN": f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:timer",
-    "PAYLOAD_BUCKET": "holdpoint-payloads", "HOLDPOINT_ACCOUNT_ID": ACCOUNT,
-    "JWT_SECRET_ARN": f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:jwt",
-    "WORKER_LAMBDA_ALLOWLIST": "", "HOLDPOINT_SECRET_ENV_ALLOWLIST": "", "HOLDPOINT_TENANT_SECRET_PREFIX": "holdpoint/",
-    "POWERTOOLS_SERVICE_NAME": "holdpoint", "POWERTOOLS_LOG_LEVEL": "INFO",
-}
-"""The Globals environment of template.yaml, with dummy values."""
+sys.path.insert(0, str(ROOT / "local"))
+from holdpoint_local import LAMBDA_ENV  # noqa: E402
 
 _CLIENTS = 'import boto3\nfor _s in ("dynamodb", "sqs", "stepfunctions"):\n    boto3.client(_s)\n'
 _LOAD = ('import importlib.util, sys\nsys.path.insert(0, {dir!r})\n'

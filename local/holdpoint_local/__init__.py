@@ -13,3 +13,16 @@ FAKE_ENV: dict[str, str] = {
 
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"  # moto's default account
+
+LAMBDA_ENV: dict[str, str] = {
+    **FAKE_ENV,
+    "TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT_ID}/w.fifo",
+    "PARK_STATE_MACHINE_ARN": f"arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:park",
+    "TIMER_STATE_MACHINE_ARN": f"arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:timer",
+    "PAYLOAD_BUCKET": "holdpoint-payloads", "HOLDPOINT_ACCOUNT_ID": ACCOUNT_ID,
+    "JWT_SECRET_ARN": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT_ID}:secret:jwt",
+    "WORKER_LAMBDA_ALLOWLIST": "", "HOLDPOINT_SECRET_ENV_ALLOWLIST": "", "HOLDPOINT_TENANT_SECRET_PREFIX": "holdpoint/",
+    "POWERTOOLS_SERVICE_NAME": "holdpoint", "POWERTOOLS_LOG_LEVEL": "INFO",
+}
+"""The environment a handler has on Lambda (dummy resource names), for loading a handler outside
+the local stack: the cold-start bench and the import deny-list test."""

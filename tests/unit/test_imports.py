@@ -17,19 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from holdpoint_local import LAMBDA_ENV
+
 ROOT = Path(__file__).resolve().parents[2]
-ACCOUNT = "123456789012"
-LAMBDA_ENV = {
-    "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-    "TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/w.fifo",
-    "PARK_STATE_MACHINE_ARN": f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:park",
-    "TIMER_STATE_MACHINE_ARN": f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:timer",
-    "PAYLOAD_BUCKET": "holdpoint-payloads", "HOLDPOINT_ACCOUNT_ID": ACCOUNT,
-    "JWT_SECRET_ARN": f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:jwt",
-    "WORKER_LAMBDA_ALLOWLIST": "", "HOLDPOINT_SECRET_ENV_ALLOWLIST": "", "HOLDPOINT_TENANT_SECRET_PREFIX": "holdpoint/",
-    "POWERTOOLS_SERVICE_NAME": "holdpoint",
-}
 
 _TOKENS = ["jwt", "cryptography"]
 """Token checking: the authorizer's (and the admin CLI's, which mints tokens)."""
