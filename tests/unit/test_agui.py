@@ -95,7 +95,7 @@ def test_agui_a_parked_turn_ends_the_run_with_an_interrupt_outcome(api: dict[str
 def test_agui_follow_streams_the_turns_messages(api: dict[str, str]) -> None:
     h = harness()
     parked_thread(h)
-    events = agui.follow(h.store, "dev", "thread-1", "run-1", 0, None, 0, lambda: 0)
+    events = agui.follow(h.store, "dev", "thread-1", "run-1", 0, None, 0, lambda: 0, set())
     types = [e["type"] for e in events]
     assert types == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "MESSAGES_SNAPSHOT",
                      "RUN_FINISHED"]
@@ -128,7 +128,9 @@ def test_agui_resume_entries_resume_and_a_replay_is_a_no_op(api: dict[str, str])
     assert done[-1] == {"type": "RUN_FINISHED", "threadId": "thread-1", "runId": "connect-1",
                         "outcome": {"type": "success"}}
     assert done[-2]["messages"][-1]["content"] == "Email sent."
+    head = h.view()["head_id"]
     replay = run(h, again)
+    assert h.view()["head_id"] == head  # a retried run's older messages do not move the head back
     assert replay[-1]["type"] == "RUN_FINISHED" and replay[-1]["outcome"] == {"type": "success"}
     resumed = [r for r in h.log if r["trigger"]["type"] == "interrupt.resumed"]
     assert len(resumed) == 1 and resumed[0]["trigger"]["payload"] == {"status": "resolved",

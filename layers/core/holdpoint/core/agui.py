@@ -158,14 +158,14 @@ def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def events_out(state: SessionState, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """AG-UI events for a stretch of the session's event log: each recorded message, streamed."""
+def events_out(state: SessionState, known: set[str]) -> list[dict[str, Any]]:
+    """AG-UI events for the messages on the active path not in `known` (ids), in path order; adds
+    them to `known`. Read off the tree rather than the event log: a tool result is recorded
+    without a `message.added` event."""
     out: list[dict[str, Any]] = []
-    for event in events:
-        if event.get("type") != "message.added":
-            continue
-        node = state.tree.nodes.get((event.get("data") or {}).get("message_id", ""))
-        if node is not None:
+    for node in state.tree.active_path():
+        if node.id not in known:
+            known.add(node.id)
             out += message_events(node.message)
     return out
 

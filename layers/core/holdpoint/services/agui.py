@@ -19,8 +19,6 @@ from holdpoint.services import sessions, streams
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import precheck, resume
 
-PAGE = 500
-
 
 def thread(store: SessionStore, caller: Caller, agent_id: str, thread_id: str) -> SessionState | None:
     """The session a thread names, if it exists and the caller may see it (404 otherwise, as for
@@ -47,7 +45,7 @@ def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller,
     _resume_all(store, parking, caller, body, exists=state is not None)
     messages = agui.messages_in(body.messages)
     watch = None
-    if messages:
+    if messages and not _behind(state, messages):
         inp = ClientMessagesInput.model_validate({"type": "client.messages", "agent_id": agent_id,
                                                   "turn_id": body.runId, "messages": messages})
         accepted = sessions.submit(store, queue, caller, body.threadId if state is not None else None, inp,
@@ -56,7 +54,8 @@ def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller,
     elif state is None:  # a new thread with nothing to say: nothing to record
         return [agui.started(body.threadId, body.runId),
                 {"type": "MESSAGES_SNAPSHOT", "messages": []}, agui.ended(body.threadId, body.runId, None)]
-    return follow(store, caller.tenant, body.threadId, body.runId, after, watch, deadline, clock)
+    known = set(state.tree.nodes) if state is not None else set()
+    return follow(store, caller.tenant, body.threadId, body.runId, after, watch, deadline, clock, known)
 
 
 def connect(store: SessionStore, caller: Caller, agent_id: str, body: agui.RunAgentInput, *,
@@ -67,7 +66,8 @@ def connect(store: SessionStore, caller: Caller, agent_id: str, body: agui.RunAg
     state = thread(store, caller, agent_id, body.threadId)
     if state is None:
         raise Refusal("not_found", f"thread {body.threadId} not found", "threadId")
-    return follow(store, caller.tenant, body.threadId, body.runId, state.header.seq, None, deadline, clock)
+    return follow(store, caller.tenant, body.threadId, body.runId, state.header.seq, None, deadline, clock,
+                  set(state.tree.nodes))
 
 
 def _resume_all(store: SessionStore, parking: Parking, caller: Caller, body: agui.RunAgentInput, *,
@@ -83,6 +83,15 @@ def _resume_all(store: SessionStore, parking: Parking, caller: Caller, body: agu
     for index, entry in enumerate(entries):
         with _naming(index):
             resume(store, parking, caller, body.threadId, entry.interruptId, agui.resume_payload(entry))
+
+
+def _behind(state: SessionState | None, messages: list[dict[str, Any]]) -> bool:
+    """Messages that add nothing and end on the active path (at the head or before it): what a
+    retried run or a resume-only run sends. They leave the head where it is; a `client.messages`
+    view would move it back (R11)."""
+    if state is None or any(m["id"] not in state.tree.nodes for m in messages):
+        return False
+    return state.tree.is_ancestor_or_self(messages[-1]["id"], state.tree.head_id)
 
 
 @contextmanager
@@ -101,8 +110,9 @@ def _naming(index: int) -> Iterator[None]:
 
 
 def follow(store: SessionStore, tenant: str, thread_id: str, run_id: str, after: int, watch: str | None,
-           deadline: float, clock: Callable[[], float]) -> list[dict[str, Any]]:
-    """RUN_STARTED, the turn's messages as they are recorded after `after`, then how it ended:
+           deadline: float, clock: Callable[[], float], known: set[str]) -> list[dict[str, Any]]:
+    """RUN_STARTED, the messages the turn records (those not in `known`; woken by events after
+    `after`), then how it ended:
     RUN_FINISHED (success, or an interrupt outcome when it parks) or RUN_ERROR; or, when the
     long-poll cap comes first, a `holdpoint.continue` event (the client connects again)."""
     out = [agui.started(thread_id, run_id)]
@@ -114,7 +124,7 @@ def follow(store: SessionStore, tenant: str, thread_id: str, run_id: str, after:
         state = store.load(tenant, thread_id)
         if state is None:
             raise Refusal("not_found", f"thread {thread_id} not found", "threadId")
-        out += agui.events_out(state, _events(store, tenant, thread_id, after, state.header.seq))
+        out += agui.events_out(state, known)
         after = state.header.seq
         watch = watch or state.header.active_turn or state.header.last_turn
         end = _ending(state, thread_id, run_id, watch)
@@ -122,18 +132,6 @@ def follow(store: SessionStore, tenant: str, thread_id: str, run_id: str, after:
             return [*out, agui.snapshot(state), end]
         if clock() >= deadline:
             return [*out, agui.to_continue(thread_id, run_id, after)]
-
-
-def _events(store: SessionStore, tenant: str, session_id: str, after: int, upto: int) -> list[dict[str, Any]]:
-    """Every event in (`after`, `upto`]: all are committed once the header says `upto`."""
-    out: list[dict[str, Any]] = []
-    while after < upto:
-        page = store.events(tenant, session_id, after, min(PAGE, upto - after))
-        if not page:
-            break
-        out += page
-        after = page[-1]["seq"]
-    return out
 
 
 def _ending(state: SessionState, thread_id: str, run_id: str, watch: str | None) -> dict[str, Any] | None:
