@@ -97,8 +97,8 @@ def test_agui_bad_input_is_400_naming_the_field_and_records_nothing(stack: Any, 
     refusal(api.req("POST", RUN, {**good, "threadId": 7}), 400, param="threadId")
     refusal(api.req("POST", RUN, {**good, "messages": [{"id": "u1", "role": "robot"}]}), 400,
             param="messages[0].role")
-    refusal(api.req("POST", RUN, {**good, "resume": [{"interruptId": "i1", "status": "resolved"}]}), 400,
-            param="resume")
+    refusal(api.req("POST", RUN, {**good, "resume": [{"interruptId": "i1", "status": "resolved"}]}), 404,
+            param="threadId")  # resume[] on a thread that does not exist
     refusal(api.req("POST", "/v1/channels/ag-ui/agents/nobody/run", good), 404, param="agent_id")
     refusal(api.req("POST", CONNECT, {**good, "messages": []}), 404, param="threadId")
     assert table_count(stack) == before

@@ -164,11 +164,13 @@ def test_agui_bad_input_is_400_naming_the_field(api: dict[str, str]) -> None:
         ({**good, "messages": [{"id": "u1", "role": "robot", "content": "hi"}]}, "messages[0].role"),
         ({**good, "messages": "hi"}, "messages"),
         ({**good, "resume": [{"interruptId": "i1", "status": "maybe"}]}, "resume[0].status"),
-        ({**good, "resume": [{"interruptId": "i1", "status": "resolved"}]}, "resume"),  # a new thread
+        ({**good, "messages": [{"id": "u1", "role": "user", "content": 5}]}, "messages[0].content"),
     ]
     for payload, param in cases:
         assert_error(*post(RUN, payload), 400, param=param)
     assert_error(*post(RUN, [1, 2]), 400)
+    assert_error(*post(RUN, {**good, "resume": [{"interruptId": "i1", "status": "resolved"}]}), 404,
+                 param="threadId")  # resume[] answers interrupts of a thread that does not exist
     assert table_items() == before
 
 

@@ -14,6 +14,13 @@ RETRY_MS = 100
 """How soon an `EventSource` reconnects after a body ends: the wait happens on the server."""
 
 
+OPENAPI: dict[str, Any] = {"text/event-stream": {"schema": {
+    "type": "object", "description": "one server-sent event: `data` is one JSON value on one line",
+    "properties": {"data": {"type": "string"}, "event": {"type": "string"}, "id": {"type": "string"},
+                   "retry": {"type": "integer"}}}}}
+"""How a route documents an event-stream answer (per event, as OpenAPI tools read a stream)."""
+
+
 def frame(data: Any, event_id: int | None = None) -> str:
     """One event: `id:` (when given) and a one-line `data:` of compact JSON."""
     head = f"id: {event_id}\n" if event_id is not None else ""

@@ -1,6 +1,6 @@
 """The AG-UI channel (PROTOCOL.md §7): a run applies `resume[]` through the resume path and the
 client's `messages` as a `client.messages` view, then follows the turn through the event log
-until it finishes, fails or parks, within one long-poll (`streams.MAX_WAIT_SECS`)."""
+until it finishes, fails or parks, within one long-poll (`streams.cap()`, 25 s)."""
 
 from __future__ import annotations
 
@@ -30,16 +30,16 @@ def thread(store: SessionStore, caller: Caller, agent_id: str, thread_id: str) -
         return None
     if caller.own_only and (state.header.identity or {}).get("id") != caller.subject:
         raise Refusal("not_found", f"thread {thread_id} not found", "threadId")
-    if state.header.agent_id != agent_id:
-        raise Refusal("invalid_request", f"thread {thread_id} runs another agent", "threadId")
+    if state.header.agent_id != agent_id:  # a thread is one agent's: under another, it is unknown
+        raise Refusal("not_found", f"thread {thread_id} not found for agent {agent_id}", "threadId")
     return state
 
 
 def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
-        body: agui.RunAgentInput, *, wait_secs: float = streams.MAX_WAIT_SECS,
+        body: agui.RunAgentInput, *, wait_secs: float | None = None,
         clock: Callable[[], float] = time.monotonic) -> list[dict[str, Any]]:
     """`POST /v1/channels/ag-ui/agents/{agent_id}/run`: the run's AG-UI events."""
-    deadline = clock() + min(wait_secs, streams.MAX_WAIT_SECS)
+    deadline = streams.until(wait_secs, clock)
     state = thread(store, caller, agent_id, body.threadId)
     after = state.header.seq if state is not None else 0
     _resume_all(store, parking, caller, body, exists=state is not None)
@@ -59,10 +59,10 @@ def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller,
 
 
 def connect(store: SessionStore, caller: Caller, agent_id: str, body: agui.RunAgentInput, *,
-            wait_secs: float = streams.MAX_WAIT_SECS,
+            wait_secs: float | None = None,
             clock: Callable[[], float] = time.monotonic) -> list[dict[str, Any]]:
     """`.../connect`: follow the thread's running turn (or report its last one) without input."""
-    deadline = clock() + min(wait_secs, streams.MAX_WAIT_SECS)
+    deadline = streams.until(wait_secs, clock)
     state = thread(store, caller, agent_id, body.threadId)
     if state is None:
         raise Refusal("not_found", f"thread {body.threadId} not found", "threadId")
@@ -75,8 +75,9 @@ def _resume_all(store: SessionStore, parking: Parking, caller: Caller, body: agu
     """Every `resume[]` entry through the resume path, checked first so a bad one records nothing;
     a repeated one is a no-op (R7, A4)."""
     entries = body.resume or []
-    if entries and not exists:
-        raise Refusal("validation_error", "resume needs an existing thread", "resume")
+    if entries and not exists:  # the interrupts it answers cannot exist: an unknown thread, as elsewhere
+        raise Refusal("not_found", f"thread {body.threadId} not found (resume[] answers an existing thread's "
+                      "interrupts)", "threadId")
     for index, entry in enumerate(entries):
         with _naming(index):
             precheck(store, caller, body.threadId, entry.interruptId, agui.resume_payload(entry))

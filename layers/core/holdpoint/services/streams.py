@@ -10,6 +10,7 @@ backoff, so an idle waiter costs at most about 30 small reads per 25 s.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,11 +22,28 @@ from holdpoint.services.caller import Caller
 MAX_WAIT_SECS = 25.0
 """The longest a request waits: below API Gateway's 30 s integration limit and the API function's
 29 s timeout (template.yaml), with room for the answer."""
+CAP_ENV = "HOLDPOINT_LONG_POLL_SECS"
+"""Optional: a shorter cap for a deployment (or a test) that wants one; never above MAX_WAIT_SECS."""
 FIRST_POLL_SECS = 0.05
 MAX_POLL_SECS = 1.0
 GROWTH = 1.5
 TERMINAL = ("turn.finished", "turn.failed")
 """The events that end a turn."""
+
+
+def cap() -> float:
+    """The long-poll cap in force: `HOLDPOINT_LONG_POLL_SECS` if set (and lower), else 25 s."""
+    try:
+        asked = float(os.environ.get(CAP_ENV) or MAX_WAIT_SECS)
+    except ValueError:
+        asked = MAX_WAIT_SECS
+    return max(0.0, min(asked, MAX_WAIT_SECS))
+
+
+def until(wait_secs: float | None, clock: Callable[[], float] = time.monotonic) -> float:
+    """When a wait of `wait_secs` (the cap when None) ends on `clock`: never later than the cap."""
+    limit = cap()
+    return clock() + (limit if wait_secs is None else max(0.0, min(wait_secs, limit)))
 
 
 def visible(store: SessionStore, caller: Caller, session_id: str) -> None:
@@ -43,7 +61,7 @@ def wait_events(store: SessionStore, tenant: str, session_id: str, after_seq: in
     """The events after `after_seq` (at most `limit`), as soon as there is at least one, or `[]`
     once `wait_secs` (capped at `MAX_WAIT_SECS`) have passed. Polls at 50 ms, then 1.5x longer
     each round, at most 1 s apart."""
-    deadline = clock() + max(0.0, min(wait_secs, MAX_WAIT_SECS))
+    deadline = until(wait_secs, clock)
     pause = FIRST_POLL_SECS
     while True:
         items = store.events(tenant, session_id, after_seq, limit)
@@ -76,8 +94,8 @@ def page(store: SessionStore, caller: Caller, session_id: str, after_seq: int, l
 
 def stream(store: SessionStore, caller: Caller, session_id: str, after_seq: int, turn_id: str | None,
            limit: int = 100) -> tuple[list[dict[str, Any]], bool]:
-    """`GET /v1/sessions/{id}/events/stream`: the next events (waiting up to `MAX_WAIT_SECS` for
-    one), cut after the end of `turn_id` if given; and whether that turn has ended."""
+    """`GET /v1/sessions/{id}/events/stream`: the next events (waiting up to the cap for one), cut
+    after the end of `turn_id` if given; and whether that turn has ended."""
     visible(store, caller, session_id)
-    items = wait_events(store, caller.tenant, session_id, after_seq, limit, MAX_WAIT_SECS)
+    items = wait_events(store, caller.tenant, session_id, after_seq, limit, cap())
     return until_turn_ends(items, turn_id)

@@ -19,7 +19,7 @@ from holdpoint.services import agui
 router = APIGatewayHttpRouter()
 _EVENTS: dict[int, Any] = {200: {"description": "AG-UI events as server-sent events, ending with RUN_FINISHED, "
                                                 "RUN_ERROR, or a `holdpoint.continue` CUSTOM event (connect again)",
-                                 "content": {"text/event-stream": {"schema": {"type": "string"}}}}}
+                                 "content": eventstream.OPENAPI}}
 
 
 def _answer(events: list[dict[str, Any]]) -> Response[str]:

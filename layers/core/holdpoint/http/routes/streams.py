@@ -34,7 +34,7 @@ def last_event_id(raw: str | None) -> int | None:
             responses={**answers(200, 400, 404),
                        200: {"description": "Server-sent events, `id:` the event's seq; a comment line when "
                                             "none came within about 25 s",
-                             "content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+                             "content": eventstream.OPENAPI}},
             summary="The session's events as server-sent events (a long-poll: reconnect for more)")
 def get_event_stream(
     session_id: Annotated[str, id_path("session")],
