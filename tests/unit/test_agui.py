@@ -151,6 +151,10 @@ def test_agui_bad_resume_names_the_entry_field_and_records_nothing(api: dict[str
     status, err = post(RUN, {"threadId": "thread-1", "runId": "run-2", "messages": [], "resume": entries})
     assert_error(status, err, 400, code="invalid_resume", param="resume[1].payload.approved")
     assert table_items() == before
+    status, err = post(RUN, {"threadId": "thread-1", "runId": "run-2", "resume": entries[:1],
+                             "messages": [{"id": "u2", "role": "user", "content": "x" * 300_000}]})
+    assert_error(status, err, 400, param="messages[0].content")  # checked before the resume is applied
+    assert table_items() == before
     assert {i["interrupt_id"] for i in h.view()["interrupts"]} == {interrupt["id"], "int-review"}
 
 

@@ -35,11 +35,13 @@ class ToolCall(AgUi):
 
 
 class Message(AgUi):
-    """An AG-UI message. `activity` and `reasoning` messages are the client's own and not recorded."""
+    """An AG-UI message. `activity` and `reasoning` messages are the client's own and not recorded.
+    The limits are a recorded message's (protocol.Message), so a message refused is named here."""
 
     id: Id
     role: Literal["developer", "system", "assistant", "user", "tool", "activity", "reasoning"]
-    content: str | list[dict[str, Any]] | dict[str, Any] | None = None
+    content: (Annotated[str, StringConstraints(max_length=262_144)]
+              | Annotated[list[dict[str, Any]], Field(max_length=1_000)] | dict[str, Any] | None) = None
     toolCalls: Annotated[list[ToolCall], Field(max_length=128)] | None = None  # noqa: N815 - AG-UI's name
     toolCallId: Id | None = None  # noqa: N815
     name: Annotated[str, StringConstraints(max_length=128)] | None = None

@@ -42,12 +42,14 @@ def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller,
     deadline = streams.until(wait_secs, clock)
     state = thread(store, caller, agent_id, body.threadId)
     after = state.header.seq if state is not None else 0
-    _resume_all(store, parking, caller, body, exists=state is not None)
     messages = agui.messages_in(body.messages)
-    watch = None
+    inp = None  # checked before anything is applied: a malformed message records nothing
     if messages and not _behind(state, messages):
         inp = ClientMessagesInput.model_validate({"type": "client.messages", "agent_id": agent_id,
                                                   "turn_id": body.runId, "messages": messages})
+    _resume_all(store, parking, caller, body, exists=state is not None)
+    watch = None
+    if inp is not None:
         accepted = sessions.submit(store, queue, caller, body.threadId if state is not None else None, inp,
                                    new_session_id=body.threadId)
         watch = accepted.turn_id

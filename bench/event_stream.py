@@ -1,0 +1,185 @@
+"""Event-stream delay on the local stack: from an event being committed to a waiting client having it,
+over the SSE stream and the JSON long-poll, printed beside the resume latency measured in the same run.
+
+What is timed, one event at a time:
+
+- A client waits: `GET /v1/sessions/{id}/events/stream?after_seq=N` (or `GET .../events?after_seq=N&wait=25`),
+  started a random 50-1000 ms before the event, so the server's poll backoff (50 ms, x1.5, at most 1 s) is
+  sampled at every phase.
+- The event: `POST /v1/sessions/{id}/interrupts` raises an interrupt (one `session.interrupted` event).
+- Delay = the time the client has the whole answer (`time.time()`) minus the event's `at`, which the writer
+  stamps just before its commit (ms resolution): an upper bound of commit -> received, by the commit's own
+  few milliseconds.
+- Idle cost: the DynamoDB Query calls one request makes while waiting the full cap with no event.
+- Resume latency, for comparison: `POST .../resume` -> the worker has `interrupt.resumed`, as
+  bench/resume_latency.py measures it (fewer samples: `--resumes`).
+
+    /work/main/.venv/bin/python bench/event_stream.py [--n 200] [--resumes 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import resume_latency as rl  # noqa: E402 - the stack, the seed worker, parking and statistics, shared
+
+
+def at_epoch(at: str) -> float:
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+
+
+def sse_events(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+
+
+class Waiter:
+    """One waiting request in a thread; `got` is (time the answer was whole, its events)."""
+
+    def __init__(self, api: rl.Api, sid: str, after: int, route: str) -> None:
+        self.got: tuple[float, list[dict[str, Any]]] | None = None
+        self.thread = threading.Thread(target=self._wait, args=(api, sid, after, route), daemon=True)
+        self.thread.start()
+
+    def _wait(self, api: rl.Api, sid: str, after: int, route: str) -> None:
+        if route == "sse":
+            resp = api.http.get(f"{api.base}/v1/sessions/{sid}/events/stream", params={"after_seq": after}, timeout=60)
+            events = sse_events(resp.text)
+        else:
+            resp = api.http.get(f"{api.base}/v1/sessions/{sid}/events", params={"after_seq": after, "wait": 25},
+                                timeout=60)
+            events = resp.json()["events"]
+        self.got = (time.time(), events)
+
+
+def stream_delays(stack: Any, n: int, route: str) -> list[float]:
+    """`n` events, each raised while a client of `route` waits; the delay of each."""
+    producer, client = rl.Api(stack), rl.Api(stack)
+    sid = producer.start()
+    producer.wait(sid, lambda v: v["status"] == "interrupted", timeout=60)
+    delays: list[float] = []
+    try:
+        for i in range(n):
+            after = _last_seq(producer, sid)
+            waiter = Waiter(client, sid, after, route)
+            time.sleep(random.uniform(0.05, 1.0))  # the bench, not a test: sample every phase of the backoff
+            iid = f"bench-{route}-{i}"
+            producer.ok("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "bench", "interrupt_id": iid,
+                                                                   "global": True})
+            while True:  # another event first (rare): wait on from it, as a client would
+                waiter.thread.join(60)
+                assert waiter.got is not None, f"{route}: no answer for event {i}"
+                received, events = waiter.got
+                mine = [e for e in events if e["type"] == "session.interrupted" and e["data"]["interrupt_id"] == iid]
+                if mine:
+                    break
+                waiter = Waiter(client, sid, max([after, *(e["seq"] for e in events)]), route)
+            delays.append(received - at_epoch(mine[0]["at"]))
+            if (i + 1) % 50 == 0:
+                print(f"  {route}: {i + 1}/{n}", flush=True)
+    finally:
+        producer.close()
+        client.close()
+    return delays
+
+
+def _last_seq(api: rl.Api, sid: str) -> int:
+    after = 0
+    while True:
+        page = api.ok("GET", f"/v1/sessions/{sid}/events?after_seq={after}&limit=500")
+        after = page["next_after_seq"]
+        if not page["has_more"]:
+            return after
+
+
+def idle_queries(stack: Any, timeline: rl.Timeline) -> tuple[int, float]:
+    """DynamoDB Query calls of one stream request that waits the whole cap (no event), and its length."""
+    api = rl.Api(stack)
+    sid = api.start()
+    api.wait(sid, lambda v: v["status"] == "interrupted", timeout=60)
+    last = _last_seq(api, sid)
+    t0 = time.perf_counter()
+    resp = api.http.get(f"{api.base}/v1/sessions/{sid}/events/stream", params={"after_seq": last}, timeout=60)
+    t1 = time.perf_counter()
+    assert resp.status_code == 200 and not sse_events(resp.text), resp.text
+    api.close()
+    with timeline.lock:  # the API function's calls; the engine's pollers idle on SQS
+        queries = [c for c in timeline.calls if t0 <= c[0] <= t1 and c[1] == "dynamodb.Query"
+                   and not c[2].startswith("poller")]
+    return len(queries), t1 - t0
+
+
+def resume_latencies(stack: Any, worker: rl.SeedWorker, m: int) -> list[float]:
+    """POST resume -> the worker has `interrupt.resumed`, one at a time (bench/resume_latency.py's loop)."""
+    parked, _ = rl.park_many(stack, m, pool=4, progress=False)
+    api = rl.Api(stack)
+    out: list[float] = []
+    try:
+        for sid, iid in parked:
+            event = worker.expect(sid)
+            t0 = time.perf_counter()
+            api.resume(sid, iid, {"approved": True})
+            if event.wait(60):
+                out.append(worker.resumed_at[sid] - t0)
+            api.wait(sid, lambda v: v["status"] == "done", timeout=60, interval=0.02)
+    finally:
+        api.close()
+    return out
+
+
+def row(name: str, values: list[float]) -> str:
+    if not values:
+        return f"| {name} | (no samples) |"
+    median, p95 = rl.fmt_ms(statistics.median(values)), rl.fmt_ms(rl.percentile(values, 95))
+    return f"| {name} | {len(values)} | {median} | {p95} | {rl.fmt_ms(min(values))} | {rl.fmt_ms(max(values))} |"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=200, help="events per route (default 200)")
+    parser.add_argument("--resumes", type=int, default=50, help="resumes timed for the comparison (default 50)")
+    parser.add_argument("--no-idle", action="store_true", help="skip the 25 s idle-cost sample")
+    args = parser.parse_args()
+    random.seed(7)
+    t_start = time.perf_counter()
+    timeline = rl.Timeline()  # hooks on boto3's default session before the stack builds its clients
+    stack = rl.start_stack()
+    try:
+        worker = rl.setup(stack)
+        print(f"local stack up: {stack.base_url} ({time.perf_counter() - t_start:.1f} s)", flush=True)
+        stream_delays(stack, 5, "sse")  # warm-up, not counted
+        sse = stream_delays(stack, args.n, "sse")
+        poll = stream_delays(stack, args.n, "json")
+        resumes = resume_latencies(stack, worker, args.resumes)
+        idle = None if args.no_idle else idle_queries(stack, timeline)
+        print()
+        print("Event-stream delay on the local stack: the event's `at` (stamped just before its commit) -> "
+              "the waiting client has the answer")
+        print()
+        print("| measurement | N | median ms | p95 ms | min ms | max ms |")
+        print("|---|---|---|---|---|---|")
+        print(row("SSE stream: commit -> waiting client has the event", sse))
+        print(row("JSON long-poll (`wait=25`): commit -> waiting client has the event", poll))
+        print(row("for comparison: resume POST -> worker has interrupt.resumed", resumes))
+        if idle is not None:
+            print()
+            print(f"idle cost: one stream request with no event waited {idle[1]:.1f} s and made {idle[0]} "
+                  f"DynamoDB Query calls (plus one GetItem to check the session)")
+        print(f"5xx answers retried by the bench's client: {dict(rl.SERVER_ERRORS) or 0}")
+        print(f"total run time {time.perf_counter() - t_start:.1f} s")
+        return 0
+    finally:
+        stack.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
