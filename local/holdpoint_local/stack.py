@@ -115,8 +115,9 @@ class LocalStack:
             self.gateway = ApiGateway(self.provisioned.routes, self.functions, api_id=self.provisioned.api_id,
                                       cors=self.provisioned.cors)
             self.frontend = FrontEnd(self.gateway, port=self.http_port).start()
-            # One-click links in notifications point at this front end (the template's API URL on AWS).
-            self.env[LINK_BASE_ENV] = os.environ[LINK_BASE_ENV] = self.frontend.url
+            # One-click links in notifications point at this front end (the template's API URL on AWS);
+            # not in `env`, which names the resources (a restarted stack has the same, on another port).
+            os.environ[LINK_BASE_ENV] = self.frontend.url
             self.pollers = PollerGroup()
             for mapping in self.provisioned.sqs_mappings:
                 self.pollers.add(mapping, self.functions[mapping.function], self.moto_endpoint,
