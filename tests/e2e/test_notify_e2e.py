@@ -212,3 +212,15 @@ def test_n4_a_failing_webhook_is_retried_on_durable_timers_then_dead_lettered(
     assert letter["kind"] == "notify.dead" and letter["attempts"] == 2 and "HTTP 500" in letter["error"]
     assert len(attempts) == 2 and len({a["delivery"] for a in attempts}) == 1  # one delivery, two attempts
     assert letter["event"]["event_id"] == attempts[0]["body"]["event_id"]
+
+
+def test_n5_the_link_page_escapes_what_the_interrupt_says(api: Api, stack: Any, bus: BusWatch) -> None:
+    sid = api.start("say hi")
+    api.wait_status(sid, "done")
+    hostile = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    api.ok("POST", f"/v1/sessions/{sid}/interrupts", {"reason": hostile, "payload": {"note": hostile}})
+    [event] = wait_for(lambda: bus.of("interrupt.raised") or None, "the raised event on the bus")
+    page = requests.get(event["detail"]["links"]["approve"], timeout=30)
+    assert page.status_code == 200
+    assert "<script>" not in page.text and "<img" not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text

@@ -297,3 +297,15 @@ def test_n4_a_bus_failure_raises_so_the_stream_retries(aws: dict[str, str], bus:
     with pytest.raises(Exception):  # noqa: B017 - moto answers an unknown bus with its own error
         raised(h, notifier(h, channel))
     assert channel.got == []  # nothing delivered before the event is on the bus
+
+
+def test_n1_expiry_is_published_as_interrupt_expired(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws, notify=[{**HOOK, "events": ["interrupt.expired"]}])
+    h.wake(h.open_interrupt()["interrupt_id"], "expired")
+    channel = Recording()
+    [item] = list(outbox_events(stream_batch(h, "session.interrupt_resumed"), h.store))
+    body = notifier(h, channel).on_event(item.tenant, item.session_id, item.event)
+    assert body is not None and body["type"] == "interrupt.expired"
+    assert body["responder"] == {"subject": "expiry", "origin": "system"}
+    assert [e["detail-type"] for e in on_bus(bus)] == ["interrupt.expired"]
+    assert [sent["type"] for sent, _, _ in channel.got] == ["interrupt.expired"]

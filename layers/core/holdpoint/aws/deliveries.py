@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 import boto3
@@ -20,6 +21,9 @@ from botocore.exceptions import ClientError
 from holdpoint.aws.store import session_pk
 
 PREFIX = "D#"
+KEEP_SECS = 14 * 24 * 3600
+"""A record outlives every redelivery it dedupes (a stream keeps records a day; retries end within
+the policy's total) and then expires through the table's TTL."""
 
 
 def _s(value: str) -> dict[str, str]:
@@ -48,7 +52,7 @@ class DeliveryLog:
     def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool:
         """Create the record at attempt 1; False when it already exists (the delivery has started)."""
         item = {**self._key(tenant, session_id, key), "status": _s("sending"), "attempt": _n(1),
-                "body": _s(json.dumps(record, separators=(",", ":")))}
+                "body": _s(json.dumps(record, separators=(",", ":"))), "ttl": _n(int(time.time()) + KEEP_SECS)}
         try:
             self.client.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(SK)")
         except ClientError as exc:
