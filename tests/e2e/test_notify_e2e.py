@@ -224,3 +224,20 @@ def test_n5_the_link_page_escapes_what_the_interrupt_says(api: Api, stack: Any, 
     assert page.status_code == 200
     assert "<script>" not in page.text and "<img" not in page.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+
+
+def test_n6_a_record_the_notifier_cannot_publish_is_retried_then_dead_lettered(api: Api, stack: Any) -> None:
+    stack.client("events").delete_event_bus(Name=stack.env["EVENT_BUS_NAME"])  # every PutEvents now fails
+    sid = api.start()
+    api.wait_status(sid, "interrupted")
+    sqs = stack.client("sqs")
+
+    def dead() -> list[dict[str, Any]] | None:
+        got = sqs.receive_message(QueueUrl=stack.env["NOTIFY_DLQ_URL"], MaxNumberOfMessages=10).get("Messages", [])
+        return [json.loads(m["Body"]) for m in got] or None
+
+    [letter] = wait_for(dead, "the stream batch on the notification DLQ")
+    info = letter["DDBStreamBatchInfo"]
+    assert letter["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    assert info["batchSize"] == 1 and info["startSequenceNumber"] == info["endSequenceNumber"]
+    assert api.view(sid)["status"] == "interrupted"  # the session never waits on its notifications

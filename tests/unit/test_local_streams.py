@@ -40,3 +40,34 @@ def test_a_batch_retries_from_its_first_reported_failure() -> None:
     assert failed_from(None, batch) is None
     assert failed_from({"batchItemFailures": [{"itemIdentifier": "13"}, {"itemIdentifier": "11"}]}, batch) == 1
     assert failed_from({"batchItemFailures": [{"itemIdentifier": "99"}]}, batch) == 0  # unknown: the whole batch
+
+
+class Flaky:
+    """Stands in for a LocalFunction: raises on any batch holding a poison record, records the rest."""
+
+    def __init__(self, poison: set[str]) -> None:
+        self.poison, self.batches = poison, []  # type: ignore[var-annotated]
+
+    def invoke(self, event: dict[str, list[dict[str, dict[str, str]]]]) -> None:
+        seqs = [r["dynamodb"]["SequenceNumber"] for r in event["Records"]]
+        self.batches.append(seqs)
+        if self.poison & set(seqs):
+            raise RuntimeError("poison")
+
+
+def test_a_crashing_batch_is_halved_until_the_poison_record_is_alone_then_skipped() -> None:
+    import threading
+
+    from holdpoint_local.provision import StreamMapping
+    from holdpoint_local.streams import StreamPoller
+
+    mapping = StreamMapping("Table", "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/x", "Fn", 10,
+                            "TRIM_HORIZON", (), 1, True, True, None)
+    fn = Flaky({"12"})
+    poller = StreamPoller(mapping, fn, endpoint_url="http://127.0.0.1:9", stop_event=threading.Event())  # type: ignore[arg-type]
+    batch = [record(f"E#{i}", "session.interrupted", seq=str(10 + i)) for i in range(4)]
+    poller.deliver(batch)
+    assert fn.batches[0] == ["10", "11", "12", "13"]
+    assert ["10", "11"] in fn.batches and ["13"] in fn.batches  # the good records got through
+    assert fn.batches.count(["12"]) == 2  # the poison alone: the first try and one retry, then given up
+    assert poller.delivered == 3
