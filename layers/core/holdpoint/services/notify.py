@@ -33,7 +33,6 @@ from holdpoint.services import links
 
 log = logging.getLogger("holdpoint.notify")
 
-SOURCE = "holdpoint"
 ERROR_CHARS = 512
 
 
