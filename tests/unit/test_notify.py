@@ -309,3 +309,13 @@ def test_n1_expiry_is_published_as_interrupt_expired(aws: dict[str, str], bus: s
     assert body["responder"] == {"subject": "expiry", "origin": "system"}
     assert [e["detail-type"] for e in on_bus(bus)] == ["interrupt.expired"]
     assert [sent["type"] for sent, _, _ in channel.got] == ["interrupt.expired"]
+
+
+def test_n4_a_webhook_entry_a_worker_mangled_fails_its_delivery_not_the_stream(aws: dict[str, str]) -> None:
+    from holdpoint.outbound.webhooks import WebhookChannel
+
+    event = {"event_id": "evt_1", "type": "interrupt.raised", "tenant": "t1"}
+    for entry in ({"url": 12}, {"url": "https://h.example.com/", "secret": ["x"]},
+                  {"url": "https://169.254.169.254/"}, {"url": "https://h.example.com/", "secret": "plain"}):
+        with pytest.raises(DeliveryFailed):
+            WebhookChannel().deliver(event, entry, {})

@@ -28,6 +28,9 @@ class WebhookChannel:
     resolved with the event's tenant (the tenant's own secrets only)."""
 
     def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
+        """A worker may replace the config in force, so the entry is re-checked here, not trusted."""
+        if not isinstance(entry.get("url"), str) or not isinstance(entry.get("secret") or "", str):
+            raise DeliveryFailed("a notify webhook needs a url string and, optionally, a secret reference string")
         body = {**event, "links": links} if event.get("type") == "interrupt.raised" else event
         delivery = delivery_id(str(event.get("event_id")), str(entry.get("url")))
         try:
