@@ -4,7 +4,7 @@ over the SSE stream and the JSON long-poll, printed beside the resume latency me
 What is timed, one event at a time:
 
 - A client waits: `GET /v1/sessions/{id}/events/stream?after_seq=N` (or `GET .../events?after_seq=N&wait=25`),
-  started a random 50-1000 ms before the event, so the server's poll backoff (50 ms, x1.5, at most 1 s) is
+  started a random 50-1000 ms before the event, so the server's poll backoff (50 ms, x1.5, at most 250 ms) is
   sampled at every phase.
 - The event: `POST /v1/sessions/{id}/interrupts` raises an interrupt (one `session.interrupted` event).
 - Delay = the time the client has the whole answer (`time.time()`) minus the event's `at`, which the writer
