@@ -7,9 +7,10 @@ What is timed, one event at a time:
   started a random 50-1000 ms before the event, so the server's poll backoff (50 ms, x1.5, at most 250 ms) is
   sampled at every phase.
 - The event: `POST /v1/sessions/{id}/interrupts` raises an interrupt (one `session.interrupted` event).
-- Delay = the time the client has the whole answer (`time.time()`) minus the event's `at`, which the writer
-  stamps just before its commit (ms resolution): an upper bound of commit -> received, by the commit's own
-  few milliseconds.
+- Delay, two ways: from the end of the event's commit (the API function's TransactWriteItems, read off a
+  hook on every AWS call this process makes; the handlers run in it on the local stack) to the client
+  having the whole answer; and from the event's `at`, which the writer stamps before its load and commit
+  (ms resolution), so that one includes the commit itself.
 - Idle cost: the DynamoDB Query calls one request makes while waiting the full cap with no event.
 - Resume latency, for comparison: `POST .../resume` -> the worker has `interrupt.resumed`, as
   bench/resume_latency.py measures it (fewer samples: `--resumes`).
@@ -47,6 +48,7 @@ class Waiter:
 
     def __init__(self, api: rl.Api, sid: str, after: int, route: str) -> None:
         self.got: tuple[float, list[dict[str, Any]]] | None = None
+        self.received = 0.0  # perf_counter, to compare with the Timeline's commit
         self.thread = threading.Thread(target=self._wait, args=(api, sid, after, route), daemon=True)
         self.thread.start()
 
@@ -58,11 +60,31 @@ class Waiter:
             resp = api.http.get(f"{api.base}/v1/sessions/{sid}/events", params={"after_seq": after, "wait": 25},
                                 timeout=60)
             events = resp.json()["events"]
+        self.received = time.perf_counter()
         self.got = (time.time(), events)
 
 
-def stream_delays(stack: Any, n: int, route: str) -> list[float]:
-    """`n` events, each raised while a client of `route` waits; the delay of each."""
+def commit_end(timeline: rl.Timeline, t0: float, t1: float) -> float | None:
+    """When the raise's commit (the API function's TransactWriteItems between t0 and t1) ended."""
+    with timeline.lock:
+        ends = [c[0] for c in timeline.calls if t0 <= c[0] <= t1 and c[1] == "dynamodb.TransactWriteItems"
+                and not c[2].startswith("poller")]
+    return ends[-1] if len(ends) == 1 else None
+
+
+def found_at(timeline: rl.Timeline, committed: float, received: float) -> float | None:
+    """When the waiter's Query that found the event ended: its last Query before the answer (the
+    engine's pollers excluded; nothing else queries while the producer waits for the answer)."""
+    with timeline.lock:
+        ends = [c[0] for c in timeline.calls if committed <= c[0] <= received and c[1] == "dynamodb.Query"
+                and not c[2].startswith("poller")]
+    return ends[-1] if ends else None
+
+
+def stream_delays(stack: Any, n: int, route: str, timeline: rl.Timeline, committed: list[float] | None = None,
+                  phases: dict[str, list[float]] | None = None) -> list[float]:
+    """`n` events, each raised while a client of `route` waits; the delay of each from the event's
+    `at`; and, in `committed`, from the end of its commit (where the Timeline shows exactly one)."""
     producer, client = rl.Api(stack), rl.Api(stack)
     sid = producer.start()
     producer.wait(sid, lambda v: v["status"] == "interrupted", timeout=60)
@@ -73,8 +95,10 @@ def stream_delays(stack: Any, n: int, route: str) -> list[float]:
             waiter = Waiter(client, sid, after, route)
             time.sleep(random.uniform(0.05, 1.0))  # the bench, not a test: sample every phase of the backoff
             iid = f"bench-{route}-{i}"
+            t0 = time.perf_counter()
             producer.ok("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "bench", "interrupt_id": iid,
                                                                    "global": True})
+            t1 = time.perf_counter()
             while True:  # another event first (rare): wait on from it, as a client would
                 waiter.thread.join(60)
                 assert waiter.got is not None, f"{route}: no answer for event {i}"
@@ -84,6 +108,14 @@ def stream_delays(stack: Any, n: int, route: str) -> list[float]:
                     break
                 waiter = Waiter(client, sid, max([after, *(e["seq"] for e in events)]), route)
             delays.append(received - at_epoch(mine[0]["at"]))
+            end = commit_end(timeline, t0, t1)
+            if committed is not None and end is not None:
+                committed.append(waiter.received - end)
+                found = found_at(timeline, end, waiter.received)
+                if phases is not None and found is not None:
+                    phases.setdefault("commit done -> the waiter's Query that finds it done", []).append(found - end)
+                    phases.setdefault("then the answer built and back at the client", []).append(
+                        waiter.received - found)
             if (i + 1) % 50 == 0:
                 print(f"  {route}: {i + 1}/{n}", flush=True)
     finally:
@@ -156,13 +188,17 @@ def main() -> int:
     try:
         worker = rl.setup(stack)
         print(f"local stack up: {stack.base_url} ({time.perf_counter() - t_start:.1f} s)", flush=True)
-        stream_delays(stack, 5, "sse")  # warm-up, not counted
+        stream_delays(stack, 5, "sse", timeline)  # warm-up, not counted
         rows = ["| measurement | N | median ms | p95 ms | min ms | max ms |", "|---|---|---|---|---|---|"]
-        rows.append(row("SSE stream: commit -> waiting client has the event", stream_delays(stack, args.n, "sse")))
-        print(rows[-1], flush=True)
-        rows.append(row("JSON long-poll (`wait=25`): commit -> waiting client has the event",
-                        stream_delays(stack, args.n, "json")))
-        print(rows[-1], flush=True)
+        for route, name in (("sse", "SSE stream"), ("json", "JSON long-poll (`wait=25`)")):
+            committed: list[float] = []
+            phases: dict[str, list[float]] = {}
+            from_at = stream_delays(stack, args.n, route, timeline, committed, phases)
+            rows.append(row(f"{name}: commit done -> waiting client has the event", committed))
+            for phase, values in phases.items():
+                rows.append(row(f"  {phase}", values))
+            rows.append(row(f"{name}: event `at` (before its commit) -> waiting client has it", from_at))
+            print("\n".join(rows[-2 - len(phases):]), flush=True)
         try:
             resumes = resume_latencies(stack, worker, args.resumes)
         except Exception as exc:  # noqa: BLE001 - the stream figures above still stand

@@ -169,3 +169,22 @@ def test_client_token_reaches_only_its_own_session(api: dict[str, str]) -> None:
             assert getattr(exc, "code", None) == "not_found"
         else:
             raise AssertionError("a client token read another subject's session")
+
+
+def test_the_long_poll_cap_is_below_api_gateway_and_the_api_function_timeout(monkeypatch: Any) -> None:
+    """API Gateway HTTP APIs give up on an integration after 30 s; the API function's timeout (from
+    template.yaml) must outlast the wait with room for the answer; an operator may only lower it."""
+    from pathlib import Path
+
+    from holdpoint_local.provision import load_template
+
+    template = load_template(Path(__file__).resolve().parents[2] / "template.yaml")
+    function = template["Resources"]["ApiFunction"]["Properties"]
+    timeout = function.get("Timeout", template["Globals"]["Function"]["Timeout"])
+    assert streams.MAX_WAIT_SECS + 2 <= timeout < 30
+    monkeypatch.setenv(streams.CAP_ENV, "90")
+    assert streams.cap() == streams.MAX_WAIT_SECS
+    monkeypatch.setenv(streams.CAP_ENV, "3")
+    assert streams.cap() == 3
+    monkeypatch.setenv(streams.CAP_ENV, "soon")
+    assert streams.cap() == streams.MAX_WAIT_SECS
