@@ -187,6 +187,8 @@ def test_agui_unknown_agent_and_other_tenants_get_404(api: dict[str, str]) -> No
     assert_error(status, err, 404, param="agent_id")
     assert_error(*post(CONNECT, {"threadId": "thread-1", "runId": "c-1", "messages": []}, tenant="other"), 404)
     assert_error(*post(CONNECT, {"threadId": "nothing", "runId": "c-1", "messages": []}), 404)
+    assert_error(*post("/v1/channels/ag-ui/agents/nobody/run", {"threadId": "t-3", "runId": "r-1", "messages": []}),
+                 404, param="agent_id")
     assert table_items() == before
 
 

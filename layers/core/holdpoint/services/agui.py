@@ -54,6 +54,8 @@ def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller,
                                    new_session_id=body.threadId)
         watch = accepted.turn_id
     elif state is None:  # a new thread with nothing to say: nothing to record
+        if store.get_agent(caller.tenant, agent_id) is None:
+            raise Refusal("not_found", f"agent {agent_id} not found", "agent_id")
         return [agui.started(body.threadId, body.runId),
                 {"type": "MESSAGES_SNAPSHOT", "messages": []}, agui.ended(body.threadId, body.runId, None)]
     known = set(state.tree.nodes) if state is not None else set()
