@@ -24,10 +24,12 @@ def make_resources() -> dict[str, str]:
     ddb = boto3.client("dynamodb")
     ddb.create_table(
         TableName="holdpoint", BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("PK", "SK", "GSI1PK", "GSI1SK")],
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
+                              for a in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK")],
         KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-        GlobalSecondaryIndexes=[{"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
-            {"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "GSI1SK", "KeyType": "RANGE"}]}])
+        GlobalSecondaryIndexes=[{"IndexName": name, "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+            {"AttributeName": f"GSI{n}PK", "KeyType": "HASH"}, {"AttributeName": f"GSI{n}SK", "KeyType": "RANGE"}]}
+            for n, name in ((1, "Inbox"), (2, "History"))])
     queue = boto3.client("sqs").create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     definition = json.dumps({"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}})
     sfn = boto3.client("stepfunctions")

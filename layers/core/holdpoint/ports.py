@@ -9,12 +9,36 @@ LLM provider is one more `holdpoint.llm` module behind `Llm`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
 ResolveOutcome = Literal["resolved", "noop", "forbidden", "not_found", "changed"]
+InboxStatus = Literal["open", "resolved", "expired", "all"]
+
+
+@dataclass(frozen=True)
+class InboxQuery:
+    """A6: which interrupts an inbox page lists. Times are ISO 8601 as interrupts record them."""
+
+    status: InboxStatus = "open"
+    agent_id: str | None = None
+    reason: str | None = None
+    created_before: str | None = None  # `older_than`: raised before this time
+    expiring_by: str | None = None  # `expiring_within`: `expires_at` at or before this time
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """One interrupt of an inbox page: where it lives, and its whole record (`body` keeps the
+    fields other rules add to the record, such as `requester` and `approvals`)."""
+
+    session_id: str
+    agent_id: str | None
+    interrupt: Interrupt
+    body: dict[str, Any]
 
 
 class Conflict(Exception):
@@ -53,11 +77,11 @@ class SessionStore(Protocol):
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None,
-                          generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+                          owner: str | None = None, generation: int | None = None,
+                          ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
 
-    def inbox(self, tenant: str, limit: int,
-              cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
+    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None, query: InboxQuery | None = None,
+              keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], dict[str, Any] | None]: ...
 
     def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None: ...
 

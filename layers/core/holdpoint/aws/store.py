@@ -37,6 +37,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from functools import reduce
 from typing import Any
@@ -46,7 +47,7 @@ from botocore.exceptions import ClientError
 
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
-from holdpoint.ports import Conflict, ResolveOutcome, TooManyChanges
+from holdpoint.ports import Conflict, InboxQuery, InboxRow, ResolveOutcome, TooManyChanges
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
@@ -67,8 +68,17 @@ def session_pk(tenant: str, session_id: str) -> str:
     return f"T#{tenant}#S#{session_id}"
 
 
-def inbox_pk(tenant: str) -> str:
-    return f"T#{tenant}#OPEN"
+def inbox_pk(tenant: str, status: str = "open") -> str:
+    """The Inbox index's partition of a tenant's interrupts in one status (A6)."""
+    return f"T#{tenant}#{status.upper()}"
+
+
+def history_pk(tenant: str) -> str:
+    """The History index's partition: every interrupt of the tenant, whatever its status (A6)."""
+    return f"T#{tenant}#ALL"
+
+
+MAX_INBOX_PAGES = 10  # a filtered inbox page reads at most this many index pages, then hands a cursor
 
 
 def _s(value: str) -> dict[str, str]:
@@ -385,11 +395,14 @@ class Store:
         for attr in ("resolution", "responder"):
             if attr in item:
                 body[attr] = json.loads(item[attr]["S"])
+        if "ttl" in item:
+            body["ttl"] = int(item["ttl"]["N"])
         interrupt: Interrupt = _load(Interrupt, body)
         interrupt.rev = int(item.get("rev", {"N": "0"})["N"])
         return interrupt
 
-    def _record_item(self, pk: str, record: Record, tenant: str, session_id: str) -> dict[str, Any]:
+    def _record_item(self, pk: str, record: Record, tenant: str, session_id: str,
+                     agent_id: str | None = None) -> dict[str, Any]:
         body = asdict(record)
         body.pop("rev", None)
         key = record.interrupt_id if isinstance(record, Interrupt) else record.id
@@ -413,10 +426,23 @@ class Store:
                 item["responder"] = _s(json.dumps(record.responder))
             if record.resolved_at:
                 item["resolved_at"] = _s(record.resolved_at)
-            if record.status == "open":
-                item["GSI1PK"] = _s(inbox_pk(tenant))
-                item["GSI1SK"] = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
+            item.update(self._index_attrs(record, tenant, session_id, agent_id))
         return item
+
+    @staticmethod
+    def _index_attrs(record: Interrupt, tenant: str, session_id: str, agent_id: str | None) -> dict[str, Any]:
+        """A6: the Inbox index by status (newest first), the History index of all, the attributes
+        the inbox filters on, and the TTL of a closed interrupt the agent keeps for a while."""
+        order = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
+        out: dict[str, Any] = {"GSI1PK": _s(inbox_pk(tenant, record.status)), "GSI1SK": order,
+                               "GSI2PK": _s(history_pk(tenant)), "GSI2SK": order, "reason": _s(record.reason)}
+        if agent_id:
+            out["agent_id"] = _s(agent_id)
+        if record.expires_at:
+            out["expires_at"] = _s(record.expires_at)
+        if record.ttl is not None and record.status != "open":
+            out["ttl"] = _n(record.ttl)
+        return out
 
     def commit(self, state: SessionState) -> int:
         """Write what the step changed in one transaction, conditioned on the header version.
@@ -455,7 +481,7 @@ class Store:
             ops.append({"Put": {"TableName": self.table, "Item": item,
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
         for dirty_key, record in state.dirty.items():
-            item = self._record_item(pk, record, h.tenant, h.session_id)
+            item = self._record_item(pk, record, h.tenant, h.session_id, h.agent_id)
             if is_tail(item["SK"]["S"]):
                 tail[item["SK"]["S"]] = canonical(item)
             if dirty_key in state.new_keys and record.rev == 0:
@@ -590,9 +616,10 @@ class Store:
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None,
-                          generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
-        """R7: flip `open -> resolved` exactly once. Returns (outcome, the interrupt as it now is)
+                          owner: str | None = None, generation: int | None = None,
+                          ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """R7: flip `open -> resolved` exactly once, moving it to the resolved inbox (A6; with `ttl`,
+        kept until then). Returns (outcome, the interrupt as it now is)
         with outcome `resolved`, `noop` (stale, unknown or duplicate: no interrupt when unknown),
         `forbidden` (its origin outranks the caller), `not_found` (another owner's session) or
         `changed` (A1: open again under another `generation` than the one the caller checked)."""
@@ -604,7 +631,14 @@ class Store:
             ":res": _s(json.dumps(resolution)),
             ":who": _s(json.dumps(responder)),
             ":at": _s(at),
+            ":closed": _s(inbox_pk(tenant, "resolved")),
         }
+        update = "SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, resolved_at = :at, " \
+                 "GSI1PK = :closed"
+        if ttl is not None:
+            update += ", #ttl = :ttl"
+            names["#ttl"] = "ttl"
+            values[":ttl"] = _n(ttl)
         origin_keys = []
         for i, origin in enumerate(allowed_origins):
             values[f":o{i}"] = _s(origin)
@@ -624,8 +658,7 @@ class Store:
             out = self.client.update_item(
                 TableName=self.table,
                 Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"I#{interrupt_id}")},
-                UpdateExpression="SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, "
-                "resolved_at = :at REMOVE GSI1PK, GSI1SK",
+                UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
@@ -651,26 +684,62 @@ class Store:
             return "forbidden", found
         return "noop", found
 
-    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], Any]:
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": "Inbox",
-            "KeyConditionExpression": "GSI1PK = :pk",
-            "ExpressionAttributeValues": {":pk": _s(inbox_pk(tenant))},
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if cursor:
-            kwargs["ExclusiveStartKey"] = cursor
-        page = self.client.query(**kwargs)
-        out = []
-        names = {f.name for f in fields(Interrupt)}
-        for item in page.get("Items", []):
-            body = self.body(item)
-            session_id = item["PK"]["S"].split("#S#", 1)[1]
-            view = Interrupt(**{k: v for k, v in body.items() if k in names}).view()
-            out.append({"session_id": session_id, **view, "owner": body.get("owner")})
-        return out, page.get("LastEvaluatedKey")
+    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None, query: InboxQuery | None = None,
+              keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], dict[str, Any] | None]:
+        """A6: a page of the tenant's interrupts, newest first: one status from the Inbox index
+        (`GSI1PK` per status), or all from the History index; `older_than` is a key condition, the
+        other filters a FilterExpression, `keep` the caller's own test. A filtered page reads up
+        to MAX_INBOX_PAGES index pages; the cursor then resumes after the last item listed."""
+        query = query or InboxQuery()
+        kwargs = self._inbox_query(tenant, query)
+        kwargs["Limit"] = limit
+        pk_name, sk_name = ("GSI2PK", "GSI2SK") if query.status == "all" else ("GSI1PK", "GSI1SK")
+        rows: list[InboxRow] = []
+        start = cursor
+        for _ in range(MAX_INBOX_PAGES):
+            if start:
+                kwargs["ExclusiveStartKey"] = start
+            page = self.client.query(**kwargs)
+            items, start = page.get("Items", []), page.get("LastEvaluatedKey")
+            for i, item in enumerate(items):
+                row = self._inbox_row(item)
+                if keep is not None and not keep(row):
+                    continue
+                rows.append(row)
+                if len(rows) == limit:
+                    last = i == len(items) - 1 and not start
+                    return rows, None if last else {k: item[k] for k in ("PK", "SK", pk_name, sk_name)}
+            if not start:
+                return rows, None
+        return rows, start
+
+    def _inbox_query(self, tenant: str, query: InboxQuery) -> dict[str, Any]:
+        index, pk_name, sk_name, pk = ("Inbox", "GSI1PK", "GSI1SK", inbox_pk(tenant, query.status))
+        if query.status == "all":
+            index, pk_name, sk_name, pk = ("History", "GSI2PK", "GSI2SK", history_pk(tenant))
+        condition, values = f"{pk_name} = :pk", {":pk": _s(pk)}
+        if query.created_before:
+            condition += f" AND {sk_name} < :before"
+            values[":before"] = _s(query.created_before)
+        filters, names = [], {}
+        for attr, value, op in (("agent_id", query.agent_id, "="), ("reason", query.reason, "="),
+                                ("expires_at", query.expiring_by, "<=")):
+            if value is not None:
+                filters.append(f"#{attr} {op} :{attr}")
+                names[f"#{attr}"] = attr
+                values[f":{attr}"] = _s(value)
+        kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": index, "KeyConditionExpression": condition,
+                                  "ExpressionAttributeValues": values, "ScanIndexForward": False}
+        if filters:
+            kwargs["FilterExpression"] = " AND ".join(filters)
+            kwargs["ExpressionAttributeNames"] = names
+        return kwargs
+
+    def _inbox_row(self, item: dict[str, Any]) -> InboxRow:
+        body = self.body(item)
+        interrupt = self._interrupt(item, dict(body))
+        return InboxRow(session_id=item["PK"]["S"].split("#S#", 1)[1], agent_id=item.get("agent_id", {}).get("S"),
+                        interrupt=interrupt, body=body)
 
     # --- agents and keys ---------------------------------------------------------------
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+from holdpoint.core.expiry import Declared, apply_declared
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, iso_ms
 
 ORIGIN_RANK = {"worker": 0, "client": 0, "machine": 1, "operator": 2, "system": 3}
@@ -99,8 +100,11 @@ def raise_interrupt(
     turn_id: str | None,
     raised_by: str,
     response_schema: Any = None,
+    declared: Declared | None = None,
 ) -> Interrupt | None:
-    """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1)."""
+    """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1). A5's
+    expiry outcome, reminders and escalation come from `declared`, else the agent's defaults;
+    one that could only fire after the expiry raises `expiry.LateTimer` before anything changes."""
     h = state.header
     iid = interrupt_id or derive("int", h.tenant, h.session_id, raised_by)
     existing = state.interrupts.get(iid)
@@ -129,6 +133,7 @@ def raise_interrupt(
         response_schema=response_schema,
         action=bound_action(state, call_id),
     )
+    apply_declared(state, interrupt, declared or Declared())
     if existing is None:
         state.put(interrupt)
     else:

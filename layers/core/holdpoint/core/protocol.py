@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from holdpoint.core import schemas
 from holdpoint.core.ids import ACTION_TAGS as ACTION_TAGS
@@ -36,6 +45,42 @@ ExpiresIn = Annotated[int, Field(strict=True, ge=1, le=31_536_000), BeforeValida
 """Seconds until an interrupt expires (at most a year)."""
 
 Origin = Literal["worker", "client", "machine", "operator", "system"]
+OnExpiry = Literal["cancel", "deny", "approve"]
+"""A5: what an expiry answers: `cancel` (R16's cancelled resume), `deny` or `approve`."""
+RemindAfter = Annotated[list[ExpiresIn], Field(min_length=1, max_length=10)]
+"""A5: reminder delays in seconds (each 1 to a year), counted from when the branch is parked."""
+RetentionDays = Annotated[int, Field(strict=True, ge=1, le=3_650), BeforeValidator(_integral)]
+"""A6: days a closed interrupt stays listable before DynamoDB's TTL deletes it."""
+Name = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class EscalateTo(BaseModel):
+    """A5: the approvers an escalation adds: subjects and groups, at least one of them."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    subjects: Annotated[list[Name], Field(max_length=100)] = Field(default_factory=list)
+    groups: Annotated[list[Name], Field(max_length=100)] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> EscalateTo:
+        if not self.subjects and not self.groups:
+            raise ValueError("escalate_to names no one: give subjects or groups")
+        return self
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def _timers_before_expiry(remind: list[int] | None, escalate: int | None, expires: int | None,
+                          prefix: str = "") -> None:
+    """A5: a reminder or escalation at or after the expiry could never fire: refused where declared."""
+    if expires is None:
+        return
+    for i, delay in enumerate(remind or []):
+        if delay >= expires:
+            raise ValueError(f"{prefix}remind_after[{i}] ({delay} s) is not before the expiry ({expires} s)")
+    if escalate is not None and escalate >= expires:
+        raise ValueError(f"{prefix}escalate_after ({escalate} s) is not before the expiry ({expires} s)")
 
 
 def _response_schema(value: Any) -> Any:
@@ -156,10 +201,25 @@ class AgentConfig(Open):
     tools: list[ToolSpec] = Field(default_factory=list, max_length=256)
     worker: WorkerConfig | None = None
     interrupt_expires_in: ExpiresIn | None = None
+    interrupt_on_expiry: OnExpiry | None = None  # A5: the defaults of an interrupt's expiry outcome,
+    interrupt_remind_after: RemindAfter | None = None  # reminders and escalation
+    interrupt_escalate_after: ExpiresIn | None = None
+    interrupt_escalate_to: EscalateTo | None = None
+    retention_days: RetentionDays | None = None  # A6: how long closed interrupts stay listable
     sub_agents: list[SubAgentSpec] | None = Field(default=None, max_length=64)
     budget: Budget | None = None
     retry: dict[str, RetryPolicy] | None = None
     triggers: dict[str, bool] | None = None  # opt-in triggers beyond upstream: {"turn.finished": true}
+
+    @field_validator("interrupt_remind_after", "interrupt_escalate_after")
+    @classmethod
+    def _before_expiry(cls, value: Any, info: ValidationInfo) -> Any:
+        expires = info.data.get("interrupt_expires_in")
+        if info.field_name == "interrupt_remind_after":
+            _timers_before_expiry(value, None, expires)
+        else:
+            _timers_before_expiry(None, value, expires)
+        return value
 
 
 # --- the decision request (engine -> worker) ----------------------------------------------
@@ -489,6 +549,10 @@ class InterruptAction(Wire):
     payload: InterruptPayload = None
     expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
     response_schema: ResponseSchema = None
+    on_expiry: OnExpiry | None = None
+    remind_after: RemindAfter | None = None
+    escalate_after: ExpiresIn | None = None
+    escalate_to: EscalateTo | None = None
 
     def declared_schema(self) -> Any:
         return schemas.declared(self.response_schema, self.payload)
@@ -721,6 +785,10 @@ class RaiseInterruptBody(Wire):
     expires_in: ExpiresIn | None = None
     global_: bool = Field(default=False, alias="global", strict=True)
     response_schema: ResponseSchema = None
+    on_expiry: OnExpiry | None = None
+    remind_after: RemindAfter | None = None
+    escalate_after: ExpiresIn | None = None
+    escalate_to: EscalateTo | None = None
 
     def declared_schema(self) -> Any:
         return schemas.declared(self.response_schema, self.payload)

@@ -135,6 +135,14 @@ class Interrupt:
     owner: str | None = None
     response_schema: Any = None  # A1: the JSON Schema a resume payload must satisfy
     action: dict[str, Any] | None = None  # A3: {tool, arguments, agent_version, fingerprint} approved
+    on_expiry: str | None = None  # A5: cancel (None) | deny | approve
+    remind_after: list[int] | None = None  # A5: reminder delays (s), counted from parking
+    escalate_after: int | None = None  # A5: escalation delay (s)
+    escalate_to: dict[str, Any] | None = None  # A5: {subjects, groups} added when the escalation fires
+    escalated: bool = False  # A5: set once when the escalation timer fires
+    reminded: list[int] = field(default_factory=list)  # A5: indexes of the reminders that fired
+    retention_days: int | None = None  # A6: the agent's retention for the closed interrupt
+    ttl: int | None = None  # A6: epoch seconds DynamoDB's TTL deletes the closed interrupt at
     rev: int = 0
 
     def view(self) -> dict[str, Any]:
@@ -155,6 +163,11 @@ class Interrupt:
             out["response_schema"] = self.response_schema
         if self.action is not None:
             out["action"] = self.action
+        for key in ("on_expiry", "remind_after", "escalate_after", "escalate_to"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.escalated:
+            out["escalated"] = True
         return out
 
 

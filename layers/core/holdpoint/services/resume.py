@@ -9,6 +9,7 @@ from typing import Any
 
 from holdpoint.core import schemas
 from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import kept_until
 from holdpoint.core.interrupts import may_resume, resumable_origins
 from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.ports import Clock, Parking, SessionStore
@@ -35,10 +36,11 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     _check(caller, found, payload)
     _check_fingerprint(found, expect_fingerprint)
     responder = {"subject": caller.subject, "origin": caller.origin}
+    now = clock()
     outcome, interrupt = store.resolve_interrupt(
         caller.tenant, session_id, interrupt_id, resolution=payload, responder=responder,
-        allowed_origins=resumable_origins(caller.origin), at=iso_ms(clock()), owner=owner,
-        generation=found.generation)
+        allowed_origins=resumable_origins(caller.origin), at=iso_ms(now), owner=owner,
+        generation=found.generation, ttl=kept_until(found.retention_days, now))
     if outcome == "resolved":
         if interrupt is not None and interrupt.task_token:
             parking.complete(interrupt.task_token, {"interrupt_id": interrupt_id})

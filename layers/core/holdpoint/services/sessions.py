@@ -1,4 +1,4 @@
-"""Session operations behind the HTTP API: submit inputs, read views, raise interrupts, the inbox."""
+"""Session operations behind the HTTP API: submit inputs, read views, raise interrupts."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any, TypeVar
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionState, mint
-from holdpoint.ports import Clock, Sealer, SessionStore, WorkQueue
+from holdpoint.ports import Clock, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
 
@@ -110,13 +111,15 @@ def events(store: SessionStore, caller: Caller, session_id: str, after_seq: int,
 
 def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
-                    request_id: str, response_schema: Any = None, clock: Clock = time.time) -> dict[str, Any]:
+                    request_id: str, response_schema: Any = None, declared: Declared | None = None,
+                    clock: Clock = time.time) -> dict[str, Any]:
     """R5: an interrupt raised through the API, at the head (or global), with the caller's origin;
-    A1: `response_schema` (already checked by the wire model) bounds what its resume may carry."""
+    A1: `response_schema` (already checked by the wire model) bounds what its resume may carry;
+    A5: `declared` is its expiry outcome, reminders and escalation."""
     def raise_it(state: SessionState) -> str:
         return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
                               interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
-                              response_schema=response_schema)
+                              response_schema=response_schema, declared=declared)
 
     state, iid = changed(store, lambda: owned(store, caller, session_id), raise_it, clock)
     if state.effects:
@@ -124,21 +127,3 @@ def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, sessi
     interrupt = state.interrupts.get(iid)
     return {"ok": True, "interrupt_id": iid, "noop": not state.effects,
             "interrupt": interrupt.view() if interrupt else None}
-
-
-def inbox(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None) -> dict[str, Any]:
-    """The tenant's open interrupts across sessions, newest first, from the sparse GSI. The cursor
-    is sealed under the deployment's key and bound to the tenant: opaque, and refused if altered."""
-    start = None
-    if cursor:
-        sealed = sealer.unseal("inbox-cursor", cursor)
-        if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict):
-            raise Refusal("validation_error", "cursor is not valid", "cursor")
-        start = sealed["at"]
-    items, last = store.inbox(caller.tenant, limit, start)
-    if caller.session_id:
-        items = [i for i in items if i["session_id"] == caller.session_id]
-    if caller.own_only:
-        items = [i for i in items if i.get("owner") == caller.subject]
-    next_cursor = sealer.seal("inbox-cursor", {"tenant": caller.tenant, "at": last}) if last else None
-    return {"interrupts": items, "next_cursor": next_cursor}
