@@ -93,8 +93,9 @@ def test_a6_closed_interrupts_carry_their_audit_trail(three: Any) -> None:
 
 
 def test_a6_listing_includes_requester_approvals_and_comments_when_recorded() -> None:
-    interrupt = Interrupt(interrupt_id="i", origin="worker", reason="r", anchor=None, created_at="2026-05-01T09:30:00.000Z",
-                          dedup_key="d", status="resolved", resolved_at="2026-05-01T09:31:30.500Z")
+    interrupt = Interrupt(interrupt_id="i", origin="worker", reason="r", anchor=None, dedup_key="d",
+                          created_at="2026-05-01T09:30:00.000Z", status="resolved",
+                          resolved_at="2026-05-01T09:31:30.500Z")
     body = {"requester": "ann", "approvals": [{"subject": "bob", "comment": "fine"}], "comment": "ok"}
     out = listing(InboxRow("s", "a", interrupt, body))
     assert (out["requester"], out["approvals"], out["comment"]) == ("ann", body["approvals"], "ok")
