@@ -57,7 +57,9 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 class EscalateTo(BaseModel):
     """A5: the approvers an escalation adds: subjects and groups, at least one of them."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, json_schema_extra={"anyOf": [
+        {"required": ["subjects"], "properties": {"subjects": {"minItems": 1}}},
+        {"required": ["groups"], "properties": {"groups": {"minItems": 1}}}]})
     subjects: Annotated[list[Name], Field(max_length=100)] = Field(default_factory=list)
     groups: Annotated[list[Name], Field(max_length=100)] = Field(default_factory=list)
 
