@@ -6,7 +6,7 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: version counter, head, seq, worker state |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, the Inbox and History index keys, `ttl` once closed) |
+| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, Inbox and History keys, `ttl` once closed) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
