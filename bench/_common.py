@@ -47,10 +47,11 @@ def mocked_aws() -> Iterator[dict[str, str]]:
             ddb.create_table(
                 TableName="holdpoint", BillingMode="PAY_PER_REQUEST",
                 AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
-                                      for a in ("PK", "SK", "GSI1PK", "GSI1SK")],
+                                      for a in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK")],
                 KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-                GlobalSecondaryIndexes=[{"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
-                    {"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "GSI1SK", "KeyType": "RANGE"}]}])
+                GlobalSecondaryIndexes=[{"IndexName": name, "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+                    {"AttributeName": f"GSI{n}PK", "KeyType": "HASH"},
+                    {"AttributeName": f"GSI{n}SK", "KeyType": "RANGE"}]} for n, name in ((1, "Inbox"), (2, "History"))])
             queue = boto3.client("sqs").create_queue(
                 QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
             definition = {"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}}
@@ -109,6 +110,7 @@ def _key(item: dict[str, Any]) -> tuple[str, str]:
 # --------------------------------------------------------------------------- the meter
 
 GSI_OVERHEAD = 100  # bytes DynamoDB adds to every index entry
+INDEX_KEYS = ("GSI1PK", "GSI2PK")  # the partition keys of the Inbox and History indexes (template.yaml)
 
 
 @dataclass
@@ -146,7 +148,7 @@ class Meter:
     records: list[Rec] = field(default_factory=list)
     label: str = "-"
     sizes: dict[tuple[str, str], int] = field(default_factory=dict)      # item sizes we have seen written
-    indexed: set[tuple[str, str]] = field(default_factory=set)            # items with Inbox GSI keys
+    indexed: dict[tuple[str, str], int] = field(default_factory=dict)     # items -> how many GSIs hold them
     _pending: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def attach(self, client: Any) -> Any:
@@ -196,14 +198,16 @@ class Meter:
             rec.wru += factor * max(1, math.ceil(old / 1024))
         if not rec.ok:
             return
-        had_gsi = key in self.indexed
-        has_gsi = bool(item and not delete and "GSI1PK" in item)
-        if has_gsi:
-            rec.gsi_wru += max(1, math.ceil((new + GSI_OVERHEAD) / 1024))
-            self.indexed.add(key)
-        elif had_gsi:
-            rec.gsi_wru += 1  # the index entry is deleted
-            self.indexed.discard(key)
+        # Every index holding the item (all attributes projected) is rewritten by each write to it:
+        # a Put counts the indexes whose keys it carries, an Update those the item was in.
+        had = self.indexed.get(key, 0)
+        now = 0 if delete else had if item is None else sum(1 for k in INDEX_KEYS if k in item)
+        if now:
+            rec.gsi_wru += now * max(1, math.ceil((max(new, old) + GSI_OVERHEAD) / 1024))
+            self.indexed[key] = now
+        else:
+            self.indexed.pop(key, None)
+        rec.gsi_wru += max(0, had - now)  # index entries deleted
         if delete:
             self.sizes.pop(key, None)
         else:
