@@ -11,17 +11,15 @@ timer message finds it already recorded and changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from holdpoint.core.state import Interrupt, SessionState, iso_ms
+from holdpoint.core.state import Interrupt, OnExpiry, SessionState, iso_ms
 
-OnExpiry = Literal["cancel", "deny", "approve"]
-TimerKind = Literal["remind", "escalate"]
 TIMER_MESSAGE = "interrupt_timer"  # the work-queue message kind a reminder or escalation sends
 DAY = 86_400
 
 
-def answer(on_expiry: str | None) -> dict[str, Any]:
+def answer(on_expiry: OnExpiry | None) -> dict[str, Any]:
     """The system answer an expiry resolves the interrupt with (PROTOCOL.md R16, A5)."""
     if on_expiry == "approve":
         return {"status": "resolved", "reason": "expired", "on_expiry": "approve", "approved": True}
@@ -34,7 +32,7 @@ def answer(on_expiry: str | None) -> dict[str, Any]:
 class Declared:
     """The A5 fields an interrupt is raised with, before the agent's defaults fill the gaps."""
 
-    on_expiry: str | None = None
+    on_expiry: OnExpiry | None = None
     remind_after: list[int] | None = None
     escalate_after: int | None = None
     escalate_to: dict[str, Any] | None = None

@@ -27,6 +27,7 @@ from holdpoint.core.ids import INPUT_TAGS as INPUT_TAGS
 from holdpoint.core.ids import error_param as error_param
 from holdpoint.core.ids import first_error as first_error
 from holdpoint.core.outcomes import LlmOutcome, llm_reply
+from holdpoint.core.state import OnExpiry
 
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 """Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
@@ -45,8 +46,6 @@ ExpiresIn = Annotated[int, Field(strict=True, ge=1, le=31_536_000), BeforeValida
 """Seconds until an interrupt expires (at most a year)."""
 
 Origin = Literal["worker", "client", "machine", "operator", "system"]
-OnExpiry = Literal["cancel", "deny", "approve"]
-"""A5: what an expiry answers: `cancel` (R16's cancelled resume), `deny` or `approve`."""
 RemindAfter = Annotated[list[ExpiresIn], Field(min_length=1, max_length=10)]
 """A5: reminder delays in seconds (each 1 to a year), counted from when the branch is parked."""
 RetentionDays = Annotated[int, Field(strict=True, ge=1, le=3_650), BeforeValidator(_integral)]

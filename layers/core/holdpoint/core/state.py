@@ -20,6 +20,7 @@ CallKind = Literal["llm_call", "tool_call", "sub_agent"]
 CallStatus = Literal["open", "settled", "voided"]
 CallHandler = Literal["engine", "worker", "client"]  # who runs it: the engine, the worker, the client
 InterruptStatus = Literal["open", "resolved", "expired"]
+OnExpiry = Literal["cancel", "deny", "approve"]  # A5: what an expiry answers
 DecisionStatus = Literal["pending", "delivered", "failed"]
 TurnStatus = Literal["queued", "running", "suspended", "done", "failed"]
 EffectKind = Literal["start_park", "send_task_success", "kick", "timer", "spawn", "notify_parent", "send"]
@@ -135,7 +136,7 @@ class Interrupt:
     owner: str | None = None
     response_schema: Any = None  # A1: the JSON Schema a resume payload must satisfy
     action: dict[str, Any] | None = None  # A3: {tool, arguments, agent_version, fingerprint} approved
-    on_expiry: str | None = None  # A5: cancel (None) | deny | approve
+    on_expiry: OnExpiry | None = None  # A5: None is `cancel`
     remind_after: list[int] | None = None  # A5: reminder delays (s), counted from parking
     escalate_after: int | None = None  # A5: escalation delay (s)
     escalate_to: dict[str, Any] | None = None  # A5: {subjects, groups} added when the escalation fires
