@@ -75,9 +75,9 @@ def listing(row: InboxRow) -> dict[str, Any]:
                            "status": interrupt.status}
     if row.agent_id:
         out["agent_id"] = row.agent_id
-    for key in AUDIT_FIELDS:
+    for key in AUDIT_FIELDS:  # the view's own (read from the item as it is now) come first
         if row.body.get(key) is not None:
-            out[key] = row.body[key]
+            out.setdefault(key, row.body[key])
     if interrupt.status != "open":
         out["resolved_at"] = interrupt.resolved_at
         out["responder"] = interrupt.responder
