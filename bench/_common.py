@@ -49,9 +49,12 @@ def mocked_aws() -> Iterator[dict[str, str]]:
                 AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
                                       for a in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK")],
                 KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-                GlobalSecondaryIndexes=[{"IndexName": name, "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
-                    {"AttributeName": f"GSI{n}PK", "KeyType": "HASH"},
-                    {"AttributeName": f"GSI{n}SK", "KeyType": "RANGE"}]} for n, name in ((1, "Inbox"), (2, "History"))])
+                GlobalSecondaryIndexes=[{"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+                    {"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "GSI1SK", "KeyType": "RANGE"}]},
+                    {"IndexName": "History", "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": [
+                        "status", "agent_id", "reason", "expires_at"]}, "KeySchema": [
+                        {"AttributeName": "GSI2PK", "KeyType": "HASH"},
+                        {"AttributeName": "GSI2SK", "KeyType": "RANGE"}]}])
             queue = boto3.client("sqs").create_queue(
                 QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
             definition = {"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}}
@@ -110,7 +113,10 @@ def _key(item: dict[str, Any]) -> tuple[str, str]:
 # --------------------------------------------------------------------------- the meter
 
 GSI_OVERHEAD = 100  # bytes DynamoDB adds to every index entry
-INDEX_KEYS = ("GSI1PK", "GSI2PK")  # the partition keys of the Inbox and History indexes (template.yaml)
+INDEXES: dict[str, tuple[str, ...] | None] = {  # the tables' indexes by partition key: what each projects
+    "GSI1PK": None,  # Inbox: every attribute
+    "GSI2PK": ("GSI2PK", "GSI2SK", "status", "agent_id", "reason", "expires_at"),  # History: INCLUDE
+}
 
 
 @dataclass
@@ -148,7 +154,7 @@ class Meter:
     records: list[Rec] = field(default_factory=list)
     label: str = "-"
     sizes: dict[tuple[str, str], int] = field(default_factory=dict)      # item sizes we have seen written
-    indexed: dict[tuple[str, str], int] = field(default_factory=dict)     # items -> how many GSIs hold them
+    indexed: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # item -> {index: projected}
     _pending: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def attach(self, client: Any) -> Any:
@@ -198,16 +204,22 @@ class Meter:
             rec.wru += factor * max(1, math.ceil(old / 1024))
         if not rec.ok:
             return
-        # Every index holding the item (all attributes projected) is rewritten by each write to it:
-        # a Put counts the indexes whose keys it carries, an Update those the item was in.
-        had = self.indexed.get(key, 0)
-        now = 0 if delete else had if item is None else sum(1 for k in INDEX_KEYS if k in item)
+        # An index holding the item is written when a write adds, moves or removes its entry, or
+        # changes an attribute it projects: every write for the Inbox (all attributes), only
+        # raising and closing for History (keys and four filter attributes).
+        had = self.indexed.get(key, {})
+        now = had if item is None and not delete else {} if delete or item is None else {
+            index: tuple(json.dumps(item.get(a), sort_keys=True) for a in attrs) if attrs else object()
+            for index, attrs in INDEXES.items() if index in item}
+        for index, projected in now.items():
+            if had.get(index) != projected:
+                entry = new if INDEXES[index] is None else 0
+                rec.gsi_wru += max(1, math.ceil((entry + GSI_OVERHEAD) / 1024))
+        rec.gsi_wru += sum(1 for index in had if index not in now)  # index entries deleted
         if now:
-            rec.gsi_wru += now * max(1, math.ceil((max(new, old) + GSI_OVERHEAD) / 1024))
             self.indexed[key] = now
         else:
             self.indexed.pop(key, None)
-        rec.gsi_wru += max(0, had - now)  # index entries deleted
         if delete:
             self.sizes.pop(key, None)
         else:

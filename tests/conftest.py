@@ -19,6 +19,10 @@ for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
     os.environ.setdefault(key, value)
 
 
+HISTORY = {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["status", "agent_id", "reason", "expires_at"]}
+"""The History index's projection, as template.yaml declares it."""
+
+
 def make_resources() -> dict[str, str]:
     """Inside moto's in-process mock: the table, queue and state machines the template declares."""
     ddb = boto3.client("dynamodb")
@@ -27,9 +31,9 @@ def make_resources() -> dict[str, str]:
         AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
                               for a in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK")],
         KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-        GlobalSecondaryIndexes=[{"IndexName": name, "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+        GlobalSecondaryIndexes=[{"IndexName": name, "Projection": projection, "KeySchema": [
             {"AttributeName": f"GSI{n}PK", "KeyType": "HASH"}, {"AttributeName": f"GSI{n}SK", "KeyType": "RANGE"}]}
-            for n, name in ((1, "Inbox"), (2, "History"))])
+            for n, name, projection in ((1, "Inbox", {"ProjectionType": "ALL"}), (2, "History", HISTORY))])
     queue = boto3.client("sqs").create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     definition = json.dumps({"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}})
     sfn = boto3.client("stepfunctions")

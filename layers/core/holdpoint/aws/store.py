@@ -6,7 +6,7 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: version counter, head, seq, worker state |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, Inbox and History keys, `ttl` once closed) |
+| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, Inbox keys while open, History keys, `ttl`) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
@@ -68,13 +68,15 @@ def session_pk(tenant: str, session_id: str) -> str:
     return f"T#{tenant}#S#{session_id}"
 
 
-def inbox_pk(tenant: str, status: str = "open") -> str:
-    """The Inbox index's partition of a tenant's interrupts in one status (A6)."""
-    return f"T#{tenant}#{status.upper()}"
+def inbox_pk(tenant: str) -> str:
+    """The Inbox index's partition: a tenant's open interrupts (sparse, all attributes projected)."""
+    return f"T#{tenant}#OPEN"
 
 
 def history_pk(tenant: str) -> str:
-    """The History index's partition: every interrupt of the tenant, whatever its status (A6)."""
+    """The History index's partition: every interrupt of the tenant, whatever its status (A6). It
+    projects only what the inbox filters on, so it is written when an interrupt is raised and
+    when its status changes, not by every rewrite of the item."""
     return f"T#{tenant}#ALL"
 
 
@@ -330,11 +332,14 @@ class Store:
         return texts if tail_digest(texts.values()) == int(header_sum, 16) else None
 
     def _get_many(self, pk: str, sks: list[str]) -> list[dict[str, Any]]:
-        """BatchGetItem, strongly consistent, 100 keys a request, until nothing is left unprocessed."""
+        """The partition's items with these sort keys, strongly consistent."""
+        return self._batch_get([{"PK": _s(pk), "SK": _s(sk)} for sk in sks], consistent=True)
+
+    def _batch_get(self, keys: list[dict[str, Any]], *, consistent: bool) -> list[dict[str, Any]]:
+        """BatchGetItem, 100 keys a request, until nothing is left unprocessed."""
         out: list[dict[str, Any]] = []
-        for start in range(0, len(sks), 100):
-            request: dict[str, Any] = {self.table: {
-                "Keys": [{"PK": _s(pk), "SK": _s(sk)} for sk in sks[start:start + 100]], "ConsistentRead": True}}
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {self.table: {"Keys": keys[start:start + 100], "ConsistentRead": consistent}}
             while request:
                 page = self.client.batch_get_item(RequestItems=request)
                 out.extend(page.get("Responses", {}).get(self.table, []))
@@ -431,11 +436,12 @@ class Store:
 
     @staticmethod
     def _index_attrs(record: Interrupt, tenant: str, session_id: str, agent_id: str | None) -> dict[str, Any]:
-        """A6: the Inbox index by status (newest first), the History index of all, the attributes
-        the inbox filters on, and the TTL of a closed interrupt the agent keeps for a while."""
+        """A6: the Inbox index while open, the History index always (both newest first), the
+        attributes the inbox filters on, and the TTL of a closed interrupt the agent keeps a while."""
         order = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
-        out: dict[str, Any] = {"GSI1PK": _s(inbox_pk(tenant, record.status)), "GSI1SK": order,
-                               "GSI2PK": _s(history_pk(tenant)), "GSI2SK": order, "reason": _s(record.reason)}
+        out: dict[str, Any] = {"GSI2PK": _s(history_pk(tenant)), "GSI2SK": order, "reason": _s(record.reason)}
+        if record.status == "open":
+            out.update({"GSI1PK": _s(inbox_pk(tenant)), "GSI1SK": order})
         if agent_id:
             out["agent_id"] = _s(agent_id)
         if record.expires_at:
@@ -618,8 +624,8 @@ class Store:
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
                           owner: str | None = None, generation: int | None = None,
                           ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
-        """R7: flip `open -> resolved` exactly once, moving it to the resolved inbox (A6; with `ttl`,
-        kept until then). Returns (outcome, the interrupt as it now is)
+        """R7: flip `open -> resolved` exactly once, out of the open inbox (A6: with `ttl`, kept
+        until then). Returns (outcome, the interrupt as it now is)
         with outcome `resolved`, `noop` (stale, unknown or duplicate: no interrupt when unknown),
         `forbidden` (its origin outranks the caller), `not_found` (another owner's session) or
         `changed` (A1: open again under another `generation` than the one the caller checked)."""
@@ -631,14 +637,13 @@ class Store:
             ":res": _s(json.dumps(resolution)),
             ":who": _s(json.dumps(responder)),
             ":at": _s(at),
-            ":closed": _s(inbox_pk(tenant, "resolved")),
         }
-        update = "SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, resolved_at = :at, " \
-                 "GSI1PK = :closed"
+        update = "SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, resolved_at = :at"
         if ttl is not None:
             update += ", #ttl = :ttl"
             names["#ttl"] = "ttl"
             values[":ttl"] = _n(ttl)
+        update += " REMOVE GSI1PK, GSI1SK"
         origin_keys = []
         for i, origin in enumerate(allowed_origins):
             values[f":o{i}"] = _s(origin)
@@ -693,7 +698,8 @@ class Store:
         query = query or InboxQuery()
         kwargs = self._inbox_query(tenant, query)
         kwargs["Limit"] = limit
-        pk_name, sk_name = ("GSI2PK", "GSI2SK") if query.status == "all" else ("GSI1PK", "GSI1SK")
+        history = query.status != "open"
+        pk_name, sk_name = ("GSI2PK", "GSI2SK") if history else ("GSI1PK", "GSI1SK")
         rows: list[InboxRow] = []
         start = cursor
         for _ in range(MAX_INBOX_PAGES):
@@ -701,6 +707,8 @@ class Store:
                 kwargs["ExclusiveStartKey"] = start
             page = self.client.query(**kwargs)
             items, start = page.get("Items", []), page.get("LastEvaluatedKey")
+            if history:  # the History index holds keys and filter attributes: read the items
+                items = self._whole(items)
             for i, item in enumerate(items):
                 row = self._inbox_row(item)
                 if keep is not None and not keep(row):
@@ -714,16 +722,18 @@ class Store:
         return rows, start
 
     def _inbox_query(self, tenant: str, query: InboxQuery) -> dict[str, Any]:
-        index, pk_name, sk_name, pk = ("Inbox", "GSI1PK", "GSI1SK", inbox_pk(tenant, query.status))
-        if query.status == "all":
+        """Open interrupts from the Inbox index; closed or all from History, filtered on `status`."""
+        index, pk_name, sk_name, pk = ("Inbox", "GSI1PK", "GSI1SK", inbox_pk(tenant))
+        if query.status != "open":
             index, pk_name, sk_name, pk = ("History", "GSI2PK", "GSI2SK", history_pk(tenant))
         condition, values = f"{pk_name} = :pk", {":pk": _s(pk)}
         if query.created_before:
             condition += f" AND {sk_name} < :before"
             values[":before"] = _s(query.created_before)
         filters, names = [], {}
+        status = query.status if query.status in ("resolved", "expired") else None
         for attr, value, op in (("agent_id", query.agent_id, "="), ("reason", query.reason, "="),
-                                ("expires_at", query.expiring_by, "<=")):
+                                ("expires_at", query.expiring_by, "<="), ("status", status, "=")):
             if value is not None:
                 filters.append(f"#{attr} {op} :{attr}")
                 names[f"#{attr}"] = attr
@@ -734,6 +744,12 @@ class Store:
             kwargs["FilterExpression"] = " AND ".join(filters)
             kwargs["ExpressionAttributeNames"] = names
         return kwargs
+
+    def _whole(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items behind index entries, in the entries' order (one gone since, TTL, is left out)."""
+        keys = [{"PK": e["PK"], "SK": e["SK"]} for e in entries]
+        found = {(i["PK"]["S"], i["SK"]["S"]): i for i in self._batch_get(keys, consistent=False)}
+        return [found[k] for k in ((e["PK"]["S"], e["SK"]["S"]) for e in entries) if k in found]
 
     def _inbox_row(self, item: dict[str, Any]) -> InboxRow:
         body = self.body(item)
