@@ -38,7 +38,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from functools import reduce
 from typing import Any
 
@@ -58,6 +58,11 @@ LOG_VERSIONS = 4  # versions the header's change log covers: a cache further beh
 LOG_CHARS = 1200  # and at most this much of it, so the header (rewritten by every commit) stays small
 MAX_DELTA_KEYS = 100  # more changed keys than this and reading the whole tail is cheaper
 CACHE_ENV = "HOLDPOINT_STATE_CACHE"  # sessions a container keeps warm; 0 turns the cache off
+
+
+INTERRUPT_DEFAULTS = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}
+INTERRUPT_DEFAULTS["reminded"] = []  # the one list field (a default_factory)
+"""An interrupt item's body leaves out the fields at these values; loading fills them in again."""
 
 
 def agent_digest(agent: Any) -> str:
@@ -410,6 +415,8 @@ class Store:
                      agent_id: str | None = None) -> dict[str, Any]:
         body = asdict(record)
         body.pop("rev", None)
+        if isinstance(record, Interrupt):  # rewritten often and read whole: unset fields stay out
+            body = {k: v for k, v in body.items() if v != INTERRUPT_DEFAULTS.get(k, ...)}
         key = record.interrupt_id if isinstance(record, Interrupt) else record.id
         item: dict[str, Any] = {
             "PK": _s(pk),
