@@ -5,6 +5,7 @@ ParkBranch and the Timer state machine, and the signed HTTP seed worker."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from holdpoint.aws.queue import group_id
@@ -89,8 +90,7 @@ def test_a5_a_bad_delay_is_refused_where_it_is_declared_over_http(api: Api, stac
 def test_a6_inbox_query_and_audit_trail_over_http(api: Api, stack: Any, worker: Any) -> None:
     declare_agent(api, worker[0], retention_days=30, interrupt_expires_in=3600)
     done, parked = api.start(), api.start()
-    for sid in (done, parked):
-        api.wait_status(sid, "interrupted")
+    raised = {sid: api.wait_status(sid, "interrupted")["interrupts"][0]["created_at"] for sid in (done, parked)}
     iid = api.view(done)["interrupts"][0]["interrupt_id"]
     wait_execution(stack, done, iid, "RUNNING")
     assert api.resume(done, iid, {"approved": True}).json()["noop"] is False
@@ -99,8 +99,11 @@ def test_a6_inbox_query_and_audit_trail_over_http(api: Api, stack: Any, worker: 
     assert resolved["session_id"] == done and resolved["resolution"] == {"approved": True}
     assert resolved["responder"]["origin"] == "client" and resolved["decision_secs"] >= 0
     assert resolved["action"]["fingerprint"] and resolved["agent_id"] == "assistant"
+    item = stack.client("dynamodb").get_item(TableName=stack.env["TABLE_NAME"], Key={
+        "PK": {"S": f"T#dev#S#{done}"}, "SK": {"S": f"I#{iid}"}})["Item"]
+    assert abs(int(item["ttl"]["N"]) - (time.time() + 30 * 86_400)) < 600  # retention_days=30: the TTL
     everything = api.ok("GET", "/v1/interrupts?status=all")["interrupts"]
-    assert [i["session_id"] for i in everything] == [parked, done]
+    assert [i["session_id"] for i in everything] == sorted(raised, key=raised.__getitem__, reverse=True)
     assert [i["session_id"] for i in api.ok("GET", "/v1/interrupts")["interrupts"]] == [parked]
     mine = api.ok("GET", "/v1/interrupts?approver=me&agent_id=assistant&reason=confirm&expiring_within=7200")
     assert [i["session_id"] for i in mine["interrupts"]] == [parked]
