@@ -61,7 +61,8 @@ def apply_declared(state: SessionState, interrupt: Interrupt, declared: Declared
     interrupt.on_expiry = declared.on_expiry or agent.get("interrupt_on_expiry")
     interrupt.remind_after = declared.remind_after or agent.get("interrupt_remind_after")
     interrupt.escalate_after = declared.escalate_after or agent.get("interrupt_escalate_after")
-    interrupt.escalate_to = declared.escalate_to or agent.get("interrupt_escalate_to")
+    # An escalation target already set (by an approver policy) stays unless one is declared here.
+    interrupt.escalate_to = declared.escalate_to or interrupt.escalate_to or agent.get("interrupt_escalate_to")
     interrupt.retention_days = agent.get("retention_days")
     expires = interrupt.expires_in
     if expires is None:
