@@ -127,7 +127,7 @@ def test_a2_core_denials_verdicts_and_the_agui_resolution() -> None:
     assert verdict(q2, [yes[0], no]) == "denied" and verdict({**q2, "deny_resolves": False}, [yes[0], no]) == "open"
     assert verdict(None, [no]) == "denied" and verdict(None, yes[:1]) == "approved"
     out = approvals.resolution(q2, "denied", no, [yes[0], no])
-    assert out["status"] == "cancelled" and out["payload"] == {"approved": False}
+    assert out["status"] == "cancelled" and out["approved"] is False and out["payload"] == {"approved": False}
     assert out["responder"] == {"subject": "cid", "origin": "operator"}
     assert [(a["subject"], a["status"], a["comment"]) for a in out["approvals"]] == [
         ("ann", "approved", None), ("cid", "denied", "too risky")]
@@ -239,7 +239,7 @@ def test_a2_a_quorum_records_each_answer_once_and_resolves_when_reached() -> Non
     assert h.view()["status"] == "done"
     [resumed] = h.triggers("interrupt.resumed")
     payload = resumed["payload"]
-    assert payload["status"] == "resolved" and payload["payload"] == {"approved": True}
+    assert payload["status"] == "resolved" and payload["approved"] is True and payload["payload"] == {"approved": True}
     assert payload["responder"] == {"subject": "bob", "origin": "operator"}
     assert [(a["subject"], a["status"]) for a in payload["approvals"]] == [("ann", "approved"), ("bob", "approved")]
     assert len(h.events("session.interrupt_resumed")) == 1

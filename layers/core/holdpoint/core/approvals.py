@@ -194,12 +194,14 @@ def answer(subject: str, origin: str, payload: Any, comment: str | None, at: str
 def resolution(policy: dict[str, Any] | None, decided: Verdict, deciding: dict[str, Any],
                approvals: list[dict[str, Any]]) -> Any:
     """What the worker receives in `interrupt.resumed`: with a quorum, the AG-UI shape with every
-    answer; otherwise the deciding answer's payload as sent."""
+    answer (and `approved`, so a worker that reads `payload.approved` reads the verdict);
+    otherwise the deciding answer's payload as sent."""
     if quorum_of(policy) <= 1:
         return deciding["payload"]
     payload = deciding["payload"]
     if isinstance(payload, dict) and payload.get("status") in ("resolved", "cancelled") and "payload" in payload:
         payload = payload["payload"]
-    return {"status": "resolved" if decided == "approved" else "cancelled", "payload": payload,
+    return {"status": "resolved" if decided == "approved" else "cancelled", "approved": decided == "approved",
+            "payload": payload,
             "responder": {"subject": deciding["subject"], "origin": deciding["origin"]},
             "approvals": [{k: a[k] for k in ("subject", "origin", "status", "comment", "at")} for a in approvals]}
