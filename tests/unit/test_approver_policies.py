@@ -83,6 +83,8 @@ def test_a2_core_narrow_only_ever_narrows_and_names_the_field_that_would_widen()
     assert out is not None and out["subjects"] == ["ann"] and "groups" not in out and out["origins"] == ["operator"]
     assert out["forbid_requester"] is True
     assert narrow({}, {"subjects": ["zed"]}) == {"subjects": ["zed"]}  # naming no one admits anyone
+    assert narrow(None, {"origins": ["operator"]}) == {"origins": ["operator"]}  # nor does naming no origin
+    assert narrow({"subjects": ["ann"]}, {"origins": ["client"]}) == {"subjects": ["ann"], "origins": ["client"]}
     assert narrow(base, {"escalate_to": {"subjects": ["boss"]}})["escalate_to"] == {"subjects": ["boss"]}  # type: ignore[index]
     for override, param in (({"subjects": ["eve"]}, "subjects"), ({"groups": ["ops"]}, "groups"),
                             ({"origins": ["machine"]}, "origins"), ({"forbid_requester": False}, "forbid_requester"),

@@ -76,17 +76,38 @@ def narrow(in_force: dict[str, Any] | None, override: dict[str, Any] | None) -> 
     if not override:
         return in_force
     base = dict(in_force or {})
-    out = dict(base)
+    out = {**base, **_narrowed_who(base, override), **_narrowed_how(base, override)}
+    if any(override.get(k) is not None for k in IDENTITY_KEYS):  # the override's identities replace the base's
+        for key in IDENTITY_KEYS:
+            if override.get(key) is None:
+                out.pop(key, None)
+    problem = quorum_problem(out.get("quorum"), out.get("subjects"), out.get("groups"))
+    if problem:
+        raise PolicyError("quorum", problem)
+    return out
+
+
+def _narrowed_who(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Origins, subjects, groups and escalation approvers: subsets of what the base admits."""
+    out: dict[str, Any] = {}
     if override.get("origins") is not None:
-        _subset(override["origins"], base.get("origins"), "origins")
+        if base.get("origins") is not None:  # none named: any origin was admitted, so any list narrows
+            _subset(override["origins"], base["origins"], "origins")
         out["origins"] = override["origins"]
-    if any(override.get(k) is not None for k in IDENTITY_KEYS):
-        for key in IDENTITY_KEYS:  # the override's identities replace the base's, within them
-            if override.get(key) is not None and _names_identities(base):
+    for key in IDENTITY_KEYS:
+        if override.get(key) is not None:
+            if _names_identities(base):
                 _subset(override[key], base.get(key), key)
-            out.pop(key, None)
-            if override.get(key) is not None:
-                out[key] = override[key]
+            out[key] = override[key]
+    if override.get("escalate_to") is not None:
+        _escalation_within(override["escalate_to"], base)
+        out["escalate_to"] = override["escalate_to"]
+    return out
+
+
+def _narrowed_how(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`forbid_requester` may only be set, `quorum` only grow, `deny_resolves` only stay on."""
+    out: dict[str, Any] = {}
     if base.get("forbid_requester") and override.get("forbid_requester") is False:
         raise PolicyError("forbid_requester", "forbid_requester may not be turned off: the policy in force sets it")
     if override.get("forbid_requester"):
@@ -100,12 +121,6 @@ def narrow(in_force: dict[str, Any] | None, override: dict[str, Any] | None) -> 
                           "on the first denial")
     if override.get("deny_resolves") is not None:
         out["deny_resolves"] = override["deny_resolves"]
-    if override.get("escalate_to") is not None:
-        _escalation_within(override["escalate_to"], base)
-        out["escalate_to"] = override["escalate_to"]
-    problem = quorum_problem(out.get("quorum"), out.get("subjects"), out.get("groups"))
-    if problem:
-        raise PolicyError("quorum", problem)
     return out
 
 

@@ -143,7 +143,7 @@ class ApprovalPolicy(BaseModel):
     subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
     groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
     forbid_requester: bool | None = Field(default=None, strict=True)
-    quorum: int | None = Field(default=None, strict=True, ge=1, le=approvals.MAX_QUORUM)
+    quorum: Annotated[int, Field(strict=True, ge=1, le=approvals.MAX_QUORUM), BeforeValidator(_integral)] | None = None
     deny_resolves: bool | None = Field(default=None, strict=True)
     escalate_to: EscalateTo | None = None
 
