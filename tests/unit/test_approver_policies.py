@@ -165,7 +165,9 @@ def test_a2_bad_policies_are_refused_where_declared_naming_the_field() -> None:
     before = table_items()
     for body, param in (({"reason": "r", "approval": {"subjects": ["eve"]}}, "approval.subjects"),
                         ({"reason": "r", "approval": {"subjects": ["ann"], "quorum": 2}}, "approval.quorum"),
-                        ({"reason": "r", "approval": {"subjects": []}}, "approval.subjects")):
+                        ({"reason": "r", "approval": {"subjects": []}}, "approval.subjects"),
+                        # An operator's hold that only clients may answer would admit no one (R17).
+                        ({"reason": "r", "approval": {"origins": ["client"]}}, "approval.origins")):
         status, out = call_api("POST", f"/v1/sessions/{sid}/interrupts", body, origin="operator")
         assert status == 400 and out["error"]["param"] == param, (body, out)
     assert table_items() == before
@@ -420,3 +422,20 @@ def test_a2_both_resume_routes_answer_403_not_an_approver() -> None:
 
     status, out = parse(RESUME.handler(event, CONTEXT))
     assert status == 200 and out["status"] == "open" and out["approvals"] == 1
+
+
+def test_a2_a_budget_stop_is_the_operators_whatever_the_agent_policy() -> None:
+    """A system hold (R4, §4.7) is not an approval: the agent's approver policy does not apply."""
+    from holdpoint.core import budget, interrupts
+    from holdpoint.core.state import Header, SessionState
+
+    state = SessionState(header=Header(tenant="t1", session_id="s", agent_id="a",
+                                       agent={"approval": {"subjects": ["ann"], "origins": ["client"]}}))
+    raised = interrupts.raise_interrupt(state, interrupt_id=None, reason=budget.REASON, payload=None,
+                                        origin="system", anchor=None, expires_in=None, call_id=None, turn_id=None,
+                                        raised_by="budget:x")
+    assert raised is not None and raised.policy is None
+    with pytest.raises(PolicyError) as info:
+        interrupts.raise_interrupt(state, interrupt_id=None, reason="hold", payload=None, origin="operator",
+                                   anchor=None, expires_in=None, call_id=None, turn_id=None, raised_by="api:y")
+    assert info.value.param == "origins"

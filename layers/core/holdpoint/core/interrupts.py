@@ -112,8 +112,7 @@ def raise_interrupt(
         if existing.status == "open" or existing.raised_by == raised_by:
             return None
         generation = existing.generation + 1  # a closed id raised again by a new step reopens it
-    call = state.calls.get(call_id or "")
-    policy = approvals.narrow(approvals.in_force(h.agent, call.name if call is not None else None), approval)
+    policy = effective_policy(state, origin, call_id, approval)
     escalate_to = policy.pop("escalate_to", None) if policy else None
     seconds = expires_in or (h.agent or {}).get("interrupt_expires_in")
     interrupt = Interrupt(
@@ -150,6 +149,23 @@ def raise_interrupt(
     void_parked_llm_calls(state)
     state.effects.append(Effect(kind="start_park", interrupt_id=iid))
     return interrupt
+
+
+def effective_policy(state: SessionState, origin: str, call_id: str | None,
+                     approval: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A2: `approval` narrowing the policy in force (the bound tool's own, else the agent's). A
+    system hold (a budget stop) is the operators' (R17), not an approval: no policy applies. A
+    policy whose origins all rank below the interrupt's would admit no one (`PolicyError`)."""
+    if origin == "system":
+        return None
+    call = state.calls.get(call_id or "")
+    policy = approvals.narrow(approvals.in_force(state.header.agent, call.name if call is not None else None),
+                              approval)
+    origins = (policy or {}).get("origins")
+    if origins and not any(may_resume(o, origin) for o in origins):
+        raise approvals.PolicyError("origins", f"none of the origins {', '.join(origins)} may clear an "
+                                    f"interrupt raised by {origin} (R17): the policy would admit no one")
+    return dict(policy) if policy else None
 
 
 def requester_of(state: SessionState, turn_id: str | None) -> str | None:
