@@ -74,11 +74,16 @@ def test_a2_a6_a_policy_and_a_quorum_over_http(api: Api, stack: Any, worker: tup
 
 def test_a2_the_first_denial_resolves_as_denied_over_http(api: Api, stack: Any,
                                                           worker: tuple[str, list[dict[str, Any]]]) -> None:
-    declare_agent(api, worker[0], approval={"groups": ["board"], "quorum": 2})
+    # The tool's own policy (it replaces the agent's, which would admit only "nobody").
+    tools = [{"name": "send_email", "input": {"type": "object", "required": ["to"]},
+              "approval": {"groups": ["board"], "quorum": 2}}]
+    declare_agent(api, worker[0], tools=tools, approval={"subjects": ["nobody"]})
     ann, cid = approver(stack, "ann", groups=["board"]), approver(stack, "cid", groups=["board"])
     outsider = approver(stack, "eve", groups=["sales"])
     sid = api.start()
-    iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    iid = interrupt["interrupt_id"]
+    assert interrupt["policy"] == {"groups": ["board"], "quorum": 2}
     refusal(outsider.resume(sid, iid, {"approved": True}), 403, code="not_an_approver")
     assert ann.resume(sid, iid, {"approved": True}).json()["status"] == "open"
     out = cid.req("POST", f"/v1/sessions/{sid}/inputs", {"type": "interrupt.resume", "interrupt_id": iid,
@@ -142,3 +147,24 @@ def test_a2_ten_concurrent_approvers_on_a_quorum_of_two(api: Api, stack: Any,
     [resumed] = resumed_triggers(worker[1], sid)
     assert [a["subject"] for a in resumed["payload"]["approvals"]] == [a["subject"] for a in recorded]
     assert len([e for e in api.events(sid) if e["type"] == "session.interrupt_resumed"]) == 1
+
+
+def test_a2_a_client_token_carries_groups_from_its_claim(api: Api, stack: Any,
+                                                         worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """`POST /v1/client-tokens` with `identity.groups`: the end user answers in their own session
+    as a member of the group; a token without the group is not an approver."""
+    declare_agent(api, worker[0], approval={"groups": ["reviewers"]})
+    backend = approver(stack, "backend", origin="machine")
+    tokens = {}
+    for name, groups in (("zoe", ["reviewers"]), ("yan", None)):
+        identity = {"id": name, **({"groups": groups} if groups else {})}
+        minted = backend.req("POST", "/v1/client-tokens", {"identity": identity})
+        assert minted.status_code == 200, minted.text
+        tokens[name] = Api(stack.base_url, minted.json()["token"])
+    for name, expected in (("yan", 403), ("zoe", 200)):
+        user = tokens[name]
+        sid = user.start()
+        iid = user.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
+        answer = user.resume(sid, iid, {"approved": True})
+        assert answer.status_code == expected, answer.text
+    assert user.wait_status(sid, "done")["messages"][-1]["content"] == "Email sent."
