@@ -86,8 +86,12 @@ def _written(parking: Parking, outcome: ResolveOutcome, interrupt: Interrupt, in
         if interrupt.task_token:
             parking.complete(interrupt.task_token, {"interrupt_id": interrupt_id})
         return {"ok": True, "interrupt_id": interrupt_id, "noop": False}
-    return {"ok": True, "interrupt_id": interrupt_id, "noop": False, "status": "open",
-            "approvals": sum(1 for a in interrupt.approvals if a["status"] == "approved"),
+    return {"ok": True, "interrupt_id": interrupt_id, "noop": False, **_progress(interrupt)}
+
+
+def _progress(interrupt: Interrupt) -> dict[str, Any]:
+    """Where an open quorum stands: approvals so far, of how many."""
+    return {"status": "open", "approvals": sum(1 for a in interrupt.approvals if a["status"] == "approved"),
             "quorum": approvals.quorum_of(interrupt.policy)}
 
 
@@ -97,9 +101,7 @@ def _own_answer(interrupt: Interrupt, subject: str) -> dict[str, Any] | None:
 
 def _noop_open(interrupt: Interrupt, own: dict[str, Any], payload: Any) -> dict[str, Any]:
     """A2: the subject has answered this still-open interrupt already; its answer stands."""
-    return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": True, "status": "open",
-            "approvals": sum(1 for a in interrupt.approvals if a["status"] == "approved"),
-            "quorum": approvals.quorum_of(interrupt.policy),
+    return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": True, **_progress(interrupt),
             "answered": {"at": own.get("at"), "status": own.get("status"),
                          "same_payload": _canonical(payload) == _canonical(own.get("payload"))}}
 
