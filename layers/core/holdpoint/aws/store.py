@@ -619,8 +619,9 @@ class Store:
                         seen: int, allowed_origins: list[str], owner: str | None = None,
                         generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """A2: append one answer to an open interrupt that it does not yet decide (a quorum still
-        short), conditioned on the interrupt being open, of the generation checked, with the
-        `seen` answers the caller read and none of them this subject's. Outcomes as
+        short), conditioned on the interrupt being open, of the generation checked, with exactly
+        the `seen` answers the caller read (answers are only ever appended, so the same count is the
+        same list, which the caller checked holds none of this subject's). Outcomes as
         `resolve_interrupt`, `recorded` for success."""
         return self._answer(tenant, session_id, interrupt_id, "SET rev = rev + :one", {},
                             allowed_origins=allowed_origins, owner=owner, generation=generation,
