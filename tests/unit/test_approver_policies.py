@@ -439,3 +439,19 @@ def test_a2_a_budget_stop_is_the_operators_whatever_the_agent_policy() -> None:
         interrupts.raise_interrupt(state, interrupt_id=None, reason="hold", payload=None, origin="operator",
                                    anchor=None, expires_in=None, call_id=None, turn_id=None, raised_by="api:y")
     assert info.value.param == "origins"
+
+
+def test_a2_a_malformed_policy_a_worker_put_in_force_refuses_the_raise_not_the_resume() -> None:
+    """A worker may replace the config in force (`agent` in its answer) without `PUT /v1/agents`'
+    checks: a policy there that cannot be used fails the raise, naming `approval`."""
+    for bad in ({"quorum": "two"}, {"subjects": "ann"}, {"quorum": 0}, ["ann"], {"escalate_to": ["boss"]}):
+        with pytest.raises(PolicyError) as info:
+            approvals.in_force({"approval": bad}, None)
+        assert info.value.at("approval") == "approval" and "policy in force" in str(info.value)
+    assert approvals.in_force({"approval": {"quorum": 2}, "tools": [{"name": "t", "approval": {"groups": ["g"]}}]},
+                              "t") == {"groups": ["g"]}
+    assert approvals.in_force({"tools": [{"name": "t"}]}, "t") is None
+    h = Harness(asking(), agent={"approval": {"quorum": "two"}})
+    h.say("Email Bob")
+    [failed] = h.events("decision.failed")
+    assert failed["data"]["error"]["param"] == "actions[0].approval"

@@ -30,6 +30,10 @@ class PolicyError(ValueError):
         super().__init__(message)
         self.param = param
 
+    def at(self, field: str) -> str:
+        """The param naming this error under the policy's own field (`approval`, `actions[0].approval`)."""
+        return f"{field}.{self.param}" if self.param else field
+
 
 class Policy(TypedDict, total=False):
     """A policy as an interrupt stores it (the wire model is `protocol.ApprovalPolicy`, which
@@ -61,13 +65,36 @@ def declared(model: Any) -> dict[str, Any] | None:
 
 
 def in_force(agent: dict[str, Any] | None, tool: str | None) -> dict[str, Any] | None:
-    """The tool's own policy for an interrupt bound to its call, else the agent's default."""
+    """The tool's own policy for an interrupt bound to its call, else the agent's default. Declared
+    agents were checked by `PUT /v1/agents`; a config a worker put in force was not, so a policy in
+    it that is not well formed raises `PolicyError` (the raise is refused, not the later resume)."""
     agent = agent or {}
+    found = agent.get("approval")
     for spec in agent.get("tools") or []:
         if tool is not None and isinstance(spec, dict) and spec.get("name") == tool and spec.get("approval"):
-            return dict(spec["approval"])
-    approval = agent.get("approval")
-    return dict(approval) if isinstance(approval, dict) else None
+            found = spec["approval"]
+    if found is None:
+        return None
+    problem = _malformed(found)
+    if problem:
+        raise PolicyError("", f"the policy in force (the agent's or the tool's `approval`) {problem}")
+    return dict(found)
+
+
+def _malformed(policy: Any) -> str | None:
+    """Why a stored policy cannot be used, judged by the shapes `refusal_reason` and `verdict` read."""
+    if not isinstance(policy, dict):
+        return "is not an object"
+    for key in ("origins", *IDENTITY_KEYS):
+        value = policy.get(key)
+        if value is not None and not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+            return f"has {key} that is not a list of names"
+    quorum = policy.get("quorum", 1)
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or not 1 <= quorum <= MAX_QUORUM:
+        return f"has a quorum that is not a whole number from 1 to {MAX_QUORUM}"
+    if not isinstance(policy.get("escalate_to") or {}, dict):
+        return "has an escalate_to that is not an object"
+    return None
 
 
 def narrow(in_force: dict[str, Any] | None, override: dict[str, Any] | None) -> dict[str, Any] | None:

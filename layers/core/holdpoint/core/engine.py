@@ -300,7 +300,7 @@ def _interrupt(ctx: ActionContext, action: Any) -> None:
                               raised_by=f"{decision.id}:{ctx.index}", response_schema=action.declared_schema(),
                               approval=approvals.declared(action.approval))
     except approvals.PolicyError as exc:  # A2: an interrupt may narrow the policy in force, never widen it
-        raise ProtocolError(f"actions[{ctx.index}].approval.{exc.param}", str(exc)) from None
+        raise ProtocolError(exc.at(f"actions[{ctx.index}].approval"), str(exc)) from None
 
 
 def _done(ctx: ActionContext, action: Any) -> None:

@@ -124,7 +124,7 @@ def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, sessi
                                   interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
                                   response_schema=response_schema, approval=approval)
         except PolicyError as exc:
-            raise Refusal("validation_error", str(exc), param=f"approval.{exc.param}") from None
+            raise Refusal("validation_error", str(exc), param=exc.at("approval")) from None
 
     state, iid = changed(store, lambda: owned(store, caller, session_id), raise_it, clock)
     if state.effects:
