@@ -18,6 +18,7 @@ Verdict = Literal["open", "approved", "denied"]
 MAX_COMMENT = 2_000
 """A resume's `comment` is at most this many characters (400 `param: comment` beyond)."""
 MAX_QUORUM = 20
+"""The largest quorum a policy may ask for."""
 MAX_QUORUM_ANSWER_BYTES = 4_096
 """Every answer to a quorum is kept on the interrupt's one item (at most 400 KB), so each is small."""
 IDENTITY_KEYS = ("subjects", "groups")
@@ -39,7 +40,8 @@ class Policy(TypedDict, total=False):
     """A policy as an interrupt stores it (the wire model is `protocol.ApprovalPolicy`, which
     checks it where it is declared): who may answer (origins AND (subjects OR groups), not the
     requester when `forbid_requester`) and how many must (`quorum`, default 1); the first denial
-    decides unless `deny_resolves` is false. An absent field leaves callers unrestricted on it."""
+    decides unless `deny_resolves` is false. An absent field leaves callers unrestricted on it. An
+    interrupt keeps `escalate_to` apart from its `policy` (`Interrupt.escalate_to`)."""
 
     origins: list[str]
     subjects: list[str]
@@ -51,6 +53,7 @@ class Policy(TypedDict, total=False):
 
 
 def quorum_problem(quorum: int | None, subjects: list[str] | None, groups: list[str] | None) -> str | None:
+    """A quorum no one could meet: more than the subjects named, with no group to draw on."""
     if quorum is not None and subjects and not groups and quorum > len(set(subjects)):
         return f"quorum {quorum} is larger than the {len(set(subjects))} subject(s) the policy allows"
     return None
