@@ -151,13 +151,17 @@ class CrashRun:
         self.play_state_machine()
         self.play_state_machine()
         iid = [i for i in Store().load("t1", self.sid).interrupts][0]  # type: ignore[union-attr]
+        self.answer(iid)
+        for _ in range(3):
+            self.play_state_machine()
+            self.engine({"kind": "kick"})
+
+    def answer(self, iid: str) -> None:
+        """The person's resume (retried like any client request)."""
         if self.schema:  # A1: a refused answer writes nothing, so it is no crash point
             with pytest.raises(Refusal, match="response_schema"):
                 self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": "yes"})
         self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": True})
-        for _ in range(3):
-            self.play_state_machine()
-            self.engine({"kind": "kick"})
 
     def _create(self, inp: ClientMessageInput) -> Any:
         """POST /v1/sessions with a client-chosen session id and turn id, so a retry is the same request."""

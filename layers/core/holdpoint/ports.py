@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
-ResolveOutcome = Literal["resolved", "noop", "forbidden", "not_found", "changed"]
+ResolveOutcome = Literal["resolved", "recorded", "noop", "forbidden", "not_found", "changed", "raced"]
 
 
 class Conflict(Exception):
@@ -53,8 +53,13 @@ class SessionStore(Protocol):
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None,
-                          generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+                          owner: str | None = None, generation: int | None = None,
+                          approval: dict[str, Any] | None = None,
+                          seen: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+
+    def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
+                        seen: int, allowed_origins: list[str], owner: str | None = None,
+                        generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
 
     def inbox(self, tenant: str, limit: int,
               cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
@@ -63,7 +68,7 @@ class SessionStore(Protocol):
 
     def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None: ...
 
-    def get_api_key(self, key_hash: str) -> dict[str, str] | None: ...
+    def get_api_key(self, key_hash: str) -> dict[str, Any] | None: ...
 
 
 class WorkQueue(Protocol):

@@ -386,6 +386,8 @@ class Store:
         for attr in ("resolution", "responder"):
             if attr in item:
                 body[attr] = json.loads(item[attr]["S"])
+        if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
+            body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
         interrupt: Interrupt = _load(Interrupt, body)
         interrupt.rev = int(item.get("rev", {"N": "0"})["N"])
         return interrupt
@@ -393,6 +395,7 @@ class Store:
     def _record_item(self, pk: str, record: Record, tenant: str, session_id: str) -> dict[str, Any]:
         body = asdict(record)
         body.pop("rev", None)
+        body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
         key = record.interrupt_id if isinstance(record, Interrupt) else record.id
         item: dict[str, Any] = {
             "PK": _s(pk),
@@ -414,6 +417,8 @@ class Store:
                 item["responder"] = _s(json.dumps(record.responder))
             if record.resolved_at:
                 item["resolved_at"] = _s(record.resolved_at)
+            if record.approvals:
+                item["approvals"] = {"L": [_s(json.dumps(a)) for a in record.approvals]}
             if record.status == "open":
                 item["GSI1PK"] = _s(inbox_pk(tenant))
                 item["GSI1SK"] = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
@@ -591,21 +596,47 @@ class Store:
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None,
-                          generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+                          owner: str | None = None, generation: int | None = None,
+                          approval: dict[str, Any] | None = None,
+                          seen: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: flip `open -> resolved` exactly once. Returns (outcome, the interrupt as it now is)
         with outcome `resolved`, `noop` (stale, unknown or duplicate: no interrupt when unknown),
-        `forbidden` (its origin outranks the caller), `not_found` (another owner's session) or
-        `changed` (A1: open again under another `generation` than the one the caller checked)."""
-        names = {"#s": "status"}
+        `forbidden` (its origin outranks the caller), `not_found` (another owner's session),
+        `changed` (A1: open again under another `generation` than the one the caller checked) or
+        `raced` (A2: another answer was recorded since the caller read `seen` of them). `approval`
+        is appended to the interrupt's answers in the same write."""
         values: dict[str, Any] = {
-            ":open": _s("open"),
             ":resolved": _s("resolved"),
-            ":one": _n(1),
             ":res": _s(json.dumps(resolution)),
             ":who": _s(json.dumps(responder)),
             ":at": _s(at),
         }
+        update = "SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, resolved_at = :at"
+        return self._answer(tenant, session_id, interrupt_id, update + " REMOVE GSI1PK, GSI1SK", values,
+                            allowed_origins=allowed_origins, owner=owner, generation=generation,
+                            approval=approval, seen=seen, done="resolved")
+
+    def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
+                        seen: int, allowed_origins: list[str], owner: str | None = None,
+                        generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """A2: append one answer to an open interrupt that it does not yet decide (a quorum still
+        short), conditioned on the interrupt being open, of the generation checked, with exactly
+        the `seen` answers the caller read (answers are only ever appended, so the same count is the
+        same list, which the caller checked holds none of this subject's). Outcomes as
+        `resolve_interrupt`, `recorded` for success."""
+        return self._answer(tenant, session_id, interrupt_id, "SET rev = rev + :one", {},
+                            allowed_origins=allowed_origins, owner=owner, generation=generation,
+                            approval=approval, seen=seen, done="recorded")
+
+    def _answer(self, tenant: str, session_id: str, interrupt_id: str, update: str, values: dict[str, Any], *,
+                allowed_origins: list[str], owner: str | None, generation: int | None,
+                approval: dict[str, Any] | None, seen: int | None,
+                done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
+        """The one conditional UpdateItem of a resume: `update` if the interrupt is still open (and
+        all the conditions the caller checked still hold); on a failed condition, why, from the item
+        as it was."""
+        names = {"#s": "status"}
+        values = {**values, ":open": _s("open"), ":one": _n(1)}
         origin_keys = []
         for i, origin in enumerate(allowed_origins):
             values[f":o{i}"] = _s(origin)
@@ -621,12 +652,19 @@ class Store:
             # again rewrites the item with one, so a re-raise is still seen.
             values[":gen"] = _n(generation)
             condition += " AND (generation = :gen OR attribute_not_exists(generation))"
+        if approval is not None:
+            update = update.replace("SET ", "SET approvals = list_append(if_not_exists(approvals, :none), :mine), ", 1)
+            values[":none"] = {"L": []}
+            values[":mine"] = {"L": [_s(json.dumps(approval))]}
+        if seen is not None:
+            values[":seen"] = _n(seen)
+            condition += (" AND (attribute_not_exists(approvals) OR size(approvals) = :seen)" if seen == 0
+                          else " AND size(approvals) = :seen")
         try:
             out = self.client.update_item(
                 TableName=self.table,
                 Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"I#{interrupt_id}")},
-                UpdateExpression="SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, "
-                "resolved_at = :at REMOVE GSI1PK, GSI1SK",
+                UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
@@ -636,12 +674,12 @@ class Store:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            return self._unresolved(exc.response.get("Item") or {}, owner, generation)
+            return self._unresolved(exc.response.get("Item") or {}, owner, generation, seen)
         new = out["Attributes"]
-        return "resolved", self._interrupt(new, self.body(new))
+        return done, self._interrupt(new, self.body(new))
 
-    def _unresolved(self, old: dict[str, Any], owner: str | None,
-                    generation: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
+    def _unresolved(self, old: dict[str, Any], owner: str | None, generation: int | None,
+                    seen: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """Why the resume's conditional update failed, from the item as it was."""
         if owner is not None and old and old.get("owner", {}).get("S") != owner:
             return "not_found", None
@@ -649,6 +687,8 @@ class Store:
         if found is not None and found.status == "open":
             if generation is not None and found.generation != generation:
                 return "changed", found
+            if seen is not None and len(found.approvals) != seen:
+                return "raced", found
             return "forbidden", found
         return "noop", found
 
@@ -685,10 +725,13 @@ class Store:
         item = got.get("Item")
         return json.loads(item["body"]["S"]) if item else None
 
-    def put_api_key(self, key_hash: str, tenant: str, subject: str, origin: str) -> None:
-        self.client.put_item(TableName=self.table, Item={
-            "PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY"), "tenant": _s(tenant), "subject": _s(subject),
-            "origin": _s(origin), "status": _s("active")})
+    def put_api_key(self, key_hash: str, tenant: str, subject: str, origin: str,
+                    groups: list[str] | None = None) -> None:
+        item = {"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY"), "tenant": _s(tenant), "subject": _s(subject),
+                "origin": _s(origin), "status": _s("active")}
+        if groups:
+            item["groups"] = _s(json.dumps(groups))  # A2: the approver groups the key's holder is in
+        self.client.put_item(TableName=self.table, Item=item)
 
     def revoke_api_key(self, key_hash: str) -> bool:
         try:
@@ -702,12 +745,14 @@ class Store:
             raise
         return True
 
-    def get_api_key(self, key_hash: str) -> dict[str, str] | None:
+    def get_api_key(self, key_hash: str) -> dict[str, Any] | None:
         got = self.client.get_item(TableName=self.table, Key={"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY")})
         item = got.get("Item")
         if not item or item.get("status", {}).get("S") != "active":
             return None
-        return {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
+        out: dict[str, Any] = {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
+        out["groups"] = json.loads(item["groups"]["S"]) if "groups" in item else []
+        return out
 
 
 def event_from(body: dict[str, Any]) -> Event:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from holdpoint.core import budget, calls, retry, subagents, wire
+from holdpoint.core import approvals, budget, calls, retry, subagents, wire
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
 from holdpoint.core.outcomes import llm_failure
@@ -293,10 +293,14 @@ def _interrupt(ctx: ActionContext, action: Any) -> None:
     bound = decision.call_id if ctx.trigger_type == "tool.execute" else None
     if isinstance(action.payload, dict) and action.payload.get("toolCallId") in state.calls:
         bound = action.payload["toolCallId"]
-    rules.raise_interrupt(state, interrupt_id=action.interrupt_id, reason=action.reason, payload=action.payload,
-                          origin="worker", anchor=interrupt_anchor(state, decision), expires_in=action.expires_in,
-                          call_id=bound, turn_id=decision.turn_id, raised_by=f"{decision.id}:{ctx.index}",
-                          response_schema=action.declared_schema())
+    try:
+        rules.raise_interrupt(state, interrupt_id=action.interrupt_id, reason=action.reason, payload=action.payload,
+                              origin="worker", anchor=interrupt_anchor(state, decision),
+                              expires_in=action.expires_in, call_id=bound, turn_id=decision.turn_id,
+                              raised_by=f"{decision.id}:{ctx.index}", response_schema=action.declared_schema(),
+                              approval=approvals.declared(action.approval))
+    except approvals.PolicyError as exc:  # A2: an interrupt may narrow the policy in force, never widen it
+        raise ProtocolError(exc.at(f"actions[{ctx.index}].approval"), str(exc)) from None
 
 
 def _done(ctx: ActionContext, action: Any) -> None:

@@ -22,6 +22,7 @@ Code = Literal[
     "stale_approval",  # A3: the resume's expect_fingerprint is not the interrupt's action fingerprint
     "invalid_link",  # a one-click link token that this deployment did not sign as it stands
     "link_expired",  # a one-click link token past its expiry
+    "not_an_approver",  # A2: the interrupt's approver policy does not admit this caller
 ]
 
 

@@ -16,10 +16,12 @@ from pydantic import (
     Field,
     StringConstraints,
     Tag,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
-from holdpoint.core import schemas
+from holdpoint.core import approvals, schemas
 from holdpoint.core.ids import ACTION_TAGS as ACTION_TAGS
 from holdpoint.core.ids import ID_PATTERN as ID_PATTERN
 from holdpoint.core.ids import ID_REGEX as ID_REGEX
@@ -46,6 +48,8 @@ ExpiresIn = Annotated[int, Field(strict=True, ge=1, le=31_536_000), BeforeValida
 """Seconds until an interrupt expires (at most a year)."""
 
 Origin = Literal["worker", "client", "machine", "operator", "system"]
+Comment = Annotated[str, StringConstraints(max_length=approvals.MAX_COMMENT)]
+"""A6: a note recorded with a resume's answer."""
 
 
 def _response_schema(value: Any) -> Any:
@@ -114,12 +118,56 @@ class Message(Wire):
 # --- agent config -------------------------------------------------------------
 
 
+ApproverSubject = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+ApproverGroup = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
+class EscalateTo(BaseModel):
+    """Approvers added to the policy once the interrupt is escalated (the escalation timer sets it)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
+    groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> EscalateTo:
+        if not self.subjects and not self.groups:
+            raise ValueError("escalate_to names no one: give subjects or groups")
+        return self
+
+
+class ApprovalPolicy(BaseModel):
+    """A2: an approver policy as declared (agent `approval`, `tools[].approval`, an interrupt's
+    `approval`), checked where it is declared: an empty list would name no one, and a quorum larger
+    than the subjects named (with no group to draw on) could never be met."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    origins: Annotated[list[Origin], Field(min_length=1)] | None = None
+    subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
+    groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
+    forbid_requester: bool | None = Field(default=None, strict=True)
+    quorum: Annotated[int, Field(strict=True, ge=1, le=approvals.MAX_QUORUM), BeforeValidator(_integral)] | None = None
+    deny_resolves: bool | None = Field(default=None, strict=True)
+    escalate_to: EscalateTo | None = None
+
+    @field_validator("quorum")
+    @classmethod
+    def _reachable(cls, quorum: int | None, info: ValidationInfo) -> int | None:
+        """A quorum larger than the named subjects (with no group to draw on) can never be met."""
+        problem = approvals.quorum_problem(quorum, info.data.get("subjects"), info.data.get("groups"))
+        if problem:
+            raise ValueError(problem)
+        return quorum
+
+
+
 class ToolSpec(Open):
     name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
     description: Annotated[str, StringConstraints(max_length=16_384)] | None = None
     input: dict[str, Any] | None = None
     output: dict[str, Any] | None = None
     handler: Literal["worker", "client"] | None = None
+    approval: ApprovalPolicy | None = None  # A2: this tool's own approver policy (replaces the agent's)
 
 
 class RetryPolicy(Wire):
@@ -197,6 +245,7 @@ class AgentConfig(Open):
     retry: dict[str, RetryPolicy] | None = None
     triggers: dict[str, bool] | None = None  # opt-in triggers beyond upstream: {"turn.finished": true}
     notify: list[NotifyEntry] | None = Field(default=None, max_length=16)  # docs/NOTIFICATIONS.md
+    approval: ApprovalPolicy | None = None  # A2: the default approver policy of this agent's interrupts
 
 
 # --- the decision request (engine -> worker) ----------------------------------------------
@@ -526,6 +575,7 @@ class InterruptAction(Wire):
     payload: InterruptPayload = None
     expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
     response_schema: ResponseSchema = None
+    approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
 
     def declared_schema(self) -> Any:
         return schemas.declared(self.response_schema, self.payload)
@@ -687,6 +737,7 @@ class InterruptResumeInput(Wire):
     interrupt_id: Id
     payload: Any = None
     expect_fingerprint: str | None = None  # A3: else 409 stale_approval, as ResumeBody
+    comment: Comment | None = None  # A6: recorded with the answer
 
 
 ClientInput = Annotated[
@@ -730,6 +781,7 @@ class ResumeBody(Wire):
     expect_fingerprint: str | None = Field(
         default=None, description="A3: resume only if the interrupt's `action.fingerprint` is this "
         "(else 409 `stale_approval`, nothing recorded)")
+    comment: Comment | None = Field(default=None, description="recorded with the answer (at most 2,000 characters)")
 
 
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -741,6 +793,8 @@ class TokenIdentity(Wire):
 
     id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     metadata: Annotated[dict[MetadataKey, MetadataValue], Field(max_length=16)] | None = None
+    groups: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]],
+                      Field(max_length=32)] | None = None  # A2: the approver groups the token carries
 
 
 class ClientTokenBody(Wire):
@@ -758,6 +812,7 @@ class RaiseInterruptBody(Wire):
     expires_in: ExpiresIn | None = None
     global_: bool = Field(default=False, alias="global", strict=True)
     response_schema: ResponseSchema = None
+    approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
 
     def declared_schema(self) -> Any:
         return schemas.declared(self.response_schema, self.payload)

@@ -135,6 +135,15 @@ class Interrupt:
     owner: str | None = None
     response_schema: Any = None  # A1: the JSON Schema a resume payload must satisfy
     action: dict[str, Any] | None = None  # A3: {tool, arguments, agent_version, fingerprint} approved
+    # A2: the effective approver policy frozen at raise time ({origins, subjects, groups,
+    # forbid_requester, quorum, deny_resolves}), the subject that started the turn, the answers
+    # recorded ({subject, origin, status, payload, comment, at}), and the escalation approvers
+    # ({subjects, groups}) admitted once `escalated` is set.
+    policy: dict[str, Any] | None = None
+    requester: str | None = None
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    escalate_to: dict[str, Any] | None = None
+    escalated: bool = False
     rev: int = 0
 
     def view(self) -> dict[str, Any]:
@@ -155,6 +164,15 @@ class Interrupt:
             out["response_schema"] = self.response_schema
         if self.action is not None:
             out["action"] = self.action
+        if self.policy is not None:
+            out["policy"] = self.policy
+        if self.requester is not None:
+            out["requester"] = self.requester
+        if self.approvals:
+            out["approvals"] = self.approvals
+        if self.escalate_to is not None:
+            out["escalate_to"] = self.escalate_to
+            out["escalated"] = self.escalated
         return out
 
 
@@ -184,6 +202,7 @@ class Turn:
     data: Any = None
     error: Any = None
     input: dict[str, Any] | None = None  # a queued turn's input, started when the turn before it ends
+    requester: str | None = None  # A2: the subject whose input started the turn
     rev: int = 0
 
 

@@ -17,6 +17,7 @@ STATUS: dict[Code, int] = {
     "invalid_resume": 400,
     "unauthorized": 401,
     "forbidden": 403,
+    "not_an_approver": 403,
     "not_found": 404,
     "interrupted": 409,
     "turn_already_active": 409,

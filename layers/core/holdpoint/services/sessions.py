@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from holdpoint.core import interrupts as rules
+from holdpoint.core.approvals import PolicyError
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
@@ -58,7 +59,9 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: st
             return owned(store, caller, sid)
 
     def accept(state: SessionState) -> Accepted:
-        return accept_view(state, inp) if isinstance(inp, ClientMessagesInput) else accept_turn(state, inp)
+        if isinstance(inp, ClientMessagesInput):
+            return accept_view(state, inp, requester=caller.subject)
+        return accept_turn(state, inp, requester=caller.subject)
 
     state, accepted = changed(store, load, accept, clock, retry=session_id is not None)
     if state.effects:
@@ -110,13 +113,18 @@ def events(store: SessionStore, caller: Caller, session_id: str, after_seq: int,
 
 def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
-                    request_id: str, response_schema: Any = None, clock: Clock = time.time) -> dict[str, Any]:
+                    request_id: str, response_schema: Any = None, approval: dict[str, Any] | None = None,
+                    clock: Clock = time.time) -> dict[str, Any]:
     """R5: an interrupt raised through the API, at the head (or global), with the caller's origin;
-    A1: `response_schema` (already checked by the wire model) bounds what its resume may carry."""
+    A1: `response_schema` (already checked by the wire model) bounds what its resume may carry;
+    A2: `approval` narrows the policy in force (400 naming the field where it would widen it)."""
     def raise_it(state: SessionState) -> str:
-        return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
-                              interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
-                              response_schema=response_schema)
+        try:
+            return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
+                                  interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
+                                  response_schema=response_schema, approval=approval)
+        except PolicyError as exc:
+            raise Refusal("validation_error", str(exc), param=exc.at("approval")) from None
 
     state, iid = changed(store, lambda: owned(store, caller, session_id), raise_it, clock)
     if state.effects:

@@ -32,5 +32,6 @@ def issue(store: SessionStore, secret: Callable[[], str | None], caller: Caller,
 
     now = clock()
     token = mint_client_token(key, caller.tenant, body.identity.id, ttl_secs=body.ttl_seconds,
-                              session_id=body.session_id, metadata=body.identity.metadata, now=now)
+                              session_id=body.session_id, metadata=body.identity.metadata, now=now,
+                              groups=body.identity.groups)
     return {"token": token, "expires_at": iso(int(now) + body.ttl_seconds)}

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
 from holdpoint.aws import signing
+from holdpoint.core import approvals
 from holdpoint.core.errors import Refusal
 from holdpoint.core.protocol import ClientInput, InterruptResumeInput, NewSessionInput, RaiseInterruptBody, SettleBody
 from holdpoint.http import edge
@@ -36,7 +37,8 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
         raise Refusal("validation_error", f"{kind} needs an existing session", "type")
     if isinstance(body, InterruptResumeInput) and session_id is not None:
         out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, body.interrupt_id,
-                     edge.check_payload(body.payload), expect_fingerprint=body.expect_fingerprint)
+                     edge.check_payload(body.payload), expect_fingerprint=body.expect_fingerprint,
+                     comment=body.comment)
         if not out["noop"]:
             count("InterruptsResumed")
         return _reply(200, out)
@@ -97,7 +99,7 @@ def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseIn
         edge.check_id(session_id, f"session {session_id}"), reason=body.reason,
         payload=edge.check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
         expires_in=body.expires_in, request_id=event.request_context.request_id,
-        response_schema=body.declared_schema())
+        response_schema=body.declared_schema(), approval=approvals.declared(body.approval))
     if not out["noop"]:
         count("InterruptsRaised")
     return out
