@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from holdpoint.aws.queue import WorkQueue
     from holdpoint.aws.store import Store
     from holdpoint.aws.timers import Timers
+    from holdpoint.outbound.slack import SlackChannel
     from holdpoint.services.runner import Runner
 
 
@@ -47,6 +48,15 @@ def get_timers() -> Timers:
     return Timers()
 
 
+@cache
+def get_slack() -> SlackChannel:
+    """The Slack notify channel, its buttons sealed under the deployment's key."""
+    from holdpoint.aws import signing
+    from holdpoint.outbound.slack import SlackChannel
+
+    return SlackChannel(signing)
+
+
 def new_runner(store: Store | None = None, parking: Parking | None = None, queue: WorkQueue | None = None,
                timers: Timers | None = None, **options: Any) -> Runner:
     """An engine on DynamoDB, Step Functions and SQS, with the worker transports and LLM providers
@@ -67,5 +77,5 @@ def get_runner() -> Runner:
 
 def reset() -> None:
     """Forget every built object (tests that swap the environment between cases)."""
-    for factory in (get_store, get_queue, get_parking, get_timers, get_runner):
+    for factory in (get_store, get_queue, get_parking, get_timers, get_runner, get_slack):
         factory.cache_clear()
