@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -57,6 +58,18 @@ def test_slack_declaration_refuses_a_literal_secret(field: str, value: str) -> N
     assert err["loc"] == ("slack", field) and "never the secret itself" in err["msg"]
 
 
+def test_slack_declaration_must_fit_in_a_button(aws: dict[str, str]) -> None:
+    users = {f"U{i:010d}": f"user-{i}@example.com" for i in range(40)}
+    with pytest.raises(ValidationError) as exc:
+        SlackNotify.model_validate({"slack": {**ENTRY["slack"], "users": users}})
+    assert "map fewer users" in str(exc.value)
+    fits = {k: v for k, v in list(users.items())[:20]}
+    sealed = signing.seal("slack-action", {"t": "t" * 128, "s": "s" * 64, "i": "i" * 64, "n": 24,
+                                           "e": SlackNotify.model_validate({"slack": {**ENTRY["slack"], "users": fits}})
+                                           .slack.model_dump(exclude_none=True)})
+    assert len(sealed) <= 2000  # Slack's limit of a button's value
+
+
 def test_slack_declaration_refuses_another_tenants_secret_and_unknown_fields() -> None:
     declared = SlackNotify.model_validate(ENTRY)
     declared.check("t1")
@@ -80,7 +93,7 @@ def test_slack_posts_the_message_as_plain_text_with_options_as_buttons(fake: Sla
     assert [(b["action_id"], b["text"]["text"]) for b in actions["elements"]] == [("holdpoint:0", "yes"),
                                                                                  ("holdpoint:1", "No")]
     sealed = signing.unseal("slack-action", actions["elements"][1]["value"])
-    assert sealed is not None and (sealed["s"], sealed["i"], sealed["v"]) == ("sess-1", "int-1", False)
+    assert sealed is not None and (sealed["t"], sealed["s"], sealed["i"], sealed["n"]) == ("t1", "sess-1", "int-1", 1)
     assert BOT not in json.dumps(args) and SIGNING not in json.dumps(args)
     assert options_of({"message": "plain"}) == DEFAULT_OPTIONS
 
@@ -88,7 +101,7 @@ def test_slack_posts_the_message_as_plain_text_with_options_as_buttons(fake: Sla
 def test_slack_click_with_a_valid_signature_is_the_upstream_approval_shape(fake: SlackFake) -> None:
     channel, ts, _ = deliver({"slack": {**ENTRY["slack"], "users": {"U1": "alice"}}})
     body = click_body(fake.messages[ts], ts, 1, user="U1")
-    click = channel.click(body, sign(SIGNING, body))
+    click = channel.click(body, sign(SIGNING, body)).choosing(INTERRUPT["payload"])
     assert (click.tenant, click.session_id, click.interrupt_id, click.subject) == ("t1", "sess-1", "int-1", "alice")
     assert click.resume_payload() == {"status": "resolved", "payload": False, "responder": {"user": "U1"}}
     channel.show_decision(click, "2026-01-01 00:00:00 UTC")
@@ -100,7 +113,11 @@ def test_slack_click_with_a_valid_signature_is_the_upstream_approval_shape(fake:
 def test_slack_click_without_users_acts_as_the_slack_user(fake: SlackFake) -> None:
     channel, ts, _ = deliver()
     body = click_body(fake.messages[ts], ts, 0, user="U9")
-    assert channel.click(body, sign(SIGNING, body)).subject == "slack:U9"
+    click = channel.click(body, sign(SIGNING, body))
+    assert click.subject == "slack:U9"
+    with pytest.raises(Refusal) as exc:  # the interrupt was raised again with fewer options
+        replace(click, option=5).choosing(INTERRUPT["payload"])
+    assert exc.value.code == "conflict"
 
 
 def test_slack_click_refusals(fake: SlackFake) -> None:

@@ -4,9 +4,10 @@
 A notify entry `{slack: {channel, bot_token, signing_secret, users?}}` names its secrets by
 reference (`env:` or `secretsmanager:`, checked by `aws.secretrefs`); a literal secret is refused
 where it is declared. Each button's `value` is sealed under the deployment's key and carries what
-the click needs (tenant, session, interrupt, the option's value, the entry): a click is trusted
+the click needs (tenant, session, interrupt, the option's index, the entry): a click is trusted
 only when Slack's request signature verifies against the signing secret that sealed entry names,
-so neither the button nor the signature can be forged alone. The Web API's base URL is
+so neither the button nor the signature can be forged alone. The option's value is read from the
+stored interrupt at click time, so a button stays small whatever the option holds. The Web API's base URL is
 `HOLDPOINT_SLACK_API_URL` (Slack's own by default), so tests point the real client at a fake.
 """
 
@@ -15,11 +16,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
@@ -34,11 +35,13 @@ SEAL_PURPOSE = "slack-action"
 ACTION_PREFIX = "holdpoint:"
 MAX_BUTTONS = 25  # Block Kit's limit of elements in one actions block
 MAX_TEXT = 3000  # Block Kit's limit of a section's text
+MAX_DECLARATION_CHARS = 1200
+"""A declaration travels sealed in every button's value, which Slack caps at 2,000 characters."""
 DEFAULT_OPTIONS: list[dict[str, Any]] = [{"label": "Approve", "value": "approve"}, {"label": "Deny", "value": "deny"}]
 """The buttons of an interrupt whose payload names no `metadata.options`."""
 
-SlackId = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
-Subject = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+SlackId = Annotated[str, StringConstraints(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9._-]+$")]
+Subject = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 
 
 class SlackConfig(Wire):
@@ -58,6 +61,13 @@ class SlackConfig(Wire):
             raise ValueError("must be `env:NAME` or `secretsmanager:NAME`, never the secret itself")
         return value
 
+    @model_validator(mode="after")
+    def _fits_a_button(self) -> SlackConfig:
+        if len(json.dumps(self.model_dump(exclude_none=True), separators=(",", ":"))) > MAX_DECLARATION_CHARS:
+            raise ValueError(f"the Slack declaration is over {MAX_DECLARATION_CHARS} characters as JSON "
+                             "(it is sealed into every button); map fewer users")
+        return self
+
 
 class SlackNotify(Wire):
     """A notify entry `{slack: {...}}`."""
@@ -74,19 +84,28 @@ class SlackNotify(Wire):
 
 @dataclass(frozen=True)
 class Click:
-    """A verified click: who clicked what, on which message."""
+    """A verified click: who clicked which option, on which message."""
 
     tenant: str
     session_id: str
     interrupt_id: str
-    value: Any
-    label: str
+    option: int
     user: str
     subject: str
     channel: str
     ts: str
     text: str
     config: SlackConfig
+    value: Any = None
+    label: str = ""
+
+    def choosing(self, payload: Any) -> Click:
+        """The click with its option's label and value, from the interrupt's payload as stored."""
+        options = options_of(payload)
+        if not 0 <= self.option < len(options):
+            raise Refusal("conflict", "the interrupt's options changed since this message was posted",
+                          "payload.actions")
+        return replace(self, value=options[self.option]["value"], label=options[self.option]["label"])
 
     def resume_payload(self) -> dict[str, Any]:
         """The shape the upstream approval example reads."""
@@ -141,8 +160,8 @@ class SlackChannel:
     def _button(self, index: int, option: dict[str, Any], tenant: str, session_id: str,
                 interrupt: Mapping[str, Any], config: SlackConfig) -> dict[str, Any]:
         sealed = self.sealer.seal(SEAL_PURPOSE, {
-            "t": tenant, "s": session_id, "i": interrupt["interrupt_id"], "v": option["value"],
-            "l": option["label"], "e": config.model_dump(exclude_none=True)})
+            "t": tenant, "s": session_id, "i": interrupt["interrupt_id"], "n": index,
+            "e": config.model_dump(exclude_none=True)})
         return {"type": "button", "action_id": f"{ACTION_PREFIX}{index}", "value": sealed,
                 "text": {"type": "plain_text", "text": option["label"][:75]}}
 
@@ -167,8 +186,8 @@ class SlackChannel:
         subject = subject_of(config, user)
         container = payload.get("container") or {}
         message = payload.get("message") or {}
-        return Click(tenant=tenant, session_id=str(sealed["s"]), interrupt_id=str(sealed["i"]), value=sealed["v"],
-                     label=str(sealed.get("l", "")), user=user, subject=subject,
+        return Click(tenant=tenant, session_id=str(sealed["s"]), interrupt_id=str(sealed["i"]),
+                     option=int(sealed["n"]), user=user, subject=subject,
                      channel=str(container.get("channel_id") or (payload.get("channel") or {}).get("id") or ""),
                      ts=str(container.get("message_ts") or message.get("ts") or ""),
                      text=str(message.get("text") or "")[:MAX_TEXT], config=config)

@@ -26,6 +26,8 @@ def slack_interaction() -> dict[str, Any]:
     slack = assembly.get_slack()
     click = slack.click(event.body or "", event.headers)
     logger.append_keys(session_id=click.session_id, interrupt_id=click.interrupt_id)
+    stored = assembly.get_store().read_interrupt(click.tenant, click.session_id, click.interrupt_id)
+    click = click.choosing(stored.payload if stored else None)
     who = Caller(tenant=click.tenant, subject=click.subject, origin="client")
     out = resume(assembly.get_store(), assembly.get_parking(), who, click.session_id, click.interrupt_id,
                  edge.check_payload(click.resume_payload()))
