@@ -14,6 +14,7 @@ import pytest
 import requests
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from holdpoint.services.auth import mint_client_token
 from tests.stack import Api, resumed_triggers, wait_execution, worker_with_schema
 
 CHROMIUM = "/usr/bin/chromium"
@@ -32,20 +33,27 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture
-def page(browser: Browser, stack: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """A fresh browser context signed in to the inbox with the stack's API key."""
-    context = browser.new_context(viewport={"width": 1100, "height": 800})
-    tab = context.new_page()
-    errors: list[str] = []
+def open_inbox(browser: Browser, stack: Any, credential: str, errors: list[str]) -> Page:
+    """A fresh browser context signed in to the inbox with `credential`; script errors and
+    Content-Security-Policy violations are collected in `errors`."""
+    tab = browser.new_context(viewport={"width": 1100, "height": 800}).new_page()
     tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.on("console", lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None)
     tab.goto(f"{stack.base_url}/inbox")
-    tab.fill("#token", stack.api_key)
+    tab.fill("#token", credential)
     tab.click("#sign-in button[type=submit]")
     expect(tab.locator("#app")).to_be_visible()
+    return tab
+
+
+@pytest.fixture
+def page(browser: Browser, stack: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """The inbox signed in with the stack's API key; a screenshot is saved when the test ends."""
+    errors: list[str] = []
+    tab = open_inbox(browser, stack, stack.api_key, errors)
     yield tab
     tab.screenshot(path=str(tmp_path / f"{request.node.name}.png"), full_page=True)
-    context.close()
+    tab.context.close()
     assert errors == [], errors
 
 
@@ -159,3 +167,28 @@ def test_inbox_page_is_served_without_credentials_under_a_strict_csp(stack: Any)
     assert requests.get(f"{stack.base_url}/inbox/app.css", timeout=30).status_code == 200
     # The data is not: every data call needs the bearer token.
     assert requests.get(f"{stack.base_url}/v1/interrupts", timeout=30).status_code == 401
+
+
+def test_inbox_page_signs_in_with_a_client_token_that_sees_only_its_own(
+        browser: Browser, api: Api, stack: Any, tmp_path: Path) -> None:
+    sid, iid = parked(api, stack)  # started with the API key, whose subject is dev-user
+    secret = stack.client("secretsmanager").get_secret_value(SecretId=stack.env["JWT_SECRET_ARN"])["SecretString"]
+    errors: list[str] = []
+    owner = open_inbox(browser, stack, mint_client_token(secret, "dev", "dev-user"), errors)
+    expect(card(owner, iid)).to_be_visible(timeout=WAIT_MS)
+    assert owner.evaluate("sessionStorage.getItem('holdpoint.token')").count(".") == 2  # the JWT, this tab only
+    stranger = open_inbox(browser, stack, mint_client_token(secret, "dev", "mallory"), errors)
+    expect(stranger.locator("#empty")).to_be_visible(timeout=WAIT_MS)
+    assert stranger.locator("article.card").count() == 0
+    stranger.screenshot(path=str(tmp_path / "stranger.png"), full_page=True)
+    owner.click("#sign-out")
+    expect(owner.locator("#sign-in")).to_be_visible()
+    assert owner.evaluate("sessionStorage.getItem('holdpoint.token')") is None
+    owner.fill("#token", "hp_not_a_key")
+    owner.click("#sign-in button[type=submit]")
+    expect(owner.locator("#sign-in-error")).to_have_text("Those credentials were refused.", timeout=WAIT_MS)
+    expect(owner.locator("#app")).to_be_hidden()
+    owner.screenshot(path=str(tmp_path / "signed-out.png"), full_page=True)
+    owner.context.close()
+    stranger.context.close()
+    assert api.view(sid)["status"] == "interrupted" and errors == []
