@@ -45,7 +45,8 @@ def test_cli_is_declared_as_the_holdpoint_console_command() -> None:
     assert getattr(importlib.import_module(module), name) is cli.main
 
 
-def test_cli_inbox_is_a_table_with_colour_only_on_a_terminal() -> None:
+def test_cli_inbox_is_a_table_with_colour_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
     client = Canned({("GET", "/v1/interrupts"): {"interrupts": [ITEM], "next_cursor": None}})
     plain = io.StringIO()
     assert cli.main(["inbox", "--agent", "a1", "--expiring-within", "60"], client=client, stdout=plain) == 0
@@ -59,6 +60,14 @@ def test_cli_inbox_is_a_table_with_colour_only_on_a_terminal() -> None:
     tty = Tty()
     assert cli.main(["inbox"], client=client, stdout=tty) == 0
     assert "\x1b[1mSESSION" in tty.getvalue() and "\x1b[36mint-1\x1b[0m" in tty.getvalue()
+
+
+def test_cli_no_color_turns_colour_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    client = Canned({("GET", "/v1/interrupts"): {"interrupts": [ITEM], "next_cursor": None}})
+    tty = Tty()
+    assert cli.main(["inbox"], client=client, stdout=tty) == 0
+    assert "\x1b[" not in tty.getvalue() and "int-1" in tty.getvalue()
 
 
 def test_cli_json_is_plain_json() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
@@ -21,7 +22,9 @@ class Out:
     def __init__(self, stream: TextIO, as_json: bool, colour: bool | None = None) -> None:
         self.stream = stream
         self.as_json = as_json
-        self.colour = stream.isatty() if colour is None else colour
+        if colour is None:  # https://no-color.org: NO_COLOR set to anything turns colour off
+            colour = stream.isatty() and not os.environ.get("NO_COLOR")
+        self.colour = colour
 
     def paint(self, text: str, colour: str) -> str:
         return f"\x1b[{_COLOURS[colour]}m{text}\x1b[0m" if self.colour else text

@@ -6,6 +6,7 @@
 const TOKEN_KEY = "holdpoint.token";
 const SEEN_KEY = "holdpoint.sessions";
 const REFRESH_MS = 2000;
+const MAX_HISTORY_SESSIONS = 50;
 let refreshTimer = null;
 let busy = false;
 
@@ -126,10 +127,11 @@ async function loadOpen() {
   $("empty").hidden = items.length > 0;
 }
 
+// The sessions whose event logs make the history: the most recently listed ones.
 function remember(sessionIds) {
-  const seen = new Set(JSON.parse(sessionStorage.getItem(SEEN_KEY) || "[]"));
-  for (const id of sessionIds) seen.add(id);
-  sessionStorage.setItem(SEEN_KEY, JSON.stringify(Array.from(seen)));
+  const fresh = Array.from(new Set(sessionIds));
+  const seen = JSON.parse(sessionStorage.getItem(SEEN_KEY) || "[]").filter((id) => !fresh.includes(id));
+  sessionStorage.setItem(SEEN_KEY, JSON.stringify([...fresh, ...seen].slice(0, MAX_HISTORY_SESSIONS)));
 }
 
 function ago(iso) {
