@@ -107,7 +107,7 @@ def test_slack_click_with_a_valid_signature_is_the_upstream_approval_shape(fake:
     channel.show_decision(click, "2026-01-01 00:00:00 UTC")
     update = fake.calls[-1][2]
     assert fake.calls[-1][0] == "chat.update" and update["ts"] == ts
-    assert update["text"].endswith("No by <@U1> at 2026-01-01 00:00:00 UTC")
+    assert update["text"] == "<!channel> Deploy *now*?\nNo by <@U1> at 2026-01-01 00:00:00 UTC"
 
 
 def test_slack_click_without_users_acts_as_the_slack_user(fake: SlackFake) -> None:
@@ -143,6 +143,15 @@ def test_slack_click_refusals(fake: SlackFake) -> None:
     assert refusal(other_kind, sign(SIGNING, other_kind)) == ("validation_error", "payload.type")
     assert refusal("payload=%7B", sign(SIGNING, "payload=%7B")) == ("validation_error", "payload")
     assert [m for m, _, _ in fake.calls] == ["chat.postMessage"]
+
+
+def test_slack_click_whose_signing_secret_cannot_be_read_is_401(fake: SlackFake) -> None:
+    gone = "secretsmanager:holdpoint/tenants/t1/gone"
+    channel, ts, _ = deliver({"slack": {**ENTRY["slack"], "signing_secret": gone}})
+    body = click_body(fake.messages[ts], ts, 0)
+    with pytest.raises(Refusal) as exc:
+        channel.click(body, sign(SIGNING, body))
+    assert (exc.value.code, exc.value.param) == ("unauthorized", "x-slack-signature")
 
 
 def test_slack_interactions_keep_their_form_body_as_sent() -> None:

@@ -14,12 +14,14 @@ stored interrupt at click time, so a button stays small whatever the option hold
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
+from botocore.exceptions import ClientError
 from pydantic import Field, StringConstraints, field_validator, model_validator
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
@@ -28,6 +30,8 @@ from holdpoint.aws import secretrefs
 from holdpoint.core.errors import Refusal
 from holdpoint.core.protocol import Wire
 from holdpoint.ports import Sealer
+
+logger = logging.getLogger(__name__)
 
 API_URL_ENV = "HOLDPOINT_SLACK_API_URL"
 DEFAULT_API_URL = "https://slack.com/api/"
@@ -94,18 +98,20 @@ class Click:
     subject: str
     channel: str
     ts: str
-    text: str
     config: SlackConfig
     value: Any = None
     label: str = ""
+    text: str = ""
 
     def choosing(self, payload: Any) -> Click:
-        """The click with its option's label and value, from the interrupt's payload as stored."""
+        """The click with its option's label and value and the message, from the interrupt's
+        payload as stored (not from the interaction, whose copy Slack has escaped)."""
         options = options_of(payload)
         if not 0 <= self.option < len(options):
             raise Refusal("conflict", "the interrupt's options changed since this message was posted",
                           "payload.actions")
-        return replace(self, value=options[self.option]["value"], label=options[self.option]["label"])
+        return replace(self, value=options[self.option]["value"], label=options[self.option]["label"],
+                       text=message_of({"payload": payload, "reason": "interrupt"}))
 
     def resume_payload(self) -> dict[str, Any]:
         """The shape the upstream approval example reads."""
@@ -177,7 +183,7 @@ class SlackChannel:
             raise Refusal("validation_error", "the action is not a Holdpoint button", "payload.actions")
         config = SlackConfig.model_validate(sealed["e"])
         tenant = str(sealed["t"])
-        secret = secretrefs.resolve(config.signing_secret, tenant, "slack.signing_secret") or ""
+        secret = signing_secret(config, tenant)
         lowered = {k.lower(): v for k, v in headers.items()}
         if not SignatureVerifier(secret).is_valid(body, lowered.get("x-slack-request-timestamp"),
                                                   lowered.get("x-slack-signature")):
@@ -185,12 +191,11 @@ class SlackChannel:
         user = str((payload.get("user") or {}).get("id") or "")
         subject = subject_of(config, user)
         container = payload.get("container") or {}
-        message = payload.get("message") or {}
         return Click(tenant=tenant, session_id=str(sealed["s"]), interrupt_id=str(sealed["i"]),
                      option=int(sealed["n"]), user=user, subject=subject,
                      channel=str(container.get("channel_id") or (payload.get("channel") or {}).get("id") or ""),
-                     ts=str(container.get("message_ts") or message.get("ts") or ""),
-                     text=str(message.get("text") or "")[:MAX_TEXT], config=config)
+                     ts=str(container.get("message_ts") or (payload.get("message") or {}).get("ts") or ""),
+                     config=config)
 
     def show_decision(self, click: Click, at: str) -> None:
         """Replace the buttons with who decided what, and when (the label is sent as plain text)."""
@@ -200,6 +205,17 @@ class SlackChannel:
             section(click.text),
             {"type": "context", "elements": [{"type": "plain_text", "text": click.label[:75], "emoji": False},
                                              {"type": "mrkdwn", "text": f"by <@{click.user}> at {at}"}]}])
+
+
+def signing_secret(config: SlackConfig, tenant: str) -> str:
+    """The signing secret the declaration names; one that cannot be read verifies nothing (401),
+    as a click is answered for whoever sends it, never with a 5xx."""
+    try:
+        return secretrefs.resolve(config.signing_secret, tenant, "slack.signing_secret") or ""
+    except (secretrefs.SecretRefError, ClientError):
+        logger.warning("slack signing secret unavailable", exc_info=True)
+        raise Refusal("unauthorized", "the Slack signing secret this button names is not available",
+                      "x-slack-signature") from None
 
 
 def web_client(token: str) -> WebClient:
