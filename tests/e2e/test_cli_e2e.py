@@ -37,7 +37,9 @@ def test_cli_approve_resolves_an_interrupt_over_http(api: Api, stack: Any, worke
     shown = json.loads(out)
     assert code == 0 and shown["session_id"] == sid and shown["action"]["tool"] == "send_email"
 
-    code, out, err = run(stack, "approve", sid, iid)
+    code, _, err = run(stack, "approve", sid, iid, "--fingerprint", "0" * 64)  # A3: not this action
+    assert code == 1 and err.startswith("error: stale_approval: ") and err.endswith("(expect_fingerprint)\n")
+    code, out, err = run(stack, "approve", sid, iid, "--fingerprint", shown["action"]["fingerprint"])
     assert (code, err) == (0, "") and out == f"approved {iid} in {sid}\n"
     view = api.wait_status(sid, "done")
     wait_execution(stack, sid, iid, "SUCCEEDED")

@@ -192,3 +192,31 @@ def test_inbox_page_signs_in_with_a_client_token_that_sees_only_its_own(
     owner.context.close()
     stranger.context.close()
     assert api.view(sid)["status"] == "interrupted" and errors == []
+
+
+def test_inbox_page_filters_by_reason_age_and_expiry(page: Page, api: Api, stack: Any) -> None:
+    sid = api.start("say hi")
+    api.wait_status(sid, "done")
+    soon = api.ok("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "release", "expires_in": 600,
+                                                              "payload": {"message": "Ship?"}})["interrupt_id"]
+    later = api.ok("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "review", "global": True,
+                                                               "payload": {"message": "Review?"}})["interrupt_id"]
+    expect(card(page, soon)).to_be_visible(timeout=WAIT_MS)
+    expect(card(page, later)).to_be_visible(timeout=WAIT_MS)
+
+    def apply(**values: str) -> None:
+        for name in ("reason", "older_than", "expiring_within"):
+            page.fill(f"#filters [name={name}]", values.get(name, ""))
+        page.click("#filters button[type=submit]")
+
+    apply(reason="review")
+    expect(card(page, soon)).to_have_count(0, timeout=WAIT_MS)
+    expect(card(page, later)).to_be_visible(timeout=WAIT_MS)
+    apply(expiring_within="15")  # minutes: only the one expiring in 10
+    expect(card(page, later)).to_have_count(0, timeout=WAIT_MS)
+    expect(card(page, soon)).to_be_visible(timeout=WAIT_MS)
+    apply(older_than="60")  # nothing here is an hour old
+    expect(page.locator("#empty")).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator("article.card")).to_have_count(0)
+    apply()
+    expect(page.locator("article.card")).to_have_count(2, timeout=WAIT_MS)

@@ -104,7 +104,7 @@ def _answer(verb: str) -> Callable[[Client, argparse.Namespace, Out], None]:
         if verb == "resume" and payload is None:
             raise HoldpointError("usage", "resume needs --payload JSON", param="payload")
         call = {"approve": client.approve, "deny": client.deny, "resume": client.resume}[verb]
-        result = call(args.session, args.interrupt, payload, args.comment)
+        result = call(args.session, args.interrupt, payload, args.comment, args.fingerprint)
         if out.as_json:
             out.json(result)
         elif result.get("noop"):
@@ -164,6 +164,8 @@ def parser() -> argparse.ArgumentParser:
         answer.add_argument("interrupt")
         answer.add_argument("--payload", help='JSON (approve/deny default: {"approved": true|false})')
         answer.add_argument("--comment")
+        answer.add_argument("--fingerprint", help="answer only if the interrupt still approves this action "
+                            "(`holdpoint show` prints it; 409 stale_approval otherwise)")
         answer.set_defaults(run=_answer(verb))
     tail = sub.add_parser("tail", help="follow a session's events")
     tail.add_argument("session")

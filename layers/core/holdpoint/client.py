@@ -141,11 +141,15 @@ class Client:
             body["expect_fingerprint"] = expect_fingerprint
         return self.request("POST", f"/v1/sessions/{_seg(session_id)}/interrupts/{_seg(interrupt_id)}/resume", body)
 
-    def approve(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None) -> Json:
-        return self.resume(session_id, interrupt_id, APPROVE if payload is None else payload, comment)
+    def approve(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
+                expect_fingerprint: str | None = None) -> Json:
+        return self.resume(session_id, interrupt_id, APPROVE if payload is None else payload, comment,
+                           expect_fingerprint)
 
-    def deny(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None) -> Json:
-        return self.resume(session_id, interrupt_id, DENY if payload is None else payload, comment)
+    def deny(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
+             expect_fingerprint: str | None = None) -> Json:
+        return self.resume(session_id, interrupt_id, DENY if payload is None else payload, comment,
+                           expect_fingerprint)
 
 
 def _seg(value: str) -> str:
