@@ -112,14 +112,14 @@ Answer = Callable[[Any, dict[str, Any], dict[str, Any] | None], dict[str, Any] |
 
 
 @contextmanager
-def worker_answering(api: Api, answer: Answer) -> Iterator[list[dict[str, Any]]]:
+def worker_answering(api: Api, answer: Answer, **agent: Any) -> Iterator[list[dict[str, Any]]]:
     """A signed HTTP worker deciding with `answer(self, trigger, proposed)`; the agent is declared
-    on it. Yields the requests it saw."""
+    on it (with `agent`'s other fields). Yields the requests it saw."""
     handler = type("Handler", (seed_worker.WorkerHandler,), {
         "secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"], "seen": [], "answer": answer})
     server = seed_worker.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     seed_worker.threading.Thread(target=server.serve_forever, daemon=True).start()
-    declare_agent(api, f"http://127.0.0.1:{server.server_address[1]}/")
+    declare_agent(api, f"http://127.0.0.1:{server.server_address[1]}/", **agent)
     try:
         yield handler.seen
     finally:

@@ -14,10 +14,10 @@ from urllib.parse import parse_qs, urlencode
 import pytest
 import requests
 
-from holdpoint import assembly
 from tests.security.probes import table_count
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.stack import Api, resumed_triggers, seed_worker, wait_execution, worker_answering
+from tests.waiting import wait_for
 
 BOT_TOKEN = "xoxb-e2e-bot-token"
 SIGNING = "e2e-slack-signing-secret"
@@ -43,8 +43,9 @@ def stack(local_stack_factory: Callable[..., Any], worker: Any, slack_fake: Slac
 
 
 @pytest.fixture
-def options_worker(api: Api) -> Iterator[list[dict[str, Any]]]:
-    """The seed worker, asking with options and reading the answer in the upstream approval shape."""
+def options_worker(api: Api, stack: Any) -> Iterator[list[dict[str, Any]]]:
+    """The seed worker, asking with options and reading the answer in the upstream approval shape;
+    its agent notifies Slack, where the Slack user U0ALICE is the subject alice."""
 
     def answer(self: Any, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
         if trigger["type"] == "interrupt.resumed":
@@ -56,7 +57,7 @@ def options_worker(api: Api) -> Iterator[list[dict[str, Any]]]:
                 action["payload"]["metadata"] = {"options": OPTIONS}
         return out
 
-    with worker_answering(api, answer) as seen:
+    with worker_answering(api, answer, notify=[entry(stack, users={"U0ALICE": "alice"})]) as seen:
         yield seen
 
 
@@ -66,14 +67,21 @@ def entry(stack: Any, **extra: Any) -> dict[str, Any]:
                       "signing_secret": f"{prefix}/slack-signing", **extra}}
 
 
-def posted(api: Api, stack: Any, slack_fake: SlackFake, **extra: Any) -> tuple[str, str, str, dict[str, Any]]:
-    """A parked session whose interrupt the Slack channel posted: (session, interrupt, ts, message)."""
+def posted(api: Api, stack: Any, slack_fake: SlackFake) -> tuple[str, str, str, dict[str, Any]]:
+    """A parked session whose interrupt the notifier posted to Slack: (session, interrupt, ts, message)."""
     sid = api.start()
     [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
-    wait_execution(stack, sid, interrupt["interrupt_id"], "RUNNING")
-    sent = assembly.get_slack().deliver({"tenant": "dev", "session_id": sid, "interrupt": interrupt},
-                                        entry(stack, **extra))
-    return sid, interrupt["interrupt_id"], sent["ts"], slack_fake.messages[sent["ts"]]
+    iid = interrupt["interrupt_id"]
+    wait_execution(stack, sid, iid, "RUNNING")
+
+    def message() -> tuple[str, dict[str, Any]] | None:
+        for ts, args in list(slack_fake.messages.items()):
+            if sid in json.dumps(args["blocks"][1]):  # the context line names the session
+                return ts, args
+        return None
+
+    ts, args = wait_for(message, "the interrupt posted to Slack", describe=lambda: slack_fake.calls)
+    return sid, iid, ts, args
 
 
 def click(stack: Any, body: str, headers: dict[str, str]) -> requests.Response:
@@ -82,7 +90,7 @@ def click(stack: Any, body: str, headers: dict[str, str]) -> requests.Response:
 
 def test_slack_posts_options_as_buttons_and_a_signed_click_resumes_once(
         api: Api, stack: Any, slack_fake: SlackFake, options_worker: list[dict[str, Any]]) -> None:
-    sid, iid, ts, message = posted(api, stack, slack_fake, users={"U0ALICE": "alice"})
+    sid, iid, ts, message = posted(api, stack, slack_fake)
     [(method, token, _)] = slack_fake.calls
     assert (method, token, message["channel"], message["text"]) == ("chat.postMessage", BOT_TOKEN, "#approvals",
                                                                      "Send the email?")
@@ -110,7 +118,7 @@ def test_slack_posts_options_as_buttons_and_a_signed_click_resumes_once(
 
 def test_slack_bad_clicks_are_refused_and_record_nothing(
         api: Api, stack: Any, slack_fake: SlackFake, options_worker: list[dict[str, Any]]) -> None:
-    sid, iid, ts, message = posted(api, stack, slack_fake, users={"U0ALICE": "alice"})
+    sid, iid, ts, message = posted(api, stack, slack_fake)
     body = click_body(message, ts, 1, user="U0ALICE")
     before, events = table_count(stack), len(api.events(sid))
 
@@ -135,3 +143,19 @@ def test_slack_bad_clicks_are_refused_and_record_nothing(
     assert table_count(stack) == before and len(api.events(sid)) == events
     assert api.view(sid)["status"] == "interrupted" and resumed_triggers(options_worker, sid) == []
     assert [m for m, _, _ in slack_fake.calls] == ["chat.postMessage"]  # nothing sent
+
+
+def test_slack_declaration_with_a_literal_secret_is_refused_over_http(
+        api: Api, stack: Any, slack_fake: SlackFake, worker: Any) -> None:
+    before = table_count(stack)
+    for field, value, param in (
+            ("bot_token", "xoxb-a-literal-token", "notify[0].slack.bot_token"),
+            ("signing_secret", "a-literal-secret", "notify[0].slack.signing_secret"),
+            ("bot_token", "secretsmanager:holdpoint/tenants/other/slack-bot", "notify[0].slack.bot_token")):
+        declared = entry(stack)
+        declared["slack"][field] = value
+        resp = api.req("PUT", "/v1/agents/assistant", {
+            "llm": {"provider": "scripted", "script": []}, "worker": {"url": worker[0]}, "notify": [declared]})
+        assert resp.status_code == 400, resp.text
+        assert resp.json()["error"]["code"] == "validation_error" and resp.json()["error"]["param"] == param
+    assert table_count(stack) == before and slack_fake.calls == []

@@ -18,8 +18,10 @@ from pydantic import ValidationError
 
 from holdpoint.aws import signing
 from holdpoint.core.errors import Refusal
+from holdpoint.core.state import Interrupt
 from holdpoint.http.resolver import prepare
-from holdpoint.outbound.slack import DEFAULT_OPTIONS, SlackChannel, SlackNotify, options_of
+from holdpoint.outbound.slack import DEFAULT_OPTIONS, SlackChannel, SlackNotify, check_declaration, options_of
+from holdpoint.ports import DeliveryFailed
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.unit.test_api import CONTEXT, http_event, load_handler, parse
 
@@ -45,9 +47,66 @@ def fake(aws: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Slack
 
 def deliver(entry: dict[str, Any] = ENTRY) -> tuple[SlackChannel, str, dict[str, Any]]:
     channel = SlackChannel(signing)
-    sent = channel.deliver({"tenant": "t1", "session_id": "sess-1", "interrupt": INTERRUPT}, entry,
-                           {"open": "https://example.test/inbox"})
+    sent = channel.post("t1", "sess-1", INTERRUPT, SlackNotify.model_validate(entry).slack,
+                        {"open": "https://example.test/inbox"})
     return channel, sent["ts"], sent
+
+
+def stored(status: str = "open") -> Interrupt:
+    return Interrupt(interrupt_id="int-1", origin="worker", reason="confirm", anchor=None,
+                     created_at="2026-01-01T00:00:00Z", dedup_key="d", status=status,  # type: ignore[arg-type]
+                     payload=INTERRUPT["payload"])
+
+
+RAISED = {"type": "interrupt.raised", "tenant": "t1", "session_id": "sess-1", "interrupt_id": "int-1",
+          "summary": "{...}", "links": {}}
+
+
+def test_slack_notify_channel_posts_a_raised_interrupt_as_stored(fake: SlackFake) -> None:
+    reads: list[tuple[str, str, str]] = []
+
+    def read(tenant: str, session_id: str, interrupt_id: str) -> Interrupt:
+        reads.append((tenant, session_id, interrupt_id))
+        return stored()
+
+    channel = SlackChannel(signing, read)
+    channel.deliver(RAISED, ENTRY, {"approve": "https://example.test/v1/links/a"})
+    [(method, _, args)] = fake.calls
+    assert method == "chat.postMessage" and args["text"] == "<!channel> Deploy *now*?"
+    assert [b["text"]["text"] for b in args["blocks"][-1]["elements"]] == ["yes", "No"]
+    assert reads == [("t1", "sess-1", "int-1")]
+    channel.deliver({**RAISED, "type": "interrupt.resolved"}, ENTRY, {})  # nothing to post
+    SlackChannel(signing, lambda *_: stored("resolved")).deliver(RAISED, ENTRY, {})  # answered meanwhile
+    SlackChannel(signing, lambda *_: None).deliver(RAISED, ENTRY, {})
+    assert len(fake.calls) == 1
+
+
+def test_slack_notify_channel_failures_are_retried(fake: SlackFake, monkeypatch: pytest.MonkeyPatch) -> None:
+    boto3.client("secretsmanager").create_secret(Name="holdpoint/tenants/t1/user-token", SecretString="xoxp-user")
+    wrong = {"slack": {**ENTRY["slack"], "bot_token": "secretsmanager:holdpoint/tenants/t1/user-token"}}
+    channel = SlackChannel(signing, lambda *_: stored())
+    for entry in (wrong, {"slack": {**ENTRY["slack"], "bot_token": "secretsmanager:holdpoint/tenants/t1/none"}},
+                  {"slack": {"channel": "#ops"}}):
+        with pytest.raises(DeliveryFailed):
+            channel.deliver(RAISED, entry, {})
+    monkeypatch.setenv("HOLDPOINT_SLACK_API_URL", "http://127.0.0.1:9/api/")  # nothing listens
+    with pytest.raises(DeliveryFailed):
+        channel.deliver(RAISED, ENTRY, {})
+    assert [m for m, _, _ in fake.calls] == ["chat.postMessage"]  # only the wrong token reached Slack
+
+
+def test_slack_declaration_is_refused_naming_the_field() -> None:
+    with pytest.raises(Refusal) as exc:
+        check_declaration({**ENTRY["slack"], "bot_token": "xoxb-literal"}, "t1", "notify[1]")
+    assert (exc.value.code, exc.value.param) == ("validation_error", "notify[1].slack.bot_token")
+    assert "never the secret itself" in exc.value.message
+    with pytest.raises(Refusal) as exc:
+        check_declaration(ENTRY["slack"], "t2", "notify[0]")
+    assert exc.value.param == "notify[0].slack.bot_token"
+    with pytest.raises(Refusal) as exc:
+        check_declaration({"channel": "#ops", "bot_token": "env:X"}, "t1", "notify[0]")
+    assert exc.value.param == "notify[0].slack.signing_secret"
+    check_declaration(ENTRY["slack"], "t1", "notify[0]")
 
 
 @pytest.mark.parametrize(("field", "value"), [("bot_token", "xoxb-literal"), ("signing_secret", "0123abcd")])

@@ -55,7 +55,7 @@ def get_slack() -> SlackChannel:
     from holdpoint.aws import signing
     from holdpoint.outbound.slack import SlackChannel
 
-    return SlackChannel(signing)
+    return SlackChannel(signing, get_store().read_interrupt)
 
 
 def new_runner(store: Store | None = None, parking: Parking | None = None, queue: WorkQueue | None = None,
@@ -88,7 +88,7 @@ def get_notifier() -> Notifier:
     from holdpoint.outbound import channels
     from holdpoint.services.notify import Notifier
 
-    return Notifier(get_store(), EventBus(), DeliveryLog(), get_timers(), signing, channels.installed(),
+    return Notifier(get_store(), EventBus(), DeliveryLog(), get_timers(), signing, channels.installed(get_store()),
                     link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""))
 
 

@@ -22,14 +22,17 @@ from typing import Annotated, Any
 from urllib.parse import parse_qs
 
 from botocore.exceptions import ClientError
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, StringConstraints, ValidationError, field_validator, model_validator
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
 from holdpoint.aws import secretrefs
 from holdpoint.core.errors import Refusal
+from holdpoint.core.ids import error_param
 from holdpoint.core.protocol import Wire
-from holdpoint.ports import Sealer
+from holdpoint.core.state import Interrupt
+from holdpoint.ports import DeliveryFailed, Sealer
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +77,7 @@ class SlackConfig(Wire):
 
 
 class SlackNotify(Wire):
-    """A notify entry `{slack: {...}}`."""
+    """The Slack part of a notify entry `{slack: {...}, events?}` (`core.protocol.SlackEntry`)."""
 
     slack: SlackConfig
 
@@ -140,25 +143,44 @@ def message_of(interrupt: Mapping[str, Any]) -> str:
     return f"Holdpoint needs an answer: {interrupt.get('reason', 'interrupt')}"[:MAX_TEXT]
 
 
-class SlackChannel:
-    """The notify channel: `deliver(event, entry, links)` posts the message with its buttons."""
+ReadInterrupt = Callable[[str, str, str], Interrupt | None]
+"""`SessionStore.read_interrupt`: the interrupt as stored, with its whole payload."""
 
-    def __init__(self, sealer: Sealer, client: Callable[[str], WebClient] | None = None) -> None:
+
+class SlackChannel:
+    """The `notify.slack` channel (`ports.NotifyChannel`): an `interrupt.raised` notification
+    becomes a message with the interrupt's options as buttons."""
+
+    def __init__(self, sealer: Sealer, read_interrupt: ReadInterrupt | None = None,
+                 client: Callable[[str], WebClient] | None = None) -> None:
         self.sealer = sealer
+        self.read_interrupt = read_interrupt
         self.client = client or web_client
 
-    def deliver(self, event: Mapping[str, Any], entry: Mapping[str, Any], links: Mapping[str, str] | None = None
-                ) -> dict[str, Any]:
-        """Post `event["interrupt"]` (of `event["tenant"]`, `event["session_id"]`) to the entry's
-        channel; returns Slack's `{channel, ts}` of the message."""
-        config = SlackNotify.model_validate(entry).slack
-        tenant = str(event["tenant"])
-        interrupt = event["interrupt"]
+    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
+        """Post a raised interrupt that is still open (a notification carries only a summary of
+        the payload, so the interrupt is read as stored); other events post nothing. Anything
+        that keeps the post from Slack raises `DeliveryFailed`, to be retried."""
+        if event.get("type") != "interrupt.raised" or self.read_interrupt is None:
+            return
+        try:
+            config = SlackNotify.model_validate({"slack": entry.get("slack")}).slack
+            found = self.read_interrupt(str(event["tenant"]), str(event["session_id"]), str(event["interrupt_id"]))
+            if found is None or found.status != "open":
+                return
+            self.post(str(event["tenant"]), str(event["session_id"]), found.view(), config, links)
+        except (ValueError, secretrefs.SecretRefError, SlackApiError, SlackClientError, ClientError,
+                OSError) as exc:
+            raise DeliveryFailed(f"slack: {str(exc)[:300]}") from exc
+
+    def post(self, tenant: str, session_id: str, interrupt: Mapping[str, Any], config: SlackConfig,
+             links: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Post `interrupt` (its view) to the declared channel; Slack's `{channel, ts}` of the message."""
         token = secretrefs.resolve(config.bot_token, tenant, "slack.bot_token") or ""
         text = message_of(interrupt)
-        buttons = [self._button(i, option, tenant, str(event["session_id"]), interrupt, config)
+        buttons = [self._button(i, option, tenant, session_id, interrupt, config)
                    for i, option in enumerate(options_of(interrupt.get("payload")))]
-        blocks = [section(text), context(f"{interrupt.get('reason', '')} · session {event['session_id']}", links),
+        blocks = [section(text), context(f"{interrupt.get('reason', '')} · session {session_id}", links),
                   {"type": "actions", "block_id": "holdpoint", "elements": buttons}]
         sent = self.client(token).chat_postMessage(channel=config.channel, text=text, blocks=blocks)
         return {"channel": sent["channel"], "ts": sent["ts"]}
@@ -205,6 +227,21 @@ class SlackChannel:
             section(click.text),
             {"type": "context", "elements": [{"type": "plain_text", "text": click.label[:75], "emoji": False},
                                              {"type": "mrkdwn", "text": f"by <@{click.user}> at {at}"}]}])
+
+
+def check_declaration(slack: Any, tenant: str, field: str) -> None:
+    """A declared `{slack: {...}}` entry, at `field` (`notify[0]`): a 400 naming the first field
+    at fault, a literal secret or another tenant's among them; nothing is recorded."""
+    try:
+        declared = SlackNotify.model_validate({"slack": slack})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise Refusal("validation_error", str(first["msg"]).removeprefix("Value error, "),
+                      f"{field}.{error_param(tuple(first['loc']))}") from None
+    try:
+        declared.check(tenant)
+    except Refusal as exc:
+        raise Refusal("validation_error", exc.message, f"{field}.{exc.param}") from None
 
 
 def signing_secret(config: SlackConfig, tenant: str) -> str:
