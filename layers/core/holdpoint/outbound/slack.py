@@ -7,8 +7,9 @@ where it is declared. Each button's `value` is sealed under the deployment's key
 the click needs (tenant, session, interrupt, the option's index, the entry): a click is trusted
 only when Slack's request signature verifies against the signing secret that sealed entry names,
 so neither the button nor the signature can be forged alone. The option's value is read from the
-stored interrupt at click time, so a button stays small whatever the option holds. The Web API's base URL is
-`HOLDPOINT_SLACK_API_URL` (Slack's own by default), so tests point the real client at a fake.
+stored interrupt at click time, so a button stays small whatever the option holds. The Web API's
+base URL is `HOLDPOINT_SLACK_API_URL` (Slack's own by default), so tests point the real client at
+a fake. The notifier installs the channel as `notify.slack` (`outbound.channels`).
 """
 
 from __future__ import annotations
