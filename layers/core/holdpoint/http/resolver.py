@@ -139,15 +139,19 @@ def _answer_validation_errors(app: APIGatewayHttpResolver) -> None:
         return error("validation_error", msg, param or "body")
 
 
-def prepare(event: dict[str, Any]) -> dict[str, Any]:
+def prepare(event: dict[str, Any], json_body: bool = True) -> dict[str, Any]:
     """Size, encoding and nesting limits, then strict JSON (holdpoint.http.limits), before the
     resolver parses the body; and a JSON-only API parses bodies as JSON whatever Content-Type
-    says (curl -d sends a form type)."""
+    says (curl -d sends a form type). `json_body=False` (Slack's form-encoded interactions) keeps
+    the limits and the decoded body as sent, for its signature."""
     raw = body_bytes(event)
     if not raw.strip():  # whitespace is no body: "a JSON object body is required"
         event = {**event, "body": None, "isBase64Encoded": False}
-    else:
+    elif json_body:
         strict_body(raw)
+    else:
+        event = {**event, "body": raw.decode("utf-8"), "isBase64Encoded": False}
+        return event
     if event.get("isBase64Encoded"):
         event = {**event, "body": raw.decode("utf-8"), "isBase64Encoded": False}
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
@@ -169,10 +173,10 @@ def decoded_path(raw_path: str) -> str:
     return "/".join(out)
 
 
-def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, json_body: bool = True) -> dict[str, Any]:
     """One request through `app`: refused early if its body is bad; never a stack trace in a body."""
     try:
-        event = prepare(event)
+        event = prepare(event, json_body)
     except Refusal as exc:
         logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
         return refusal_reply(exc)
@@ -183,12 +187,12 @@ def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> d
         return json_reply(500, INTERNAL_BODY)
 
 
-def handler_for(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def handler_for(app: APIGatewayHttpResolver, json_body: bool = True) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler serving `app`, with Powertools' logging context and metrics."""
 
     @metrics.log_metrics
     @logger.inject_lambda_context(clear_state=True)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return serve(app, event, context)
+        return serve(app, event, context, json_body)
 
     return handler
