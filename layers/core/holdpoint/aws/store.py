@@ -44,9 +44,10 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.core import interrupts as rules
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
-from holdpoint.ports import Conflict, ResolveOutcome, TooManyChanges
+from holdpoint.ports import Conflict, ResolveOutcome, SessionFilters, TooManyChanges
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
@@ -69,6 +70,30 @@ def session_pk(tenant: str, session_id: str) -> str:
 
 def inbox_pk(tenant: str) -> str:
     return f"T#{tenant}#OPEN"
+
+
+def sessions_pk(tenant: str) -> str:
+    return f"T#{tenant}#SESSIONS"
+
+
+LIST_READS = 5  # Query pages one listing page may read when filters skip rows (a cursor resumes after)
+LIST_KEYS = ("GSI2PK", "GSI2SK", "PK", "SK")
+
+
+def listing_attrs(state: SessionState) -> dict[str, Any]:
+    """The header's `Sessions` GSI keys and the row a listing shows, rewritten with the header by
+    every commit. DynamoDB writes the index only when one of these changes (the keys never do), so
+    a commit pays an index write only when the session's status changes. A head-only load has no
+    tree to read the status from: its commit keeps the status it loaded."""
+    h = state.header
+    status = state.listed_status if state.head_only and state.listed_status else rules.status(state)
+    out = {"GSI2PK": _s(sessions_pk(h.tenant)), "GSI2SK": _s(f"{h.created_at}#{h.session_id}"),
+           "agent_id": _s(h.agent_id), "status": _s(status), "created_at": _s(h.created_at),
+           "top_level": {"BOOL": not h.ancestry}}
+    owner = (h.identity or {}).get("id")
+    if owner:
+        out["owner"] = _s(str(owner))
+    return out
 
 
 def _s(value: str) -> dict[str, str]:
@@ -255,6 +280,7 @@ class Store:
         if not items or items[0]["SK"]["S"] != "H":
             return None
         state = self._decode(items)
+        state.head_only = head_only
         state.now = time.time()  # the time of the load; a service with its own clock overrides it
         return state
 
@@ -347,7 +373,8 @@ class Store:
         header_body = self.body(items[0])
         header = _load(Header, header_body)
         header.version = int(items[0]["version"]["N"])
-        state = SessionState(header=header, tree=Tree(head_id=header.head_id))
+        state = SessionState(header=header, tree=Tree(head_id=header.head_id),
+                             listed_status=items[0].get("status", {}).get("S"))
         for item in items[1:]:
             sk = item["SK"]["S"]
             if sk == AGENT_SK:
@@ -439,11 +466,13 @@ class Store:
         if digest != state.agent_digest:
             ops.append({"Put": {"TableName": self.table,
                                 "Item": {"PK": _s(pk), "SK": _s(AGENT_SK), **self.body_attrs(pk, AGENT_SK, agent)}}})
+        listing = listing_attrs(state)
         header_item = {
             "PK": _s(pk),
             "SK": _s("H"),
             "version": _n(h.version + 1),
             **self.body_attrs(pk, "H", header_body),
+            **listing,
         }
         header_op: dict[str, Any] = {"TableName": self.table, "Item": header_item}
         ops.append({"Put": header_op})
@@ -485,6 +514,7 @@ class Store:
             raise
         h.version += 1
         state.agent_digest = digest
+        state.listed_status = listing["status"]["S"]
         if self.cache is not None:
             item = header_op["Item"]
             self.cache.note(key, head_of(item))
@@ -672,6 +702,46 @@ class Store:
             out.append({"session_id": session_id, **view, "owner": body.get("owner")})
         return out, page.get("LastEvaluatedKey")
 
+    def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
+                 filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """The tenant's sessions, newest first, from the `Sessions` GSI: one Query page when
+        nothing is filtered; with filters, pages of 100 until `limit` rows match or `LIST_READS`
+        pages are read. The cursor is the keys of the last row returned, so the next page starts
+        right after it; None when nothing is left."""
+        conditions: list[str] = []
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {":pk": _s(sessions_pk(tenant))}
+        for attr, value in (("agent_id", filters.agent_id), ("status", filters.status), ("owner", filters.owner)):
+            if value is not None:
+                names[f"#{attr}"] = attr
+                values[f":{attr}"] = _s(value)
+                conditions.append(f"#{attr} = :{attr}")
+        if filters.top_level is not None:
+            values[":top"] = {"BOOL": filters.top_level}
+            conditions.append("top_level = :top")
+        kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": "Sessions", "ScanIndexForward": False,
+                                  "KeyConditionExpression": "GSI2PK = :pk", "ExpressionAttributeValues": values,
+                                  "Limit": 100 if conditions else limit}
+        if conditions:
+            kwargs["FilterExpression"] = " AND ".join(conditions)
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+        rows: list[dict[str, Any]] = []
+        start = cursor
+        for _ in range(LIST_READS):
+            if start:
+                kwargs["ExclusiveStartKey"] = start
+            page = self.client.query(**kwargs)
+            items, start = page.get("Items", []), page.get("LastEvaluatedKey")
+            for i, item in enumerate(items):
+                rows.append(item)
+                if len(rows) == limit:
+                    more = start is not None or i < len(items) - 1
+                    return [session_row(r) for r in rows], ({k: item[k] for k in LIST_KEYS} if more else None)
+            if start is None:
+                break
+        return [session_row(r) for r in rows], start
+
     # --- agents and keys ---------------------------------------------------------------
 
     def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None:
@@ -707,6 +777,13 @@ class Store:
         if not item or item.get("status", {}).get("S") != "active":
             return None
         return {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
+
+
+def session_row(item: dict[str, Any]) -> dict[str, Any]:
+    """A listing row, from the attributes the `Sessions` GSI projects."""
+    return {"session_id": item["PK"]["S"].split("#S#", 1)[1], "agent_id": item.get("agent_id", {}).get("S"),
+            "status": item.get("status", {}).get("S"), "created_at": item.get("created_at", {}).get("S"),
+            "owner": item.get("owner", {}).get("S"), "top_level": item.get("top_level", {}).get("BOOL", True)}
 
 
 def event_from(body: dict[str, Any]) -> Event:

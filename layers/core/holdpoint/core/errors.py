@@ -20,6 +20,7 @@ Code = Literal[
     "unknown_input_type",
     "invalid_resume",  # A1: the resume payload does not satisfy the interrupt's response_schema
     "stale_approval",  # A3: the resume's expect_fingerprint is not the interrupt's action fingerprint
+    "decision_not_current",  # a worker's submit for a decision already answered otherwise, or failed
 ]
 
 

@@ -23,6 +23,7 @@ STATUS: dict[Code, int] = {
     "call_not_open": 409,
     "conflict": 409,
     "stale_approval": 409,
+    "decision_not_current": 409,
     "payload_too_large": 413,
     "too_many_messages": 413,
     "unknown_input_type": 422,

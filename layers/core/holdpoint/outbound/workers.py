@@ -26,7 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from holdpoint.aws import secretrefs
 from holdpoint.core import strictjson
 from holdpoint.outbound import netguard
-from holdpoint.ports import WorkerUnavailable
+from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 
 SIGNATURE_HEADER = "X-Holdpoint-Signature"
 TIMESTAMP_HEADER = "X-Holdpoint-Timestamp"
@@ -99,7 +99,8 @@ def _secret(ref: str | None, tenant: str | None) -> str | None:
 
 
 def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
-    """POST the decision, signed; `netguard.urlopen` checks the URL and the connected address."""
+    """POST the decision, signed; `netguard.urlopen` checks the URL and the connected address. A
+    202 answer defers the decision (`WorkerDeferred`): the worker submits its answer later."""
     url = config["url"]
     body = json.dumps(request, separators=(",", ":")).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "holdpoint"}
@@ -111,6 +112,8 @@ def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | No
     req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
         with netguard.urlopen(req, "worker.url", float(config.get("timeout_secs") or 30)) as resp:
+            if resp.status == 202:  # taken: the answer comes later, through POST /v1/workers/submit
+                raise WorkerDeferred(f"worker deferred decision {request.get('decision_id')}")
             return _parse(resp.read())
     except netguard.Refused as exc:
         raise WorkerUnavailable(str(exc)) from exc
