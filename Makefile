@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SAM_STAMP := $(VENV_SAM)/.installed
 LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)
 
-.PHONY: venv test test-unit serve demo lint sam-check clean
+.PHONY: venv test test-unit serve demo smoke lint sam-check clean
 
 venv: $(STAMP)
 
@@ -31,6 +31,13 @@ serve: venv
 
 demo: venv
 	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.demo
+
+# The seed scenario (park, resume, approve and decline) against any deployment, in one line:
+# `make smoke` against `make serve`; `make smoke URL=https://... KEY=hp_... WORKER_URL=https://...`
+# against a cloud stack (its worker must be reachable from AWS; README, "First run on AWS").
+smoke: venv
+	URL="$(URL)" KEY="$(KEY)" WORKER_URL="$(WORKER_URL)" WORKER_SECRET_REF="$(WORKER_SECRET_REF)" \
+		PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.smoke
 
 # ruff (style, complexity <= 15, no real clock in the core), the architecture contracts
 # (import-linter, [tool.importlinter] in pyproject.toml) and the type checker (strict on the core).
