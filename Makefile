@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SAM_STAMP := $(VENV_SAM)/.installed
 LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)
 
-.PHONY: venv test test-unit serve demo smoke lint sam-check clean
+.PHONY: venv test test-unit serve demo smoke deploy lint sam-check clean
 
 venv: $(STAMP)
 
@@ -56,6 +56,14 @@ $(SAM_STAMP): requirements-sam.txt
 sam-check: $(SAM_STAMP)
 	SAM_CLI_TELEMETRY=0 $(VENV_SAM)/bin/sam validate --lint --region us-east-1
 	SAM_CLI_TELEMETRY=0 $(VENV_SAM)/bin/sam build --region us-east-1
+
+# First run on AWS (README): sam build, sam deploy (guided the first time), the API URL, and the
+# first operator key for $(TENANT). Needs AWS credentials; tear down with `sam delete`.
+STACK ?= holdpoint
+TENANT ?= default
+deploy: venv $(SAM_STAMP)
+	SAM_CLI_TELEMETRY=0 PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.deploy --sam $(CURDIR)/$(VENV_SAM)/bin/sam \
+		--stack-name $(STACK) --tenant $(TENANT) $(if $(REGION),--region $(REGION)) $(if $(NEW_KEY),--new-key)
 
 clean:
 	rm -rf $(VENV) $(VENV_SAM) .aws-sam .pytest_cache .ruff_cache
