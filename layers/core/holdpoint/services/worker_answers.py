@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from holdpoint.core import engine
 from holdpoint.core.errors import Refusal
 from holdpoint.core.protocol import WorkerSubmitBody
 from holdpoint.core.state import SessionState
@@ -21,6 +20,8 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, body: WorkerSu
     An answer that breaks the protocol is 400 naming the field, with nothing recorded (a worker
     answering in a response body fails its decision instead: here the worker can fix and resend)."""
     caller.require_machine("submit a worker's answer")
+    from holdpoint.core import engine  # the engine's rules load when a worker submits, not on every cold start
+
     response = body.response()
 
     def apply(state: SessionState) -> bool:
