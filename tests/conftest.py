@@ -33,7 +33,7 @@ def make_resources() -> dict[str, str]:
             {"IndexName": "Sessions", "KeySchema": [
                 {"AttributeName": "GSI2PK", "KeyType": "HASH"}, {"AttributeName": "GSI2SK", "KeyType": "RANGE"}],
              "Projection": {"ProjectionType": "INCLUDE",
-                            "NonKeyAttributes": ["agent_id", "status", "created_at", "owner", "top_level"]}}])
+                            "NonKeyAttributes": ["ag", "st", "ow", "sub"]}}])
     queue = boto3.client("sqs").create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     definition = json.dumps({"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}})
     sfn = boto3.client("stepfunctions")

@@ -139,3 +139,26 @@ def test_bad_query_parameters_are_400_naming_them(api: dict[str, str], query: di
     items = table_items()
     assert_error(*call_api("GET", "/v1/sessions", query=query), 400, param=param)
     assert table_items() == items
+
+
+def test_the_index_row_changes_only_when_the_status_does(api: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """What keeps the listing cheap: every commit rewrites the header, but the `Sessions` GSI keys
+    never change and the projected row only with the status, so DynamoDB writes the index once
+    per status change (4 times in the seed scenario), not once per commit."""
+    from holdpoint.aws import store as store_module
+
+    rows: list[tuple[Any, ...]] = []
+    commit = store_module.Store.commit
+
+    def recording(self: store_module.Store, state: SessionState) -> int:
+        rows.append(tuple(sorted((k, str(v)) for k, v in store_module.listing_attrs(state).items())))
+        return commit(self, state)
+
+    monkeypatch.setattr(store_module.Store, "commit", recording)
+    h = Harness(tenant="dev")
+    start(h, T0, "Email Bob")
+    h.resume(h.open_interrupt()["interrupt_id"], {"approved": True})
+    changes = [row for before, row in zip([None, *rows], rows, strict=False) if row != before]
+    assert len(rows) > 10 and [dict(row)["st"] for row in changes] == [
+        str({"S": s}) for s in ("running", "interrupted", "running", "done")]
+    assert len({(dict(row)["GSI2PK"], dict(row)["GSI2SK"]) for row in rows}) == 1

@@ -73,26 +73,30 @@ def inbox_pk(tenant: str) -> str:
 
 
 def sessions_pk(tenant: str) -> str:
-    return f"T#{tenant}#SESSIONS"
+    return f"T#{tenant}#LIST"
 
 
 LIST_READS = 5  # Query pages one listing page may read when filters skip rows (a cursor resumes after)
 LIST_KEYS = ("GSI2PK", "GSI2SK", "PK", "SK")
+LIST_ATTRS = {"agent_id": "ag", "status": "st", "owner": "ow"}  # the listing's row on the header: short names
 
 
 def listing_attrs(state: SessionState) -> dict[str, Any]:
-    """The header's `Sessions` GSI keys and the row a listing shows, rewritten with the header by
-    every commit. DynamoDB writes the index only when one of these changes (the keys never do), so
-    a commit pays an index write only when the session's status changes. A head-only load has no
-    tree to read the status from: its commit keeps the status it loaded."""
+    """The header's `Sessions` GSI keys (`GSI2SK` is `{created_at}#{session}`: newest first) and
+    the row a listing shows, under short names (`ag`, `st`, `ow`; `sub` only on a sub-agent's
+    session), because every commit rewrites the header and pays for its bytes. DynamoDB writes
+    the index only when one of these changes (the keys never do), so a commit pays an index write
+    only when the session's status changes. A head-only load has no tree to read the status from:
+    its commit keeps the status it loaded."""
     h = state.header
     status = state.listed_status if state.head_only and state.listed_status else rules.status(state)
-    out = {"GSI2PK": _s(sessions_pk(h.tenant)), "GSI2SK": _s(f"{h.created_at}#{h.session_id}"),
-           "agent_id": _s(h.agent_id), "status": _s(status), "created_at": _s(h.created_at),
-           "top_level": {"BOOL": not h.ancestry}}
+    out: dict[str, Any] = {"GSI2PK": _s(sessions_pk(h.tenant)), "GSI2SK": _s(f"{h.created_at}#{h.session_id}"),
+                           "ag": _s(h.agent_id), "st": _s(status)}
     owner = (h.identity or {}).get("id")
     if owner:
-        out["owner"] = _s(str(owner))
+        out["ow"] = _s(str(owner))
+    if h.ancestry:
+        out["sub"] = {"BOOL": True}
     return out
 
 
@@ -374,7 +378,7 @@ class Store:
         header = _load(Header, header_body)
         header.version = int(items[0]["version"]["N"])
         state = SessionState(header=header, tree=Tree(head_id=header.head_id),
-                             listed_status=items[0].get("status", {}).get("S"))
+                             listed_status=items[0].get("st", {}).get("S"))
         for item in items[1:]:
             sk = item["SK"]["S"]
             if sk == AGENT_SK:
@@ -514,7 +518,7 @@ class Store:
             raise
         h.version += 1
         state.agent_digest = digest
-        state.listed_status = listing["status"]["S"]
+        state.listed_status = listing["st"]["S"]
         if self.cache is not None:
             item = header_op["Item"]
             self.cache.note(key, head_of(item))
@@ -711,14 +715,15 @@ class Store:
         conditions: list[str] = []
         names: dict[str, str] = {}
         values: dict[str, Any] = {":pk": _s(sessions_pk(tenant))}
-        for attr, value in (("agent_id", filters.agent_id), ("status", filters.status), ("owner", filters.owner)):
+        for field_name, value in (("agent_id", filters.agent_id), ("status", filters.status), ("owner", filters.owner)):
             if value is not None:
+                attr = LIST_ATTRS[field_name]
                 names[f"#{attr}"] = attr
                 values[f":{attr}"] = _s(value)
                 conditions.append(f"#{attr} = :{attr}")
         if filters.top_level is not None:
-            values[":top"] = {"BOOL": filters.top_level}
-            conditions.append("top_level = :top")
+            conditions.append("attribute_not_exists(#sub)" if filters.top_level else "attribute_exists(#sub)")
+            names["#sub"] = "sub"
         kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": "Sessions", "ScanIndexForward": False,
                                   "KeyConditionExpression": "GSI2PK = :pk", "ExpressionAttributeValues": values,
                                   "Limit": 100 if conditions else limit}
@@ -781,9 +786,9 @@ class Store:
 
 def session_row(item: dict[str, Any]) -> dict[str, Any]:
     """A listing row, from the attributes the `Sessions` GSI projects."""
-    return {"session_id": item["PK"]["S"].split("#S#", 1)[1], "agent_id": item.get("agent_id", {}).get("S"),
-            "status": item.get("status", {}).get("S"), "created_at": item.get("created_at", {}).get("S"),
-            "owner": item.get("owner", {}).get("S"), "top_level": item.get("top_level", {}).get("BOOL", True)}
+    return {"session_id": item["PK"]["S"].split("#S#", 1)[1], "agent_id": item.get("ag", {}).get("S"),
+            "status": item.get("st", {}).get("S"), "created_at": item["GSI2SK"]["S"].split("#", 1)[0],
+            "owner": item.get("ow", {}).get("S"), "top_level": "sub" not in item}
 
 
 def event_from(body: dict[str, Any]) -> Event:
