@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.keys import put_api_key
-from tests.security.probes import refusal, table_count
+from tests.security.probes import client_token_api, refusal, table_count
 from tests.stack import Api, declare_agent, seed_worker
 
 
@@ -41,7 +41,7 @@ def listed(api: Api, query: str = "") -> dict[str, Any]:
     return out
 
 
-def test_listing_newest_first_with_filters_and_paging(api: Api, other_tenant: Api) -> None:
+def test_listing_newest_first_with_filters_and_paging(api: Api, stack: Any, other_tenant: Api) -> None:
     done = api.start("say hi")
     api.wait_status(done, "done")
     parked = api.start("Email Bob")
@@ -55,6 +55,10 @@ def test_listing_newest_first_with_filters_and_paging(api: Api, other_tenant: Ap
     rest = listed(api, f"?limit=1&cursor={page['next_cursor']}")
     assert [r["session_id"] for r in rest["sessions"]] == [done] and rest["next_cursor"] is None
     assert listed(other_tenant) == {"sessions": [], "next_cursor": None}
+    alice = client_token_api(stack, "alice")  # an end user lists only her own sessions
+    hers = alice.start("say hi")
+    assert [r["session_id"] for r in listed(alice)["sessions"]] == [hers]
+    assert [r["session_id"] for r in listed(api)["sessions"]] == [hers, parked, done]
     refusal(other_tenant.req("GET", f"/v1/sessions?cursor={page['next_cursor']}"), 400, param="cursor")
     for query, param in (("limit=0", "limit"), ("status=asleep", "status"), ("top_level=perhaps", "top_level"),
                          ("agent_id=a%20b", "agent_id"), ("cursor=x", "cursor")):
