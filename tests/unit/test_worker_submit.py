@@ -67,7 +67,7 @@ def submit(h: Harness, decision_id: str, answer: dict[str, Any], **kw: Any) -> t
 def test_a_deferred_decision_stays_current_and_the_session_runs(api: dict[str, str]) -> None:
     h, log, did = deferred_session()
     decision = h.state().decisions[did]
-    assert (decision.status, decision.deferred, decision.attempts) == ("pending", True, 1)
+    assert (decision.status, decision.via, decision.attempts) == ("pending", None, 1)
     [deferred] = h.events("decision.deferred")
     assert deferred["data"]["decision_id"] == did and deferred["data"]["attempt"] == 1
     assert h.view()["status"] == "running"

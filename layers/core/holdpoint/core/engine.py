@@ -379,7 +379,6 @@ def defer_decision(state: SessionState, decision: Decision, now: float) -> bool:
         return False
     wait = policy.attempt_timeout_secs
     decision.attempts = attempt
-    decision.deferred = True
     decision.not_before = now + wait
     state.touch(decision)
     state.emit("decision.deferred", decision_id=decision.id, attempt=attempt, until=iso(now + wait))

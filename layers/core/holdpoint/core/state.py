@@ -173,7 +173,6 @@ class Decision:
     attempts: int = 0
     not_before: float | None = None
     first_at: float | None = None
-    deferred: bool = False  # the worker took it and answers through POST /v1/workers/submit
     via: DecisionVia | None = None  # how the answer arrived, once it has
     rev: int = 0
 
