@@ -86,6 +86,16 @@ def test_a_deferred_decision_is_delivered_again_after_the_attempt_timeout() -> N
     assert [e.key for e in state.effects if e.kind == "timer"] == ["decision/dec-1/1/deferred"]
 
 
+def test_an_agent_gives_a_slow_worker_longer_with_its_decision_policy() -> None:
+    state = SessionState.new("t", "s", "a", now=0.0)
+    state.header.agent = {"retry": {"decision": {"attempt_timeout_secs": 3600, "total_timeout_secs": 86400}}}
+    decision = Decision(id="dec-1", order=1, trigger={"type": "tool.execute"}, anchor=None, turn_id=None)
+    state.decisions[decision.id] = decision
+    assert engine.defer_decision(state, decision, 0.0)
+    assert engine.next_work(state, 3599.0) is None and engine.next_work(state, 3600.0) is not None
+    assert [e.seconds for e in state.effects if e.kind == "timer"] == [3600]
+
+
 def test_a_worker_that_defers_forever_runs_out_the_decision_policy() -> None:
     state = SessionState.new("t", "s", "a", now=0.0)
     decision = Decision(id="dec-1", order=1, trigger={"type": "tool.execute"}, anchor=None, turn_id=None)
