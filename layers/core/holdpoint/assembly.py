@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from holdpoint.aws.queue import WorkQueue
     from holdpoint.aws.store import Store
     from holdpoint.aws.timers import Timers
+    from holdpoint.services.notify import Notifier
     from holdpoint.services.runner import Runner
 
 
@@ -65,7 +66,23 @@ def get_runner() -> Runner:
     return new_runner()
 
 
+@cache
+def get_notifier() -> Notifier:
+    """The container's notifier: the event bus, the delivery log, the installed notify channels,
+    links minted for this deployment's API (`HOLDPOINT_LINK_BASE_URL`)."""
+    import os
+
+    from holdpoint.aws import signing
+    from holdpoint.aws.deliveries import DeliveryLog
+    from holdpoint.aws.events import EventBus
+    from holdpoint.outbound import channels
+    from holdpoint.services.notify import Notifier
+
+    return Notifier(get_store(), EventBus(), DeliveryLog(), get_timers(), signing, channels.installed(),
+                    link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""))
+
+
 def reset() -> None:
     """Forget every built object (tests that swap the environment between cases)."""
-    for factory in (get_store, get_queue, get_parking, get_timers, get_runner):
+    for factory in (get_store, get_queue, get_parking, get_timers, get_runner, get_notifier):
         factory.cache_clear()

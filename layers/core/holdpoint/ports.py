@@ -109,6 +109,37 @@ class Sealer(Protocol):
     def unseal(self, purpose: str, token: str) -> dict[str, Any] | None: ...
 
 
+class DeliveryFailed(Exception):
+    """A notification channel did not take the notification; it is retried on a durable timer."""
+
+
+class EventPublisher(Protocol):
+    """The lifecycle event bus (EventBridge): raises when the event was not accepted."""
+
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> None: ...
+
+
+class NotifyChannel(Protocol):
+    """One kind of `notify` entry (a webhook, Slack): hand one notification to one declared entry,
+    with the one-click links minted for it; raise `DeliveryFailed` to have it retried."""
+
+    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None: ...
+
+
+class Deliveries(Protocol):
+    """One record per (event, entry), every step of it a conditional write: a delivery starts once
+    and each retry runs once, however often the stream or the timer repeats itself."""
+
+    def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool: ...
+
+    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> dict[str, Any] | None: ...
+
+    def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
+               error: str | None = None) -> None: ...
+
+    def dead_letter(self, record: dict[str, Any]) -> None: ...
+
+
 Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any] | None]
 """Ask the agent's worker (agent config, decision request, the session's tenant) for its answer;
 `None` is a `null` answer (the engine applies its own continuation)."""

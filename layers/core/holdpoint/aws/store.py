@@ -11,7 +11,8 @@ Session partition `T#{tenant}#S#{session}`:
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
 | `T#{id}` | turn |
-| `E#{seq:012}` | event log, append-only |
+| `E#{seq:012}` | event log, append-only; `etype` (its type) lets the stream filter pick interrupt events |
+| `D#{event}#{n}` | a notification's delivery to the agent's `notify[n]` (`aws/deliveries.py`) |
 
 State sorts at and after `H`, events before it, so a step reads state with one Query
 and never pages through the event log.
@@ -500,7 +501,7 @@ class Store:
                                     "ExpressionAttributeValues": {":r": _n(record.rev)}}})
         for event in state.events:
             ops.append({"Put": {"TableName": self.table,
-                                "Item": {"PK": _s(pk), "SK": _s(f"E#{event.seq:012d}"),
+                                "Item": {"PK": _s(pk), "SK": _s(f"E#{event.seq:012d}"), "etype": _s(event.type),
                                          **self.body_attrs(pk, f"E#{event.seq:012d}", event.wire())},
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
         after = self._next_tail(key, state, header_op, tail)

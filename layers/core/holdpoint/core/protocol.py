@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    model_validator,
+)
 
 from holdpoint.core import schemas
 from holdpoint.core.ids import ACTION_TAGS as ACTION_TAGS
@@ -17,6 +26,7 @@ from holdpoint.core.ids import ID_REGEX as ID_REGEX
 from holdpoint.core.ids import INPUT_TAGS as INPUT_TAGS
 from holdpoint.core.ids import error_param as error_param
 from holdpoint.core.ids import first_error as first_error
+from holdpoint.core.notify import NotifyEvent, channel_of
 from holdpoint.core.outcomes import LlmOutcome, llm_reply
 
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
@@ -149,6 +159,32 @@ class WorkerConfig(Open):
     timeout_secs: float = Field(default=30.0, gt=0, le=900, allow_inf_nan=False)
 
 
+class WebhookEntry(Wire):
+    """A `notify` webhook: each chosen event POSTed, signed like worker requests (§2.7)."""
+
+    url: Annotated[str, StringConstraints(max_length=2_048)]
+    secret: Annotated[str, StringConstraints(max_length=2_048)] | None = Field(
+        default=None, description="HMAC secret reference: `env:NAME` (allow-listed) or `secretsmanager:NAME`")
+    events: list[NotifyEvent] | None = Field(default=None, max_length=16, description="default: every event")
+    approver: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = Field(
+        default=None, description="The subject the one-click links are minted for (default: the session's owner)")
+
+
+class SlackEntry(Wire):
+    """A `notify` Slack channel; the fields of `slack` are the Slack channel's to define."""
+
+    slack: dict[str, Any]
+    events: list[NotifyEvent] | None = Field(default=None, max_length=16, description="default: every event")
+
+
+NotifyEntry = Annotated[
+    Annotated[WebhookEntry, Tag("notify.webhook")] | Annotated[SlackEntry, Tag("notify.slack")],
+    Discriminator(channel_of, custom_error_type="notify_channel",
+                  custom_error_message="a notify entry is {url, secret?, events?, approver?} or {slack: {...}}"),
+]
+"""One `notify` entry: a webhook or a Slack channel, by the key it has (`core.notify.channel_of`)."""
+
+
 class AgentConfig(Open):
     model: Annotated[str, StringConstraints(max_length=256)] | None = None
     llm: LlmConfig | None = None
@@ -160,6 +196,7 @@ class AgentConfig(Open):
     budget: Budget | None = None
     retry: dict[str, RetryPolicy] | None = None
     triggers: dict[str, bool] | None = None  # opt-in triggers beyond upstream: {"turn.finished": true}
+    notify: list[NotifyEntry] | None = Field(default=None, max_length=16)  # docs/NOTIFICATIONS.md
 
 
 # --- the decision request (engine -> worker) ----------------------------------------------
