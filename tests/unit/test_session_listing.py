@@ -1,4 +1,4 @@
-"""`GET /v1/sessions` (PROTOCOL.md §5.6): the caller's tenant, newest first, from the `Sessions`
+"""`GET /v1/sessions` (PROTOCOL.md §5.2, §5.3): the caller's tenant, newest first, from the `Sessions`
 GSI on the session header; filters `agent_id`, `status`, `top_level`; sealed, tenant-bound
 cursors; a client token sees only its own sessions; bad query parameters are 400 naming them."""
 
