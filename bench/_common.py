@@ -109,6 +109,8 @@ def _key(item: dict[str, Any]) -> tuple[str, str]:
 # --------------------------------------------------------------------------- the meter
 
 GSI_OVERHEAD = 100  # bytes DynamoDB adds to every index entry
+LISTED = ("GSI2PK", "GSI2SK", "ag", "st", "ow", "sub")
+"""The `Sessions` GSI's keys and projection on a session header: the index is written only when they change."""
 
 
 @dataclass
@@ -126,7 +128,7 @@ class Rec:
     items_read: int = 0
     read_item_bytes: int = 0
     wru: float = 0.0            # on-demand write request units, base table
-    gsi_wru: float = 0.0        # ... on the Inbox GSI
+    gsi_wru: float = 0.0        # ... on the Inbox and Sessions GSIs
     rru: float = 0.0            # on-demand read request units
     max_item: int = 0           # largest item written
     wru_by_kind: dict[str, float] = field(default_factory=dict)  # by SK prefix: H, N, Q, K, T, I, E
@@ -147,6 +149,7 @@ class Meter:
     label: str = "-"
     sizes: dict[tuple[str, str], int] = field(default_factory=dict)      # item sizes we have seen written
     indexed: set[tuple[str, str]] = field(default_factory=set)            # items with Inbox GSI keys
+    listed: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)  # Sessions GSI rows written
     _pending: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def attach(self, client: Any) -> Any:
@@ -204,6 +207,10 @@ class Meter:
         elif had_gsi:
             rec.gsi_wru += 1  # the index entry is deleted
             self.indexed.discard(key)
+        row = tuple(json.dumps(item.get(a), sort_keys=True) for a in LISTED) if item and "GSI2PK" in item else None
+        if row is not None and not delete and self.listed.get(key) != row:
+            rec.gsi_wru += 1  # a listing row is far below 1 KB
+            self.listed[key] = row
         if delete:
             self.sizes.pop(key, None)
         else:

@@ -16,11 +16,20 @@ import argparse
 import os
 import secrets
 import sys
+from typing import Any
 
 from holdpoint.aws.keys import put_api_key, revoke_api_key
 from holdpoint.aws.signing import platform_secret
 from holdpoint.core.credentials import ORIGINS
 from holdpoint.services.auth import mint_client_token
+
+
+def create_key(table: str, tenant: str, subject: str, origin: str = "client", client: Any = None,
+               groups: list[str] | None = None) -> str:
+    """A new API key, stored by its hash only: the key itself is returned once, to be shown."""
+    key = "hp_" + secrets.token_urlsafe(32)
+    put_api_key(table, key, tenant, subject, origin, client, groups=groups)
+    return key
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,9 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--groups", type=_groups, default=[])
     args = parser.parse_args(argv)
     if args.command == "create-key":
-        key = "hp_" + secrets.token_urlsafe(32)
-        put_api_key(args.table, key, args.tenant, args.subject, args.origin, groups=args.groups)
-        print(key)
+        print(create_key(args.table, args.tenant, args.subject, args.origin, groups=args.groups))
     elif args.command == "revoke-key":
         if not revoke_api_key(args.table, args.key):
             print("no such key", file=sys.stderr)

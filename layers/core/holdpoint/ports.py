@@ -9,12 +9,23 @@ LLM provider is one more `holdpoint.llm` module behind `Llm`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
 ResolveOutcome = Literal["resolved", "recorded", "noop", "forbidden", "not_found", "changed", "raced"]
+
+
+@dataclass(frozen=True)
+class SessionFilters:
+    """What `GET /v1/sessions` narrows the tenant's sessions to; None leaves a field open."""
+
+    agent_id: str | None = None
+    status: str | None = None
+    top_level: bool | None = None
+    owner: str | None = None  # a client token sees only its subject's sessions
 
 
 class Conflict(Exception):
@@ -27,6 +38,11 @@ class TooManyChanges(ValueError):
 
 class WorkerUnavailable(Exception):
     """The worker did not answer usefully (timeout, 5xx, not a JSON object): retry the decision."""
+
+
+class WorkerDeferred(Exception):
+    """The worker took the decision and will answer later through `POST /v1/workers/submit` (an
+    HTTPS worker answered 202; an in-process one raised this)."""
 
 
 class LlmError(Exception):
@@ -63,6 +79,9 @@ class SessionStore(Protocol):
 
     def inbox(self, tenant: str, limit: int,
               cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
+
+    def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
+                 filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
 
     def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None: ...
 

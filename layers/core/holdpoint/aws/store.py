@@ -45,9 +45,10 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.core import interrupts as rules
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
-from holdpoint.ports import Conflict, ResolveOutcome, TooManyChanges
+from holdpoint.ports import Conflict, ResolveOutcome, SessionFilters, TooManyChanges
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
@@ -70,6 +71,34 @@ def session_pk(tenant: str, session_id: str) -> str:
 
 def inbox_pk(tenant: str) -> str:
     return f"T#{tenant}#OPEN"
+
+
+def sessions_pk(tenant: str) -> str:
+    return f"T#{tenant}#LIST"
+
+
+LIST_READS = 5  # Query pages one listing page may read when filters skip rows (a cursor resumes after)
+LIST_KEYS = ("GSI2PK", "GSI2SK", "PK", "SK")
+LIST_ATTRS = {"agent_id": "ag", "status": "st", "owner": "ow"}  # the listing's row on the header: short names
+
+
+def listing_attrs(state: SessionState) -> dict[str, Any]:
+    """The header's `Sessions` GSI keys (`GSI2SK` is `{created_at}#{session}`: newest first) and
+    the row a listing shows, under short names (`ag`, `st`, `ow`; `sub` only on a sub-agent's
+    session), because every commit rewrites the header and pays for its bytes. DynamoDB writes
+    the index only when one of these changes (the keys never do), so a commit pays an index write
+    only when the session's status changes. A head-only load has no tree to read the status from:
+    its commit keeps the status it loaded."""
+    h = state.header
+    status = state.listed_status if state.head_only and state.listed_status else rules.status(state)
+    out: dict[str, Any] = {"GSI2PK": _s(sessions_pk(h.tenant)), "GSI2SK": _s(f"{h.created_at}#{h.session_id}"),
+                           "ag": _s(h.agent_id), "st": _s(status)}
+    owner = (h.identity or {}).get("id")
+    if owner:
+        out["ow"] = _s(str(owner))
+    if h.ancestry:
+        out["sub"] = {"BOOL": True}
+    return out
 
 
 def _s(value: str) -> dict[str, str]:
@@ -256,6 +285,7 @@ class Store:
         if not items or items[0]["SK"]["S"] != "H":
             return None
         state = self._decode(items)
+        state.head_only = head_only
         state.now = time.time()  # the time of the load; a service with its own clock overrides it
         return state
 
@@ -348,7 +378,8 @@ class Store:
         header_body = self.body(items[0])
         header = _load(Header, header_body)
         header.version = int(items[0]["version"]["N"])
-        state = SessionState(header=header, tree=Tree(head_id=header.head_id))
+        state = SessionState(header=header, tree=Tree(head_id=header.head_id),
+                             listed_status=items[0].get("st", {}).get("S"))
         for item in items[1:]:
             sk = item["SK"]["S"]
             if sk == AGENT_SK:
@@ -445,11 +476,13 @@ class Store:
         if digest != state.agent_digest:
             ops.append({"Put": {"TableName": self.table,
                                 "Item": {"PK": _s(pk), "SK": _s(AGENT_SK), **self.body_attrs(pk, AGENT_SK, agent)}}})
+        listing = listing_attrs(state)
         header_item = {
             "PK": _s(pk),
             "SK": _s("H"),
             "version": _n(h.version + 1),
             **self.body_attrs(pk, "H", header_body),
+            **listing,
         }
         header_op: dict[str, Any] = {"TableName": self.table, "Item": header_item}
         ops.append({"Put": header_op})
@@ -491,6 +524,7 @@ class Store:
             raise
         h.version += 1
         state.agent_digest = digest
+        state.listed_status = listing["st"]["S"]
         if self.cache is not None:
             item = header_op["Item"]
             self.cache.note(key, head_of(item))
@@ -713,6 +747,47 @@ class Store:
             out.append({"session_id": session_id, **view, "owner": body.get("owner")})
         return out, page.get("LastEvaluatedKey")
 
+    def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
+                 filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """The tenant's sessions, newest first, from the `Sessions` GSI: one Query page when
+        nothing is filtered; with filters, pages of 100 until `limit` rows match or `LIST_READS`
+        pages are read. The cursor is the keys of the last row returned, so the next page starts
+        right after it; None when nothing is left."""
+        conditions: list[str] = []
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {":pk": _s(sessions_pk(tenant))}
+        for field_name, value in (("agent_id", filters.agent_id), ("status", filters.status), ("owner", filters.owner)):
+            if value is not None:
+                attr = LIST_ATTRS[field_name]
+                names[f"#{attr}"] = attr
+                values[f":{attr}"] = _s(value)
+                conditions.append(f"#{attr} = :{attr}")
+        if filters.top_level is not None:
+            conditions.append("attribute_not_exists(#sub)" if filters.top_level else "attribute_exists(#sub)")
+            names["#sub"] = "sub"
+        kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": "Sessions", "ScanIndexForward": False,
+                                  "KeyConditionExpression": "GSI2PK = :pk", "ExpressionAttributeValues": values,
+                                  "Limit": 100 if conditions else limit}
+        if conditions:
+            kwargs["FilterExpression"] = " AND ".join(conditions)
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+        rows: list[dict[str, Any]] = []
+        start = cursor
+        for _ in range(LIST_READS):
+            if start:
+                kwargs["ExclusiveStartKey"] = start
+            page = self.client.query(**kwargs)
+            items, start = page.get("Items", []), page.get("LastEvaluatedKey")
+            for i, item in enumerate(items):
+                rows.append(item)
+                if len(rows) == limit:
+                    more = start is not None or i < len(items) - 1
+                    return [session_row(r) for r in rows], ({k: item[k] for k in LIST_KEYS} if more else None)
+            if start is None:
+                break
+        return [session_row(r) for r in rows], start
+
     # --- agents and keys ---------------------------------------------------------------
 
     def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None:
@@ -753,6 +828,13 @@ class Store:
         out: dict[str, Any] = {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
         out["groups"] = json.loads(item["groups"]["S"]) if "groups" in item else []
         return out
+
+
+def session_row(item: dict[str, Any]) -> dict[str, Any]:
+    """A listing row, from the attributes the `Sessions` GSI projects."""
+    return {"session_id": item["PK"]["S"].split("#S#", 1)[1], "agent_id": item.get("ag", {}).get("S"),
+            "status": item.get("st", {}).get("S"), "created_at": item["GSI2SK"]["S"].split("#", 1)[0],
+            "owner": item.get("ow", {}).get("S"), "top_level": "sub" not in item}
 
 
 def event_from(body: dict[str, Any]) -> Event:

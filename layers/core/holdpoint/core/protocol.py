@@ -690,6 +690,22 @@ class DecisionResponse(Wire):
     agent: dict[str, Any] | None = None
 
 
+class WorkerSubmitBody(DecisionResponse):
+    """`POST /v1/workers/submit`: a deferred decision's answer, named by `session_id` and
+    `decision_id` beside the decision response's own fields (upstream's `SubmitDecisionRequest`).
+    Unlike an answer in a response body, an unknown field is refused, naming it."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    session_id: Id
+    decision_id: Id
+    span: dict[str, Any] | None = None  # upstream's trace context: accepted, not used
+
+    def response(self) -> DecisionResponse:
+        return DecisionResponse.model_construct(messages=self.messages, actions=self.actions, state=self.state,
+                                                agent=self.agent)
+
+
 # --- client inputs ----------------------------------------------------------------
 
 

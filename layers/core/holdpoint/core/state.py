@@ -21,6 +21,7 @@ CallStatus = Literal["open", "settled", "voided"]
 CallHandler = Literal["engine", "worker", "client"]  # who runs it: the engine, the worker, the client
 InterruptStatus = Literal["open", "resolved", "expired"]
 DecisionStatus = Literal["pending", "delivered", "failed"]
+DecisionVia = Literal["worker", "submit"]
 TurnStatus = Literal["queued", "running", "suspended", "done", "failed"]
 EffectKind = Literal["start_park", "send_task_success", "kick", "timer", "spawn", "notify_parent", "send"]
 
@@ -190,6 +191,7 @@ class Decision:
     attempts: int = 0
     not_before: float | None = None
     first_at: float | None = None
+    via: DecisionVia | None = None  # how the answer arrived, once it has
     rev: int = 0
 
 
@@ -249,6 +251,8 @@ class SessionState:
     events: list[Event] = field(default_factory=list)
     effects: list[Effect] = field(default_factory=list)
     now: float = 0.0  # the step's time (epoch seconds), set by whoever loads or creates the state
+    head_only: bool = False  # loaded without the tail (no nodes, calls, decisions or turns)
+    listed_status: str | None = None  # the status the session listing holds, as loaded
 
     @classmethod
     def new(cls, tenant: str, session_id: str, agent_id: str, *, now: float, **kw: Any) -> SessionState:

@@ -24,6 +24,7 @@ STATUS: dict[Code, int] = {
     "call_not_open": 409,
     "conflict": 409,
     "stale_approval": 409,
+    "decision_not_current": 409,
     "invalid_link": 400,
     "link_expired": 410,
     "payload_too_large": 413,

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from botocore.exceptions import ClientError
 
 from holdpoint.core.errors import Code, Refusal
-from holdpoint.core.ids import ID_PATTERN, INPUT_TAGS, error_param, first_error
+from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error
 from holdpoint.http.edge import INTERNAL_BODY, json_reply, refusal_reply, short, status_of, too_large
 from holdpoint.http.limits import body_bytes, strict_body
 from holdpoint.http.telemetry import logger, metrics
@@ -38,7 +38,7 @@ def error(code: Code, message: str, param: str | None = None) -> Response[dict[s
 def param_of(loc: tuple[Any, ...]) -> str:
     """`message.content`, not `message.content.constrained-str`: drop pydantic's union member tags."""
     parts = tuple(p for p in loc if not (isinstance(p, str) and _UNION_MEMBER.search(p)))
-    return error_param(parts, INPUT_TAGS)
+    return error_param(parts, INPUT_TAGS | ACTION_TAGS)  # a worker's submit carries actions
 
 
 def bad_path_id(method: str, name: str, value: Any) -> Response[dict[str, Any]] | None:
@@ -73,6 +73,9 @@ def _field_error(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> Respon
         if tag in INPUT_TAGS:  # POST /v1/sessions takes only the inputs that start a session
             return error("validation_error", f"{short(tag)} needs an existing session", "type")
         expected = re.findall(r"'([^']+)'", str((err.get("ctx") or {}).get("expected_tags")))
+        if param_of(loc):  # a nested union (a submit's `actions[i]`): a field like any other
+            return error("validation_error", f"unknown type {short(tag)}; expected one of " +
+                         ", ".join(sorted(expected)), f"{param_of(loc)}.type")
         return error("unknown_input_type", "unknown input type; expected one of " +
                      ", ".join(sorted(expected or INPUT_TAGS)), "type")
     whole_body = {

@@ -9,6 +9,8 @@ from typing import Any
 
 from holdpoint.core.errors import Refusal
 
+MACHINE_ORIGINS = ("machine", "operator")
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -54,6 +56,13 @@ class Caller:
         its own sessions (SECURITY.md: end user vs tenant)."""
         if self.own_only:
             raise Refusal("forbidden", f"a client token cannot {what}; use an API key")
+
+    def require_machine(self, what: str) -> None:
+        """Routes a tenant's backend calls (minting tokens, a worker's answers): an API key of
+        origin machine or operator, never a client token or a client key."""
+        self.require_key(what)
+        if self.origin not in MACHINE_ORIGINS:
+            raise Refusal("forbidden", f"only {' or '.join(MACHINE_ORIGINS)} keys {what}, not a {self.origin} key")
 
     def require_unbound(self) -> None:
         """A token bound to one session cannot start others."""

@@ -12,7 +12,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionState, mint
-from holdpoint.ports import Clock, Sealer, SessionStore, WorkQueue
+from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
 
@@ -134,19 +134,42 @@ def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, sessi
             "interrupt": interrupt.view() if interrupt else None}
 
 
+def opened_cursor(sealer: Sealer, purpose: str, caller: Caller, cursor: str | None) -> dict[str, Any] | None:
+    """Where a paged read resumes: a cursor sealed under the deployment's key and bound to the
+    tenant (opaque, and refused naming `cursor` if altered, expired or another tenant's)."""
+    if not cursor:
+        return None
+    sealed = sealer.unseal(purpose, cursor)
+    if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict):
+        raise Refusal("validation_error", "cursor is not valid", "cursor")
+    at: dict[str, Any] = sealed["at"]
+    return at
+
+
+def sealed_cursor(sealer: Sealer, purpose: str, caller: Caller, at: dict[str, Any] | None) -> str | None:
+    return sealer.seal(purpose, {"tenant": caller.tenant, "at": at}) if at else None
+
+
+def listing(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,
+            filters: SessionFilters) -> dict[str, Any]:
+    """The tenant's sessions, newest first (`GET /v1/sessions`). A client token lists only its
+    subject's sessions (the filter is applied in the query, so pages stay full), and a token bound
+    to one session only that one."""
+    if caller.own_only:
+        filters = SessionFilters(filters.agent_id, filters.status, filters.top_level, owner=caller.subject)
+    rows, last = store.sessions(caller.tenant, limit, opened_cursor(sealer, "sessions-cursor", caller, cursor),
+                                filters)
+    if caller.session_id:
+        rows = [r for r in rows if r["session_id"] == caller.session_id]
+    return {"sessions": rows, "next_cursor": sealed_cursor(sealer, "sessions-cursor", caller, last)}
+
+
 def inbox(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None) -> dict[str, Any]:
-    """The tenant's open interrupts across sessions, newest first, from the sparse GSI. The cursor
-    is sealed under the deployment's key and bound to the tenant: opaque, and refused if altered."""
-    start = None
-    if cursor:
-        sealed = sealer.unseal("inbox-cursor", cursor)
-        if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict):
-            raise Refusal("validation_error", "cursor is not valid", "cursor")
-        start = sealed["at"]
+    """The tenant's open interrupts across sessions, newest first, from the sparse GSI."""
+    start = opened_cursor(sealer, "inbox-cursor", caller, cursor)
     items, last = store.inbox(caller.tenant, limit, start)
     if caller.session_id:
         items = [i for i in items if i["session_id"] == caller.session_id]
     if caller.own_only:
         items = [i for i in items if i.get("owner") == caller.subject]
-    next_cursor = sealer.seal("inbox-cursor", {"tenant": caller.tenant, "at": last}) if last else None
-    return {"interrupts": items, "next_cursor": next_cursor}
+    return {"interrupts": items, "next_cursor": sealed_cursor(sealer, "inbox-cursor", caller, last)}

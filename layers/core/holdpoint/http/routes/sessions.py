@@ -13,11 +13,18 @@ from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core import approvals
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocol import ClientInput, InterruptResumeInput, NewSessionInput, RaiseInterruptBody, SettleBody
+from holdpoint.core.protocol import (
+    ID_REGEX,
+    ClientInput,
+    InterruptResumeInput,
+    NewSessionInput,
+    RaiseInterruptBody,
+    SettleBody,
+)
 from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import count, logger
-from holdpoint.ports import TooManyChanges
+from holdpoint.ports import SessionFilters, TooManyChanges
 from holdpoint.services import sessions
 from holdpoint.services.resume import resume
 from holdpoint.services.settle import settle
@@ -59,6 +66,20 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
              summary="Start a session with a client input for a declared agent")
 def create_session(body: Annotated[NewSessionInput, Body()]) -> Response[dict[str, Any]]:
     return _submit(None, body)
+
+
+@router.get("/v1/sessions", security=BEARER, responses=answers(200, 400),
+            summary="The tenant's sessions, newest first (a client token: its own)")
+def list_sessions(
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    agent_id: Annotated[str | None, Query(pattern=ID_REGEX)] = None,
+    status: Annotated[str | None, Query(pattern="^(interrupted|running|done|idle)$")] = None,
+    top_level: Annotated[bool | None, Query()] = None,
+) -> dict[str, Any]:
+    who = edge.caller(router.current_event.raw_event)
+    return sessions.listing(assembly.get_store(), signing, who, limit, cursor,
+                            SessionFilters(agent_id=agent_id, status=status, top_level=top_level))
 
 
 @router.post("/v1/sessions/<session_id>/inputs", status_code=202, security=BEARER,
