@@ -29,11 +29,17 @@ def make_resources() -> dict[str, str]:
     ddb.create_table(
         TableName="holdpoint", BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
-                              for a in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK")],
+                              for a in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK")],
         KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-        GlobalSecondaryIndexes=[{"IndexName": name, "Projection": projection, "KeySchema": [
-            {"AttributeName": f"GSI{n}PK", "KeyType": "HASH"}, {"AttributeName": f"GSI{n}SK", "KeyType": "RANGE"}]}
-            for n, name, projection in ((1, "Inbox", {"ProjectionType": "ALL"}), (2, "History", HISTORY))])
+        GlobalSecondaryIndexes=[
+            {"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+                {"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "GSI1SK", "KeyType": "RANGE"}]},
+            {"IndexName": "Sessions", "KeySchema": [
+                {"AttributeName": "GSI2PK", "KeyType": "HASH"}, {"AttributeName": "GSI2SK", "KeyType": "RANGE"}],
+             "Projection": {"ProjectionType": "INCLUDE",
+                            "NonKeyAttributes": ["ag", "st", "ow", "sub"]}},
+            {"IndexName": "History", "Projection": HISTORY, "KeySchema": [
+                {"AttributeName": "GSI3PK", "KeyType": "HASH"}, {"AttributeName": "GSI3SK", "KeyType": "RANGE"}]}])
     queue = boto3.client("sqs").create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     definition = json.dumps({"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}})
     sfn = boto3.client("stepfunctions")

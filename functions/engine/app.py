@@ -1,4 +1,5 @@
-"""Engine Lambda: consumes the FIFO work queue, one session step loop per message."""
+"""Engine Lambda: consumes the FIFO work queue, one session step loop per message (and the retries
+of notification webhooks, which come back on it from their durable timers)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from holdpoint.assembly import get_runner
+from holdpoint.assembly import get_notifier, get_runner
 from holdpoint.services.runner import parse_body
 
 logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
@@ -22,6 +23,7 @@ METRIC_NAMES = {
     "interrupts_expired": "InterruptsExpired",
     "calls_voided": "CallsVoided",
     "decisions_delivered": "DecisionsDelivered",
+    "decisions_deferred": "DecisionsDeferred",
 }
 
 
@@ -30,6 +32,9 @@ def record_handler(record: SQSRecord) -> None:
     logger.append_keys(session_id=message.get("session_id"), interrupt_id=message.get("interrupt_id"))
     logger.info("work", extra={"kind": message.get("kind"), "receive_count":
                                record.attributes.approximate_receive_count})
+    if message.get("kind") == "notify":  # a webhook retry's durable timer fired
+        get_notifier().retry(message)
+        return
     get_runner().handle(message)
 
 

@@ -1,4 +1,4 @@
-"""Four fixes to moto 5.2.5's DynamoDB emulation, applied inside the moto server (and the unit
+"""Six fixes to moto 5.2.5's DynamoDB emulation, applied inside the moto server (and the unit
 tests' in-process moto) so the emulator keeps the guarantees the real service gives.
 
 1. **Atomic conditional writes.** The moto server handles requests on threads and its DynamoDB
@@ -19,6 +19,14 @@ tests' in-process moto) so the emulator keeps the guarantees the real service gi
 4. **A Query reads its partition.** moto answers a base-table Query by sorting every item of the
    table and filtering on the partition key: O(table) per session load, so each step slowed as
    sessions piled up. It now lists only the queried partition, which is the same set.
+
+5. **A cancelled transaction leaves nothing in the stream.** moto applies a transaction's entries
+   one by one and appends each to the table's stream as it goes, so a transaction cancelled at
+   its third entry left two stream records of writes that never happened (DynamoDB Streams shows
+   only committed writes). The rollback now also drops the stream records the transaction added.
+6. **A stream keeps a bounded tail.** moto keeps every stream record a table ever had; DynamoDB
+   keeps 24 hours. A shard now keeps its newest `STREAM_KEEP` records (sequence numbers go on
+   counting), and a reader behind that reads from the oldest one kept, as after a trim.
 
 No fix changes what moto answers; they are checked by tests/unit/test_moto_fixes.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch
@@ -44,6 +52,7 @@ MARKER = "holdpoint moto fixes applied"
 _LOCK = threading.RLock()
 _PARTITION = threading.local()  # the partition a base-table Query on this thread is reading
 # writes, and the reads that walk a table's items (a write resizing the dict under them would fail)
+STREAM_KEEP = 10_000  # stream records a shard keeps (fix 6)
 _GUARDED = ("put_item", "update_item", "delete_item", "transact_write_items", "get_item", "query", "scan")
 
 
@@ -98,16 +107,31 @@ def _serialised(method: Callable[..., Any]) -> Callable[..., Any]:
     return locked
 
 
+def _stream_marks(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> list[tuple[Any, int]]:
+    """For each streaming table the transaction names: its shard and the next sequence number."""
+    marks: list[tuple[Any, int]] = []
+    for entry in transact_items:
+        for op in entry.values():
+            table = backend.tables.get(op.get("TableName", "")) if isinstance(op, dict) else None
+            shard = getattr(table, "stream_shard", None)
+            if shard is not None and all(shard is not s for s, _ in marks):
+                marks.append((shard, shard.starting_sequence_number + len(shard.items)))
+    return marks
+
+
 def _transact_write_items(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def transact(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
         restores = [_snapshot(self, entry) for entry in transact_items if len(entry) == 1]
+        marks = _stream_marks(self, transact_items)
         try:
             original(self, transact_items)
         except Exception:
             for restore in reversed(restores):
                 if restore is not None:
                     restore()
+            for shard, next_seq in marks:  # fix 5: the stream shows only committed writes
+                del shard.items[max(0, next_seq - shard.starting_sequence_number):]
             raise
 
     return transact
@@ -149,6 +173,27 @@ def _partition_items(original: Callable[..., Any]) -> Callable[..., Any]:
     return all_items
 
 
+def _bounded_add(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def add(self: table_module.StreamShard, old: Any, new: Any) -> None:
+        original(self, old, new)
+        extra = len(self.items) - STREAM_KEEP
+        if extra > 0:  # fix 6: trim the oldest; sequence numbers keep counting from where they were
+            del self.items[:extra]
+            self.starting_sequence_number += extra
+
+    return add
+
+
+def _trimmed_get(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def get(self: table_module.StreamShard, start: int, quantity: int) -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = original(self, max(start, self.starting_sequence_number), quantity)
+        return records
+
+    return get
+
+
 class UnknownMotoVersion(RuntimeError):
     """The fixes were written against another moto's internals."""
 
@@ -173,5 +218,7 @@ def apply() -> None:
     table_module.Table.query = _partition_query(table_module.Table.query)  # type: ignore[method-assign]
     table_module.Table.all_items = _partition_items(table_module.Table.all_items)  # type: ignore[method-assign]
     Item.__new__ = _untracked_item  # type: ignore[assignment,method-assign]
+    table_module.StreamShard.add = _bounded_add(table_module.StreamShard.add)  # type: ignore[method-assign]
+    table_module.StreamShard.get = _trimmed_get(table_module.StreamShard.get)  # type: ignore[method-assign]
     for name in _GUARDED:
         setattr(DynamoDBBackend, name, _serialised(getattr(DynamoDBBackend, name)))

@@ -9,11 +9,11 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
 
 from . import REGION
-from .provision import SqsMapping
-from .runtime import LocalFunction
+from .provision import SqsMapping, StreamMapping
+from .runtime import LocalFunction, run_until_stopped
+from .streams import StreamPoller
 
 log = logging.getLogger("holdpoint_local.pollers")
 
@@ -118,17 +118,7 @@ class SqsPoller:
         self._thread.join(timeout)
 
     def _run(self) -> None:
-        while not self.stop_event.is_set():
-            try:
-                self.poll_once()
-            except (BotoCoreError, ClientError) as exc:
-                if self.stop_event.is_set():
-                    return
-                log.warning("poll of %s failed: %s", self.mapping.queue_logical_id, exc)
-                self.stop_event.wait(0.5)
-            except Exception:  # keep the poller alive whatever happens, as Lambda's would be
-                log.exception("poller for %s crashed on a batch", self.mapping.function)
-                self.stop_event.wait(0.5)
+        run_until_stopped(self.stop_event, self.poll_once, f"poll of {self.mapping.queue_logical_id}")
 
     def poll_once(self) -> int:
         """Receive one batch and deliver it; returns how many messages were received."""
@@ -176,11 +166,15 @@ class SqsPoller:
 
 
 class PollerGroup:
-    """All pollers of the stack, stopped together."""
+    """All pollers of the stack (SQS and DynamoDB Streams mappings), stopped together."""
 
     def __init__(self) -> None:
         self.stop_event = threading.Event()
-        self.pollers: list[SqsPoller] = []
+        self.pollers: list[SqsPoller | StreamPoller] = []
+
+    def add_stream(self, mapping: StreamMapping, function: LocalFunction, endpoint_url: str) -> None:
+        """One reader per stream mapping: a stream shard is read in order by one consumer."""
+        self.pollers.append(StreamPoller(mapping, function, endpoint_url=endpoint_url, stop_event=self.stop_event))
 
     def add(self, mapping: SqsMapping, function: LocalFunction, endpoint_url: str, count: int = 1) -> None:
         for i in range(max(1, count)):

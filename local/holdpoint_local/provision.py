@@ -103,6 +103,22 @@ class SqsMapping:
 
 
 @dataclass(frozen=True)
+class StreamMapping:
+    """One DynamoDB Streams event source mapping (table stream -> function), as Lambda would run it."""
+
+    table_logical_id: str
+    stream_arn: str
+    function: str
+    batch_size: int
+    starting_position: str
+    filters: tuple[dict[str, Any], ...]  # FilterCriteria patterns, parsed
+    max_retries: int  # MaximumRetryAttempts (-1: until the record expires)
+    bisect: bool
+    report_batch_item_failures: bool
+    on_failure_queue_url: str | None
+
+
+@dataclass(frozen=True)
 class FunctionSpec:
     logical_id: str
     code_dir: Path
@@ -123,6 +139,7 @@ class Provisioned:
     resources: dict[str, dict[str, str]] = field(default_factory=dict)
     api_id: str = "local"
     cors: dict[str, Any] | None = None  # the HTTP API's CorsConfiguration, as the template resolves it
+    stream_mappings: list[StreamMapping] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain view: env vars + route table + SQS mappings."""
@@ -458,6 +475,18 @@ class Provisioner:
                 sfn.update_state_machine(stateMachineArn=arn, definition=definition)
         return {"Ref": arn, "Arn": arn, "Name": name}
 
+    def _event_bus(self, logical: str, props: dict[str, Any]) -> dict[str, str]:
+        p = self.resolve(props)
+        name = self._name(logical, p, "Name")
+        events = self.client("events")
+        try:
+            arn = events.create_event_bus(Name=name)["EventBusArn"]
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ResourceAlreadyExistsException":
+                raise
+            arn = events.describe_event_bus(Name=name)["Arn"]
+        return {"Ref": name, "Arn": arn, "Name": name}
+
     def _http_api(self, logical: str, props: dict[str, Any]) -> dict[str, str]:
         api_id = re.sub(r"[^a-z0-9]", "", f"{self.stack_name}{logical}".lower())[:10] or "local"
         return {"Ref": api_id, "ApiId": api_id, "ApiEndpoint": f"http://{api_id}.local"}
@@ -470,11 +499,12 @@ class Provisioner:
         "AWS::Serverless::StateMachine": _state_machine,
         "AWS::StepFunctions::StateMachine": _state_machine,
         "AWS::Serverless::HttpApi": _http_api,
+        "AWS::Events::EventBus": _event_bus,
     }
 
     _EMULATED = (
         "AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::S3::Bucket", "AWS::SecretsManager::Secret",
-        "AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine",
+        "AWS::Serverless::StateMachine", "AWS::StepFunctions::StateMachine", "AWS::Events::EventBus",
     )  # fmt: skip
 
     # -- wiring -------------------------------------------------------------------
@@ -525,6 +555,7 @@ class Provisioner:
         authorizers = self._authorizers()
         routes: list[Route] = []
         mappings: list[SqsMapping] = []
+        streams: list[StreamMapping] = []
         for logical, spec in functions.items():
             events = self.resources_def[logical].get("Properties", {}).get("Events", {}) or {}
             for event in events.values():
@@ -546,6 +577,8 @@ class Provisioner:
                             identity_headers=self._identity_headers(api, str(chosen)) if authorizer else (),
                         )
                     )
+                elif event["Type"] == "DynamoDB":
+                    streams.append(self._stream_mapping(logical, props))
                 elif event["Type"] == "SQS":
                     queue = props["Queue"]["Fn::GetAtt"][0]
                     q = self.ensure(queue)
@@ -572,6 +605,25 @@ class Provisioner:
             resources=dict(self._attrs),
             api_id=api_id,
             cors=cors or None,
+            stream_mappings=streams,
+        )
+
+    def _stream_mapping(self, function: str, props: dict[str, Any]) -> StreamMapping:
+        p = self.resolve(props)
+        table = props["Stream"]["Fn::GetAtt"][0]
+        filters = tuple(json.loads(f["Pattern"]) for f in (p.get("FilterCriteria") or {}).get("Filters") or [])
+        on_failure = ((p.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
+        queue_url = None
+        if on_failure:
+            queue_url = next((a["QueueUrl"] for a in self._attrs.values() if a.get("Arn") == on_failure
+                              and "QueueUrl" in a), None)
+        return StreamMapping(
+            table_logical_id=table, stream_arn=str(p["Stream"]), function=function,
+            batch_size=int(p.get("BatchSize", 100)), starting_position=str(p.get("StartingPosition", "LATEST")),
+            filters=filters, max_retries=int(p.get("MaximumRetryAttempts", -1)),
+            bisect=bool(p.get("BisectBatchOnFunctionError")),
+            report_batch_item_failures="ReportBatchItemFailures" in (p.get("FunctionResponseTypes") or []),
+            on_failure_queue_url=queue_url,
         )
 
 

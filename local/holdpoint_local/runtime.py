@@ -11,6 +11,7 @@ import contextlib
 import copy
 import importlib.util
 import itertools
+import logging
 import queue
 import sys
 import threading
@@ -26,6 +27,7 @@ from . import ACCOUNT_ID, REGION
 
 Handler = Callable[[Any, Any], Any]
 _REQUEST = threading.local()
+_log = logging.getLogger("holdpoint_local.runtime")
 
 
 def _per_thread(name: str) -> property:
@@ -183,3 +185,21 @@ class LocalFunction:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+
+def run_until_stopped(stop_event: threading.Event, step: Callable[[], Any], what: str) -> None:
+    """Call `step` until `stop_event` is set, surviving whatever it raises, as a Lambda event source
+    mapping survives its function's failures (AWS errors are logged, anything else with its trace)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    while not stop_event.is_set():
+        try:
+            step()
+        except (BotoCoreError, ClientError) as exc:
+            if stop_event.is_set():
+                return
+            _log.warning("%s failed: %s", what, exc)
+            stop_event.wait(0.5)
+        except Exception:
+            _log.exception("%s crashed", what)
+            stop_event.wait(0.5)

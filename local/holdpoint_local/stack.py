@@ -25,6 +25,7 @@ DEFAULT_API_KEY = "hp_dev_local_key"
 DEFAULT_TENANT = "dev"
 DEFAULT_SUBJECT = "dev-user"
 DEFAULT_ORIGIN = "client"
+LINK_BASE_ENV = "HOLDPOINT_LINK_BASE_URL"
 SECRET_ENV_ALLOWLIST = "HOLDPOINT_*WORKER_SECRET"
 """`env:` secrets the local stack lets agents reference: the demo's, the tests' and the README
 walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
@@ -114,10 +115,15 @@ class LocalStack:
             self.gateway = ApiGateway(self.provisioned.routes, self.functions, api_id=self.provisioned.api_id,
                                       cors=self.provisioned.cors)
             self.frontend = FrontEnd(self.gateway, port=self.http_port).start()
+            # One-click links in notifications point at this front end (the template's API URL on AWS);
+            # not in `env`, which names the resources (a restarted stack has the same, on another port).
+            os.environ[LINK_BASE_ENV] = self.frontend.url
             self.pollers = PollerGroup()
             for mapping in self.provisioned.sqs_mappings:
                 self.pollers.add(mapping, self.functions[mapping.function], self.moto_endpoint,
                                  count=self.pollers_per_queue)  # fmt: skip
+            for stream in self.provisioned.stream_mappings:
+                self.pollers.add_stream(stream, self.functions[stream.function], self.moto_endpoint)
             self.pollers.start()
             return self
 

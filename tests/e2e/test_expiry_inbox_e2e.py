@@ -14,7 +14,7 @@ from tests.security.probes import refusal, table_count
 from tests.stack import Api, declare_agent, resumed_triggers, wait_execution
 from tests.waiting import wait_for
 
-BOSS = {"subjects": ["boss"], "groups": []}
+BOSS = {"subjects": ["boss"]}
 
 
 def events_of(api: Api, sid: str, type_: str) -> list[dict[str, Any]]:
@@ -51,7 +51,7 @@ def test_a5_expiry_resolves_with_the_declared_outcome_over_http(api: Api, stack:
 
 def test_a5_reminder_and_escalation_fire_once_on_step_functions_timers(api: Api, stack: Any, worker: Any) -> None:
     declare_agent(api, worker[0], interrupt_remind_after=[1], interrupt_escalate_after=2,
-                  interrupt_escalate_to=BOSS)
+                  approval={"escalate_to": BOSS})
     sid = api.start()
     iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
     wait_for(lambda: events_of(api, sid, "interrupt.escalated"), "the escalation", 60)

@@ -42,7 +42,8 @@ TIMERS_TEXT = "Email Bob, remind and escalate"  # its interrupt has reminders an
 EXPIRY_TEXT = "Email Bob, approved on expiry"  # its interrupt expires, answered `approve` (A5)
 DECLARED = {SCHEMA_TEXT: {"response_schema": {"type": "object", "required": ["approved"],
                                               "properties": {"approved": {"type": "boolean"}}}},
-            TIMERS_TEXT: {"remind_after": [30, 60], "escalate_after": 90, "escalate_to": {"subjects": ["boss"]}},
+            TIMERS_TEXT: {"remind_after": [30, 60], "escalate_after": 90,
+                          "approval": {"escalate_to": {"subjects": ["boss"]}}},
             EXPIRY_TEXT: {"on_expiry": "approve", "expires_in": 120}}
 
 
@@ -164,13 +165,17 @@ class CrashRun:
             self.engine({"kind": "wake", "interrupt_id": iid, "outcome": "expired"})
             self.engine({"kind": "kick"})
             return
+        self.answer(iid)
+        for _ in range(3):
+            self.play_state_machine()
+            self.engine({"kind": "kick"})
+
+    def answer(self, iid: str) -> None:
+        """The person's resume (retried like any client request)."""
         if self.schema:  # A1: a refused answer writes nothing, so it is no crash point
             with pytest.raises(Refusal, match="response_schema"):
                 self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": "yes"})
         self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": True})
-        for _ in range(3):
-            self.play_state_machine()
-            self.engine({"kind": "kick"})
 
     def play_timers(self) -> None:
         """The Timer executions started for the interrupt fire, each message delivered twice."""

@@ -114,7 +114,7 @@ def test_a5_the_interrupt_action_overrides_the_agent_default() -> None:
 
 
 def test_a5_reminders_and_escalation_fire_exactly_once_each_on_durable_timers() -> None:
-    h = Harness(asking(remind_after=[10, 20], escalate_after=30, escalate_to=BOSS, expires_in=60))
+    h = Harness(asking(remind_after=[10, 20], escalate_after=30, approval={"escalate_to": BOSS}, expires_in=60))
     h.say("Email Bob")
     interrupt = h.open_interrupt()
     iid = interrupt["interrupt_id"]
@@ -154,7 +154,7 @@ def test_a5_a_timer_after_the_resume_or_for_another_generation_changes_nothing()
 
 
 def test_a5_agent_defaults_declare_reminders_and_escalation() -> None:
-    h = Harness(agent={"interrupt_remind_after": [5], "interrupt_escalate_after": 7, "interrupt_escalate_to": BOSS})
+    h = Harness(agent={"interrupt_remind_after": [5], "interrupt_escalate_after": 7, "approval": {"escalate_to": BOSS}})
     h.say("Email Bob")
     assert [(t["seconds"], t["message"]["timer"]) for t in timer_messages(h)] == [(5, "remind"), (7, "escalate")]
 
@@ -170,8 +170,8 @@ def test_a5_a_negative_delay_or_a_timer_after_the_expiry_is_refused_where_declar
                         ({"reason": "r", "remind_after": []}, "remind_after"),
                         ({"reason": "r", "escalate_after": 0}, "escalate_after"),
                         ({"reason": "r", "on_expiry": "maybe"}, "on_expiry"),
-                        ({"reason": "r", "escalate_to": {}}, "escalate_to"),
-                        ({"reason": "r", "escalate_to": {"subjects": [""]}}, "escalate_to.subjects[0]"),
+                        ({"reason": "r", "approval": {"escalate_to": {}}}, "approval.escalate_to"),
+                        ({"reason": "r", "escalate_to": BOSS}, "escalate_to"),  # the approver policy's field (A2)
                         ({"reason": "r", "expires_in": 60, "remind_after": [30, 60]}, "remind_after[1]"),
                         ({"reason": "r", "expires_in": 60, "escalate_after": 90}, "escalate_after")):
         status, out = call_api("POST", f"/v1/sessions/{sid}/interrupts", body, origin="operator")
@@ -198,7 +198,6 @@ def test_a5_agent_config_refuses_bad_defaults_naming_the_field() -> None:
                           ({"interrupt_expires_in": 10, "interrupt_remind_after": [5, 10]}, "interrupt_remind_after"),
                           ({"interrupt_expires_in": 10, "interrupt_escalate_after": 11}, "interrupt_escalate_after"),
                           ({"interrupt_on_expiry": "later"}, "interrupt_on_expiry"),
-                          ({"interrupt_escalate_to": {"groups": []}}, "interrupt_escalate_to"),
                           ({"retention_days": -1}, "retention_days")):
         with pytest.raises(ValidationError) as err:
             AgentConfig.model_validate(config)

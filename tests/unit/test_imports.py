@@ -46,6 +46,11 @@ DENY: dict[str, list[str]] = {
     # PyJWT imports `cryptography` when it is installed (the dev venv has it; requirements.txt does not),
     # so the authorizer's list leaves it out.
     "authorizer": _SCHEMAS + _ENGINE + _TEST_TOOLS + _HTTP + ["pydantic", "holdpoint.core.protocol"],
+    # The notifier reads stream records; the declared `notify` entries' models stay with the API.
+    "notifier": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + ["holdpoint.core.engine", "holdpoint.services.runner",
+                                                            "holdpoint.llm", "pydantic", "holdpoint.core.protocol"],
+    "links": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + ["holdpoint.services.sessions", "pydantic",
+                                                                         "holdpoint.core.protocol"],
 }
 
 _PROBE = """

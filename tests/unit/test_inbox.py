@@ -14,7 +14,7 @@ import pytest
 from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core.errors import Refusal
-from holdpoint.core.expiry import DAY
+from holdpoint.core.expiry import DAY, Declared
 from holdpoint.core.protocol import ClientMessageInput
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import InboxRow
@@ -111,7 +111,7 @@ def test_a6_retention_days_sets_the_ttl_of_closed_interrupts_only(three: Any) ->
     assert "ttl" not in raw_item(h, *made["open"])
     # the engine's later rewrite of the resolved interrupt (woken) keeps its TTL, out of the open inbox
     item = raw_item(h, *made["resolved"])
-    assert "GSI1PK" not in item and item["GSI2PK"]["S"] == "T#t1#ALL" and item["status"]["S"] == "resolved"
+    assert "GSI1PK" not in item and item["GSI3PK"]["S"] == "T#t1#ALL" and item["status"]["S"] == "resolved"
     assert raw_item(h, *made["open"])["GSI1PK"]["S"] == "T#t1#OPEN"
 
 
@@ -194,3 +194,20 @@ def test_a6_inbox_query_parameters_are_checked_naming_the_parameter(handlers: No
     assert status == 200 and page == {"interrupts": [], "next_cursor": None}
     status, page = call_api("GET", "/v1/interrupts", query={"status": "open", "approver": "me"})
     assert status == 200 and [i["reason"] for i in page["interrupts"]] == ["confirm"]
+
+
+def test_a6_approver_me_follows_the_approver_policy_and_its_escalation() -> None:
+    from tests.unit.test_expiry import fire, timer_messages
+
+    h = Harness(origin="operator")
+    sid = new_session(h, "say hi")
+    sessions.raise_interrupt(h.store, h.queue, h.caller, sid, reason="sign-off", payload=None, global_=False,
+                             interrupt_id="int-p", expires_in=None, request_id="r1",
+                             approval={"subjects": ["ann"], "escalate_to": {"subjects": ["bob"]}},
+                             declared=Declared(escalate_after=60))
+    h.settle()
+    ann, bob = Caller("t1", "ann", "operator"), Caller("t1", "bob", "operator")
+    assert ids(h, ann, approver_me=True) == ["int-p"] and ids(h, bob, approver_me=True) == []
+    [escalation] = timer_messages(h)
+    fire(h, escalation)  # A5: the escalation admits the policy's escalate_to (A2)
+    assert ids(h, bob, approver_me=True) == ["int-p"]

@@ -158,3 +158,49 @@ def test_a_query_reads_only_its_partition_and_answers_the_same(aws: dict[str, st
     empty = ddb.query(TableName=name, KeyConditionExpression="PK = :p", ExpressionAttributeValues={":p": {"S": "none"}})
     assert empty["Items"] == []
     assert len(ddb.scan(TableName=name)["Items"]) == 15  # a Scan still sees every partition
+
+
+def streaming_table(name: str = "streamed") -> tuple[Any, Any]:
+    """A table with a NEW_IMAGE stream, and moto's shard of it (read directly: in-process, botocore
+    sends DynamoDB Streams calls to an account-scoped host moto does not route)."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    ddb.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("PK", "SK")],
+                     KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"},
+                                {"AttributeName": "SK", "KeyType": "RANGE"}],
+                     StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
+    return ddb, dynamodb_backends["123456789012"]["us-east-1"].get_table(name).stream_shard
+
+
+def test_a_cancelled_transaction_leaves_no_stream_record(aws: dict[str, str]) -> None:
+    ddb, shard = streaming_table()
+    ddb.put_item(TableName="streamed", Item={**key("H"), "version": {"N": "1"}})
+    before = len(shard.items)
+    with pytest.raises(ClientError):
+        ddb.transact_write_items(TransactItems=[
+            {"Put": {"TableName": "streamed", "Item": {**key("E#1"), "etype": {"S": "session.interrupted"}}}},
+            {"Put": {"TableName": "streamed", "Item": {**key("N#1"), "text": {"S": "x"}}}},
+            {"Update": {"TableName": "streamed", "Key": key("H"), "UpdateExpression": "SET version = :n",
+                        "ConditionExpression": "version = :v",
+                        "ExpressionAttributeValues": {":v": {"N": "7"}, ":n": {"N": "8"}}}}])
+    assert len(shard.items) == before  # the two writes before the failed condition never happened
+    ddb.transact_write_items(TransactItems=[
+        {"Put": {"TableName": "streamed", "Item": {**key("E#1"), "etype": {"S": "session.interrupted"}}}}])
+    assert [r.record["dynamodb"]["Keys"]["SK"]["S"] for r in shard.items[before:]] == ["E#1"]
+
+
+def test_a_stream_keeps_a_bounded_tail_and_sequence_numbers_keep_counting(aws: dict[str, str],
+                                                                          monkeypatch: Any) -> None:
+    from holdpoint_local import moto_fixes
+
+    monkeypatch.setattr(moto_fixes, "STREAM_KEEP", 5)
+    ddb, shard = streaming_table()
+    first = shard.starting_sequence_number
+    for i in range(12):
+        ddb.put_item(TableName="streamed", Item={**key(f"E#{i:02d}")})
+    assert len(shard.items) == 5
+    assert shard.starting_sequence_number == first + 7
+    seqs = [int(r["dynamodb"]["SequenceNumber"]) for r in shard.get(first, 100)]  # a reader from the start
+    assert seqs == list(range(first + 7, first + 12))  # reads what is kept, in order

@@ -15,8 +15,18 @@ from typing import Any, Literal, Protocol
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
-ResolveOutcome = Literal["resolved", "noop", "forbidden", "not_found", "changed"]
+ResolveOutcome = Literal["resolved", "recorded", "noop", "forbidden", "not_found", "changed", "raced"]
 InboxStatus = Literal["open", "resolved", "expired", "all"]
+
+
+@dataclass(frozen=True)
+class SessionFilters:
+    """What `GET /v1/sessions` narrows the tenant's sessions to; None leaves a field open."""
+
+    agent_id: str | None = None
+    status: str | None = None
+    top_level: bool | None = None
+    owner: str | None = None  # a client token sees only its subject's sessions
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,7 @@ class InboxQuery:
 @dataclass(frozen=True)
 class InboxRow:
     """One interrupt of an inbox page: where it lives, and its whole record (`body` keeps the
-    fields other rules add to the record, such as `requester` and `approvals`)."""
+    fields other rules add to the record)."""
 
     session_id: str
     agent_id: str | None
@@ -51,6 +61,11 @@ class TooManyChanges(ValueError):
 
 class WorkerUnavailable(Exception):
     """The worker did not answer usefully (timeout, 5xx, not a JSON object): retry the decision."""
+
+
+class WorkerDeferred(Exception):
+    """The worker took the decision and will answer later through `POST /v1/workers/submit` (an
+    HTTPS worker answered 202; an in-process one raised this)."""
 
 
 class LlmError(Exception):
@@ -78,16 +93,24 @@ class SessionStore(Protocol):
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
                           owner: str | None = None, generation: int | None = None,
+                          approval: dict[str, Any] | None = None, seen: int | None = None,
                           ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+
+    def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
+                        seen: int, allowed_origins: list[str], owner: str | None = None,
+                        generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
 
     def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None, query: InboxQuery | None = None,
               keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], dict[str, Any] | None]: ...
+
+    def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
+                 filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
 
     def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None: ...
 
     def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None: ...
 
-    def get_api_key(self, key_hash: str) -> dict[str, str] | None: ...
+    def get_api_key(self, key_hash: str) -> dict[str, Any] | None: ...
 
 
 class WorkQueue(Protocol):
@@ -112,6 +135,37 @@ class Sealer(Protocol):
     def seal(self, purpose: str, payload: dict[str, Any]) -> str: ...
 
     def unseal(self, purpose: str, token: str) -> dict[str, Any] | None: ...
+
+
+class DeliveryFailed(Exception):
+    """A notification channel did not take the notification; it is retried on a durable timer."""
+
+
+class EventPublisher(Protocol):
+    """The lifecycle event bus (EventBridge): raises when the event was not accepted."""
+
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> None: ...
+
+
+class NotifyChannel(Protocol):
+    """One kind of `notify` entry (a webhook, Slack): hand one notification to one declared entry,
+    with the one-click links minted for it; raise `DeliveryFailed` to have it retried."""
+
+    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None: ...
+
+
+class Deliveries(Protocol):
+    """One record per (event, entry), every step of it a conditional write: a delivery starts once
+    and each retry runs once, however often the stream or the timer repeats itself."""
+
+    def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool: ...
+
+    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> dict[str, Any] | None: ...
+
+    def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
+               error: str | None = None) -> None: ...
+
+    def dead_letter(self, record: dict[str, Any]) -> None: ...
 
 
 Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any] | None]

@@ -11,7 +11,8 @@ Session partition `T#{tenant}#S#{session}`:
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
 | `T#{id}` | turn |
-| `E#{seq:012}` | event log, append-only |
+| `E#{seq:012}` | event log, append-only; `etype` (its type) lets the stream filter pick interrupt events |
+| `D#{event}#{n}` | a notification's delivery to the agent's `notify[n]` (`aws/deliveries.py`) |
 
 State sorts at and after `H`, events before it, so a step reads state with one Query
 and never pages through the event log.
@@ -45,9 +46,10 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.core import interrupts as rules
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
-from holdpoint.ports import Conflict, InboxQuery, InboxRow, ResolveOutcome, TooManyChanges
+from holdpoint.ports import Conflict, InboxQuery, InboxRow, ResolveOutcome, SessionFilters, TooManyChanges
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
@@ -78,6 +80,32 @@ def inbox_pk(tenant: str) -> str:
     return f"T#{tenant}#OPEN"
 
 
+def sessions_pk(tenant: str) -> str:
+    return f"T#{tenant}#LIST"
+
+
+LIST_READS = 5  # Query pages one listing page may read when filters skip rows (a cursor resumes after)
+LIST_KEYS = ("GSI2PK", "GSI2SK", "PK", "SK")
+LIST_ATTRS = {"agent_id": "ag", "status": "st", "owner": "ow"}  # the listing's row on the header: short names
+
+
+def listing_attrs(state: SessionState) -> dict[str, Any]:
+    """The header's `Sessions` GSI keys (`GSI2SK` is `{created_at}#{session}`: newest first) and
+    the row a listing shows, under short names (`ag`, `st`, `ow`; `sub` only on a sub-agent's
+    session), because every commit rewrites the header and pays for its bytes. DynamoDB writes
+    the index only when one of these changes (the keys never do), so a commit pays an index write
+    only when the session's status changes. A head-only load has no tree to read the status from:
+    its commit keeps the status it loaded."""
+    h = state.header
+    status = state.listed_status if state.head_only and state.listed_status else rules.status(state)
+    out: dict[str, Any] = {"GSI2PK": _s(sessions_pk(h.tenant)), "GSI2SK": _s(f"{h.created_at}#{h.session_id}"),
+                           "ag": _s(h.agent_id), "st": _s(status)}
+    owner = (h.identity or {}).get("id")
+    if owner:
+        out["ow"] = _s(str(owner))
+    if h.ancestry:
+        out["sub"] = {"BOOL": True}
+    return out
 def history_pk(tenant: str) -> str:
     """The History index's partition: every interrupt of the tenant, whatever its status (A6). It
     projects only what the inbox filters on, so it is written when an interrupt is raised and
@@ -272,6 +300,7 @@ class Store:
         if not items or items[0]["SK"]["S"] != "H":
             return None
         state = self._decode(items)
+        state.head_only = head_only
         state.now = time.time()  # the time of the load; a service with its own clock overrides it
         return state
 
@@ -367,7 +396,8 @@ class Store:
         header_body = self.body(items[0])
         header = _load(Header, header_body)
         header.version = int(items[0]["version"]["N"])
-        state = SessionState(header=header, tree=Tree(head_id=header.head_id))
+        state = SessionState(header=header, tree=Tree(head_id=header.head_id),
+                             listed_status=items[0].get("st", {}).get("S"))
         for item in items[1:]:
             sk = item["SK"]["S"]
             if sk == AGENT_SK:
@@ -407,6 +437,8 @@ class Store:
                 body[attr] = json.loads(item[attr]["S"])
         if "ttl" in item:
             body["ttl"] = int(item["ttl"]["N"])
+        if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
+            body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
         interrupt: Interrupt = _load(Interrupt, body)
         interrupt.rev = int(item.get("rev", {"N": "0"})["N"])
         return interrupt
@@ -415,6 +447,7 @@ class Store:
                      agent_id: str | None = None) -> dict[str, Any]:
         body = asdict(record)
         body.pop("rev", None)
+        body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
         if isinstance(record, Interrupt):  # rewritten often and read whole: unset fields stay out
             body = {k: v for k, v in body.items() if v != INTERRUPT_DEFAULTS.get(k, ...)}
         key = record.interrupt_id if isinstance(record, Interrupt) else record.id
@@ -438,6 +471,8 @@ class Store:
                 item["responder"] = _s(json.dumps(record.responder))
             if record.resolved_at:
                 item["resolved_at"] = _s(record.resolved_at)
+            if record.approvals:
+                item["approvals"] = {"L": [_s(json.dumps(a)) for a in record.approvals]}
             item.update(self._index_attrs(record, tenant, session_id, agent_id))
         return item
 
@@ -446,7 +481,7 @@ class Store:
         """A6: the Inbox index while open, the History index always (both newest first), the
         attributes the inbox filters on, and the TTL of a closed interrupt the agent keeps a while."""
         order = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
-        out: dict[str, Any] = {"GSI2PK": _s(history_pk(tenant)), "GSI2SK": order, "reason": _s(record.reason)}
+        out: dict[str, Any] = {"GSI3PK": _s(history_pk(tenant)), "GSI3SK": order, "reason": _s(record.reason)}
         if record.status == "open":
             out.update({"GSI1PK": _s(inbox_pk(tenant)), "GSI1SK": order})
         if agent_id:
@@ -478,11 +513,13 @@ class Store:
         if digest != state.agent_digest:
             ops.append({"Put": {"TableName": self.table,
                                 "Item": {"PK": _s(pk), "SK": _s(AGENT_SK), **self.body_attrs(pk, AGENT_SK, agent)}}})
+        listing = listing_attrs(state)
         header_item = {
             "PK": _s(pk),
             "SK": _s("H"),
             "version": _n(h.version + 1),
             **self.body_attrs(pk, "H", header_body),
+            **listing,
         }
         header_op: dict[str, Any] = {"TableName": self.table, "Item": header_item}
         ops.append({"Put": header_op})
@@ -506,7 +543,7 @@ class Store:
                                     "ExpressionAttributeValues": {":r": _n(record.rev)}}})
         for event in state.events:
             ops.append({"Put": {"TableName": self.table,
-                                "Item": {"PK": _s(pk), "SK": _s(f"E#{event.seq:012d}"),
+                                "Item": {"PK": _s(pk), "SK": _s(f"E#{event.seq:012d}"), "etype": _s(event.type),
                                          **self.body_attrs(pk, f"E#{event.seq:012d}", event.wire())},
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
         after = self._next_tail(key, state, header_op, tail)
@@ -524,6 +561,7 @@ class Store:
             raise
         h.version += 1
         state.agent_digest = digest
+        state.listed_status = listing["st"]["S"]
         if self.cache is not None:
             item = header_op["Item"]
             self.cache.note(key, head_of(item))
@@ -630,27 +668,50 @@ class Store:
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
                           owner: str | None = None, generation: int | None = None,
+                          approval: dict[str, Any] | None = None, seen: int | None = None,
                           ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: flip `open -> resolved` exactly once, out of the open inbox (A6: with `ttl`, kept
         until then). Returns (outcome, the interrupt as it now is)
         with outcome `resolved`, `noop` (stale, unknown or duplicate: no interrupt when unknown),
-        `forbidden` (its origin outranks the caller), `not_found` (another owner's session) or
-        `changed` (A1: open again under another `generation` than the one the caller checked)."""
-        names = {"#s": "status"}
+        `forbidden` (its origin outranks the caller), `not_found` (another owner's session),
+        `changed` (A1: open again under another `generation` than the one the caller checked) or
+        `raced` (A2: another answer was recorded since the caller read `seen` of them). `approval`
+        is appended to the interrupt's answers in the same write."""
         values: dict[str, Any] = {
-            ":open": _s("open"),
             ":resolved": _s("resolved"),
-            ":one": _n(1),
             ":res": _s(json.dumps(resolution)),
             ":who": _s(json.dumps(responder)),
             ":at": _s(at),
         }
         update = "SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, resolved_at = :at"
-        if ttl is not None:
+        if ttl is not None:  # A6: kept listable until then
             update += ", #ttl = :ttl"
-            names["#ttl"] = "ttl"
             values[":ttl"] = _n(ttl)
-        update += " REMOVE GSI1PK, GSI1SK"
+        return self._answer(tenant, session_id, interrupt_id, update + " REMOVE GSI1PK, GSI1SK", values,
+                            allowed_origins=allowed_origins, owner=owner, generation=generation,
+                            approval=approval, seen=seen, done="resolved")
+
+    def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
+                        seen: int, allowed_origins: list[str], owner: str | None = None,
+                        generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """A2: append one answer to an open interrupt that it does not yet decide (a quorum still
+        short), conditioned on the interrupt being open, of the generation checked, with exactly
+        the `seen` answers the caller read (answers are only ever appended, so the same count is the
+        same list, which the caller checked holds none of this subject's). Outcomes as
+        `resolve_interrupt`, `recorded` for success."""
+        return self._answer(tenant, session_id, interrupt_id, "SET rev = rev + :one", {},
+                            allowed_origins=allowed_origins, owner=owner, generation=generation,
+                            approval=approval, seen=seen, done="recorded")
+
+    def _answer(self, tenant: str, session_id: str, interrupt_id: str, update: str, values: dict[str, Any], *,
+                allowed_origins: list[str], owner: str | None, generation: int | None,
+                approval: dict[str, Any] | None, seen: int | None,
+                done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
+        """The one conditional UpdateItem of a resume: `update` if the interrupt is still open (and
+        all the conditions the caller checked still hold); on a failed condition, why, from the item
+        as it was."""
+        names = {"#s": "status", **({"#ttl": "ttl"} if "#ttl" in update else {})}  # TTL is a reserved word
+        values = {**values, ":open": _s("open"), ":one": _n(1)}
         origin_keys = []
         for i, origin in enumerate(allowed_origins):
             values[f":o{i}"] = _s(origin)
@@ -666,6 +727,14 @@ class Store:
             # again rewrites the item with one, so a re-raise is still seen.
             values[":gen"] = _n(generation)
             condition += " AND (generation = :gen OR attribute_not_exists(generation))"
+        if approval is not None:
+            update = update.replace("SET ", "SET approvals = list_append(if_not_exists(approvals, :none), :mine), ", 1)
+            values[":none"] = {"L": []}
+            values[":mine"] = {"L": [_s(json.dumps(approval))]}
+        if seen is not None:
+            values[":seen"] = _n(seen)
+            condition += (" AND (attribute_not_exists(approvals) OR size(approvals) = :seen)" if seen == 0
+                          else " AND size(approvals) = :seen")
         try:
             out = self.client.update_item(
                 TableName=self.table,
@@ -680,12 +749,12 @@ class Store:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            return self._unresolved(exc.response.get("Item") or {}, owner, generation)
+            return self._unresolved(exc.response.get("Item") or {}, owner, generation, seen)
         new = out["Attributes"]
-        return "resolved", self._interrupt(new, self.body(new))
+        return done, self._interrupt(new, self.body(new))
 
-    def _unresolved(self, old: dict[str, Any], owner: str | None,
-                    generation: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
+    def _unresolved(self, old: dict[str, Any], owner: str | None, generation: int | None,
+                    seen: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """Why the resume's conditional update failed, from the item as it was."""
         if owner is not None and old and old.get("owner", {}).get("S") != owner:
             return "not_found", None
@@ -693,6 +762,8 @@ class Store:
         if found is not None and found.status == "open":
             if generation is not None and found.generation != generation:
                 return "changed", found
+            if seen is not None and len(found.approvals) != seen:
+                return "raced", found
             return "forbidden", found
         return "noop", found
 
@@ -707,33 +778,51 @@ class Store:
         kwargs = self._inbox_query(tenant, query)
         kwargs["Limit"] = limit
         history = query.status != "open"
-        pk_name, sk_name = ("GSI2PK", "GSI2SK") if history else ("GSI1PK", "GSI1SK")
-        rows: list[InboxRow] = []
+
+        def rows_of(items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboxRow | None]]:
+            if history:  # the History index holds keys and filter attributes: read the items
+                items = self._whole(items)
+            out = []
+            for item in items:
+                row = self._inbox_row(item)
+                kept = not status_changed(query, row) and (keep is None or keep(row))
+                out.append((item, row if kept else None))
+            return out
+
+        keys = ("PK", "SK", "GSI3PK", "GSI3SK") if history else ("PK", "SK", "GSI1PK", "GSI1SK")
+        return self._pages(kwargs, cursor, limit, MAX_INBOX_PAGES, keys, rows_of)
+
+    def _pages(self, kwargs: dict[str, Any], cursor: dict[str, Any] | None, limit: int, reads: int,
+               keys: tuple[str, ...], rows_of: Callable[[list[dict[str, Any]]], list[tuple[dict[str, Any], Any]]],
+               ) -> tuple[list[Any], dict[str, Any] | None]:
+        """A filtered, paged index Query: pages from `cursor` until `limit` rows are kept (`rows_of`
+        gives each item its row, or None to skip it) or `reads` pages are read. The cursor is the
+        `keys` of the last row returned, so the next page starts right after it; None when nothing
+        is left."""
+        rows: list[Any] = []
         start = cursor
-        for _ in range(MAX_INBOX_PAGES):
+        for _ in range(reads):
             if start:
                 kwargs["ExclusiveStartKey"] = start
             page = self.client.query(**kwargs)
-            items, start = page.get("Items", []), page.get("LastEvaluatedKey")
-            if history:  # the History index holds keys and filter attributes: read the items
-                items = self._whole(items)
-            for i, item in enumerate(items):
-                row = self._inbox_row(item)
-                if status_changed(query, row) or (keep is not None and not keep(row)):
+            start = page.get("LastEvaluatedKey")
+            pairs = rows_of(page.get("Items", []))
+            for i, (item, row) in enumerate(pairs):
+                if row is None:
                     continue
                 rows.append(row)
                 if len(rows) == limit:
-                    last = i == len(items) - 1 and not start
-                    return rows, None if last else {k: item[k] for k in ("PK", "SK", pk_name, sk_name)}
-            if not start:
-                return rows, None
+                    more = start is not None or i < len(pairs) - 1
+                    return rows, ({k: item[k] for k in keys} if more else None)
+            if start is None:
+                break
         return rows, start
 
     def _inbox_query(self, tenant: str, query: InboxQuery) -> dict[str, Any]:
         """Open interrupts from the Inbox index; closed or all from History, filtered on `status`."""
         index, pk_name, sk_name, pk = ("Inbox", "GSI1PK", "GSI1SK", inbox_pk(tenant))
         if query.status != "open":
-            index, pk_name, sk_name, pk = ("History", "GSI2PK", "GSI2SK", history_pk(tenant))
+            index, pk_name, sk_name, pk = ("History", "GSI3PK", "GSI3SK", history_pk(tenant))
         condition, values = f"{pk_name} = :pk", {":pk": _s(pk)}
         if query.created_before:
             condition += f" AND {sk_name} < :before"
@@ -765,6 +854,34 @@ class Store:
         return InboxRow(session_id=item["PK"]["S"].split("#S#", 1)[1], agent_id=item.get("agent_id", {}).get("S"),
                         interrupt=interrupt, body=body)
 
+    def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
+                 filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """The tenant's sessions, newest first, from the `Sessions` GSI: one Query page when
+        nothing is filtered; with filters, pages of 100 until `limit` rows match or `LIST_READS`
+        pages are read. The cursor is the keys of the last row returned, so the next page starts
+        right after it; None when nothing is left."""
+        conditions: list[str] = []
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {":pk": _s(sessions_pk(tenant))}
+        for field_name, value in (("agent_id", filters.agent_id), ("status", filters.status), ("owner", filters.owner)):
+            if value is not None:
+                attr = LIST_ATTRS[field_name]
+                names[f"#{attr}"] = attr
+                values[f":{attr}"] = _s(value)
+                conditions.append(f"#{attr} = :{attr}")
+        if filters.top_level is not None:
+            conditions.append("attribute_not_exists(#sub)" if filters.top_level else "attribute_exists(#sub)")
+            names["#sub"] = "sub"
+        kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": "Sessions", "ScanIndexForward": False,
+                                  "KeyConditionExpression": "GSI2PK = :pk", "ExpressionAttributeValues": values,
+                                  "Limit": 100 if conditions else limit}
+        if conditions:
+            kwargs["FilterExpression"] = " AND ".join(conditions)
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+        return self._pages(kwargs, cursor, limit, LIST_READS, LIST_KEYS,
+                           lambda items: [(item, session_row(item)) for item in items])
+
     # --- agents and keys ---------------------------------------------------------------
 
     def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None:
@@ -777,10 +894,13 @@ class Store:
         item = got.get("Item")
         return json.loads(item["body"]["S"]) if item else None
 
-    def put_api_key(self, key_hash: str, tenant: str, subject: str, origin: str) -> None:
-        self.client.put_item(TableName=self.table, Item={
-            "PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY"), "tenant": _s(tenant), "subject": _s(subject),
-            "origin": _s(origin), "status": _s("active")})
+    def put_api_key(self, key_hash: str, tenant: str, subject: str, origin: str,
+                    groups: list[str] | None = None) -> None:
+        item = {"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY"), "tenant": _s(tenant), "subject": _s(subject),
+                "origin": _s(origin), "status": _s("active")}
+        if groups:
+            item["groups"] = _s(json.dumps(groups))  # A2: the approver groups the key's holder is in
+        self.client.put_item(TableName=self.table, Item=item)
 
     def revoke_api_key(self, key_hash: str) -> bool:
         try:
@@ -794,12 +914,21 @@ class Store:
             raise
         return True
 
-    def get_api_key(self, key_hash: str) -> dict[str, str] | None:
+    def get_api_key(self, key_hash: str) -> dict[str, Any] | None:
         got = self.client.get_item(TableName=self.table, Key={"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY")})
         item = got.get("Item")
         if not item or item.get("status", {}).get("S") != "active":
             return None
-        return {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
+        out: dict[str, Any] = {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
+        out["groups"] = json.loads(item["groups"]["S"]) if "groups" in item else []
+        return out
+
+
+def session_row(item: dict[str, Any]) -> dict[str, Any]:
+    """A listing row, from the attributes the `Sessions` GSI projects."""
+    return {"session_id": item["PK"]["S"].split("#S#", 1)[1], "agent_id": item.get("ag", {}).get("S"),
+            "status": item.get("st", {}).get("S"), "created_at": item["GSI2SK"]["S"].split("#", 1)[0],
+            "owner": item.get("ow", {}).get("S"), "top_level": "sub" not in item}
 
 
 def status_changed(query: InboxQuery, row: InboxRow) -> bool:

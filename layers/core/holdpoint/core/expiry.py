@@ -1,11 +1,12 @@
 """A5: what an interrupt does while it waits and when its time runs out.
 
 An interrupt may declare `on_expiry` (`cancel`, `deny`, `approve`), reminders (`remind_after`,
-delays in seconds) and an escalation (`escalate_after`, `escalate_to`), each on the `interrupt`
-action, the API raise, or as the agent's default. The delays count from when the branch is
-parked, like `expires_in`. Each reminder and the escalation is one durable timer named by the
-interrupt, its generation and the timer, so it is scheduled once and fires once; a duplicate
-timer message finds it already recorded and changes nothing.
+delays in seconds) and an escalation (`escalate_after`; who it adds is the approver policy's
+`escalate_to`, A2), each on the `interrupt` action, the API raise, or as the agent's default.
+The delays count from when the branch is parked, like `expires_in`. Each reminder and the
+escalation is one durable timer named by the interrupt, its generation and the timer, so it is
+scheduled once and fires once; a duplicate timer message finds it already recorded and changes
+nothing.
 """
 
 from __future__ import annotations
@@ -35,15 +36,12 @@ class Declared:
     on_expiry: OnExpiry | None = None
     remind_after: list[int] | None = None
     escalate_after: int | None = None
-    escalate_to: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, source: Any) -> Declared:
         """From a wire model (the `interrupt` action or the API raise body)."""
-        to: Any = getattr(source, "escalate_to", None)
         return cls(on_expiry=getattr(source, "on_expiry", None), remind_after=getattr(source, "remind_after", None),
-                   escalate_after=getattr(source, "escalate_after", None),
-                   escalate_to=to.wire() if to is not None else None)
+                   escalate_after=getattr(source, "escalate_after", None))
 
 
 class LateTimer(ValueError):
@@ -61,8 +59,6 @@ def apply_declared(state: SessionState, interrupt: Interrupt, declared: Declared
     interrupt.on_expiry = declared.on_expiry or agent.get("interrupt_on_expiry")
     interrupt.remind_after = declared.remind_after or agent.get("interrupt_remind_after")
     interrupt.escalate_after = declared.escalate_after or agent.get("interrupt_escalate_after")
-    # An escalation target already set (by an approver policy) stays unless one is declared here.
-    interrupt.escalate_to = declared.escalate_to or interrupt.escalate_to or agent.get("interrupt_escalate_to")
     interrupt.retention_days = agent.get("retention_days")
     expires = interrupt.expires_in
     if expires is None:

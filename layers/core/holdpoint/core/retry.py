@@ -27,6 +27,7 @@ DEFAULTS = {
     "tool": Policy(120, 600, 1),
     "client_tool": Policy(UNBOUNDED, UNBOUNDED, 1),
     "sub_agent": Policy(60, 3600, 3),
+    "webhook": Policy(10, 3600, 5),  # a notification webhook: 5 attempts, 2/4/8/16 s apart
 }
 
 

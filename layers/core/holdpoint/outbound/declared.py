@@ -34,3 +34,18 @@ def check_agent(config: dict[str, Any], tenant: str) -> None:
         _refuse(netguard.check_url(llm_config["base_url"], "llm.base_url"), "llm.base_url")
     if llm_config.get("api_key") is not None:
         _refuse(secretrefs.check(llm_config["api_key"], tenant, "llm.api_key"), "llm.api_key")
+    for i, entry in enumerate(config.get("notify") or []):
+        check_webhook(entry, tenant, f"notify[{i}]")
+        if "slack" in entry:
+            from holdpoint.outbound.slack import check_declaration  # slack_sdk only for agents that use it
+
+            check_declaration(entry["slack"], tenant, f"notify[{i}]")
+
+
+def check_webhook(entry: dict[str, Any], tenant: str, field: str) -> None:
+    """A webhook follows the worker URL and secret rules (no internal address, https in the cloud,
+    the tenant's own secrets); other channels' entries are checked by their channel."""
+    if entry.get("url") is not None:
+        _refuse(netguard.check_url(entry["url"], f"{field}.url"), f"{field}.url")
+    if entry.get("secret") is not None:
+        _refuse(secretrefs.check(entry["secret"], tenant, f"{field}.secret"), f"{field}.secret")

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from holdpoint.core.errors import Refusal
+from holdpoint.core import approvals
 from holdpoint.core.interrupts import may_resume
 from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.ports import Clock, InboxQuery, InboxRow, InboxStatus, Sealer, SessionStore
 from holdpoint.services.caller import Caller
+from holdpoint.services.sessions import opened_cursor, sealed_cursor
 
 AUDIT_FIELDS = ("requester", "approvals", "policy", "comment")
-"""Fields other rules record on an interrupt; listed as they are when present."""
+"""Fields other rules record on an interrupt (A2: each answer in `approvals` with its `comment`);
+listed as they are when present."""
 
 
 @dataclass(frozen=True)
@@ -31,32 +33,27 @@ class InboxFilters:
 
 
 def may_answer(caller: Caller, interrupt: Interrupt) -> bool:
-    """Whether the caller may resume the interrupt: today the origin rule (R17)."""
-    return may_resume(caller.origin, interrupt.origin)
+    """Whether the caller may resume the interrupt: the origin rule (R17) and its approver policy
+    (A2, with the escalation's approvers once it has escalated, A5), as the resume checks them."""
+    return may_resume(caller.origin, interrupt.origin) and approvals.interrupt_refusal(
+        interrupt, caller.subject, caller.origin, caller.groups) is None
 
 
 def inbox(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,
           filters: InboxFilters | None = None, clock: Clock = time.time) -> dict[str, Any]:
     """One page, newest first. The cursor is sealed under the deployment's key and bound to the
-    tenant and the status it lists (the index it pages): opaque, and refused if altered or reused
-    for another status."""
+    tenant and to the status it lists (the index it pages: its purpose names the status): opaque,
+    and refused if altered or reused for another status."""
     filters = filters or InboxFilters()
-    start = None
-    if cursor:
-        sealed = sealer.unseal("inbox-cursor", cursor)
-        if (sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict)
-                or sealed.get("status", "open") != filters.status):
-            raise Refusal("validation_error", "cursor is not valid for this query", "cursor")
-        start = sealed["at"]
+    purpose = "inbox-cursor" if filters.status == "open" else f"inbox-cursor:{filters.status}"
+    start = opened_cursor(sealer, purpose, caller, cursor)
     now = clock()
     query = InboxQuery(
         status=filters.status, agent_id=filters.agent_id, reason=filters.reason,
         created_before=iso_ms(now - filters.older_than) if filters.older_than is not None else None,
         expiring_by=iso_ms(now + filters.expiring_within) if filters.expiring_within is not None else None)
     rows, last = store.inbox(caller.tenant, limit, start, query, lambda row: _visible(caller, filters, row))
-    next_cursor = sealer.seal("inbox-cursor", {"tenant": caller.tenant, "status": filters.status, "at": last}) \
-        if last else None
-    return {"interrupts": [listing(row) for row in rows], "next_cursor": next_cursor}
+    return {"interrupts": [listing(row) for row in rows], "next_cursor": sealed_cursor(sealer, purpose, caller, last)}
 
 
 def _visible(caller: Caller, filters: InboxFilters, row: InboxRow) -> bool:

@@ -33,6 +33,7 @@ from holdpoint.ports import (
     SessionStore,
     Timers,
     Worker,
+    WorkerDeferred,
     WorkerUnavailable,
     WorkQueue,
 )
@@ -224,6 +225,11 @@ class Runner:
         started = time.perf_counter()
         try:
             raw = self.worker(h.agent, request, h.tenant)
+        except WorkerDeferred:
+            self.counters.add("decisions_deferred")
+            self.transact(h.tenant, h.session_id,
+                          lambda s: engine.defer_decision(s, s.decisions[decision_id], self.clock()), state)
+            return
         except WorkerUnavailable as exc:
             why = str(exc)
             log.warning("worker unavailable: %s", why, extra={"session_id": h.session_id, "decision_id": decision_id})

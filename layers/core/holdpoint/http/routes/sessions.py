@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
 from holdpoint.aws import signing
+from holdpoint.core import approvals
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.protocol import (
@@ -24,7 +25,7 @@ from holdpoint.core.protocol import (
 from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import count, logger
-from holdpoint.ports import InboxStatus, TooManyChanges
+from holdpoint.ports import InboxStatus, SessionFilters, TooManyChanges
 from holdpoint.services import sessions
 from holdpoint.services.inbox import InboxFilters, inbox
 from holdpoint.services.resume import resume
@@ -46,7 +47,8 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
         raise Refusal("validation_error", f"{kind} needs an existing session", "type")
     if isinstance(body, InterruptResumeInput) and session_id is not None:
         out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, body.interrupt_id,
-                     edge.check_payload(body.payload), expect_fingerprint=body.expect_fingerprint)
+                     edge.check_payload(body.payload), expect_fingerprint=body.expect_fingerprint,
+                     comment=body.comment)
         if not out["noop"]:
             count("InterruptsResumed")
         return _reply(200, out)
@@ -67,6 +69,20 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
              summary="Start a session with a client input for a declared agent")
 def create_session(body: Annotated[NewSessionInput, Body()]) -> Response[dict[str, Any]]:
     return _submit(None, body)
+
+
+@router.get("/v1/sessions", security=BEARER, responses=answers(200, 400),
+            summary="The tenant's sessions, newest first (a client token: its own)")
+def list_sessions(
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    agent_id: Annotated[str | None, Query(pattern=ID_REGEX)] = None,
+    status: Annotated[str | None, Query(pattern="^(interrupted|running|done|idle)$")] = None,
+    top_level: Annotated[bool | None, Query()] = None,
+) -> dict[str, Any]:
+    who = edge.caller(router.current_event.raw_event)
+    return sessions.listing(assembly.get_store(), signing, who, limit, cursor,
+                            SessionFilters(agent_id=agent_id, status=status, top_level=top_level))
 
 
 @router.post("/v1/sessions/<session_id>/inputs", status_code=202, security=BEARER,
@@ -107,7 +123,8 @@ def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseIn
         edge.check_id(session_id, f"session {session_id}"), reason=body.reason,
         payload=edge.check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
         expires_in=body.expires_in, request_id=event.request_context.request_id,
-        response_schema=body.declared_schema(), declared=Declared.of(body))
+        response_schema=body.declared_schema(), approval=approvals.declared(body.approval),
+        declared=Declared.of(body))
     if not out["noop"]:
         count("InterruptsRaised")
     return out

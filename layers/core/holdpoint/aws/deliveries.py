@@ -1,0 +1,115 @@
+"""Notification delivery records, in the session's partition (`D#{event_id}#{entry}`: before the
+events and the state, so no session read ever sees them), and the notification dead-letter queue
+(`NOTIFY_DLQ_URL`).
+
+Every step is a conditional write: `claim` creates the record only if it does not exist (a
+redelivered stream record starts nothing), `begin` moves it to the next attempt only from the
+attempt before (a repeated timer message runs nothing), and `finish` records the outcome of the
+attempt that is running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from holdpoint.aws.store import session_pk
+
+PREFIX = "D#"
+KEEP_SECS = 14 * 24 * 3600
+"""A record outlives every redelivery it dedupes (a stream keeps records a day; retries end within
+the policy's total) and then expires through the table's TTL."""
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def _failed_condition(exc: ClientError) -> bool:
+    return bool(exc.response["Error"]["Code"] == "ConditionalCheckFailedException")
+
+
+class DeliveryLog:
+    def __init__(self, table: str | None = None, client: Any = None, sqs: Any = None,
+                 dlq_url: str | None = None) -> None:
+        self.table = table or os.environ["TABLE_NAME"]
+        self.client = client or boto3.client("dynamodb")
+        self._sqs = sqs
+        self.dlq_url = dlq_url if dlq_url is not None else os.environ.get("NOTIFY_DLQ_URL", "")
+
+    def _key(self, tenant: str, session_id: str, key: str) -> dict[str, Any]:
+        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(PREFIX + key)}
+
+    def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool:
+        """Create the record at attempt 1; False when it already exists (the delivery has started)."""
+        item = {**self._key(tenant, session_id, key), "status": _s("sending"), "attempt": _n(1),
+                "body": _s(json.dumps(record, separators=(",", ":"))), "ttl": _n(int(time.time()) + KEEP_SECS)}
+        try:
+            self.client.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(SK)")
+        except ClientError as exc:
+            if _failed_condition(exc):
+                return False
+            raise
+        return True
+
+    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> dict[str, Any] | None:
+        """Move a `retrying` record from `attempt - 1` to `attempt`; its body, or None if it was not there."""
+        try:
+            out = self.client.update_item(
+                TableName=self.table, Key=self._key(tenant, session_id, key),
+                UpdateExpression="SET #s = :sending, attempt = :n",
+                ConditionExpression="#s = :retrying AND attempt = :prev",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":sending": _s("sending"), ":retrying": _s("retrying"),
+                                           ":n": _n(attempt), ":prev": _n(attempt - 1)},
+                ReturnValues="ALL_NEW")
+        except ClientError as exc:
+            if _failed_condition(exc):
+                return None
+            raise
+        body: dict[str, Any] = json.loads(out["Attributes"]["body"]["S"])
+        return body
+
+    def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
+               error: str | None = None) -> None:
+        """Record how attempt `attempt` ended (`delivered`, `retrying`, `dead`), if it is still the one running."""
+        values: dict[str, Any] = {":status": _s(status), ":sending": _s("sending"), ":n": _n(attempt),
+                                  ":error": _s(error or "")}
+        try:
+            self.client.update_item(
+                TableName=self.table, Key=self._key(tenant, session_id, key),
+                UpdateExpression="SET #s = :status, last_error = :error",
+                ConditionExpression="#s = :sending AND attempt = :n",
+                ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values)
+        except ClientError as exc:
+            if not _failed_condition(exc):
+                raise
+
+    def read(self, tenant: str, session_id: str, key: str) -> dict[str, Any] | None:
+        """The record's state: {status, attempt, last_error} (tests and operators)."""
+        got = self.client.get_item(TableName=self.table, Key=self._key(tenant, session_id, key), ConsistentRead=True)
+        item = got.get("Item")
+        if not item:
+            return None
+        return {"status": item["status"]["S"], "attempt": int(item["attempt"]["N"]),
+                "last_error": item.get("last_error", {}).get("S") or None}
+
+    @property
+    def sqs(self) -> Any:
+        if self._sqs is None:
+            self._sqs = boto3.client("sqs")
+        return self._sqs
+
+    def dead_letter(self, record: dict[str, Any]) -> None:
+        """The delivery, its last error and attempt count, on the notification DLQ (alarmed)."""
+        self.sqs.send_message(QueueUrl=self.dlq_url, MessageBody=json.dumps(
+            {"kind": "notify.dead", **record}, separators=(",", ":")))

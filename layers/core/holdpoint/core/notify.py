@@ -1,0 +1,96 @@
+"""Notifications of the interrupt lifecycle: which events there are, what an agent may declare in
+`notify`, and the one notification body every channel (EventBridge, webhooks, Slack) is given.
+
+Pure: the notifier service reads the event items the session's own transaction wrote (the
+outbox) and hands them here; nothing is looked up and no clock is read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+NotifyEvent = Literal["interrupt.raised", "interrupt.resolved", "interrupt.expired"]
+NOTIFY_EVENTS: tuple[str, ...] = ("interrupt.raised", "interrupt.resolved", "interrupt.expired")
+"""The lifecycle events published (EventBridge `detail-type`, webhook `type`). Reminders and
+escalations are not raised by the engine yet; each new one is a name here and a case in `kind_of`."""
+
+SUMMARY_CHARS = 1_024
+"""A notification carries the interrupt payload as bounded JSON text, never the whole payload."""
+
+OPTIONS: dict[str, Any] = {"approve": {"approved": True}, "deny": {"approved": False}}
+"""One link per option; following it resumes with this payload (checked like any resume, A1)."""
+
+LINK_ORIGINS = ("worker", "client")
+"""Links resume as a `client` caller (R17), so they are minted only for interrupts a client may clear."""
+
+
+def kind_of(event: dict[str, Any]) -> str | None:
+    """The lifecycle event an event-log entry is (`session.interrupted` -> `interrupt.raised`...),
+    or None for an entry that is not one."""
+    etype = event.get("type")
+    if etype == "session.interrupted":
+        return "interrupt.raised"
+    if etype == "session.interrupt_resumed":
+        return "interrupt.expired" if (event.get("data") or {}).get("expired") else "interrupt.resolved"
+    return None
+
+
+def event_id(tenant: str, session_id: str, seq: int) -> str:
+    """Stable for one event-log entry however often the stream delivers it: consumers dedupe on it."""
+    digest = hashlib.sha256(f"{tenant}/{session_id}/{seq}".encode()).hexdigest()[:24]
+    return f"evt_{digest}"
+
+
+def summary(payload: Any, limit: int = SUMMARY_CHARS) -> str:
+    """The payload as compact JSON text, cut to `limit` characters (with an ellipsis when cut)."""
+    text = json.dumps(payload, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def notification(tenant: str, session_id: str, agent_id: str | None, event: dict[str, Any],
+                 links: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The body every channel gets for one event-log entry (None when it is no lifecycle event):
+    who, which interrupt, why, a bounded summary of the payload, and the one-click links."""
+    kind = kind_of(event)
+    if kind is None:
+        return None
+    data = event.get("data") or {}
+    out: dict[str, Any] = {
+        "event_id": event_id(tenant, session_id, int(event["seq"])),
+        "type": kind,
+        "at": event.get("at"),
+        "tenant": tenant,
+        "session_id": session_id,
+        "agent_id": agent_id,
+        "interrupt_id": data.get("interrupt_id"),
+        "seq": event["seq"],
+    }
+    if kind == "interrupt.raised":
+        out.update(origin=data.get("origin"), reason=data.get("reason"), summary=summary(data.get("payload")))
+        out["links"] = dict(links or {})
+    else:
+        out.update(responder=data.get("responder"), summary=summary(data.get("payload")))
+    return out
+
+
+# --- what an agent declares (the models are `core.protocol`'s NotifyEntry) -------------------
+
+CHANNELS = {"url": "notify.webhook", "slack": "notify.slack"}
+"""The key that names a `notify` entry's channel, and the channel (dotted, so an error's `param`
+reads `notify[0].url`, union tags being dropped from it)."""
+
+
+def channel_of(entry: Any) -> str | None:
+    """The channel a `notify` entry (a dict, or its model) is for, by the key that names it."""
+    for key, channel in CHANNELS.items():
+        if (key in entry) if isinstance(entry, dict) else getattr(entry, key, None) is not None:
+            return channel
+    return None
+
+
+def wants(entry: dict[str, Any], kind: str) -> bool:
+    """Whether a declared entry asked for this event."""
+    events = entry.get("events")
+    return kind in (NOTIFY_EVENTS if events is None else events)

@@ -1,0 +1,119 @@
+"""One-click signed links (docs/NOTIFICATIONS.md): approve/deny straight from a notification.
+
+A link's token is sealed (HMAC under the `link` subkey of the deployment's signing secret) over
+the tenant, session, interrupt and its generation, the option, the intended approver and an
+expiry. Opening it (GET) only reads; the page's button (POST) resumes through `resume.resume`
+as the approver with origin `client`, so R17, A1 and every other resume rule apply unchanged.
+A token for an interrupt that was cleared, or cleared and raised again, resumes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from holdpoint.core.errors import Refusal
+from holdpoint.core.notify import LINK_ORIGINS, OPTIONS, summary
+from holdpoint.core.state import Interrupt
+from holdpoint.ports import Clock, Parking, Sealer, SessionStore
+from holdpoint.services.caller import Caller
+from holdpoint.services.resume import resume
+
+PURPOSE = "link"
+LINK_TTL_SECS = 7 * 24 * 3600
+"""A link lives at most a week, and never past its interrupt's own expiry."""
+LINK_ORIGIN = "client"
+"""Who a link resumes as: the intended approver, at the lowest origin (R17)."""
+PATH = "/v1/links/"
+
+
+@dataclass(frozen=True)
+class Link:
+    tenant: str
+    session_id: str
+    interrupt_id: str
+    generation: int
+    option: str
+    approver: str
+    expires: int
+
+    def claims(self) -> dict[str, Any]:
+        return {"t": self.tenant, "s": self.session_id, "i": self.interrupt_id, "g": self.generation,
+                "o": self.option, "a": self.approver, "x": self.expires}
+
+    @classmethod
+    def from_claims(cls, raw: dict[str, Any]) -> Link | None:
+        try:
+            link = cls(str(raw["t"]), str(raw["s"]), str(raw["i"]), int(raw["g"]), str(raw["o"]),
+                       str(raw["a"]), int(raw["x"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+        return link if link.option in OPTIONS else None
+
+
+def _epoch(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def mint(sealer: Sealer, base_url: str, tenant: str, session_id: str, interrupt: Interrupt,
+         approver: str, now: float) -> dict[str, str]:
+    """One link per option, for `approver`; none for an interrupt a `client` may not clear."""
+    if not base_url or interrupt.origin not in LINK_ORIGINS:
+        return {}
+    expires = now + LINK_TTL_SECS
+    own_expiry = _epoch(interrupt.expires_at)
+    if own_expiry is not None:
+        expires = min(expires, own_expiry)
+    out = {}
+    for option in OPTIONS:
+        link = Link(tenant, session_id, interrupt.interrupt_id, interrupt.generation, option, approver,
+                    int(expires))
+        out[option] = f"{base_url.rstrip('/')}{PATH}{sealer.seal(PURPOSE, link.claims())}"
+    return out
+
+
+def read(sealer: Sealer, token: str, now: float) -> Link:
+    """The link a token is, or a refusal naming the problem (tampered, expired)."""
+    raw = sealer.unseal(PURPOSE, token)
+    link = Link.from_claims(raw) if raw is not None else None
+    if link is None:
+        raise Refusal("invalid_link", "this link is not valid: it was altered or never issued", param="token")
+    if now >= link.expires:
+        raise Refusal("link_expired", "this link has expired; answer from the inbox instead", param="token")
+    return link
+
+
+def _current(store: SessionStore, link: Link) -> Interrupt | None:
+    """The interrupt the link was minted for, if it is still that one (same generation)."""
+    found = store.read_interrupt(link.tenant, link.session_id, link.interrupt_id)
+    return found if found is not None and found.generation == link.generation else None
+
+
+def show(store: SessionStore, sealer: Sealer, token: str, clock: Clock = time.time) -> dict[str, Any]:
+    """What the confirmation page shows. Reads only: opening a link never changes anything."""
+    link = read(sealer, token, clock())
+    interrupt = _current(store, link)
+    status = interrupt.status if interrupt is not None else "closed"
+    return {"option": link.option, "approver": link.approver, "status": status,
+            "interrupt_id": link.interrupt_id, "session_id": link.session_id,
+            "reason": interrupt.reason if interrupt is not None else None,
+            "summary": summary(interrupt.payload, 512) if interrupt is not None else None}
+
+
+def follow(store: SessionStore, parking: Parking, sealer: Sealer, token: str, confirm: str | None,
+           clock: Clock = time.time) -> dict[str, Any]:
+    """The page's button: resume with the link's option as the link's approver. `confirm` must
+    name the option (the form sends it), so a bare POST of the URL does nothing."""
+    link = read(sealer, token, clock())
+    if confirm != link.option:
+        raise Refusal("validation_error", f"confirm must be {link.option!r}, as the page's button sends it",
+                      param="confirm")
+    if _current(store, link) is None:
+        return {"ok": True, "interrupt_id": link.interrupt_id, "noop": True, "option": link.option}
+    caller = Caller(tenant=link.tenant, subject=link.approver, origin=LINK_ORIGIN)
+    out = resume(store, parking, caller, link.session_id, link.interrupt_id, OPTIONS[link.option], clock)
+    return {**out, "option": link.option}

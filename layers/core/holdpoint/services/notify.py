@@ -1,0 +1,128 @@
+"""The notifier (docs/NOTIFICATIONS.md): interrupt lifecycle events, read from the table's stream
+(the outbox the session's own transaction wrote), published on the event bus and delivered to
+each `notify` entry of the agent config in force.
+
+- The bus gets every lifecycle event; a failure raises, so the stream retries the record (and
+  the mapping dead-letters it in the end). Entries carry a stable `event_id` to dedupe on.
+- Each (event, entry) delivery is one record, claimed with a conditional write, so a redelivered
+  stream record never starts it twice; a failed attempt is retried on a durable timer (the work
+  queue brings it back as a `notify` message), each attempt begun by a conditional write, and the
+  last failure is dead-lettered.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from typing import Any
+
+from holdpoint.core import notify, retry
+from holdpoint.core.state import SessionState
+from holdpoint.ports import (
+    Clock,
+    Deliveries,
+    DeliveryFailed,
+    EventPublisher,
+    NotifyChannel,
+    Sealer,
+    SessionStore,
+    Timers,
+)
+from holdpoint.services import links
+
+log = logging.getLogger("holdpoint.notify")
+
+ERROR_CHARS = 512
+
+
+class Notifier:
+    def __init__(self, store: SessionStore, publisher: EventPublisher, deliveries: Deliveries, timers: Timers,
+                 sealer: Sealer, channels: dict[str, NotifyChannel], link_base: str = "",
+                 clock: Clock = time.time) -> None:
+        self.store = store
+        self.publisher = publisher
+        self.deliveries = deliveries
+        self.timers = timers
+        self.sealer = sealer
+        self.channels = channels
+        self.link_base = link_base
+        self.clock = clock
+
+    def on_event(self, tenant: str, session_id: str, event: dict[str, Any]) -> dict[str, Any] | None:
+        """One event-log entry from the stream: publish it and fan it out. Returns the published
+        notification (None for an entry that is no lifecycle event, or of a session gone)."""
+        kind = notify.kind_of(event)
+        if kind is None:
+            return None
+        state = self.store.load(tenant, session_id, head_only=True)
+        if state is None:
+            return None
+        body = self._notification(state, event, None)
+        if body is None:
+            return None
+        self.publisher.publish(kind, body)
+        for index, entry in enumerate((state.header.agent or {}).get("notify") or []):
+            if isinstance(entry, dict) and notify.wants(entry, kind):
+                self._start(state, event, entry, index)
+        return body
+
+    def _notification(self, state: SessionState, event: dict[str, Any],
+                      approver: str | None) -> dict[str, Any] | None:
+        h = state.header
+        interrupt = state.interrupts.get(str((event.get("data") or {}).get("interrupt_id")))
+        minted: dict[str, str] = {}
+        if notify.kind_of(event) == "interrupt.raised" and interrupt is not None and interrupt.status == "open":
+            who = approver or interrupt.owner or str((h.identity or {}).get("id") or "")
+            if who:
+                minted = links.mint(self.sealer, self.link_base, h.tenant, h.session_id, interrupt, who,
+                                    self.clock())
+        return notify.notification(h.tenant, h.session_id, h.agent_id, event, minted)
+
+    def _start(self, state: SessionState, event: dict[str, Any], entry: dict[str, Any], index: int) -> None:
+        """Claim the (event, entry) delivery once, then make its first attempt."""
+        channel = notify.channel_of(entry)
+        if channel is None or channel not in self.channels:
+            log.warning("no notify channel %s is installed; entry %d skipped", channel, index)
+            return
+        body = self._notification(state, event, entry.get("approver"))
+        if body is None:
+            return
+        h = state.header
+        key = f"{body['event_id']}#{index}"
+        record = {"key": key, "tenant": h.tenant, "session_id": h.session_id, "channel": channel,
+                  "entry": entry, "event": body, "policy": asdict(retry.policy(h.agent, "webhook"))}
+        if self.deliveries.claim(h.tenant, h.session_id, key, record):
+            self._attempt(record, 1)
+
+    def retry(self, message: dict[str, Any]) -> None:
+        """A `notify` work message (a durable timer fired): run that attempt, once."""
+        tenant, session_id, key, attempt = (message["tenant"], message["session_id"], message["key"],
+                                            int(message["attempt"]))
+        record = self.deliveries.begin(tenant, session_id, key, attempt)
+        if record is not None:
+            self._attempt(record, attempt)
+
+    def _attempt(self, record: dict[str, Any], attempt: int) -> None:
+        tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
+        channel = self.channels.get(record["channel"])
+        try:
+            if channel is None:
+                raise DeliveryFailed(f"no notify channel {record['channel']} is installed")
+            channel.deliver(record["event"], record["entry"], record["event"].get("links") or {})
+        except DeliveryFailed as exc:
+            self._failed(record, attempt, str(exc)[:ERROR_CHARS])
+            return
+        self.deliveries.finish(tenant, session_id, key, attempt, "delivered")
+
+    def _failed(self, record: dict[str, Any], attempt: int, error: str) -> None:
+        """Retry after the policy's backoff on a durable timer, or dead-letter the last attempt."""
+        tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
+        policy = retry.Policy(**record["policy"])
+        if attempt >= policy.max_attempts:
+            self.deliveries.finish(tenant, session_id, key, attempt, "dead", error)
+            self.deliveries.dead_letter({**record, "attempts": attempt, "error": error})
+            return
+        self.deliveries.finish(tenant, session_id, key, attempt, "retrying", error)
+        self.timers.schedule(tenant, session_id, policy.backoff(attempt),
+                             {"kind": "notify", "key": key, "attempt": attempt + 1}, f"notify/{key}/{attempt + 1}")

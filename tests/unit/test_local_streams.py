@@ -1,0 +1,73 @@
+"""The local stack's DynamoDB Streams event source mapping (holdpoint_local.streams): the template's
+mapping as provisioned, FilterCriteria as Lambda applies them, and which records a batch retries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from holdpoint_local.provision import load_template
+from holdpoint_local.streams import failed_from, matches
+
+
+def record(sk: str, etype: str | None, name: str = "INSERT", seq: str = "1") -> dict[str, object]:
+    image: dict[str, object] = {"PK": {"S": "T#t#S#s"}, "SK": {"S": sk}}
+    if etype is not None:
+        image["etype"] = {"S": etype}
+    return {"eventName": name, "dynamodb": {"NewImage": image, "SequenceNumber": seq}}
+
+
+def test_the_template_filter_keeps_only_new_interrupt_event_items() -> None:
+    notifier = load_template()["Resources"]["NotifierFunction"]["Properties"]["Events"]["Outbox"]["Properties"]
+    [pattern] = [json.loads(f["Pattern"]) for f in notifier["FilterCriteria"]["Filters"]]
+    assert matches(pattern, record("E#000000000003", "session.interrupted"))
+    assert matches(pattern, record("E#000000000009", "session.interrupt_resumed"))
+    assert not matches(pattern, record("E#000000000004", "message.added"))
+    assert not matches(pattern, record("I#int-1", None))
+    assert not matches(pattern, record("E#000000000003", "session.interrupted", name="MODIFY"))
+    assert notifier["BisectBatchOnFunctionError"] and notifier["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_an_operator_the_emulation_does_not_know_is_refused_not_guessed() -> None:
+    with pytest.raises(ValueError, match="unsupported"):
+        matches({"eventName": [{"anything-but": "REMOVE"}]}, {"eventName": "INSERT"})
+
+
+def test_a_batch_retries_from_its_first_reported_failure() -> None:
+    batch = [record(f"E#{i}", "session.interrupted", seq=str(10 + i)) for i in range(4)]
+    assert failed_from({"batchItemFailures": []}, batch) is None
+    assert failed_from(None, batch) is None
+    assert failed_from({"batchItemFailures": [{"itemIdentifier": "13"}, {"itemIdentifier": "11"}]}, batch) == 1
+    assert failed_from({"batchItemFailures": [{"itemIdentifier": "99"}]}, batch) == 0  # unknown: the whole batch
+
+
+class Flaky:
+    """Stands in for a LocalFunction: raises on any batch holding a poison record, records the rest."""
+
+    def __init__(self, poison: set[str]) -> None:
+        self.poison, self.batches = poison, []  # type: ignore[var-annotated]
+
+    def invoke(self, event: dict[str, list[dict[str, dict[str, str]]]]) -> None:
+        seqs = [r["dynamodb"]["SequenceNumber"] for r in event["Records"]]
+        self.batches.append(seqs)
+        if self.poison & set(seqs):
+            raise RuntimeError("poison")
+
+
+def test_a_crashing_batch_is_halved_until_the_poison_record_is_alone_then_skipped() -> None:
+    import threading
+
+    from holdpoint_local.provision import StreamMapping
+    from holdpoint_local.streams import StreamPoller
+
+    mapping = StreamMapping("Table", "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/x", "Fn", 10,
+                            "TRIM_HORIZON", (), 1, True, True, None)
+    fn = Flaky({"12"})
+    poller = StreamPoller(mapping, fn, endpoint_url="http://127.0.0.1:9", stop_event=threading.Event())  # type: ignore[arg-type]
+    batch = [record(f"E#{i}", "session.interrupted", seq=str(10 + i)) for i in range(4)]
+    poller.deliver(batch)
+    assert fn.batches[0] == ["10", "11", "12", "13"]
+    assert ["10", "11"] in fn.batches and ["13"] in fn.batches  # the good records got through
+    assert fn.batches.count(["12"]) == 2  # the poison alone: the first try and one retry, then given up
+    assert poller.delivered == 3

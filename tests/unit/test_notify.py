@@ -1,0 +1,323 @@
+"""Notifications (docs/NOTIFICATIONS.md) on moto's in-process AWS: the real engine raises the
+interrupt, the notifier reads the event items its transaction wrote (as the stream hands them
+over), publishes on EventBridge (a rule with an SQS target, read here) and delivers to the
+declared entries through a recording channel; links are sealed under the deployment's key.
+
+Over HTTP, with the stream and the webhook for real: tests/e2e/test_notify_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from pydantic import ValidationError
+
+from holdpoint.aws import signing
+from holdpoint.aws.deliveries import DeliveryLog
+from holdpoint.aws.events import EventBus
+from holdpoint.aws.outbox import events as outbox_events
+from holdpoint.aws.outbox import session_of
+from holdpoint.aws.store import session_pk
+from holdpoint.aws.timers import Timers
+from holdpoint.core import notify
+from holdpoint.core.errors import Refusal
+from holdpoint.core.ids import first_error
+from holdpoint.core.protocol import AgentConfig
+from holdpoint.outbound.declared import check_agent
+from holdpoint.ports import DeliveryFailed
+from holdpoint.services import links, sessions
+from holdpoint.services.notify import Notifier
+from tests.harness import Harness
+
+HOOK = {"url": "https://hooks.example.com/h", "events": ["interrupt.raised", "interrupt.resolved"]}
+
+
+class Recording:
+    """A NotifyChannel that records each delivery and fails the first `fail` of them."""
+
+    def __init__(self, fail: int = 0) -> None:
+        self.got: list[tuple[dict[str, Any], dict[str, Any], dict[str, str]]] = []
+        self.fail = fail
+
+    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
+        self.got.append((event, entry, links))
+        if self.fail > 0:
+            self.fail -= 1
+            raise DeliveryFailed("HTTP 500")
+
+
+@pytest.fixture
+def bus(aws: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The bus, a rule sending every event to a queue (its URL is yielded), and the DLQ."""
+    events, sqs = boto3.client("events"), boto3.client("sqs")
+    events.create_event_bus(Name="notify")
+    queue = sqs.create_queue(QueueName="watch")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="all", EventBusName="notify", EventPattern=json.dumps({"source": ["holdpoint"]}))
+    events.put_targets(Rule="all", EventBusName="notify", Targets=[{"Id": "q", "Arn": arn}])
+    monkeypatch.setenv("EVENT_BUS_NAME", "notify")
+    monkeypatch.setenv("NOTIFY_DLQ_URL", sqs.create_queue(QueueName="notify-dlq")["QueueUrl"])
+    yield queue
+
+
+def on_bus(queue: str) -> list[dict[str, Any]]:
+    got = boto3.client("sqs").receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", [])
+    return [json.loads(m["Body"]) for m in got]
+
+
+def notifier(h: Harness, channel: Recording, base: str = "https://api.example.com") -> Notifier:
+    return Notifier(h.store, EventBus(), DeliveryLog(), Timers(), signing, {"notify.webhook": channel}, base)
+
+
+def stream_batch(h: Harness, kind: str) -> dict[str, Any]:
+    """The stream's INSERT records of this session's event items of one type, as Lambda hands them over."""
+    ddb = boto3.client("dynamodb")
+    pk = session_pk(h.caller.tenant, h.session_id or "")
+    items = ddb.query(TableName="holdpoint", KeyConditionExpression="PK = :p AND begins_with(SK, :e)",
+                      ExpressionAttributeValues={":p": {"S": pk}, ":e": {"S": "E#"}})["Items"]
+    return {"Records": [{"eventName": "INSERT", "dynamodb": {"NewImage": item, "SequenceNumber": str(i)}}
+                        for i, item in enumerate(items) if item["etype"]["S"] == kind]}
+
+
+def raised(h: Harness, notifier_: Notifier) -> dict[str, Any]:
+    [item] = list(outbox_events(stream_batch(h, "session.interrupted"), h.store))
+    out = notifier_.on_event(item.tenant, item.session_id, item.event)
+    assert out is not None
+    return out
+
+
+def parked(aws: dict[str, str], **agent: Any) -> Harness:
+    h = Harness(agent={"notify": [HOOK], **agent})
+    h.say("Email Bob")
+    assert h.view()["status"] == "interrupted"
+    return h
+
+
+# --- the notification --------------------------------------------------------------------
+
+
+def test_n1_lifecycle_kinds_and_a_bounded_summary() -> None:
+    assert notify.kind_of({"type": "session.interrupted"}) == "interrupt.raised"
+    assert notify.kind_of({"type": "session.interrupt_resumed", "data": {"expired": False}}) == "interrupt.resolved"
+    assert notify.kind_of({"type": "session.interrupt_resumed", "data": {"expired": True}}) == "interrupt.expired"
+    assert notify.kind_of({"type": "message.added"}) is None
+    text = notify.summary({"big": "x" * 5000})
+    assert len(text) == notify.SUMMARY_CHARS and text.endswith("\u2026")
+    assert notify.event_id("t", "s", 3) == notify.event_id("t", "s", 3) != notify.event_id("t", "s", 4)
+
+
+def test_n1_outbox_reads_event_items_from_stream_records(aws: dict[str, str]) -> None:
+    h = parked(aws)
+    [item] = list(outbox_events(stream_batch(h, "session.interrupted"), h.store))
+    assert (item.tenant, item.session_id, item.event["type"]) == ("t1", h.session_id, "session.interrupted")
+    assert session_of("T#acme#S#ses_1") == ("acme", "ses_1") and session_of("KEY#abc") is None
+    noise = {"Records": [{"eventName": "MODIFY", "dynamodb": {"NewImage": {"PK": {"S": "T#a#S#b"}, "SK": {"S": "H"}}}}]}
+    assert list(outbox_events(noise, h.store)) == []
+
+
+def test_n1_raised_is_published_once_with_links_and_delivered_once_per_entry(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws)
+    channel = Recording()
+    n = notifier(h, channel)
+    body = raised(h, n)
+    iid = h.open_interrupt()["interrupt_id"]
+    [event] = on_bus(bus)
+    assert event["detail-type"] == "interrupt.raised" and event["source"] == "holdpoint"
+    assert event["detail"] == body
+    assert (body["session_id"], body["interrupt_id"], body["reason"], body["agent_id"]) == (
+        h.session_id, iid, "confirm", "assistant")
+    assert body["summary"] == '{"message":"Send the email?"}'
+    assert set(body["links"]) == {"approve", "deny"}
+    assert all(u.startswith("https://api.example.com/v1/links/") for u in body["links"].values())
+    [(sent, entry, minted)] = channel.got
+    assert sent["event_id"] == body["event_id"] and entry == HOOK and set(minted) == {"approve", "deny"}
+    # The stream delivers at least once: the bus gets the same event id again, the webhook nothing more.
+    again = raised(h, n)
+    assert again["event_id"] == body["event_id"]
+    assert [e["detail"]["event_id"] for e in on_bus(bus)] == [body["event_id"]]
+    assert len(channel.got) == 1
+
+
+def test_n1_events_the_entry_did_not_ask_for_are_not_delivered(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws, notify=[{**HOOK, "events": ["interrupt.expired"]}])
+    channel = Recording()
+    raised(h, notifier(h, channel))
+    assert channel.got == [] and len(on_bus(bus)) == 1
+
+
+def test_n1_resolved_carries_the_responder_and_no_links(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws)
+    h.resume(h.open_interrupt()["interrupt_id"], {"approved": True})
+    channel = Recording()
+    [item] = list(outbox_events(stream_batch(h, "session.interrupt_resumed"), h.store))
+    body = notifier(h, channel).on_event(item.tenant, item.session_id, item.event)
+    assert body is not None and body["type"] == "interrupt.resolved" and "links" not in body
+    assert body["responder"] == {"subject": "user-1", "origin": "client"}
+    assert [e["detail-type"] for e in on_bus(bus)] == ["interrupt.resolved"]
+
+
+# --- declarations ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("entry", "param"), [
+    ({"url": "https://h.example.com/", "events": ["interrupt.exploded"]}, "notify[0].events[0]"),
+    ({"url": "https://h.example.com/", "colour": "red"}, "notify[0].colour"),
+    ({"events": ["interrupt.raised"]}, "notify[0]"),
+    ("https://h.example.com/", "notify[0]"),
+])
+def test_n2_a_malformed_notify_entry_names_its_field(entry: Any, param: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        AgentConfig.model_validate({"notify": [entry]})
+    assert first_error(err.value)[0] == param
+
+
+@pytest.mark.parametrize(("entry", "param"), [
+    ({"url": "https://169.254.169.254/"}, "notify[0].url"),
+    ({"url": "http://hooks.example.com/"}, "notify[0].url"),  # https in the cloud
+    ({"url": "https://h.example.com/", "secret": "plain-text"}, "notify[0].secret"),
+    ({"url": "https://h.example.com/", "secret": "secretsmanager:holdpoint/tenants/other/x"}, "notify[0].secret"),
+])
+def test_n2_webhooks_follow_the_worker_url_and_secret_rules(entry: dict[str, Any], param: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HOLDPOINT_ALLOW_HTTP_WORKERS", raising=False)
+    with pytest.raises(Refusal) as err:
+        check_agent({"notify": [entry]}, "acme")
+    assert (err.value.code, err.value.param) == ("validation_error", param)
+
+
+def test_n2_a_slack_entry_is_its_own_kind() -> None:
+    slack = {"channel": "#ops", "bot_token": "secretsmanager:holdpoint/tenants/acme/slack-bot",
+             "signing_secret": "secretsmanager:holdpoint/tenants/acme/slack-signing"}
+    config = AgentConfig.model_validate({"notify": [{"slack": slack}, HOOK]}).wire()
+    assert [notify.channel_of(e) for e in config["notify"]] == ["notify.slack", "notify.webhook"]
+    check_agent(config, "acme")  # the webhook rules do not apply to a Slack entry (its own do: test_slack.py)
+
+
+# --- links ----------------------------------------------------------------------------------
+
+
+def link_token(body: dict[str, Any], option: str) -> str:
+    return str(body["links"][option].rsplit("/", 1)[1])
+
+
+def test_n3_opening_a_link_changes_nothing_and_following_it_resumes_once(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws)
+    body = raised(h, notifier(h, Recording()))
+    token = link_token(body, "deny")
+    before = h.state().header.version
+    page = links.show(h.store, signing, token)
+    assert (page["status"], page["option"], page["approver"], page["reason"]) == ("open", "deny", "user-1", "confirm")
+    assert h.state().header.version == before and h.view()["status"] == "interrupted"
+    out = links.follow(h.store, h.parking, signing, token, "deny")
+    assert out["noop"] is False
+    h.wake(body["interrupt_id"], "resumed")
+    assert [t["payload"] for t in h.triggers("interrupt.resumed")] == [{"approved": False}]
+    assert links.follow(h.store, h.parking, signing, token, "deny")["noop"] is True
+    assert links.follow(h.store, h.parking, signing, link_token(body, "approve"), "approve")["noop"] is True
+    assert links.show(h.store, signing, token)["status"] == "resolved"
+
+
+def test_n3_tampered_expired_or_unconfirmed_links_are_refused(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws)
+    body = raised(h, notifier(h, Recording()))
+    token = link_token(body, "approve")
+    claims, mac = token.split(".")
+    forged = signing.seal("inbox-cursor", json.loads(signing._unb64(claims)))  # another purpose's key
+    for bad in (claims + "." + mac[::-1], forged, "x" * 5000, "nodot"):
+        with pytest.raises(Refusal) as err:
+            links.show(h.store, signing, bad)
+        assert (err.value.code, err.value.param) == ("invalid_link", "token")
+    with pytest.raises(Refusal) as err:
+        links.follow(h.store, h.parking, signing, token, None, clock=lambda: time.time() + links.LINK_TTL_SECS + 1)
+    assert err.value.code == "link_expired"
+    for confirm in (None, "deny"):
+        with pytest.raises(Refusal) as err:
+            links.follow(h.store, h.parking, signing, token, confirm)
+        assert (err.value.code, err.value.param) == ("validation_error", "confirm")
+    assert h.view()["status"] == "interrupted"
+
+
+def test_n3_a_link_is_useless_for_the_interrupt_raised_again_under_its_id(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws)
+    body = raised(h, notifier(h, Recording()))
+    iid = body["interrupt_id"]
+    h.resume(iid, {"approved": True})
+    h.settle()
+    sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id or "", reason="again", payload=None,
+                             global_=False, interrupt_id=iid, expires_in=None, request_id="r-again")
+    assert [i["interrupt_id"] for i in h.view()["interrupts"]] == [iid]  # open again, a new generation
+    old = link_token(body, "approve")
+    assert links.show(h.store, signing, old)["status"] == "closed"
+    assert links.follow(h.store, h.parking, signing, old, "approve")["noop"] is True
+    assert [i["interrupt_id"] for i in h.view()["interrupts"]] == [iid]  # still open
+
+
+def test_n3_links_are_minted_only_for_interrupts_a_client_may_clear(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws)
+    interrupt = h.state().interrupts[h.open_interrupt()["interrupt_id"]]
+    interrupt.origin = "operator"
+    assert links.mint(signing, "https://api.example.com", "t1", "s", interrupt, "ann", time.time()) == {}
+    interrupt.origin = "worker"
+    assert links.mint(signing, "", "t1", "s", interrupt, "ann", time.time()) == {}  # no API to point at
+
+
+# --- retries and the DLQ ----------------------------------------------------------------------
+
+
+def test_n4_a_failed_delivery_retries_on_a_timer_once_per_attempt_then_dead_letters(
+        aws: dict[str, str], bus: str) -> None:
+    h = parked(aws, retry={"webhook": {"max_attempts": 2}})
+    channel = Recording(fail=5)
+    n = notifier(h, channel)
+    body = raised(h, n)
+    key = f"{body['event_id']}#0"
+    log = DeliveryLog()
+    assert log.read("t1", h.session_id or "", key) == {"status": "retrying", "attempt": 1, "last_error": "HTTP 500"}
+    [timer] = boto3.client("stepfunctions").list_executions(stateMachineArn=aws["TIMER_STATE_MACHINE_ARN"])[
+        "executions"]
+    fired = json.loads(boto3.client("stepfunctions").describe_execution(
+        executionArn=timer["executionArn"])["input"])["message"]
+    assert fired == {"kind": "notify", "key": key, "attempt": 2, "tenant": "t1", "session_id": h.session_id}
+    n.retry(fired)
+    n.retry(fired)  # SQS delivers at least once: the second copy runs nothing
+    assert len(channel.got) == 2
+    assert log.read("t1", h.session_id or "", key)["status"] == "dead"  # type: ignore[index]
+    got = boto3.client("sqs").receive_message(QueueUrl=bus.replace("watch", "notify-dlq")).get("Messages", [])
+    [letter] = [json.loads(m["Body"]) for m in got]
+    assert (letter["kind"], letter["attempts"], letter["error"], letter["key"]) == ("notify.dead", 2, "HTTP 500", key)
+
+
+def test_n4_a_bus_failure_raises_so_the_stream_retries(aws: dict[str, str], bus: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    h = parked(aws)
+    monkeypatch.setenv("EVENT_BUS_NAME", "no-such-bus")
+    channel = Recording()
+    with pytest.raises(Exception):  # noqa: B017 - moto answers an unknown bus with its own error
+        raised(h, notifier(h, channel))
+    assert channel.got == []  # nothing delivered before the event is on the bus
+
+
+def test_n1_expiry_is_published_as_interrupt_expired(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws, notify=[{**HOOK, "events": ["interrupt.expired"]}])
+    h.wake(h.open_interrupt()["interrupt_id"], "expired")
+    channel = Recording()
+    [item] = list(outbox_events(stream_batch(h, "session.interrupt_resumed"), h.store))
+    body = notifier(h, channel).on_event(item.tenant, item.session_id, item.event)
+    assert body is not None and body["type"] == "interrupt.expired"
+    assert body["responder"] == {"subject": "expiry", "origin": "system"}
+    assert [e["detail-type"] for e in on_bus(bus)] == ["interrupt.expired"]
+    assert [sent["type"] for sent, _, _ in channel.got] == ["interrupt.expired"]
+
+
+def test_n4_a_webhook_entry_a_worker_mangled_fails_its_delivery_not_the_stream(aws: dict[str, str]) -> None:
+    from holdpoint.outbound.webhooks import WebhookChannel
+
+    event = {"event_id": "evt_1", "type": "interrupt.raised", "tenant": "t1"}
+    for entry in ({"url": 12}, {"url": "https://h.example.com/", "secret": ["x"]},
+                  {"url": "https://169.254.169.254/"}, {"url": "https://h.example.com/", "secret": "plain"}):
+        with pytest.raises(DeliveryFailed):
+            WebhookChannel().deliver(event, entry, {})
