@@ -113,7 +113,7 @@ def test_provision_is_idempotent(moto_server: MotoServer, stack_name: str) -> No
     assert first.env == second.env
     ddb = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
     table = ddb.describe_table(TableName=first.env["TABLE_NAME"])["Table"]
-    assert [g["IndexName"] for g in table["GlobalSecondaryIndexes"]] == ["Inbox", "History"]
+    assert [g["IndexName"] for g in table["GlobalSecondaryIndexes"]] == ["Inbox", "Sessions", "History"]
     ttl = ddb.describe_time_to_live(TableName=first.env["TABLE_NAME"])["TimeToLiveDescription"]
     assert ttl["AttributeName"] == "ttl"
     sqs = boto3.client("sqs", endpoint_url=moto_server.endpoint, region_name="us-east-1")
