@@ -15,13 +15,16 @@ import pytest
 from pydantic import ValidationError
 
 from holdpoint import assembly
-from holdpoint.core import expiry
+from holdpoint.aws.outbox import events as outbox_events
+from holdpoint.core import expiry, notify
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.protocol import AgentConfig
 from holdpoint.services import sessions
 from tests.harness import Harness, seed_worker
 from tests.unit.test_api import call_api, start_session, table_items
+from tests.unit.test_notify import HOOK, Recording, notifier, on_bus, stream_batch
+from tests.unit.test_notify import bus as bus  # the EventBridge bus fixture
 
 pytestmark = pytest.mark.usefixtures("aws")
 
@@ -132,7 +135,7 @@ def test_a5_reminders_and_escalation_fire_exactly_once_each_on_durable_timers() 
     assert [(e["data"]["reminder"], e["data"]["of"], e["data"]["after_secs"]) for e in reminded] == [
         (1, 2, 10), (2, 2, 20)]
     [escalated] = h.events("interrupt.escalated")
-    assert escalated["data"] == {"interrupt_id": iid, "escalate_to": BOSS, "after_secs": 30}
+    assert escalated["data"] == {"interrupt_id": iid, "reason": "confirm", "escalate_to": BOSS, "after_secs": 30}
     assert h.view()["interrupts"][0]["escalated"] is True
     assert h.runner.counters.counts["interrupts_reminded"] == 2
     assert h.runner.counters.counts["interrupts_escalated"] == 1
@@ -202,3 +205,31 @@ def test_a5_agent_config_refuses_bad_defaults_naming_the_field() -> None:
         with pytest.raises(ValidationError) as err:
             AgentConfig.model_validate(config)
         assert first_error(err.value)[0] == param, config
+
+
+# --- published as notifications ------------------------------------------------------------------
+
+
+def test_a5_reminders_and_escalations_are_published_with_links_once_each(bus: str) -> None:
+    entry = {**HOOK, "events": ["interrupt.reminded", "interrupt.escalated"]}
+    h = Harness(asking(remind_after=[10], escalate_after=20, approval={"escalate_to": BOSS}),
+                agent={"notify": [entry]})
+    h.say("Email Bob")
+    for timer in timer_messages(h):
+        fire(h, timer)
+    channel = Recording()
+    n = notifier(h, channel)
+    bodies = []
+    for etype in ("interrupt.reminded", "interrupt.escalated"):
+        [item] = list(outbox_events(stream_batch(h, etype), h.store))
+        bodies.append(n.on_event(item.tenant, item.session_id, item.event))
+        n.on_event(item.tenant, item.session_id, item.event)  # the stream delivers again: nothing more
+    reminded, escalated = bodies
+    assert reminded is not None and escalated is not None
+    assert (reminded["type"], reminded["reason"], reminded["reminder"], reminded["of"]) == (
+        "interrupt.reminded", "confirm", 1, 1)
+    assert (escalated["type"], escalated["escalate_to"]) == ("interrupt.escalated", BOSS)
+    assert set(reminded["links"]) == set(escalated["links"]) == set(notify.OPTIONS)
+    assert [sent["type"] for sent, _, _ in channel.got] == ["interrupt.reminded", "interrupt.escalated"]
+    published = {(e["detail"]["event_id"], e["detail-type"]) for e in on_bus(bus)}  # the bus may see one twice
+    assert sorted(kind for _, kind in published) == ["interrupt.escalated", "interrupt.reminded"]

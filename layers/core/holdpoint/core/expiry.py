@@ -106,15 +106,15 @@ def apply_timer(state: SessionState, interrupt_id: str, generation: int, timer: 
             return None
         interrupt.reminded = [*interrupt.reminded, index]
         state.touch(interrupt)
-        state.emit("interrupt.reminded", interrupt_id=interrupt_id, reminder=index + 1, of=len(delays),
-                   after_secs=delays[index])
+        state.emit("interrupt.reminded", interrupt_id=interrupt_id, reason=interrupt.reason, reminder=index + 1,
+                   of=len(delays), after_secs=delays[index])
         return "reminded"
     if timer != "escalate" or interrupt.escalated:
         return None
     interrupt.escalated = True
     state.touch(interrupt)
-    state.emit("interrupt.escalated", interrupt_id=interrupt_id, escalate_to=interrupt.escalate_to,
-               after_secs=interrupt.escalate_after)
+    state.emit("interrupt.escalated", interrupt_id=interrupt_id, reason=interrupt.reason,
+               escalate_to=interrupt.escalate_to, after_secs=interrupt.escalate_after)
     return "escalated"
 
 
