@@ -5,6 +5,7 @@ ParkBranch and the Timer state machine, and the signed HTTP seed worker."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -115,3 +116,23 @@ def test_a6_inbox_query_and_audit_trail_over_http(api: Api, stack: Any, worker: 
     for query, param in (("status=closed", "status"), ("older_than=-1", "older_than"),
                          ("approver=you", "approver"), ("expiring_within=x", "expiring_within")):
         refusal(api.req("GET", f"/v1/interrupts?{query}"), 400, code="validation_error", param=param)
+
+
+def test_a5_a_reminder_and_an_escalation_reach_a_signed_webhook_once(api: Api, stack: Any, worker: Any) -> None:
+    from tests.e2e.test_notify_e2e import Receiver
+
+    hook = Receiver(os.environ["HOLDPOINT_E2E_WORKER_SECRET"])
+    try:
+        declare_agent(api, worker[0], interrupt_remind_after=[1], interrupt_escalate_after=2,
+                      approval={"escalate_to": BOSS},
+                      notify=[{"url": hook.url, "secret": "env:HOLDPOINT_E2E_WORKER_SECRET",
+                               "events": ["interrupt.reminded", "interrupt.escalated"]}])
+        sid = api.start()
+        iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
+        wait_for(lambda: hook.of("interrupt.reminded") and hook.of("interrupt.escalated"), "both webhooks", 60)
+        [reminded], [escalated] = hook.of("interrupt.reminded"), hook.of("interrupt.escalated")
+        assert reminded["signed"] and escalated["signed"]
+        assert (reminded["body"]["interrupt_id"], reminded["body"]["reminder"]) == (iid, 1)
+        assert escalated["body"]["escalate_to"] == BOSS and set(escalated["body"]["links"]) == {"approve", "deny"}
+    finally:
+        hook.server.shutdown()
