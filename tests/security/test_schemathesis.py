@@ -28,8 +28,9 @@ EXCLUDED: list[dict[str, Any]] = [
     {"include-path": "/v1/agents/{agent_id}", "include-method": "PUT",
      "checks": {"positive_data_acceptance": {"enabled": False}}},
     # An interrupt's `approval` (A2) may only narrow the agent's policy, and its `quorum` may not
-    # exceed the `subjects` it names: relations between fields, and with the policy in force, that
-    # no schema can state, refused (400 naming the field) though each field is schema-valid.
+    # exceed the `subjects` it names; its reminders and escalation (A5) must come before its expiry:
+    # relations between fields, and with the policy in force, that no schema can state, refused
+    # (400 naming the field) though each field is schema-valid.
     {"include-path": "/v1/sessions/{session_id}/interrupts", "include-method": "POST",
      "checks": {"positive_data_acceptance": {"enabled": False}}},
     # `cursor` is an opaque token handed out by a previous page; a made-up one is refused (400),

@@ -16,6 +16,7 @@ from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
 ResolveOutcome = Literal["resolved", "recorded", "noop", "forbidden", "not_found", "changed", "raced"]
+InboxStatus = Literal["open", "resolved", "expired", "all"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,28 @@ class SessionFilters:
     status: str | None = None
     top_level: bool | None = None
     owner: str | None = None  # a client token sees only its subject's sessions
+
+
+@dataclass(frozen=True)
+class InboxQuery:
+    """A6: which interrupts an inbox page lists. Times are ISO 8601 as interrupts record them."""
+
+    status: InboxStatus = "open"
+    agent_id: str | None = None
+    reason: str | None = None
+    created_before: str | None = None  # `older_than`: raised before this time
+    expiring_by: str | None = None  # `expiring_within`: `expires_at` at or before this time
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """One interrupt of an inbox page: where it lives, and its whole record (`body` keeps the
+    fields other rules add to the record)."""
+
+    session_id: str
+    agent_id: str | None
+    interrupt: Interrupt
+    body: dict[str, Any]
 
 
 class Conflict(Exception):
@@ -70,15 +93,15 @@ class SessionStore(Protocol):
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
                           owner: str | None = None, generation: int | None = None,
-                          approval: dict[str, Any] | None = None,
-                          seen: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+                          approval: dict[str, Any] | None = None, seen: int | None = None,
+                          ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
 
     def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
                         seen: int, allowed_origins: list[str], owner: str | None = None,
                         generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
 
-    def inbox(self, tenant: str, limit: int,
-              cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
+    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None, query: InboxQuery | None = None,
+              keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], dict[str, Any] | None]: ...
 
     def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
                  filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...

@@ -6,7 +6,7 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: version counter, head, seq, worker state |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, inbox GSI keys while open) |
+| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, Inbox keys while open, History keys, `ttl`) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
@@ -38,7 +38,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable
+from dataclasses import MISSING, asdict, dataclass, fields
 from functools import reduce
 from typing import Any
 
@@ -48,7 +49,7 @@ from botocore.exceptions import ClientError
 from holdpoint.core import interrupts as rules
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
-from holdpoint.ports import Conflict, ResolveOutcome, SessionFilters, TooManyChanges
+from holdpoint.ports import Conflict, InboxQuery, InboxRow, ResolveOutcome, SessionFilters, TooManyChanges
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
@@ -61,6 +62,11 @@ MAX_DELTA_KEYS = 100  # more changed keys than this and reading the whole tail i
 CACHE_ENV = "HOLDPOINT_STATE_CACHE"  # sessions a container keeps warm; 0 turns the cache off
 
 
+INTERRUPT_DEFAULTS = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}
+INTERRUPT_DEFAULTS["reminded"] = []  # the one list field (a default_factory)
+"""An interrupt item's body leaves out the fields at these values; loading fills them in again."""
+
+
 def agent_digest(agent: Any) -> str:
     return hashlib.sha256(json.dumps(agent, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
@@ -70,6 +76,7 @@ def session_pk(tenant: str, session_id: str) -> str:
 
 
 def inbox_pk(tenant: str) -> str:
+    """The Inbox index's partition: a tenant's open interrupts (sparse, all attributes projected)."""
     return f"T#{tenant}#OPEN"
 
 
@@ -99,6 +106,14 @@ def listing_attrs(state: SessionState) -> dict[str, Any]:
     if h.ancestry:
         out["sub"] = {"BOOL": True}
     return out
+def history_pk(tenant: str) -> str:
+    """The History index's partition: every interrupt of the tenant, whatever its status (A6). It
+    projects only what the inbox filters on, so it is written when an interrupt is raised and
+    when its status changes, not by every rewrite of the item."""
+    return f"T#{tenant}#ALL"
+
+
+MAX_INBOX_PAGES = 10  # a filtered inbox page reads at most this many index pages, then hands a cursor
 
 
 def _s(value: str) -> dict[str, str]:
@@ -351,11 +366,14 @@ class Store:
         return texts if tail_digest(texts.values()) == int(header_sum, 16) else None
 
     def _get_many(self, pk: str, sks: list[str]) -> list[dict[str, Any]]:
-        """BatchGetItem, strongly consistent, 100 keys a request, until nothing is left unprocessed."""
+        """The partition's items with these sort keys, strongly consistent."""
+        return self._batch_get([{"PK": _s(pk), "SK": _s(sk)} for sk in sks], consistent=True)
+
+    def _batch_get(self, keys: list[dict[str, Any]], *, consistent: bool) -> list[dict[str, Any]]:
+        """BatchGetItem, 100 keys a request, until nothing is left unprocessed."""
         out: list[dict[str, Any]] = []
-        for start in range(0, len(sks), 100):
-            request: dict[str, Any] = {self.table: {
-                "Keys": [{"PK": _s(pk), "SK": _s(sk)} for sk in sks[start:start + 100]], "ConsistentRead": True}}
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {self.table: {"Keys": keys[start:start + 100], "ConsistentRead": consistent}}
             while request:
                 page = self.client.batch_get_item(RequestItems=request)
                 out.extend(page.get("Responses", {}).get(self.table, []))
@@ -417,16 +435,21 @@ class Store:
         for attr in ("resolution", "responder"):
             if attr in item:
                 body[attr] = json.loads(item[attr]["S"])
+        if "ttl" in item:
+            body["ttl"] = int(item["ttl"]["N"])
         if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
             body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
         interrupt: Interrupt = _load(Interrupt, body)
         interrupt.rev = int(item.get("rev", {"N": "0"})["N"])
         return interrupt
 
-    def _record_item(self, pk: str, record: Record, tenant: str, session_id: str) -> dict[str, Any]:
+    def _record_item(self, pk: str, record: Record, tenant: str, session_id: str,
+                     agent_id: str | None = None) -> dict[str, Any]:
         body = asdict(record)
         body.pop("rev", None)
         body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
+        if isinstance(record, Interrupt):  # rewritten often and read whole: unset fields stay out
+            body = {k: v for k, v in body.items() if v != INTERRUPT_DEFAULTS.get(k, ...)}
         key = record.interrupt_id if isinstance(record, Interrupt) else record.id
         item: dict[str, Any] = {
             "PK": _s(pk),
@@ -450,10 +473,24 @@ class Store:
                 item["resolved_at"] = _s(record.resolved_at)
             if record.approvals:
                 item["approvals"] = {"L": [_s(json.dumps(a)) for a in record.approvals]}
-            if record.status == "open":
-                item["GSI1PK"] = _s(inbox_pk(tenant))
-                item["GSI1SK"] = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
+            item.update(self._index_attrs(record, tenant, session_id, agent_id))
         return item
+
+    @staticmethod
+    def _index_attrs(record: Interrupt, tenant: str, session_id: str, agent_id: str | None) -> dict[str, Any]:
+        """A6: the Inbox index while open, the History index always (both newest first), the
+        attributes the inbox filters on, and the TTL of a closed interrupt the agent keeps a while."""
+        order = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
+        out: dict[str, Any] = {"GSI3PK": _s(history_pk(tenant)), "GSI3SK": order, "reason": _s(record.reason)}
+        if record.status == "open":
+            out.update({"GSI1PK": _s(inbox_pk(tenant)), "GSI1SK": order})
+        if agent_id:
+            out["agent_id"] = _s(agent_id)
+        if record.expires_at:
+            out["expires_at"] = _s(record.expires_at)
+        if record.ttl is not None and record.status != "open":
+            out["ttl"] = _n(record.ttl)
+        return out
 
     def commit(self, state: SessionState) -> int:
         """Write what the step changed in one transaction, conditioned on the header version.
@@ -494,7 +531,7 @@ class Store:
             ops.append({"Put": {"TableName": self.table, "Item": item,
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
         for dirty_key, record in state.dirty.items():
-            item = self._record_item(pk, record, h.tenant, h.session_id)
+            item = self._record_item(pk, record, h.tenant, h.session_id, h.agent_id)
             if is_tail(item["SK"]["S"]):
                 tail[item["SK"]["S"]] = canonical(item)
             if dirty_key in state.new_keys and record.rev == 0:
@@ -631,9 +668,10 @@ class Store:
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
                           owner: str | None = None, generation: int | None = None,
-                          approval: dict[str, Any] | None = None,
-                          seen: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
-        """R7: flip `open -> resolved` exactly once. Returns (outcome, the interrupt as it now is)
+                          approval: dict[str, Any] | None = None, seen: int | None = None,
+                          ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """R7: flip `open -> resolved` exactly once, out of the open inbox (A6: with `ttl`, kept
+        until then). Returns (outcome, the interrupt as it now is)
         with outcome `resolved`, `noop` (stale, unknown or duplicate: no interrupt when unknown),
         `forbidden` (its origin outranks the caller), `not_found` (another owner's session),
         `changed` (A1: open again under another `generation` than the one the caller checked) or
@@ -646,6 +684,9 @@ class Store:
             ":at": _s(at),
         }
         update = "SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, resolved_at = :at"
+        if ttl is not None:  # A6: kept listable until then
+            update += ", #ttl = :ttl"
+            values[":ttl"] = _n(ttl)
         return self._answer(tenant, session_id, interrupt_id, update + " REMOVE GSI1PK, GSI1SK", values,
                             allowed_origins=allowed_origins, owner=owner, generation=generation,
                             approval=approval, seen=seen, done="resolved")
@@ -669,7 +710,7 @@ class Store:
         """The one conditional UpdateItem of a resume: `update` if the interrupt is still open (and
         all the conditions the caller checked still hold); on a failed condition, why, from the item
         as it was."""
-        names = {"#s": "status"}
+        names = {"#s": "status", **({"#ttl": "ttl"} if "#ttl" in update else {})}  # TTL is a reserved word
         values = {**values, ":open": _s("open"), ":one": _n(1)}
         origin_keys = []
         for i, origin in enumerate(allowed_origins):
@@ -726,26 +767,92 @@ class Store:
             return "forbidden", found
         return "noop", found
 
-    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], Any]:
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": "Inbox",
-            "KeyConditionExpression": "GSI1PK = :pk",
-            "ExpressionAttributeValues": {":pk": _s(inbox_pk(tenant))},
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if cursor:
-            kwargs["ExclusiveStartKey"] = cursor
-        page = self.client.query(**kwargs)
-        out = []
-        names = {f.name for f in fields(Interrupt)}
-        for item in page.get("Items", []):
-            body = self.body(item)
-            session_id = item["PK"]["S"].split("#S#", 1)[1]
-            view = Interrupt(**{k: v for k, v in body.items() if k in names}).view()
-            out.append({"session_id": session_id, **view, "owner": body.get("owner")})
-        return out, page.get("LastEvaluatedKey")
+    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None, query: InboxQuery | None = None,
+              keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], dict[str, Any] | None]:
+        """A6: a page of the tenant's interrupts, newest first: open ones from the Inbox index,
+        the others from History (then their items, in one BatchGetItem); `older_than` is a key
+        condition, the other filters a FilterExpression, `keep` the caller's own test. A filtered
+        page reads up to MAX_INBOX_PAGES index pages; the cursor then resumes after the last item
+        listed."""
+        query = query or InboxQuery()
+        kwargs = self._inbox_query(tenant, query)
+        kwargs["Limit"] = limit
+        history = query.status != "open"
+
+        def rows_of(items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboxRow | None]]:
+            if history:  # the History index holds keys and filter attributes: read the items
+                items = self._whole(items)
+            out = []
+            for item in items:
+                row = self._inbox_row(item)
+                kept = not status_changed(query, row) and (keep is None or keep(row))
+                out.append((item, row if kept else None))
+            return out
+
+        keys = ("PK", "SK", "GSI3PK", "GSI3SK") if history else ("PK", "SK", "GSI1PK", "GSI1SK")
+        return self._pages(kwargs, cursor, limit, MAX_INBOX_PAGES, keys, rows_of)
+
+    def _pages(self, kwargs: dict[str, Any], cursor: dict[str, Any] | None, limit: int, reads: int,
+               keys: tuple[str, ...], rows_of: Callable[[list[dict[str, Any]]], list[tuple[dict[str, Any], Any]]],
+               ) -> tuple[list[Any], dict[str, Any] | None]:
+        """A filtered, paged index Query: pages from `cursor` until `limit` rows are kept (`rows_of`
+        gives each item its row, or None to skip it) or `reads` pages are read. The cursor is the
+        `keys` of the last row returned, so the next page starts right after it; None when nothing
+        is left."""
+        rows: list[Any] = []
+        start = cursor
+        for _ in range(reads):
+            if start:
+                kwargs["ExclusiveStartKey"] = start
+            page = self.client.query(**kwargs)
+            start = page.get("LastEvaluatedKey")
+            pairs = rows_of(page.get("Items", []))
+            for i, (item, row) in enumerate(pairs):
+                if row is None:
+                    continue
+                rows.append(row)
+                if len(rows) == limit:
+                    more = start is not None or i < len(pairs) - 1
+                    return rows, ({k: item[k] for k in keys} if more else None)
+            if start is None:
+                break
+        return rows, start
+
+    def _inbox_query(self, tenant: str, query: InboxQuery) -> dict[str, Any]:
+        """Open interrupts from the Inbox index; closed or all from History, filtered on `status`."""
+        index, pk_name, sk_name, pk = ("Inbox", "GSI1PK", "GSI1SK", inbox_pk(tenant))
+        if query.status != "open":
+            index, pk_name, sk_name, pk = ("History", "GSI3PK", "GSI3SK", history_pk(tenant))
+        condition, values = f"{pk_name} = :pk", {":pk": _s(pk)}
+        if query.created_before:
+            condition += f" AND {sk_name} < :before"
+            values[":before"] = _s(query.created_before)
+        filters, names = [], {}
+        status = query.status if query.status in ("resolved", "expired") else None
+        for attr, value, op in (("agent_id", query.agent_id, "="), ("reason", query.reason, "="),
+                                ("expires_at", query.expiring_by, "<="), ("status", status, "=")):
+            if value is not None:
+                filters.append(f"#{attr} {op} :{attr}")
+                names[f"#{attr}"] = attr
+                values[f":{attr}"] = _s(value)
+        kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": index, "KeyConditionExpression": condition,
+                                  "ExpressionAttributeValues": values, "ScanIndexForward": False}
+        if filters:
+            kwargs["FilterExpression"] = " AND ".join(filters)
+            kwargs["ExpressionAttributeNames"] = names
+        return kwargs
+
+    def _whole(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items behind index entries, in the entries' order (one gone since, TTL, is left out)."""
+        keys = [{"PK": e["PK"], "SK": e["SK"]} for e in entries]
+        found = {(i["PK"]["S"], i["SK"]["S"]): i for i in self._batch_get(keys, consistent=False)}
+        return [found[k] for k in ((e["PK"]["S"], e["SK"]["S"]) for e in entries) if k in found]
+
+    def _inbox_row(self, item: dict[str, Any]) -> InboxRow:
+        body = self.body(item)
+        interrupt = self._interrupt(item, dict(body))
+        return InboxRow(session_id=item["PK"]["S"].split("#S#", 1)[1], agent_id=item.get("agent_id", {}).get("S"),
+                        interrupt=interrupt, body=body)
 
     def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
                  filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -772,21 +879,8 @@ class Store:
             kwargs["FilterExpression"] = " AND ".join(conditions)
         if names:
             kwargs["ExpressionAttributeNames"] = names
-        rows: list[dict[str, Any]] = []
-        start = cursor
-        for _ in range(LIST_READS):
-            if start:
-                kwargs["ExclusiveStartKey"] = start
-            page = self.client.query(**kwargs)
-            items, start = page.get("Items", []), page.get("LastEvaluatedKey")
-            for i, item in enumerate(items):
-                rows.append(item)
-                if len(rows) == limit:
-                    more = start is not None or i < len(items) - 1
-                    return [session_row(r) for r in rows], ({k: item[k] for k in LIST_KEYS} if more else None)
-            if start is None:
-                break
-        return [session_row(r) for r in rows], start
+        return self._pages(kwargs, cursor, limit, LIST_READS, LIST_KEYS,
+                           lambda items: [(item, session_row(item)) for item in items])
 
     # --- agents and keys ---------------------------------------------------------------
 
@@ -835,6 +929,12 @@ def session_row(item: dict[str, Any]) -> dict[str, Any]:
     return {"session_id": item["PK"]["S"].split("#S#", 1)[1], "agent_id": item.get("ag", {}).get("S"),
             "status": item.get("st", {}).get("S"), "created_at": item["GSI2SK"]["S"].split("#", 1)[0],
             "owner": item.get("ow", {}).get("S"), "top_level": "sub" not in item}
+
+
+def status_changed(query: InboxQuery, row: InboxRow) -> bool:
+    """An item read after its index entry whose status is no longer the one asked for (raised
+    again since): left out rather than listed under the wrong status."""
+    return query.status not in ("open", "all") and row.interrupt.status != query.status
 
 
 def event_from(body: dict[str, Any]) -> Event:

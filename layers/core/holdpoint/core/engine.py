@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from holdpoint.core import approvals, budget, calls, retry, subagents, wire
+from holdpoint.core import approvals, budget, calls, expiry, retry, subagents, wire
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
 from holdpoint.core.errors import Refusal
@@ -28,7 +28,7 @@ from holdpoint.core.protocol import (
     WireMessage,
     first_error,
 )
-from holdpoint.core.state import Call, Decision, DecisionVia, Effect, SessionState, derive, iso, iso_ms
+from holdpoint.core.state import Call, Decision, DecisionVia, Effect, SessionState, derive, iso
 from holdpoint.core.turns import finish_turn, start_next_queued
 
 
@@ -301,9 +301,11 @@ def _interrupt(ctx: ActionContext, action: Any) -> None:
                               origin="worker", anchor=interrupt_anchor(state, decision),
                               expires_in=action.expires_in, call_id=bound, turn_id=decision.turn_id,
                               raised_by=f"{decision.id}:{ctx.index}", response_schema=action.declared_schema(),
-                              approval=approvals.declared(action.approval))
+                              approval=approvals.declared(action.approval), declared=expiry.Declared.of(action))
     except approvals.PolicyError as exc:  # A2: an interrupt may narrow the policy in force, never widen it
         raise ProtocolError(exc.at(f"actions[{ctx.index}].approval"), str(exc)) from None
+    except expiry.LateTimer as exc:  # A5: refused where declared, like R1's missing reason
+        raise ProtocolError(f"actions[{ctx.index}].{exc.field}", str(exc)) from None
 
 
 def _done(ctx: ActionContext, action: Any) -> None:
@@ -438,10 +440,7 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str) -> str | No
     if interrupt.status == "open":
         if outcome != "expired":
             return None
-        interrupt.status = "expired"
-        interrupt.resolution = {"status": "cancelled", "reason": "expired"}
-        interrupt.responder = {"origin": "system", "subject": "expiry"}
-        interrupt.resolved_at = iso_ms(state.now)
+        expiry.expire(state, interrupt)  # A5: the declared outcome, `cancel` by default
         happened = "expired"
     was_parking_active = interrupt.anchor is None or interrupt.anchor in state.tree.path_ids(state.tree.head_id)
     if interrupt.origin == "system" and interrupt.reason == budget.REASON:

@@ -7,6 +7,7 @@ from typing import Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import Declared, LateTimer
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import Effect, SessionState, derive, mint
 from holdpoint.core.tree import ViewConflict
@@ -128,23 +129,18 @@ def _suspend_active_turn(state: SessionState) -> None:
 
 def raise_from_api(state: SessionState, *, reason: str, payload: Any, origin: str, global_: bool,
                    interrupt_id: str | None, expires_in: int | None, request_id: str,
-                   response_schema: Any = None, approval: dict[str, Any] | None = None) -> str:
-    """R5: an operator or client pause at the current head (or global when asked)."""
+                   response_schema: Any = None, approval: dict[str, Any] | None = None,
+                   declared: Declared | None = None) -> str:
+    """R5: an operator or client pause at the current head (or global when asked); A5: a
+    reminder or escalation that would come after the expiry is 400 naming its field."""
     anchor = None if global_ or not state.tree.nodes else state.tree.head_id
-    interrupt = rules.raise_interrupt(
-        state,
-        interrupt_id=interrupt_id,
-        reason=reason,
-        payload=payload,
-        origin=origin,
-        anchor=anchor,
-        expires_in=expires_in,
-        call_id=None,
-        turn_id=state.header.active_turn,
-        raised_by=f"api:{request_id}",
-        response_schema=response_schema,
-        approval=approval,
-    )
+    try:
+        interrupt = rules.raise_interrupt(
+            state, interrupt_id=interrupt_id, reason=reason, payload=payload, origin=origin, anchor=anchor,
+            expires_in=expires_in, call_id=None, turn_id=state.header.active_turn, raised_by=f"api:{request_id}",
+            response_schema=response_schema, approval=approval, declared=declared)
+    except LateTimer as exc:
+        raise Refusal("validation_error", str(exc), exc.field) from None
     if interrupt is None:
         return interrupt_id or ""
     state.effects.append(Effect(kind="kick"))

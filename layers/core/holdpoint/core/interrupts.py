@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from holdpoint.core import approvals
+from holdpoint.core.expiry import Declared, apply_declared
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, iso_ms
 
 ORIGIN_RANK = {"worker": 0, "client": 0, "machine": 1, "operator": 2, "system": 3}
@@ -101,9 +102,12 @@ def raise_interrupt(
     raised_by: str,
     response_schema: Any = None,
     approval: dict[str, Any] | None = None,
+    declared: Declared | None = None,
 ) -> Interrupt | None:
     """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1). Its
-    approver policy (A2) is `approval` narrowing the policy in force (`PolicyError` if it widens)."""
+    approver policy (A2) is `approval` narrowing the policy in force (`PolicyError` if it widens).
+    A5's expiry outcome, reminders and escalation come from `declared`, else the agent's defaults;
+    one that could only fire after the expiry raises `expiry.LateTimer` before anything changes."""
     h = state.header
     iid = interrupt_id or derive("int", h.tenant, h.session_id, raised_by)
     existing = state.interrupts.get(iid)
@@ -137,6 +141,7 @@ def raise_interrupt(
         requester=requester_of(state, turn_id),
         escalate_to=escalate_to,
     )
+    apply_declared(state, interrupt, declared or Declared())
     if existing is None:
         state.put(interrupt)
     else:

@@ -30,6 +30,7 @@ from holdpoint.core.ids import error_param as error_param
 from holdpoint.core.ids import first_error as first_error
 from holdpoint.core.notify import NotifyEvent, channel_of
 from holdpoint.core.outcomes import LlmOutcome, llm_reply
+from holdpoint.core.state import OnExpiry
 
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 """Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
@@ -48,8 +49,24 @@ ExpiresIn = Annotated[int, Field(strict=True, ge=1, le=31_536_000), BeforeValida
 """Seconds until an interrupt expires (at most a year)."""
 
 Origin = Literal["worker", "client", "machine", "operator", "system"]
+RemindAfter = Annotated[list[ExpiresIn], Field(min_length=1, max_length=10)]
+"""A5: reminder delays in seconds (each 1 to a year), counted from when the branch is parked."""
+RetentionDays = Annotated[int, Field(strict=True, ge=1, le=3_650), BeforeValidator(_integral)]
+"""A6: days a closed interrupt stays listable before DynamoDB's TTL deletes it."""
 Comment = Annotated[str, StringConstraints(max_length=approvals.MAX_COMMENT)]
 """A6: a note recorded with a resume's answer."""
+
+
+def _timers_before_expiry(remind: list[int] | None, escalate: int | None, expires: int | None,
+                          prefix: str = "") -> None:
+    """A5: a reminder or escalation at or after the expiry could never fire: refused where declared."""
+    if expires is None:
+        return
+    for i, delay in enumerate(remind or []):
+        if delay >= expires:
+            raise ValueError(f"{prefix}remind_after[{i}] ({delay} s) is not before the expiry ({expires} s)")
+    if escalate is not None and escalate >= expires:
+        raise ValueError(f"{prefix}escalate_after ({escalate} s) is not before the expiry ({expires} s)")
 
 
 def _response_schema(value: Any) -> Any:
@@ -240,12 +257,26 @@ class AgentConfig(Open):
     tools: list[ToolSpec] = Field(default_factory=list, max_length=256)
     worker: WorkerConfig | None = None
     interrupt_expires_in: ExpiresIn | None = None
+    interrupt_on_expiry: OnExpiry | None = None  # A5: the defaults of an interrupt's expiry outcome,
+    interrupt_remind_after: RemindAfter | None = None  # reminders and escalation
+    interrupt_escalate_after: ExpiresIn | None = None
+    retention_days: RetentionDays | None = None  # A6: how long closed interrupts stay listable
     sub_agents: list[SubAgentSpec] | None = Field(default=None, max_length=64)
     budget: Budget | None = None
     retry: dict[str, RetryPolicy] | None = None
     triggers: dict[str, bool] | None = None  # opt-in triggers beyond upstream: {"turn.finished": true}
     notify: list[NotifyEntry] | None = Field(default=None, max_length=16)  # docs/NOTIFICATIONS.md
     approval: ApprovalPolicy | None = None  # A2: the default approver policy of this agent's interrupts
+
+    @field_validator("interrupt_remind_after", "interrupt_escalate_after")
+    @classmethod
+    def _before_expiry(cls, value: Any, info: ValidationInfo) -> Any:
+        expires = info.data.get("interrupt_expires_in")
+        if info.field_name == "interrupt_remind_after":
+            _timers_before_expiry(value, None, expires)
+        else:
+            _timers_before_expiry(None, value, expires)
+        return value
 
 
 # --- the decision request (engine -> worker) ----------------------------------------------
@@ -576,6 +607,9 @@ class InterruptAction(Wire):
     expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
     response_schema: ResponseSchema = None
     approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
+    on_expiry: OnExpiry | None = None  # A5
+    remind_after: RemindAfter | None = None
+    escalate_after: ExpiresIn | None = None  # A5: adds the policy's `escalate_to` when it fires
 
     def declared_schema(self) -> Any:
         return schemas.declared(self.response_schema, self.payload)
@@ -829,6 +863,9 @@ class RaiseInterruptBody(Wire):
     global_: bool = Field(default=False, alias="global", strict=True)
     response_schema: ResponseSchema = None
     approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
+    on_expiry: OnExpiry | None = None  # A5
+    remind_after: RemindAfter | None = None
+    escalate_after: ExpiresIn | None = None  # A5: adds the policy's `escalate_to` when it fires
 
     def declared_schema(self) -> Any:
         return schemas.declared(self.response_schema, self.payload)

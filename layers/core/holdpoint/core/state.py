@@ -20,6 +20,7 @@ CallKind = Literal["llm_call", "tool_call", "sub_agent"]
 CallStatus = Literal["open", "settled", "voided"]
 CallHandler = Literal["engine", "worker", "client"]  # who runs it: the engine, the worker, the client
 InterruptStatus = Literal["open", "resolved", "expired"]
+OnExpiry = Literal["cancel", "deny", "approve"]  # A5: what an expiry answers
 DecisionStatus = Literal["pending", "delivered", "failed"]
 DecisionVia = Literal["worker", "submit"]
 TurnStatus = Literal["queued", "running", "suspended", "done", "failed"]
@@ -139,12 +140,18 @@ class Interrupt:
     # A2: the effective approver policy frozen at raise time ({origins, subjects, groups,
     # forbid_requester, quorum, deny_resolves}), the subject that started the turn, the answers
     # recorded ({subject, origin, status, payload, comment, at}), and the escalation approvers
-    # ({subjects, groups}) admitted once `escalated` is set.
+    # ({subjects, groups}) admitted once `escalated` is set (by the A5 escalation timer).
     policy: dict[str, Any] | None = None
     requester: str | None = None
     approvals: list[dict[str, Any]] = field(default_factory=list)
     escalate_to: dict[str, Any] | None = None
     escalated: bool = False
+    on_expiry: OnExpiry | None = None  # A5: None is `cancel`
+    remind_after: list[int] | None = None  # A5: reminder delays (s), counted from parking
+    escalate_after: int | None = None  # A5: escalation delay (s)
+    reminded: list[int] = field(default_factory=list)  # A5: indexes of the reminders that fired
+    retention_days: int | None = None  # A6: the agent's retention for the closed interrupt
+    ttl: int | None = None  # A6: epoch seconds DynamoDB's TTL deletes the closed interrupt at
     rev: int = 0
 
     def view(self) -> dict[str, Any]:
@@ -174,6 +181,9 @@ class Interrupt:
         if self.escalate_to is not None:
             out["escalate_to"] = self.escalate_to
             out["escalated"] = self.escalated
+        for key in ("on_expiry", "remind_after", "escalate_after"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from holdpoint.core import approvals, schemas
 from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import kept_until
 from holdpoint.core.interrupts import may_resume, resumable_origins
 from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.ports import Clock, Parking, ResolveOutcome, SessionStore
@@ -44,12 +45,14 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     _check(caller, found, payload)
     _check_fingerprint(found, expect_fingerprint)
     _check_size(found, payload)
-    mine = approvals.answer(caller.subject, caller.origin, payload, comment, iso_ms(clock()))
+    now_secs = clock()
+    mine = approvals.answer(caller.subject, caller.origin, payload, comment, iso_ms(now_secs))
+    ttl = kept_until(found.retention_days, now_secs)  # A6: how long the closed interrupt stays listable
     for _ in range(ROUNDS):
         own = _own_answer(found, caller.subject)
         if own is not None:  # A2: a second answer by the same subject is a no-op
             return _noop_open(found, own, payload)
-        outcome, now = _write(store, caller, session_id, found, mine)
+        outcome, now = _write(store, caller, session_id, found, mine, ttl)
         if outcome in ("resolved", "recorded"):
             return _written(parking, outcome, now or found, interrupt_id)
         if outcome == "not_found":
@@ -66,8 +69,9 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
 
 
 def _write(store: SessionStore, caller: Caller, session_id: str, found: Interrupt,
-           mine: dict[str, Any]) -> tuple[ResolveOutcome, Interrupt | None]:
-    """One conditional UpdateItem: record an answer that decides nothing yet, or resolve with it."""
+           mine: dict[str, Any], ttl: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
+    """One conditional UpdateItem: record an answer that decides nothing yet, or resolve with it
+    (kept until `ttl`, A6)."""
     answers = [*found.approvals, mine]
     decided = approvals.verdict(found.policy, answers)
     common: dict[str, Any] = {"allowed_origins": resumable_origins(caller.origin), "owner": caller.owner(),
@@ -77,7 +81,7 @@ def _write(store: SessionStore, caller: Caller, session_id: str, found: Interrup
     return store.resolve_interrupt(
         caller.tenant, session_id, found.interrupt_id, at=mine["at"],
         resolution=approvals.resolution(found.policy, decided, mine, answers),
-        responder={"subject": caller.subject, "origin": caller.origin}, **common)
+        responder={"subject": caller.subject, "origin": caller.origin}, ttl=ttl, **common)
 
 
 def _written(parking: Parking, outcome: ResolveOutcome, interrupt: Interrupt, interrupt_id: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Session operations behind the HTTP API: submit inputs, read views, raise interrupts, the inbox."""
+"""Session operations behind the HTTP API: submit inputs, read views, raise interrupts."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from holdpoint.core import interrupts as rules
 from holdpoint.core.approvals import PolicyError
 from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionState, mint
@@ -114,15 +115,16 @@ def events(store: SessionStore, caller: Caller, session_id: str, after_seq: int,
 def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
                     request_id: str, response_schema: Any = None, approval: dict[str, Any] | None = None,
-                    clock: Clock = time.time) -> dict[str, Any]:
+                    declared: Declared | None = None, clock: Clock = time.time) -> dict[str, Any]:
     """R5: an interrupt raised through the API, at the head (or global), with the caller's origin;
     A1: `response_schema` (already checked by the wire model) bounds what its resume may carry;
-    A2: `approval` narrows the policy in force (400 naming the field where it would widen it)."""
+    A2: `approval` narrows the policy in force (400 naming the field where it would widen it);
+    A5: `declared` is its expiry outcome, reminders and escalation."""
     def raise_it(state: SessionState) -> str:
         try:
             return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
                                   interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
-                                  response_schema=response_schema, approval=approval)
+                                  response_schema=response_schema, approval=approval, declared=declared)
         except PolicyError as exc:
             raise Refusal("validation_error", str(exc), param=exc.at("approval")) from None
 
@@ -162,14 +164,3 @@ def listing(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cur
     if caller.session_id:
         rows = [r for r in rows if r["session_id"] == caller.session_id]
     return {"sessions": rows, "next_cursor": sealed_cursor(sealer, "sessions-cursor", caller, last)}
-
-
-def inbox(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None) -> dict[str, Any]:
-    """The tenant's open interrupts across sessions, newest first, from the sparse GSI."""
-    start = opened_cursor(sealer, "inbox-cursor", caller, cursor)
-    items, last = store.inbox(caller.tenant, limit, start)
-    if caller.session_id:
-        items = [i for i in items if i["session_id"] == caller.session_id]
-    if caller.own_only:
-        items = [i for i in items if i.get("owner") == caller.subject]
-    return {"interrupts": items, "next_cursor": sealed_cursor(sealer, "inbox-cursor", caller, last)}

@@ -3,7 +3,7 @@ calls, and the tenant's inbox of open interrupts."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -13,6 +13,7 @@ from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core import approvals
 from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import Declared
 from holdpoint.core.protocol import (
     ID_REGEX,
     ClientInput,
@@ -24,12 +25,14 @@ from holdpoint.core.protocol import (
 from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import count, logger
-from holdpoint.ports import SessionFilters, TooManyChanges
+from holdpoint.ports import InboxStatus, SessionFilters, TooManyChanges
 from holdpoint.services import sessions
+from holdpoint.services.inbox import InboxFilters, inbox
 from holdpoint.services.resume import resume
 from holdpoint.services.settle import settle
 
 router = APIGatewayHttpRouter()
+MAX_AGE_SECS = 315_360_000  # ten years: an inbox age or expiry window, in seconds
 
 
 def _reply(status: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
@@ -120,7 +123,8 @@ def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseIn
         edge.check_id(session_id, f"session {session_id}"), reason=body.reason,
         payload=edge.check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
         expires_in=body.expires_in, request_id=event.request_context.request_id,
-        response_schema=body.declared_schema(), approval=approvals.declared(body.approval))
+        response_schema=body.declared_schema(), approval=approvals.declared(body.approval),
+        declared=Declared.of(body))
     if not out["noop"]:
         count("InterruptsRaised")
     return out
@@ -135,11 +139,18 @@ def post_settle(session_id: Annotated[str, id_path("session")], body: SettleBody
 
 
 @router.get("/v1/interrupts", security=BEARER, responses=answers(200, 400),
-            summary="The tenant's open interrupts, newest first")
+            summary="The tenant's interrupts, newest first: the inbox and the audit trail")
 def get_inbox(
-    status: Annotated[str, Query(pattern="^open$")] = "open",
+    status: Annotated[str, Query(pattern="^(open|resolved|expired|all)$")] = "open",
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    agent_id: Annotated[str | None, Query(pattern=ID_REGEX)] = None,
+    reason: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    older_than: Annotated[int | None, Query(ge=0, le=MAX_AGE_SECS, description="seconds")] = None,
+    expiring_within: Annotated[int | None, Query(ge=0, le=MAX_AGE_SECS, description="seconds")] = None,
+    approver: Annotated[str | None, Query(pattern="^me$")] = None,
 ) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
-    return sessions.inbox(assembly.get_store(), signing, who, limit, cursor)
+    filters = InboxFilters(status=cast(InboxStatus, status), agent_id=agent_id, reason=reason,
+                           older_than=older_than, expiring_within=expiring_within, approver_me=approver == "me")
+    return inbox(assembly.get_store(), signing, who, limit, cursor, filters)
