@@ -6,6 +6,7 @@ shown as text. Each test saves a screenshot under its pytest temp dir."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,7 @@ def test_inbox_page_approve_moves_the_item_to_history(page: Page, api: Api, stac
     expect(row).to_have_count(1, timeout=WAIT_MS)
     expect(row).to_contain_text("dev-user")
     expect(row).to_contain_text('{"approved":true}')
+    expect(row.locator("td").nth(6)).to_have_text(re.compile(r"^\d+\.\d s$"))  # how fast (A6 decision_secs)
 
 
 def test_inbox_page_deny(page: Page, api: Api, stack: Any, worker: Any) -> None:

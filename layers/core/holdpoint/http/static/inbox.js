@@ -1,12 +1,11 @@
 // The Holdpoint inbox: open interrupts across sessions, answered with the caller's own bearer
-// token (kept in sessionStorage), and the history of decisions from the sessions' event logs.
+// token (kept in sessionStorage), and the history of decisions from the audit query
+// (`GET /v1/interrupts?status=all`: resolved and expired interrupts with who, what and how fast).
 // Everything the API returns is rendered as text (textContent), never as markup.
 "use strict";
 
 const TOKEN_KEY = "holdpoint.token";
-const SEEN_KEY = "holdpoint.sessions";
 const REFRESH_MS = 2000;
-const MAX_HISTORY_SESSIONS = 50;
 let refreshTimer = null;
 let busy = false;
 
@@ -115,7 +114,6 @@ async function loadOpen() {
   const page = await api("GET", `/v1/interrupts?${query(f)}`);
   const now = Date.now();
   const items = (page.interrupts || []).filter((i) => keep(i, f, now));
-  remember(items.map((i) => i.session_id));
   const list = $("items");
   const shown = new Set();
   for (const item of items) {
@@ -125,13 +123,6 @@ async function loadOpen() {
   }
   for (const node of Array.from(list.children)) if (!shown.has(node.dataset.key)) node.remove();
   $("empty").hidden = items.length > 0;
-}
-
-// The sessions whose event logs make the history: the most recently listed ones.
-function remember(sessionIds) {
-  const fresh = Array.from(new Set(sessionIds));
-  const seen = JSON.parse(sessionStorage.getItem(SEEN_KEY) || "[]").filter((id) => !fresh.includes(id));
-  sessionStorage.setItem(SEEN_KEY, JSON.stringify([...fresh, ...seen].slice(0, MAX_HISTORY_SESSIONS)));
 }
 
 function ago(iso) {
@@ -287,18 +278,9 @@ function highlight(form, param) {
 // -- history --------------------------------------------------------------------------------
 
 async function loadHistory() {
-  const seen = JSON.parse(sessionStorage.getItem(SEEN_KEY) || "[]");
-  const rows = [];
-  for (const sid of seen) {
-    let page;
-    try {
-      page = await api("GET", `/v1/sessions/${encodeURIComponent(sid)}/events?limit=500`);
-    } catch (err) {
-      if (err.status === 404) continue;
-      throw err;
-    }
-    rows.push(...decisions(sid, page.events || []));
-  }
+  const f = filters();
+  const page = await api("GET", `/v1/interrupts?${query({ agent_id: f.agent_id, reason: f.reason, status: "all" })}`);
+  const rows = (page.interrupts || []).filter((i) => i.status !== "open").map(decision);
   rows.sort((a, b) => (a.at < b.at ? 1 : -1));
   const body = $("history-rows");
   body.replaceChildren(...rows.map((r) => el("tr", { className: "decision" },
@@ -309,24 +291,17 @@ async function loadHistory() {
   $("history-empty").hidden = rows.length > 0;
 }
 
-function decisions(sessionId, events) {
-  const raised = {};
-  const out = [];
-  for (const e of events) {
-    const data = e.data || e;
-    if (e.type === "session.interrupted") raised[data.interrupt_id] = { at: e.at, reason: data.reason };
-    if (e.type === "session.interrupt_resumed") {
-      const from = raised[data.interrupt_id] || {};
-      const responder = data.responder || {};
-      const secs = from.at ? (Date.parse(e.at) - Date.parse(from.at)) / 1000 : null;
-      out.push({
-        at: e.at, session_id: sessionId, interrupt_id: data.interrupt_id, reason: from.reason || "",
-        by: data.expired ? "(expired)" : (responder.subject || responder.user || ""),
-        answer: data.payload, took: secs === null ? "" : `${secs.toFixed(1)} s`,
-      });
-    }
-  }
-  return out;
+// One closed interrupt of the audit trail as a history row (A6): who, what, when, how fast.
+function decision(item) {
+  const responder = item.responder || {};
+  const approvers = (item.approvals || []).map((a) => a.subject).filter(Boolean);
+  const by = item.status === "expired" ? `(expired: ${responder.subject || "system"})`
+    : approvers.length > 1 ? approvers.join(", ") : (responder.subject || responder.user || "");
+  return {
+    at: item.resolved_at || "", session_id: item.session_id, interrupt_id: item.interrupt_id,
+    reason: item.reason || "", by, answer: item.resolution,
+    took: typeof item.decision_secs === "number" ? `${item.decision_secs.toFixed(1)} s` : "",
+  };
 }
 
 // -- tabs and start -------------------------------------------------------------------------
