@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SAM_STAMP := $(VENV_SAM)/.installed
 LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)
 
-.PHONY: venv test test-unit serve demo lint sam-check clean
+.PHONY: venv test test-unit serve demo smoke deploy lint sam-check clean
 
 venv: $(STAMP)
 
@@ -32,6 +32,13 @@ serve: venv
 demo: venv
 	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.demo
 
+# The seed scenario (park, resume, approve and decline) against any deployment, in one line:
+# `make smoke` against `make serve`; `make smoke URL=https://... KEY=hp_... WORKER_URL=https://...`
+# against a cloud stack (its worker must be reachable from AWS; README, "First run on AWS").
+smoke: venv
+	URL="$(URL)" KEY="$(KEY)" WORKER_URL="$(WORKER_URL)" WORKER_SECRET_REF="$(WORKER_SECRET_REF)" \
+		PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.smoke
+
 # ruff (style, complexity <= 15, no real clock in the core), the architecture contracts
 # (import-linter, [tool.importlinter] in pyproject.toml) and the type checker (strict on the core).
 lint: venv
@@ -49,6 +56,14 @@ $(SAM_STAMP): requirements-sam.txt
 sam-check: $(SAM_STAMP)
 	SAM_CLI_TELEMETRY=0 $(VENV_SAM)/bin/sam validate --lint --region us-east-1
 	SAM_CLI_TELEMETRY=0 $(VENV_SAM)/bin/sam build --region us-east-1
+
+# First run on AWS (README): sam build, sam deploy (guided the first time), the API URL, and the
+# first operator key for $(TENANT). Needs AWS credentials; tear down with `sam delete`.
+STACK ?= holdpoint
+TENANT ?= default
+deploy: venv $(SAM_STAMP)
+	SAM_CLI_TELEMETRY=0 PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.deploy --sam $(CURDIR)/$(VENV_SAM)/bin/sam \
+		--stack-name $(STACK) --tenant $(TENANT) $(if $(REGION),--region $(REGION)) $(if $(NEW_KEY),--new-key)
 
 clean:
 	rm -rf $(VENV) $(VENV_SAM) .aws-sam .pytest_cache .ruff_cache

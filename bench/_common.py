@@ -46,11 +46,18 @@ def mocked_aws() -> Iterator[dict[str, str]]:
             ddb = boto3.client("dynamodb")
             ddb.create_table(
                 TableName="holdpoint", BillingMode="PAY_PER_REQUEST",
-                AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
-                                      for a in ("PK", "SK", "GSI1PK", "GSI1SK")],
+                AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in (
+                    "PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK")],
                 KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-                GlobalSecondaryIndexes=[{"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
-                    {"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "GSI1SK", "KeyType": "RANGE"}]}])
+                GlobalSecondaryIndexes=[
+                    {"IndexName": name, "Projection": projection, "KeySchema": [
+                        {"AttributeName": f"GSI{n}PK", "KeyType": "HASH"},
+                        {"AttributeName": f"GSI{n}SK", "KeyType": "RANGE"}]}
+                    for n, name, projection in (
+                        (1, "Inbox", {"ProjectionType": "ALL"}),
+                        (2, "Sessions", {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["ag", "st", "ow", "sub"]}),
+                        (3, "History", {"ProjectionType": "INCLUDE", "NonKeyAttributes": [
+                            "status", "agent_id", "reason", "expires_at"]}))])
             queue = boto3.client("sqs").create_queue(
                 QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
             definition = {"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}}
@@ -109,6 +116,12 @@ def _key(item: dict[str, Any]) -> tuple[str, str]:
 # --------------------------------------------------------------------------- the meter
 
 GSI_OVERHEAD = 100  # bytes DynamoDB adds to every index entry
+INDEXES: dict[str, tuple[str, ...] | None] = {  # interrupt indexes by partition key: what each projects
+    "GSI1PK": None,  # Inbox: every attribute
+    "GSI3PK": ("GSI3PK", "GSI3SK", "status", "agent_id", "reason", "expires_at"),  # History: INCLUDE
+}
+LISTED = ("GSI2PK", "GSI2SK", "ag", "st", "ow", "sub")
+"""The `Sessions` GSI's keys and projection on a session header: the index is written only when they change."""
 
 
 @dataclass
@@ -126,7 +139,7 @@ class Rec:
     items_read: int = 0
     read_item_bytes: int = 0
     wru: float = 0.0            # on-demand write request units, base table
-    gsi_wru: float = 0.0        # ... on the Inbox GSI
+    gsi_wru: float = 0.0        # ... on the Inbox and Sessions GSIs
     rru: float = 0.0            # on-demand read request units
     max_item: int = 0           # largest item written
     wru_by_kind: dict[str, float] = field(default_factory=dict)  # by SK prefix: H, N, Q, K, T, I, E
@@ -146,7 +159,8 @@ class Meter:
     records: list[Rec] = field(default_factory=list)
     label: str = "-"
     sizes: dict[tuple[str, str], int] = field(default_factory=dict)      # item sizes we have seen written
-    indexed: set[tuple[str, str]] = field(default_factory=set)            # items with Inbox GSI keys
+    indexed: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # item -> {index: projected}
+    listed: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)  # Sessions GSI rows written
     _pending: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def attach(self, client: Any) -> Any:
@@ -196,14 +210,26 @@ class Meter:
             rec.wru += factor * max(1, math.ceil(old / 1024))
         if not rec.ok:
             return
-        had_gsi = key in self.indexed
-        has_gsi = bool(item and not delete and "GSI1PK" in item)
-        if has_gsi:
-            rec.gsi_wru += max(1, math.ceil((new + GSI_OVERHEAD) / 1024))
-            self.indexed.add(key)
-        elif had_gsi:
-            rec.gsi_wru += 1  # the index entry is deleted
-            self.indexed.discard(key)
+        # An index holding the item is written when a write adds, moves or removes its entry, or
+        # changes an attribute it projects: every write for the Inbox (all attributes), only
+        # raising and closing for History (keys and four filter attributes).
+        had = self.indexed.get(key, {})
+        now = had if item is None and not delete else {} if delete or item is None else {
+            index: tuple(json.dumps(item.get(a), sort_keys=True) for a in attrs) if attrs else object()
+            for index, attrs in INDEXES.items() if index in item}
+        for index, projected in now.items():
+            if had.get(index) != projected:
+                entry = new if INDEXES[index] is None else 0
+                rec.gsi_wru += max(1, math.ceil((entry + GSI_OVERHEAD) / 1024))
+        rec.gsi_wru += sum(1 for index in had if index not in now)  # index entries deleted
+        if now:
+            self.indexed[key] = now
+        else:
+            self.indexed.pop(key, None)
+        row = tuple(json.dumps(item.get(a), sort_keys=True) for a in LISTED) if item and "GSI2PK" in item else None
+        if row is not None and not delete and self.listed.get(key) != row:
+            rec.gsi_wru += 1  # a listing row is far below 1 KB
+            self.listed[key] = row
         if delete:
             self.sizes.pop(key, None)
         else:

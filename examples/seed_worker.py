@@ -39,11 +39,16 @@ def signature_ok(secret: str, timestamp: str, body: bytes, signature: str) -> bo
     return hmac.compare_digest(expected, signature)
 
 
+LATER = object()
+"""What `answer` returns to take a decision and answer it later: the worker replies 202 and sends
+its answer to `POST /v1/workers/submit` (PROTOCOL.md §2.9)."""
+
+
 class WorkerHandler(BaseHTTPRequestHandler):
     secret: str | None = None
     seen: list[dict[str, Any]] = []
 
-    def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
+    def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> Any:
         return decide(trigger, proposed)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
@@ -55,7 +60,13 @@ class WorkerHandler(BaseHTTPRequestHandler):
             return
         request = json.loads(body)
         self.seen.append(request)
-        answer = json.dumps(self.answer(request["trigger"], request.get("proposed"))).encode()
+        decided = self.answer(request["trigger"], request.get("proposed"))
+        if decided is LATER:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        answer = json.dumps(decided).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))
@@ -66,9 +77,11 @@ class WorkerHandler(BaseHTTPRequestHandler):
         return
 
 
-def serve(port: int = 0, secret: str | None = None) -> tuple[ThreadingHTTPServer, list[dict[str, Any]]]:
-    """Start the worker in a thread; returns the server (for its port) and the requests it saw."""
-    handler = type("Handler", (WorkerHandler,), {"secret": secret, "seen": []})
+def serve(port: int = 0, secret: str | None = None,
+          base: type[WorkerHandler] = WorkerHandler) -> tuple[ThreadingHTTPServer, list[dict[str, Any]]]:
+    """Start the worker (`base`, or a subclass with its own `answer`) in a thread; returns the
+    server (for its port) and the requests it saw."""
+    handler = type("Handler", (base,), {"secret": secret, "seen": []})
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, handler.seen

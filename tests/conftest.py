@@ -19,15 +19,27 @@ for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
     os.environ.setdefault(key, value)
 
 
+HISTORY = {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["status", "agent_id", "reason", "expires_at"]}
+"""The History index's projection, as template.yaml declares it."""
+
+
 def make_resources() -> dict[str, str]:
     """Inside moto's in-process mock: the table, queue and state machines the template declares."""
     ddb = boto3.client("dynamodb")
     ddb.create_table(
         TableName="holdpoint", BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("PK", "SK", "GSI1PK", "GSI1SK")],
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
+                              for a in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK")],
         KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-        GlobalSecondaryIndexes=[{"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
-            {"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "GSI1SK", "KeyType": "RANGE"}]}])
+        GlobalSecondaryIndexes=[
+            {"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+                {"AttributeName": "GSI1PK", "KeyType": "HASH"}, {"AttributeName": "GSI1SK", "KeyType": "RANGE"}]},
+            {"IndexName": "Sessions", "KeySchema": [
+                {"AttributeName": "GSI2PK", "KeyType": "HASH"}, {"AttributeName": "GSI2SK", "KeyType": "RANGE"}],
+             "Projection": {"ProjectionType": "INCLUDE",
+                            "NonKeyAttributes": ["ag", "st", "ow", "sub"]}},
+            {"IndexName": "History", "Projection": HISTORY, "KeySchema": [
+                {"AttributeName": "GSI3PK", "KeyType": "HASH"}, {"AttributeName": "GSI3SK", "KeyType": "RANGE"}]}])
     queue = boto3.client("sqs").create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     definition = json.dumps({"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}})
     sfn = boto3.client("stepfunctions")

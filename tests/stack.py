@@ -7,6 +7,7 @@ import os
 import secrets
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -105,6 +106,39 @@ def other_tenant(stack: Any) -> Api:
     key = "hp_other_tenant_key"
     put_api_key(stack.env["TABLE_NAME"], key, "other", "mallory", "operator")
     return Api(stack.base_url, key)
+
+
+Answer = Callable[[Any, dict[str, Any], dict[str, Any] | None], dict[str, Any] | None]
+
+
+@contextmanager
+def worker_answering(api: Api, answer: Answer, **agent: Any) -> Iterator[list[dict[str, Any]]]:
+    """A signed HTTP worker deciding with `answer(self, trigger, proposed)`; the agent is declared
+    on it (with `agent`'s other fields). Yields the requests it saw."""
+    handler = type("Handler", (seed_worker.WorkerHandler,), {
+        "secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"], "seen": [], "answer": answer})
+    server = seed_worker.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    seed_worker.threading.Thread(target=server.serve_forever, daemon=True).start()
+    declare_agent(api, f"http://127.0.0.1:{server.server_address[1]}/", **agent)
+    try:
+        yield handler.seen
+    finally:
+        server.shutdown()
+
+
+@contextmanager
+def worker_with_schema(api: Api, schema: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
+    """The seed worker, except its `confirm` interrupt carries `schema` as its response schema."""
+
+    def answer(self: Any, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
+        out = seed_worker.decide(trigger, proposed)
+        for action in (out or {}).get("actions", []):
+            if action["type"] == "interrupt":
+                action["response_schema"] = schema
+        return out
+
+    with worker_answering(api, answer) as seen:
+        yield seen
 
 
 def resumed_triggers(seen: list[dict[str, Any]], sid: str) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ METRIC_NAMES = {
     "interrupts_expired": "InterruptsExpired",
     "calls_voided": "CallsVoided",
     "decisions_delivered": "DecisionsDelivered",
+    "decisions_deferred": "DecisionsDeferred",
 }
 
 

@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"Holdpoint local stack ready at {stack.base_url}", flush=True)
         print(f"  moto (AWS) endpoint: {stack.moto_endpoint}", flush=True)
+        print(f"  table: {stack.env.get('TABLE_NAME')}", flush=True)
         seeded = "" if stack.api_key_seeded else "  (NOT seeded: holdpoint.auth.put_api_key missing)"
         print(f"  API key: {stack.api_key}{seeded}", flush=True)
         print(f"  try: curl -H 'Authorization: Bearer {stack.api_key}' {stack.base_url}/v1/interrupts", flush=True)

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from tests.security.probes import refusal, table_count
-from tests.stack import Api, declare_agent, execution_status, resumed_triggers, seed_worker, wait_execution
+from tests.stack import (
+    Api,
+    declare_agent,
+    execution_status,
+    resumed_triggers,
+    seed_worker,
+    wait_execution,
+    worker_with_schema,
+)
 
 APPROVAL = {"type": "object", "required": ["approved"],
             "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}}}
@@ -19,21 +27,8 @@ APPROVAL = {"type": "object", "required": ["approved"],
 @pytest.fixture
 def schema_worker(api: Api, worker: Any) -> Iterator[list[dict[str, Any]]]:
     """The seed worker, except its `confirm` interrupt carries a response schema."""
-
-    def answer(self: Any, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
-        out = seed_worker.decide(trigger, proposed)
-        for action in (out or {}).get("actions", []):
-            if action["type"] == "interrupt":
-                action["response_schema"] = APPROVAL
-        return out
-
-    handler = type("Handler", (seed_worker.WorkerHandler,), {
-        "secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"], "seen": [], "answer": answer})
-    server = seed_worker.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    seed_worker.threading.Thread(target=server.serve_forever, daemon=True).start()
-    declare_agent(api, f"http://127.0.0.1:{server.server_address[1]}/")
-    yield handler.seen
-    server.shutdown()
+    with worker_with_schema(api, APPROVAL) as seen:
+        yield seen
 
 
 # --- A1 -------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from holdpoint_local.moto_server import MotoServer
-from holdpoint_local.provision import Provisioned, provision
+from holdpoint_local.provision import Provisioned, load_template, provision
 from tests.waiting import wait_for
 
 
@@ -113,7 +113,8 @@ def test_provision_is_idempotent(moto_server: MotoServer, stack_name: str) -> No
     assert first.env == second.env
     ddb = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
     table = ddb.describe_table(TableName=first.env["TABLE_NAME"])["Table"]
-    assert [g["IndexName"] for g in table["GlobalSecondaryIndexes"]] == ["Inbox"]
+    declared = load_template()["Resources"]["Table"]["Properties"]["GlobalSecondaryIndexes"]
+    assert [g["IndexName"] for g in table["GlobalSecondaryIndexes"]] == [g["IndexName"] for g in declared]
     ttl = ddb.describe_time_to_live(TableName=first.env["TABLE_NAME"])["TimeToLiveDescription"]
     assert ttl["AttributeName"] == "ttl"
     sqs = boto3.client("sqs", endpoint_url=moto_server.endpoint, region_name="us-east-1")

@@ -11,6 +11,8 @@ execution once; later ones are refused.
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections import Counter
 from typing import Any
@@ -36,17 +38,23 @@ WRITES = {"transact_write_items", "put_item", "update_item", "send_message", "st
 
 
 SCHEMA_TEXT = "Email Bob, answer checked"  # the seed with a response_schema on its interrupt (A1)
+TIMERS_TEXT = "Email Bob, remind and escalate"  # its interrupt has reminders and an escalation (A5)
+EXPIRY_TEXT = "Email Bob, approved on expiry"  # its interrupt expires, answered `approve` (A5)
+DECLARED = {SCHEMA_TEXT: {"response_schema": {"type": "object", "required": ["approved"],
+                                              "properties": {"approved": {"type": "boolean"}}}},
+            TIMERS_TEXT: {"remind_after": [30, 60], "escalate_after": 90,
+                          "approval": {"escalate_to": {"subjects": ["boss"]}}},
+            EXPIRY_TEXT: {"on_expiry": "approve", "expires_in": 120}}
 
 
-def with_schema(decide: Any) -> Any:
-    """The seed worker, its `confirm` interrupt carrying a response schema."""
+def declaring(decide: Any, fields: dict[str, Any]) -> Any:
+    """The seed worker, its `confirm` interrupt carrying `fields`."""
 
     def answer(req: dict[str, Any]) -> dict[str, Any]:
         out = decide(req)
         for action in (out or {}).get("actions") or []:
             if action["type"] == "interrupt":
-                action["response_schema"] = {"type": "object", "required": ["approved"],
-                                             "properties": {"approved": {"type": "boolean"}}}
+                action.update(fields)
         return out
 
     return answer
@@ -110,7 +118,7 @@ class CrashRun:
         timers = Timers(client=FaultyClient(Timers().client, self.faults))
         self.runner = assembly.new_runner(self.store, self.parking, self.queue, timers)
         self.log: list[dict[str, Any]] = []
-        workers.register("crash-seed", with_schema(seed_worker(self.log)) if self.schema else seed_worker(self.log))
+        workers.register("crash-seed", declaring(seed_worker(self.log), DECLARED.get(text, {})))
         base.put_agent("t1", "assistant", {"worker": {"python": "crash-seed"}, "tools": TOOLS,
                                            "llm": {"provider": "scripted", "script": SEND_EMAIL_SCRIPT}})
         self.caller = Caller("t1", "user-1", "client")
@@ -151,13 +159,32 @@ class CrashRun:
         self.play_state_machine()
         self.play_state_machine()
         iid = [i for i in Store().load("t1", self.sid).interrupts][0]  # type: ignore[union-attr]
+        if self.text == TIMERS_TEXT:
+            self.play_timers()
+        if self.text == EXPIRY_TEXT:  # ParkBranch's States.Timeout instead of a resume
+            self.engine({"kind": "wake", "interrupt_id": iid, "outcome": "expired"})
+            self.engine({"kind": "kick"})
+            return
+        self.answer(iid)
+        for _ in range(3):
+            self.play_state_machine()
+            self.engine({"kind": "kick"})
+
+    def answer(self, iid: str) -> None:
+        """The person's resume (retried like any client request)."""
         if self.schema:  # A1: a refused answer writes nothing, so it is no crash point
             with pytest.raises(Refusal, match="response_schema"):
                 self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": "yes"})
         self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": True})
-        for _ in range(3):
-            self.play_state_machine()
-            self.engine({"kind": "kick"})
+
+    def play_timers(self) -> None:
+        """The Timer executions started for the interrupt fire, each message delivered twice."""
+        sfn = Timers().client
+        for execution in sfn.list_executions(stateMachineArn=os.environ["TIMER_STATE_MACHINE_ARN"])["executions"]:
+            data = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+            if data["message"]["kind"] == "interrupt_timer":
+                self.engine(data["message"])
+                self.engine(data["message"])
 
     def _create(self, inp: ClientMessageInput) -> Any:
         """POST /v1/sessions with a client-chosen session id and turn id, so a retry is the same request."""
@@ -218,7 +245,8 @@ def fresh_aws(monkeypatch: pytest.MonkeyPatch) -> Any:
     return open_aws
 
 
-@pytest.mark.parametrize("text", ["Email Bob", "do two things", SCHEMA_TEXT], ids=["seed", "two-tools", "a1-schema"])
+@pytest.mark.parametrize("text", ["Email Bob", "do two things", SCHEMA_TEXT, TIMERS_TEXT, EXPIRY_TEXT],
+                         ids=["seed", "two-tools", "a1-schema", "a5-timers", "a5-expiry"])
 @pytest.mark.parametrize("mode", ["before", "after"])
 def test_crash_at_every_write_along_the_seed_example_repeats_nothing(fresh_aws: Any, mode: str, text: str) -> None:
     mock = fresh_aws()
@@ -245,3 +273,17 @@ def test_crash_at_every_write_along_the_seed_example_repeats_nothing(fresh_aws: 
             assert all(count <= 2 for count in shape["task_success_tokens"].values()), context
         finally:
             mock.stop()
+
+
+@pytest.mark.usefixtures("aws")
+@pytest.mark.parametrize(("text", "expected"), [
+    (TIMERS_TEXT, {"interrupt.reminded": 2, "interrupt.escalated": 1}),
+    (EXPIRY_TEXT, {"interrupt.expired": 1}),
+])
+def test_a5_reference_runs_record_each_timer_and_the_expiry_once(text: str, expected: dict[str, int]) -> None:
+    """The runs the crash test replays: every timer message is delivered twice, and counts once."""
+    run = CrashRun(None, "before", text)
+    run.go()
+    shape = final_shape(run)
+    assert {k: shape["events"][k] for k in expected} == expected
+    assert shape["messages"][-1] == ("assistant", "Email sent.")

@@ -468,14 +468,15 @@ def test_openapi_document_states_auth_statuses_and_ids(api: dict[str, str]) -> N
     assert (bearer["type"], bearer["scheme"]) == ("http", "bearer")
     ops = {(path, method): op for path, item in doc["paths"].items() for method, op in item.items()}
     assert ("/v1/sessions/{session_id}/interrupts/{interrupt_id}/resume", "post") in ops
-    for (path, _), op in ops.items():
+    for (path, method), op in ops.items():
         codes = set(op["responses"])
         if path == "/v1/openapi.json":
             assert "security" not in op and codes == {"200"}
             continue
         assert op["security"] == [{"bearer": []}], path
         assert {"401", "403"} <= codes and not codes & {"500", "501"}, (path, codes)
-        assert ("202" if path in ("/v1/sessions", "/v1/sessions/{session_id}/inputs") else "200") in codes
+        accepts = method == "post" and path in ("/v1/sessions", "/v1/sessions/{session_id}/inputs")
+        assert ("202" if accepts else "200") in codes
         for param in op.get("parameters", []):
             if param["in"] == "path":
                 assert param["schema"]["pattern"] == r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$", (path, param)

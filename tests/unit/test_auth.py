@@ -18,6 +18,7 @@ from holdpoint.outbound import netguard, workers
 from holdpoint.services import sessions
 from holdpoint.services.auth import authenticate, mint_client_token
 from holdpoint.services.caller import Caller
+from holdpoint.services.inbox import inbox
 from holdpoint.services.resume import resume
 from tests.harness import Harness
 
@@ -74,8 +75,8 @@ def test_client_token_touches_only_its_own_sessions(jwt_secret: str) -> None:
     with pytest.raises(Refusal) as refused_resume:
         resume(h.store, h.parking, other, h.session_id or "", iid, {"approved": True})
     assert refused_resume.value.code == "not_found"
-    assert sessions.inbox(h.store, signing, other, 10, None)["interrupts"] == []
-    assert [i["interrupt_id"] for i in sessions.inbox(h.store, signing, h.caller, 10, None)["interrupts"]] == [iid]
+    assert inbox(h.store, signing, other, 10, None)["interrupts"] == []
+    assert [i["interrupt_id"] for i in inbox(h.store, signing, h.caller, 10, None)["interrupts"]] == [iid]
     assert h.resume(iid, {"approved": True})["noop"] is False
 
 

@@ -23,6 +23,9 @@ def test_the_template_filter_keeps_only_new_interrupt_event_items() -> None:
     [pattern] = [json.loads(f["Pattern"]) for f in notifier["FilterCriteria"]["Filters"]]
     assert matches(pattern, record("E#000000000003", "session.interrupted"))
     assert matches(pattern, record("E#000000000009", "session.interrupt_resumed"))
+    assert matches(pattern, record("E#000000000011", "interrupt.reminded"))  # A5
+    assert matches(pattern, record("E#000000000012", "interrupt.escalated"))
+    assert not matches(pattern, record("E#000000000013", "interrupt.expired"))  # published from interrupt_resumed
     assert not matches(pattern, record("E#000000000004", "message.added"))
     assert not matches(pattern, record("I#int-1", None))
     assert not matches(pattern, record("E#000000000003", "session.interrupted", name="MODIFY"))

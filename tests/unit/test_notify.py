@@ -190,9 +190,11 @@ def test_n2_webhooks_follow_the_worker_url_and_secret_rules(entry: dict[str, Any
 
 
 def test_n2_a_slack_entry_is_its_own_kind() -> None:
-    config = AgentConfig.model_validate({"notify": [{"slack": {"channel": "#ops"}}, HOOK]}).wire()
+    slack = {"channel": "#ops", "bot_token": "secretsmanager:holdpoint/tenants/acme/slack-bot",
+             "signing_secret": "secretsmanager:holdpoint/tenants/acme/slack-signing"}
+    config = AgentConfig.model_validate({"notify": [{"slack": slack}, HOOK]}).wire()
     assert [notify.channel_of(e) for e in config["notify"]] == ["notify.slack", "notify.webhook"]
-    check_agent(config, "acme")  # the webhook rules do not apply to a Slack entry
+    check_agent(config, "acme")  # the webhook rules do not apply to a Slack entry (its own do: test_slack.py)
 
 
 # --- links ----------------------------------------------------------------------------------

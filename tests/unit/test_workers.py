@@ -56,25 +56,9 @@ def test_lambda_worker_errors_and_throttles_retry_the_decision(stubbed: Stubber)
 
 @pytest.mark.usefixtures("aws")
 def test_https_worker_5xx_and_bad_json_are_retried_not_failed(monkeypatch: pytest.MonkeyPatch) -> None:
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from tests.answering import answering
 
-    answers = iter([(503, b"busy"), (200, b"{not json"), (200, b"{}")])
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            self.rfile.read(int(self.headers["Content-Length"]))
-            code, body = next(answers, (200, b"{}"))
-            self.send_response(code)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = answering([(503, b"busy"), (200, b"{not json"), (200, b"{}")])
     monkeypatch.setenv("HOLDPOINT_ALLOW_HTTP_WORKERS", "1")
     try:
         h = Harness(agent={"worker": {"url": f"http://127.0.0.1:{server.server_address[1]}/"}})

@@ -1,8 +1,10 @@
 """Operator commands: create and revoke API keys, mint client tokens.
 
-    python -m holdpoint.admin create-key --table T --tenant acme --subject ops --origin operator
+    python -m holdpoint.admin create-key --table T --tenant acme --subject ops --origin operator [--groups a,b]
     python -m holdpoint.admin revoke-key --table T --key hp_...
-    python -m holdpoint.admin mint-token --tenant acme --subject user-1 [--ttl 900] [--session ses_...]
+    python -m holdpoint.admin mint-token --tenant acme --subject user-1 [--ttl 900] [--session ses_...] [--groups a,b]
+
+`--groups` are the approver groups (PROTOCOL.md §3, A2) the key's or the token's holder is in.
 
 Keys are printed once and stored only as their SHA-256; the JWT secret is read from
 Secrets Manager (`JWT_SECRET_ARN`), never passed on the command line.
@@ -14,11 +16,20 @@ import argparse
 import os
 import secrets
 import sys
+from typing import Any
 
 from holdpoint.aws.keys import put_api_key, revoke_api_key
 from holdpoint.aws.signing import platform_secret
 from holdpoint.core.credentials import ORIGINS
 from holdpoint.services.auth import mint_client_token
+
+
+def create_key(table: str, tenant: str, subject: str, origin: str = "client", client: Any = None,
+               groups: list[str] | None = None) -> str:
+    """A new API key, stored by its hash only: the key itself is returned once, to be shown."""
+    key = "hp_" + secrets.token_urlsafe(32)
+    put_api_key(table, key, tenant, subject, origin, client, groups=groups)
+    return key
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("--tenant", required=True)
     create.add_argument("--subject", required=True)
     create.add_argument("--origin", choices=ORIGINS, default="client")
+    create.add_argument("--groups", type=_groups, default=[])
     revoke = sub.add_parser("revoke-key")
     revoke.add_argument("--table", default=os.environ.get("TABLE_NAME"))
     revoke.add_argument("--key", required=True)
@@ -37,11 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--subject", required=True)
     token.add_argument("--ttl", type=int, default=900)
     token.add_argument("--session")
+    token.add_argument("--groups", type=_groups, default=[])
     args = parser.parse_args(argv)
     if args.command == "create-key":
-        key = "hp_" + secrets.token_urlsafe(32)
-        put_api_key(args.table, key, args.tenant, args.subject, args.origin)
-        print(key)
+        print(create_key(args.table, args.tenant, args.subject, args.origin, groups=args.groups))
     elif args.command == "revoke-key":
         if not revoke_api_key(args.table, args.key):
             print("no such key", file=sys.stderr)
@@ -52,8 +63,14 @@ def main(argv: list[str] | None = None) -> int:
         if not secret:
             print("JWT_SECRET_ARN is not set", file=sys.stderr)
             return 2
-        print(mint_client_token(secret, args.tenant, args.subject, ttl_secs=args.ttl, session_id=args.session))
+        print(mint_client_token(secret, args.tenant, args.subject, ttl_secs=args.ttl, session_id=args.session,
+                                groups=args.groups))
     return 0
+
+
+def _groups(text: str) -> list[str]:
+    """`--groups a,b`: comma-separated group names."""
+    return [g.strip() for g in text.split(",") if g.strip()]
 
 
 if __name__ == "__main__":

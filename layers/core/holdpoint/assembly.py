@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from holdpoint.aws.queue import WorkQueue
     from holdpoint.aws.store import Store
     from holdpoint.aws.timers import Timers
+    from holdpoint.outbound.slack import SlackChannel
     from holdpoint.services.notify import Notifier
     from holdpoint.services.runner import Runner
 
@@ -48,6 +49,15 @@ def get_timers() -> Timers:
     return Timers()
 
 
+@cache
+def get_slack() -> SlackChannel:
+    """The Slack notify channel, its buttons sealed under the deployment's key."""
+    from holdpoint.aws import signing
+    from holdpoint.outbound.slack import SlackChannel
+
+    return SlackChannel(signing, get_store().read_interrupt)
+
+
 def new_runner(store: Store | None = None, parking: Parking | None = None, queue: WorkQueue | None = None,
                timers: Timers | None = None, **options: Any) -> Runner:
     """An engine on DynamoDB, Step Functions and SQS, with the worker transports and LLM providers
@@ -78,11 +88,11 @@ def get_notifier() -> Notifier:
     from holdpoint.outbound import channels
     from holdpoint.services.notify import Notifier
 
-    return Notifier(get_store(), EventBus(), DeliveryLog(), get_timers(), signing, channels.installed(),
+    return Notifier(get_store(), EventBus(), DeliveryLog(), get_timers(), signing, channels.installed(get_store()),
                     link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""))
 
 
 def reset() -> None:
     """Forget every built object (tests that swap the environment between cases)."""
-    for factory in (get_store, get_queue, get_parking, get_timers, get_runner, get_notifier):
+    for factory in (get_store, get_queue, get_parking, get_timers, get_runner, get_notifier, get_slack):
         factory.cache_clear()

@@ -9,12 +9,46 @@ LLM provider is one more `holdpoint.llm` module behind `Llm`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
-ResolveOutcome = Literal["resolved", "noop", "forbidden", "not_found", "changed"]
+ResolveOutcome = Literal["resolved", "recorded", "noop", "forbidden", "not_found", "changed", "raced"]
+InboxStatus = Literal["open", "resolved", "expired", "all"]
+
+
+@dataclass(frozen=True)
+class SessionFilters:
+    """What `GET /v1/sessions` narrows the tenant's sessions to; None leaves a field open."""
+
+    agent_id: str | None = None
+    status: str | None = None
+    top_level: bool | None = None
+    owner: str | None = None  # a client token sees only its subject's sessions
+
+
+@dataclass(frozen=True)
+class InboxQuery:
+    """A6: which interrupts an inbox page lists. Times are ISO 8601 as interrupts record them."""
+
+    status: InboxStatus = "open"
+    agent_id: str | None = None
+    reason: str | None = None
+    created_before: str | None = None  # `older_than`: raised before this time
+    expiring_by: str | None = None  # `expiring_within`: `expires_at` at or before this time
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """One interrupt of an inbox page: where it lives, and its whole record (`body` keeps the
+    fields other rules add to the record)."""
+
+    session_id: str
+    agent_id: str | None
+    interrupt: Interrupt
+    body: dict[str, Any]
 
 
 class Conflict(Exception):
@@ -27,6 +61,11 @@ class TooManyChanges(ValueError):
 
 class WorkerUnavailable(Exception):
     """The worker did not answer usefully (timeout, 5xx, not a JSON object): retry the decision."""
+
+
+class WorkerDeferred(Exception):
+    """The worker took the decision and will answer later through `POST /v1/workers/submit` (an
+    HTTPS worker answered 202; an in-process one raised this)."""
 
 
 class LlmError(Exception):
@@ -53,17 +92,25 @@ class SessionStore(Protocol):
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None,
-                          generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+                          owner: str | None = None, generation: int | None = None,
+                          approval: dict[str, Any] | None = None, seen: int | None = None,
+                          ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
 
-    def inbox(self, tenant: str, limit: int,
-              cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
+    def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
+                        seen: int, allowed_origins: list[str], owner: str | None = None,
+                        generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+
+    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None, query: InboxQuery | None = None,
+              keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], dict[str, Any] | None]: ...
+
+    def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
+                 filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
 
     def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None: ...
 
     def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None: ...
 
-    def get_api_key(self, key_hash: str) -> dict[str, str] | None: ...
+    def get_api_key(self, key_hash: str) -> dict[str, Any] | None: ...
 
 
 class WorkQueue(Protocol):

@@ -6,7 +6,7 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: version counter, head, seq, worker state |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, inbox GSI keys while open) |
+| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, Inbox keys while open, History keys, `ttl`) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
@@ -38,16 +38,18 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable
+from dataclasses import MISSING, asdict, dataclass, fields
 from functools import reduce
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.core import interrupts as rules
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
-from holdpoint.ports import Conflict, ResolveOutcome, TooManyChanges
+from holdpoint.ports import Conflict, InboxQuery, InboxRow, ResolveOutcome, SessionFilters, TooManyChanges
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
@@ -60,6 +62,11 @@ MAX_DELTA_KEYS = 100  # more changed keys than this and reading the whole tail i
 CACHE_ENV = "HOLDPOINT_STATE_CACHE"  # sessions a container keeps warm; 0 turns the cache off
 
 
+INTERRUPT_DEFAULTS = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}
+INTERRUPT_DEFAULTS["reminded"] = []  # the one list field (a default_factory)
+"""An interrupt item's body leaves out the fields at these values; loading fills them in again."""
+
+
 def agent_digest(agent: Any) -> str:
     return hashlib.sha256(json.dumps(agent, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
@@ -69,7 +76,44 @@ def session_pk(tenant: str, session_id: str) -> str:
 
 
 def inbox_pk(tenant: str) -> str:
+    """The Inbox index's partition: a tenant's open interrupts (sparse, all attributes projected)."""
     return f"T#{tenant}#OPEN"
+
+
+def sessions_pk(tenant: str) -> str:
+    return f"T#{tenant}#LIST"
+
+
+LIST_READS = 5  # Query pages one listing page may read when filters skip rows (a cursor resumes after)
+LIST_KEYS = ("GSI2PK", "GSI2SK", "PK", "SK")
+LIST_ATTRS = {"agent_id": "ag", "status": "st", "owner": "ow"}  # the listing's row on the header: short names
+
+
+def listing_attrs(state: SessionState) -> dict[str, Any]:
+    """The header's `Sessions` GSI keys (`GSI2SK` is `{created_at}#{session}`: newest first) and
+    the row a listing shows, under short names (`ag`, `st`, `ow`; `sub` only on a sub-agent's
+    session), because every commit rewrites the header and pays for its bytes. DynamoDB writes
+    the index only when one of these changes (the keys never do), so a commit pays an index write
+    only when the session's status changes. A head-only load has no tree to read the status from:
+    its commit keeps the status it loaded."""
+    h = state.header
+    status = state.listed_status if state.head_only and state.listed_status else rules.status(state)
+    out: dict[str, Any] = {"GSI2PK": _s(sessions_pk(h.tenant)), "GSI2SK": _s(f"{h.created_at}#{h.session_id}"),
+                           "ag": _s(h.agent_id), "st": _s(status)}
+    owner = (h.identity or {}).get("id")
+    if owner:
+        out["ow"] = _s(str(owner))
+    if h.ancestry:
+        out["sub"] = {"BOOL": True}
+    return out
+def history_pk(tenant: str) -> str:
+    """The History index's partition: every interrupt of the tenant, whatever its status (A6). It
+    projects only what the inbox filters on, so it is written when an interrupt is raised and
+    when its status changes, not by every rewrite of the item."""
+    return f"T#{tenant}#ALL"
+
+
+MAX_INBOX_PAGES = 10  # a filtered inbox page reads at most this many index pages, then hands a cursor
 
 
 def _s(value: str) -> dict[str, str]:
@@ -256,6 +300,7 @@ class Store:
         if not items or items[0]["SK"]["S"] != "H":
             return None
         state = self._decode(items)
+        state.head_only = head_only
         state.now = time.time()  # the time of the load; a service with its own clock overrides it
         return state
 
@@ -321,11 +366,14 @@ class Store:
         return texts if tail_digest(texts.values()) == int(header_sum, 16) else None
 
     def _get_many(self, pk: str, sks: list[str]) -> list[dict[str, Any]]:
-        """BatchGetItem, strongly consistent, 100 keys a request, until nothing is left unprocessed."""
+        """The partition's items with these sort keys, strongly consistent."""
+        return self._batch_get([{"PK": _s(pk), "SK": _s(sk)} for sk in sks], consistent=True)
+
+    def _batch_get(self, keys: list[dict[str, Any]], *, consistent: bool) -> list[dict[str, Any]]:
+        """BatchGetItem, 100 keys a request, until nothing is left unprocessed."""
         out: list[dict[str, Any]] = []
-        for start in range(0, len(sks), 100):
-            request: dict[str, Any] = {self.table: {
-                "Keys": [{"PK": _s(pk), "SK": _s(sk)} for sk in sks[start:start + 100]], "ConsistentRead": True}}
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {self.table: {"Keys": keys[start:start + 100], "ConsistentRead": consistent}}
             while request:
                 page = self.client.batch_get_item(RequestItems=request)
                 out.extend(page.get("Responses", {}).get(self.table, []))
@@ -348,7 +396,8 @@ class Store:
         header_body = self.body(items[0])
         header = _load(Header, header_body)
         header.version = int(items[0]["version"]["N"])
-        state = SessionState(header=header, tree=Tree(head_id=header.head_id))
+        state = SessionState(header=header, tree=Tree(head_id=header.head_id),
+                             listed_status=items[0].get("st", {}).get("S"))
         for item in items[1:]:
             sk = item["SK"]["S"]
             if sk == AGENT_SK:
@@ -386,13 +435,21 @@ class Store:
         for attr in ("resolution", "responder"):
             if attr in item:
                 body[attr] = json.loads(item[attr]["S"])
+        if "ttl" in item:
+            body["ttl"] = int(item["ttl"]["N"])
+        if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
+            body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
         interrupt: Interrupt = _load(Interrupt, body)
         interrupt.rev = int(item.get("rev", {"N": "0"})["N"])
         return interrupt
 
-    def _record_item(self, pk: str, record: Record, tenant: str, session_id: str) -> dict[str, Any]:
+    def _record_item(self, pk: str, record: Record, tenant: str, session_id: str,
+                     agent_id: str | None = None) -> dict[str, Any]:
         body = asdict(record)
         body.pop("rev", None)
+        body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
+        if isinstance(record, Interrupt):  # rewritten often and read whole: unset fields stay out
+            body = {k: v for k, v in body.items() if v != INTERRUPT_DEFAULTS.get(k, ...)}
         key = record.interrupt_id if isinstance(record, Interrupt) else record.id
         item: dict[str, Any] = {
             "PK": _s(pk),
@@ -414,10 +471,26 @@ class Store:
                 item["responder"] = _s(json.dumps(record.responder))
             if record.resolved_at:
                 item["resolved_at"] = _s(record.resolved_at)
-            if record.status == "open":
-                item["GSI1PK"] = _s(inbox_pk(tenant))
-                item["GSI1SK"] = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
+            if record.approvals:
+                item["approvals"] = {"L": [_s(json.dumps(a)) for a in record.approvals]}
+            item.update(self._index_attrs(record, tenant, session_id, agent_id))
         return item
+
+    @staticmethod
+    def _index_attrs(record: Interrupt, tenant: str, session_id: str, agent_id: str | None) -> dict[str, Any]:
+        """A6: the Inbox index while open, the History index always (both newest first), the
+        attributes the inbox filters on, and the TTL of a closed interrupt the agent keeps a while."""
+        order = _s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
+        out: dict[str, Any] = {"GSI3PK": _s(history_pk(tenant)), "GSI3SK": order, "reason": _s(record.reason)}
+        if record.status == "open":
+            out.update({"GSI1PK": _s(inbox_pk(tenant)), "GSI1SK": order})
+        if agent_id:
+            out["agent_id"] = _s(agent_id)
+        if record.expires_at:
+            out["expires_at"] = _s(record.expires_at)
+        if record.ttl is not None and record.status != "open":
+            out["ttl"] = _n(record.ttl)
+        return out
 
     def commit(self, state: SessionState) -> int:
         """Write what the step changed in one transaction, conditioned on the header version.
@@ -440,11 +513,13 @@ class Store:
         if digest != state.agent_digest:
             ops.append({"Put": {"TableName": self.table,
                                 "Item": {"PK": _s(pk), "SK": _s(AGENT_SK), **self.body_attrs(pk, AGENT_SK, agent)}}})
+        listing = listing_attrs(state)
         header_item = {
             "PK": _s(pk),
             "SK": _s("H"),
             "version": _n(h.version + 1),
             **self.body_attrs(pk, "H", header_body),
+            **listing,
         }
         header_op: dict[str, Any] = {"TableName": self.table, "Item": header_item}
         ops.append({"Put": header_op})
@@ -456,7 +531,7 @@ class Store:
             ops.append({"Put": {"TableName": self.table, "Item": item,
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
         for dirty_key, record in state.dirty.items():
-            item = self._record_item(pk, record, h.tenant, h.session_id)
+            item = self._record_item(pk, record, h.tenant, h.session_id, h.agent_id)
             if is_tail(item["SK"]["S"]):
                 tail[item["SK"]["S"]] = canonical(item)
             if dirty_key in state.new_keys and record.rev == 0:
@@ -486,6 +561,7 @@ class Store:
             raise
         h.version += 1
         state.agent_digest = digest
+        state.listed_status = listing["st"]["S"]
         if self.cache is not None:
             item = header_op["Item"]
             self.cache.note(key, head_of(item))
@@ -591,21 +667,51 @@ class Store:
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None,
-                          generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
-        """R7: flip `open -> resolved` exactly once. Returns (outcome, the interrupt as it now is)
+                          owner: str | None = None, generation: int | None = None,
+                          approval: dict[str, Any] | None = None, seen: int | None = None,
+                          ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """R7: flip `open -> resolved` exactly once, out of the open inbox (A6: with `ttl`, kept
+        until then). Returns (outcome, the interrupt as it now is)
         with outcome `resolved`, `noop` (stale, unknown or duplicate: no interrupt when unknown),
-        `forbidden` (its origin outranks the caller), `not_found` (another owner's session) or
-        `changed` (A1: open again under another `generation` than the one the caller checked)."""
-        names = {"#s": "status"}
+        `forbidden` (its origin outranks the caller), `not_found` (another owner's session),
+        `changed` (A1: open again under another `generation` than the one the caller checked) or
+        `raced` (A2: another answer was recorded since the caller read `seen` of them). `approval`
+        is appended to the interrupt's answers in the same write."""
         values: dict[str, Any] = {
-            ":open": _s("open"),
             ":resolved": _s("resolved"),
-            ":one": _n(1),
             ":res": _s(json.dumps(resolution)),
             ":who": _s(json.dumps(responder)),
             ":at": _s(at),
         }
+        update = "SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, resolved_at = :at"
+        if ttl is not None:  # A6: kept listable until then
+            update += ", #ttl = :ttl"
+            values[":ttl"] = _n(ttl)
+        return self._answer(tenant, session_id, interrupt_id, update + " REMOVE GSI1PK, GSI1SK", values,
+                            allowed_origins=allowed_origins, owner=owner, generation=generation,
+                            approval=approval, seen=seen, done="resolved")
+
+    def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
+                        seen: int, allowed_origins: list[str], owner: str | None = None,
+                        generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """A2: append one answer to an open interrupt that it does not yet decide (a quorum still
+        short), conditioned on the interrupt being open, of the generation checked, with exactly
+        the `seen` answers the caller read (answers are only ever appended, so the same count is the
+        same list, which the caller checked holds none of this subject's). Outcomes as
+        `resolve_interrupt`, `recorded` for success."""
+        return self._answer(tenant, session_id, interrupt_id, "SET rev = rev + :one", {},
+                            allowed_origins=allowed_origins, owner=owner, generation=generation,
+                            approval=approval, seen=seen, done="recorded")
+
+    def _answer(self, tenant: str, session_id: str, interrupt_id: str, update: str, values: dict[str, Any], *,
+                allowed_origins: list[str], owner: str | None, generation: int | None,
+                approval: dict[str, Any] | None, seen: int | None,
+                done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
+        """The one conditional UpdateItem of a resume: `update` if the interrupt is still open (and
+        all the conditions the caller checked still hold); on a failed condition, why, from the item
+        as it was."""
+        names = {"#s": "status", **({"#ttl": "ttl"} if "#ttl" in update else {})}  # TTL is a reserved word
+        values = {**values, ":open": _s("open"), ":one": _n(1)}
         origin_keys = []
         for i, origin in enumerate(allowed_origins):
             values[f":o{i}"] = _s(origin)
@@ -621,12 +727,19 @@ class Store:
             # again rewrites the item with one, so a re-raise is still seen.
             values[":gen"] = _n(generation)
             condition += " AND (generation = :gen OR attribute_not_exists(generation))"
+        if approval is not None:
+            update = update.replace("SET ", "SET approvals = list_append(if_not_exists(approvals, :none), :mine), ", 1)
+            values[":none"] = {"L": []}
+            values[":mine"] = {"L": [_s(json.dumps(approval))]}
+        if seen is not None:
+            values[":seen"] = _n(seen)
+            condition += (" AND (attribute_not_exists(approvals) OR size(approvals) = :seen)" if seen == 0
+                          else " AND size(approvals) = :seen")
         try:
             out = self.client.update_item(
                 TableName=self.table,
                 Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"I#{interrupt_id}")},
-                UpdateExpression="SET #s = :resolved, rev = rev + :one, resolution = :res, responder = :who, "
-                "resolved_at = :at REMOVE GSI1PK, GSI1SK",
+                UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
@@ -636,12 +749,12 @@ class Store:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            return self._unresolved(exc.response.get("Item") or {}, owner, generation)
+            return self._unresolved(exc.response.get("Item") or {}, owner, generation, seen)
         new = out["Attributes"]
-        return "resolved", self._interrupt(new, self.body(new))
+        return done, self._interrupt(new, self.body(new))
 
-    def _unresolved(self, old: dict[str, Any], owner: str | None,
-                    generation: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
+    def _unresolved(self, old: dict[str, Any], owner: str | None, generation: int | None,
+                    seen: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """Why the resume's conditional update failed, from the item as it was."""
         if owner is not None and old and old.get("owner", {}).get("S") != owner:
             return "not_found", None
@@ -649,29 +762,125 @@ class Store:
         if found is not None and found.status == "open":
             if generation is not None and found.generation != generation:
                 return "changed", found
+            if seen is not None and len(found.approvals) != seen:
+                return "raced", found
             return "forbidden", found
         return "noop", found
 
-    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None) -> tuple[list[dict[str, Any]], Any]:
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": "Inbox",
-            "KeyConditionExpression": "GSI1PK = :pk",
-            "ExpressionAttributeValues": {":pk": _s(inbox_pk(tenant))},
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if cursor:
-            kwargs["ExclusiveStartKey"] = cursor
-        page = self.client.query(**kwargs)
-        out = []
-        names = {f.name for f in fields(Interrupt)}
-        for item in page.get("Items", []):
-            body = self.body(item)
-            session_id = item["PK"]["S"].split("#S#", 1)[1]
-            view = Interrupt(**{k: v for k, v in body.items() if k in names}).view()
-            out.append({"session_id": session_id, **view, "owner": body.get("owner")})
-        return out, page.get("LastEvaluatedKey")
+    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None, query: InboxQuery | None = None,
+              keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], dict[str, Any] | None]:
+        """A6: a page of the tenant's interrupts, newest first: open ones from the Inbox index,
+        the others from History (then their items, in one BatchGetItem); `older_than` is a key
+        condition, the other filters a FilterExpression, `keep` the caller's own test. A filtered
+        page reads up to MAX_INBOX_PAGES index pages; the cursor then resumes after the last item
+        listed."""
+        query = query or InboxQuery()
+        kwargs = self._inbox_query(tenant, query)
+        kwargs["Limit"] = limit
+        history = query.status != "open"
+
+        def rows_of(items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboxRow | None]]:
+            if history:  # the History index holds keys and filter attributes: read the items
+                items = self._whole(items)
+            out = []
+            for item in items:
+                row = self._inbox_row(item)
+                kept = not status_changed(query, row) and (keep is None or keep(row))
+                out.append((item, row if kept else None))
+            return out
+
+        keys = ("PK", "SK", "GSI3PK", "GSI3SK") if history else ("PK", "SK", "GSI1PK", "GSI1SK")
+        return self._pages(kwargs, cursor, limit, MAX_INBOX_PAGES, keys, rows_of)
+
+    def _pages(self, kwargs: dict[str, Any], cursor: dict[str, Any] | None, limit: int, reads: int,
+               keys: tuple[str, ...], rows_of: Callable[[list[dict[str, Any]]], list[tuple[dict[str, Any], Any]]],
+               ) -> tuple[list[Any], dict[str, Any] | None]:
+        """A filtered, paged index Query: pages from `cursor` until `limit` rows are kept (`rows_of`
+        gives each item its row, or None to skip it) or `reads` pages are read. The cursor is the
+        `keys` of the last row returned, so the next page starts right after it; None when nothing
+        is left."""
+        rows: list[Any] = []
+        start = cursor
+        for _ in range(reads):
+            if start:
+                kwargs["ExclusiveStartKey"] = start
+            page = self.client.query(**kwargs)
+            start = page.get("LastEvaluatedKey")
+            pairs = rows_of(page.get("Items", []))
+            for i, (item, row) in enumerate(pairs):
+                if row is None:
+                    continue
+                rows.append(row)
+                if len(rows) == limit:
+                    more = start is not None or i < len(pairs) - 1
+                    return rows, ({k: item[k] for k in keys} if more else None)
+            if start is None:
+                break
+        return rows, start
+
+    def _inbox_query(self, tenant: str, query: InboxQuery) -> dict[str, Any]:
+        """Open interrupts from the Inbox index; closed or all from History, filtered on `status`."""
+        index, pk_name, sk_name, pk = ("Inbox", "GSI1PK", "GSI1SK", inbox_pk(tenant))
+        if query.status != "open":
+            index, pk_name, sk_name, pk = ("History", "GSI3PK", "GSI3SK", history_pk(tenant))
+        condition, values = f"{pk_name} = :pk", {":pk": _s(pk)}
+        if query.created_before:
+            condition += f" AND {sk_name} < :before"
+            values[":before"] = _s(query.created_before)
+        filters, names = [], {}
+        status = query.status if query.status in ("resolved", "expired") else None
+        for attr, value, op in (("agent_id", query.agent_id, "="), ("reason", query.reason, "="),
+                                ("expires_at", query.expiring_by, "<="), ("status", status, "=")):
+            if value is not None:
+                filters.append(f"#{attr} {op} :{attr}")
+                names[f"#{attr}"] = attr
+                values[f":{attr}"] = _s(value)
+        kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": index, "KeyConditionExpression": condition,
+                                  "ExpressionAttributeValues": values, "ScanIndexForward": False}
+        if filters:
+            kwargs["FilterExpression"] = " AND ".join(filters)
+            kwargs["ExpressionAttributeNames"] = names
+        return kwargs
+
+    def _whole(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items behind index entries, in the entries' order (one gone since, TTL, is left out)."""
+        keys = [{"PK": e["PK"], "SK": e["SK"]} for e in entries]
+        found = {(i["PK"]["S"], i["SK"]["S"]): i for i in self._batch_get(keys, consistent=False)}
+        return [found[k] for k in ((e["PK"]["S"], e["SK"]["S"]) for e in entries) if k in found]
+
+    def _inbox_row(self, item: dict[str, Any]) -> InboxRow:
+        body = self.body(item)
+        interrupt = self._interrupt(item, dict(body))
+        return InboxRow(session_id=item["PK"]["S"].split("#S#", 1)[1], agent_id=item.get("agent_id", {}).get("S"),
+                        interrupt=interrupt, body=body)
+
+    def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
+                 filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """The tenant's sessions, newest first, from the `Sessions` GSI: one Query page when
+        nothing is filtered; with filters, pages of 100 until `limit` rows match or `LIST_READS`
+        pages are read. The cursor is the keys of the last row returned, so the next page starts
+        right after it; None when nothing is left."""
+        conditions: list[str] = []
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {":pk": _s(sessions_pk(tenant))}
+        for field_name, value in (("agent_id", filters.agent_id), ("status", filters.status), ("owner", filters.owner)):
+            if value is not None:
+                attr = LIST_ATTRS[field_name]
+                names[f"#{attr}"] = attr
+                values[f":{attr}"] = _s(value)
+                conditions.append(f"#{attr} = :{attr}")
+        if filters.top_level is not None:
+            conditions.append("attribute_not_exists(#sub)" if filters.top_level else "attribute_exists(#sub)")
+            names["#sub"] = "sub"
+        kwargs: dict[str, Any] = {"TableName": self.table, "IndexName": "Sessions", "ScanIndexForward": False,
+                                  "KeyConditionExpression": "GSI2PK = :pk", "ExpressionAttributeValues": values,
+                                  "Limit": 100 if conditions else limit}
+        if conditions:
+            kwargs["FilterExpression"] = " AND ".join(conditions)
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+        return self._pages(kwargs, cursor, limit, LIST_READS, LIST_KEYS,
+                           lambda items: [(item, session_row(item)) for item in items])
 
     # --- agents and keys ---------------------------------------------------------------
 
@@ -685,10 +894,13 @@ class Store:
         item = got.get("Item")
         return json.loads(item["body"]["S"]) if item else None
 
-    def put_api_key(self, key_hash: str, tenant: str, subject: str, origin: str) -> None:
-        self.client.put_item(TableName=self.table, Item={
-            "PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY"), "tenant": _s(tenant), "subject": _s(subject),
-            "origin": _s(origin), "status": _s("active")})
+    def put_api_key(self, key_hash: str, tenant: str, subject: str, origin: str,
+                    groups: list[str] | None = None) -> None:
+        item = {"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY"), "tenant": _s(tenant), "subject": _s(subject),
+                "origin": _s(origin), "status": _s("active")}
+        if groups:
+            item["groups"] = _s(json.dumps(groups))  # A2: the approver groups the key's holder is in
+        self.client.put_item(TableName=self.table, Item=item)
 
     def revoke_api_key(self, key_hash: str) -> bool:
         try:
@@ -702,12 +914,27 @@ class Store:
             raise
         return True
 
-    def get_api_key(self, key_hash: str) -> dict[str, str] | None:
+    def get_api_key(self, key_hash: str) -> dict[str, Any] | None:
         got = self.client.get_item(TableName=self.table, Key={"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY")})
         item = got.get("Item")
         if not item or item.get("status", {}).get("S") != "active":
             return None
-        return {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
+        out: dict[str, Any] = {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
+        out["groups"] = json.loads(item["groups"]["S"]) if "groups" in item else []
+        return out
+
+
+def session_row(item: dict[str, Any]) -> dict[str, Any]:
+    """A listing row, from the attributes the `Sessions` GSI projects."""
+    return {"session_id": item["PK"]["S"].split("#S#", 1)[1], "agent_id": item.get("ag", {}).get("S"),
+            "status": item.get("st", {}).get("S"), "created_at": item["GSI2SK"]["S"].split("#", 1)[0],
+            "owner": item.get("ow", {}).get("S"), "top_level": "sub" not in item}
+
+
+def status_changed(query: InboxQuery, row: InboxRow) -> bool:
+    """An item read after its index entry whose status is no longer the one asked for (raised
+    again since): left out rather than listed under the wrong status."""
+    return query.status not in ("open", "all") and row.interrupt.status != query.status
 
 
 def event_from(body: dict[str, Any]) -> Event:

@@ -13,9 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from holdpoint.core import budget, calls, retry, subagents, wire
+from holdpoint.core import approvals, budget, calls, expiry, retry, subagents, wire
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
+from holdpoint.core.errors import Refusal
 from holdpoint.core.outcomes import llm_failure
 from holdpoint.core.proposals import propose
 from holdpoint.core.protocol import (
@@ -27,7 +28,7 @@ from holdpoint.core.protocol import (
     WireMessage,
     first_error,
 )
-from holdpoint.core.state import Call, Decision, Effect, SessionState, derive, iso, iso_ms
+from holdpoint.core.state import Call, Decision, DecisionVia, Effect, SessionState, derive, iso
 from holdpoint.core.turns import finish_turn, start_next_queued
 
 
@@ -140,10 +141,12 @@ def interrupt_anchor(state: SessionState, decision: Decision) -> str | None:
     return state.tree.branch_head(decision.anchor)
 
 
-def apply_response(state: SessionState, decision: Decision, response: DecisionResponse, now: float) -> None:
+def apply_response(state: SessionState, decision: Decision, response: DecisionResponse, now: float,
+                   via: DecisionVia = "worker") -> None:
     if decision.status != "pending":
         return
     decision.status = "delivered"
+    decision.via = via
     decision.attempts += 1
     state.touch(decision)
     kind = decision.trigger.get("type")
@@ -293,10 +296,16 @@ def _interrupt(ctx: ActionContext, action: Any) -> None:
     bound = decision.call_id if ctx.trigger_type == "tool.execute" else None
     if isinstance(action.payload, dict) and action.payload.get("toolCallId") in state.calls:
         bound = action.payload["toolCallId"]
-    rules.raise_interrupt(state, interrupt_id=action.interrupt_id, reason=action.reason, payload=action.payload,
-                          origin="worker", anchor=interrupt_anchor(state, decision), expires_in=action.expires_in,
-                          call_id=bound, turn_id=decision.turn_id, raised_by=f"{decision.id}:{ctx.index}",
-                          response_schema=action.declared_schema())
+    try:
+        rules.raise_interrupt(state, interrupt_id=action.interrupt_id, reason=action.reason, payload=action.payload,
+                              origin="worker", anchor=interrupt_anchor(state, decision),
+                              expires_in=action.expires_in, call_id=bound, turn_id=decision.turn_id,
+                              raised_by=f"{decision.id}:{ctx.index}", response_schema=action.declared_schema(),
+                              approval=approvals.declared(action.approval), declared=expiry.Declared.of(action))
+    except approvals.PolicyError as exc:  # A2: an interrupt may narrow the policy in force, never widen it
+        raise ProtocolError(exc.at(f"actions[{ctx.index}].approval"), str(exc)) from None
+    except expiry.LateTimer as exc:  # A5: refused where declared, like R1's missing reason
+        raise ProtocolError(f"actions[{ctx.index}].{exc.field}", str(exc)) from None
 
 
 def _done(ctx: ActionContext, action: Any) -> None:
@@ -359,6 +368,48 @@ def retry_decision(state: SessionState, decision: Decision, error: str, now: flo
     return True
 
 
+def defer_decision(state: SessionState, decision: Decision, now: float) -> bool:
+    """The worker took the decision and will answer through `POST /v1/workers/submit` (an HTTPS
+    worker's 202). The decision stays current (pending, and first in line: the ones behind it
+    wait) for the decision policy's attempt timeout; then a durable timer has it delivered again
+    under the same `decision_id`, and a worker that never answers runs out the policy's attempts
+    as a silent one does. False when it is no longer pending (a submit got there first)."""
+    if decision.status != "pending":
+        return False
+    policy = retry.policy(state.header.agent, "decision")
+    decision.first_at = decision.first_at or now
+    attempt = decision.attempts + 1
+    if attempt > policy.max_attempts or now - decision.first_at >= policy.total_timeout_secs:
+        fail_decision(state, decision, f"worker deferred the decision {attempt - 1} time(s) and never submitted "
+                      "an answer", None, code="deadline_exceeded")
+        return False
+    wait = policy.attempt_timeout_secs
+    decision.attempts = attempt
+    decision.not_before = now + wait
+    state.touch(decision)
+    state.emit("decision.deferred", decision_id=decision.id, attempt=attempt, until=iso(now + wait))
+    state.schedule(wait, f"decision/{decision.id}/{attempt}/deferred")
+    return True
+
+
+def apply_submit(state: SessionState, decision_id: str, response: DecisionResponse, now: float) -> bool:
+    """A worker's later answer (`POST /v1/workers/submit`), applied exactly once through the same
+    path as an answer in the response body. Any pending decision is current: a fast worker may
+    submit before its 202 is recorded. True when applied; False for a repeat of a submit that was
+    applied (a no-op). Anything else is not current: 409 naming `decision_id`."""
+    decision = state.decisions.get(decision_id)
+    if decision is None:
+        raise Refusal("not_found", f"decision {decision_id} not found", "decision_id")
+    if decision.status == "delivered" and decision.via == "submit":
+        return False
+    if decision.status != "pending":
+        how = "answered by the worker's response" if decision.status == "delivered" else decision.status
+        raise Refusal("decision_not_current", f"decision {decision_id} is no longer current ({how})",
+                      "decision_id", decision_id=decision_id, decision_status=decision.status)
+    apply_response(state, decision, response, now, via="submit")
+    return True
+
+
 def mark_parked(state: SessionState, interrupt_id: str, execution_arn: str) -> None:
     interrupt = state.interrupts.get(interrupt_id)
     if interrupt is None or interrupt.execution_arn is not None:
@@ -389,10 +440,7 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str) -> str | No
     if interrupt.status == "open":
         if outcome != "expired":
             return None
-        interrupt.status = "expired"
-        interrupt.resolution = {"status": "cancelled", "reason": "expired"}
-        interrupt.responder = {"origin": "system", "subject": "expiry"}
-        interrupt.resolved_at = iso_ms(state.now)
+        expiry.expire(state, interrupt)  # A5: the declared outcome, `cancel` by default
         happened = "expired"
     was_parking_active = interrupt.anchor is None or interrupt.anchor in state.tree.path_ids(state.tree.head_id)
     if interrupt.origin == "system" and interrupt.reason == budget.REASON:

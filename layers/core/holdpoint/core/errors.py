@@ -20,8 +20,10 @@ Code = Literal[
     "unknown_input_type",
     "invalid_resume",  # A1: the resume payload does not satisfy the interrupt's response_schema
     "stale_approval",  # A3: the resume's expect_fingerprint is not the interrupt's action fingerprint
+    "decision_not_current",  # a worker's submit for a decision already answered otherwise, or failed
     "invalid_link",  # a one-click link token that this deployment did not sign as it stands
     "link_expired",  # a one-click link token past its expiry
+    "not_an_approver",  # A2: the interrupt's approver policy does not admit this caller
 ]
 
 

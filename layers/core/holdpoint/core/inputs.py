@@ -7,6 +7,7 @@ from typing import Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import Declared, LateTimer
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import Effect, SessionState, derive, mint
 from holdpoint.core.tree import ViewConflict
@@ -52,7 +53,8 @@ def _known_turn(state: SessionState, turn_id: str | None) -> Accepted | None:
     return None
 
 
-def accept_turn(state: SessionState, inp: ClientMessageInput | ClientActionInput) -> Accepted:
+def accept_turn(state: SessionState, inp: ClientMessageInput | ClientActionInput,
+                requester: str | None = None) -> Accepted:
     """`client.message` (one message at the head) or `client.action`: a new turn, queued if asked."""
     known = _known_turn(state, inp.turn_id)
     if known:
@@ -70,14 +72,14 @@ def accept_turn(state: SessionState, inp: ClientMessageInput | ClientActionInput
     if state.header.active_turn or state.header.turn_queue:
         if not inp.queue:
             _refuse_if_turn_active(state)
-        start_turn(state, turn_id, queued_input=payload)
+        start_turn(state, turn_id, queued_input=payload, requester=requester)
         return Accepted(state.header.session_id, turn_id, queued=True)
-    start_turn(state, turn_id)
+    start_turn(state, turn_id, requester=requester)
     add_user_input(state, turn_id, payload)
     return Accepted(state.header.session_id, turn_id)
 
 
-def accept_view(state: SessionState, inp: ClientMessagesInput) -> Accepted:
+def accept_view(state: SessionState, inp: ClientMessagesInput, requester: str | None = None) -> Accepted:
     """`client.messages`: the client's full view, merged by id from the root (R11)."""
     known = _known_turn(state, inp.turn_id)
     if known:
@@ -107,7 +109,7 @@ def accept_view(state: SessionState, inp: ClientMessagesInput) -> Accepted:
     if state.tree.head_id != merge.head_id:
         state.move_head(merge.head_id)
     rules.void_llm_calls_off_path(state, old_head)
-    start_turn(state, turn_id)
+    start_turn(state, turn_id, requester=requester)
     trigger: dict[str, Any] = {"type": "client.messages", "new_from": merge.new_from or 0}
     if inp.client is not None:
         trigger["client"] = inp.client
@@ -127,22 +129,18 @@ def _suspend_active_turn(state: SessionState) -> None:
 
 def raise_from_api(state: SessionState, *, reason: str, payload: Any, origin: str, global_: bool,
                    interrupt_id: str | None, expires_in: int | None, request_id: str,
-                   response_schema: Any = None) -> str:
-    """R5: an operator or client pause at the current head (or global when asked)."""
+                   response_schema: Any = None, approval: dict[str, Any] | None = None,
+                   declared: Declared | None = None) -> str:
+    """R5: an operator or client pause at the current head (or global when asked); A5: a
+    reminder or escalation that would come after the expiry is 400 naming its field."""
     anchor = None if global_ or not state.tree.nodes else state.tree.head_id
-    interrupt = rules.raise_interrupt(
-        state,
-        interrupt_id=interrupt_id,
-        reason=reason,
-        payload=payload,
-        origin=origin,
-        anchor=anchor,
-        expires_in=expires_in,
-        call_id=None,
-        turn_id=state.header.active_turn,
-        raised_by=f"api:{request_id}",
-        response_schema=response_schema,
-    )
+    try:
+        interrupt = rules.raise_interrupt(
+            state, interrupt_id=interrupt_id, reason=reason, payload=payload, origin=origin, anchor=anchor,
+            expires_in=expires_in, call_id=None, turn_id=state.header.active_turn, raised_by=f"api:{request_id}",
+            response_schema=response_schema, approval=approval, declared=declared)
+    except LateTimer as exc:
+        raise Refusal("validation_error", str(exc), exc.field) from None
     if interrupt is None:
         return interrupt_id or ""
     state.effects.append(Effect(kind="kick"))

@@ -6,6 +6,8 @@ import hashlib
 import json
 from typing import Any
 
+from holdpoint.core import approvals
+from holdpoint.core.expiry import Declared, apply_declared
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, iso_ms
 
 ORIGIN_RANK = {"worker": 0, "client": 0, "machine": 1, "operator": 2, "system": 3}
@@ -99,8 +101,13 @@ def raise_interrupt(
     turn_id: str | None,
     raised_by: str,
     response_schema: Any = None,
+    approval: dict[str, Any] | None = None,
+    declared: Declared | None = None,
 ) -> Interrupt | None:
-    """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1)."""
+    """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1). Its
+    approver policy (A2) is `approval` narrowing the policy in force (`PolicyError` if it widens).
+    A5's expiry outcome, reminders and escalation come from `declared`, else the agent's defaults;
+    one that could only fire after the expiry raises `expiry.LateTimer` before anything changes."""
     h = state.header
     iid = interrupt_id or derive("int", h.tenant, h.session_id, raised_by)
     existing = state.interrupts.get(iid)
@@ -109,6 +116,8 @@ def raise_interrupt(
         if existing.status == "open" or existing.raised_by == raised_by:
             return None
         generation = existing.generation + 1  # a closed id raised again by a new step reopens it
+    policy = effective_policy(state, origin, call_id, approval)
+    escalate_to = policy.pop("escalate_to", None) if policy else None
     seconds = expires_in or (h.agent or {}).get("interrupt_expires_in")
     interrupt = Interrupt(
         interrupt_id=iid,
@@ -128,7 +137,11 @@ def raise_interrupt(
         owner=(h.identity or {}).get("id"),
         response_schema=response_schema,
         action=bound_action(state, call_id),
+        policy=policy or None,
+        requester=requester_of(state, turn_id),
+        escalate_to=escalate_to,
     )
+    apply_declared(state, interrupt, declared or Declared())
     if existing is None:
         state.put(interrupt)
     else:
@@ -141,6 +154,31 @@ def raise_interrupt(
     void_parked_llm_calls(state)
     state.effects.append(Effect(kind="start_park", interrupt_id=iid))
     return interrupt
+
+
+def effective_policy(state: SessionState, origin: str, call_id: str | None,
+                     approval: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A2: `approval` narrowing the policy in force (the bound tool's own, else the agent's). A
+    system hold (a budget stop) is the operators' (R17), not an approval: no policy applies. A
+    policy whose origins all rank below the interrupt's would admit no one (`PolicyError`)."""
+    if origin == "system":
+        return None
+    call = state.calls.get(call_id or "")
+    policy = approvals.narrow(approvals.in_force(state.header.agent, call.name if call is not None else None),
+                              approval)
+    origins = (policy or {}).get("origins")
+    if origins and not any(may_resume(o, origin) for o in origins):
+        raise approvals.PolicyError("origins", f"none of the origins {', '.join(origins)} may clear an "
+                                    f"interrupt raised by {origin} (R17): the policy would admit no one")
+    return dict(policy) if policy else None
+
+
+def requester_of(state: SessionState, turn_id: str | None) -> str | None:
+    """A2: the subject that started the turn (the session's owner for a turn that did not say)."""
+    turn = state.turns.get(turn_id or "")
+    if turn is None:
+        return None
+    return turn.requester or (state.header.identity or {}).get("id")
 
 
 def llm_call_parked(state: SessionState, call: Call) -> bool:

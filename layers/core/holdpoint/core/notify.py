@@ -11,10 +11,15 @@ import hashlib
 import json
 from typing import Any, Literal
 
-NotifyEvent = Literal["interrupt.raised", "interrupt.resolved", "interrupt.expired"]
-NOTIFY_EVENTS: tuple[str, ...] = ("interrupt.raised", "interrupt.resolved", "interrupt.expired")
-"""The lifecycle events published (EventBridge `detail-type`, webhook `type`). Reminders and
-escalations are not raised by the engine yet; each new one is a name here and a case in `kind_of`."""
+NotifyEvent = Literal["interrupt.raised", "interrupt.resolved", "interrupt.expired", "interrupt.reminded",
+                      "interrupt.escalated"]
+NOTIFY_EVENTS: tuple[str, ...] = ("interrupt.raised", "interrupt.resolved", "interrupt.expired",
+                                  "interrupt.reminded", "interrupt.escalated")
+"""The lifecycle events published (EventBridge `detail-type`, webhook `type`)."""
+WAITING = ("interrupt.raised", "interrupt.reminded", "interrupt.escalated")
+"""Events about an interrupt still waiting for an answer: they carry its reason and one-click links."""
+TIMER_EVENTS = ("interrupt.reminded", "interrupt.escalated")
+"""A5's reminders and escalations, logged under the same names they are published as."""
 
 SUMMARY_CHARS = 1_024
 """A notification carries the interrupt payload as bounded JSON text, never the whole payload."""
@@ -32,6 +37,8 @@ def kind_of(event: dict[str, Any]) -> str | None:
     etype = event.get("type")
     if etype == "session.interrupted":
         return "interrupt.raised"
+    if etype in TIMER_EVENTS:
+        return str(etype)
     if etype == "session.interrupt_resumed":
         return "interrupt.expired" if (event.get("data") or {}).get("expired") else "interrupt.resolved"
     return None
@@ -69,6 +76,9 @@ def notification(tenant: str, session_id: str, agent_id: str | None, event: dict
     }
     if kind == "interrupt.raised":
         out.update(origin=data.get("origin"), reason=data.get("reason"), summary=summary(data.get("payload")))
+        out["links"] = dict(links or {})
+    elif kind in TIMER_EVENTS:  # A5: still waiting; `reminder`/`of` or `escalate_to`, and the links again
+        out.update({k: data[k] for k in ("reason", "reminder", "of", "escalate_to", "after_secs") if k in data})
         out["links"] = dict(links or {})
     else:
         out.update(responder=data.get("responder"), summary=summary(data.get("payload")))

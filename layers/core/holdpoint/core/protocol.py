@@ -16,10 +16,12 @@ from pydantic import (
     Field,
     StringConstraints,
     Tag,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
-from holdpoint.core import schemas
+from holdpoint.core import approvals, schemas
 from holdpoint.core.ids import ACTION_TAGS as ACTION_TAGS
 from holdpoint.core.ids import ID_PATTERN as ID_PATTERN
 from holdpoint.core.ids import ID_REGEX as ID_REGEX
@@ -28,6 +30,7 @@ from holdpoint.core.ids import error_param as error_param
 from holdpoint.core.ids import first_error as first_error
 from holdpoint.core.notify import NotifyEvent, channel_of
 from holdpoint.core.outcomes import LlmOutcome, llm_reply
+from holdpoint.core.state import OnExpiry
 
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 """Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
@@ -46,6 +49,24 @@ ExpiresIn = Annotated[int, Field(strict=True, ge=1, le=31_536_000), BeforeValida
 """Seconds until an interrupt expires (at most a year)."""
 
 Origin = Literal["worker", "client", "machine", "operator", "system"]
+RemindAfter = Annotated[list[ExpiresIn], Field(min_length=1, max_length=10)]
+"""A5: reminder delays in seconds (each 1 to a year), counted from when the branch is parked."""
+RetentionDays = Annotated[int, Field(strict=True, ge=1, le=3_650), BeforeValidator(_integral)]
+"""A6: days a closed interrupt stays listable before DynamoDB's TTL deletes it."""
+Comment = Annotated[str, StringConstraints(max_length=approvals.MAX_COMMENT)]
+"""A6: a note recorded with a resume's answer."""
+
+
+def _timers_before_expiry(remind: list[int] | None, escalate: int | None, expires: int | None,
+                          prefix: str = "") -> None:
+    """A5: a reminder or escalation at or after the expiry could never fire: refused where declared."""
+    if expires is None:
+        return
+    for i, delay in enumerate(remind or []):
+        if delay >= expires:
+            raise ValueError(f"{prefix}remind_after[{i}] ({delay} s) is not before the expiry ({expires} s)")
+    if escalate is not None and escalate >= expires:
+        raise ValueError(f"{prefix}escalate_after ({escalate} s) is not before the expiry ({expires} s)")
 
 
 def _response_schema(value: Any) -> Any:
@@ -114,12 +135,56 @@ class Message(Wire):
 # --- agent config -------------------------------------------------------------
 
 
+ApproverSubject = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+ApproverGroup = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
+class EscalateTo(BaseModel):
+    """Approvers added to the policy once the interrupt is escalated (the escalation timer sets it)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
+    groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> EscalateTo:
+        if not self.subjects and not self.groups:
+            raise ValueError("escalate_to names no one: give subjects or groups")
+        return self
+
+
+class ApprovalPolicy(BaseModel):
+    """A2: an approver policy as declared (agent `approval`, `tools[].approval`, an interrupt's
+    `approval`), checked where it is declared: an empty list would name no one, and a quorum larger
+    than the subjects named (with no group to draw on) could never be met."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    origins: Annotated[list[Origin], Field(min_length=1)] | None = None
+    subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
+    groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
+    forbid_requester: bool | None = Field(default=None, strict=True)
+    quorum: Annotated[int, Field(strict=True, ge=1, le=approvals.MAX_QUORUM), BeforeValidator(_integral)] | None = None
+    deny_resolves: bool | None = Field(default=None, strict=True)
+    escalate_to: EscalateTo | None = None
+
+    @field_validator("quorum")
+    @classmethod
+    def _reachable(cls, quorum: int | None, info: ValidationInfo) -> int | None:
+        """A quorum larger than the named subjects (with no group to draw on) can never be met."""
+        problem = approvals.quorum_problem(quorum, info.data.get("subjects"), info.data.get("groups"))
+        if problem:
+            raise ValueError(problem)
+        return quorum
+
+
+
 class ToolSpec(Open):
     name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
     description: Annotated[str, StringConstraints(max_length=16_384)] | None = None
     input: dict[str, Any] | None = None
     output: dict[str, Any] | None = None
     handler: Literal["worker", "client"] | None = None
+    approval: ApprovalPolicy | None = None  # A2: this tool's own approver policy (replaces the agent's)
 
 
 class RetryPolicy(Wire):
@@ -192,11 +257,26 @@ class AgentConfig(Open):
     tools: list[ToolSpec] = Field(default_factory=list, max_length=256)
     worker: WorkerConfig | None = None
     interrupt_expires_in: ExpiresIn | None = None
+    interrupt_on_expiry: OnExpiry | None = None  # A5: the defaults of an interrupt's expiry outcome,
+    interrupt_remind_after: RemindAfter | None = None  # reminders and escalation
+    interrupt_escalate_after: ExpiresIn | None = None
+    retention_days: RetentionDays | None = None  # A6: how long closed interrupts stay listable
     sub_agents: list[SubAgentSpec] | None = Field(default=None, max_length=64)
     budget: Budget | None = None
     retry: dict[str, RetryPolicy] | None = None
     triggers: dict[str, bool] | None = None  # opt-in triggers beyond upstream: {"turn.finished": true}
     notify: list[NotifyEntry] | None = Field(default=None, max_length=16)  # docs/NOTIFICATIONS.md
+    approval: ApprovalPolicy | None = None  # A2: the default approver policy of this agent's interrupts
+
+    @field_validator("interrupt_remind_after", "interrupt_escalate_after")
+    @classmethod
+    def _before_expiry(cls, value: Any, info: ValidationInfo) -> Any:
+        expires = info.data.get("interrupt_expires_in")
+        if info.field_name == "interrupt_remind_after":
+            _timers_before_expiry(value, None, expires)
+        else:
+            _timers_before_expiry(None, value, expires)
+        return value
 
 
 # --- the decision request (engine -> worker) ----------------------------------------------
@@ -526,6 +606,10 @@ class InterruptAction(Wire):
     payload: InterruptPayload = None
     expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
     response_schema: ResponseSchema = None
+    approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
+    on_expiry: OnExpiry | None = None  # A5
+    remind_after: RemindAfter | None = None
+    escalate_after: ExpiresIn | None = None  # A5: adds the policy's `escalate_to` when it fires
 
     def declared_schema(self) -> Any:
         return schemas.declared(self.response_schema, self.payload)
@@ -640,6 +724,22 @@ class DecisionResponse(Wire):
     agent: dict[str, Any] | None = None
 
 
+class WorkerSubmitBody(DecisionResponse):
+    """`POST /v1/workers/submit`: a deferred decision's answer, named by `session_id` and
+    `decision_id` beside the decision response's own fields (upstream's `SubmitDecisionRequest`).
+    Unlike an answer in a response body, an unknown field is refused, naming it."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    session_id: Id
+    decision_id: Id
+    span: dict[str, Any] | None = None  # upstream's trace context: accepted, not used
+
+    def response(self) -> DecisionResponse:
+        return DecisionResponse.model_construct(messages=self.messages, actions=self.actions, state=self.state,
+                                                agent=self.agent)
+
+
 # --- client inputs ----------------------------------------------------------------
 
 
@@ -687,6 +787,7 @@ class InterruptResumeInput(Wire):
     interrupt_id: Id
     payload: Any = None
     expect_fingerprint: str | None = None  # A3: else 409 stale_approval, as ResumeBody
+    comment: Comment | None = None  # A6: recorded with the answer
 
 
 ClientInput = Annotated[
@@ -730,6 +831,7 @@ class ResumeBody(Wire):
     expect_fingerprint: str | None = Field(
         default=None, description="A3: resume only if the interrupt's `action.fingerprint` is this "
         "(else 409 `stale_approval`, nothing recorded)")
+    comment: Comment | None = Field(default=None, description="recorded with the answer (at most 2,000 characters)")
 
 
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -741,6 +843,8 @@ class TokenIdentity(Wire):
 
     id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     metadata: Annotated[dict[MetadataKey, MetadataValue], Field(max_length=16)] | None = None
+    groups: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]],
+                      Field(max_length=32)] | None = None  # A2: the approver groups the token carries
 
 
 class ClientTokenBody(Wire):
@@ -758,6 +862,10 @@ class RaiseInterruptBody(Wire):
     expires_in: ExpiresIn | None = None
     global_: bool = Field(default=False, alias="global", strict=True)
     response_schema: ResponseSchema = None
+    approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
+    on_expiry: OnExpiry | None = None  # A5
+    remind_after: RemindAfter | None = None
+    escalate_after: ExpiresIn | None = None  # A5: adds the policy's `escalate_to` when it fires
 
     def declared_schema(self) -> Any:
         return schemas.declared(self.response_schema, self.payload)

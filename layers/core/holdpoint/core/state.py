@@ -20,7 +20,9 @@ CallKind = Literal["llm_call", "tool_call", "sub_agent"]
 CallStatus = Literal["open", "settled", "voided"]
 CallHandler = Literal["engine", "worker", "client"]  # who runs it: the engine, the worker, the client
 InterruptStatus = Literal["open", "resolved", "expired"]
+OnExpiry = Literal["cancel", "deny", "approve"]  # A5: what an expiry answers
 DecisionStatus = Literal["pending", "delivered", "failed"]
+DecisionVia = Literal["worker", "submit"]
 TurnStatus = Literal["queued", "running", "suspended", "done", "failed"]
 EffectKind = Literal["start_park", "send_task_success", "kick", "timer", "spawn", "notify_parent", "send"]
 
@@ -135,6 +137,21 @@ class Interrupt:
     owner: str | None = None
     response_schema: Any = None  # A1: the JSON Schema a resume payload must satisfy
     action: dict[str, Any] | None = None  # A3: {tool, arguments, agent_version, fingerprint} approved
+    # A2: the effective approver policy frozen at raise time ({origins, subjects, groups,
+    # forbid_requester, quorum, deny_resolves}), the subject that started the turn, the answers
+    # recorded ({subject, origin, status, payload, comment, at}), and the escalation approvers
+    # ({subjects, groups}) admitted once `escalated` is set (by the A5 escalation timer).
+    policy: dict[str, Any] | None = None
+    requester: str | None = None
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    escalate_to: dict[str, Any] | None = None
+    escalated: bool = False
+    on_expiry: OnExpiry | None = None  # A5: None is `cancel`
+    remind_after: list[int] | None = None  # A5: reminder delays (s), counted from parking
+    escalate_after: int | None = None  # A5: escalation delay (s)
+    reminded: list[int] = field(default_factory=list)  # A5: indexes of the reminders that fired
+    retention_days: int | None = None  # A6: the agent's retention for the closed interrupt
+    ttl: int | None = None  # A6: epoch seconds DynamoDB's TTL deletes the closed interrupt at
     rev: int = 0
 
     def view(self) -> dict[str, Any]:
@@ -155,6 +172,18 @@ class Interrupt:
             out["response_schema"] = self.response_schema
         if self.action is not None:
             out["action"] = self.action
+        if self.policy is not None:
+            out["policy"] = self.policy
+        if self.requester is not None:
+            out["requester"] = self.requester
+        if self.approvals:
+            out["approvals"] = self.approvals
+        if self.escalate_to is not None:
+            out["escalate_to"] = self.escalate_to
+            out["escalated"] = self.escalated
+        for key in ("on_expiry", "remind_after", "escalate_after"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
 
 
@@ -172,6 +201,7 @@ class Decision:
     attempts: int = 0
     not_before: float | None = None
     first_at: float | None = None
+    via: DecisionVia | None = None  # how the answer arrived, once it has
     rev: int = 0
 
 
@@ -184,6 +214,7 @@ class Turn:
     data: Any = None
     error: Any = None
     input: dict[str, Any] | None = None  # a queued turn's input, started when the turn before it ends
+    requester: str | None = None  # A2: the subject whose input started the turn
     rev: int = 0
 
 
@@ -230,6 +261,8 @@ class SessionState:
     events: list[Event] = field(default_factory=list)
     effects: list[Effect] = field(default_factory=list)
     now: float = 0.0  # the step's time (epoch seconds), set by whoever loads or creates the state
+    head_only: bool = False  # loaded without the tail (no nodes, calls, decisions or turns)
+    listed_status: str | None = None  # the status the session listing holds, as loaded
 
     @classmethod
     def new(cls, tenant: str, session_id: str, agent_id: str, *, now: float, **kw: Any) -> SessionState:

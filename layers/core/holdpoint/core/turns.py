@@ -8,9 +8,12 @@ from holdpoint.core import interrupts as rules
 from holdpoint.core.state import Effect, SessionState, Turn, derive, iso_ms
 
 
-def start_turn(state: SessionState, turn_id: str, *, queued_input: dict[str, Any] | None = None) -> Turn:
-    """Start a turn now, or queue it (with its input) behind the running one."""
-    turn = Turn(id=turn_id, order=state.tick(), input=queued_input, created_at=iso_ms(state.now))
+def start_turn(state: SessionState, turn_id: str, *, queued_input: dict[str, Any] | None = None,
+               requester: str | None = None) -> Turn:
+    """Start a turn now, or queue it (with its input) behind the running one; `requester` is the
+    subject whose input it is (A2: the policy may forbid it to approve the turn's actions)."""
+    turn = Turn(id=turn_id, order=state.tick(), input=queued_input, created_at=iso_ms(state.now),
+                requester=requester)
     if queued_input is not None:
         turn.status = "queued"
         state.put(turn)

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from botocore.exceptions import ClientError
 
 from holdpoint.core.errors import Code, Refusal
-from holdpoint.core.ids import ID_PATTERN, INPUT_TAGS, error_param, first_error
+from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error
 from holdpoint.http.edge import INTERNAL_BODY, json_reply, refusal_reply, short, status_of, too_large
 from holdpoint.http.limits import body_bytes, strict_body
 from holdpoint.http.telemetry import logger, metrics
@@ -39,7 +39,7 @@ def error(code: Code, message: str, param: str | None = None) -> Response[dict[s
 def param_of(loc: tuple[Any, ...]) -> str:
     """`message.content`, not `message.content.constrained-str`: drop pydantic's union member tags."""
     parts = tuple(p for p in loc if not (isinstance(p, str) and _UNION_MEMBER.search(p)))
-    return error_param(parts, INPUT_TAGS)
+    return error_param(parts, INPUT_TAGS | ACTION_TAGS)  # a worker's submit carries actions
 
 
 def bad_path_id(method: str, name: str, value: Any) -> Response[dict[str, Any]] | None:
@@ -74,6 +74,9 @@ def _field_error(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> Respon
         if tag in INPUT_TAGS:  # POST /v1/sessions takes only the inputs that start a session
             return error("validation_error", f"{short(tag)} needs an existing session", "type")
         expected = re.findall(r"'([^']+)'", str((err.get("ctx") or {}).get("expected_tags")))
+        if param_of(loc):  # a nested union (a submit's `actions[i]`): a field like any other
+            return error("validation_error", f"unknown type {short(tag)}; expected one of " +
+                         ", ".join(sorted(expected)), f"{param_of(loc)}.type")
         return error("unknown_input_type", "unknown input type; expected one of " +
                      ", ".join(sorted(expected or INPUT_TAGS)), "type")
     whole_body = {
@@ -146,15 +149,19 @@ def _answer_validation_errors(app: APIGatewayHttpResolver) -> None:
         return error("validation_error", msg, param or "body")
 
 
-def prepare(event: dict[str, Any]) -> dict[str, Any]:
+def prepare(event: dict[str, Any], json_body: bool = True) -> dict[str, Any]:
     """Size, encoding and nesting limits, then strict JSON (holdpoint.http.limits), before the
     resolver parses the body; and a JSON-only API parses bodies as JSON whatever Content-Type
-    says (curl -d sends a form type)."""
+    says (curl -d sends a form type). `json_body=False` (Slack's form-encoded interactions) keeps
+    the limits and the decoded body as sent, for its signature."""
     raw = body_bytes(event)
     if not raw.strip():  # whitespace is no body: "a JSON object body is required"
         event = {**event, "body": None, "isBase64Encoded": False}
-    else:
+    elif json_body:
         strict_body(raw)
+    else:
+        event = {**event, "body": raw.decode("utf-8"), "isBase64Encoded": False}
+        return event
     if event.get("isBase64Encoded"):
         event = {**event, "body": raw.decode("utf-8"), "isBase64Encoded": False}
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
@@ -176,10 +183,10 @@ def decoded_path(raw_path: str) -> str:
     return "/".join(out)
 
 
-def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, json_body: bool = True) -> dict[str, Any]:
     """One request through `app`: refused early if its body is bad; never a stack trace in a body."""
     try:
-        event = prepare(event)
+        event = prepare(event, json_body)
     except Refusal as exc:
         logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
         return refusal_reply(exc)
@@ -190,12 +197,12 @@ def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> d
         return json_reply(500, INTERNAL_BODY)
 
 
-def handler_for(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def handler_for(app: APIGatewayHttpResolver, json_body: bool = True) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler serving `app`, with Powertools' logging context and metrics."""
 
     @metrics.log_metrics
     @logger.inject_lambda_context(clear_state=True)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return serve(app, event, context)
+        return serve(app, event, context, json_body)
 
     return handler

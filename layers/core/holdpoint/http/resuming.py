@@ -10,6 +10,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from holdpoint import assembly
+from holdpoint.core.approvals import MAX_COMMENT
 from holdpoint.http import edge
 from holdpoint.http.edge import short
 from holdpoint.http.resolver import bad_path_id, error, param_of
@@ -17,19 +18,19 @@ from holdpoint.http.telemetry import count, logger
 from holdpoint.services.resume import resume
 
 PATH = "/v1/sessions/<session_id>/interrupts/<interrupt_id>/resume"
-BODY_FIELDS = frozenset({"payload", "expect_fingerprint"})
+BODY_FIELDS = frozenset({"payload", "expect_fingerprint", "comment"})
 """`ResumeBody`'s fields: any other key is refused, as the model (extra="forbid") refuses it."""
 
 
 def resume_request(event: dict[str, Any], session_id: str, interrupt_id: str, payload: Any,
-                   expect_fingerprint: str | None = None) -> dict[str, Any]:
+                   expect_fingerprint: str | None = None, comment: str | None = None) -> dict[str, Any]:
     """One conditional write flips the interrupt, then one SendTaskSuccess (R7)."""
     who = edge.caller(event)
     edge.check_id(session_id, f"session {session_id}")
     edge.check_param_id(interrupt_id, "interrupt_id")
     logger.append_keys(session_id=session_id, interrupt_id=interrupt_id)
     out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, interrupt_id,
-                 edge.check_payload(payload), expect_fingerprint=expect_fingerprint)
+                 edge.check_payload(payload), expect_fingerprint=expect_fingerprint, comment=comment)
     logger.info("resume", extra={"noop": out["noop"]})
     if not out["noop"]:
         count("InterruptsResumed")
@@ -47,6 +48,10 @@ def request_problem(body_text: str | None, session_id: str, interrupt_id: str) -
         return error("validation_error", "body must be a JSON object", "body")
     if not isinstance(body.get("expect_fingerprint", ""), str | None):
         return error("validation_error", "Input should be a valid string", "expect_fingerprint")
+    if not isinstance(body.get("comment", ""), str | None):
+        return error("validation_error", "Input should be a valid string", "comment")
+    if len(body.get("comment") or "") > MAX_COMMENT:
+        return error("validation_error", f"String should have at most {MAX_COMMENT} characters", "comment")
     for key in body:  # after the fields' own errors, as pydantic reports them
         if key not in BODY_FIELDS:
             return error("validation_error", "Extra inputs are not permitted", short(param_of((key,)) or "body"))

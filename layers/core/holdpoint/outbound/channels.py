@@ -4,11 +4,15 @@ channel plugs in (it implements `ports.NotifyChannel`: `deliver(event, entry, li
 
 from __future__ import annotations
 
-from holdpoint.ports import NotifyChannel
+from holdpoint.ports import NotifyChannel, SessionStore
 
 
-def installed() -> dict[str, NotifyChannel]:
-    """Every channel the notifier delivers to; an entry of a kind not listed here is skipped."""
+def installed(store: SessionStore | None = None) -> dict[str, NotifyChannel]:
+    """Every channel the notifier delivers to; an entry of a kind not listed here is skipped.
+    Slack reads the raised interrupt from `store` (a notification carries only a summary)."""
+    from holdpoint.aws import signing
+    from holdpoint.outbound.slack import SlackChannel
     from holdpoint.outbound.webhooks import WebhookChannel
 
-    return {"notify.webhook": WebhookChannel()}
+    return {"notify.webhook": WebhookChannel(),
+            "notify.slack": SlackChannel(signing, store.read_interrupt if store is not None else None)}

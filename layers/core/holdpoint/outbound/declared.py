@@ -36,6 +36,10 @@ def check_agent(config: dict[str, Any], tenant: str) -> None:
         _refuse(secretrefs.check(llm_config["api_key"], tenant, "llm.api_key"), "llm.api_key")
     for i, entry in enumerate(config.get("notify") or []):
         check_webhook(entry, tenant, f"notify[{i}]")
+        if "slack" in entry:
+            from holdpoint.outbound.slack import check_declaration  # slack_sdk only for agents that use it
+
+            check_declaration(entry["slack"], tenant, f"notify[{i}]")
 
 
 def check_webhook(entry: dict[str, Any], tenant: str, field: str) -> None:

@@ -26,7 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from holdpoint.aws import secretrefs
 from holdpoint.core import strictjson
 from holdpoint.outbound import netguard
-from holdpoint.ports import WorkerUnavailable
+from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 
 SIGNATURE_HEADER = "X-Holdpoint-Signature"
 TIMESTAMP_HEADER = "X-Holdpoint-Timestamp"
@@ -99,11 +99,12 @@ def _secret(ref: str | None, tenant: str | None, field: str = "worker.secret") -
 
 
 def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | None, field: str,
-                timeout: float, headers: dict[str, str] | None = None) -> bytes:
+                timeout: float, headers: dict[str, str] | None = None, *, deferrable: bool = False) -> bytes:
     """POST `payload` as JSON, signed when `secret_ref` is set (PROTOCOL.md §2.7), through
     `netguard.urlopen` (the URL and the connected address checked); the answer's body. Every
     failure (refused, unreachable, non-2xx) is `WorkerUnavailable`. `field` names the declaration
-    (`worker`, `notify[0]`) in errors."""
+    (`worker`, `notify[0]`) in errors. `deferrable`: a 202 is `WorkerDeferred` (a decision the
+    worker answers later, PROTOCOL.md §2.9)."""
     body = json.dumps(payload, separators=(",", ":")).encode()
     sent = {"Content-Type": "application/json", "User-Agent": "holdpoint", **(headers or {})}
     secret = _secret(secret_ref, tenant, f"{field}.secret")
@@ -114,6 +115,8 @@ def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | No
     req = urllib.request.Request(url, data=body, headers=sent, method="POST")
     try:
         with netguard.urlopen(req, f"{field}.url", timeout) as resp:
+            if deferrable and resp.status == 202:  # taken: the answer comes through POST /v1/workers/submit
+                raise WorkerDeferred(f"{field} answered 202: it answers later")
             answer: bytes = resp.read()
             return answer
     except netguard.Refused as exc:
@@ -125,9 +128,10 @@ def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | No
 
 
 def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
-    """POST the decision, signed; `netguard.urlopen` checks the URL and the connected address."""
+    """POST the decision, signed; `netguard.urlopen` checks the URL and the connected address. A
+    202 answer defers the decision (`WorkerDeferred`): the worker submits its answer later."""
     return _parse(post_signed(config["url"], request, config.get("secret"), tenant, "worker",
-                              float(config.get("timeout_secs") or 30)))
+                              float(config.get("timeout_secs") or 30), deferrable=True))
 
 
 def lambda_client() -> Any:

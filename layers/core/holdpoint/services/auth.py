@@ -14,7 +14,7 @@ import jwt
 
 from holdpoint.core.credentials import JWT_AUDIENCE, hash_key
 from holdpoint.ports import SessionStore
-from holdpoint.services.caller import Caller, metadata_of
+from holdpoint.services.caller import Caller, groups_of, metadata_of
 
 
 def authenticate(authorization: str | None, store: SessionStore,
@@ -35,17 +35,20 @@ def authenticate(authorization: str | None, store: SessionStore,
         except jwt.PyJWTError:
             return None
         return Caller(tenant=str(claims["tenant"]), subject=str(claims["sub"]), origin="client",
-                      session_id=claims.get("session_id"), own_only=True, metadata=metadata_of(claims.get("md")))
+                      session_id=claims.get("session_id"), own_only=True, metadata=metadata_of(claims.get("md")),
+                      groups=groups_of(claims.get("groups")))
     found = store.get_api_key(hash_key(token))
     if found is None:
         return None
-    return Caller(tenant=found["tenant"], subject=found["subject"], origin=found["origin"])
+    return Caller(tenant=found["tenant"], subject=found["subject"], origin=found["origin"],
+                  groups=groups_of(found.get("groups")))
 
 
 def mint_client_token(secret: str, tenant: str, subject: str, *, ttl_secs: int = 900,
                       session_id: str | None = None, metadata: dict[str, str] | None = None,
-                      now: float | None = None) -> str:
-    """A short-lived HS256 client token: audience `holdpoint`, bound to a subject (and a session)."""
+                      now: float | None = None, groups: list[str] | None = None) -> str:
+    """A short-lived HS256 client token: audience `holdpoint`, bound to a subject (and a session),
+    carrying the approver groups (A2) in the `groups` claim."""
     issued = int(time.time() if now is None else now)
     claims: dict[str, Any] = {"tenant": tenant, "sub": subject, "aud": JWT_AUDIENCE, "iat": issued,
                               "exp": issued + ttl_secs}
@@ -53,6 +56,8 @@ def mint_client_token(secret: str, tenant: str, subject: str, *, ttl_secs: int =
         claims["session_id"] = session_id
     if metadata:
         claims["md"] = metadata
+    if groups:
+        claims["groups"] = list(groups)
     return jwt.encode(claims, secret, algorithm="HS256")
 
 

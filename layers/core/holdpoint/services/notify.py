@@ -72,7 +72,7 @@ class Notifier:
         h = state.header
         interrupt = state.interrupts.get(str((event.get("data") or {}).get("interrupt_id")))
         minted: dict[str, str] = {}
-        if notify.kind_of(event) == "interrupt.raised" and interrupt is not None and interrupt.status == "open":
+        if notify.kind_of(event) in notify.WAITING and interrupt is not None and interrupt.status == "open":
             who = approver or interrupt.owner or str((h.identity or {}).get("id") or "")
             if who:
                 minted = links.mint(self.sealer, self.link_base, h.tenant, h.session_id, interrupt, who,

@@ -1,5 +1,5 @@
-"""The resume path (R7, R17, A1, A4): one consistent read of the interrupt, one conditional write,
-then one SendTaskSuccess."""
+"""The resume path (R7, R17, A1, A2, A4): one consistent read of the interrupt, one conditional
+write, then one SendTaskSuccess (none for a quorum answer that does not yet decide it)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,31 @@ import json
 import time
 from typing import Any
 
-from holdpoint.core import schemas
+from holdpoint.core import approvals, schemas
 from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import kept_until
 from holdpoint.core.interrupts import may_resume, resumable_origins
 from holdpoint.core.state import Interrupt, iso_ms
-from holdpoint.ports import Clock, Parking, SessionStore
+from holdpoint.ports import Clock, Parking, ResolveOutcome, SessionStore
 from holdpoint.services.caller import Caller
+
+ROUNDS = 3
+"""A2: a conditional write lost to another approver's answer is decided again on the item as it
+then was (the failed write returns it), at most this many times in all; then 409 `conflict`."""
 
 
 def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: str, interrupt_id: str,
-           payload: Any, clock: Clock = time.time, expect_fingerprint: str | None = None) -> dict[str, Any]:
+           payload: Any, clock: Clock = time.time, expect_fingerprint: str | None = None,
+           comment: str | None = None) -> dict[str, Any]:
     """Clear an interrupt exactly once. Stale, unknown and duplicate ids are no-ops (200) that say
     how the interrupt was cleared (A4); an answer its response schema refuses changes nothing (A1),
-    nor does an `expect_fingerprint` that is not the fingerprint of the action it approves (A3)."""
+    nor does an `expect_fingerprint` that is not the fingerprint of the action it approves (A3), nor
+    a caller its approver policy does not admit (A2). Under a quorum an answer that does not decide
+    the interrupt is recorded (`comment` with it) and leaves it open."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
+    if comment is not None and len(comment) > approvals.MAX_COMMENT:  # A6 (the wire models bound it too)
+        raise Refusal("validation_error", f"comment is over {approvals.MAX_COMMENT} characters", param="comment")
     found = store.read_interrupt(caller.tenant, session_id, interrupt_id)
     if found is None:
         if not store.session_exists(caller.tenant, session_id, caller.owner()):
@@ -31,32 +41,92 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     if owner is not None and found.owner != owner:
         raise Refusal("not_found", f"session {session_id} not found")
     if found.status != "open":
-        return _noop(parking, found, payload)
+        return _noop(parking, found, payload, caller.subject)
     _check(caller, found, payload)
     _check_fingerprint(found, expect_fingerprint)
-    responder = {"subject": caller.subject, "origin": caller.origin}
-    outcome, interrupt = store.resolve_interrupt(
-        caller.tenant, session_id, interrupt_id, resolution=payload, responder=responder,
-        allowed_origins=resumable_origins(caller.origin), at=iso_ms(clock()), owner=owner,
-        generation=found.generation)
-    if outcome == "resolved":
-        if interrupt is not None and interrupt.task_token:
-            parking.complete(interrupt.task_token, {"interrupt_id": interrupt_id})
-        return {"ok": True, "interrupt_id": interrupt_id, "noop": False}
-    if outcome == "not_found":
-        raise Refusal("not_found", f"session {session_id} not found")
-    if outcome == "changed" or interrupt is None or interrupt.status == "open":
-        # Raised again (another generation, perhaps another schema) between the read and the write.
+    _check_size(found, payload)
+    now_secs = clock()
+    mine = approvals.answer(caller.subject, caller.origin, payload, comment, iso_ms(now_secs))
+    ttl = kept_until(found.retention_days, now_secs)  # A6: how long the closed interrupt stays listable
+    for _ in range(ROUNDS):
+        own = _own_answer(found, caller.subject)
+        if own is not None:  # A2: a second answer by the same subject is a no-op
+            return _noop_open(found, own, payload)
+        outcome, now = _write(store, caller, session_id, found, mine, ttl)
+        if outcome in ("resolved", "recorded"):
+            return _written(parking, outcome, now or found, interrupt_id)
+        if outcome == "not_found":
+            raise Refusal("not_found", f"session {session_id} not found")
+        if outcome != "raced" or now is None:
+            break
+        found = now  # another approver's answer landed first: decide again on what is there now
+    if outcome in ("changed", "forbidden", "raced") or now is None or now.status == "open":
+        # Raised again (another generation, perhaps another schema) between the read and the write,
+        # or answered by others faster than this resume could record its answer.
         raise Refusal("conflict", "the interrupt changed while this resume was checked; retry",
                       param="interrupt_id")
-    return _noop(parking, interrupt, payload)
+    return _noop(parking, now, payload, caller.subject)
+
+
+def _write(store: SessionStore, caller: Caller, session_id: str, found: Interrupt,
+           mine: dict[str, Any], ttl: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
+    """One conditional UpdateItem: record an answer that decides nothing yet, or resolve with it
+    (kept until `ttl`, A6)."""
+    answers = [*found.approvals, mine]
+    decided = approvals.verdict(found.policy, answers)
+    common: dict[str, Any] = {"allowed_origins": resumable_origins(caller.origin), "owner": caller.owner(),
+                              "generation": found.generation, "approval": mine, "seen": len(found.approvals)}
+    if decided == "open":
+        return store.record_approval(caller.tenant, session_id, found.interrupt_id, **common)
+    return store.resolve_interrupt(
+        caller.tenant, session_id, found.interrupt_id, at=mine["at"],
+        resolution=approvals.resolution(found.policy, decided, mine, answers),
+        responder={"subject": caller.subject, "origin": caller.origin}, ttl=ttl, **common)
+
+
+def _written(parking: Parking, outcome: ResolveOutcome, interrupt: Interrupt, interrupt_id: str) -> dict[str, Any]:
+    """The answer to a resume whose write landed: resolved (the branch wakes) or recorded (open)."""
+    if outcome == "resolved":
+        if interrupt.task_token:
+            parking.complete(interrupt.task_token, {"interrupt_id": interrupt_id})
+        return {"ok": True, "interrupt_id": interrupt_id, "noop": False}
+    return {"ok": True, "interrupt_id": interrupt_id, "noop": False, **_progress(interrupt)}
+
+
+def _progress(interrupt: Interrupt) -> dict[str, Any]:
+    """Where an open quorum stands: approvals so far, of how many."""
+    return {"status": "open", "approvals": sum(1 for a in interrupt.approvals if a["status"] == "approved"),
+            "quorum": approvals.quorum_of(interrupt.policy)}
+
+
+def _own_answer(interrupt: Interrupt, subject: str) -> dict[str, Any] | None:
+    return next((a for a in interrupt.approvals if a.get("subject") == subject), None)
+
+
+def _noop_open(interrupt: Interrupt, own: dict[str, Any], payload: Any) -> dict[str, Any]:
+    """A2: the subject has answered this still-open interrupt already; its answer stands."""
+    return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": True, **_progress(interrupt),
+            "answered": {"at": own.get("at"), "status": own.get("status"),
+                         "same_payload": _canonical(payload) == _canonical(own.get("payload"))}}
+
+
+def _check_size(interrupt: Interrupt, payload: Any) -> None:
+    """A2: every answer to a quorum is kept on the interrupt's one item, so each is small."""
+    size = len(_canonical(payload))
+    if approvals.quorum_of(interrupt.policy) > 1 and size > approvals.MAX_QUORUM_ANSWER_BYTES:
+        raise Refusal("payload_too_large", f"an answer to a quorum is at most {approvals.MAX_QUORUM_ANSWER_BYTES} "
+                      f"bytes of JSON, this one {size}", param="payload")
 
 
 def _check(caller: Caller, interrupt: Interrupt, payload: Any) -> None:
-    """R17 (origin rank) and A1 (the response schema), before anything is written."""
+    """R17 (origin rank), A2 (the approver policy) and A1 (the response schema), before anything
+    is written."""
     if not may_resume(caller.origin, interrupt.origin):
         raise Refusal("forbidden", f"an interrupt raised by {interrupt.origin} cannot be cleared by {caller.origin}",
                       param="interrupt_id")
+    reason = approvals.interrupt_refusal(interrupt, caller.subject, caller.origin, caller.groups)
+    if reason is not None:
+        raise Refusal("not_an_approver", reason, param="interrupt_id")
     failed = schemas.answer_error(interrupt.response_schema, payload)
     if failed is not None:
         raise Refusal("invalid_resume", failed[1], param=failed[0])
@@ -72,7 +142,7 @@ def _check_fingerprint(interrupt: Interrupt, expected: str | None) -> None:
                       param="expect_fingerprint", fingerprint=actual)
 
 
-def _noop(parking: Parking, interrupt: Interrupt, payload: Any) -> dict[str, Any]:
+def _noop(parking: Parking, interrupt: Interrupt, payload: Any, subject: str | None = None) -> dict[str, Any]:
     """A4: a repeated resume changes nothing and says who cleared the interrupt, when, and how."""
     if interrupt.status == "resolved" and not interrupt.woken and interrupt.task_token:
         # A resume whose SendTaskSuccess was lost (crash) is completed by the retry; a token
@@ -83,8 +153,14 @@ def _noop(parking: Parking, interrupt: Interrupt, payload: Any) -> dict[str, Any
         "by": {"subject": who.get("subject"), "origin": who.get("origin")},
         "at": interrupt.resolved_at,
         "status": interrupt.status,
-        "same_payload": _canonical(payload) == _canonical(interrupt.resolution),
+        "same_payload": _canonical(payload) == _canonical(_answered_with(interrupt, subject)),
     }}
+
+
+def _answered_with(interrupt: Interrupt, subject: str | None) -> Any:
+    """What a repeat is compared with: this subject's own answer to a quorum, else the resolution."""
+    own = _own_answer(interrupt, subject or "") if approvals.quorum_of(interrupt.policy) > 1 else None
+    return own["payload"] if own is not None else interrupt.resolution
 
 
 def _canonical(value: Any) -> str:

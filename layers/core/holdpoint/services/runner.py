@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
-from holdpoint.core import budget, calls, engine, subagents
+from holdpoint.core import budget, calls, engine, expiry, subagents
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
@@ -33,6 +33,7 @@ from holdpoint.ports import (
     SessionStore,
     Timers,
     Worker,
+    WorkerDeferred,
     WorkerUnavailable,
     WorkQueue,
 )
@@ -136,6 +137,15 @@ class Runner:
             _, happened = self.transact(tenant, session_id, lambda s: engine.apply_wake(s, iid, outcome))
             if happened:
                 self.counters.add(f"interrupts_{happened}")
+        elif kind == expiry.TIMER_MESSAGE:
+            # A5: a reminder or escalation touches one interrupt and makes nothing due.
+            iid, generation = message["interrupt_id"], int(message["generation"])
+            timer, index = str(message["timer"]), int(message["index"])
+            _, happened = self.transact(tenant, session_id, lambda s: expiry.apply_timer(
+                s, iid, generation, timer, index), head_only=True)
+            if happened:
+                self.counters.add(f"interrupts_{happened}")
+            return
         elif kind == "deadline":
             call_id, attempt = message["call_id"], int(message["attempt"])
             loaded = self.store.load(tenant, session_id)  # read once: for the child check and the commit
@@ -171,7 +181,13 @@ class Runner:
 
     def _start_park(self, state: SessionState, interrupt_id: str) -> None:
         h = state.header
-        arn = self.parking.start(h.tenant, h.session_id, state.interrupts[interrupt_id])
+        interrupt = state.interrupts[interrupt_id]
+        arn = self.parking.start(h.tenant, h.session_id, interrupt)
+        if interrupt.status == "open":
+            # A5: reminders and escalation, before the parked mark: a crash before it repeats this
+            # step, and a timer named by its key is scheduled once however often it is asked for.
+            for timer in expiry.timers(interrupt):
+                self.timers.schedule(h.tenant, h.session_id, timer.seconds, timer.message, timer.key)
         self.transact(h.tenant, h.session_id, lambda s: engine.mark_parked(s, interrupt_id, arn), state)
 
     def _run_llm(self, state: SessionState, call_id: str) -> None:
@@ -209,6 +225,11 @@ class Runner:
         started = time.perf_counter()
         try:
             raw = self.worker(h.agent, request, h.tenant)
+        except WorkerDeferred:
+            self.counters.add("decisions_deferred")
+            self.transact(h.tenant, h.session_id,
+                          lambda s: engine.defer_decision(s, s.decisions[decision_id], self.clock()), state)
+            return
         except WorkerUnavailable as exc:
             why = str(exc)
             log.warning("worker unavailable: %s", why, extra={"session_id": h.session_id, "decision_id": decision_id})

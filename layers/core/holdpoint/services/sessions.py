@@ -1,4 +1,4 @@
-"""Session operations behind the HTTP API: submit inputs, read views, raise interrupts, the inbox."""
+"""Session operations behind the HTTP API: submit inputs, read views, raise interrupts."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from holdpoint.core import interrupts as rules
+from holdpoint.core.approvals import PolicyError
 from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionState, mint
-from holdpoint.ports import Clock, Sealer, SessionStore, WorkQueue
+from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
 
@@ -59,7 +61,9 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: st
             return owned(store, caller, sid)
 
     def accept(state: SessionState) -> Accepted:
-        return accept_view(state, inp) if isinstance(inp, ClientMessagesInput) else accept_turn(state, inp)
+        if isinstance(inp, ClientMessagesInput):
+            return accept_view(state, inp, requester=caller.subject)
+        return accept_turn(state, inp, requester=caller.subject)
 
     state, accepted = changed(store, load, accept, clock, retry=session_id is not None)
     if state.effects:
@@ -111,13 +115,19 @@ def events(store: SessionStore, caller: Caller, session_id: str, after_seq: int,
 
 def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
-                    request_id: str, response_schema: Any = None, clock: Clock = time.time) -> dict[str, Any]:
+                    request_id: str, response_schema: Any = None, approval: dict[str, Any] | None = None,
+                    declared: Declared | None = None, clock: Clock = time.time) -> dict[str, Any]:
     """R5: an interrupt raised through the API, at the head (or global), with the caller's origin;
-    A1: `response_schema` (already checked by the wire model) bounds what its resume may carry."""
+    A1: `response_schema` (already checked by the wire model) bounds what its resume may carry;
+    A2: `approval` narrows the policy in force (400 naming the field where it would widen it);
+    A5: `declared` is its expiry outcome, reminders and escalation."""
     def raise_it(state: SessionState) -> str:
-        return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
-                              interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
-                              response_schema=response_schema)
+        try:
+            return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
+                                  interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
+                                  response_schema=response_schema, approval=approval, declared=declared)
+        except PolicyError as exc:
+            raise Refusal("validation_error", str(exc), param=exc.at("approval")) from None
 
     state, iid = changed(store, lambda: owned(store, caller, session_id), raise_it, clock)
     if state.effects:
@@ -127,19 +137,31 @@ def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, sessi
             "interrupt": interrupt.view() if interrupt else None}
 
 
-def inbox(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None) -> dict[str, Any]:
-    """The tenant's open interrupts across sessions, newest first, from the sparse GSI. The cursor
-    is sealed under the deployment's key and bound to the tenant: opaque, and refused if altered."""
-    start = None
-    if cursor:
-        sealed = sealer.unseal("inbox-cursor", cursor)
-        if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict):
-            raise Refusal("validation_error", "cursor is not valid", "cursor")
-        start = sealed["at"]
-    items, last = store.inbox(caller.tenant, limit, start)
-    if caller.session_id:
-        items = [i for i in items if i["session_id"] == caller.session_id]
+def opened_cursor(sealer: Sealer, purpose: str, caller: Caller, cursor: str | None) -> dict[str, Any] | None:
+    """Where a paged read resumes: a cursor sealed under the deployment's key and bound to the
+    tenant (opaque, and refused naming `cursor` if altered, expired or another tenant's)."""
+    if not cursor:
+        return None
+    sealed = sealer.unseal(purpose, cursor)
+    if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict):
+        raise Refusal("validation_error", "cursor is not valid", "cursor")
+    at: dict[str, Any] = sealed["at"]
+    return at
+
+
+def sealed_cursor(sealer: Sealer, purpose: str, caller: Caller, at: dict[str, Any] | None) -> str | None:
+    return sealer.seal(purpose, {"tenant": caller.tenant, "at": at}) if at else None
+
+
+def listing(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,
+            filters: SessionFilters) -> dict[str, Any]:
+    """The tenant's sessions, newest first (`GET /v1/sessions`). A client token lists only its
+    subject's sessions (the filter is applied in the query, so pages stay full), and a token bound
+    to one session only that one."""
     if caller.own_only:
-        items = [i for i in items if i.get("owner") == caller.subject]
-    next_cursor = sealer.seal("inbox-cursor", {"tenant": caller.tenant, "at": last}) if last else None
-    return {"interrupts": items, "next_cursor": next_cursor}
+        filters = SessionFilters(filters.agent_id, filters.status, filters.top_level, owner=caller.subject)
+    rows, last = store.sessions(caller.tenant, limit, opened_cursor(sealer, "sessions-cursor", caller, cursor),
+                                filters)
+    if caller.session_id:
+        rows = [r for r in rows if r["session_id"] == caller.session_id]
+    return {"sessions": rows, "next_cursor": sealed_cursor(sealer, "sessions-cursor", caller, last)}

@@ -13,16 +13,12 @@ from holdpoint.core.state import iso
 from holdpoint.ports import Clock, SessionStore
 from holdpoint.services.caller import Caller
 
-MINTERS = ("machine", "operator")
-
 
 def issue(store: SessionStore, secret: Callable[[], str | None], caller: Caller, body: ClientTokenBody,
           clock: Clock = time.time) -> dict[str, Any]:
     """`{token, expires_at}` for `body.identity`, bound to `body.session_id` when given (which must
     be a session that identity owns: 404 otherwise)."""
-    caller.require_key("mint client tokens")
-    if caller.origin not in MINTERS:
-        raise Refusal("forbidden", f"only {' or '.join(MINTERS)} keys mint client tokens, not a {caller.origin} key")
+    caller.require_machine("mint client tokens")
     if body.session_id and not store.session_exists(caller.tenant, body.session_id, owner=body.identity.id):
         raise Refusal("not_found", f"session {body.session_id} not found for {body.identity.id[:64]}", "session_id")
     key = secret()
@@ -32,5 +28,6 @@ def issue(store: SessionStore, secret: Callable[[], str | None], caller: Caller,
 
     now = clock()
     token = mint_client_token(key, caller.tenant, body.identity.id, ttl_secs=body.ttl_seconds,
-                              session_id=body.session_id, metadata=body.identity.metadata, now=now)
+                              session_id=body.session_id, metadata=body.identity.metadata, now=now,
+                              groups=body.identity.groups)
     return {"token": token, "expires_at": iso(int(now) + body.ttl_seconds)}

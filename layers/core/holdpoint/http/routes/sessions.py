@@ -3,7 +3,7 @@ calls, and the tenant's inbox of open interrupts."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -11,17 +11,28 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
 from holdpoint.aws import signing
+from holdpoint.core import approvals
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocol import ClientInput, InterruptResumeInput, NewSessionInput, RaiseInterruptBody, SettleBody
+from holdpoint.core.expiry import Declared
+from holdpoint.core.protocol import (
+    ID_REGEX,
+    ClientInput,
+    InterruptResumeInput,
+    NewSessionInput,
+    RaiseInterruptBody,
+    SettleBody,
+)
 from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import count, logger
-from holdpoint.ports import TooManyChanges
+from holdpoint.ports import InboxStatus, SessionFilters, TooManyChanges
 from holdpoint.services import sessions, streams
+from holdpoint.services.inbox import InboxFilters, inbox
 from holdpoint.services.resume import resume
 from holdpoint.services.settle import settle
 
 router = APIGatewayHttpRouter()
+MAX_AGE_SECS = 315_360_000  # ten years: an inbox age or expiry window, in seconds
 
 
 def _reply(status: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
@@ -36,7 +47,8 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
         raise Refusal("validation_error", f"{kind} needs an existing session", "type")
     if isinstance(body, InterruptResumeInput) and session_id is not None:
         out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, body.interrupt_id,
-                     edge.check_payload(body.payload), expect_fingerprint=body.expect_fingerprint)
+                     edge.check_payload(body.payload), expect_fingerprint=body.expect_fingerprint,
+                     comment=body.comment)
         if not out["noop"]:
             count("InterruptsResumed")
         return _reply(200, out)
@@ -57,6 +69,20 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
              summary="Start a session with a client input for a declared agent")
 def create_session(body: Annotated[NewSessionInput, Body()]) -> Response[dict[str, Any]]:
     return _submit(None, body)
+
+
+@router.get("/v1/sessions", security=BEARER, responses=answers(200, 400),
+            summary="The tenant's sessions, newest first (a client token: its own)")
+def list_sessions(
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    agent_id: Annotated[str | None, Query(pattern=ID_REGEX)] = None,
+    status: Annotated[str | None, Query(pattern="^(interrupted|running|done|idle)$")] = None,
+    top_level: Annotated[bool | None, Query()] = None,
+) -> dict[str, Any]:
+    who = edge.caller(router.current_event.raw_event)
+    return sessions.listing(assembly.get_store(), signing, who, limit, cursor,
+                            SessionFilters(agent_id=agent_id, status=status, top_level=top_level))
 
 
 @router.post("/v1/sessions/<session_id>/inputs", status_code=202, security=BEARER,
@@ -98,7 +124,8 @@ def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseIn
         edge.check_id(session_id, f"session {session_id}"), reason=body.reason,
         payload=edge.check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
         expires_in=body.expires_in, request_id=event.request_context.request_id,
-        response_schema=body.declared_schema())
+        response_schema=body.declared_schema(), approval=approvals.declared(body.approval),
+        declared=Declared.of(body))
     if not out["noop"]:
         count("InterruptsRaised")
     return out
@@ -113,11 +140,18 @@ def post_settle(session_id: Annotated[str, id_path("session")], body: SettleBody
 
 
 @router.get("/v1/interrupts", security=BEARER, responses=answers(200, 400),
-            summary="The tenant's open interrupts, newest first")
+            summary="The tenant's interrupts, newest first: the inbox and the audit trail")
 def get_inbox(
-    status: Annotated[str, Query(pattern="^open$")] = "open",
+    status: Annotated[str, Query(pattern="^(open|resolved|expired|all)$")] = "open",
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    agent_id: Annotated[str | None, Query(pattern=ID_REGEX)] = None,
+    reason: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    older_than: Annotated[int | None, Query(ge=0, le=MAX_AGE_SECS, description="seconds")] = None,
+    expiring_within: Annotated[int | None, Query(ge=0, le=MAX_AGE_SECS, description="seconds")] = None,
+    approver: Annotated[str | None, Query(pattern="^me$")] = None,
 ) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
-    return sessions.inbox(assembly.get_store(), signing, who, limit, cursor)
+    filters = InboxFilters(status=cast(InboxStatus, status), agent_id=agent_id, reason=reason,
+                           older_than=older_than, expiring_within=expiring_within, approver_me=approver == "me")
+    return inbox(assembly.get_store(), signing, who, limit, cursor, filters)

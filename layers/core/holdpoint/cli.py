@@ -1,0 +1,200 @@
+"""`holdpoint`: the inbox, interrupts, answers and event streams from a terminal, on
+`holdpoint.client`. Configuration from HOLDPOINT_URL and HOLDPOINT_API_KEY; tables (in colour on
+a terminal) for people, `--json` for programs; an error is one line naming the API's error code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TextIO
+
+from holdpoint.client import Client, HoldpointError
+
+_COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+class Out:
+    """Where the command writes: a table or plain JSON, colour only on a terminal."""
+
+    def __init__(self, stream: TextIO, as_json: bool, colour: bool | None = None) -> None:
+        self.stream = stream
+        self.as_json = as_json
+        if colour is None:  # https://no-color.org: NO_COLOR set to anything turns colour off
+            colour = stream.isatty() and not os.environ.get("NO_COLOR")
+        self.colour = colour
+
+    def paint(self, text: str, colour: str) -> str:
+        return f"\x1b[{_COLOURS[colour]}m{text}\x1b[0m" if self.colour else text
+
+    def json(self, value: Any) -> None:
+        self.stream.write(json.dumps(value, indent=None if not self.stream.isatty() else 2) + "\n")
+
+    def table(self, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        cells = [[_cell(v) for v in row] for row in rows]
+        widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+        self.stream.write(self.paint("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)),
+                                     "bold").rstrip() + "\n")
+        for row in cells:
+            self.stream.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        if not cells:
+            self.stream.write(self.paint("(none)", "dim") + "\n")
+
+
+def _cell(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else ("" if value is None else json.dumps(value))
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def message_of(item: dict[str, Any]) -> str:
+    payload = item.get("payload")
+    if isinstance(payload, dict) and isinstance(payload.get("message"), str):
+        return str(payload["message"])
+    return "" if payload is None else json.dumps(payload)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def cmd_inbox(client: Client, args: argparse.Namespace, out: Out) -> None:
+    filters = {"agent_id": args.agent, "reason": args.reason, "older_than": args.older_than,
+               "expiring_within": args.expiring_within, "approver": "me" if args.mine else None}
+    items = list(client.open_interrupts(**filters))
+    if out.as_json:
+        out.json({"interrupts": items})
+        return
+    out.table(["session", "interrupt", "reason", "created", "message"],
+              [(i.get("session_id"), out.paint(str(i.get("interrupt_id")), "cyan"), i.get("reason"),
+                i.get("created_at"), message_of(i)) for i in items])
+
+
+def cmd_show(client: Client, args: argparse.Namespace, out: Out) -> None:
+    item = client.interrupt(args.interrupt)
+    if out.as_json:
+        out.json(item)
+        return
+    action = item.get("action") or {}
+    rows = [("session", item.get("session_id")), ("interrupt", item.get("interrupt_id")),
+            ("reason", item.get("reason")), ("origin", item.get("origin")), ("created", item.get("created_at")),
+            ("expires", item.get("expires_at")), ("message", message_of(item)),
+            ("options", ((item.get("payload") or {}).get("metadata") or {}).get("options")
+             if isinstance(item.get("payload"), dict) else None),
+            ("tool", action.get("tool")), ("arguments", action.get("arguments")),
+            ("fingerprint", action.get("fingerprint")), ("schema", item.get("response_schema"))]
+    for name, value in rows:
+        if value is not None:
+            out.stream.write(f"{out.paint(name.ljust(12), 'bold')}{_cell(value, 200)}\n")
+
+
+def _payload(args: argparse.Namespace) -> Any:
+    if args.payload is None:
+        return None
+    try:
+        return json.loads(args.payload)
+    except ValueError as exc:
+        raise HoldpointError("usage", f"--payload is not valid JSON: {exc}", param="payload") from None
+
+
+def _answer(verb: str) -> Callable[[Client, argparse.Namespace, Out], None]:
+    def run(client: Client, args: argparse.Namespace, out: Out) -> None:
+        payload = _payload(args)
+        if verb == "resume" and payload is None:
+            raise HoldpointError("usage", "resume needs --payload JSON", param="payload")
+        call = {"approve": client.approve, "deny": client.deny, "resume": client.resume}[verb]
+        result = call(args.session, args.interrupt, payload, args.comment, args.fingerprint)
+        if out.as_json:
+            out.json(result)
+        elif result.get("noop"):
+            by = (result.get("resolved") or {}).get("by") or {}
+            who = f" by {by.get('subject')}" if by.get("subject") else ""
+            out.stream.write(out.paint(f"already answered{who}: nothing changed", "yellow") + "\n")
+        else:
+            colour = "red" if verb == "deny" else "green"
+            out.stream.write(out.paint(f"{verb}d" if verb != "deny" else "denied", colour) +
+                             f" {args.interrupt} in {args.session}\n")
+    return run
+
+
+def cmd_tail(client: Client, args: argparse.Namespace, out: Out) -> None:
+    for event in client.tail(args.session, args.after, follow=not args.no_follow):
+        if out.as_json:
+            out.stream.write(json.dumps(event) + "\n")
+        else:
+            data = {k: v for k, v in event.items() if k not in ("seq", "type", "at")}
+            data = data.get("data", data) if set(data) == {"data"} else data
+            out.stream.write(f"{out.paint(str(event.get('seq')).rjust(5), 'dim')} {event.get('at', '')} "
+                             f"{out.paint(str(event.get('type')), 'cyan')} {_cell(data, 160)}\n")
+        out.stream.flush()
+
+
+def cmd_sessions(client: Client, args: argparse.Namespace, out: Out) -> None:
+    page = client.sessions(status=args.status, agent_id=args.agent, limit=args.limit)
+    if out.as_json:
+        out.json(page)
+        return
+    out.table(["session", "agent", "status", "updated"],
+              [(s.get("session_id"), s.get("agent_id"), s.get("status"), s.get("updated_at") or s.get("created_at"))
+               for s in page.get("sessions", [])])
+
+
+# -- the parser -------------------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="holdpoint", description="Holdpoint from a terminal "
+                                  "(HOLDPOINT_URL, HOLDPOINT_API_KEY).")
+    top.add_argument("--json", action="store_true", help="plain JSON output")
+    sub = top.add_subparsers(dest="command", required=True)
+    inbox = sub.add_parser("inbox", help="open interrupts across sessions")
+    inbox.add_argument("--agent")
+    inbox.add_argument("--reason")
+    inbox.add_argument("--older-than", type=int, metavar="SECONDS")
+    inbox.add_argument("--expiring-within", type=int, metavar="SECONDS")
+    inbox.add_argument("--mine", action="store_true", help="only those I may answer")
+    inbox.set_defaults(run=cmd_inbox)
+    show = sub.add_parser("show", help="one open interrupt")
+    show.add_argument("interrupt")
+    show.set_defaults(run=cmd_show)
+    for verb in ("approve", "deny", "resume"):
+        answer = sub.add_parser(verb, help=f"{verb} an interrupt")
+        answer.add_argument("session")
+        answer.add_argument("interrupt")
+        answer.add_argument("--payload", help='JSON (approve/deny default: {"approved": true|false})')
+        answer.add_argument("--comment")
+        answer.add_argument("--fingerprint", help="answer only if the interrupt still approves this action "
+                            "(`holdpoint show` prints it; 409 stale_approval otherwise)")
+        answer.set_defaults(run=_answer(verb))
+    tail = sub.add_parser("tail", help="follow a session's events")
+    tail.add_argument("session")
+    tail.add_argument("--after", type=int, default=0, metavar="SEQ")
+    tail.add_argument("--no-follow", action="store_true", help="print what is there and stop")
+    tail.set_defaults(run=cmd_tail)
+    sessions = sub.add_parser("sessions", help="the tenant's sessions")
+    sessions.add_argument("--status")
+    sessions.add_argument("--agent")
+    sessions.add_argument("--limit", type=int)
+    sessions.set_defaults(run=cmd_sessions)
+    return top
+
+
+def main(argv: Sequence[str] | None = None, client: Client | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Run one command; 0 on success, 1 with a one-line `error: code: message` otherwise."""
+    args = parser().parse_args(argv)
+    out = Out(stdout or sys.stdout, args.json)
+    err = stderr or sys.stderr
+    try:
+        args.run(client or Client.from_env(), args, out)
+    except HoldpointError as exc:
+        err.write(f"error: {exc.line()}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,170 @@
+"""A small typed client of the Holdpoint HTTP API, usable on its own (standard library only).
+
+Every failure is a `HoldpointError` carrying the API's error `code`, message and `param`, so a
+caller (the `holdpoint` command among them) can say in one line what went wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+URL_ENV = "HOLDPOINT_URL"
+KEY_ENV = "HOLDPOINT_API_KEY"
+APPROVE: dict[str, Any] = {"approved": True}
+DENY: dict[str, Any] = {"approved": False}
+"""What `approve` and `deny` send when no payload is given: the shape the seed worker reads."""
+
+Json = dict[str, Any]
+
+
+class HoldpointError(Exception):
+    """An answer other than 2xx (or no answer): the API's error code, its message and the field."""
+
+    def __init__(self, code: str, message: str, status: int | None = None, param: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.status, self.param = code, message, status, param
+
+    def line(self) -> str:
+        """The error as one line: `code: message (param)`."""
+        where = f" ({self.param})" if self.param else ""
+        return f"{self.code}: {self.message}{where}"
+
+
+def _compact(params: dict[str, Any]) -> dict[str, str]:
+    """Query parameters without the unset ones; `True` is sent as `1`."""
+    return {k: ("1" if v is True else str(v)) for k, v in params.items() if v is not None and v is not False}
+
+
+class Client:
+    """One tenant's view of a Holdpoint deployment, authenticated by an API key or a client token."""
+
+    def __init__(self, url: str, api_key: str, timeout: float = 30.0) -> None:
+        if not url:
+            raise HoldpointError("config", f"no API URL: set {URL_ENV}")
+        if not api_key:
+            raise HoldpointError("config", f"no credentials: set {KEY_ENV}")
+        self.url = url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Client:
+        env = os.environ if environ is None else environ
+        return cls(env.get(URL_ENV, ""), env.get(KEY_ENV, ""))
+
+    # -- transport --------------------------------------------------------------------------
+    def request(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Json:
+        """One call; a non-2xx answer raises `HoldpointError` with the API's `error.code`."""
+        query = urllib.parse.urlencode(_compact(params or {}))
+        target = self.url + path + (f"?{query}" if query else "")
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(target, data=data, method=method, headers={
+            "Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json",
+            "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the configured API
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            raise _http_error(exc) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise HoldpointError("unreachable", f"cannot reach {self.url}: {reason}") from None
+        out = json.loads(raw) if raw else {}
+        return out if isinstance(out, dict) else {"value": out}
+
+    # -- the inbox ----------------------------------------------------------------------------
+    def inbox(self, limit: int = 50, cursor: str | None = None, **filters: Any) -> Json:
+        """One page of open interrupts, newest first. `filters` (agent_id, reason, older_than,
+        expiring_within, approver...) are passed through for the server to apply."""
+        return self.request("GET", "/v1/interrupts", params={"status": "open", "limit": limit,
+                                                             "cursor": cursor, **filters})
+
+    def open_interrupts(self, **filters: Any) -> Iterator[Json]:
+        """Every open interrupt, following the inbox's cursor."""
+        cursor: str | None = None
+        while True:
+            page = self.inbox(limit=100, cursor=cursor, **filters)
+            yield from page.get("interrupts", [])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    def interrupt(self, interrupt_id: str) -> Json:
+        """An open interrupt by id, from the inbox (with its `session_id`)."""
+        for item in self.open_interrupts():
+            if item.get("interrupt_id") == interrupt_id:
+                return item
+        raise HoldpointError("not_found", f"no open interrupt {interrupt_id}", 404, "interrupt_id")
+
+    # -- sessions -----------------------------------------------------------------------------
+    def sessions(self, **params: Any) -> Json:
+        return self.request("GET", "/v1/sessions", params=params)
+
+    def session(self, session_id: str) -> Json:
+        return self.request("GET", f"/v1/sessions/{_seg(session_id)}")
+
+    def events(self, session_id: str, after_seq: int = 0, limit: int = 100, wait: int | None = None) -> Json:
+        """A page of the session's event log after `after_seq` (`wait` long-polls where served)."""
+        return self.request("GET", f"/v1/sessions/{_seg(session_id)}/events",
+                            params={"after_seq": after_seq, "limit": limit, "wait": wait})
+
+    def tail(self, session_id: str, after_seq: int = 0, follow: bool = True, poll: float = 1.0,
+             sleep: Callable[[float], None] = time.sleep) -> Iterator[Json]:
+        """The session's events in order; with `follow`, keeps polling for new ones."""
+        while True:
+            page = self.events(session_id, after_seq, limit=500)
+            events = page.get("events", [])
+            yield from events
+            after_seq = int(page.get("next_after_seq", after_seq))
+            if page.get("has_more"):
+                continue
+            if not follow:
+                return
+            if not events:
+                sleep(poll)
+
+    # -- answers ------------------------------------------------------------------------------
+    def resume(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
+               expect_fingerprint: str | None = None) -> Json:
+        """Resume once; a repeat answers `noop: true` with who cleared it (A4)."""
+        body: Json = {"payload": payload}
+        if comment is not None:
+            body["comment"] = comment
+        if expect_fingerprint is not None:
+            body["expect_fingerprint"] = expect_fingerprint
+        return self.request("POST", f"/v1/sessions/{_seg(session_id)}/interrupts/{_seg(interrupt_id)}/resume", body)
+
+    def approve(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
+                expect_fingerprint: str | None = None) -> Json:
+        return self.resume(session_id, interrupt_id, APPROVE if payload is None else payload, comment,
+                           expect_fingerprint)
+
+    def deny(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
+             expect_fingerprint: str | None = None) -> Json:
+        return self.resume(session_id, interrupt_id, DENY if payload is None else payload, comment,
+                           expect_fingerprint)
+
+
+def _seg(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+def _http_error(exc: urllib.error.HTTPError) -> HoldpointError:
+    """The API's `{"error": {code, message, param}}`, or API Gateway's `{"message"}`."""
+    try:
+        body = json.loads(exc.read() or b"{}")
+    except ValueError:
+        body = {}
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict):
+        return HoldpointError(str(err.get("code", "error")), str(err.get("message", "")), exc.code,
+                              err.get("param"))
+    message = body.get("message") if isinstance(body, dict) else None
+    return HoldpointError(f"http_{exc.code}", str(message or exc.reason), exc.code)

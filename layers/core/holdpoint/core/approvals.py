@@ -1,0 +1,252 @@
+"""A2: approver policies and quorums. Who may answer an interrupt, and when its answers decide it.
+
+A policy is declared on the agent (`approval`, the default), on a tool (`tools[].approval`, which
+replaces the agent's for interrupts bound to that tool's calls) and on an interrupt (`approval`,
+which may only narrow the policy in force). The effective policy is frozen on the interrupt when
+it is raised. Everything here is pure: the resume service and the inbox ask `refusal_reason`, and
+`verdict` says what the recorded answers add up to.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from holdpoint.core.state import Interrupt
+
+Verdict = Literal["open", "approved", "denied"]
+
+MAX_COMMENT = 2_000
+"""A resume's `comment` is at most this many characters (400 `param: comment` beyond)."""
+MAX_QUORUM = 20
+"""The largest quorum a policy may ask for."""
+MAX_QUORUM_ANSWER_BYTES = 4_096
+"""Every answer to a quorum is kept on the interrupt's one item (at most 400 KB), so each is small."""
+IDENTITY_KEYS = ("subjects", "groups")
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be declared here; `param` names its field (relative to the policy)."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+    def at(self, field: str) -> str:
+        """The param naming this error under the policy's own field (`approval`, `actions[0].approval`)."""
+        return f"{field}.{self.param}" if self.param else field
+
+
+class Policy(TypedDict, total=False):
+    """A policy as an interrupt stores it (the wire model is `protocol.ApprovalPolicy`, which
+    checks it where it is declared): who may answer (origins AND (subjects OR groups), not the
+    requester when `forbid_requester`) and how many must (`quorum`, default 1); the first denial
+    decides unless `deny_resolves` is false. An absent field leaves callers unrestricted on it. An
+    interrupt keeps `escalate_to` apart from its `policy` (`Interrupt.escalate_to`)."""
+
+    origins: list[str]
+    subjects: list[str]
+    groups: list[str]
+    forbid_requester: bool
+    quorum: int
+    deny_resolves: bool
+    escalate_to: dict[str, list[str]]
+
+
+def quorum_problem(quorum: int | None, subjects: list[str] | None, groups: list[str] | None) -> str | None:
+    """A quorum no one could meet: more than the subjects named, with no group to draw on."""
+    if quorum is not None and subjects and not groups and quorum > len(set(subjects)):
+        return f"quorum {quorum} is larger than the {len(set(subjects))} subject(s) the policy allows"
+    return None
+
+
+def declared(model: Any) -> dict[str, Any] | None:
+    """A declared (already validated) policy model as stored: only the fields given."""
+    if model is None:
+        return None
+    out: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
+    return out
+
+
+def in_force(agent: dict[str, Any] | None, tool: str | None) -> dict[str, Any] | None:
+    """The tool's own policy for an interrupt bound to its call, else the agent's default. Declared
+    agents were checked by `PUT /v1/agents`; a config a worker put in force was not, so a policy in
+    it that is not well formed raises `PolicyError` (the raise is refused, not the later resume)."""
+    agent = agent or {}
+    found = agent.get("approval")
+    for spec in agent.get("tools") or []:
+        if tool is not None and isinstance(spec, dict) and spec.get("name") == tool and spec.get("approval"):
+            found = spec["approval"]
+    if found is None:
+        return None
+    problem = _malformed(found)
+    if problem:
+        raise PolicyError("", f"the policy in force (the agent's or the tool's `approval`) {problem}")
+    return dict(found)
+
+
+def _malformed(policy: Any) -> str | None:
+    """Why a stored policy cannot be used, judged by the shapes `refusal_reason` and `verdict` read."""
+    if not isinstance(policy, dict):
+        return "is not an object"
+    for key in ("origins", *IDENTITY_KEYS):
+        value = policy.get(key)
+        if value is not None and not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+            return f"has {key} that is not a list of names"
+    quorum = policy.get("quorum", 1)
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or not 1 <= quorum <= MAX_QUORUM:
+        return f"has a quorum that is not a whole number from 1 to {MAX_QUORUM}"
+    if not isinstance(policy.get("escalate_to") or {}, dict):
+        return "has an escalate_to that is not an object"
+    return None
+
+
+def narrow(in_force: dict[str, Any] | None, override: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The interrupt's policy: `override` applied to the policy in force, only ever narrowing it.
+    A field that would let in anyone the policy in force keeps out raises `PolicyError`."""
+    if not override:
+        return in_force
+    base = dict(in_force or {})
+    out = {**base, **_narrowed_who(base, override), **_narrowed_how(base, override)}
+    if any(override.get(k) is not None for k in IDENTITY_KEYS):  # the override's identities replace the base's
+        for key in IDENTITY_KEYS:
+            if override.get(key) is None:
+                out.pop(key, None)
+    problem = quorum_problem(out.get("quorum"), out.get("subjects"), out.get("groups"))
+    if problem:
+        raise PolicyError("quorum", problem)
+    return out
+
+
+def _narrowed_who(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Origins, subjects, groups and escalation approvers: subsets of what the base admits."""
+    out: dict[str, Any] = {}
+    if override.get("origins") is not None:
+        if base.get("origins") is not None:  # none named: any origin was admitted, so any list narrows
+            _subset(override["origins"], base["origins"], "origins")
+        out["origins"] = override["origins"]
+    for key in IDENTITY_KEYS:
+        if override.get(key) is not None:
+            if _names_identities(base):
+                _subset(override[key], base.get(key), key)
+            out[key] = override[key]
+    if override.get("escalate_to") is not None:
+        _escalation_within(override["escalate_to"], base)
+        out["escalate_to"] = override["escalate_to"]
+    return out
+
+
+def _narrowed_how(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`forbid_requester` may only be set, `quorum` only grow, `deny_resolves` only stay on."""
+    out: dict[str, Any] = {}
+    if base.get("forbid_requester") and override.get("forbid_requester") is False:
+        raise PolicyError("forbid_requester", "forbid_requester may not be turned off: the policy in force sets it")
+    if override.get("forbid_requester"):
+        out["forbid_requester"] = True
+    if override.get("quorum") is not None:
+        if override["quorum"] < base.get("quorum", 1):
+            raise PolicyError("quorum", f"quorum may only grow: the policy in force requires {base.get('quorum')}")
+        out["quorum"] = override["quorum"]
+    if override.get("deny_resolves") is False and base.get("deny_resolves", True):
+        raise PolicyError("deny_resolves", "deny_resolves may not be turned off: the policy in force resolves "
+                          "on the first denial")
+    if override.get("deny_resolves") is not None:
+        out["deny_resolves"] = override["deny_resolves"]
+    return out
+
+
+def _names_identities(policy: dict[str, Any]) -> bool:
+    return any(policy.get(k) is not None for k in IDENTITY_KEYS)
+
+
+def _subset(given: list[str], allowed: list[str] | None, field: str) -> None:
+    if allowed is None:
+        raise PolicyError(field, f"{field} would widen the policy in force, which names no {field}")
+    extra = sorted(set(given) - set(allowed))
+    if extra:
+        raise PolicyError(field, f"{field} may only narrow the policy in force: {', '.join(extra)} not allowed by it")
+
+
+def _escalation_within(escalate_to: dict[str, Any], base: dict[str, Any]) -> None:
+    """An interrupt may name escalation approvers only among those the policy in force could reach."""
+    if not _names_identities(base):
+        return
+    reach = base.get("escalate_to") or {}
+    for key in IDENTITY_KEYS:
+        if escalate_to.get(key) is not None:
+            allowed = [*(base.get(key) or []), *(reach.get(key) or [])]
+            _subset(escalate_to[key], allowed, f"escalate_to.{key}")
+
+
+def refusal_reason(policy: dict[str, Any] | None, caller_subject: str, caller_origin: str,
+                   caller_groups: list[str] | tuple[str, ...], requester: str | None, escalated: bool,
+                   escalate_to: dict[str, Any] | None = None) -> str | None:
+    """Why this caller may not answer an interrupt under `policy` (None: it may). An escalated
+    interrupt also admits `escalate_to` (the interrupt's, else the policy's)."""
+    if not policy:
+        return None
+    origins = policy.get("origins")
+    if origins and caller_origin not in origins:
+        return f"the policy admits origins {', '.join(origins)}, not {caller_origin}"
+    if _names_identities(policy):
+        extra = (escalate_to or policy.get("escalate_to") or {}) if escalated else {}
+        subjects = {*(policy.get("subjects") or []), *(extra.get("subjects") or [])}
+        groups = {*(policy.get("groups") or []), *(extra.get("groups") or [])}
+        if caller_subject not in subjects and not groups.intersection(caller_groups):
+            return f"{caller_subject} is not one of the policy's approvers (subjects or groups)"
+    if policy.get("forbid_requester") and requester is not None and caller_subject == requester:
+        return f"{caller_subject} requested this action and the policy forbids approving one's own request"
+    return None
+
+
+def interrupt_refusal(interrupt: Interrupt, caller_subject: str, caller_origin: str,
+                      caller_groups: list[str] | tuple[str, ...]) -> str | None:
+    """`refusal_reason` for a stored interrupt (the resume, and the inbox's `approver=me`)."""
+    return refusal_reason(interrupt.policy, caller_subject, caller_origin, caller_groups, interrupt.requester,
+                          interrupt.escalated, interrupt.escalate_to)
+
+
+def is_denial(payload: Any) -> bool:
+    """An answer denies when it is AG-UI `cancelled`, or says `approved: false` (itself or as the
+    inner payload of an AG-UI answer)."""
+    if not isinstance(payload, dict):
+        return False
+    if payload.get("status") == "cancelled":
+        return True
+    inner = payload.get("payload") if payload.get("status") == "resolved" else payload
+    return isinstance(inner, dict) and inner.get("approved") is False
+
+
+def quorum_of(policy: dict[str, Any] | None) -> int:
+    return int((policy or {}).get("quorum") or 1)
+
+
+def verdict(policy: dict[str, Any] | None, approvals: list[dict[str, Any]]) -> Verdict:
+    """What the recorded answers decide: the first denial (unless `deny_resolves` is false), or
+    `quorum` distinct approvals, or nothing yet."""
+    if (policy or {}).get("deny_resolves", True) and any(a["status"] == "denied" for a in approvals):
+        return "denied"
+    if sum(1 for a in approvals if a["status"] == "approved") >= quorum_of(policy):
+        return "approved"
+    return "open"
+
+
+def answer(subject: str, origin: str, payload: Any, comment: str | None, at: str) -> dict[str, Any]:
+    """One approver's answer as the interrupt records it."""
+    return {"subject": subject, "origin": origin, "status": "denied" if is_denial(payload) else "approved",
+            "payload": payload, "comment": comment, "at": at}
+
+
+def resolution(policy: dict[str, Any] | None, decided: Verdict, deciding: dict[str, Any],
+               approvals: list[dict[str, Any]]) -> Any:
+    """What the worker receives in `interrupt.resumed`: with a quorum, the AG-UI shape with every
+    answer (and `approved`, so a worker that reads `payload.approved` reads the verdict);
+    otherwise the deciding answer's payload as sent."""
+    if quorum_of(policy) <= 1:
+        return deciding["payload"]
+    payload = deciding["payload"]
+    if isinstance(payload, dict) and payload.get("status") in ("resolved", "cancelled") and "payload" in payload:
+        payload = payload["payload"]
+    return {"status": "resolved" if decided == "approved" else "cancelled", "approved": decided == "approved",
+            "payload": payload,
+            "responder": {"subject": deciding["subject"], "origin": deciding["origin"]},
+            "approvals": [{k: a[k] for k in ("subject", "origin", "status", "comment", "at")} for a in approvals]}

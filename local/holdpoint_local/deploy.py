@@ -1,0 +1,123 @@
+"""`make deploy`: build and deploy the SAM app, print the API URL, create the first operator key.
+
+1. `sam build` (the layer resolves arm64 wheels, no container needed);
+2. `sam deploy --guided` when the stack does not exist yet (SAM asks for the region and the
+   parameters and saves the answers in samconfig.toml), a plain `sam deploy` after that;
+3. the stack's outputs: `ApiUrl` (printed) and `TableName`;
+4. on the first deploy (or with `--new-key`), an API key of origin `operator` for `--tenant`,
+   stored by its hash in the deployed table and printed once.
+
+It needs AWS credentials in the environment, as the SAM CLI does. The whole path is written
+from the SAM and CloudFormation documentation and tested here against moto and a recorded SAM
+CLI (tests/unit/test_deploy.py); it has not been run against a real AWS account from this
+repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from holdpoint.admin import create_key
+from holdpoint.core.ids import ID_PATTERN
+
+from .provision import REPO_ROOT
+
+Run = Callable[[Sequence[str]], int]
+STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")  # CloudFormation's rule for stack names
+REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+
+
+def run_command(cmd: Sequence[str]) -> int:
+    """Run a SAM CLI command in the repository, attached to this terminal (guided deploys ask)."""
+    return subprocess.run(list(cmd), cwd=REPO_ROOT, check=False).returncode
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m holdpoint_local.deploy", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sam", default="sam", help="the SAM CLI (make deploy uses .venv-sam's)")
+    parser.add_argument("--stack-name", default="holdpoint")
+    parser.add_argument("--region", default=None, help="default: samconfig.toml's, then the AWS CLI's")
+    parser.add_argument("--tenant", default="default", help="the tenant of the first operator key")
+    parser.add_argument("--subject", default="first-operator", help="who the first operator key names")
+    parser.add_argument("--guided", choices=("auto", "always", "never"), default="auto",
+                        help="auto: guided only when the stack does not exist yet")
+    parser.add_argument("--new-key", action="store_true", help="create an operator key on a redeploy too")
+    args = parser.parse_args(argv)
+    if not STACK_NAME.match(args.stack_name):
+        parser.error("--stack-name must be a CloudFormation stack name (a letter, then letters, digits, -)")
+    if args.region and not REGION.match(args.region):
+        parser.error("--region must be an AWS region such as us-east-1")
+    for name in ("tenant", "subject"):
+        if not ID_PATTERN.match(getattr(args, name)):
+            parser.error(f"--{name} must match {ID_PATTERN.pattern}")
+    return args
+
+
+def samconfig_region(path: Path = REPO_ROOT / "samconfig.toml") -> str | None:
+    """The region a guided deploy saved (`[default.deploy.parameters] region`), if any."""
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    region = config.get("default", {}).get("deploy", {}).get("parameters", {}).get("region")
+    return region if isinstance(region, str) and region else None
+
+
+def sam_commands(sam: str, stack: str, region: str | None, guided: bool) -> list[list[str]]:
+    where = ["--region", region] if region else []
+    deploy = [sam, "deploy", "--stack-name", stack, *(["--guided"] if guided else []), *where]
+    return [[sam, "build", *where], deploy]
+
+
+def stack_outputs(cfn: Any, stack: str) -> dict[str, str] | None:
+    """The stack's outputs, or None when there is no such stack."""
+    try:
+        stacks = cfn.describe_stacks(StackName=stack)["Stacks"]
+    except ClientError as exc:
+        if "does not exist" in str(exc):
+            return None
+        raise
+    return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+
+
+def main(argv: list[str] | None = None, run: Run = run_command) -> int:
+    args = parse_args(argv)
+    region = args.region or samconfig_region() or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    before = stack_outputs(boto3.client("cloudformation", region_name=region), args.stack_name)
+    guided = args.guided == "always" or (args.guided == "auto" and before is None)
+    for cmd in sam_commands(args.sam, args.stack_name, region, guided):
+        if run(cmd) != 0:
+            print(f"deploy: `{' '.join(cmd)}` failed; nothing else was done", file=sys.stderr)
+            return 1
+    region = args.region or samconfig_region() or region  # a guided deploy may have chosen it
+    outputs = stack_outputs(boto3.client("cloudformation", region_name=region), args.stack_name) or {}
+    if not {"ApiUrl", "TableName"} <= set(outputs):
+        print(f"deploy: stack {args.stack_name} has no ApiUrl/TableName outputs ({region})", file=sys.stderr)
+        return 1
+    table = outputs["TableName"]
+    print(f"API URL: {outputs['ApiUrl']}")
+    if before is None or args.new_key:
+        key = create_key(table, args.tenant, args.subject, "operator", boto3.client("dynamodb", region_name=region))
+        print(f"operator key for tenant {args.tenant} (shown once, stored only as its hash): {key}")
+        print(f"next: make smoke URL={outputs['ApiUrl']} KEY={key} WORKER_URL=https://<your worker>/")
+    else:
+        print(f"the stack existed: no new key (make deploy NEW_KEY=1, or python -m holdpoint.admin create-key "
+              f"--table {table} --tenant {args.tenant} --subject ... --origin operator)")
+    print(f"tear down: sam delete --stack-name {args.stack_name}{f' --region {region}' if region else ''} "
+          f"(the table and the payload bucket are retained: delete them after)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""A local fake of the Slack Web API (`chat.postMessage`, `chat.update`) that the real
+`slack_sdk.WebClient(base_url=...)` talks to, and a signer of interaction requests made the way
+Slack signs them (v0 HMAC-SHA256 over `v0:{timestamp}:{body}`)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+
+class SlackFake:
+    """Records every call as `(method, token, arguments)`; answers like Slack does."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.messages: dict[str, dict[str, Any]] = {}
+        self._ts = itertools.count(1)
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                if "json" in (self.headers.get("Content-Type") or ""):
+                    args = json.loads(raw or "{}")
+                else:
+                    args = dict(parse_qsl(raw))
+                token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                body = fake.answer(self.path.rsplit("/", 1)[-1], token, args)
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/api/"
+
+    def answer(self, method: str, token: str, args: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append((method, token, args))
+        if not token.startswith("xoxb-"):
+            return {"ok": False, "error": "invalid_auth"}
+        if method == "chat.postMessage":
+            ts = f"1700000000.{next(self._ts):06d}"
+            self.messages[ts] = args
+            return {"ok": True, "channel": "C0FAKE", "ts": ts, "message": args}
+        if method == "chat.update":
+            if args.get("ts") not in self.messages:
+                return {"ok": False, "error": "message_not_found"}
+            self.messages[args["ts"]] = args
+            return {"ok": True, "channel": args.get("channel"), "ts": args["ts"]}
+        return {"ok": False, "error": "unknown_method"}
+
+    def stop(self) -> None:
+        self.server.shutdown()
+
+
+def sign(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+    """The headers Slack sends with an interaction request signed by `secret`."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}",
+            "Content-Type": "application/x-www-form-urlencoded"}
+
+
+def click_body(message: dict[str, Any], ts: str, button: int, user: str = "U0ALICE") -> str:
+    """The form body of a `block_actions` interaction: `user` clicked button `button` of the
+    message posted at `ts` (as recorded by the fake)."""
+    element = message["blocks"][-1]["elements"][button]
+    payload = {"type": "block_actions", "user": {"id": user, "username": user.lower()},
+               "container": {"type": "message", "message_ts": ts, "channel_id": "C0FAKE"},
+               "channel": {"id": "C0FAKE"}, "message": {"ts": ts, "text": message["text"]},
+               "actions": [{"type": "button", "action_id": element["action_id"], "value": element["value"],
+                            "block_id": "holdpoint", "action_ts": ts}]}
+    return urlencode({"payload": json.dumps(payload)})

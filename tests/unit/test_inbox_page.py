@@ -1,0 +1,35 @@
+"""The API function serves the inbox page and its assets without credentials, under a strict
+Content-Security-Policy; the data routes still need the authorizer's caller."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.unit.test_api import API, CONTEXT, http_event, parse
+
+
+@pytest.mark.parametrize(("path", "kind"), [("/inbox", "text/html"), ("/inbox/app.js", "text/javascript"),
+                                            ("/inbox/app.css", "text/css")])
+def test_inbox_page_is_served_without_a_caller_under_a_strict_csp(path: str, kind: str) -> None:
+    reply = API.handler(http_event("GET", path, tenant=None), CONTEXT)
+    headers = {k.lower(): v for k, v in reply["headers"].items()}
+    assert reply["statusCode"] == 200 and headers["content-type"].startswith(kind)
+    csp = headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp and "unsafe" not in csp
+    assert headers["x-content-type-options"] == "nosniff" and headers["x-frame-options"] == "DENY"
+    assert reply["body"].strip()
+
+
+def test_inbox_page_has_no_inline_script_and_writes_no_markup() -> None:
+    html = API.handler(http_event("GET", "/inbox", tenant=None), CONTEXT)["body"]
+    script = API.handler(http_event("GET", "/inbox/app.js", tenant=None), CONTEXT)["body"]
+    assert re.findall(r"<script[^>]*>", html) == ['<script src="/inbox/app.js" defer>']
+    assert not re.search(r"\son[a-z]+\s*=", html) and "style=" not in html  # no inline handlers or styles
+    assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "eval(" not in script
+
+
+def test_inbox_data_still_needs_a_caller() -> None:
+    status, body = parse(API.handler(http_event("GET", "/v1/interrupts", tenant=None), CONTEXT))
+    assert status == 401 and body["error"]["code"] == "unauthorized"
