@@ -77,6 +77,8 @@ VENV_RUNTIME := .venv-runtime
 RUNTIME_STAMP := $(VENV_RUNTIME)/.installed
 BENCH_RESUMES ?= 200
 BENCH_PARKED ?= 1000
+BENCH_EVENTS ?= 200
+BENCH_EVENT_ARGS ?=
 BENCH_SIZES ?= 10,100,1000
 BENCH_HISTORY ?= 10,100
 BENCH_PAIRS ?= 9
@@ -98,7 +100,8 @@ bench: venv venv-runtime
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cost_model.py --from $(BENCH_JSON)
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) $(BENCH_LOCAL_ARGS)
 	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) $(BENCH_LOCAL_ARGS)
+	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/event_stream.py --n $(BENCH_EVENTS) $(BENCH_EVENT_ARGS)
 
 bench-quick:
 	$(MAKE) --no-print-directory bench BENCH_SIZES=10,100 BENCH_HISTORY=10 BENCH_PAIRS=7 BENCH_RESUMES=20 \
-		BENCH_PARKED=40 BENCH_LOCAL_ARGS="--warmup 2"
+		BENCH_PARKED=40 BENCH_LOCAL_ARGS="--warmup 2" BENCH_EVENTS=20 BENCH_EVENT_ARGS="--resumes 5 --no-idle"

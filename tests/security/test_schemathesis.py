@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
@@ -37,6 +38,11 @@ EXCLUDED: list[dict[str, Any]] = [
     # and no pattern can say which strings a previous page handed out.
     {"include-path": "/v1/interrupts", "include-method": "GET",
      "checks": {"positive_data_acceptance": {"enabled": False}}},
+    # An AG-UI run's messages are merged into the thread's tree by id, and an id already used
+    # elsewhere in the tree (or twice in one list) is refused (400 naming it): uniqueness of a
+    # property across items and against stored state is beyond what a schema states.
+    {"include-path": "/v1/channels/ag-ui/agents/{agent_id}/run", "include-method": "POST",
+     "checks": {"positive_data_acceptance": {"enabled": False}}},
 ]
 
 
@@ -54,10 +60,12 @@ def load(stack: Any) -> Any:
     return schemathesis.openapi.from_url(f"{stack.base_url}/v1/openapi.json", config=config)
 
 
-def test_the_api_is_what_its_document_says(stack: Any, api: Api) -> None:
+def test_the_api_is_what_its_document_says(stack: Any, api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each operation, positive then negative cases. The stack is a fixture, so the document is
     loaded here and each operation's cases run under `hypothesis.given` (schemathesis 4.32's
-    `pytest.from_fixture` reads `request.node._nodeid`, which pytest 9 no longer has)."""
+    `pytest.from_fixture` reads `request.node._nodeid`, which pytest 9 no longer has). Long-polls
+    (event stream, `wait`, AG-UI runs) are capped at 1 s here: the same answers, without 25 s each."""
+    monkeypatch.setenv("HOLDPOINT_LONG_POLL_SECS", "1")
     schema = load(stack)
     sid = api.start("say hi")
     api.wait_status(sid, "done")

@@ -9,12 +9,12 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from holdpoint.http import openapi
 from holdpoint.http.resolver import new_resolver
-from holdpoint.http.routes import agents, inbox_page, resume, sessions, tokens, workers
+from holdpoint.http.routes import agents, agui, inbox_page, resume, sessions, streams, tokens, workers
 
 
 def build() -> APIGatewayHttpResolver:
     app = new_resolver()
-    for module in (sessions, resume, agents, tokens, workers, inbox_page):
+    for module in (sessions, streams, resume, agents, tokens, workers, inbox_page, agui):
         app.include_router(module.router)
 
     @app.get("/v1/openapi.json", summary="This document (no credentials needed)")

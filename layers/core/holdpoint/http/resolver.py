@@ -19,6 +19,7 @@ from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param,
 from holdpoint.http.edge import INTERNAL_BODY, json_reply, refusal_reply, short, status_of, too_large
 from holdpoint.http.limits import body_bytes, strict_body
 from holdpoint.http.telemetry import logger, metrics
+from holdpoint.ports import TooManyChanges
 
 _UNION_MEMBER = re.compile(r"^(constrained-)?(str|int|float|bool|bytes|none|list|dict)$|\[")
 _NAMING_IDS = {("PUT", "agent_id"): "agent_id must be 1-64 characters of [A-Za-z0-9._:-]",
@@ -117,6 +118,12 @@ def new_resolver(validate: bool = True) -> APIGatewayHttpResolver:
             if refusal:
                 return refusal
         return error("not_found", f"no route {event.http_method} {short(event.path)}")
+
+    @app.exception_handler(TooManyChanges)
+    def on_too_many_changes(exc: TooManyChanges) -> Response[dict[str, Any]]:
+        """One input would change more items than one transaction holds; nothing was written."""
+        return error("too_many_messages", "this input adds more messages than one request can record; "
+                     "send them in smaller inputs", "messages")
 
     @app.exception_handler(ClientError)
     def on_client_error(exc: ClientError) -> Response[dict[str, Any]]:

@@ -166,3 +166,11 @@ def _answered_with(interrupt: Interrupt, subject: str | None) -> Any:
 def _canonical(value: Any) -> str:
     """JSON text with sorted keys: the same answer compares equal whatever its key order."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def precheck(store: SessionStore, caller: Caller, session_id: str, interrupt_id: str, payload: Any) -> None:
+    """The refusals `resume` would give before writing (R17 origin, A1 schema), without writing:
+    a caller resuming several interrupts at once checks them all first, so a bad one records nothing."""
+    found = store.read_interrupt(caller.tenant, session_id, interrupt_id)
+    if found is not None and found.status == "open":
+        _check(caller, found, payload)

@@ -41,11 +41,12 @@ def changed(store: SessionStore, load: Callable[[], SessionState], mutate: Calla
 
 def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str | None,
            inp: ClientMessageInput | ClientMessagesInput | ClientActionInput,
-           clock: Clock = time.time) -> Accepted:
-    """Apply a client input with a conditional commit; retried on a concurrent change."""
+           clock: Clock = time.time, new_session_id: str | None = None) -> Accepted:
+    """Apply a client input with a conditional commit; retried on a concurrent change. A new
+    session gets a minted id, or `new_session_id` (an AG-UI thread names its session)."""
     if session_id is None:
         caller.require_unbound()
-        sid = mint("ses")
+        sid = new_session_id or mint("ses")
         agent = _agent_for(store, caller, inp)
         identity = caller.identity()
 

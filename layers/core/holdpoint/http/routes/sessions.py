@@ -26,7 +26,7 @@ from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import count, logger
 from holdpoint.ports import InboxStatus, SessionFilters, TooManyChanges
-from holdpoint.services import sessions
+from holdpoint.services import sessions, streams
 from holdpoint.services.inbox import InboxFilters, inbox
 from holdpoint.services.resume import resume
 from holdpoint.services.settle import settle
@@ -108,10 +108,11 @@ def get_events(
     session_id: Annotated[str, id_path("session")],
     after_seq: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    wait: Annotated[int, Query(ge=0, le=25, description="seconds to wait for a first event (long-poll)")] = 0,
 ) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
-    return sessions.events(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"),
-                           after_seq, limit)
+    return streams.page(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"),
+                        after_seq, limit, wait)
 
 
 @router.post("/v1/sessions/<session_id>/interrupts", security=BEARER,
