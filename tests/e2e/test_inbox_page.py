@@ -13,25 +13,14 @@ from typing import Any
 
 import pytest
 import requests
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from holdpoint.services.auth import mint_client_token
 from tests.stack import Api, resumed_triggers, wait_execution, worker_with_schema
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 WAIT_MS = 30_000
 NOTE_SCHEMA = {"type": "object", "required": ["approved", "note"],
                "properties": {"approved": {"type": "boolean"}, "note": {"type": "string", "minLength": 3}}}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def open_inbox(browser: Browser, stack: Any, credential: str, errors: list[str]) -> Page:
