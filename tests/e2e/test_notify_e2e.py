@@ -195,19 +195,24 @@ def test_n3_tampered_expired_and_misused_links_are_4xx_and_change_nothing(
     assert api.view(sid)["status"] == "interrupted"
 
 
-def test_n4_a_failing_webhook_is_retried_on_durable_timers_then_dead_lettered(
-        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]], receiver: Receiver) -> None:
-    receiver.fail = 100
-    notify_agent(api, worker, receiver.url, retry={"webhook": {"max_attempts": 2, "backoff_base_secs": 1}})
-    sid = api.start()
-    api.wait_status(sid, "interrupted")
+def dead_letters(stack: Any, what: str) -> list[dict[str, Any]]:
+    """Waits for messages on the notification DLQ and returns their bodies."""
     sqs = stack.client("sqs")
 
     def dead() -> list[dict[str, Any]] | None:
         got = sqs.receive_message(QueueUrl=stack.env["NOTIFY_DLQ_URL"], MaxNumberOfMessages=10).get("Messages", [])
         return [json.loads(m["Body"]) for m in got] or None
 
-    [letter] = wait_for(dead, "the dead-lettered webhook delivery")
+    return wait_for(dead, what)
+
+
+def test_n4_a_failing_webhook_is_retried_on_durable_timers_then_dead_lettered(
+        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]], receiver: Receiver) -> None:
+    receiver.fail = 100
+    notify_agent(api, worker, receiver.url, retry={"webhook": {"max_attempts": 2, "backoff_base_secs": 1}})
+    sid = api.start()
+    api.wait_status(sid, "interrupted")
+    [letter] = dead_letters(stack, "the dead-lettered webhook delivery")
     attempts = receiver.of("interrupt.raised")
     assert letter["kind"] == "notify.dead" and letter["attempts"] == 2 and "HTTP 500" in letter["error"]
     assert len(attempts) == 2 and len({a["delivery"] for a in attempts}) == 1  # one delivery, two attempts
@@ -230,13 +235,7 @@ def test_n6_a_record_the_notifier_cannot_publish_is_retried_then_dead_lettered(a
     stack.client("events").delete_event_bus(Name=stack.env["EVENT_BUS_NAME"])  # every PutEvents now fails
     sid = api.start()
     api.wait_status(sid, "interrupted")
-    sqs = stack.client("sqs")
-
-    def dead() -> list[dict[str, Any]] | None:
-        got = sqs.receive_message(QueueUrl=stack.env["NOTIFY_DLQ_URL"], MaxNumberOfMessages=10).get("Messages", [])
-        return [json.loads(m["Body"]) for m in got] or None
-
-    [letter] = wait_for(dead, "the stream batch on the notification DLQ")
+    [letter] = dead_letters(stack, "the stream batch on the notification DLQ")
     info = letter["DDBStreamBatchInfo"]
     assert letter["requestContext"]["condition"] == "RetryAttemptsExhausted"
     assert info["batchSize"] == 1 and info["startSequenceNumber"] == info["endSequenceNumber"]
