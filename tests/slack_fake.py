@@ -21,6 +21,7 @@ class SlackFake:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
         self.messages: dict[str, dict[str, Any]] = {}
+        self.posts: list[tuple[str, dict[str, Any]]] = []  # every chat.postMessage: (ts, arguments)
         self._ts = itertools.count(1)
         fake = self
 
@@ -57,6 +58,7 @@ class SlackFake:
         if method == "chat.postMessage":
             ts = f"1700000000.{next(self._ts):06d}"
             self.messages[ts] = args
+            self.posts.append((ts, args))
             return {"ok": True, "channel": "C0FAKE", "ts": ts, "message": args}
         if method == "chat.update":
             if args.get("ts") not in self.messages:

@@ -33,6 +33,10 @@ def slack_fake() -> Iterator[SlackFake]:
 
 @pytest.fixture
 def stack(local_stack_factory: Callable[..., Any], worker: Any, slack_fake: SlackFake) -> Any:
+    return slack_stack(local_stack_factory, slack_fake)
+
+
+def slack_stack(local_stack_factory: Callable[..., Any], slack_fake: SlackFake) -> Any:
     """The local stack with the Slack channel pointed at the fake, and the tenant's Slack secrets."""
     stack = local_stack_factory(extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
                                            "HOLDPOINT_SLACK_API_URL": slack_fake.url})
