@@ -91,9 +91,11 @@ def by_slack(stack: Any, got: dict[str, list[Any]], *_: Any) -> None:
 
 def by_link(stack: Any, got: dict[str, list[Any]], *_: Any) -> None:
     [hook] = got["webhook"]
-    link = hook["body"]["links"]["approve"]
-    assert requests.get(link, timeout=30).status_code == 200  # the page: reads only
-    assert requests.post(link, data={"confirm": "approve"}, timeout=30).status_code == 200
+    assert set(hook["body"]["links"]) == {"option-0", "option-1"}  # one link per declared option
+    link = hook["body"]["links"]["option-0"]
+    page = requests.get(link, timeout=30)  # the confirmation page: reads only
+    assert page.status_code == 200 and "Send it" in page.text
+    assert requests.post(link, data={"confirm": "option-0"}, timeout=30).status_code == 200
 
 
 def by_page(stack: Any, got: dict[str, list[Any]], browser: Browser, iid: str, _: str) -> None:

@@ -256,6 +256,28 @@ def test_n3_a_link_is_useless_for_the_interrupt_raised_again_under_its_id(aws: d
     assert [i["interrupt_id"] for i in h.view()["interrupts"]] == [iid]  # still open
 
 
+def test_n3_one_link_per_declared_option_answers_with_that_option(aws: dict[str, str], bus: str) -> None:
+    h = parked(aws)
+    h.resume(h.open_interrupt()["interrupt_id"], {"approved": True})
+    h.settle()
+    options = [{"label": "Ship it", "value": "ship"}, {"label": "Hold", "value": {"hold": 2}}]
+    iid = sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id or "", reason="review",
+                                   payload={"message": "Ship?", "metadata": {"options": options}}, global_=False,
+                                   interrupt_id=None, expires_in=None, request_id="r-options")["interrupt_id"]
+    interrupt = h.state().interrupts[iid]
+    minted = links.mint(signing, "https://api.example.com", h.caller.tenant, h.session_id or "", interrupt,
+                        "ann", time.time())
+    assert set(minted) == {"option-0", "option-1"}
+    token = minted["option-1"].rsplit("/", 1)[1]
+    assert links.show(h.store, signing, token)["label"] == "Hold"
+    stray = signing.seal(links.PURPOSE, {**json.loads(signing._unb64(token.split(".")[0])), "o": "option-7"})
+    with pytest.raises(Refusal) as err:  # signed, but for an option this interrupt does not offer
+        links.follow(h.store, h.parking, signing, stray, "option-7")
+    assert (err.value.code, err.value.param) == ("invalid_link", "token")
+    assert links.follow(h.store, h.parking, signing, token, "option-1")["noop"] is False
+    assert h.state().interrupts[iid].resolution == {"status": "resolved", "payload": {"hold": 2}}
+
+
 def test_n3_links_are_minted_only_for_interrupts_a_client_may_clear(aws: dict[str, str], bus: str) -> None:
     h = parked(aws)
     interrupt = h.state().interrupts[h.open_interrupt()["interrupt_id"]]

@@ -25,7 +25,37 @@ SUMMARY_CHARS = 1_024
 """A notification carries the interrupt payload as bounded JSON text, never the whole payload."""
 
 OPTIONS: dict[str, Any] = {"approve": {"approved": True}, "deny": {"approved": False}}
-"""One link per option; following it resumes with this payload (checked like any resume, A1)."""
+"""The links of an interrupt that declares no options; following one resumes with this payload
+(checked like any resume, A1)."""
+
+MAX_OPTIONS = 25
+"""Options past this many get no button or link (Block Kit's limit of elements in one actions block)."""
+
+
+def declared_options(payload: Any) -> list[dict[str, Any]]:
+    """`payload.metadata.options` as `{label, value}` (a bare option is both); [] when none."""
+    meta = payload.get("metadata") if isinstance(payload, dict) else None
+    raw = meta.get("options") if isinstance(meta, dict) else None
+    if not isinstance(raw, list):
+        return []
+    out = []
+    for option in raw[:MAX_OPTIONS]:
+        if isinstance(option, dict) and "value" in option:
+            out.append({"label": str(option.get("label", option["value"])), "value": option["value"]})
+        else:
+            out.append({"label": option if isinstance(option, str) else json.dumps(option), "value": option})
+    return out
+
+
+def link_choices(payload: Any) -> dict[str, dict[str, Any]]:
+    """One link per option: `option-<i>` for each declared option, answering in the AG-UI shape
+    `{status: "resolved", payload: <value>}` as a Slack button or the inbox page does; approve and
+    deny (`OPTIONS`) for an interrupt that declares none."""
+    declared = declared_options(payload)
+    if not declared:
+        return {key: {"label": key.capitalize(), "answer": answer} for key, answer in OPTIONS.items()}
+    return {f"option-{i}": {"label": o["label"], "answer": {"status": "resolved", "payload": o["value"]}}
+            for i, o in enumerate(declared)}
 
 LINK_ORIGINS = ("worker", "client")
 """Links resume as a `client` caller (R17), so they are minted only for interrupts a client may clear."""

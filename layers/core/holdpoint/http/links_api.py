@@ -36,7 +36,6 @@ HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
 }
-VERBS = {"approve": "Approve", "deny": "Deny"}
 
 
 def _page(status: int, title: str, body: str) -> Response[str]:
@@ -72,7 +71,7 @@ def _confirmation(view: dict[str, Any]) -> str:
         return "".join(parts)
     parts.append(f"<p>You are answering as {html.escape(str(view['approver']))}.</p>"
                  f"<form method=\"post\"><input type=\"hidden\" name=\"confirm\" value=\"{html.escape(option)}\">"
-                 f"<button type=\"submit\">{VERBS.get(option, html.escape(option))}</button></form>")
+                 f"<button type=\"submit\">{html.escape(str(view['label']))}</button></form>")
     return "".join(parts)
 
 
@@ -108,7 +107,7 @@ def build() -> APIGatewayHttpResolver:
             return _refused(exc, _wants_json(headers))
         if _wants_json(headers):
             return _json(200, view)
-        return _page(200, f"{VERBS.get(str(view['option']), 'Answer')} this request?", _confirmation(view))
+        return _page(200, f"{view['label']}: answer this request?", _confirmation(view))
 
     @app.post(PATH)
     def follow_link(token: str) -> Response[str]:

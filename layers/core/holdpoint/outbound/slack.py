@@ -31,6 +31,7 @@ from slack_sdk.signature import SignatureVerifier
 from holdpoint.aws import secretrefs
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
+from holdpoint.core.notify import declared_options
 from holdpoint.core.protocol import Wire
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import DeliveryFailed, Sealer
@@ -41,7 +42,6 @@ API_URL_ENV = "HOLDPOINT_SLACK_API_URL"
 DEFAULT_API_URL = "https://slack.com/api/"
 SEAL_PURPOSE = "slack-action"
 ACTION_PREFIX = "holdpoint:"
-MAX_BUTTONS = 25  # Block Kit's limit of elements in one actions block
 MAX_TEXT = 3000  # Block Kit's limit of a section's text
 MAX_DECLARATION_CHARS = 1200
 """A declaration travels sealed in every button's value, which Slack caps at 2,000 characters."""
@@ -124,17 +124,7 @@ class Click:
 
 def options_of(payload: Any) -> list[dict[str, Any]]:
     """`payload.metadata.options` as `{label, value}` (a bare option is both), or Approve/Deny."""
-    meta = payload.get("metadata") if isinstance(payload, dict) else None
-    raw = meta.get("options") if isinstance(meta, dict) else None
-    if not isinstance(raw, list) or not raw:
-        return DEFAULT_OPTIONS
-    out = []
-    for option in raw[:MAX_BUTTONS]:
-        if isinstance(option, dict) and "value" in option:
-            out.append({"label": str(option.get("label", option["value"])), "value": option["value"]})
-        else:
-            out.append({"label": option if isinstance(option, str) else json.dumps(option), "value": option})
-    return out
+    return declared_options(payload) or DEFAULT_OPTIONS
 
 
 def message_of(interrupt: Mapping[str, Any]) -> str:

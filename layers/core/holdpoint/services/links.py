@@ -9,13 +9,14 @@ A token for an interrupt that was cleared, or cleared and raised again, resumes 
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from holdpoint.core.errors import Refusal
-from holdpoint.core.notify import LINK_ORIGINS, OPTIONS, summary
+from holdpoint.core.notify import LINK_ORIGINS, link_choices, summary
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import Clock, Parking, Sealer, SessionStore
 from holdpoint.services.caller import Caller
@@ -27,6 +28,8 @@ LINK_TTL_SECS = 7 * 24 * 3600
 LINK_ORIGIN = "client"
 """Who a link resumes as: the intended approver, at the lowest origin (R17)."""
 PATH = "/v1/links/"
+OPTION_KEY = re.compile(r"approve|deny|option-\d{1,2}")
+"""What a link's option may be (`core.notify.link_choices`); which it answers is read from the interrupt."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class Link:
                        str(raw["a"]), int(raw["x"]))
         except (KeyError, TypeError, ValueError):
             return None
-        return link if link.option in OPTIONS else None
+        return link if OPTION_KEY.fullmatch(link.option) else None
 
 
 def _epoch(iso: str | None) -> float | None:
@@ -69,7 +72,7 @@ def mint(sealer: Sealer, base_url: str, tenant: str, session_id: str, interrupt:
     if own_expiry is not None:
         expires = min(expires, own_expiry)
     out = {}
-    for option in OPTIONS:
+    for option in link_choices(interrupt.payload):
         link = Link(tenant, session_id, interrupt.interrupt_id, interrupt.generation, option, approver,
                     int(expires))
         out[option] = f"{base_url.rstrip('/')}{PATH}{sealer.seal(PURPOSE, link.claims())}"
@@ -98,7 +101,9 @@ def show(store: SessionStore, sealer: Sealer, token: str, clock: Clock = time.ti
     link = read(sealer, token, clock())
     interrupt = _current(store, link)
     status = interrupt.status if interrupt is not None else "closed"
-    return {"option": link.option, "approver": link.approver, "status": status,
+    choice = link_choices(interrupt.payload).get(link.option) if interrupt is not None else None
+    return {"option": link.option, "label": choice["label"] if choice else link.option,
+            "approver": link.approver, "status": status,
             "interrupt_id": link.interrupt_id, "session_id": link.session_id,
             "reason": interrupt.reason if interrupt is not None else None,
             "summary": summary(interrupt.payload, 512) if interrupt is not None else None}
@@ -112,8 +117,12 @@ def follow(store: SessionStore, parking: Parking, sealer: Sealer, token: str, co
     if confirm != link.option:
         raise Refusal("validation_error", f"confirm must be {link.option!r}, as the page's button sends it",
                       param="confirm")
-    if _current(store, link) is None:
+    interrupt = _current(store, link)
+    if interrupt is None:
         return {"ok": True, "interrupt_id": link.interrupt_id, "noop": True, "option": link.option}
+    choice = link_choices(interrupt.payload).get(link.option)
+    if choice is None:  # signed, but for an option this interrupt does not offer
+        raise Refusal("invalid_link", "this link is not valid for this request", param="token")
     caller = Caller(tenant=link.tenant, subject=link.approver, origin=LINK_ORIGIN)
-    out = resume(store, parking, caller, link.session_id, link.interrupt_id, OPTIONS[link.option], clock)
+    out = resume(store, parking, caller, link.session_id, link.interrupt_id, choice["answer"], clock)
     return {**out, "option": link.option}
