@@ -51,6 +51,10 @@ DENY: dict[str, list[str]] = {
                                                             "holdpoint.llm", "pydantic", "holdpoint.core.protocol"],
     "links": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + ["holdpoint.services.sessions", "pydantic",
                                                                          "holdpoint.core.protocol"],
+    # A Slack button click: its signature check and a resume; no token checking, models or OpenAPI validation.
+    "channels": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
+    + ["holdpoint.services.auth", "holdpoint.services.sessions", "pydantic", "holdpoint.core.protocol",
+       "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
 }
 
 _PROBE = """
