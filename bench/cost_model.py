@@ -48,7 +48,8 @@ PRICES_AS_OF = "early 2025 (model knowledge; not checked against the live price 
 # AWS bills Standard workflows per state transition, counted "each time a step of your workflow is
 # executed", retries included (https://aws.amazon.com/step-functions/pricing/). On the success path
 # two steps execute: Park (entered once; waiting in it is free) and Wake. Starting and ending an
-# execution are not steps. An expiry executes Park and Expire instead: also 2.
+# execution are not steps (the page does not say either way; --sfn-transitions 3 prices the start).
+# An expiry executes Park and Expire instead: also 2.
 SFN_TRANSITIONS = 2
 TARGETS = {10: 75.0, 1000: 90.0}  # $ per million interrupts raised and resumed, at N nodes
 # SQS FIFO requests per work message: SendMessage (by ParkBranch) + ReceiveMessage + DeleteMessage
