@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_PYTHON = ROOT / ".venv-runtime" / "bin" / "python"
-HANDLERS = ("api", "resume", "engine", "authorizer")
+HANDLERS = ("api", "resume", "engine", "authorizer", "notifier", "links", "channels")
 TARGET = 1.3
 PYCACHE = Path(tempfile.gettempdir()) / "holdpoint-bench-pycache"
 sys.path.insert(0, str(ROOT / "local"))

@@ -44,10 +44,14 @@ PRICES = {  # USD, us-east-1, list prices as of early 2025 (author's knowledge; 
 }
 PRICES_AS_OF = "early 2025 (model knowledge; not checked against the live price list)"
 
-# ParkBranch (template.yaml): Park (waitForTaskToken) -> Wake (sqs:sendMessage) -> end.
-# Billed transitions per raise+resume: we count execution start, Park, Wake and end = 4 (the
-# conservative reading; AWS bills every state entered, so the floor is 2).
-SFN_TRANSITIONS = 4
+# ParkBranch (template.yaml): Park (sqs:sendMessage.waitForTaskToken) -> Wake (sqs:sendMessage) -> end.
+# AWS bills Standard workflows per state transition, counted "each time a step of your workflow is
+# executed", retries included (https://aws.amazon.com/step-functions/pricing/). On the success path
+# two steps execute: Park (entered once; waiting in it is free) and Wake. Starting and ending an
+# execution are not steps (the page does not say either way; --sfn-transitions 3 prices the start).
+# An expiry executes Park and Expire instead: also 2.
+SFN_TRANSITIONS = 2
+TARGETS = {10: 75.0, 1000: 90.0}  # $ per million interrupts raised and resumed, at N nodes
 # SQS FIFO requests per work message: SendMessage (by ParkBranch) + ReceiveMessage + DeleteMessage
 # (the event source mapping; batching can only lower the last two). Idle long polls are a fixed
 # cost per queue, not per interrupt, and are left out.
@@ -74,16 +78,19 @@ def marginal(run: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
                                              _find(run["wake"], "deliver interrupt.resumed")]
     s = _sum(steps)
     wru = s["wru"] + s["gsi_wru"] + raise_wru
-    rru = s["rru"] + 0.5  # the authorizer's API-key GetItem (eventually consistent, < 4 KB)
+    auth = 1 - a.authorizer_cache_hit  # authorizer invocations per resume (a cache hit invokes nothing)
+    rru = s["rru"] + 0.5 * auth  # the authorizer's API-key GetItem (eventually consistent, < 4 KB)
     gb_s = ((a.start_park_ms + a.park_ms + a.wake_ms) * a.engine_mb + a.resume_ms * a.api_mb
-            + a.authorizer_ms * a.api_mb) / 1000 / 1024
+            + auth * a.authorizer_ms * a.api_mb) / 1000 / 1024
+    invocations = 3 + auth  # engine park + engine wake + resume + authorizer
+    sqs = 2 * a.sqs_requests_per_message  # park and wake messages
     return {
-        "lambda requests": (4, 4 * PRICES["lambda_request"]),  # engine park + engine wake + resume + authorizer
+        "lambda requests": (invocations, invocations * PRICES["lambda_request"]),
         "lambda compute": (gb_s, gb_s * PRICES["lambda_gb_second_arm64"]),
         "dynamodb writes (WRU)": (wru, wru * PRICES["ddb_wru"]),
         "dynamodb reads (RRU)": (rru, rru * PRICES["ddb_rru"]),
-        "sqs fifo requests": (2 * SQS_REQUESTS_PER_MESSAGE, 2 * SQS_REQUESTS_PER_MESSAGE * PRICES["sqs_fifo_request"]),
-        "step functions transitions": (SFN_TRANSITIONS, SFN_TRANSITIONS * PRICES["sfn_standard_transition"]),
+        "sqs fifo requests": (sqs, sqs * PRICES["sqs_fifo_request"]),
+        "step functions transitions": (a.sfn_transitions, a.sfn_transitions * PRICES["sfn_standard_transition"]),
         "api gateway http requests": (1, PRICES["http_api_request"]),
     }
 
@@ -92,19 +99,20 @@ def whole_turn(run: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
     steps = [t for phase in ("interrupt_turn", "park", "resume_api", "wake") for _, t in run[phase]]
     s = _sum(steps)
     wru = s["wru"] + s["gsi_wru"]
-    rru = s["rru"] + 2 * 0.5  # two authorizer GetItems
+    auth = 2 * (1 - a.authorizer_cache_hit)  # the submit's and the resume's authorizer invocations
+    rru = s["rru"] + 0.5 * auth  # their API-key GetItems
     # submit kick + engine run (no LLM wait), park, wake + rest of the turn; API submit and resume
     gb_s = ((a.turn_engine_ms + a.park_ms + a.turn_engine_ms) * a.engine_mb
-            + 2 * a.resume_ms * a.api_mb + 2 * a.authorizer_ms * a.api_mb) / 1000 / 1024
-    sqs_msgs = 3  # kick, park, wake
+            + 2 * a.resume_ms * a.api_mb + auth * a.authorizer_ms * a.api_mb) / 1000 / 1024
+    sqs = 3 * a.sqs_requests_per_message  # kick, park, wake
+    invocations = 5 + auth  # 3 engine + api + resume + the authorizer's
     return {
-        "lambda requests": (7, 7 * PRICES["lambda_request"]),  # 3 engine + api + resume + 2 authorizer
+        "lambda requests": (invocations, invocations * PRICES["lambda_request"]),
         "lambda compute": (gb_s, gb_s * PRICES["lambda_gb_second_arm64"]),
         "dynamodb writes (WRU)": (wru, wru * PRICES["ddb_wru"]),
         "dynamodb reads (RRU)": (rru, rru * PRICES["ddb_rru"]),
-        "sqs fifo requests": (sqs_msgs * SQS_REQUESTS_PER_MESSAGE,
-                              sqs_msgs * SQS_REQUESTS_PER_MESSAGE * PRICES["sqs_fifo_request"]),
-        "step functions transitions": (SFN_TRANSITIONS, SFN_TRANSITIONS * PRICES["sfn_standard_transition"]),
+        "sqs fifo requests": (sqs, sqs * PRICES["sqs_fifo_request"]),
+        "step functions transitions": (a.sfn_transitions, a.sfn_transitions * PRICES["sfn_standard_transition"]),
         "api gateway http requests": (2, 2 * PRICES["http_api_request"]),
     }
 
@@ -117,6 +125,18 @@ def render(runs: list[dict[str, Any]], model: Any, a: argparse.Namespace, title:
     rows.append(["TOTAL per million"] + [f"${sum(c[1] for c in p.values()) * 1e6:,.2f}" for p in per])
     return table(["component (units each -> $ per million)"] + [f"N={r['n']} nodes" for r in runs],
                  rows, title)
+
+
+def verdict(runs: list[dict[str, Any]], a: argparse.Namespace) -> str:
+    """One line per target size: the marginal cost next to its target and the ratio."""
+    lines = []
+    for r in runs:
+        if r["n"] in TARGETS:
+            total = sum(c[1] for c in marginal(r, a).values()) * 1e6
+            target = TARGETS[r["n"]]
+            lines.append(f"cost per million interrupts at N={r['n']}: ${total:,.2f}  target <= ${target:.0f}  "
+                         f"{total / target:.2f}x of target  {'ok' if total <= target else 'OVER'}")
+    return "\n".join(lines)
 
 
 def per_step_cost(runs: list[dict[str, Any]]) -> str:
@@ -145,23 +165,34 @@ def main() -> None:
     ap.add_argument("--authorizer-ms", type=float, default=30, help="assumed: authorizer invocation")
     ap.add_argument("--turn-engine-ms", type=float, default=600,
                     help="assumed: engine invocation running several steps, excluding LLM latency")
+    ap.add_argument("--sfn-transitions", type=int, default=SFN_TRANSITIONS,
+                    help="billed ParkBranch state transitions per raise+resume (steps executed: Park, Wake)")
+    ap.add_argument("--sqs-requests-per-message", type=float, default=SQS_REQUESTS_PER_MESSAGE,
+                    help="FIFO requests per work message: send + receive + delete")
+    ap.add_argument("--authorizer-cache-hit", type=float, default=0.0,
+                    help="share of requests API Gateway answers from its authorizer cache (0 with "
+                         "AuthorizerCacheSeconds=0, the template's default)")
+    ap.add_argument("--reads", choices=("cold", "warm"), default="cold",
+                    help="price the reads of a container with no cache (cold, the upper bound) or a warm one")
     a = ap.parse_args()
     if a.src:
-        runs = json.loads(Path(a.src).read_text())["seeded"]
+        runs = json.loads(Path(a.src).read_text())["seeded" if a.reads == "cold" else "warm"]
     else:
         from ddb_per_step import measure  # noqa: PLC0415
 
-        runs = measure([int(s) for s in a.sizes.split(",") if s], "seeded")
+        runs = measure([int(s) for s in a.sizes.split(",") if s], "seeded", warm=a.reads == "warm")
     print(f"Prices: AWS us-east-1 list prices, {PRICES_AS_OF}; re-check before use.")
     print(table(["price", "USD"], [[k, f"{v:.10g}"] for k, v in PRICES.items()]))
-    print(f"Assumptions: ParkBranch transitions per raise+resume = {SFN_TRANSITIONS}; SQS requests per work "
-          f"message = {SQS_REQUESTS_PER_MESSAGE}; Lambda arm64, engine {a.engine_mb} MB, api/resume/authorizer "
+    print(f"Assumptions: ParkBranch transitions per raise+resume = {a.sfn_transitions}; SQS requests per work "
+          f"message = {a.sqs_requests_per_message:g}; authorizer cache hits {a.authorizer_cache_hit:.0%}; "
+          f"{a.reads} reads; Lambda arm64, engine {a.engine_mb} MB, api/resume/authorizer "
           f"{a.api_mb} MB; durations (ms): start_park {a.start_park_ms:g}, park {a.park_ms:g}, wake {a.wake_ms:g}, "
           f"resume {a.resume_ms:g}, authorizer {a.authorizer_ms:g}, engine turn run {a.turn_engine_ms:g}.")
     print(render(runs, marginal, a, "Marginal cost of one interrupt raised and resumed ($ per million interrupts)"))
     print(render(runs, whole_turn, a, "Whole approval turn: submit -> pause -> resume -> turn end "
                                       "($ per million turns, LLM tokens excluded)"))
     print(per_step_cost(runs))
+    print(verdict(runs, a))
 
 
 if __name__ == "__main__":

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from holdpoint.coldstart import loading
 
-from holdpoint.assembly import get_store
-from holdpoint.aws.signing import platform_secret
-from holdpoint.services.auth import authenticate
+with loading():  # the handler's modules load without collector pauses (holdpoint/coldstart.py)
+    from aws_lambda_powertools import Logger
 
-logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
+    from holdpoint.assembly import get_store
+    from holdpoint.aws.signing import platform_secret
+    from holdpoint.services.auth import authenticate
+
+    logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from holdpoint.coldstart import loading
 
-from holdpoint.assembly import get_notifier, get_runner
-from holdpoint.services.runner import parse_body
+with loading():  # the handler's modules load without collector pauses (holdpoint/coldstart.py)
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.metrics import MetricUnit
+    from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
-metrics = Metrics(namespace="Holdpoint", service="engine")
-processor = SqsFifoPartialProcessor()
+    from holdpoint.assembly import get_notifier, get_runner
+    from holdpoint.services.runner import parse_body
+
+    logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
+    metrics = Metrics(namespace="Holdpoint", service="engine")
+    processor = SqsFifoPartialProcessor()
+
 
 METRIC_NAMES = {
     "interrupts_raised": "InterruptsRaised",

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from holdpoint.coldstart import loading
 
-from holdpoint.assembly import get_notifier, get_store
-from holdpoint.aws.outbox import events
+with loading():  # the handler's modules load without collector pauses (holdpoint/coldstart.py)
+    from aws_lambda_powertools import Logger
 
-logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
+    from holdpoint.assembly import get_notifier, get_store
+    from holdpoint.aws.outbox import events
+
+    logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 
 
 @logger.inject_lambda_context(clear_state=True)

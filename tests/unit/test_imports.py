@@ -51,6 +51,10 @@ DENY: dict[str, list[str]] = {
                                                             "holdpoint.llm", "pydantic", "holdpoint.core.protocol"],
     "links": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + ["holdpoint.services.sessions", "pydantic",
                                                                          "holdpoint.core.protocol"],
+    # A Slack button click: its signature check and a resume; no token checking, models or OpenAPI validation.
+    "channels": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
+    + ["holdpoint.services.auth", "holdpoint.services.sessions", "pydantic", "holdpoint.core.protocol",
+       "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
 }
 
 _PROBE = """
@@ -61,19 +65,32 @@ spec = importlib.util.spec_from_file_location("app", code_dir + "/app.py")
 module = importlib.util.module_from_spec(spec)
 sys.modules["app"] = module
 spec.loader.exec_module(module)
+import gc
+print(json.dumps({"gc": [gc.isenabled(), gc.get_freeze_count()]}))
 print(json.dumps(sorted(sys.modules)))
 """
 
 
-def loaded_modules(handler: str) -> list[str]:
-    """`sys.modules` of a fresh interpreter right after the handler's `app.py` is loaded."""
+def _probe(handler: str) -> list[str]:
+    """The probe's output lines: the collector's state, then `sys.modules`, in a fresh interpreter
+    right after the handler's `app.py` is loaded."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_"))}
     env.update(LAMBDA_ENV, PYTHONPATH=str(ROOT / "layers" / "core"))
     proc = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT / "functions" / handler)], env=env,
                           cwd=ROOT / "functions" / handler, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    modules: list[str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return proc.stdout.strip().splitlines()
+
+
+def loaded_modules(handler: str) -> list[str]:
+    modules: list[str] = json.loads(_probe(handler)[-1])
     return modules
+
+
+def gc_after_load(handler: str) -> tuple[bool, int]:
+    """(collector enabled, objects frozen) right after the handler's `app.py` is loaded."""
+    enabled, frozen = json.loads(_probe(handler)[-2])["gc"]
+    return bool(enabled), int(frozen)
 
 
 def _hits(modules: list[str], denied: list[str]) -> list[str]:
@@ -91,3 +108,19 @@ def test_handler_imports_nothing_it_does_not_use(handler: str) -> None:
 def test_the_deny_list_catches_a_denied_module() -> None:
     assert _hits(["jwt", "jwt.api_jwt", "jwtx", "holdpoint.llm"], ["jwt", "holdpoint.llm"]) == \
         ["jwt", "jwt.api_jwt", "holdpoint.llm"]
+
+
+HANDLERS = sorted(p.parent.name for p in (ROOT / "functions").glob("*/app.py"))
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_handler_loads_with_the_collector_paused_then_back(handler: str) -> None:
+    """Every handler loads inside `holdpoint.coldstart.loading()`: the collector is on afterwards
+    and what was loaded is frozen (no collector pauses during the cold start, bench/cold_start.py)."""
+    enabled, frozen = gc_after_load(handler)
+    assert enabled
+    assert frozen > 10_000, f"functions/{handler}/app.py does not load inside holdpoint.coldstart.loading()"
+
+
+def test_every_handler_has_a_deny_list() -> None:
+    assert sorted(DENY) == HANDLERS

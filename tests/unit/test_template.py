@@ -68,3 +68,30 @@ def test_no_wildcard_actions(template: dict[str, Any]) -> None:
                 for stmt in policy["Statement"]:
                     actions = stmt["Action"] if isinstance(stmt["Action"], list) else [stmt["Action"]]
                     assert all("*" not in a for a in actions), stmt
+
+
+def test_authorizer_cache_ttl_is_a_parameter_and_off_by_default(template: dict[str, Any]) -> None:
+    """A cached authorizer answer lets a revoked key in for the TTL: the operator chooses it, 0 unless they do."""
+    param = template["Parameters"]["AuthorizerCacheSeconds"]
+    assert (param["Type"], param["Default"], param["MinValue"]) == ("Number", 0, 0)
+    assert param["MaxValue"] <= 3600  # API Gateway's own ceiling for an authorizer's result TTL
+    auth = template["Resources"]["HttpApi"]["Properties"]["Auth"]["Authorizers"]["LambdaAuthorizer"]
+    assert auth["Identity"]["ReauthorizeEvery"] == {"Ref": "AuthorizerCacheSeconds"}
+    assert auth["Identity"]["Headers"] == ["Authorization"]  # the cache key is the whole credential
+
+
+def test_cost_model_counts_the_park_branch_steps_a_resume_executes(template: dict[str, Any]) -> None:
+    """Step Functions bills each step executed: the cost model's transition count is the success path's length."""
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location("cost_model", ROOT / "bench" / "cost_model.py")
+    assert spec and spec.loader
+    cost_model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cost_model)
+    definition = template["Resources"]["ParkBranchStateMachine"]["Properties"]["Definition"]
+    executed, name = [], definition["StartAt"]
+    while name:
+        executed.append(name)
+        name = definition["States"][name].get("Next")
+    assert executed == ["Park", "Wake"]
+    assert len(executed) == cost_model.SFN_TRANSITIONS

@@ -4,8 +4,9 @@ Field names follow the public Substructure worker protocol exactly, so a
 worker written for that engine runs against Holdpoint unchanged.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
+# model class is created, and evaluating ~400 of them from strings (compile, then eval) added ~4 ms
+# (15%) to this module's load on every cold start (docs/PERFORMANCE.md, (c)).
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -147,7 +148,7 @@ class EscalateTo(BaseModel):
     groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
 
     @model_validator(mode="after")
-    def _names_someone(self) -> EscalateTo:
+    def _names_someone(self) -> "EscalateTo":
         if not self.subjects and not self.groups:
             raise ValueError("escalate_to names no one: give subjects or groups")
         return self
@@ -640,7 +641,7 @@ class LlmResultAction(Wire):
     truncated: bool = False
 
     @model_validator(mode="after")
-    def _one_reply(self) -> LlmResultAction:
+    def _one_reply(self) -> "LlmResultAction":
         if self.message is None and self.response is None:
             raise ValueError("llm.result needs `response` (or `message`)")
         return self
