@@ -11,24 +11,34 @@ from holdpoint_local.provision import load_template
 from holdpoint_local.streams import failed_from, matches
 
 
-def record(sk: str, etype: str | None, name: str = "INSERT", seq: str = "1") -> dict[str, object]:
+def record(sk: str, etype: str | None, name: str = "INSERT", seq: str = "1",
+           status: str | None = None) -> dict[str, object]:
     image: dict[str, object] = {"PK": {"S": "T#t#S#s"}, "SK": {"S": sk}}
     if etype is not None:
         image["etype"] = {"S": etype}
+    if status is not None:
+        image["status"] = {"S": status}
     return {"eventName": name, "dynamodb": {"NewImage": image, "SequenceNumber": seq}}
 
 
-def test_the_template_filter_keeps_only_new_interrupt_event_items() -> None:
+def test_the_template_filter_keeps_new_interrupt_events_and_changes_of_open_interrupts() -> None:
     notifier = load_template()["Resources"]["NotifierFunction"]["Properties"]["Events"]["Outbox"]["Properties"]
-    [pattern] = [json.loads(f["Pattern"]) for f in notifier["FilterCriteria"]["Filters"]]
-    assert matches(pattern, record("E#000000000003", "session.interrupted"))
-    assert matches(pattern, record("E#000000000009", "session.interrupt_resumed"))
-    assert matches(pattern, record("E#000000000011", "interrupt.reminded"))  # A5
-    assert matches(pattern, record("E#000000000012", "interrupt.escalated"))
-    assert not matches(pattern, record("E#000000000013", "interrupt.expired"))  # published from interrupt_resumed
-    assert not matches(pattern, record("E#000000000004", "message.added"))
-    assert not matches(pattern, record("I#int-1", None))
-    assert not matches(pattern, record("E#000000000003", "session.interrupted", name="MODIFY"))
+    patterns = [json.loads(f["Pattern"]) for f in notifier["FilterCriteria"]["Filters"]]
+
+    def kept(rec: dict[str, object]) -> bool:
+        return any(matches(p, rec) for p in patterns)
+
+    assert kept(record("E#000000000003", "session.interrupted"))
+    assert kept(record("E#000000000009", "session.interrupt_resumed"))
+    assert kept(record("E#000000000011", "interrupt.reminded"))  # A5
+    assert kept(record("E#000000000012", "interrupt.escalated"))
+    assert not kept(record("E#000000000013", "interrupt.expired"))  # published from interrupt_resumed
+    assert not kept(record("E#000000000004", "message.added"))
+    assert not kept(record("I#int-1", None))  # a new interrupt item: its event item says it was raised
+    assert not kept(record("E#000000000003", "session.interrupted", name="MODIFY"))
+    assert kept(record("I#int-1", None, name="MODIFY", status="open"))  # perhaps an answer appended (A2)
+    assert not kept(record("I#int-1", None, name="MODIFY", status="resolved"))
+    assert not kept(record("T#turn-1", None, name="MODIFY", status="open"))
     assert notifier["BisectBatchOnFunctionError"] and notifier["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 

@@ -31,7 +31,9 @@ from holdpoint.outbound.declared import check_agent
 from holdpoint.ports import DeliveryFailed
 from holdpoint.services import links, sessions
 from holdpoint.services.notify import Notifier
+from holdpoint.services.resume import resume
 from tests.harness import Harness
+from tests.unit.test_approver_policies import ANN, BOB, board
 
 HOOK = {"url": "https://hooks.example.com/h", "events": ["interrupt.raised", "interrupt.resolved"]}
 
@@ -343,3 +345,43 @@ def test_n4_a_webhook_entry_a_worker_mangled_fails_its_delivery_not_the_stream(a
                   {"url": "https://169.254.169.254/"}, {"url": "https://h.example.com/", "secret": "plain"}):
         with pytest.raises(DeliveryFailed):
             WebhookChannel().deliver(event, entry, {})
+
+
+# --- answers short of a quorum (A2) -------------------------------------------------------------
+
+
+def interrupt_item(h: Harness, iid: str) -> dict[str, Any]:
+    key = {"PK": {"S": session_pk(h.caller.tenant, h.session_id or "")}, "SK": {"S": f"I#{iid}"}}
+    return boto3.client("dynamodb").get_item(TableName="holdpoint", Key=key, ConsistentRead=True)["Item"]
+
+
+def modified(old: dict[str, Any], new: dict[str, Any], seq: str = "9") -> dict[str, Any]:
+    """The stream record of one interrupt item change, as Lambda hands it over (NEW_AND_OLD_IMAGES)."""
+    return {"Records": [{"eventName": "MODIFY", "dynamodb": {"OldImage": old, "NewImage": new, "SequenceNumber": seq}}]}
+
+
+def test_n1_an_answer_short_of_the_quorum_is_published_once_as_answered(aws: dict[str, str], bus: str) -> None:
+    h = board(notify=[{"url": "https://hooks.example.com/h"}])
+    before = interrupt_item(h, "int-ok")
+    assert resume(h.store, h.parking, ANN, h.session_id or "", "int-ok", {"approved": True},
+                  comment="fine by me")["noop"] is False
+    after = interrupt_item(h, "int-ok")
+    channel = Recording()
+    n = notifier(h, channel)
+    [item] = list(outbox_events(modified(before, after), h.store))
+    body = n.on_event(item.tenant, item.session_id, item.event)
+    assert body is not None and body["type"] == "interrupt.answered"
+    assert (body["interrupt_id"], body["answers"], body["quorum"]) == ("int-ok", 1, 2)
+    assert body["answer"] == {"subject": "ann", "origin": "operator", "status": "approved", "comment": "fine by me"}
+    [event] = on_bus(bus)
+    assert event["detail-type"] == "interrupt.answered" and event["detail"]["event_id"] == body["event_id"]
+    [(sent, _, _)] = channel.got
+    assert sent["event_id"] == body["event_id"]
+    # Redelivered, the same event: the webhook is not told twice.
+    [again] = list(outbox_events(modified(before, after), h.store))
+    assert n.on_event(again.tenant, again.session_id, again.event)["event_id"] == body["event_id"]
+    assert len(channel.got) == 1
+    # A change of the open interrupt that adds no answer, and the deciding answer, are no `answered`.
+    assert list(outbox_events(modified(after, after), h.store)) == []
+    resume(h.store, h.parking, BOB, h.session_id or "", "int-ok", {"approved": True})
+    assert list(outbox_events(modified(after, interrupt_item(h, "int-ok")), h.store)) == []

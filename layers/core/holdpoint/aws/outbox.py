@@ -1,8 +1,10 @@
 """The outbox as DynamoDB Streams delivers it: the event-log items (`E#`) a session's own
-transaction wrote, read from a Lambda stream event (NEW_IMAGE records)."""
+transaction wrote, and the answers a resume appended to an open interrupt (`I#`) without deciding
+it, read from a Lambda stream event (NEW_AND_OLD_IMAGES records)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +29,41 @@ def session_of(pk: str) -> tuple[str, str] | None:
 
 
 def events(stream_event: dict[str, Any], store: Store) -> Iterator[OutboxEvent]:
-    """The new event-log items of a stream batch, in stream order (large bodies read from S3)."""
+    """The lifecycle events of a stream batch, in stream order (large bodies read from S3): new
+    event-log items, and answers appended to an open interrupt."""
     for record in stream_event.get("Records") or []:
         ddb = record.get("dynamodb") or {}
         image = ddb.get("NewImage") or {}
-        if record.get("eventName") != "INSERT" or not image.get("SK", {}).get("S", "").startswith("E#"):
-            continue
+        sk = image.get("SK", {}).get("S", "")
         owner = session_of(image.get("PK", {}).get("S", ""))
         if owner is None:
             continue
-        yield OutboxEvent(str(ddb.get("SequenceNumber")), owner[0], owner[1], store.body(image))
+        event = None
+        if record.get("eventName") == "INSERT" and sk.startswith("E#"):
+            event = store.body(image)
+        elif record.get("eventName") == "MODIFY" and sk.startswith("I#"):
+            event = answered(image, ddb.get("OldImage") or {}, store)
+        if event is not None:
+            yield OutboxEvent(str(ddb.get("SequenceNumber")), owner[0], owner[1], event)
+
+
+def _answers(image: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(a["S"]) for a in (image.get("approvals") or {}).get("L") or []]
+
+
+def answered(new: dict[str, Any], old: dict[str, Any], store: Store) -> dict[str, Any] | None:
+    """A2: the `interrupt.answered` event of an interrupt item change that appended an answer and
+    left the interrupt open (the answer that decides it is published as `interrupt.resolved`).
+    Keyed by interrupt, generation and answer count, so a redelivered record is the same event."""
+    after = _answers(new)
+    if new.get("status", {}).get("S") != "open" or len(after) <= len(_answers(old)):
+        return None
+    body = store.body(new)
+    interrupt_id = new["SK"]["S"][2:]
+    generation = new.get("generation", {}).get("N", "0")
+    answer = after[-1]
+    return {"type": "interrupt.answered", "key": f"{interrupt_id}#{generation}#{len(after)}",
+            "at": answer.get("at"), "data": {
+                "interrupt_id": interrupt_id, "reason": body.get("reason"), "answers": len(after),
+                "quorum": (body.get("policy") or {}).get("quorum", 1),
+                "answer": {k: answer.get(k) for k in ("subject", "origin", "status", "comment")}}}

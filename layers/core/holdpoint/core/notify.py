@@ -11,15 +11,18 @@ import hashlib
 import json
 from typing import Any, Literal
 
-NotifyEvent = Literal["interrupt.raised", "interrupt.resolved", "interrupt.expired", "interrupt.reminded",
-                      "interrupt.escalated"]
-NOTIFY_EVENTS: tuple[str, ...] = ("interrupt.raised", "interrupt.resolved", "interrupt.expired",
-                                  "interrupt.reminded", "interrupt.escalated")
+NotifyEvent = Literal["interrupt.raised", "interrupt.answered", "interrupt.resolved", "interrupt.expired",
+                      "interrupt.reminded", "interrupt.escalated"]
+NOTIFY_EVENTS: tuple[str, ...] = ("interrupt.raised", "interrupt.answered", "interrupt.resolved",
+                                  "interrupt.expired", "interrupt.reminded", "interrupt.escalated")
 """The lifecycle events published (EventBridge `detail-type`, webhook `type`)."""
 WAITING = ("interrupt.raised", "interrupt.reminded", "interrupt.escalated")
 """Events about an interrupt still waiting for an answer: they carry its reason and one-click links."""
 TIMER_EVENTS = ("interrupt.reminded", "interrupt.escalated")
 """A5's reminders and escalations, logged under the same names they are published as."""
+ANSWERED = "interrupt.answered"
+"""A2: an answer recorded on an open interrupt that it did not decide (a quorum still short). It is
+no event-log entry: the outbox reads it off the interrupt item's own change (`aws.outbox`)."""
 
 SUMMARY_CHARS = 1_024
 """A notification carries the interrupt payload as bounded JSON text, never the whole payload."""
@@ -67,16 +70,17 @@ def kind_of(event: dict[str, Any]) -> str | None:
     etype = event.get("type")
     if etype == "session.interrupted":
         return "interrupt.raised"
-    if etype in TIMER_EVENTS:
+    if etype in TIMER_EVENTS or etype == ANSWERED:
         return str(etype)
     if etype == "session.interrupt_resumed":
         return "interrupt.expired" if (event.get("data") or {}).get("expired") else "interrupt.resolved"
     return None
 
 
-def event_id(tenant: str, session_id: str, seq: int) -> str:
-    """Stable for one event-log entry however often the stream delivers it: consumers dedupe on it."""
-    digest = hashlib.sha256(f"{tenant}/{session_id}/{seq}".encode()).hexdigest()[:24]
+def event_id(tenant: str, session_id: str, key: int | str) -> str:
+    """Stable for one event-log entry (`key` its seq) or one recorded answer (`key` the interrupt,
+    generation and answer count) however often the stream delivers it: consumers dedupe on it."""
+    digest = hashlib.sha256(f"{tenant}/{session_id}/{key}".encode()).hexdigest()[:24]
     return f"evt_{digest}"
 
 
@@ -95,14 +99,14 @@ def notification(tenant: str, session_id: str, agent_id: str | None, event: dict
         return None
     data = event.get("data") or {}
     out: dict[str, Any] = {
-        "event_id": event_id(tenant, session_id, int(event["seq"])),
+        "event_id": event_id(tenant, session_id, event["key"] if kind == ANSWERED else int(event["seq"])),
         "type": kind,
         "at": event.get("at"),
         "tenant": tenant,
         "session_id": session_id,
         "agent_id": agent_id,
         "interrupt_id": data.get("interrupt_id"),
-        "seq": event["seq"],
+        "seq": event.get("seq"),
     }
     if kind == "interrupt.raised":
         out.update(origin=data.get("origin"), reason=data.get("reason"), summary=summary(data.get("payload")))
@@ -110,6 +114,8 @@ def notification(tenant: str, session_id: str, agent_id: str | None, event: dict
     elif kind in TIMER_EVENTS:  # A5: still waiting; `reminder`/`of` or `escalate_to`, and the links again
         out.update({k: data[k] for k in ("reason", "reminder", "of", "escalate_to", "after_secs") if k in data})
         out["links"] = dict(links or {})
+    elif kind == ANSWERED:  # A2: who answered and how; the interrupt waits for the rest of its quorum
+        out.update({k: data[k] for k in ("reason", "answer", "answers", "quorum") if k in data})
     else:
         out.update(responder=data.get("responder"), summary=summary(data.get("payload")))
     return out
