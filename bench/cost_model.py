@@ -41,6 +41,7 @@ PRICES = {  # USD, us-east-1, list prices as of early 2025 (author's knowledge; 
     "sqs_fifo_request": 0.50 / 1e6,           # per request (64 KB chunk)
     "sfn_standard_transition": 0.025 / 1e3,   # per state transition
     "http_api_request": 1.00 / 1e6,           # per request (512 KB increment), first 300 M/month
+    "eventbridge_event": 1.00 / 1e6,          # per custom event put on a bus (64 KB chunk)
 }
 PRICES_AS_OF = "early 2025 (model knowledge; not checked against the live price list)"
 
@@ -56,6 +57,13 @@ TARGETS = {10: 75.0, 1000: 90.0}  # $ per million interrupts raised and resumed,
 # (the event source mapping; batching can only lower the last two). Idle long polls are a fixed
 # cost per queue, not per interrupt, and are left out.
 SQS_REQUESTS_PER_MESSAGE = 3
+# The notification outbox (docs/NOTIFICATIONS.md) for an agent with no `notify` entries: the bus gets
+# interrupt.raised and interrupt.resolved; the notifier is invoked for the raised event, the park's
+# change of the open interrupt item (filtered in, dropped) and the resolved event, unless a batch
+# carries two of them; each event reads the session's head (one small Query). Stream reads by
+# Lambda are free. Webhook and Slack deliveries are per declared entry and left out.
+NOTIFY_EVENTS = 2
+NOTIFIER_INVOCATIONS = 3
 
 
 def _find(steps: list[list[Any]], label: str) -> dict[str, Any]:
@@ -92,6 +100,19 @@ def marginal(run: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
         "sqs fifo requests": (sqs, sqs * PRICES["sqs_fifo_request"]),
         "step functions transitions": (a.sfn_transitions, a.sfn_transitions * PRICES["sfn_standard_transition"]),
         "api gateway http requests": (1, PRICES["http_api_request"]),
+        **notifications(a),
+    }
+
+
+def notifications(a: argparse.Namespace) -> dict[str, tuple[float, float]]:
+    """The outbox's lines: the notifier's invocations and head reads, and the events on the bus."""
+    gb_s = a.notifier_invocations * a.notifier_ms * a.api_mb / 1000 / 1024
+    rru = a.notify_events * 1.0  # the head Query of each published event (a few KB)
+    return {
+        "notifier lambda requests": (a.notifier_invocations, a.notifier_invocations * PRICES["lambda_request"]),
+        "notifier lambda compute": (gb_s, gb_s * PRICES["lambda_gb_second_arm64"]),
+        "notifier reads (RRU)": (rru, rru * PRICES["ddb_rru"]),
+        "eventbridge events": (a.notify_events, a.notify_events * PRICES["eventbridge_event"]),
     }
 
 
@@ -114,6 +135,7 @@ def whole_turn(run: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
         "sqs fifo requests": (sqs, sqs * PRICES["sqs_fifo_request"]),
         "step functions transitions": (a.sfn_transitions, a.sfn_transitions * PRICES["sfn_standard_transition"]),
         "api gateway http requests": (2, 2 * PRICES["http_api_request"]),
+        **notifications(a),
     }
 
 
@@ -172,6 +194,11 @@ def main() -> None:
     ap.add_argument("--authorizer-cache-hit", type=float, default=0.0,
                     help="share of requests API Gateway answers from its authorizer cache (0 with "
                          "AuthorizerCacheSeconds=0, the template's default)")
+    ap.add_argument("--notify-events", type=int, default=NOTIFY_EVENTS,
+                    help="events put on the bus per interrupt (raised, resolved; more with reminders)")
+    ap.add_argument("--notifier-invocations", type=float, default=NOTIFIER_INVOCATIONS,
+                    help="notifier invocations per interrupt (fewer when a stream batch carries two records)")
+    ap.add_argument("--notifier-ms", type=float, default=40, help="assumed: one notifier invocation")
     ap.add_argument("--reads", choices=("cold", "warm"), default="cold",
                     help="price the reads of a container with no cache (cold, the upper bound) or a warm one")
     a = ap.parse_args()
