@@ -1,5 +1,6 @@
-"""A real headless Chromium for the page tests (Debian's `chromium`, driven by Playwright; `.ci/run`
-installs it): one browser per test module."""
+"""Shared e2e fixtures: a real headless Chromium for the page tests (Debian's `chromium`, driven by
+Playwright; `.ci/run` installs it), one browser per test module; and the local fake of the Slack
+Web API."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
+
+from tests.slack_fake import SlackFake
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -19,3 +22,10 @@ def browser() -> Iterator[Browser]:
         launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield launched
         launched.close()
+
+
+@pytest.fixture
+def slack_fake() -> Iterator[SlackFake]:
+    fake = SlackFake()
+    yield fake
+    fake.stop()

@@ -29,13 +29,6 @@ EVENTS = ["interrupt.raised", "interrupt.resolved"]
 
 
 @pytest.fixture
-def slack_fake() -> Iterator[SlackFake]:
-    fake = SlackFake()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture
 def stack(local_stack_factory: Callable[..., Any], worker: Any, slack_fake: SlackFake) -> Any:
     return slack_stack(local_stack_factory, slack_fake)
 

@@ -25,13 +25,6 @@ OPTIONS = [{"label": "Send it", "value": {"approved": True}}, {"label": "Don't",
 
 
 @pytest.fixture
-def slack_fake() -> Iterator[SlackFake]:
-    fake = SlackFake()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture
 def stack(local_stack_factory: Callable[..., Any], worker: Any, slack_fake: SlackFake) -> Any:
     return slack_stack(local_stack_factory, slack_fake)
 
