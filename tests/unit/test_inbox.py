@@ -23,6 +23,7 @@ from holdpoint.services.caller import Caller
 from holdpoint.services.inbox import InboxFilters, inbox, listing
 from tests.harness import Harness
 from tests.unit.test_api import assert_error, call_api, start_session
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("aws")
 
@@ -53,6 +54,13 @@ def raw_item(h: Harness, session_id: str, interrupt_id: str) -> dict[str, Any]:
         "PK": {"S": f"T#{h.caller.tenant}#S#{session_id}"}, "SK": {"S": f"I#{interrupt_id}"}})["Item"]
 
 
+def next_millisecond() -> None:
+    """Wait until the clock has moved into a later millisecond, so the next interrupt's `created_at`
+    sorts after the last one's."""
+    start = int(time.time() * 1000)
+    wait_for(lambda: int(time.time() * 1000) > start, "the next millisecond", timeout=5)
+
+
 @pytest.fixture
 def three() -> tuple[Harness, dict[str, tuple[str, str]]]:
     """One resolved, one expired and one open interrupt, in three sessions, oldest first."""
@@ -61,7 +69,7 @@ def three() -> tuple[Harness, dict[str, tuple[str, str]]]:
     for name in ("resolved", "expired", "open"):
         sid = new_session(h)
         out[name] = (sid, h.open_interrupt()["interrupt_id"])
-        time.sleep(0.002)  # distinct created_at milliseconds: a stable newest-first order
+        next_millisecond()  # distinct created_at milliseconds: a stable newest-first order
     h.session_id = out["resolved"][0]
     h.resume(out["resolved"][1], {"approved": True})
     h.session_id = out["expired"][0]
@@ -161,7 +169,7 @@ def test_a6_pages_follow_a_sealed_cursor_bound_to_the_tenant_and_status() -> Non
     for _ in range(3):
         new_session(h)
         made.append(h.open_interrupt()["interrupt_id"])
-        time.sleep(0.002)
+        next_millisecond()
     seen, cursor = [], None
     for _ in range(4):
         page = inbox(h.store, signing, h.caller, 1, cursor, InboxFilters(status="all"))

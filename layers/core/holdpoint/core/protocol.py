@@ -600,12 +600,12 @@ class ToolErrorAction(Wire):
     detail: Any = None
 
 
-class InterruptAction(Wire):
-    type: Literal["interrupt"]
+class InterruptFields(Wire):
+    """What raising an interrupt declares, by a worker's action or by `POST .../interrupts`."""
+
     interrupt_id: Id | None = None
     reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     payload: InterruptPayload = None
-    expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
     response_schema: ResponseSchema = None
     approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
     on_expiry: OnExpiry | None = None  # A5
@@ -614,6 +614,11 @@ class InterruptAction(Wire):
 
     def declared_schema(self) -> Any:
         return schemas.declared(self.response_schema, self.payload)
+
+
+class InterruptAction(InterruptFields):
+    type: Literal["interrupt"]
+    expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
 
 
 class LlmResponse(Open):
@@ -856,20 +861,9 @@ class ClientTokenBody(Wire):
     session_id: Id | None = None
 
 
-class RaiseInterruptBody(Wire):
-    reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-    payload: InterruptPayload = None
-    interrupt_id: Id | None = None
+class RaiseInterruptBody(InterruptFields):
     expires_in: ExpiresIn | None = None
     global_: bool = Field(default=False, alias="global", strict=True)
-    response_schema: ResponseSchema = None
-    approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
-    on_expiry: OnExpiry | None = None  # A5
-    remind_after: RemindAfter | None = None
-    escalate_after: ExpiresIn | None = None  # A5: adds the policy's `escalate_to` when it fires
-
-    def declared_schema(self) -> Any:
-        return schemas.declared(self.response_schema, self.payload)
 
 
 class SettleBody(Wire):
