@@ -373,30 +373,27 @@ class ToolExecute(Out):
     deadline: str | None = None
 
 
-class ToolFinished(Out):
-    """`result`/`error` are strings (a non-string is sent as its JSON text); `result_value` and
-    `error_value` (Holdpoint additions) carry a non-string value as it was given."""
+class Finished(Out):
+    """How a call ended: `result`/`error` are strings (a non-string is sent as its JSON text);
+    `result_value` and `error_value` (Holdpoint additions) carry a non-string value as it was given."""
 
-    type: Literal["tool.finished"] = "tool.finished"
     id: str
     ok: bool
-    name: str
     result: str | None = None
     error: str | None = None
     result_value: Any = None
     error_value: Any = None
 
 
-class SubAgentFinished(Out):
+class ToolFinished(Finished):
+    type: Literal["tool.finished"] = "tool.finished"
+    name: str
+
+
+class SubAgentFinished(Finished):
     type: Literal["sub_agent.finished"] = "sub_agent.finished"
-    id: str
-    ok: bool
     session_id: str
     agent_id: str
-    result: str | None = None
-    error: str | None = None
-    result_value: Any = None
-    error_value: Any = None
 
 
 class LlmTool(Out):
