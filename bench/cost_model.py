@@ -66,6 +66,12 @@ NOTIFY_EVENTS = 2
 NOTIFIER_INVOCATIONS = 3
 
 
+# The wake up to and including the `interrupt.resumed` delivery: one step when the wake delivers in
+# the commit that records it (Runner._wake), two when the wake commits alone first.
+WAKE_STEPS = ("wake message + deliver interrupt.resumed (one commit)", "wake message (transact)",
+              "deliver interrupt.resumed")
+
+
 def _find(steps: list[list[Any]], label: str) -> dict[str, Any]:
     for lab, t in steps:
         if lab == label:
@@ -82,8 +88,7 @@ def marginal(run: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
     raise_step = _find(run["interrupt_turn"], "deliver tool.execute")
     raise_wru = raise_step["wru_by_kind"].get("I", 0) + raise_step["gsi_wru"] + 2  # + the event (< 1 KB, x2)
     steps = [_find(run["interrupt_turn"], "start_park")] + [t for _, t in run["park"]] + \
-        [t for _, t in run["resume_api"]] + [_find(run["wake"], "wake message (transact)"),
-                                             _find(run["wake"], "deliver interrupt.resumed")]
+        [t for _, t in run["resume_api"]] + [t for lab, t in run["wake"] if lab in WAKE_STEPS]
     s = _sum(steps)
     wru = s["wru"] + s["gsi_wru"] + raise_wru
     auth = 1 - a.authorizer_cache_hit  # authorizer invocations per resume (a cache hit invokes nothing)

@@ -6,7 +6,8 @@ What is timed, one resume at a time:
   again inside the in-process worker when it receives the `interrupt.resumed` trigger. The path between:
   front end -> authorizer -> resume Lambda (conditional write + SendTaskSuccess) -> moto's Step Functions
   execution leaves the waitForTaskToken state and runs its `sqs:sendMessage` Wake state -> FIFO work queue
-  -> SQS poller (long poll) -> engine Lambda (load, apply wake, run) -> worker.
+  -> SQS poller (long poll) -> engine Lambda (load, apply the wake in memory, deliver) -> worker; the
+  engine commits the wake with the worker's answer after that (docs/ARCHITECTURE.md).
 - resume POST: the same start, until the HTTP answer is back (the API-side part of the above).
 - SQS floor: on a FIFO queue this script creates on the same moto server, `SendMessage` then a long-poll
   `ReceiveMessage` (and a `DeleteMessage` outside the timed part). One floor sample is taken right before
@@ -127,15 +128,14 @@ class Timeline:
         if write is None or success is None:
             return None
         woke = next((c[0] for c in engine if c[0] > success), None)
-        commit = next((c[0] for c in engine if woke is not None and c[0] >= woke
-                       and c[1] == "dynamodb.TransactWriteItems"), None)
-        if woke is None or commit is None:
+        read = max((c[0] for c in engine if woke is not None and c[0] >= woke), default=None)
+        if woke is None or read is None:
             return None
         return {"1. POST to the resume's conditional write done (auth, parse, read, write)": write - t0,
                 "2. then SendTaskSuccess done": success - write,
                 "3. then the engine's first request (Wake state, SQS hop, poller)": woke - success,
-                "4. then the wake commit done (load, apply the wake, commit)": commit - woke,
-                "5. then the worker has interrupt.resumed (load, build, deliver)": t_worker - commit}
+                "4. then the engine's last request before delivering (load; a wake commit)": read - woke,
+                "5. then the worker has interrupt.resumed (apply the wake, build, deliver)": t_worker - read}
 
 
 # --------------------------------------------------------------------------- the stack and a client
