@@ -230,15 +230,15 @@ class Runner:
             raise LookupError(f"session {session_id} not found")
         state.now = self.clock()
         happened = wake(state)
-        if happened:
-            self.counters.add(f"interrupts_{happened}")
         # An expiry commits first: a worker's submit can rebuild a resume's wake, not an expiry's.
         work = engine.next_work(state, state.now) if happened == "resumed" else None
         if work is not None and work.kind == "deliver" and engine.resumes(state.decisions[work.id], interrupt_id):
-            self.counters.add("wakes_delivered_in_step")
             self._deliver(state, work.id, before=wake)
-            return
-        self.transact(tenant, session_id, wake, state)  # the wake is applied in `state`: a no-op on it
+            self.counters.add("wakes_delivered_in_step")
+        else:
+            self.transact(tenant, session_id, wake, state)  # the wake is applied in `state`: a no-op on it
+        if happened:
+            self.counters.add(f"interrupts_{happened}")
 
     def _deliver(self, state: SessionState, decision_id: str,
                  before: Callable[[SessionState], object] | None = None) -> None:
