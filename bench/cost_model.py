@@ -187,7 +187,7 @@ def main() -> None:
     ap.add_argument("--start-park-ms", type=float, default=60, help="assumed: StartExecution + load + commit")
     ap.add_argument("--park-ms", type=float, default=80, help="assumed: park message invocation")
     ap.add_argument("--wake-ms", type=float, default=250,
-                    help="assumed: the wake step (load, interrupt.resumed delivery, one commit) incl. the worker's round trip")
+                    help="assumed: the wake step (load, deliver interrupt.resumed, commit) incl. the worker round trip")
     ap.add_argument("--resume-ms", type=float, default=60, help="assumed: resume (or API) Lambda invocation")
     ap.add_argument("--authorizer-ms", type=float, default=30, help="assumed: authorizer invocation")
     ap.add_argument("--turn-engine-ms", type=float, default=600,
