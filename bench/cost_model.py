@@ -53,17 +53,17 @@ PRICES = {  # USD, us-east-1, list prices as of early 2025 (author's knowledge; 
 }
 PRICES_AS_OF = "early 2025 (model knowledge; not checked against the live price list)"
 
-# ParkBranch (template.yaml): Park (sqs:sendMessage.waitForTaskToken) -> Wake (sqs:sendMessage) -> end.
-# AWS bills Standard workflows per state transition, counted "each time a step of your workflow is
-# executed", retries included (https://aws.amazon.com/step-functions/pricing/). On the success path
-# two steps execute: Park (entered once; waiting in it is free) and Wake. Starting and ending an
-# execution are not steps (the page does not say either way; --sfn-transitions 3 prices the start).
-# An expiry executes Park and Expire instead: also 2.
-SFN_TRANSITIONS = 2
+# ParkBranch (template.yaml): Park (sqs:sendMessage.waitForTaskToken) -> end; the resume puts the
+# wake on the work queue itself. AWS bills Standard workflows per state transition, counted "each
+# time a step of your workflow is executed", retries included (https://aws.amazon.com/step-functions/pricing/).
+# On the success path one step executes: Park (entered once; waiting in it is free). Starting and
+# ending an execution are not steps (the page does not say either way; --sfn-transitions 2 prices
+# the start). An expiry executes Park and Expire: 2, on the expiry path only.
+SFN_TRANSITIONS = 1
 TARGETS = {10: 75.0, 1000: 90.0}  # $ per million interrupts raised and resumed, at N nodes
-# SQS FIFO requests per work message: SendMessage (by ParkBranch) + ReceiveMessage + DeleteMessage
-# (the event source mapping; batching can only lower the last two). Idle long polls are a fixed
-# cost per queue, not per interrupt, and are left out.
+# SQS FIFO requests per work message: SendMessage (the park by ParkBranch, the wake by the resume)
+# + ReceiveMessage + DeleteMessage (the event source mapping; batching can only lower the last two).
+# Idle long polls are a fixed cost per queue, not per interrupt, and are left out.
 SQS_REQUESTS_PER_MESSAGE = 3
 # The notification outbox (docs/NOTIFICATIONS.md) for an agent with no `notify` entries: the bus gets
 # interrupt.raised and interrupt.resolved; the notifier is invoked for the raised event, the park's
@@ -221,7 +221,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--turn-engine-ms", type=float, default=600,
                     help="assumed: engine invocation running several steps, excluding LLM latency")
     ap.add_argument("--sfn-transitions", type=int, default=SFN_TRANSITIONS,
-                    help="billed ParkBranch state transitions per raise+resume (steps executed: Park, Wake)")
+                    help="billed ParkBranch state transitions per raise+resume (steps executed: Park)")
     ap.add_argument("--sqs-requests-per-message", type=float, default=SQS_REQUESTS_PER_MESSAGE,
                     help="FIFO requests per work message: send + receive + delete")
     ap.add_argument("--authorizer-cache-hit", type=float, default=0.0,

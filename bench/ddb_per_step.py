@@ -141,7 +141,7 @@ class Rig:
         self.api_store = Store(client=ddb, cache=StateCache() if reads != "cold" else False)
         self.probe = Store(cache=False)  # unmetered reads for the bench's own checks
         self.queue = WorkQueue(client=meter.attach(boto3.client("sqs")))
-        self.parking = Parking(client=meter.attach(boto3.client("stepfunctions")))
+        self.parking = Parking(client=meter.attach(boto3.client("stepfunctions")), queue=self.queue)
         self.runner = BenchRunner(self.store, self.parking, self.queue, Timers(), worker=workers.decide,
                                   llm=llm.complete)
         self.caller = Caller(tenant, "user-1", "client")
@@ -222,7 +222,7 @@ class Rig:
 
         assert self.session_id
         self.invocation()
-        self.begin("API: resume (conditional write + SendTaskSuccess)")
+        self.begin("API: resume (conditional write, wake message, SendTaskSuccess)")
         return resume(self.api_store, self.parking, self.caller, self.session_id, interrupt_id,
                       {"status": "resolved", "payload": {"approved": True}, "approved": True})
 

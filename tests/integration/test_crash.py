@@ -114,7 +114,7 @@ class CrashRun:
         base = Store()
         self.store = Store(client=FaultyClient(base.client, self.faults))
         self.queue = WorkQueue(client=FaultyClient(WorkQueue().client, self.faults))
-        self.parking = Parking(client=FaultyClient(Parking().client, self.faults, self.task_success))
+        self.parking = Parking(client=FaultyClient(Parking().client, self.faults, self.task_success), queue=self.queue)
         timers = Timers(client=FaultyClient(Timers().client, self.faults))
         self.runner = assembly.new_runner(self.store, self.parking, self.queue, timers)
         self.log: list[dict[str, Any]] = []
@@ -123,7 +123,6 @@ class CrashRun:
                                            "llm": {"provider": "scripted", "script": SEND_EMAIL_SCRIPT}})
         self.caller = Caller("t1", "user-1", "client")
         self.sid = ""
-        self.woken: set[str] = set()
 
     def retry(self, fn: Any, *args: Any) -> Any:
         """Redelivery / client retry: run again until it gets through (one crash per run)."""
@@ -138,16 +137,27 @@ class CrashRun:
         self.retry(self.runner.handle, {"tenant": "t1", "session_id": self.sid, **message})
 
     def play_state_machine(self) -> None:
-        """ParkBranch: a started execution hands its token over; the first SendTaskSuccess wakes it."""
+        """ParkBranch hands a started execution's token over; the wakes the resume (or the engine,
+        when the token came after the resume) put on the work queue are delivered."""
         state = Store().load("t1", self.sid)
         assert state is not None
         for interrupt in state.interrupts.values():
             token = f"token-{interrupt.interrupt_id}"
             if interrupt.execution_arn and interrupt.task_token is None:
                 self.engine({"kind": "park", "interrupt_id": interrupt.interrupt_id, "task_token": token})
-            if token in self.task_success and token not in self.woken:
-                self.woken.add(token)
-                self.engine({"kind": "wake", "interrupt_id": interrupt.interrupt_id, "outcome": "resumed"})
+        for message in self.queued("wake"):
+            self.engine(message)
+
+    def queued(self, kind: str) -> list[dict[str, Any]]:
+        """Take every message off the work queue (the engine's kicks are played by `go`); keep `kind`."""
+        sqs, url, found = WorkQueue().client, os.environ["WORK_QUEUE_URL"], []
+        while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            for message in batch:
+                body = json.loads(message["Body"])
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                if body.get("kind") == kind:
+                    found.append(body)
+        return found
 
     def go(self) -> None:
         inp = ClientMessageInput.model_validate({"type": "client.message", "agent_id": "assistant",

@@ -57,7 +57,7 @@ def test_engine_dying_before_start_execution_still_ends_with_one_execution(aws: 
     assert len(executions) == 1
 
 
-def test_the_token_arriving_after_the_resume_is_completed_by_the_engine() -> None:
+def test_the_token_arriving_after_the_resume_is_released_by_the_engine() -> None:
     h = Harness()
     h.say("Email Bob")
     state = h.state()
@@ -70,7 +70,7 @@ def test_the_token_arriving_after_the_resume_is_completed_by_the_engine() -> Non
     state = h.state()
     state.interrupts[interrupt.interrupt_id].task_token = None
     engine.apply_park_token(state, interrupt.interrupt_id, "late-token")
-    assert [e.kind for e in state.effects] == ["send_task_success"]
+    assert [e.kind for e in state.effects] == ["release"]  # not yet woken: wake it, and end the execution
 
 
 def test_a_tool_result_over_the_item_limit_is_stored_in_s3_by_reference() -> None:

@@ -107,6 +107,8 @@ class Runner:
         for effect in state.effects:
             if effect.kind == "send_task_success" and effect.token:
                 self.parking.complete(effect.token, effect.output or {})
+            elif effect.kind == "release" and effect.interrupt_id in state.interrupts:
+                self.parking.release(h.tenant, h.session_id, state.interrupts[effect.interrupt_id])
             elif effect.kind == "start_park":
                 self.counters.add("interrupts_raised")
             elif effect.kind == "timer":
