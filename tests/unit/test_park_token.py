@@ -6,6 +6,7 @@ racing the token)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -175,3 +176,17 @@ def test_a6_the_inbox_lists_an_interrupt_with_its_token_stored_and_shows_no_toke
     [row] = [i for i in page["interrupts"] if i["interrupt_id"] == iid]
     assert row["status"] == "open"
     assert "token-secret-1" not in repr(page)
+
+
+def test_r13_an_item_that_keeps_the_token_in_its_body_is_still_read_and_moved_on_rewrite() -> None:
+    h, iid = parked()
+    item = raw_item(h, iid)
+    assert item is not None
+    body = json.loads(item["body"]["S"])
+    item["body"] = {"S": json.dumps({**body, "task_token": "token-in-body"})}  # as items were written before
+    boto3.client("dynamodb").put_item(TableName="holdpoint", Item=item)
+    assert h.state().interrupts[iid].task_token == "token-in-body"
+    h.resume(iid, {"approved": True})  # the wake rewrites the item
+    rewritten = raw_item(h, iid)
+    assert rewritten is not None and rewritten["task_token"] == {"S": "token-in-body"}
+    assert "task_token" not in json.loads(rewritten["body"]["S"])
