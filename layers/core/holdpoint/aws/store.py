@@ -6,7 +6,7 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: version counter, head, seq, worker state |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, Inbox keys while open, History keys, `ttl`) |
+| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `task_token`, index keys (A6), `ttl`) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
@@ -20,14 +20,14 @@ and never pages through the event log.
 Warm loads (docs/PERFORMANCE.md (a)). The state splits into a *head* (`H` .. `I$`: header, agent,
 interrupts) and a *tail* (`K#`, `N#`, `Q#`, `T#`: calls, nodes, decisions, turns). The tail is
 written only by `commit`, always together with the header; the head also changes outside it (the
-resume flips an interrupt without touching the header). So a store with a `StateCache` keeps each
-session's tail as of a header version, and a later load reads the head (one small Query), then
-only the tail keys the header's change log (`chg`) lists since that version (BatchGetItem,
-strongly consistent). The header's `sum` (an XOR of SHA-256 hashes of every tail item) proves the
-result: a cached tail that does not hash to it (dropped, stale, from another version line,
-corrupted) is thrown away and the tail is read in full. A writer that cannot vouch for the sum
-writes none (a `Put` of the header drops it), which turns warm loads of the session off until a
-commit writes one again and a full read confirms it.
+resume flips an interrupt, and the park message stores its task token, without touching the
+header). So a store with a `StateCache` keeps each session's tail as of a header version, and a
+later load reads the head (one small Query), then only the tail keys the header's change log
+(`chg`) lists since that version (BatchGetItem, strongly consistent). The header's `sum` (an XOR of
+SHA-256 hashes of every tail item) proves the result: a cached tail that does not hash to it
+(dropped, stale, from another version line, corrupted) is thrown away and the tail is read in full.
+A writer that cannot vouch for the sum writes none (a `Put` of the header drops it), which turns
+warm loads of the session off until a commit writes one again and a full read confirms it.
 """
 
 from __future__ import annotations
