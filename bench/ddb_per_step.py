@@ -115,7 +115,8 @@ class Rig:
                     rig.in_run -= 1
 
             def handle(self, message: dict[str, Any]) -> None:
-                rig.begin(f"{message['kind']} message (transact)")
+                how = "conditional update" if message["kind"] == "park" else "transact"
+                rig.begin(f"{message['kind']} message ({how})")
                 super().handle(message)
 
         original = engine.next_work

@@ -285,6 +285,39 @@ def test_crash_at_every_write_along_the_seed_example_repeats_nothing(fresh_aws: 
             mock.stop()
 
 
+@pytest.mark.parametrize("mode", ["before", "after"])
+@pytest.mark.parametrize("n", [1, 2], ids=["token-write", "send-task-success"])
+def test_crash_around_a_park_message_after_the_resume_stores_one_token_and_ends_the_execution(
+        fresh_aws: Any, mode: str, n: int) -> None:
+    """The resume came first (no token to spend yet); the park message's conditional write (1) or
+    its SendTaskSuccess (2) crashes, and SQS redelivers it."""
+    mock = fresh_aws()
+    try:
+        run = CrashRun(None, mode)
+        run.sid = "ses-crash"
+        run.retry(run._create, ClientMessageInput.model_validate({
+            "type": "client.message", "agent_id": "assistant", "turn_id": "turn-1",
+            "message": {"role": "user", "content": run.text}}))
+        run.engine({"kind": "kick"})
+        [iid] = Store().load("t1", run.sid).interrupts  # type: ignore[union-attr]
+        run.answer(iid)
+        assert run.task_success == []  # nothing to end yet: the token has not landed
+        run.faults.fail_at = run.faults.count + n
+        token = f"token-{iid}"
+        run.engine({"kind": "park", "interrupt_id": iid, "task_token": token})
+        assert run.faults.fired
+        assert Store().load("t1", run.sid).interrupts[iid].task_token == token  # type: ignore[union-attr]
+        assert 1 <= run.task_success.count(token) <= 2 and set(run.task_success) == {token}
+        for _ in range(2):  # ParkBranch ends; the wake is delivered and the turn runs to its end
+            run.play_state_machine()
+            run.engine({"kind": "kick"})
+        shape = final_shape(run)
+        assert shape["messages"][-1] == ("assistant", "Email sent.")
+        assert shape["resumed_ids"] == 1 and shape["interrupts"] == [("resolved", True)]
+    finally:
+        mock.stop()
+
+
 @pytest.mark.usefixtures("aws")
 @pytest.mark.parametrize(("text", "expected"), [
     (TIMERS_TEXT, {"interrupt.reminded": 2, "interrupt.escalated": 1}),

@@ -48,7 +48,7 @@ def phases(run: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def invocations(run: dict[str, Any]) -> list[list[tuple[str, dict[str, Any]]]]:
     """The scenario's Lambda invocations that load the whole session, in order: each API submit, the
-    engine run its kick starts, the wake message (the park message and the resume read only the head)."""
+    engine run its kick starts, the wake message (the park message reads nothing, the resume one item)."""
     out = []
     for phase in ("plain_turn", "interrupt_turn"):
         submit, *engine_run = run[phase]

@@ -28,7 +28,7 @@ from holdpoint.core.protocol import (
     WireMessage,
     first_error,
 )
-from holdpoint.core.state import Call, Decision, DecisionVia, Effect, EffectKind, SessionState, derive, iso
+from holdpoint.core.state import Call, Decision, DecisionVia, Effect, SessionState, derive, iso
 from holdpoint.core.turns import finish_turn, start_next_queued
 
 
@@ -416,21 +416,6 @@ def mark_parked(state: SessionState, interrupt_id: str, execution_arn: str) -> N
         return
     interrupt.execution_arn = execution_arn
     state.touch(interrupt)
-
-
-def apply_park_token(state: SessionState, interrupt_id: str, token: str) -> None:
-    """Store the execution's task token. If the resume came first, end the execution now, and wake
-    the branch too unless a wake got there first: the resume's own wake may have been lost to a
-    crash, and no timeout is left to stand in for it once the execution ends (docs/ARCHITECTURE.md)."""
-    interrupt = state.interrupts.get(interrupt_id)
-    if interrupt is None or interrupt.task_token == token:
-        return
-    interrupt.task_token = token
-    state.touch(interrupt)
-    if interrupt.status != "open":
-        kind: EffectKind = "send_task_success" if interrupt.woken else "release"
-        state.effects.append(Effect(kind=kind, interrupt_id=interrupt_id, token=token,
-                                    output={"interrupt_id": interrupt_id}))
 
 
 def apply_wake(state: SessionState, interrupt_id: str, outcome: str) -> str | None:
