@@ -1,7 +1,15 @@
 """Dollars per million interrupts raised and resumed, from the request counts bench/ddb_per_step.py measures.
 
-    python bench/cost_model.py                       # measures first (about 1.5 minutes)
+    python bench/cost_model.py [--reads cold-container|cold|warm]  # measures all three first (~3 minutes)
     python bench/cost_model.py --from FILE.json      # reuses `ddb_per_step.py --json FILE.json`
+
+Reads are priced three ways (`ddb_per_step.READS`), all measured: `cold-container` (the default and
+the headline: every Lambda invocation on a new container, so the first load of each invocation
+reads the whole session and later loads in it only what changed: the worst a deployment can
+meet), `cold` (every load reads the whole session, even right after the invocation's own commit:
+a pessimistic bound the engine cannot reach) and `warm` (containers keep their caches). The
+detailed tables are for `--reads`; the last table puts the three totals side by side against
+the targets.
 
 Prices are AWS us-east-1 list prices as of the author's knowledge (early 2025), first pricing
 tier, no free tier. They change: re-check them at https://aws.amazon.com/pricing before quoting.
@@ -45,17 +53,17 @@ PRICES = {  # USD, us-east-1, list prices as of early 2025 (author's knowledge; 
 }
 PRICES_AS_OF = "early 2025 (model knowledge; not checked against the live price list)"
 
-# ParkBranch (template.yaml): Park (sqs:sendMessage.waitForTaskToken) -> Wake (sqs:sendMessage) -> end.
-# AWS bills Standard workflows per state transition, counted "each time a step of your workflow is
-# executed", retries included (https://aws.amazon.com/step-functions/pricing/). On the success path
-# two steps execute: Park (entered once; waiting in it is free) and Wake. Starting and ending an
-# execution are not steps (the page does not say either way; --sfn-transitions 3 prices the start).
-# An expiry executes Park and Expire instead: also 2.
-SFN_TRANSITIONS = 2
+# ParkBranch (template.yaml): Park (sqs:sendMessage.waitForTaskToken) -> end; the resume puts the
+# wake on the work queue itself. AWS bills Standard workflows per state transition, counted "each
+# time a step of your workflow is executed", retries included (https://aws.amazon.com/step-functions/pricing/).
+# On the success path one step executes: Park (entered once; waiting in it is free). Starting and
+# ending an execution are not steps (the page does not say either way; --sfn-transitions 2 prices
+# the start). An expiry executes Park and Expire: 2, on the expiry path only.
+SFN_TRANSITIONS = 1
 TARGETS = {10: 75.0, 1000: 90.0}  # $ per million interrupts raised and resumed, at N nodes
-# SQS FIFO requests per work message: SendMessage (by ParkBranch) + ReceiveMessage + DeleteMessage
-# (the event source mapping; batching can only lower the last two). Idle long polls are a fixed
-# cost per queue, not per interrupt, and are left out.
+# SQS FIFO requests per work message: SendMessage (the park by ParkBranch, the wake by the resume)
+# + ReceiveMessage + DeleteMessage (the event source mapping; batching can only lower the last two).
+# Idle long polls are a fixed cost per queue, not per interrupt, and are left out.
 SQS_REQUESTS_PER_MESSAGE = 3
 # The notification outbox (docs/NOTIFICATIONS.md) for an agent with no `notify` entries: the bus gets
 # interrupt.raised and interrupt.resolved; the notifier is invoked for the raised event, the park's
@@ -64,6 +72,8 @@ SQS_REQUESTS_PER_MESSAGE = 3
 # Lambda are free. Webhook and Slack deliveries are per declared entry and left out.
 NOTIFY_EVENTS = 2
 NOTIFIER_INVOCATIONS = 3
+READS_KEYS = {"cold-container": "cold_container", "cold": "seeded", "warm": "warm"}
+"""Each reads mode (the headline first) and where `ddb_per_step.py --json` keeps its runs."""
 
 
 # The wake up to and including the `interrupt.resumed` delivery: one step when the wake delivers in
@@ -154,16 +164,38 @@ def render(runs: list[dict[str, Any]], model: Any, a: argparse.Namespace, title:
                  rows, title)
 
 
+def total(run: dict[str, Any], a: argparse.Namespace) -> float:
+    """The marginal interrupt's $ per million."""
+    return sum(c[1] for c in marginal(run, a).values()) * 1e6
+
+
 def verdict(runs: list[dict[str, Any]], a: argparse.Namespace) -> str:
     """One line per target size: the marginal cost next to its target and the ratio."""
     lines = []
     for r in runs:
         if r["n"] in TARGETS:
-            total = sum(c[1] for c in marginal(r, a).values()) * 1e6
-            target = TARGETS[r["n"]]
-            lines.append(f"cost per million interrupts at N={r['n']}: ${total:,.2f}  target <= ${target:.0f}  "
-                         f"{total / target:.2f}x of target  {'ok' if total <= target else 'OVER'}")
+            cost, target = total(r, a), TARGETS[r["n"]]
+            lines.append(f"cost per million interrupts at N={r['n']} ({a.reads} reads): ${cost:,.2f}  "
+                         f"target <= ${target:.0f}  {cost / target:.2f}x of target  "
+                         f"{'ok' if cost <= target else 'OVER'}")
     return "\n".join(lines)
+
+
+def by_reads(modes: dict[str, list[dict[str, Any]]], a: argparse.Namespace) -> str:
+    """The marginal total of every reads mode side by side, with its ratio to the target where there is one."""
+    sizes = [r["n"] for r in next(iter(modes.values()))]
+    rows = []
+    for mode, runs in modes.items():
+        cells = []
+        for r in runs:
+            cost = total(r, a)
+            cells.append(f"${cost:,.2f}" + (f" ({cost / TARGETS[r['n']]:.2f}x of ${TARGETS[r['n']]:.0f})"
+                                             if r["n"] in TARGETS else ""))
+        rows.append([mode + (" (priced above)" if mode == a.reads else "")] + cells)
+    return table(["reads"] + [f"N={n} nodes" for n in sizes], rows,
+                 "Marginal cost per million interrupts by how reads are priced: cold-container (every "
+                 "invocation on a new container: the headline), cold (every load reads everything: a bound), "
+                 "warm (containers keep their caches)")
 
 
 def per_step_cost(runs: list[dict[str, Any]]) -> str:
@@ -178,7 +210,8 @@ def per_step_cost(runs: list[dict[str, Any]]) -> str:
                  "DynamoDB cost of one mean engine step")
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The model's assumptions, each a flag."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--from", dest="src", help="JSON written by ddb_per_step.py --json")
     ap.add_argument("--sizes", default="10,100,1000")
@@ -193,7 +226,7 @@ def main() -> None:
     ap.add_argument("--turn-engine-ms", type=float, default=600,
                     help="assumed: engine invocation running several steps, excluding LLM latency")
     ap.add_argument("--sfn-transitions", type=int, default=SFN_TRANSITIONS,
-                    help="billed ParkBranch state transitions per raise+resume (steps executed: Park, Wake)")
+                    help="billed ParkBranch state transitions per raise+resume (steps executed: Park)")
     ap.add_argument("--sqs-requests-per-message", type=float, default=SQS_REQUESTS_PER_MESSAGE,
                     help="FIFO requests per work message: send + receive + delete")
     ap.add_argument("--authorizer-cache-hit", type=float, default=0.0,
@@ -204,15 +237,26 @@ def main() -> None:
     ap.add_argument("--notifier-invocations", type=float, default=NOTIFIER_INVOCATIONS,
                     help="notifier invocations per interrupt (fewer when a stream batch carries two records)")
     ap.add_argument("--notifier-ms", type=float, default=40, help="assumed: one notifier invocation")
-    ap.add_argument("--reads", choices=("cold", "warm"), default="cold",
-                    help="price the reads of a container with no cache (cold, the upper bound) or a warm one")
+    ap.add_argument("--reads", choices=tuple(READS_KEYS), default="cold-container",
+                    help="reads the detailed tables price: every invocation on a new container (the headline), "
+                         "every load cold (a bound the engine cannot reach) or warm containers")
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     a = ap.parse_args()
     if a.src:
-        runs = json.loads(Path(a.src).read_text())["seeded" if a.reads == "cold" else "warm"]
+        data = json.loads(Path(a.src).read_text())
+        modes = {mode: data[key] for mode, key in READS_KEYS.items() if key in data}
+        if a.reads not in modes:
+            ap.error(f"{a.src} has no {a.reads} runs: rerun ddb_per_step.py --json")
     else:
         from ddb_per_step import measure  # noqa: PLC0415
 
-        runs = measure([int(s) for s in a.sizes.split(",") if s], "seeded", warm=a.reads == "warm")
+        sizes = [int(s) for s in a.sizes.split(",") if s]
+        modes = {mode: measure(sizes, "seeded", reads=mode) for mode in READS_KEYS}
+    runs = modes[a.reads]
     print(f"Prices: AWS us-east-1 list prices, {PRICES_AS_OF}; re-check before use.")
     print(table(["price", "USD"], [[k, f"{v:.10g}"] for k, v in PRICES.items()]))
     print(f"Assumptions: ParkBranch transitions per raise+resume = {a.sfn_transitions}; SQS requests per work "
@@ -224,6 +268,7 @@ def main() -> None:
     print(render(runs, whole_turn, a, "Whole approval turn: submit -> pause -> resume -> turn end "
                                       "($ per million turns, LLM tokens excluded)"))
     print(per_step_cost(runs))
+    print(by_reads(modes, a))
     print(verdict(runs, a))
 
 

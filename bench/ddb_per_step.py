@@ -24,10 +24,14 @@ moto's in-process AWS, counting every request on their boto3 clients with botoco
 An "engine step" is one iteration of `Runner.run`: the load that starts it, the one external
 call, and the commit(s) of its outcome (`Runner.transact`, which reloads before committing).
 
-Everything runs twice: *cold*, with the store's cache off (every load reads the whole session),
-and *warm*, with the engine's and the API's stores each keeping their own cache, as two warm
-containers would (the engine's has served the session before the measured turns). The last table
-puts the read bytes and RRU of a delivering step side by side, with the 1000/10 ratio of each.
+Everything runs three times (READS): *cold*, with the store's cache off (every load reads the
+whole session, even right after the same invocation's own commit: a bound the engine cannot
+reach); *cold-container*, with caches on but emptied at the start of every Lambda invocation the
+scenario makes (each API request, each queue message), as if no container were ever reused: the
+first load of an invocation reads the whole session, later ones what that invocation loaded and
+committed; and *warm*, with the engine's and the API's stores each keeping their own cache, as two
+warm containers would (the engine's has served the session before the measured turns). The last
+table puts the read bytes and RRU of a delivering step side by side, with the 1000/10 ratio of each.
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ ASSISTANT_TEXT = ("Revenue is up four percent on the prior week, driven by renew
                   "churn is flat; support backlog fell by a third after the new triage rules. Two open risks: "
                   "the EU invoice migration and the delayed partner launch. Want the detailed breakdown? ")
 SEED_BATCH = 20
+READS = ("cold", "cold-container", "warm")
+"""How the stores cache, cheapest last: none; one per invocation (a new container for each); one per container."""
 
 
 def worker(req: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +76,7 @@ def worker(req: dict[str, Any]) -> dict[str, Any]:
 class Rig:
     """The engine's real pieces on metered clients, with step boundaries labelled."""
 
-    def __init__(self, tenant: str, warm: bool = False) -> None:
+    def __init__(self, tenant: str, reads: str = "cold") -> None:
         from holdpoint import llm
         from holdpoint.aws.parking import Parking
         from holdpoint.aws.queue import WorkQueue
@@ -109,7 +115,8 @@ class Rig:
                     rig.in_run -= 1
 
             def handle(self, message: dict[str, Any]) -> None:
-                rig.begin(f"{message['kind']} message (transact)")
+                how = "conditional update" if message["kind"] == "park" else "transact"
+                rig.begin(f"{message['kind']} message ({how})")
                 super().handle(message)
 
         original = engine.next_work
@@ -132,12 +139,13 @@ class Rig:
         import boto3
 
         ddb = meter.attach(boto3.client("dynamodb"))
-        # The engine's container and the API's are two: each keeps its own cache (warm) or none.
-        self.store = BenchStore(client=ddb, cache=StateCache() if warm else False)
-        self.api_store = Store(client=ddb, cache=StateCache() if warm else False)
+        # The engine's container and the API's are two: each keeps its own cache, or none (cold).
+        self.reads = reads
+        self.store = BenchStore(client=ddb, cache=StateCache() if reads != "cold" else False)
+        self.api_store = Store(client=ddb, cache=StateCache() if reads != "cold" else False)
         self.probe = Store(cache=False)  # unmetered reads for the bench's own checks
         self.queue = WorkQueue(client=meter.attach(boto3.client("sqs")))
-        self.parking = Parking(client=meter.attach(boto3.client("stepfunctions")))
+        self.parking = Parking(client=meter.attach(boto3.client("stepfunctions")), queue=self.queue)
         self.runner = BenchRunner(self.store, self.parking, self.queue, Timers(), worker=workers.decide,
                                   llm=llm.complete)
         self.caller = Caller(tenant, "user-1", "client")
@@ -170,11 +178,21 @@ class Rig:
         self.segments = []
         return out
 
-    # driving ----------------------------------------------------------------------------
+    # driving: each method below is one Lambda invocation ------------------------------------
+    def invocation(self) -> None:
+        """A Lambda invocation starts. In `cold-container` it runs on a new container: its store
+        starts with an empty cache, exactly as `assembly` builds one (the other modes keep theirs)."""
+        from holdpoint.aws.store import StateCache
+
+        if self.reads == "cold-container":
+            self.store.cache = StateCache()
+            self.api_store.cache = StateCache()
+
     def submit(self, text: str) -> None:
         from holdpoint.core.protocol import ClientMessageInput
         from holdpoint.services import sessions
 
+        self.invocation()
         inp = ClientMessageInput.model_validate({"type": "client.message", "agent_id": "assistant",
                                                  "message": {"role": "user", "content": text}})
         self.begin("API: client.message (submit)")
@@ -182,7 +200,9 @@ class Rig:
         self.session_id = out.session_id
 
     def run(self) -> None:
+        """The `kick` message the submit queued (moto in-process runs no event source mapping)."""
         assert self.session_id
+        self.invocation()
         self.runner.run(self.tenant, self.session_id)
 
     def state(self) -> Any:
@@ -196,6 +216,7 @@ class Rig:
         # A real task token is an opaque string of several hundred bytes; use a realistic length.
         token = ("AQCEAAAAKgAAAAMAAAAA" + interrupt.interrupt_id * 40)[:680]
         self.meter.take()
+        self.invocation()
         self.runner.handle({"kind": "park", "tenant": self.tenant, "session_id": self.session_id,
                             "interrupt_id": interrupt.interrupt_id, "task_token": token})
         return interrupt.interrupt_id
@@ -204,11 +225,13 @@ class Rig:
         from holdpoint.services.resume import resume
 
         assert self.session_id
-        self.begin("API: resume (conditional write + SendTaskSuccess)")
+        self.invocation()
+        self.begin("API: resume (conditional write, wake message, SendTaskSuccess)")
         return resume(self.api_store, self.parking, self.caller, self.session_id, interrupt_id,
                       {"status": "resolved", "payload": {"approved": True}, "approved": True})
 
     def wake(self, interrupt_id: str) -> None:
+        self.invocation()
         self.runner.handle({"kind": "wake", "tenant": self.tenant, "session_id": self.session_id,
                             "interrupt_id": interrupt_id, "outcome": "resumed"})
 
@@ -255,8 +278,11 @@ def history_tree(rig: Rig, n: int) -> None:
 # --------------------------------------------------------------------------- scenarios
 
 
-def measure_size(n: int, build: str, warm: bool = False) -> dict[str, Any]:
-    rig = Rig(tenant=f"{build}{n}{'w' if warm else ''}", warm=warm)
+def measure_size(n: int, build: str, reads: str = "cold") -> dict[str, Any]:
+    # One length of tenant id at every N and in every mode (each measure() has its own moto): the
+    # tenant is in an interrupt item's keys several times, and that item sits near DynamoDB's 1 KB
+    # write unit, so a longer id would move the item across it and the figures between sizes.
+    rig = Rig(tenant=f"{build[0]}{n:07d}", reads=reads)
     t0 = time.perf_counter()
     (seed_tree if build == "seeded" else history_tree)(rig, n)
     build_secs = time.perf_counter() - t0
@@ -285,7 +311,7 @@ def measure_size(n: int, build: str, warm: bool = False) -> dict[str, Any]:
     turn = final.turns[final.header.last_turn]
     assert turn.status == "done", turn
     return {
-        "n": n, "build": build, "warm": warm, "nodes_at_start": nodes, "partition_items_at_start": partition_items,
+        "n": n, "build": build, "reads": reads, "nodes_at_start": nodes, "partition_items_at_start": partition_items,
         "build_secs": round(build_secs, 2),
         "plain_turn": [(label, t.as_dict()) for label, t in plain],
         "interrupt_turn": [(label, t.as_dict()) for label, t in raise_steps],
@@ -295,9 +321,10 @@ def measure_size(n: int, build: str, warm: bool = False) -> dict[str, Any]:
     }
 
 
-def measure(sizes: list[int], build: str = "seeded", warm: bool = False) -> list[dict[str, Any]]:
+def measure(sizes: list[int], build: str = "seeded", reads: str = "cold") -> list[dict[str, Any]]:
+    assert reads in READS, reads
     with mocked_aws():
-        return [measure_size(n, build, warm) for n in sizes]
+        return [measure_size(n, build, reads) for n in sizes]
 
 
 # --------------------------------------------------------------------------- reporting
@@ -343,21 +370,22 @@ def delivering(run: dict[str, Any]) -> dict[str, float]:
     return {k: sum(s[k] for s in steps) / len(steps) for k in keys} | {"steps": len(steps)}
 
 
-def cold_vs_warm(cold: list[dict[str, Any]], warm: list[dict[str, Any]]) -> str:
-    """Read bytes and RRU per delivering step and per engine step, cold and warm, side by side."""
-    sizes = [r["n"] for r in cold]
+def reads_by_mode(modes: dict[str, list[dict[str, Any]]]) -> str:
+    """Read bytes and RRU per delivering step and per engine step in each READS mode, side by side."""
+    sizes = [r["n"] for r in modes["cold"]]
     rows = []
     for name, per in (("delivering step", delivering), ("engine step (all)", mean_step)):
         for key, unit in (("ddb_read_bytes", "read bytes"), ("rru", "RRU"), ("ddb_read_requests", "requests")):
-            for mode, runs in (("cold", cold), ("warm", warm)):
+            for mode, runs in modes.items():
                 means = [per(r) for r in runs]
                 rows.append([f"{name}: {unit}, {mode}"] + [f"{m[key]:,.1f}" for m in means]
                             + [ratio(means[-1][key], means[0][key])])
-    verdict = [delivering(r)["ddb_read_bytes"] for r in warm]
+    verdict = [delivering(r)["ddb_read_bytes"] for r in modes["warm"]]
     bar = "PASS" if verdict[-1] <= 2 * verdict[0] else "MISS"
     return (table(["per step (mean)"] + [f"N={n}" for n in sizes] + [f"{sizes[-1]}/{sizes[0]}"], rows,
-                  f"\n=== Reads per step, cold (no cache) vs warm (cached tail) ({delivering(cold[0])['steps']} "
-                  "delivering steps of the 16 engine steps) ===")
+                  f"\n=== Reads per step by cache mode: {', '.join(modes)} "
+                  f"({delivering(modes['cold'][0])['steps']} delivering steps of the "
+                  f"{mean_step(modes['cold'][0])['steps']} engine steps) ===")
             + f"\nwarm delivering step read bytes {sizes[-1]} vs {sizes[0]} nodes: "
             f"{verdict[-1] / verdict[0]:.2f}x (bar: <= 2x) -> {bar}")
 
@@ -484,9 +512,11 @@ def main() -> None:
     seeded = measure(sizes, "seeded")
     print(report(seeded, "Seeded trees (N nodes, linear, no other history), cold: no cache"))
     print(item_limit_projection(seeded))
-    warm = measure(sizes, "seeded", warm=True)
+    cold_container = measure(sizes, "seeded", reads="cold-container")
+    print(report(cold_container, "Seeded trees, cold containers: caches emptied at the start of every invocation"))
+    warm = measure(sizes, "seeded", reads="warm")
     print(report(warm, "Seeded trees, warm: the engine's and the API's stores keep their caches"))
-    print(cold_vs_warm(seeded, warm))
+    print(reads_by_mode({"cold": seeded, "cold-container": cold_container, "warm": warm}))
     history = []
     hs = [int(s) for s in args.history_sizes.split(",") if s]
     if hs:
@@ -494,7 +524,8 @@ def main() -> None:
         print(report(history, "History trees (N nodes built by N/2 real turns, all their records kept)"))
     print(f"\n(total {time.perf_counter() - t0:.1f}s; python {sys.version.split()[0]})")
     if args.json:
-        Path(args.json).write_text(json.dumps({"seeded": seeded, "warm": warm, "history": history}, indent=1))
+        Path(args.json).write_text(json.dumps({"seeded": seeded, "cold_container": cold_container, "warm": warm,
+                                               "history": history}, indent=1))
 
 
 if __name__ == "__main__":

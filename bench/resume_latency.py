@@ -4,10 +4,10 @@ What is timed, one resume at a time:
 
 - resume -> worker: `time.perf_counter()` just before POST /v1/sessions/{id}/interrupts/{iid}/resume, and
   again inside the in-process worker when it receives the `interrupt.resumed` trigger. The path between:
-  front end -> authorizer -> resume Lambda (conditional write + SendTaskSuccess) -> moto's Step Functions
-  execution leaves the waitForTaskToken state and runs its `sqs:sendMessage` Wake state -> FIFO work queue
-  -> SQS poller (long poll) -> engine Lambda (load, apply the wake in memory, deliver) -> worker; the
-  engine commits the wake with the worker's answer after that (docs/ARCHITECTURE.md).
+  front end -> authorizer -> resume Lambda (read, conditional write, the wake message onto the FIFO work
+  queue, then SendTaskSuccess, which ends the ParkBranch execution) -> SQS poller (long poll) -> engine
+  Lambda (load, apply the wake in memory, deliver) -> worker; the engine commits the wake with the
+  worker's answer after that (docs/ARCHITECTURE.md).
 - resume POST: the same start, until the HTTP answer is back (the API-side part of the above).
 - SQS floor: on a FIFO queue this script creates on the same moto server, `SendMessage` then a long-poll
   `ReceiveMessage` (and a `DeleteMessage` outside the timed part). One floor sample is taken right before
@@ -119,23 +119,31 @@ class Timeline:
 
     def phases(self, t0: float, t_worker: float) -> dict[str, float] | None:
         """The resume path between `t0` (POST sent) and `t_worker` (the worker got the trigger),
-        split where its requests end: None when a mark is missing."""
+        split where its requests end: None when a mark is missing. The resume's `SendTaskSuccess`
+        runs while the engine works, so it is no mark: only the wake it sends first is."""
         with self.lock:
             window = [c for c in self.calls if t0 <= c[0] <= t_worker]
         engine = [c for c in window if c[2].startswith("poller-EngineFunction")]
-        write = next((c[0] for c in window if c[1] == "dynamodb.UpdateItem" and not c[2].startswith("poller")), None)
-        success = next((c[0] for c in window if c[1] == "sfn.SendTaskSuccess"), None)
-        if write is None or success is None:
+        front = [c for c in window if not c[2].startswith("poller")]
+        write = next((c[0] for c in front if c[1] == "dynamodb.UpdateItem"), None)
+        sent = next((c[0] for c in front if c[1] == "sqs.SendMessage" and write is not None and c[0] > write), None)
+        if write is None or sent is None:
             return None
-        woke = next((c[0] for c in engine if c[0] > success), None)
-        read = max((c[0] for c in engine if woke is not None and c[0] >= woke), default=None)
-        if woke is None or read is None:
+        woke = next((c[0] for c in engine if c[0] > sent), None)
+        if woke is None:
             return None
-        return {"1. POST to the resume's conditional write done (auth, parse, read, write)": write - t0,
-                "2. then SendTaskSuccess done": success - write,
-                "3. then the engine's first request (Wake state, SQS hop, poller)": woke - success,
-                "4. then the engine's last request before delivering (load; a wake commit)": read - woke,
-                "5. then the worker has interrupt.resumed (apply the wake, build, deliver)": t_worker - read}
+        out = {"1. POST to the resume's conditional write done (auth, parse, read, write)": write - t0,
+               "2. then the wake message sent": sent - write,
+               "3. then the engine's first request (SQS hop, poller)": woke - sent}
+        commit = next((c[0] for c in engine if c[0] >= woke and c[1] == "dynamodb.TransactWriteItems"), None)
+        if commit is None:  # the wake commits with the worker's answer, after the call
+            read = max(c[0] for c in engine if c[0] >= woke)
+            out["4. then the engine's session load done"] = read - woke
+            out["5. then the worker has interrupt.resumed (apply the wake, build, deliver)"] = t_worker - read
+        else:
+            out["4. then the wake commit done (load, apply the wake, commit)"] = commit - woke
+            out["5. then the worker has interrupt.resumed (load, build, deliver)"] = t_worker - commit
+        return out
 
 
 # --------------------------------------------------------------------------- the stack and a client

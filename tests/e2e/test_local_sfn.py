@@ -1,5 +1,6 @@
-"""moto 5.2.5 really executes ParkBranch: waitForTaskToken -> SendTaskSuccess -> wake, and
-TimeoutSecondsPath -> Catch States.Timeout -> expire. Provisioned from template.yaml itself."""
+"""moto 5.2.5 really executes ParkBranch: waitForTaskToken -> SendTaskSuccess -> the end (the
+release's own wake message wakes the branch), and TimeoutSecondsPath -> Catch States.Timeout ->
+expire. Provisioned from template.yaml itself."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from holdpoint.aws.parking import Parking
+from holdpoint.aws.queue import WorkQueue, group_id
+from holdpoint.core.state import Interrupt
 from holdpoint_local.moto_server import MotoServer
 from holdpoint_local.provision import Provisioned, load_template, provision
 from tests.waiting import wait_for
@@ -58,16 +62,13 @@ def _input(timeout_seconds: int) -> dict[str, Any]:
     }
 
 
-def test_park_then_send_task_success_wakes(park: tuple[Provisioned, Any, Any]) -> None:
-    prov, sfn, sqs = park
-    queue = prov.env["WORK_QUEUE_URL"]
-    inp = _input(300)
+def _park(sfn: Any, sqs: Any, prov: Provisioned, inp: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Start the execution (twice: idempotent) and take its park message off the queue."""
     arn = prov.env["PARK_STATE_MACHINE_ARN"]
     ex = sfn.start_execution(stateMachineArn=arn, name=inp["dedup_key"], input=json.dumps(inp))
     again = sfn.start_execution(stateMachineArn=arn, name=inp["dedup_key"], input=json.dumps(inp))
     assert again["executionArn"] == ex["executionArn"]  # retried start is idempotent
-
-    msg = _receive(sqs, queue)
+    msg = _receive(sqs, prov.env["WORK_QUEUE_URL"])
     body = json.loads(msg["Body"])
     assert {k: body[k] for k in ("kind", "tenant", "session_id", "interrupt_id")} == {
         "kind": "park", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
@@ -76,17 +77,46 @@ def test_park_then_send_task_success_wakes(park: tuple[Provisioned, Any, Any]) -
     assert msg["Attributes"]["MessageGroupId"] == inp["group_id"]
     assert msg["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-park"
     assert _status(sfn, ex["executionArn"]) == "RUNNING"  # parked, waiting for the token
+    return str(ex["executionArn"]), body
 
+
+def test_send_task_success_ends_the_execution_in_its_one_billed_step(park: tuple[Provisioned, Any, Any]) -> None:
+    prov, sfn, sqs = park
+    arn, body = _park(sfn, sqs, prov, _input(300))
     sfn.send_task_success(taskToken=body["task_token"], output=json.dumps({"approved": True}))
-    wake = _receive(sqs, queue)
+    assert _wait_finished(sfn, arn) == "SUCCEEDED"
+    entered = [e["stateEnteredEventDetails"]["name"] for e in sfn.get_execution_history(executionArn=arn)["events"]
+               if "stateEnteredEventDetails" in e]
+    assert entered == ["Park"]  # the success path bills one step: the wake is not the state machine's
+    left = sqs.receive_message(QueueUrl=prov.env["WORK_QUEUE_URL"], WaitTimeSeconds=1).get("Messages", [])
+    assert left == []  # a finished execution sent all it ever will
+    with pytest.raises(ClientError) as err:  # once the execution moved on, the token is spent
+        sfn.send_task_success(taskToken=body["task_token"], output="{}")
+    assert err.value.response["Error"]["Code"] in ("InvalidToken", "TaskTimedOut")
+
+
+def test_release_puts_the_wake_on_the_queue_then_ends_the_execution(park: tuple[Provisioned, Any, Any]) -> None:
+    prov, sfn, sqs = park
+    inp = _input(300)
+    arn, body = _park(sfn, sqs, prov, inp)
+    interrupt = Interrupt("int-1", "tool", "approval", None, "2026-01-01T00:00:00Z", inp["dedup_key"],
+                          status="resolved", task_token=body["task_token"])
+    parking = Parking(prov.env["PARK_STATE_MACHINE_ARN"], sfn, WorkQueue(prov.env["WORK_QUEUE_URL"], sqs))
+    parking.release("dev", "s-1", interrupt)
+    wake = _receive(sqs, prov.env["WORK_QUEUE_URL"])
     assert json.loads(wake["Body"]) == {
         "kind": "wake", "outcome": "resumed", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
     }  # fmt: skip
     assert wake["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-wake"
-    assert _wait_finished(sfn, ex["executionArn"]) == "SUCCEEDED"
-    with pytest.raises(ClientError) as err:  # once the execution moved on, the token is spent
-        sfn.send_task_success(taskToken=body["task_token"], output="{}")
-    assert err.value.response["Error"]["Code"] in ("InvalidToken", "TaskTimedOut")
+    assert wake["Attributes"]["MessageGroupId"] == group_id("dev", "s-1")
+    assert _wait_finished(sfn, arn) == "SUCCEEDED"
+    parking.release("dev", "s-1", interrupt)  # a retried release: the same wake again, and a spent token
+    again = sqs.receive_message(QueueUrl=prov.env["WORK_QUEUE_URL"], WaitTimeSeconds=1,
+                                MessageSystemAttributeNames=["All"]).get("Messages", [])
+    # SQS drops it within the 5-minute deduplication window (moto may not once the first is deleted);
+    # either way it is the same wake, which the engine applies once (`woken`).
+    assert [(m["Body"], m["Attributes"]["MessageDeduplicationId"]) for m in again] in (
+        [], [(wake["Body"], wake["Attributes"]["MessageDeduplicationId"])])
 
 
 def test_park_times_out_into_expire(park: tuple[Provisioned, Any, Any]) -> None:

@@ -114,7 +114,7 @@ class CrashRun:
         base = Store()
         self.store = Store(client=FaultyClient(base.client, self.faults))
         self.queue = WorkQueue(client=FaultyClient(WorkQueue().client, self.faults))
-        self.parking = Parking(client=FaultyClient(Parking().client, self.faults, self.task_success))
+        self.parking = Parking(client=FaultyClient(Parking().client, self.faults, self.task_success), queue=self.queue)
         timers = Timers(client=FaultyClient(Timers().client, self.faults))
         self.runner = assembly.new_runner(self.store, self.parking, self.queue, timers)
         self.log: list[dict[str, Any]] = []
@@ -123,7 +123,6 @@ class CrashRun:
                                            "llm": {"provider": "scripted", "script": SEND_EMAIL_SCRIPT}})
         self.caller = Caller("t1", "user-1", "client")
         self.sid = ""
-        self.woken: set[str] = set()
 
     def retry(self, fn: Any, *args: Any) -> Any:
         """Redelivery / client retry: run again until it gets through (one crash per run)."""
@@ -138,16 +137,27 @@ class CrashRun:
         self.retry(self.runner.handle, {"tenant": "t1", "session_id": self.sid, **message})
 
     def play_state_machine(self) -> None:
-        """ParkBranch: a started execution hands its token over; the first SendTaskSuccess wakes it."""
+        """ParkBranch hands a started execution's token over; the wakes the resume (or the engine,
+        when the token came after the resume) put on the work queue are delivered."""
         state = Store().load("t1", self.sid)
         assert state is not None
         for interrupt in state.interrupts.values():
             token = f"token-{interrupt.interrupt_id}"
             if interrupt.execution_arn and interrupt.task_token is None:
                 self.engine({"kind": "park", "interrupt_id": interrupt.interrupt_id, "task_token": token})
-            if token in self.task_success and token not in self.woken:
-                self.woken.add(token)
-                self.engine({"kind": "wake", "interrupt_id": interrupt.interrupt_id, "outcome": "resumed"})
+        for message in self.queued("wake"):
+            self.engine(message)
+
+    def queued(self, kind: str) -> list[dict[str, Any]]:
+        """Take every message off the work queue (the engine's kicks are played by `go`); keep `kind`."""
+        sqs, url, found = WorkQueue().client, os.environ["WORK_QUEUE_URL"], []
+        while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            for message in batch:
+                body = json.loads(message["Body"])
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                if body.get("kind") == kind:
+                    found.append(body)
+        return found
 
     def go(self) -> None:
         inp = ClientMessageInput.model_validate({"type": "client.message", "agent_id": "assistant",
@@ -273,6 +283,39 @@ def test_crash_at_every_write_along_the_seed_example_repeats_nothing(fresh_aws: 
             assert all(count <= 2 for count in shape["task_success_tokens"].values()), context
         finally:
             mock.stop()
+
+
+@pytest.mark.parametrize("mode", ["before", "after"])
+@pytest.mark.parametrize("n", [1, 2], ids=["token-write", "send-task-success"])
+def test_crash_around_a_park_message_after_the_resume_stores_one_token_and_ends_the_execution(
+        fresh_aws: Any, mode: str, n: int) -> None:
+    """The resume came first (no token to spend yet); the park message's conditional write (1) or
+    its SendTaskSuccess (2) crashes, and SQS redelivers it."""
+    mock = fresh_aws()
+    try:
+        run = CrashRun(None, mode)
+        run.sid = "ses-crash"
+        run.retry(run._create, ClientMessageInput.model_validate({
+            "type": "client.message", "agent_id": "assistant", "turn_id": "turn-1",
+            "message": {"role": "user", "content": run.text}}))
+        run.engine({"kind": "kick"})
+        [iid] = Store().load("t1", run.sid).interrupts  # type: ignore[union-attr]
+        run.answer(iid)
+        assert run.task_success == []  # nothing to end yet: the token has not landed
+        run.faults.fail_at = run.faults.count + n
+        token = f"token-{iid}"
+        run.engine({"kind": "park", "interrupt_id": iid, "task_token": token})
+        assert run.faults.fired
+        assert Store().load("t1", run.sid).interrupts[iid].task_token == token  # type: ignore[union-attr]
+        assert 1 <= run.task_success.count(token) <= 2 and set(run.task_success) == {token}
+        for _ in range(2):  # ParkBranch ends; the wake is delivered and the turn runs to its end
+            run.play_state_machine()
+            run.engine({"kind": "kick"})
+        shape = final_shape(run)
+        assert shape["messages"][-1] == ("assistant", "Email sent.")
+        assert shape["resumed_ids"] == 1 and shape["interrupts"] == [("resolved", True)]
+    finally:
+        mock.stop()
 
 
 @pytest.mark.usefixtures("aws")

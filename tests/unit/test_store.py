@@ -8,7 +8,6 @@ import boto3
 import pytest
 
 from holdpoint.aws.store import Conflict
-from holdpoint.core import engine
 from tests.harness import Harness, seed_worker
 
 pytestmark = pytest.mark.usefixtures("aws")
@@ -57,22 +56,6 @@ def test_engine_dying_before_start_execution_still_ends_with_one_execution(aws: 
     assert len(executions) == 1
 
 
-def test_the_token_arriving_after_the_resume_is_completed_by_the_engine() -> None:
-    h = Harness()
-    h.say("Email Bob")
-    state = h.state()
-    [interrupt] = state.open_interrupts()
-    # Pretend the token had not arrived: resolve first, then deliver the park message.
-    outcome, _ = h.store.resolve_interrupt("t1", h.session_id or "", interrupt.interrupt_id, resolution={"a": 1},
-                                           responder={"subject": "u", "origin": "client"}, allowed_origins=["worker"],
-                                           at="2026-01-01T00:00:00Z")
-    assert outcome == "resolved"
-    state = h.state()
-    state.interrupts[interrupt.interrupt_id].task_token = None
-    engine.apply_park_token(state, interrupt.interrupt_id, "late-token")
-    assert [e.kind for e in state.effects] == ["send_task_success"]
-
-
 def test_a_tool_result_over_the_item_limit_is_stored_in_s3_by_reference() -> None:
     big = "x" * 1_500_000  # 1.5 MB: far over DynamoDB's 400 KB item
 
@@ -99,26 +82,3 @@ def test_head_only_load_reads_header_agent_and_interrupts_but_no_tree() -> None:
     assert set(head.interrupts) == set(full.interrupts) and head.interrupts
     assert not head.tree.nodes and not head.calls and not head.decisions and not head.turns
     assert full.tree.nodes and full.calls and full.decisions
-
-
-def test_the_park_message_reads_one_head_only_query_and_stores_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    h = Harness()
-    h.say("Email Bob")
-    [interrupt] = h.state().open_interrupts()
-    before = h.state()
-    loads: list[bool] = []
-    real = h.store.load
-
-    def spy(tenant: str, session_id: str, *, head_only: bool = False) -> Any:
-        loads.append(head_only)
-        return real(tenant, session_id, head_only=head_only)
-
-    monkeypatch.setattr(h.store, "load", spy)
-    h.runner.handle({"kind": "park", "tenant": "t1", "session_id": h.session_id,
-                     "interrupt_id": interrupt.interrupt_id, "task_token": "token-fresh"})
-    assert loads == [True]
-    monkeypatch.undo()
-    state = h.state()
-    assert state.interrupts[interrupt.interrupt_id].task_token == "token-fresh"
-    assert state.tree.nodes.keys() == before.tree.nodes.keys() and state.calls == before.calls  # nothing else touched
-    assert state.header.version == before.header.version + 1

@@ -37,10 +37,23 @@ def test_park_state_waits_for_task_token_with_timeout_and_expiry(template: dict[
     assert park["Parameters"]["MessageBody"]["kind"] == "park"
     catch = [c for c in park["Catch"] if "States.Timeout" in c["ErrorEquals"]]
     assert catch and states[catch[0]["Next"]]["Parameters"]["MessageBody"]["outcome"] == "expired"
-    assert states[park["Next"]]["Parameters"]["MessageBody"]["outcome"] == "resumed"
+    assert park.get("End") is True and "Next" not in park  # the resume sends the wake (aws/parking.py)
     for state in states.values():
         assert state["Parameters"]["MessageGroupId.$"] == "$.group_id"
         assert state["Parameters"]["QueueUrl"] == "${WorkQueueUrl}"
+
+
+def test_every_function_that_resumes_may_send_the_wake(template: dict[str, Any]) -> None:
+    """A resolving resume puts the wake on the work queue: every function that can resume may send to it."""
+    resources = template["Resources"]
+    for name, res in resources.items():
+        policies = res.get("Properties", {}).get("Policies", []) or []
+        grants = [a for p in policies if isinstance(p, dict) and "Statement" in p for st in p["Statement"]
+                  for a in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])]
+        if res["Type"] == "AWS::Serverless::Function" and "states:SendTaskSuccess" in grants:
+            queues = [p["SQSSendMessagePolicy"]["QueueName"] for p in policies
+                      if isinstance(p, dict) and "SQSSendMessagePolicy" in p]
+            assert {"Fn::GetAtt": ["WorkQueue", "QueueName"]} in queues, name
 
 
 def test_env_contract_on_every_function(template: dict[str, Any]) -> None:
@@ -93,5 +106,5 @@ def test_cost_model_counts_the_park_branch_steps_a_resume_executes(template: dic
     while name:
         executed.append(name)
         name = definition["States"][name].get("Next")
-    assert executed == ["Park", "Wake"]
+    assert executed == ["Park"]
     assert len(executed) == cost_model.SFN_TRANSITIONS

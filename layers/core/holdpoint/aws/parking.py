@@ -1,4 +1,5 @@
-"""Step Functions side of parking: one ParkBranch execution per interrupt holds its task token."""
+"""Holding and releasing a parked branch: one ParkBranch execution per interrupt holds its task
+token until the interrupt is resolved (then released) or expires (its timeout)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,23 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from holdpoint.aws.queue import group_id
+from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.interrupts import park_seconds
 from holdpoint.core.state import Interrupt
 
 
 class Parking:
-    def __init__(self, state_machine_arn: str | None = None, client: Any = None) -> None:
+    def __init__(self, state_machine_arn: str | None = None, client: Any = None,
+                 queue: WorkQueue | None = None) -> None:
         self.arn = state_machine_arn or os.environ["PARK_STATE_MACHINE_ARN"]
         self.client = client or boto3.client("stepfunctions")
+        self._queue = queue
+
+    @property
+    def queue(self) -> WorkQueue:
+        if self._queue is None:
+            self._queue = WorkQueue()
+        return self._queue
 
     def start(self, tenant: str, session_id: str, interrupt: Interrupt) -> str:
         """Start (or find) the execution; named by the interrupt so a retried start is idempotent."""
@@ -39,8 +48,19 @@ class Parking:
                 raise
             return self.arn.replace(":stateMachine:", ":execution:") + f":{interrupt.dedup_key}"
 
+    def release(self, tenant: str, session_id: str, interrupt: Interrupt) -> None:
+        """Wake a resolved interrupt's branch, then end its execution. The wake goes first, straight
+        onto the work queue: ParkBranch's success path is its one Park state (one billed transition),
+        and the engine starts while `SendTaskSuccess` is in flight. A crash between the two leaves
+        the execution waiting; its timeout then sends a wake the engine finds already applied, and
+        a retried resume ends it sooner (docs/ARCHITECTURE.md, "Parking")."""
+        self.queue.wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key)
+        if interrupt.task_token:
+            self.complete(interrupt.task_token, {"interrupt_id": interrupt.interrupt_id})
+
     def complete(self, token: str, output: dict[str, Any]) -> bool:
-        """SendTaskSuccess; False when the token is already spent or timed out (a no-op)."""
+        """SendTaskSuccess, which ends the execution; False when the token is already spent or
+        timed out (a no-op)."""
         try:
             self.client.send_task_success(taskToken=token, output=json.dumps(output))
             return True

@@ -6,7 +6,7 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: version counter, head, seq, worker state |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top-level `status`, `origin`, `generation`, Inbox keys while open, History keys, `ttl`) |
+| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `task_token`, index keys (A6), `ttl`) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
@@ -20,14 +20,14 @@ and never pages through the event log.
 Warm loads (docs/PERFORMANCE.md (a)). The state splits into a *head* (`H` .. `I$`: header, agent,
 interrupts) and a *tail* (`K#`, `N#`, `Q#`, `T#`: calls, nodes, decisions, turns). The tail is
 written only by `commit`, always together with the header; the head also changes outside it (the
-resume flips an interrupt without touching the header). So a store with a `StateCache` keeps each
-session's tail as of a header version, and a later load reads the head (one small Query), then
-only the tail keys the header's change log (`chg`) lists since that version (BatchGetItem,
-strongly consistent). The header's `sum` (an XOR of SHA-256 hashes of every tail item) proves the
-result: a cached tail that does not hash to it (dropped, stale, from another version line,
-corrupted) is thrown away and the tail is read in full. A writer that cannot vouch for the sum
-writes none (a `Put` of the header drops it), which turns warm loads of the session off until a
-commit writes one again and a full read confirms it.
+resume flips an interrupt, and the park message stores its task token, without touching the
+header). So a store with a `StateCache` keeps each session's tail as of a header version, and a
+later load reads the head (one small Query), then only the tail keys the header's change log
+(`chg`) lists since that version (BatchGetItem, strongly consistent). The header's `sum` (an XOR of
+SHA-256 hashes of every tail item) proves the result: a cached tail that does not hash to it
+(dropped, stale, from another version line, corrupted) is thrown away and the tail is read in full.
+A writer that cannot vouch for the sum writes none (a `Put` of the header drops it), which turns
+warm loads of the session off until a commit writes one again and a full read confirms it.
 """
 
 from __future__ import annotations
@@ -439,6 +439,8 @@ class Store:
             body["ttl"] = int(item["ttl"]["N"])
         if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
             body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
+        if "task_token" in item:  # set by the park message's conditional update (`store_task_token`)
+            body["task_token"] = item["task_token"]["S"]
         interrupt: Interrupt = _load(Interrupt, body)
         interrupt.rev = int(item.get("rev", {"N": "0"})["N"])
         return interrupt
@@ -448,6 +450,7 @@ class Store:
         body = asdict(record)
         body.pop("rev", None)
         body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
+        token = body.pop("task_token", None)  # so does its task token (`store_task_token`)
         if isinstance(record, Interrupt):  # rewritten often and read whole: unset fields stay out
             body = {k: v for k, v in body.items() if v != INTERRUPT_DEFAULTS.get(k, ...)}
         key = record.interrupt_id if isinstance(record, Interrupt) else record.id
@@ -473,6 +476,8 @@ class Store:
                 item["resolved_at"] = _s(record.resolved_at)
             if record.approvals:
                 item["approvals"] = {"L": [_s(json.dumps(a)) for a in record.approvals]}
+            if token:
+                item["task_token"] = _s(token)
             item.update(self._index_attrs(record, tenant, session_id, agent_id))
         return item
 
@@ -702,6 +707,32 @@ class Store:
         return self._answer(tenant, session_id, interrupt_id, "SET rev = rev + :one", {},
                             allowed_origins=allowed_origins, owner=owner, generation=generation,
                             approval=approval, seen=seen, done="recorded")
+
+    def store_task_token(self, tenant: str, session_id: str, interrupt_id: str, token: str) -> Interrupt | None:
+        """Keep the ParkBranch execution's task token on its interrupt: one conditional UpdateItem
+        of the interrupt item alone (nothing else in the session changes, so no header write and
+        no transaction), bumping its `rev` so an engine commit that read the item before the token
+        landed conflicts instead of writing it back without it. Returns the interrupt as it now
+        is; for a token it already holds (a redelivered park message) the failed condition writes
+        nothing and returns it as it is; None when there is no such interrupt."""
+        try:
+            out = self.client.update_item(
+                TableName=self.table,
+                Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"I#{interrupt_id}")},
+                UpdateExpression="SET task_token = :token, rev = rev + :one",
+                ConditionExpression=("attribute_exists(SK) AND "
+                                     "(attribute_not_exists(task_token) OR task_token <> :token)"),
+                ExpressionAttributeValues={":token": _s(token), ":one": _n(1)},
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            old = exc.response.get("Item")
+            return self._interrupt(old, self.body(old)) if old else None
+        new = out["Attributes"]
+        return self._interrupt(new, self.body(new))
 
     def _answer(self, tenant: str, session_id: str, interrupt_id: str, update: str, values: dict[str, Any], *,
                 allowed_origins: list[str], owner: str | None, generation: int | None,

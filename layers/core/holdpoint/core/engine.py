@@ -418,18 +418,6 @@ def mark_parked(state: SessionState, interrupt_id: str, execution_arn: str) -> N
     state.touch(interrupt)
 
 
-def apply_park_token(state: SessionState, interrupt_id: str, token: str) -> None:
-    """Store the execution's task token; if the resume came first, complete it now (docs/ARCHITECTURE.md)."""
-    interrupt = state.interrupts.get(interrupt_id)
-    if interrupt is None or interrupt.task_token == token:
-        return
-    interrupt.task_token = token
-    state.touch(interrupt)
-    if interrupt.status != "open" and not interrupt.woken:
-        state.effects.append(Effect(kind="send_task_success", interrupt_id=interrupt_id, token=token,
-                                    output={"interrupt_id": interrupt_id}))
-
-
 def apply_wake(state: SessionState, interrupt_id: str, outcome: str) -> str | None:
     """Deliver a resume or an expiry: event always, `interrupt.resumed` only if the interrupt
     parked the active branch (R8). Returns what happened, for metrics."""

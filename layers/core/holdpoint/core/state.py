@@ -24,7 +24,7 @@ OnExpiry = Literal["cancel", "deny", "approve"]  # A5: what an expiry answers
 DecisionStatus = Literal["pending", "delivered", "failed"]
 DecisionVia = Literal["worker", "submit"]
 TurnStatus = Literal["queued", "running", "suspended", "done", "failed"]
-EffectKind = Literal["start_park", "send_task_success", "kick", "timer", "spawn", "notify_parent", "send"]
+EffectKind = Literal["start_park", "kick", "timer", "spawn", "notify_parent", "send"]
 
 def iso(epoch_secs: float) -> str:
     return datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -235,8 +235,6 @@ class Effect:
 
     kind: EffectKind
     interrupt_id: str | None = None
-    token: str | None = None
-    output: dict[str, Any] | None = None
     seconds: float = 0.0
     key: str | None = None
     data: dict[str, Any] | None = None

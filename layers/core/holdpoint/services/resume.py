@@ -1,5 +1,6 @@
 """The resume path (R7, R17, A1, A2, A4): one consistent read of the interrupt, one conditional
-write, then one SendTaskSuccess (none for a quorum answer that does not yet decide it)."""
+write, then the release: the wake message and one SendTaskSuccess (neither for a quorum answer
+that does not yet decide it)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     if owner is not None and found.owner != owner:
         raise Refusal("not_found", f"session {session_id} not found")
     if found.status != "open":
-        return _noop(parking, found, payload, caller.subject)
+        return _noop(parking, caller.tenant, session_id, found, payload, caller.subject)
     _check(caller, found, payload)
     _check_fingerprint(found, expect_fingerprint)
     _check_size(found, payload)
@@ -54,7 +55,7 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
             return _noop_open(found, own, payload)
         outcome, now = _write(store, caller, session_id, found, mine, ttl)
         if outcome in ("resolved", "recorded"):
-            return _written(parking, outcome, now or found, interrupt_id)
+            return _written(parking, caller.tenant, session_id, outcome, now or found)
         if outcome == "not_found":
             raise Refusal("not_found", f"session {session_id} not found")
         if outcome != "raced" or now is None:
@@ -65,7 +66,7 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
         # or answered by others faster than this resume could record its answer.
         raise Refusal("conflict", "the interrupt changed while this resume was checked; retry",
                       param="interrupt_id")
-    return _noop(parking, now, payload, caller.subject)
+    return _noop(parking, caller.tenant, session_id, now, payload, caller.subject)
 
 
 def _write(store: SessionStore, caller: Caller, session_id: str, found: Interrupt,
@@ -84,13 +85,13 @@ def _write(store: SessionStore, caller: Caller, session_id: str, found: Interrup
         responder={"subject": caller.subject, "origin": caller.origin}, ttl=ttl, **common)
 
 
-def _written(parking: Parking, outcome: ResolveOutcome, interrupt: Interrupt, interrupt_id: str) -> dict[str, Any]:
+def _written(parking: Parking, tenant: str, session_id: str, outcome: ResolveOutcome,
+             interrupt: Interrupt) -> dict[str, Any]:
     """The answer to a resume whose write landed: resolved (the branch wakes) or recorded (open)."""
     if outcome == "resolved":
-        if interrupt.task_token:
-            parking.complete(interrupt.task_token, {"interrupt_id": interrupt_id})
-        return {"ok": True, "interrupt_id": interrupt_id, "noop": False}
-    return {"ok": True, "interrupt_id": interrupt_id, "noop": False, **_progress(interrupt)}
+        parking.release(tenant, session_id, interrupt)
+        return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": False}
+    return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": False, **_progress(interrupt)}
 
 
 def _progress(interrupt: Interrupt) -> dict[str, Any]:
@@ -142,12 +143,13 @@ def _check_fingerprint(interrupt: Interrupt, expected: str | None) -> None:
                       param="expect_fingerprint", fingerprint=actual)
 
 
-def _noop(parking: Parking, interrupt: Interrupt, payload: Any, subject: str | None = None) -> dict[str, Any]:
+def _noop(parking: Parking, tenant: str, session_id: str, interrupt: Interrupt, payload: Any,
+          subject: str | None = None) -> dict[str, Any]:
     """A4: a repeated resume changes nothing and says who cleared the interrupt, when, and how."""
-    if interrupt.status == "resolved" and not interrupt.woken and interrupt.task_token:
-        # A resume whose SendTaskSuccess was lost (crash) is completed by the retry; a token
-        # already spent answers InvalidToken, so this never wakes twice.
-        parking.complete(interrupt.task_token, {"interrupt_id": interrupt.interrupt_id})
+    if interrupt.status == "resolved" and not interrupt.woken:
+        # A resume whose release was lost (crash) is completed by the retry: the engine applies
+        # one wake per interrupt generation, and a spent token answers InvalidToken.
+        parking.release(tenant, session_id, interrupt)
     who = interrupt.responder or {}
     return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": True, "resolved": {
         "by": {"subject": who.get("subject"), "origin": who.get("origin")},

@@ -105,9 +105,7 @@ class Runner:
         during them is repaired by redelivery without doubling anything."""
         h = state.header
         for effect in state.effects:
-            if effect.kind == "send_task_success" and effect.token:
-                self.parking.complete(effect.token, effect.output or {})
-            elif effect.kind == "start_park":
+            if effect.kind == "start_park":
                 self.counters.add("interrupts_raised")
             elif effect.kind == "timer":
                 self.timers.schedule(h.tenant, h.session_id, effect.seconds, effect.data or {"kind": "kick"},
@@ -128,9 +126,7 @@ class Runner:
         kind = message.get("kind")
         tenant, session_id = message["tenant"], message["session_id"]
         if kind == "park":
-            # Storing the token touches one interrupt and makes nothing due: no tree read, no run.
-            iid, token = message["interrupt_id"], message["task_token"]
-            self.transact(tenant, session_id, lambda s: engine.apply_park_token(s, iid, token), head_only=True)
+            self._park(tenant, session_id, message["interrupt_id"], message["task_token"])
             return
         elif kind == "wake":
             self._wake(tenant, session_id, message["interrupt_id"], message.get("outcome", "resumed"))
@@ -173,6 +169,22 @@ class Runner:
         if state is not None and engine.next_work(state, self.clock()) is not None:
             self.queue.kick(tenant, session_id, state.header.version)
         return self.max_steps
+
+    def _park(self, tenant: str, session_id: str, interrupt_id: str, token: str) -> None:
+        """Store the execution's task token: one conditional write to the interrupt item, no load,
+        no run (it makes nothing due). An interrupt no longer open (the resume came first, or it
+        was answered and woken already) ends the execution now, so none waits out its timeout; one
+        resolved and not yet woken is released (wake, then end): the resume's own wake may have
+        been lost to a crash, and once the execution ends no timeout stands in for it. A token
+        already spent answers InvalidToken, and the engine applies one wake per generation, so a
+        redelivered message repeats nothing."""
+        interrupt = self.store.store_task_token(tenant, session_id, interrupt_id, token)
+        if interrupt is None or interrupt.status == "open":
+            return
+        if interrupt.status == "resolved" and not interrupt.woken:
+            self.parking.release(tenant, session_id, interrupt)
+        else:
+            self.parking.complete(token, {"interrupt_id": interrupt_id})
 
     # --- the three kinds of work ----------------------------------------------------------
 

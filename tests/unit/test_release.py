@@ -1,0 +1,106 @@
+"""R7 and R8 on the release path: a resolving resume puts exactly one wake on the work queue and
+ends the ParkBranch execution, whose success path is its one Park state (docs/ARCHITECTURE.md,
+"A pause and a wake-up"). A token that lands after the resume ends the execution, and wakes the
+branch unless a wake got there first."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import boto3
+import pytest
+
+from holdpoint.services.resume import resume
+from tests.harness import Harness, seed_worker
+
+pytestmark = pytest.mark.usefixtures("aws")
+
+
+def taken(kind: str) -> list[dict[str, Any]]:
+    """Take every message off the work queue; return the bodies of `kind`."""
+    sqs, url, found = boto3.client("sqs"), os.environ["WORK_QUEUE_URL"], []
+    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for message in batch:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            body = json.loads(message["Body"])
+            if body["kind"] == kind:
+                found.append(body)
+    return found
+
+
+def spent(h: Harness) -> list[str]:
+    """The tokens `SendTaskSuccess` is called with, from here on."""
+    calls: list[str] = []
+    complete = h.parking.complete
+
+    def spy(token: str, output: dict[str, Any]) -> bool:
+        calls.append(token)
+        return complete(token, output)
+
+    h.parking.complete = spy  # type: ignore[method-assign]
+    return calls
+
+
+def parked(token: bool = True) -> tuple[Harness, list[dict[str, Any]], str]:
+    """A seed session parked on its `send_email` interrupt; without `token`, ParkBranch has not
+    handed its token over yet (`h.park_tokens()` does)."""
+    log: list[dict[str, Any]] = []
+    h = Harness(seed_worker(log))
+    if not token:
+        h.park_tokens = lambda: None  # type: ignore[method-assign]
+    h.say("Email Bob")
+    if not token:
+        del h.park_tokens
+    return h, log, h.open_interrupt()["interrupt_id"]
+
+
+def resumed(log: list[dict[str, Any]]) -> int:
+    return len([r for r in log if r["trigger"]["type"] == "interrupt.resumed"])
+
+
+def test_r7_a_resume_releases_with_one_wake_then_ends_the_execution() -> None:
+    h, log, iid = parked()
+    h.park_tokens()
+    taken("wake")
+    tokens = spent(h)
+    assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is False
+    [wake] = taken("wake")
+    assert wake == {"kind": "wake", "outcome": "resumed", "tenant": "t1", "session_id": h.session_id,
+                    "interrupt_id": iid}
+    assert tokens == [h.tokens[iid]]
+    # A retried resume before the engine woke the branch (its release may have been lost) releases again.
+    assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is True
+    assert taken("wake") == [wake] and tokens == [h.tokens[iid]] * 2
+    h.runner.handle(wake)
+    h.runner.handle(wake)  # the same wake twice (past SQS's deduplication window): applied once
+    assert resumed(log) == 1 and h.view()["messages"][-1]["content"] == "Email sent."
+    # Once woken, a repeat releases nothing.
+    assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is True
+    assert taken("wake") == [] and tokens == [h.tokens[iid]] * 2
+
+
+def test_r7_a_token_after_the_resume_ends_the_execution_and_wakes_a_branch_not_yet_woken() -> None:
+    h, log, iid = parked(token=False)
+    tokens = spent(h)
+    resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})
+    assert tokens == []  # no token yet: nothing to end
+    assert len(taken("wake")) == 1  # and suppose this wake is lost
+    h.park_tokens()
+    [wake] = taken("wake")  # the engine, storing the token, released the branch itself
+    assert tokens == [h.tokens[iid]]
+    h.runner.handle(wake)
+    assert resumed(log) == 1 and h.view()["messages"][-1]["content"] == "Email sent."
+
+
+def test_r8_a_token_after_the_wake_only_ends_the_execution() -> None:
+    h, log, iid = parked(token=False)
+    tokens = spent(h)
+    resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})
+    [wake] = taken("wake")
+    h.runner.handle(wake)
+    assert resumed(log) == 1
+    h.park_tokens()
+    assert tokens == [h.tokens[iid]] and taken("wake") == []
+    assert resumed(log) == 1
