@@ -249,14 +249,13 @@ def setup(stack: LocalStack) -> SeedWorker:
 
 
 def token_stored(ddb: Any, stack: LocalStack, sid: str, iid: str) -> bool:
-    """The engine has stored ParkBranch's task token on the interrupt item (the execution is waiting)."""
-    import json
-
+    """The engine has stored ParkBranch's task token on the interrupt item, as a top-level attribute
+    (the execution is waiting)."""
     from holdpoint.aws.store import session_pk
 
     item = ddb.get_item(TableName=stack.env["TABLE_NAME"], ConsistentRead=True,
                         Key={"PK": {"S": session_pk(stack.tenant, sid)}, "SK": {"S": f"I#{iid}"}}).get("Item")
-    return bool(item and json.loads(item["body"]["S"]).get("task_token"))
+    return bool(item and "task_token" in item)
 
 
 def park_one(api: Api, ddb: Any, stack: LocalStack, timeout: float = 120) -> tuple[str, str]:
