@@ -100,7 +100,7 @@ $(RUNTIME_STAMP): requirements.txt
 bench: venv venv-runtime
 	rm -f $(BENCH_SUMMARY)
 	$(BENCH_ENV) $(PY) bench/ddb_per_step.py --sizes $(BENCH_SIZES) --history-sizes $(BENCH_HISTORY) --json $(BENCH_JSON)
-	$(BENCH_ENV) $(PY) bench/cold_start.py --pairs $(BENCH_PAIRS) --python $(VENV_RUNTIME)/bin/python
+	HOLDPOINT_BENCH_SUMMARY=$(BENCH_SUMMARY) $(PY) bench/cold_start.py --pairs $(BENCH_PAIRS) --python $(VENV_RUNTIME)/bin/python
 	$(BENCH_ENV) $(PY) bench/cost_model.py --from $(BENCH_JSON)
 	$(BENCH_ENV) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) $(BENCH_LOCAL_ARGS)
 	$(BENCH_ENV) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) $(BENCH_LOCAL_ARGS)
