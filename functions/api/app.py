@@ -4,9 +4,14 @@ The load brings only Powertools' resolver module, the logger and the metrics; th
 pydantic models and Powertools' request validation are built on the first request
 (`holdpoint.coldstart.Deferred`), which pays for them instead (docs/PERFORMANCE.md, (c))."""
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from holdpoint.coldstart import Deferred, loading
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 
 def routes() -> APIGatewayHttpResolver:
