@@ -16,8 +16,8 @@ reported next to the target. One discarded warm-up pair fills the bytecode cache
 the repo via PYTHONPYCACHEPREFIX). `--breakdown` adds, from one `python -X importtime` run, the
 import time of each handler by package (boto3 and botocore included: the baseline pays them too).
 
-A handler that builds part of itself on its first request (`holdpoint.coldstart.Deferred`, the
-API's routes) gets a second line: the same pairs with those builds added to its load, i.e. what
+A handler that builds part of itself on its first request (`holdpoint.coldstart.Deferred`: the
+API's routes, the engine's step loop) gets a second line: the same pairs with those builds added to its load, i.e. what
 its cold start's load and first request pay together before the request's own work.
 """
 
