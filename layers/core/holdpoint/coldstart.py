@@ -8,8 +8,9 @@ on as it was, and the loaded modules are frozen (`gc.freeze`) so later collectio
 requests, skip them too. Nothing changes for code: reference counting still frees what an import
 discards, and only garbage *cycles* made while loading (few, and loaded-once) are never collected.
 
-`Deferred` is the other half: what a handler needs only once a request arrives (the API's routes
-and their pydantic models) is built on the first request, the same way, instead of at load.
+`Deferred` is the other half: what a handler needs only once a request arrives (the API's routes,
+the engine's step loop, and the pydantic models of both) is built on the first request, the same
+way, instead of at load.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def loading() -> Iterator[None]:
 class Deferred(Generic[T]):
     """A value a handler builds on its first request rather than at load (inside `loading()`, once,
     even when the local stack sends its first requests at once), so a cold start's load pays only
-    for what every request needs before its own route is known. The first request pays the rest
-    (docs/PERFORMANCE.md, (c))."""
+    for the handler's frame; the first request pays the rest (docs/PERFORMANCE.md, (c)). A build
+    that raises is tried again by the next request."""
 
     def __init__(self, build: Callable[[], T]) -> None:
         self._build = build
