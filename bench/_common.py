@@ -384,17 +384,3 @@ def ratio(a: float, b: float) -> str:
         return "n/a"
     return f"{a / b:.2f}x"
 
-
-SUMMARY_ENV = "HOLDPOINT_BENCH_SUMMARY"
-
-
-def figure(name: str, value: str, target: str, met: bool) -> str:
-    """One issue figure on one line, next to its target, printed and appended to the file that
-    $HOLDPOINT_BENCH_SUMMARY names: `make bench` prints that file last, all figures together."""
-    line = f"FIGURE {name}: {value}; target {target}: {'met' if met else 'NOT MET'}"
-    print(line)
-    path = os.environ.get(SUMMARY_ENV)
-    if path:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(line + "\n")
-    return line

@@ -38,6 +38,8 @@ HANDLERS = ("api", "resume", "engine", "authorizer", "notifier", "links", "chann
 TARGET = 1.3
 PYCACHE = Path(tempfile.gettempdir()) / "holdpoint-bench-pycache"
 sys.path.insert(0, str(ROOT / "local"))
+from figures import figure  # noqa: E402
+
 from holdpoint_local import LAMBDA_ENV  # noqa: E402
 
 _CLIENTS = 'import boto3\nfor _s in ("dynamodb", "sqs", "stepfunctions"):\n    boto3.client(_s)\n'
@@ -127,25 +129,28 @@ def main() -> None:
         sys.exit(f"{args.python} is missing: run `make venv-runtime` (a venv with only requirements.txt)")
     print(f"Cold start: handler load + first DynamoDB, SQS and Step Functions clients, over `import boto3` + "
           f"the same clients; median of {args.pairs} pairs, fresh interpreter each ({args.python})")
-    failed = []
+    failed, honest = [], {}
     for handler in [h for h in args.handlers.split(",") if h]:
         got = pairs(args.python, handler, args.pairs)
         ratio = statistics.median(ms / base for ms, base in got)
-        ok = ratio <= TARGET
-        if not ok:
-            failed.append(handler)
-        print(f"{handler:<11} {ratio:.2f}x  target <= {TARGET:.1f}x  {'ok' if ok else 'OVER'}  "
+        print(f"{handler:<11} {ratio:.2f}x  target <= {TARGET:.1f}x  {'ok' if ratio <= TARGET else 'OVER'}  "
               f"(handler {statistics.median(m for m, _ in got):.0f} ms, "
               f"baseline {statistics.median(b for _, b in got):.0f} ms)")
         if defers(handler):
             got = pairs(args.python, handler, args.pairs, first=True)
-            print(f"{'':<11} {statistics.median(ms / base for ms, base in got):.2f}x  with its first-request builds "
+            ratio = statistics.median(ms / base for ms, base in got)
+            print(f"{'':<11} {ratio:.2f}x  with its first-request builds "
                   f"(handler {statistics.median(m for m, _ in got):.0f} ms)")
+        honest[handler] = ratio  # what a cold start pays before the request's own work
+        if ratio > TARGET:
+            failed.append(handler)
         if args.breakdown:
             print(f"            import self time by package (ms): {breakdown(args.python, handler)}")
     if failed:
         print(f"over target: {', '.join(failed)}")
-
+    figure("cold start over bare boto3 + the same clients (with the first-request builds of a handler that "
+           "defers them)", ", ".join(f"{h} {r:.2f}x" for h, r in honest.items()), f"<= {TARGET:.1f}x each",
+           not failed)
 
 if __name__ == "__main__":
     main()

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import figure, table  # noqa: E402
+from _common import table  # noqa: E402
+from figures import figure  # noqa: E402
 
 PRICES = {  # USD, us-east-1, list prices as of early 2025 (author's knowledge; re-check)
     "lambda_request": 0.20 / 1e6,             # per invocation

@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Meter, Totals, figure, mocked_aws, ratio, table  # noqa: E402
+from _common import Meter, Totals, mocked_aws, ratio, table  # noqa: E402
+from figures import figure  # noqa: E402
 
 TOOLS = [
     {"name": "send_email", "input": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}},
