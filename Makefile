@@ -84,6 +84,9 @@ BENCH_HISTORY ?= 10,100
 BENCH_PAIRS ?= 9
 BENCH_LOCAL_ARGS ?=
 BENCH_JSON ?= $(or $(TMPDIR),/tmp)/holdpoint-bench-ddb.json
+# Each script appends its issue figures (`FIGURE ...: value; target ...`) here; printed last.
+BENCH_SUMMARY ?= $(or $(TMPDIR),/tmp)/holdpoint-bench-figures.txt
+BENCH_ENV = PYTHONPATH=$(LOCAL_PATH) HOLDPOINT_BENCH_SUMMARY=$(BENCH_SUMMARY)
 .PHONY: bench bench-quick venv-runtime
 
 # What a Lambda has: the runtime dependencies alone, so the cold-start bench imports nothing the dev venv adds.
@@ -95,12 +98,14 @@ $(RUNTIME_STAMP): requirements.txt
 	touch $(RUNTIME_STAMP)
 
 bench: venv venv-runtime
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/ddb_per_step.py --sizes $(BENCH_SIZES) --history-sizes $(BENCH_HISTORY) --json $(BENCH_JSON)
-	$(PY) bench/cold_start.py --pairs $(BENCH_PAIRS) --python $(VENV_RUNTIME)/bin/python
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/cost_model.py --from $(BENCH_JSON)
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) $(BENCH_LOCAL_ARGS)
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) $(BENCH_LOCAL_ARGS)
-	PYTHONPATH=$(LOCAL_PATH) $(PY) bench/event_stream.py --n $(BENCH_EVENTS) $(BENCH_EVENT_ARGS)
+	rm -f $(BENCH_SUMMARY)
+	$(BENCH_ENV) $(PY) bench/ddb_per_step.py --sizes $(BENCH_SIZES) --history-sizes $(BENCH_HISTORY) --json $(BENCH_JSON)
+	HOLDPOINT_BENCH_SUMMARY=$(BENCH_SUMMARY) $(PY) bench/cold_start.py --pairs $(BENCH_PAIRS) --python $(VENV_RUNTIME)/bin/python
+	$(BENCH_ENV) $(PY) bench/cost_model.py --from $(BENCH_JSON)
+	$(BENCH_ENV) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) $(BENCH_LOCAL_ARGS)
+	$(BENCH_ENV) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) $(BENCH_LOCAL_ARGS)
+	$(BENCH_ENV) $(PY) bench/event_stream.py --n $(BENCH_EVENTS) $(BENCH_EVENT_ARGS)
+	@echo; echo "=== issue 13 figures, each next to its target ==="; cat $(BENCH_SUMMARY)
 
 bench-quick:
 	$(MAKE) --no-print-directory bench BENCH_SIZES=10,100 BENCH_HISTORY=10 BENCH_PAIRS=7 BENCH_RESUMES=20 \

@@ -383,3 +383,4 @@ def ratio(a: float, b: float) -> str:
     if not b:
         return "n/a"
     return f"{a / b:.2f}x"
+

@@ -15,6 +15,10 @@ machine hits both sides of a pair alike; each pair gives a ratio and the median 
 reported next to the target. One discarded warm-up pair fills the bytecode cache (kept outside
 the repo via PYTHONPYCACHEPREFIX). `--breakdown` adds, from one `python -X importtime` run, the
 import time of each handler by package (boto3 and botocore included: the baseline pays them too).
+
+A handler that builds part of itself on its first request (`holdpoint.coldstart.Deferred`: the
+API's routes, the engine's step loop) gets a second line: the same pairs with those builds added to its load, i.e. what
+its cold start's load and first request pay together before the request's own work.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ HANDLERS = ("api", "resume", "engine", "authorizer", "notifier", "links", "chann
 TARGET = 1.3
 PYCACHE = Path(tempfile.gettempdir()) / "holdpoint-bench-pycache"
 sys.path.insert(0, str(ROOT / "local"))
+from figures import figure  # noqa: E402
+
 from holdpoint_local import LAMBDA_ENV  # noqa: E402
 
 _CLIENTS = 'import boto3\nfor _s in ("dynamodb", "sqs", "stepfunctions"):\n    boto3.client(_s)\n'
@@ -41,6 +47,8 @@ _LOAD = ('import importlib.util, sys\nsys.path.insert(0, {dir!r})\n'
          'spec = importlib.util.spec_from_file_location("app", {dir!r} + "/app.py")\n'
          'module = importlib.util.module_from_spec(spec)\nsys.modules["app"] = module\n'
          'spec.loader.exec_module(module)\n')
+_FIRST = ('from holdpoint.coldstart import Deferred\n'
+          'for _v in list(vars(module).values()):\n    if isinstance(_v, Deferred):\n        _v.get()\n')
 _TIMED = "import time\n_t0 = time.perf_counter()\n{body}print((time.perf_counter() - _t0) * 1000)\n"
 LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
@@ -52,31 +60,37 @@ def env() -> dict[str, str]:
     return out
 
 
-def script(handler: str | None) -> str:
-    """The timed program: a handler's load plus the three clients, or (None) the baseline."""
-    body = (_LOAD.format(dir=str(ROOT / "functions" / handler)) if handler else "") + _CLIENTS
-    return _TIMED.format(body=body)
+def script(handler: str | None, first: bool = False) -> str:
+    """The timed program: a handler's load (`first`: and its first-request builds) plus the three
+    clients, or (None) the baseline."""
+    body = (_LOAD.format(dir=str(ROOT / "functions" / handler)) + (_FIRST if first else "") if handler else "")
+    return _TIMED.format(body=body + _CLIENTS)
 
 
-def run_ms(python: Path, handler: str | None) -> float:
-    proc = subprocess.run([str(python), "-c", script(handler)], cwd=tempfile.gettempdir(), env=env(),
+def defers(handler: str) -> bool:
+    """Whether the handler builds part of itself on its first request."""
+    return "Deferred(" in (ROOT / "functions" / handler / "app.py").read_text(encoding="utf-8")
+
+
+def run_ms(python: Path, handler: str | None, first: bool = False) -> float:
+    proc = subprocess.run([str(python), "-c", script(handler, first)], cwd=tempfile.gettempdir(), env=env(),
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{handler or 'baseline'} failed:\n{proc.stderr[-2000:]}")
     return float(proc.stdout.strip().splitlines()[-1])
 
 
-def pairs(python: Path, handler: str, count: int) -> list[tuple[float, float]]:
+def pairs(python: Path, handler: str, count: int, first: bool = False) -> list[tuple[float, float]]:
     """(handler ms, baseline ms) per pair, after one discarded warm-up pair."""
-    run_ms(python, handler)
+    run_ms(python, handler, first)
     run_ms(python, None)
     out = []
     for i in range(count):
         if i % 2:
             base = run_ms(python, None)
-            ms = run_ms(python, handler)
+            ms = run_ms(python, handler, first)
         else:
-            ms = run_ms(python, handler)
+            ms = run_ms(python, handler, first)
             base = run_ms(python, None)
         out.append((ms, base))
     return out
@@ -115,21 +129,28 @@ def main() -> None:
         sys.exit(f"{args.python} is missing: run `make venv-runtime` (a venv with only requirements.txt)")
     print(f"Cold start: handler load + first DynamoDB, SQS and Step Functions clients, over `import boto3` + "
           f"the same clients; median of {args.pairs} pairs, fresh interpreter each ({args.python})")
-    failed = []
+    failed, honest = [], {}
     for handler in [h for h in args.handlers.split(",") if h]:
         got = pairs(args.python, handler, args.pairs)
         ratio = statistics.median(ms / base for ms, base in got)
-        ok = ratio <= TARGET
-        if not ok:
-            failed.append(handler)
-        print(f"{handler:<11} {ratio:.2f}x  target <= {TARGET:.1f}x  {'ok' if ok else 'OVER'}  "
+        print(f"{handler:<11} {ratio:.2f}x  target <= {TARGET:.1f}x  {'ok' if ratio <= TARGET else 'OVER'}  "
               f"(handler {statistics.median(m for m, _ in got):.0f} ms, "
               f"baseline {statistics.median(b for _, b in got):.0f} ms)")
+        if defers(handler):
+            got = pairs(args.python, handler, args.pairs, first=True)
+            ratio = statistics.median(ms / base for ms, base in got)
+            print(f"{'':<11} {ratio:.2f}x  with its first-request builds "
+                  f"(handler {statistics.median(m for m, _ in got):.0f} ms)")
+        honest[handler] = ratio  # what a cold start pays before the request's own work
+        if ratio > TARGET:
+            failed.append(handler)
         if args.breakdown:
             print(f"            import self time by package (ms): {breakdown(args.python, handler)}")
     if failed:
         print(f"over target: {', '.join(failed)}")
-
+    figure("cold start over bare boto3 + the same clients (with the first-request builds of a handler that "
+           "defers them)", ", ".join(f"{h} {r:.2f}x" for h, r in honest.items()), f"<= {TARGET:.1f}x each",
+           not failed)
 
 if __name__ == "__main__":
     main()

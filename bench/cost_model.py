@@ -40,6 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import table  # noqa: E402
+from figures import figure  # noqa: E402
 
 PRICES = {  # USD, us-east-1, list prices as of early 2025 (author's knowledge; re-check)
     "lambda_request": 0.20 / 1e6,             # per invocation
@@ -270,6 +271,12 @@ def main() -> None:
     print(per_step_cost(runs))
     print(by_reads(modes, a))
     print(verdict(runs, a))
+    sized = {r["n"]: total(r, a) for r in runs if r["n"] in TARGETS}
+    if sized:
+        figure(f"cost per million interrupts raised and resumed ({a.reads} reads)",
+               ", ".join(f"${c:,.2f} at {n:,} nodes ({c / TARGETS[n]:.2f}x)" for n, c in sized.items()),
+               ", ".join(f"<= ${TARGETS[n]:.0f} at {n:,}" for n in sized),
+               all(c <= TARGETS[n] for n, c in sized.items()))
 
 
 if __name__ == "__main__":

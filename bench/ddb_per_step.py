@@ -46,6 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Meter, Totals, mocked_aws, ratio, table  # noqa: E402
+from figures import figure  # noqa: E402
 
 TOOLS = [
     {"name": "send_email", "input": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}},
@@ -517,6 +518,10 @@ def main() -> None:
     warm = measure(sizes, "seeded", reads="warm")
     print(report(warm, "Seeded trees, warm: the engine's and the API's stores keep their caches"))
     print(reads_by_mode({"cold": seeded, "cold-container": cold_container, "warm": warm}))
+    flat = [delivering(r)["ddb_read_bytes"] for r in warm]
+    if len(flat) > 1:
+        figure(f"read bytes of a delivering step on a warm container, {warm[-1]['n']:,} nodes over {warm[0]['n']:,}",
+               f"{flat[-1]:,.0f} / {flat[0]:,.0f} B = {flat[-1] / flat[0]:.2f}x", "<= 2x", flat[-1] <= 2 * flat[0])
     history = []
     hs = [int(s) for s in args.history_sizes.split(",") if s]
     if hs:

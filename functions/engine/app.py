@@ -3,22 +3,31 @@ of notification webhooks, which come back on it from their durable timers)."""
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
-from holdpoint.coldstart import loading
+from holdpoint.coldstart import Deferred, loading
+
+
+def step_loop() -> ModuleType:
+    from holdpoint.services import runner  # the core rules and the wire models, with pydantic
+
+    return runner
+
 
 with loading():  # the handler's modules load without collector pauses (holdpoint/coldstart.py)
     from aws_lambda_powertools import Logger, Metrics
     from aws_lambda_powertools.metrics import MetricUnit
-    from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
-    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
     from holdpoint.assembly import get_notifier, get_runner
-    from holdpoint.services.runner import parse_body
+    from holdpoint.aws.fifobatch import Record, process_fifo_batch, receive_count
+    from holdpoint.aws.queue import parse_message
 
     logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
     metrics = Metrics(namespace="Holdpoint", service="engine")
-    processor = SqsFifoPartialProcessor()
+    # The step loop's modules load with the first batch, inside loading() (docs/PERFORMANCE.md, (c));
+    # `get_runner()` builds the runner on them then, as it always did.
+    steps = Deferred(step_loop)
 
 
 METRIC_NAMES = {
@@ -31,11 +40,10 @@ METRIC_NAMES = {
 }
 
 
-def record_handler(record: SQSRecord) -> None:
-    message = parse_body(record.body)
+def record_handler(record: Record) -> None:
+    message = parse_message(record["body"])
     logger.append_keys(session_id=message.get("session_id"), interrupt_id=message.get("interrupt_id"))
-    logger.info("work", extra={"kind": message.get("kind"), "receive_count":
-                               record.attributes.approximate_receive_count})
+    logger.info("work", extra={"kind": message.get("kind"), "receive_count": receive_count(record)})
     if message.get("kind") == "notify":  # a webhook retry's durable timer fired
         get_notifier().retry(message)
         return
@@ -45,11 +53,11 @@ def record_handler(record: SQSRecord) -> None:
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    steps.get()
     run = get_runner()
     run.counters.counts.clear()
     run.counters.timings.clear()
-    out = process_partial_response(event=event, record_handler=record_handler, processor=processor,
-                                   context=context)
+    out = process_fifo_batch(event, record_handler, logger)
     for name, value in run.counters.counts.items():
         if name in METRIC_NAMES:
             metrics.add_metric(name=METRIC_NAMES[name], unit=MetricUnit.Count, value=value)

@@ -4,10 +4,11 @@ then back as it was, with what was loaded frozen out of later collections."""
 from __future__ import annotations
 
 import gc
+import threading
 
 import pytest
 
-from holdpoint.coldstart import loading
+from holdpoint.coldstart import Deferred, loading
 
 
 @pytest.fixture(autouse=True)
@@ -43,3 +44,58 @@ def test_a_failing_import_still_gives_the_collector_back() -> None:
     with pytest.raises(ImportError), loading():
         import holdpoint.no_such_module  # type: ignore[import-not-found]  # noqa: F401, PLC0415
     assert gc.isenabled()
+
+
+def test_deferred_builds_on_first_use_once_with_the_collector_paused() -> None:
+    gc.enable()
+    built: list[bool] = []
+
+    def build() -> dict[str, int]:
+        built.append(gc.isenabled())
+        return {"routes": 1}
+
+    deferred = Deferred(build)
+    assert built == []  # nothing at creation: the load does not pay for it
+    first = deferred.get()
+    assert deferred.get() is first and built == [False]  # once, inside loading()
+    assert gc.isenabled()
+
+
+def test_deferred_first_requests_at_once_build_once() -> None:
+    started = threading.Event()
+    release = threading.Event()
+    calls: list[int] = []
+
+    def build() -> object:
+        calls.append(1)
+        started.set()
+        release.wait(5)
+        return object()
+
+    deferred = Deferred(build)
+    got: list[object] = []
+    threads = [threading.Thread(target=lambda: got.append(deferred.get())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    assert started.wait(5)
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert len(calls) == 1 and len(got) == 4 and all(g is got[0] for g in got)
+
+
+def test_a_failing_deferred_build_is_tried_again_by_the_next_request() -> None:
+    gc.enable()
+    attempts: list[int] = []
+
+    def build() -> str:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise RuntimeError("secret store down")
+        return "built"
+
+    deferred = Deferred(build)
+    with pytest.raises(RuntimeError):
+        deferred.get()
+    assert gc.isenabled()
+    assert deferred.get() == "built" and len(attempts) == 2

@@ -33,16 +33,26 @@ _OPENAPI_DOC = ["aws_lambda_powertools.event_handler.openapi.models"]
 """Powertools' OpenAPI document models: only `GET /v1/openapi.json` builds them."""
 _HTTP = ["aws_lambda_powertools.event_handler", "holdpoint.http"]
 """The HTTP resolver and edge: the API and resume functions' alone."""
+_BATCH = ["aws_lambda_powertools.utilities.batch", "aws_lambda_powertools.utilities.data_classes", "asyncio"]
+"""Powertools' batch utility and what it brings (asyncio, every event data class): the engine answers
+its SQS FIFO batches with `holdpoint.aws.fifobatch`."""
+_FIRST_REQUEST = ["holdpoint.http.api", "holdpoint.http.routes", "holdpoint.core.protocol", "pydantic",
+                  "aws_lambda_powertools.event_handler.middlewares.openapi_validation"]
+"""What the API function builds on its first request (`holdpoint.coldstart.Deferred`): every route
+module, the wire models and Powertools' request validation with pydantic."""
+_STEPS = ["holdpoint.services.runner", "holdpoint.core.engine", "holdpoint.core.protocol", "pydantic"]
+"""What the engine loads with its first batch (`holdpoint.coldstart.Deferred`): the step loop, the
+core rules and the wire models with pydantic."""
 # The resume function serves its one route without OpenAPI validation, so without pydantic and the models.
 
 DENY: dict[str, list[str]] = {
-    "api": _TOKENS + _SCHEMAS + _TEST_TOOLS + _OPENAPI_DOC
+    "api": _TOKENS + _SCHEMAS + _TEST_TOOLS + _OPENAPI_DOC + _FIRST_REQUEST
     + ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "holdpoint.services.auth"],
     "resume": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
     + ["holdpoint.services.auth", "holdpoint.services.sessions", "holdpoint.services.settle", "holdpoint.aws.signing",
        "holdpoint.aws.secretrefs", "holdpoint.core.protocol", "pydantic",
        "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
-    "engine": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + ["holdpoint.services.auth"],
+    "engine": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + _BATCH + _STEPS + ["holdpoint.services.auth"],
     # PyJWT imports `cryptography` when it is installed (the dev venv has it; requirements.txt does not),
     # so the authorizer's list leaves it out.
     "authorizer": _SCHEMAS + _ENGINE + _TEST_TOOLS + _HTTP + ["pydantic", "holdpoint.core.protocol"],
@@ -120,6 +130,36 @@ def test_handler_loads_with_the_collector_paused_then_back(handler: str) -> None
     enabled, frozen = gc_after_load(handler)
     assert enabled
     assert frozen > 10_000, f"functions/{handler}/app.py does not load inside holdpoint.coldstart.loading()"
+
+
+_FIRST = _PROBE + """
+frozen = gc.get_freeze_count()
+deferred = getattr(module, sys.argv[2])
+built = deferred.get()
+print(json.dumps({"gc": [gc.isenabled(), gc.get_freeze_count() - frozen], "same": deferred.get() is built,
+                  "built": type(built).__name__}))
+print(json.dumps(sorted(sys.modules)))
+"""
+DEFERRED = {"api": ("app", _FIRST_REQUEST, "APIGatewayHttpResolver"), "engine": ("steps", _STEPS, "module")}
+"""Handlers that build part of themselves on their first request: the `Deferred`, what it loads, what it builds."""
+
+
+@pytest.mark.parametrize("handler", sorted(DEFERRED))
+def test_first_request_builds_what_the_load_left_out(handler: str) -> None:
+    """What a handler's load leaves out (`_FIRST_REQUEST`, `_STEPS`) is built once, by the first
+    request, the way a load is (collector paused, then what was built frozen)."""
+    name, deferred, kind = DEFERRED[handler]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_"))}
+    env.update(LAMBDA_ENV, PYTHONPATH=str(ROOT / "layers" / "core"))
+    code_dir = ROOT / "functions" / handler
+    proc = subprocess.run([sys.executable, "-c", _FIRST, str(code_dir), name], env=env, cwd=code_dir,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert not _hits(json.loads(lines[1]), deferred)  # not at load
+    first = json.loads(lines[2])
+    assert first == {"gc": [True, first["gc"][1]], "same": True, "built": kind} and first["gc"][1] > 10_000
+    assert set(deferred) <= set(json.loads(lines[3]))
 
 
 def test_every_handler_has_a_deny_list() -> None:

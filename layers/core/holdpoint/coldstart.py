@@ -7,13 +7,21 @@ overhead (bench/cold_start.py). Inside `loading()` the collector is off; on the 
 on as it was, and the loaded modules are frozen (`gc.freeze`) so later collections, during
 requests, skip them too. Nothing changes for code: reference counting still frees what an import
 discards, and only garbage *cycles* made while loading (few, and loaded-once) are never collected.
+
+`Deferred` is the other half: what a handler needs only once a request arrives (the API's routes,
+the engine's step loop, and the pydantic models of both) is built on the first request, the same
+way, instead of at load.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -27,3 +35,23 @@ def loading() -> Iterator[None]:
         gc.freeze()
         if was_enabled:
             gc.enable()
+
+
+class Deferred(Generic[T]):
+    """A value a handler builds on its first request rather than at load (inside `loading()`, once,
+    even when the local stack sends its first requests at once), so a cold start's load pays only
+    for the handler's frame; the first request pays the rest (docs/PERFORMANCE.md, (c)). A build
+    that raises is tried again by the next request."""
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        if self._value is None:
+            with self._lock:
+                if self._value is None:
+                    with loading():
+                        self._value = self._build()
+        return self._value

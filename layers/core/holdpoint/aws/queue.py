@@ -15,6 +15,14 @@ def group_id(tenant: str, session_id: str) -> str:
     return hashlib.sha256(f"{tenant}/{session_id}".encode()).hexdigest()[:40]
 
 
+def parse_message(body: str) -> dict[str, Any]:
+    """A work message as the engine receives it (a JSON object)."""
+    out = json.loads(body)
+    if not isinstance(out, dict):
+        raise ValueError("work message is not an object")
+    return out
+
+
 class WorkQueue:
     def __init__(self, url: str | None = None, client: Any = None) -> None:
         self.url = url or os.environ["WORK_QUEUE_URL"]

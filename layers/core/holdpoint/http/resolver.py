@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from botocore.exceptions import ClientError
 
+from holdpoint.coldstart import Deferred
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error
 from holdpoint.http.edge import INTERNAL_BODY, json_reply, refusal_reply, short, status_of, too_large
@@ -197,12 +198,14 @@ def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, json
         return json_reply(500, INTERNAL_BODY)
 
 
-def handler_for(app: APIGatewayHttpResolver, json_body: bool = True) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The Lambda handler serving `app`, with Powertools' logging context and metrics."""
+def handler_for(app: APIGatewayHttpResolver | Deferred[APIGatewayHttpResolver],
+                json_body: bool = True) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda handler serving `app`, with Powertools' logging context and metrics; a deferred
+    `app` is built by the first request."""
 
     @metrics.log_metrics
     @logger.inject_lambda_context(clear_state=True)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return serve(app, event, context, json_body)
+        return serve(app.get() if isinstance(app, Deferred) else app, event, context, json_body)
 
     return handler

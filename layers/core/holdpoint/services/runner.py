@@ -8,7 +8,6 @@ a redelivered message repeats nothing that was committed.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -388,10 +387,3 @@ def priced(agent: dict[str, Any] | None, result: LlmOutcome) -> LlmOutcome:
     cost = budget.token_cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
                              float(price_in or 0), float(price_out or 0))
     return {**result, "cost": cost}
-
-
-def parse_body(body: str) -> dict[str, Any]:
-    out = json.loads(body)
-    if not isinstance(out, dict):
-        raise ValueError("work message is not an object")
-    return out

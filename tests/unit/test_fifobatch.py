@@ -1,0 +1,64 @@
+"""`holdpoint.aws.fifobatch`: an SQS FIFO batch answered with Lambda's partial batch response. The
+first failing record stops the batch: it and every record after it are reported, in order, so SQS
+hands them back in the same order; a batch that failed whole fails the invocation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from holdpoint.aws.fifobatch import EntireBatchFailed, Record, process_fifo_batch, receive_count
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, dict[str, Any]]] = []
+
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.lines.append((msg, kwargs.get("extra") or {}))
+
+
+def _event(*ids: str) -> dict[str, Any]:
+    return {"Records": [{"messageId": i, "body": f'{{"n": "{i}"}}',
+                         "attributes": {"ApproximateReceiveCount": "2", "MessageGroupId": "g"}} for i in ids]}
+
+
+def test_fifo_batch_all_handled_reports_no_failure() -> None:
+    seen: list[str] = []
+    out = process_fifo_batch(_event("a", "b", "c"), lambda r: seen.append(r["messageId"]), _Log())
+    assert out == {"batchItemFailures": []}
+    assert seen == ["a", "b", "c"]
+
+
+def test_fifo_batch_first_failure_fails_it_and_everything_after_unrun() -> None:
+    seen: list[str] = []
+
+    def handle(record: Record) -> None:
+        seen.append(record["messageId"])
+        if record["messageId"] == "b":
+            raise RuntimeError("store busy")
+
+    log = _Log()
+    out = process_fifo_batch(_event("a", "b", "c", "d"), handle, log)
+    assert out == {"batchItemFailures": [{"itemIdentifier": "b"}, {"itemIdentifier": "c"}, {"itemIdentifier": "d"}]}
+    assert seen == ["a", "b"]  # c and d never ran: they come back after b, in order
+    assert log.lines == [("record failed; it and the rest of the batch come back",
+                          {"message_id": "b", "error": "RuntimeError: store busy"})]
+
+
+def test_fifo_batch_that_fails_whole_fails_the_invocation() -> None:
+    def handle(record: Record) -> None:
+        raise ValueError("bad body")
+
+    with pytest.raises(EntireBatchFailed, match="all 2 records failed"):
+        process_fifo_batch(_event("a", "b"), handle, _Log())
+
+
+def test_fifo_batch_empty_event_is_no_failure() -> None:
+    assert process_fifo_batch({"Records": []}, lambda r: None, _Log()) == {"batchItemFailures": []}
+
+
+def test_receive_count_is_the_attribute_as_a_number() -> None:
+    assert receive_count(_event("a")["Records"][0]) == 2
+    assert receive_count({"messageId": "x", "attributes": {}}) == 1
