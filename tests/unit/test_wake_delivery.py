@@ -13,7 +13,7 @@ import pytest
 
 from holdpoint import assembly
 from holdpoint.core import engine
-from holdpoint.core.protocol import ClientMessageInput, WorkerSubmitBody
+from holdpoint.core.protocol import ClientMessageInput, ClientMessagesInput, WorkerSubmitBody
 from holdpoint.core.state import SessionState
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 from holdpoint.services import sessions, worker_answers
@@ -224,3 +224,26 @@ def test_r8_an_expiry_commits_its_wake_before_the_worker_gets_the_decision() -> 
     assert run.stored_then == [(True, True)]
     assert run.count("wakes_delivered_in_step") == 0 and run.count("interrupts_expired") == 1
     assert len(run.h.events("session.interrupt_resumed")) == 1
+
+
+def test_r8_a_branch_abandoned_while_the_worker_has_it_drops_the_answer() -> None:
+    """The reloaded wake follows R8 on the state it commits to: the interrupt no longer parks the
+    active branch, so no `interrupt.resumed` is recorded and the worker's answer changes nothing."""
+    run: Run
+
+    def abandon(req: dict[str, Any]) -> Any:
+        inp = ClientMessagesInput.model_validate({"type": "client.messages", "messages": [
+            {"role": "user", "content": "never mind, just say hi"}]})
+        sessions.submit(run.h.store, run.h.queue, run.h.caller, run.h.session_id, inp)
+        return seed_worker()(req)
+
+    run = Run(abandon)
+    run.h.resume(run.iid, APPROVED)
+    state = run.h.state()
+    [req] = run.resumed
+    assert run.count("commit_conflicts") >= 1  # the wake and the answer reloaded after the client's commit
+    assert req["decision_id"] not in state.decisions and state.interrupts[run.iid].woken
+    assert len(run.h.events("session.interrupt_resumed")) == 1
+    run.h.settle()
+    contents = [m.get("content") for m in run.h.view()["messages"]]
+    assert "sent" not in contents and contents[-1] == "Hi!"
