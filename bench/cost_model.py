@@ -77,6 +77,12 @@ READS_KEYS = {"cold-container": "cold_container", "cold": "seeded", "warm": "war
 """Each reads mode (the headline first) and where `ddb_per_step.py --json` keeps its runs."""
 
 
+# The wake up to and including the `interrupt.resumed` delivery: one step when the wake delivers in
+# the commit that records it (Runner._wake), two when the wake commits alone first.
+WAKE_STEPS = ("wake message + deliver interrupt.resumed (one commit)", "wake message (transact)",
+              "deliver interrupt.resumed")
+
+
 def _find(steps: list[list[Any]], label: str) -> dict[str, Any]:
     for lab, t in steps:
         if lab == label:
@@ -93,8 +99,7 @@ def marginal(run: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
     raise_step = _find(run["interrupt_turn"], "deliver tool.execute")
     raise_wru = raise_step["wru_by_kind"].get("I", 0) + raise_step["gsi_wru"] + 2  # + the event (< 1 KB, x2)
     steps = [_find(run["interrupt_turn"], "start_park")] + [t for _, t in run["park"]] + \
-        [t for _, t in run["resume_api"]] + [_find(run["wake"], "wake message (transact)"),
-                                             _find(run["wake"], "deliver interrupt.resumed")]
+        [t for _, t in run["resume_api"]] + [t for lab, t in run["wake"] if lab in WAKE_STEPS]
     s = _sum(steps)
     wru = s["wru"] + s["gsi_wru"] + raise_wru
     auth = 1 - a.authorizer_cache_hit  # authorizer invocations per resume (a cache hit invokes nothing)
@@ -216,7 +221,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--start-park-ms", type=float, default=60, help="assumed: StartExecution + load + commit")
     ap.add_argument("--park-ms", type=float, default=80, help="assumed: park message invocation")
     ap.add_argument("--wake-ms", type=float, default=250,
-                    help="assumed: wake commit + interrupt.resumed delivery incl. the worker's round trip")
+                    help="assumed: the wake step (load, deliver interrupt.resumed, commit) incl. the worker round trip")
     ap.add_argument("--resume-ms", type=float, default=60, help="assumed: resume (or API) Lambda invocation")
     ap.add_argument("--authorizer-ms", type=float, default=30, help="assumed: authorizer invocation")
     ap.add_argument("--turn-engine-ms", type=float, default=600,

@@ -131,6 +131,9 @@ class Rig:
                     rig.relabel(f"deliver {state.decisions[work.id].trigger.get('type')}")
                 else:
                     rig.relabel(work.kind)
+            elif not rig.in_tx and work is not None and work.kind == "deliver" and rig.segments \
+                    and rig.segments[-1][0] == "wake message (transact)":  # Runner._wake delivers in its commit
+                rig.relabel(f"wake message + deliver {state.decisions[work.id].trigger.get('type')} (one commit)")
             return work
 
         engine.next_work = next_work  # the Runner calls engine.next_work through the module

@@ -6,7 +6,8 @@ What is timed, one resume at a time:
   again inside the in-process worker when it receives the `interrupt.resumed` trigger. The path between:
   front end -> authorizer -> resume Lambda (read, conditional write, the wake message onto the FIFO work
   queue, then SendTaskSuccess, which ends the ParkBranch execution) -> SQS poller (long poll) -> engine
-  Lambda (load, apply the wake, deliver) -> worker.
+  Lambda (load, apply the wake in memory, deliver) -> worker; the engine commits the wake with the
+  worker's answer after that (docs/ARCHITECTURE.md).
 - resume POST: the same start, until the HTTP answer is back (the API-side part of the above).
 - SQS floor: on a FIFO queue this script creates on the same moto server, `SendMessage` then a long-poll
   `ReceiveMessage` (and a `DeleteMessage` outside the timed part). One floor sample is taken right before
@@ -136,7 +137,9 @@ class Timeline:
                "3. then the engine's first request (SQS hop, poller)": woke - sent}
         commit = next((c[0] for c in engine if c[0] >= woke and c[1] == "dynamodb.TransactWriteItems"), None)
         if commit is None:  # the wake commits with the worker's answer, after the call
-            out["4. then the worker has interrupt.resumed (load, apply, build, deliver)"] = t_worker - woke
+            read = max(c[0] for c in engine if c[0] >= woke)
+            out["4. then the engine's session load done"] = read - woke
+            out["5. then the worker has interrupt.resumed (apply the wake, build, deliver)"] = t_worker - read
         else:
             out["4. then the wake commit done (load, apply the wake, commit)"] = commit - woke
             out["5. then the worker has interrupt.resumed (load, build, deliver)"] = t_worker - commit
@@ -246,14 +249,13 @@ def setup(stack: LocalStack) -> SeedWorker:
 
 
 def token_stored(ddb: Any, stack: LocalStack, sid: str, iid: str) -> bool:
-    """The engine has stored ParkBranch's task token on the interrupt item (the execution is waiting)."""
-    import json
-
+    """The engine has stored ParkBranch's task token on the interrupt item, as a top-level attribute
+    (the execution is waiting)."""
     from holdpoint.aws.store import session_pk
 
     item = ddb.get_item(TableName=stack.env["TABLE_NAME"], ConsistentRead=True,
                         Key={"PK": {"S": session_pk(stack.tenant, sid)}, "SK": {"S": f"I#{iid}"}}).get("Item")
-    return bool(item and json.loads(item["body"]["S"]).get("task_token"))
+    return bool(item and "task_token" in item)
 
 
 def park_one(api: Api, ddb: Any, stack: LocalStack, timeout: float = 120) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from holdpoint.core.protocol import (
     WireMessage,
     first_error,
 )
-from holdpoint.core.state import Call, Decision, DecisionVia, Effect, SessionState, derive, iso
+from holdpoint.core.state import Call, Decision, DecisionVia, Effect, Interrupt, SessionState, derive, iso
 from holdpoint.core.turns import finish_turn, start_next_queued
 
 
@@ -397,7 +397,7 @@ def apply_submit(state: SessionState, decision_id: str, response: DecisionRespon
     path as an answer in the response body. Any pending decision is current: a fast worker may
     submit before its 202 is recorded. True when applied; False for a repeat of a submit that was
     applied (a no-op). Anything else is not current: 409 naming `decision_id`."""
-    decision = state.decisions.get(decision_id)
+    decision = state.decisions.get(decision_id) or wake_in_flight(state, decision_id)
     if decision is None:
         raise Refusal("not_found", f"decision {decision_id} not found", "decision_id")
     if decision.status == "delivered" and decision.via == "submit":
@@ -441,6 +441,29 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str) -> str | No
         trigger = {"type": "interrupt.resumed", "interrupt_id": interrupt_id, "payload": interrupt.resolution}
         anchor = interrupt.anchor if interrupt.anchor is not None else state.tree.head_id
         state.enqueue(trigger, anchor=anchor, turn_id=interrupt.turn_id, priority=0,
-                      key=("resumed", interrupt_id, interrupt.generation), interrupt_id=interrupt_id)
+                      key=resumed_key(interrupt), interrupt_id=interrupt_id)
     start_next_queued(state)
     return happened
+
+
+def resumed_key(interrupt: Interrupt) -> tuple[str, str, int]:
+    """What the `interrupt.resumed` decision's id derives from: one per generation of the interrupt."""
+    return ("resumed", interrupt.interrupt_id, interrupt.generation)
+
+
+def resumes(decision: Decision, interrupt_id: str) -> bool:
+    """The decision is the `interrupt.resumed` of this interrupt."""
+    return decision.interrupt_id == interrupt_id and decision.trigger.get("type") == "interrupt.resumed"
+
+
+def wake_in_flight(state: SessionState, decision_id: str) -> Decision | None:
+    """The engine delivers a resume's `interrupt.resumed` in the step that commits its wake, so a
+    worker that answered 202 may submit before the decision is recorded: find the resolved,
+    unwoken interrupt whose decision that is, and apply its wake here (the same rule, so the same
+    decision; the engine's own commit then finds it woken and answered). None for any other id."""
+    for interrupt in state.interrupts.values():
+        if interrupt.status != "open" and not interrupt.woken \
+                and state.decision_id(resumed_key(interrupt)) == decision_id:
+            apply_wake(state, interrupt.interrupt_id, "resumed")
+            return state.decisions.get(decision_id)
+    return None

@@ -333,7 +333,7 @@ class SessionState:
     ) -> Decision:
         """Queue a decision; its id derives from `key` so a replayed step queues the same one."""
         decision = Decision(
-            id=derive("dec", self.header.tenant, self.header.session_id, *key),
+            id=self.decision_id(key),
             order=self.tick(),
             trigger=trigger,
             anchor=anchor,
@@ -346,6 +346,10 @@ class SessionState:
             return self.decisions[decision.id]
         self.put(decision)
         return decision
+
+    def decision_id(self, key: tuple[Any, ...]) -> str:
+        """The id `enqueue` gives the decision queued under `key`."""
+        return derive("dec", self.header.tenant, self.header.session_id, *key)
 
     def pending_decisions(self) -> list[Decision]:
         return sorted(

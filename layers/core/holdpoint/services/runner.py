@@ -21,7 +21,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.protocol import ClientMessageInput, DecisionResponse, first_error
-from holdpoint.core.state import Effect, SessionState, derive
+from holdpoint.core.state import Decision, Effect, SessionState, derive
 from holdpoint.core.turns import add_user_input, start_turn
 from holdpoint.ports import (
     Clock,
@@ -128,10 +128,7 @@ class Runner:
             self._park(tenant, session_id, message["interrupt_id"], message["task_token"])
             return
         elif kind == "wake":
-            iid, outcome = message["interrupt_id"], message.get("outcome", "resumed")
-            _, happened = self.transact(tenant, session_id, lambda s: engine.apply_wake(s, iid, outcome))
-            if happened:
-                self.counters.add(f"interrupts_{happened}")
+            self._wake(tenant, session_id, message["interrupt_id"], message.get("outcome", "resumed"))
         elif kind == expiry.TIMER_MESSAGE:
             # A5: a reminder or escalation touches one interrupt and makes nothing due.
             iid, generation = message["interrupt_id"], int(message["generation"])
@@ -229,24 +226,62 @@ class Runner:
 
         self.transact(h.tenant, h.session_id, apply, state)
 
-    def _deliver(self, state: SessionState, decision_id: str) -> None:
+    def _wake(self, tenant: str, session_id: str, interrupt_id: str, outcome: str) -> None:
+        """A resume or an expiry (R8). When the first thing the wake makes due is the
+        `interrupt.resumed` decision it queued, the worker gets it in this step and the wake commits
+        with the delivery's outcome, one load and one commit (docs/ARCHITECTURE.md, "The wake
+        delivers in the step that commits it"); otherwise the wake commits alone. The decision's id
+        derives from the loaded state, so a crash before that commit redelivers the same decision."""
+
+        def wake(s: SessionState) -> str | None:
+            return engine.apply_wake(s, interrupt_id, outcome)
+
+        state = self.store.load(tenant, session_id)
+        if state is None:
+            raise LookupError(f"session {session_id} not found")
+        state.now = self.clock()
+        happened = wake(state)
+        # An expiry commits first: a worker's submit can rebuild a resume's wake, not an expiry's.
+        work = engine.next_work(state, state.now) if happened == "resumed" else None
+        if work is not None and work.kind == "deliver" and engine.resumes(state.decisions[work.id], interrupt_id):
+            self._deliver(state, work.id, before=wake)
+            self.counters.add("wakes_delivered_in_step")
+        else:
+            self.transact(tenant, session_id, wake, state)  # the wake is applied in `state`: a no-op on it
+        if happened:
+            self.counters.add(f"interrupts_{happened}")
+
+    def _deliver(self, state: SessionState, decision_id: str,
+                 before: Callable[[SessionState], object] | None = None) -> None:
+        """Deliver the decision and commit its outcome. `before` is a step applied in `state` but
+        not committed yet (a wake that queued this decision): every commit here applies it first
+        (a no-op on `state`, the real thing on a reload), so it commits with whichever outcome."""
         h = state.header
         decision = state.decisions[decision_id]
+
+        def commit(outcome: Callable[[SessionState, Decision], object], loaded: SessionState | None) -> None:
+            def step(s: SessionState) -> None:
+                if before is not None:
+                    before(s)
+                current = s.decisions.get(decision_id)  # absent only if a reload's wake queued nothing
+                if current is not None:
+                    outcome(s, current)
+
+            self.transact(h.tenant, h.session_id, step, loaded)
+
         request = engine.build_request(state, decision)
         started = time.perf_counter()
         try:
             raw = self.worker(h.agent, request, h.tenant)
         except WorkerDeferred:
             self.counters.add("decisions_deferred")
-            self.transact(h.tenant, h.session_id,
-                          lambda s: engine.defer_decision(s, s.decisions[decision_id], self.clock()), state)
+            commit(lambda s, d: engine.defer_decision(s, d, self.clock()), state)
             return
         except WorkerUnavailable as exc:
             why = str(exc)
             log.warning("worker unavailable: %s", why, extra={"session_id": h.session_id, "decision_id": decision_id})
             self.counters.add("worker_failures")
-            self.transact(h.tenant, h.session_id,
-                          lambda s: engine.retry_decision(s, s.decisions[decision_id], why, self.clock()), state)
+            commit(lambda s, d: engine.retry_decision(s, d, why, self.clock()), state)
             return
         self.counters.add("decisions_delivered")
         self.counters.time("decision_latency_ms", (time.perf_counter() - started) * 1000)
@@ -259,19 +294,13 @@ class Runner:
             response = DecisionResponse.model_validate(raw)
         except ValidationError as exc:
             param, msg = first_error(exc)
-            self.transact(h.tenant, h.session_id,
-                          lambda s: engine.fail_decision(s, s.decisions[decision_id], msg, param))
+            commit(lambda s, d: engine.fail_decision(s, d, msg, param), None)
             return
-
-        def apply(s: SessionState) -> None:
-            engine.apply_response(s, s.decisions[decision_id], response, self.clock())
-
         try:
-            self.transact(h.tenant, h.session_id, apply, state)
-        except engine.ProtocolError as exc:
+            commit(lambda s, d: engine.apply_response(s, d, response, self.clock()), state)
+        except engine.ProtocolError as exc:  # `state` is half-changed: the failure commits on a reload
             why, param = str(exc), exc.param
-            self.transact(h.tenant, h.session_id,
-                          lambda s: engine.fail_decision(s, s.decisions[decision_id], why, param))
+            commit(lambda s, d: engine.fail_decision(s, d, why, param), None)
 
     # --- effects that reach other sessions -----------------------------------------------------
 
