@@ -46,6 +46,7 @@ for _p in (ROOT / "local", ROOT / "layers" / "core", ROOT):
 
 import boto3  # noqa: E402
 import requests  # noqa: E402
+from figures import figure  # noqa: E402
 
 from holdpoint_local import FAKE_ENV  # noqa: E402
 
@@ -482,6 +483,11 @@ def main() -> int:
             p95_ratio = percentile(e2e_s, 95) / percentile(floor_s, 95)
             print()
             print(f"ratio resume->worker / SQS floor: median {med_ratio:.1f}x, p95 {p95_ratio:.1f}x")
+            figure(f"resume POST -> worker has interrupt.resumed, over the SQS floor in the same run (N={len(e2e_s)})",
+                   f"median {statistics.median(e2e_s) * 1000:.1f} / {statistics.median(floor_s) * 1000:.1f} ms = "
+                   f"{med_ratio:.1f}x, p95 {percentile(e2e_s, 95) * 1000:.1f} / "
+                   f"{percentile(floor_s, 95) * 1000:.1f} ms = {p95_ratio:.1f}x", "<= 3x",
+                   med_ratio <= 3 and p95_ratio <= 3)
         if len(e2e_s) >= 8:
             q = len(e2e_s) // 4
             first, last = fmt_ms(statistics.median(e2e_s[:q])).strip(), fmt_ms(statistics.median(e2e_s[-q:])).strip()
