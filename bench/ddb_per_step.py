@@ -465,7 +465,8 @@ def report(runs: list[dict[str, Any]], title: str) -> str:
         rows.append([f"N={r['n']}", ops, t["ddb_write_requests"], t["sfn_requests"], t["ddb_read_requests"],
                      t["ddb_write_bytes"], t["wru"] + t["gsi_wru"]])
     out.append(table(["tree", "requests", "DDB writes", "SFN calls", "DDB reads", "write bytes", "WRU (+GSI)"], rows,
-                     "Resume, API side alone (one consistent read, one conditional write, the wake message, one SendTaskSuccess)"))
+                     "Resume, API side alone (one consistent read, one conditional write, the wake message, "
+                     "one SendTaskSuccess)"))
 
     # whole phases
     rows = []
