@@ -58,6 +58,7 @@ def _input(timeout_seconds: int) -> dict[str, Any]:
         "interrupt_id": "int-1",
         "group_id": "T#dev#S#s-1",
         "dedup_key": uuid.uuid4().hex,
+        "generation": 2,
         "timeout_seconds": timeout_seconds,
     }
 
@@ -70,8 +71,8 @@ def _park(sfn: Any, sqs: Any, prov: Provisioned, inp: dict[str, Any]) -> tuple[s
     assert again["executionArn"] == ex["executionArn"]  # retried start is idempotent
     msg = _receive(sqs, prov.env["WORK_QUEUE_URL"])
     body = json.loads(msg["Body"])
-    assert {k: body[k] for k in ("kind", "tenant", "session_id", "interrupt_id")} == {
-        "kind": "park", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
+    assert {k: body[k] for k in ("kind", "tenant", "session_id", "interrupt_id", "generation")} == {
+        "kind": "park", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1", "generation": 2,
     }  # fmt: skip
     assert body["task_token"]
     assert msg["Attributes"]["MessageGroupId"] == inp["group_id"]
@@ -100,12 +101,13 @@ def test_release_puts_the_wake_on_the_queue_then_ends_the_execution(park: tuple[
     inp = _input(300)
     arn, body = _park(sfn, sqs, prov, inp)
     interrupt = Interrupt("int-1", "tool", "approval", None, "2026-01-01T00:00:00Z", inp["dedup_key"],
-                          status="resolved", task_token=body["task_token"])
+                          status="resolved", task_token=body["task_token"], generation=2)
     parking = Parking(prov.env["PARK_STATE_MACHINE_ARN"], sfn, WorkQueue(prov.env["WORK_QUEUE_URL"], sqs))
     parking.release("dev", "s-1", interrupt)
     wake = _receive(sqs, prov.env["WORK_QUEUE_URL"])
     assert json.loads(wake["Body"]) == {
         "kind": "wake", "outcome": "resumed", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
+        "generation": 2,
     }  # fmt: skip
     assert wake["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-wake"
     assert wake["Attributes"]["MessageGroupId"] == group_id("dev", "s-1")
@@ -132,6 +134,7 @@ def test_park_times_out_into_expire(park: tuple[Provisioned, Any, Any]) -> None:
     assert int(expire["Attributes"]["SentTimestamp"]) / 1000 - started >= 0.9  # by the execution's own clock
     assert json.loads(expire["Body"]) == {
         "kind": "wake", "outcome": "expired", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
+        "generation": 2,
     }  # fmt: skip
     assert expire["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-expire"
     assert _wait_finished(sfn, ex["executionArn"]) == "SUCCEEDED"

@@ -68,7 +68,7 @@ def test_r7_a_resume_releases_with_one_wake_then_ends_the_execution() -> None:
     assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is False
     [wake] = taken("wake")
     assert wake == {"kind": "wake", "outcome": "resumed", "tenant": "t1", "session_id": h.session_id,
-                    "interrupt_id": iid}
+                    "interrupt_id": iid, "generation": 0}
     assert tokens == [h.tokens[iid]]
     # A retried resume before the engine woke the branch (its release may have been lost) releases again.
     assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is True
@@ -104,3 +104,39 @@ def test_r8_a_token_after_the_wake_only_ends_the_execution() -> None:
     h.park_tokens()
     assert tokens == [h.tokens[iid]] and taken("wake") == []
     assert resumed(log) == 1
+
+
+def raised_again(h: Harness, iid: str) -> None:
+    """The interrupt's id raised again (generation 1) while generation 0's execution has not yet
+    handed its token over, written the way the engine writes any change of the interrupt."""
+    state = h.state()
+    interrupt = state.interrupts[iid]
+    interrupt.generation = 1
+    state.touch(interrupt)
+    h.store.commit(state)
+
+
+def test_r16_an_earlier_generations_execution_neither_parks_nor_expires_the_raise_now_open() -> None:
+    h, log, iid = parked(token=False)
+    tokens = spent(h)
+    raised_again(h, iid)
+    stale = {"tenant": "t1", "session_id": h.session_id, "interrupt_id": iid, "generation": 0}
+    h.runner.handle({"kind": "park", "task_token": "token-of-generation-0", **stale})
+    assert h.state().interrupts[iid].task_token is None  # not stored on generation 1
+    assert tokens == ["token-of-generation-0"]  # that execution is ended instead
+    h.runner.handle({"kind": "wake", "outcome": "expired", **stale})  # its timeout, had it run
+    assert h.state().interrupts[iid].status == "open" and h.events("interrupt.expired") == []
+    h.runner.handle({"kind": "park", "task_token": "token-of-generation-1", **stale, "generation": 1})
+    assert h.state().interrupts[iid].task_token == "token-of-generation-1"
+    h.runner.handle({"kind": "wake", "outcome": "expired", **stale, "generation": 1})
+    assert h.state().interrupts[iid].status == "expired"
+
+
+def test_r16_park_and_wake_messages_without_a_generation_still_apply() -> None:
+    """Executions started before ParkBranch passed the generation on send messages without it."""
+    h, log, iid = parked(token=False)
+    old = {"tenant": "t1", "session_id": h.session_id, "interrupt_id": iid}
+    h.runner.handle({"kind": "park", "task_token": "token-old", **old})
+    assert h.state().interrupts[iid].task_token == "token-old"
+    h.runner.handle({"kind": "wake", "outcome": "expired", **old})
+    assert h.state().interrupts[iid].status == "expired"

@@ -37,6 +37,7 @@ class Parking:
             "interrupt_id": interrupt.interrupt_id,
             "group_id": group_id(tenant, session_id),
             "dedup_key": interrupt.dedup_key,
+            "generation": interrupt.generation,
             "timeout_seconds": timeout,
         }
         try:
@@ -54,7 +55,7 @@ class Parking:
         and the engine starts while `SendTaskSuccess` is in flight. A crash between the two leaves
         the execution waiting; its timeout then sends a wake the engine finds already applied, and
         a retried resume ends it sooner (docs/ARCHITECTURE.md, "Parking")."""
-        self.queue.wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key)
+        self.queue.wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
         if interrupt.task_token:
             self.complete(interrupt.task_token, {"interrupt_id": interrupt.interrupt_id})
 

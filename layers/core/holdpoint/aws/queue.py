@@ -38,12 +38,12 @@ class WorkQueue:
             MessageDeduplicationId=hashlib.sha256(f"kick/{tenant}/{session_id}/{version}".encode()).hexdigest(),
         )
 
-    def wake(self, tenant: str, session_id: str, interrupt_id: str, dedup_key: str) -> None:
+    def wake(self, tenant: str, session_id: str, interrupt_id: str, dedup_key: str, generation: int) -> None:
         """Tell the engine a resolved interrupt's branch is to wake. The engine applies the answer
-        the resume stored (the message carries only ids), and one wake per interrupt generation
-        (`dedup_key`) is all it acts on, so a repeat is a no-op."""
+        the resume stored (the message carries only ids and the generation it is for), and one wake
+        per interrupt generation (`dedup_key`) is all it acts on, so a repeat is a no-op."""
         body = {"kind": "wake", "outcome": "resumed", "tenant": tenant, "session_id": session_id,
-                "interrupt_id": interrupt_id}
+                "interrupt_id": interrupt_id, "generation": generation}
         self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(body),
                                  MessageGroupId=group_id(tenant, session_id),
                                  MessageDeduplicationId=f"{dedup_key}-wake")

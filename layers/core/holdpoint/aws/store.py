@@ -708,21 +708,27 @@ class Store:
                             allowed_origins=allowed_origins, owner=owner, generation=generation,
                             approval=approval, seen=seen, done="recorded")
 
-    def store_task_token(self, tenant: str, session_id: str, interrupt_id: str, token: str) -> Interrupt | None:
+    def store_task_token(self, tenant: str, session_id: str, interrupt_id: str, token: str,
+                         generation: int | None = None) -> Interrupt | None:
         """Keep the ParkBranch execution's task token on its interrupt: one conditional UpdateItem
         of the interrupt item alone (nothing else in the session changes, so no header write and
         no transaction), bumping its `rev` so an engine commit that read the item before the token
         landed conflicts instead of writing it back without it. Returns the interrupt as it now
-        is; for a token it already holds (a redelivered park message) the failed condition writes
-        nothing and returns it as it is; None when there is no such interrupt."""
+        is; for a token it already holds (a redelivered park message), or from an execution of
+        another `generation` of the interrupt, the failed condition writes nothing and returns it as
+        it is; None when there is no such interrupt."""
+        condition = "attribute_exists(SK) AND (attribute_not_exists(task_token) OR task_token <> :token)"
+        values = {":token": _s(token), ":one": _n(1)}
+        if generation is not None:  # an item written before `generation` was an attribute has none
+            condition += " AND (generation = :gen OR attribute_not_exists(generation))"
+            values[":gen"] = _n(generation)
         try:
             out = self.client.update_item(
                 TableName=self.table,
                 Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"I#{interrupt_id}")},
                 UpdateExpression="SET task_token = :token, rev = rev + :one",
-                ConditionExpression=("attribute_exists(SK) AND "
-                                     "(attribute_not_exists(task_token) OR task_token <> :token)"),
-                ExpressionAttributeValues={":token": _s(token), ":one": _n(1)},
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )

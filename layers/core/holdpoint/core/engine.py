@@ -418,11 +418,12 @@ def mark_parked(state: SessionState, interrupt_id: str, execution_arn: str) -> N
     state.touch(interrupt)
 
 
-def apply_wake(state: SessionState, interrupt_id: str, outcome: str) -> str | None:
+def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation: int | None = None) -> str | None:
     """Deliver a resume or an expiry: event always, `interrupt.resumed` only if the interrupt
-    parked the active branch (R8). Returns what happened, for metrics."""
+    parked the active branch (R8). A wake for another generation of the interrupt (an execution
+    of an earlier raise of the same id timing out) is a no-op. Returns what happened, for metrics."""
     interrupt = state.interrupts.get(interrupt_id)
-    if interrupt is None or interrupt.woken:
+    if interrupt is None or interrupt.woken or generation not in (None, interrupt.generation):
         return None
     happened = "resumed"
     if interrupt.status == "open":

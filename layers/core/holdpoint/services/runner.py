@@ -125,10 +125,11 @@ class Runner:
         kind = message.get("kind")
         tenant, session_id = message["tenant"], message["session_id"]
         if kind == "park":
-            self._park(tenant, session_id, message["interrupt_id"], message["task_token"])
+            self._park(tenant, session_id, message["interrupt_id"], message["task_token"], _generation(message))
             return
         elif kind == "wake":
-            self._wake(tenant, session_id, message["interrupt_id"], message.get("outcome", "resumed"))
+            self._wake(tenant, session_id, message["interrupt_id"], message.get("outcome", "resumed"),
+                       _generation(message))
         elif kind == expiry.TIMER_MESSAGE:
             # A5: a reminder or escalation touches one interrupt and makes nothing due.
             iid, generation = message["interrupt_id"], int(message["generation"])
@@ -169,15 +170,20 @@ class Runner:
             self.queue.kick(tenant, session_id, state.header.version)
         return self.max_steps
 
-    def _park(self, tenant: str, session_id: str, interrupt_id: str, token: str) -> None:
+    def _park(self, tenant: str, session_id: str, interrupt_id: str, token: str, generation: int | None) -> None:
         """Store the execution's task token: one conditional write to the interrupt item, no load,
         no run (it makes nothing due). An interrupt no longer open (the resume came first, or it
         was answered and woken already) ends the execution now, so none waits out its timeout; one
         resolved and not yet woken is released (wake, then end): the resume's own wake may have
         been lost to a crash, and once the execution ends no timeout stands in for it. A token
         already spent answers InvalidToken, and the engine applies one wake per generation, so a
-        redelivered message repeats nothing."""
-        interrupt = self.store.store_task_token(tenant, session_id, interrupt_id, token)
+        redelivered message repeats nothing. The token of an execution started for an earlier raise
+        of the same id (its `generation`) is not stored on the raise now open: that execution is
+        ended instead, so its timeout cannot expire the new raise."""
+        interrupt = self.store.store_task_token(tenant, session_id, interrupt_id, token, generation)
+        if interrupt is not None and generation not in (None, interrupt.generation):
+            self.parking.complete(token, {"interrupt_id": interrupt_id})
+            return
         if interrupt is None or interrupt.status == "open":
             return
         if interrupt.status == "resolved" and not interrupt.woken:
@@ -226,7 +232,7 @@ class Runner:
 
         self.transact(h.tenant, h.session_id, apply, state)
 
-    def _wake(self, tenant: str, session_id: str, interrupt_id: str, outcome: str) -> None:
+    def _wake(self, tenant: str, session_id: str, interrupt_id: str, outcome: str, generation: int | None) -> None:
         """A resume or an expiry (R8). When the first thing the wake makes due is the
         `interrupt.resumed` decision it queued, the worker gets it in this step and the wake commits
         with the delivery's outcome, one load and one commit (docs/ARCHITECTURE.md, "The wake
@@ -234,7 +240,7 @@ class Runner:
         derives from the loaded state, so a crash before that commit redelivers the same decision."""
 
         def wake(s: SessionState) -> str | None:
-            return engine.apply_wake(s, interrupt_id, outcome)
+            return engine.apply_wake(s, interrupt_id, outcome, generation)
 
         state = self.store.load(tenant, session_id)
         if state is None:
@@ -387,3 +393,10 @@ def priced(agent: dict[str, Any] | None, result: LlmOutcome) -> LlmOutcome:
     cost = budget.token_cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
                              float(price_in or 0), float(price_out or 0))
     return {**result, "cost": cost}
+
+
+def _generation(message: dict[str, Any]) -> int | None:
+    """The interrupt generation a park or wake message is for; None in messages of executions
+    started before ParkBranch passed it on (they apply to whatever generation is there)."""
+    value = message.get("generation")
+    return None if value is None else int(value)
