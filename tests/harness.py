@@ -168,3 +168,16 @@ class Harness:
 
 def dump(obj: Any) -> str:
     return json.dumps(obj, indent=1, default=str)
+
+
+def spent_tokens(h: Harness) -> list[str]:
+    """The tokens `SendTaskSuccess` is called with from here on (the parking's own call, spied)."""
+    calls: list[str] = []
+    complete = h.parking.complete
+
+    def spy(token: str, output: dict[str, Any]) -> bool:
+        calls.append(token)
+        return complete(token, output)
+
+    h.parking.complete = spy  # type: ignore[method-assign]
+    return calls

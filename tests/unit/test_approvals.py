@@ -17,7 +17,7 @@ from holdpoint.aws.store import agent_digest
 from holdpoint.core import schemas
 from holdpoint.core.errors import Refusal
 from holdpoint.services import sessions
-from tests.harness import TOOLS, Harness
+from tests.harness import TOOLS, Harness, spent_tokens
 from tests.unit.test_api import (
     API,
     CONTEXT,
@@ -63,19 +63,6 @@ def refused(h: Harness, payload: Any) -> Refusal:
     with pytest.raises(Refusal) as info:
         h.resume("int-ok", payload)
     return info.value
-
-
-def spent_tokens(h: Harness) -> list[str]:
-    """Count SendTaskSuccess calls the resume path makes."""
-    calls: list[str] = []
-    complete = h.parking.complete
-
-    def spy(token: str, output: dict[str, Any]) -> bool:
-        calls.append(token)
-        return complete(token, output)
-
-    h.parking.complete = spy  # type: ignore[method-assign]
-    return calls
 
 
 # --- A1 -------------------------------------------------------------------------------------

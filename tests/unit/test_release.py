@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from holdpoint.services.resume import resume
-from tests.harness import Harness, seed_worker
+from tests.harness import Harness, seed_worker, spent_tokens
 
 pytestmark = pytest.mark.usefixtures("aws")
 
@@ -28,19 +28,6 @@ def taken(kind: str) -> list[dict[str, Any]]:
             if body["kind"] == kind:
                 found.append(body)
     return found
-
-
-def spent(h: Harness) -> list[str]:
-    """The tokens `SendTaskSuccess` is called with, from here on."""
-    calls: list[str] = []
-    complete = h.parking.complete
-
-    def spy(token: str, output: dict[str, Any]) -> bool:
-        calls.append(token)
-        return complete(token, output)
-
-    h.parking.complete = spy  # type: ignore[method-assign]
-    return calls
 
 
 def parked(token: bool = True) -> tuple[Harness, list[dict[str, Any]], str]:
@@ -64,7 +51,7 @@ def test_r7_a_resume_releases_with_one_wake_then_ends_the_execution() -> None:
     h, log, iid = parked()
     h.park_tokens()
     taken("wake")
-    tokens = spent(h)
+    tokens = spent_tokens(h)
     assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is False
     [wake] = taken("wake")
     assert wake == {"kind": "wake", "outcome": "resumed", "tenant": "t1", "session_id": h.session_id,
@@ -83,7 +70,7 @@ def test_r7_a_resume_releases_with_one_wake_then_ends_the_execution() -> None:
 
 def test_r7_a_token_after_the_resume_ends_the_execution_and_wakes_a_branch_not_yet_woken() -> None:
     h, log, iid = parked(token=False)
-    tokens = spent(h)
+    tokens = spent_tokens(h)
     resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})
     assert tokens == []  # no token yet: nothing to end
     assert len(taken("wake")) == 1  # and suppose this wake is lost
@@ -96,7 +83,7 @@ def test_r7_a_token_after_the_resume_ends_the_execution_and_wakes_a_branch_not_y
 
 def test_r8_a_token_after_the_wake_only_ends_the_execution() -> None:
     h, log, iid = parked(token=False)
-    tokens = spent(h)
+    tokens = spent_tokens(h)
     resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})
     [wake] = taken("wake")
     h.runner.handle(wake)
@@ -118,7 +105,7 @@ def raised_again(h: Harness, iid: str) -> None:
 
 def test_r16_an_earlier_generations_execution_neither_parks_nor_expires_the_raise_now_open() -> None:
     h, log, iid = parked(token=False)
-    tokens = spent(h)
+    tokens = spent_tokens(h)
     raised_again(h, iid)
     stale = {"tenant": "t1", "session_id": h.session_id, "interrupt_id": iid, "generation": 0}
     h.runner.handle({"kind": "park", "task_token": "token-of-generation-0", **stale})

@@ -722,23 +722,32 @@ class Store:
         if generation is not None:  # an item written before `generation` was an attribute has none
             condition += " AND (generation = :gen OR attribute_not_exists(generation))"
             values[":gen"] = _n(generation)
+        new, old = self._update_interrupt(tenant, session_id, interrupt_id,
+                                          "SET task_token = :token, rev = rev + :one", condition, values)
+        item = new if new is not None else old
+        return self._interrupt(item, self.body(item)) if item else None
+
+    def _update_interrupt(self, tenant: str, session_id: str, interrupt_id: str, update: str, condition: str,
+                          values: dict[str, Any], names: dict[str, str] | None = None,
+                          ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """One conditional UpdateItem of an interrupt item: (the item as written, {}) or, when the
+        condition fails, (None, the item as it was; {} if there is none)."""
         try:
             out = self.client.update_item(
                 TableName=self.table,
                 Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"I#{interrupt_id}")},
-                UpdateExpression="SET task_token = :token, rev = rev + :one",
+                UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **({"ExpressionAttributeNames": names} if names else {}),
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            old = exc.response.get("Item")
-            return self._interrupt(old, self.body(old)) if old else None
-        new = out["Attributes"]
-        return self._interrupt(new, self.body(new))
+            return None, exc.response.get("Item") or {}
+        return out["Attributes"], {}
 
     def _answer(self, tenant: str, session_id: str, interrupt_id: str, update: str, values: dict[str, Any], *,
                 allowed_origins: list[str], owner: str | None, generation: int | None,
@@ -772,22 +781,9 @@ class Store:
             values[":seen"] = _n(seen)
             condition += (" AND (attribute_not_exists(approvals) OR size(approvals) = :seen)" if seen == 0
                           else " AND size(approvals) = :seen")
-        try:
-            out = self.client.update_item(
-                TableName=self.table,
-                Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"I#{interrupt_id}")},
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            return self._unresolved(exc.response.get("Item") or {}, owner, generation, seen)
-        new = out["Attributes"]
+        new, old = self._update_interrupt(tenant, session_id, interrupt_id, update, condition, values, names)
+        if new is None:
+            return self._unresolved(old, owner, generation, seen)
         return done, self._interrupt(new, self.body(new))
 
     def _unresolved(self, old: dict[str, Any], owner: str | None, generation: int | None,
