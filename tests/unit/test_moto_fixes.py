@@ -1,10 +1,13 @@
 """The emulator fixes in holdpoint_local.moto_fixes: conditional writes stay atomic under
-concurrent requests, and a cancelled transaction leaves every item as it was."""
+concurrent requests, a cancelled transaction leaves every item as it was, and a FIFO message
+group is in flight with one receiver at a time."""
 
 from __future__ import annotations
 
 import copy
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -13,6 +16,9 @@ import moto.dynamodb.models as backend_module
 import pytest
 from botocore.exceptions import ClientError
 from moto.dynamodb.models import table as table_module
+from moto.sqs.models import Queue
+
+from holdpoint_local import moto_fixes
 
 RACE_WINDOW_SECS = 0.003  # long enough for a second request to interleave, were nothing locked
 
@@ -204,3 +210,37 @@ def test_a_stream_keeps_a_bounded_tail_and_sequence_numbers_keep_counting(aws: d
     assert shard.starting_sequence_number == first + 7
     seqs = [int(r["dynamodb"]["SequenceNumber"]) for r in shard.get(first, 100)]  # a reader from the start
     assert seqs == list(range(first + 7, first + 12))  # reads what is kept, in order
+
+
+def test_a_fifo_group_in_flight_is_not_handed_to_a_receiver_already_waiting(aws: dict[str, str],
+                                                                            monkeypatch: Any) -> None:
+    """Fix 7. The waiting receiver is held between its rounds (moto's own wait, or the fix's) while
+    another receiver takes the group's first message and a second one arrives: stock moto then hands
+    the second to the waiting receiver with the first still in flight."""
+    first, waiter = boto3.client("sqs"), boto3.client("sqs")
+    url = first.create_queue(QueueName="fix7.fifo", Attributes={
+        "FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+    held, go = threading.Event(), threading.Event()
+    real_round, real_wait = moto_fixes._wait_round, Queue.wait_for_messages
+
+    def hold(thread_waits: Callable[[], Any]) -> Any:
+        if threading.current_thread().name == "waiter" and not go.is_set():
+            held.set()
+            go.wait(10)
+        return thread_waits()
+
+    monkeypatch.setattr(moto_fixes, "_wait_round", lambda queue, t: hold(lambda: real_round(queue, t)))
+    monkeypatch.setattr(Queue, "wait_for_messages", lambda self, t: hold(lambda: real_wait(self, t)))
+    got: list[dict[str, Any]] = []
+    thread = threading.Thread(name="waiter", target=lambda: got.extend(waiter.receive_message(
+        QueueUrl=url, WaitTimeSeconds=1, MaxNumberOfMessages=10).get("Messages", [])))
+    thread.start()
+    assert held.wait(10)
+    first.send_message(QueueUrl=url, MessageBody="one", MessageGroupId="session")
+    [one] = first.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    first.send_message(QueueUrl=url, MessageBody="two", MessageGroupId="session")
+    go.set()
+    thread.join(10)
+    assert got == []  # "one" is in flight: nothing more of its group for anyone
+    first.delete_message(QueueUrl=url, ReceiptHandle=one["ReceiptHandle"])
+    assert [m["Body"] for m in first.receive_message(QueueUrl=url)["Messages"]] == ["two"]
