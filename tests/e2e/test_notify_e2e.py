@@ -239,9 +239,10 @@ def test_n6_a_record_the_notifier_cannot_publish_is_retried_then_dead_lettered(a
     [letter] = dead_letters(stack, "the stream batch on the notification DLQ")
     info = letter["DDBStreamBatchInfo"]
     assert letter["requestContext"]["condition"] == "RetryAttemptsExhausted"
-    # The failed record, and at most the change the park then made to the open interrupt item (it is
-    # read by the notifier too, for answers, and comes after the failed record in the stream).
-    assert info["batchSize"] in (1, 2)
+    # The failed record, and at most the two changes parking then makes to the open interrupt item
+    # (the execution's name, then its task token): the notifier reads those too, for answers, and
+    # they come after the failed record in the stream, in its batch or not as the reader's timing goes.
+    assert info["batchSize"] in (1, 2, 3)
     assert api.view(sid)["status"] == "interrupted"  # the session never waits on its notifications
 
 
