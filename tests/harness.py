@@ -60,6 +60,19 @@ def seed_worker(log: list[dict[str, Any]] | None = None) -> Worker:
     return decide
 
 
+def declaring(decide: Any, fields: dict[str, Any]) -> Any:
+    """`decide` (the seed worker, say), with every `interrupt` action it returns carrying `fields`."""
+
+    def answer(req: dict[str, Any]) -> dict[str, Any]:
+        out = decide(req)
+        for action in (out or {}).get("actions") or []:
+            if action["type"] == "interrupt":
+                action.update(fields)
+        return out
+
+    return answer
+
+
 def proposing(log: Any, **overrides: Any) -> Worker:
     """A worker that records every request (`log.append`) and accepts every proposal, except for
     the triggers in `overrides` (`tool_execute=...`: an answer, or a callable taking the request)."""

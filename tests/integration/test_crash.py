@@ -31,7 +31,7 @@ from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import resume
 from tests.conftest import make_resources
-from tests.harness import SEND_EMAIL_SCRIPT, TOOLS, seed_worker
+from tests.harness import SEND_EMAIL_SCRIPT, TOOLS, declaring, seed_worker
 
 WRITES = {"transact_write_items", "put_item", "update_item", "send_message", "start_execution",
           "send_task_success"}
@@ -45,19 +45,6 @@ DECLARED = {SCHEMA_TEXT: {"response_schema": {"type": "object", "required": ["ap
             TIMERS_TEXT: {"remind_after": [30, 60], "escalate_after": 90,
                           "approval": {"escalate_to": {"subjects": ["boss"]}}},
             EXPIRY_TEXT: {"on_expiry": "approve", "expires_in": 120}}
-
-
-def declaring(decide: Any, fields: dict[str, Any]) -> Any:
-    """The seed worker, its `confirm` interrupt carrying `fields`."""
-
-    def answer(req: dict[str, Any]) -> dict[str, Any]:
-        out = decide(req)
-        for action in (out or {}).get("actions") or []:
-            if action["type"] == "interrupt":
-                action.update(fields)
-        return out
-
-    return answer
 
 
 class Crash(Exception):

@@ -21,7 +21,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.protocol import AgentConfig
 from holdpoint.services import sessions
-from tests.harness import Harness, seed_worker
+from tests.harness import Harness, declaring, seed_worker
 from tests.unit.test_api import call_api, start_session, table_items
 from tests.unit.test_notify import HOOK, Recording, notifier, on_bus, stream_batch
 from tests.unit.test_notify import bus as bus  # the EventBridge bus fixture
@@ -58,16 +58,7 @@ def fire(h: Harness, timer: dict[str, Any], times: int = 2) -> None:
 
 def asking(**fields: Any) -> Any:
     """The seed worker, its `confirm` interrupt carrying `fields`."""
-    seed = seed_worker()
-
-    def decide(req: dict[str, Any]) -> dict[str, Any]:
-        out = seed(req)
-        for action in (out or {}).get("actions") or []:
-            if action["type"] == "interrupt":
-                action.update(fields)
-        return out
-
-    return decide
+    return declaring(seed_worker(), fields)
 
 
 # --- the declared outcome ----------------------------------------------------------------------
