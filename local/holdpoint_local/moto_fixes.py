@@ -1,6 +1,7 @@
-"""Seven fixes to moto 5.2.5 (six to its DynamoDB emulation, one to SQS FIFO), applied inside the
-moto server (and the unit tests' in-process moto) so the emulator keeps the guarantees the real
-service gives.
+"""Eight fixes to moto 5.2.5 (six to its DynamoDB emulation, one to SQS FIFO, one to how it writes
+DynamoDB answers), applied inside the moto server (and the unit tests' in-process moto) so the
+emulator keeps the guarantees the real service gives, at a cost per request that does not hide
+the product's own.
 
 1. **Atomic conditional writes.** The moto server handles requests on threads and its DynamoDB
    backend takes no lock, so a condition check and the write after it can interleave with another
@@ -34,6 +35,12 @@ service gives.
    group's next message while the first was still in flight, and two engine invocations would
    work on one session at once (SQS never does that). A receive now waits in rounds that each
    look at the groups in flight afresh, one receive at a time.
+8. **Items are answered as they are stored.** moto writes every answer by walking it through
+   the service's shape model, member by member; for DynamoDB items that walk visits every
+   attribute value as a structure of ten possible members, about 0.15 ms per attribute: 3.7 of
+   the 4.7 ms moto spent answering a 24-item session Query. An item is already in wire form, so
+   a map of attribute values is now written as it is, unless it holds binary or an empty name
+   (those still take moto's path). The answer is the same byte for byte.
 
 No fix changes what moto answers; they are checked by tests/unit/test_moto_fixes.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch
@@ -51,6 +58,7 @@ from collections.abc import Callable
 from typing import Any
 
 import moto
+from moto.core.serialize import BaseJSONSerializer
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models import table as table_module
 from moto.dynamodb.models.dynamo_type import Item
@@ -241,6 +249,51 @@ def _fresh_receive(original: Callable[..., Any]) -> Callable[..., Any]:
     return receive
 
 
+_SCALAR_KINDS = ("S", "N")
+_SET_KINDS = ("SS", "NS")
+_FLAG_KINDS = ("BOOL", "NULL")
+
+
+def _plain(value: Any) -> bool:
+    """An attribute value moto's serializer would copy unchanged: one known kind, strings where
+    the model has strings, and no binary anywhere (binary goes through moto's own path)."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return False
+    ((kind, inner),) = value.items()
+    if kind in _SCALAR_KINDS:
+        return isinstance(inner, str)
+    if kind in _SET_KINDS:
+        return isinstance(inner, list) and all(isinstance(v, str) for v in inner)
+    if kind in _FLAG_KINDS:
+        return isinstance(inner, bool)
+    if kind == "M":
+        return _plain_map(inner)
+    if kind == "L":
+        return isinstance(inner, list) and all(_plain(v) for v in inner)
+    return False
+
+
+def _plain_map(value: Any) -> bool:
+    """A map of plain values under non-empty names (moto writes an empty name's value in its parent)."""
+    return isinstance(value, dict) and all(isinstance(k, str) and k and _plain(v) for k, v in value.items())
+
+
+def _items_as_stored(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Fix 8: a map of DynamoDB attribute values (an item, a key) that `_plain` vouches for is
+    written as it is: it is already in wire form, and walking it through the shape model costs
+    about 0.15 ms per item attribute (a 24-item Query: 3.7 ms of the 4.7 ms moto spends on it)."""
+
+    @functools.wraps(original)
+    def serialize_map(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if key and getattr(shape.value, "name", None) == "AttributeValue" and _plain_map(value):
+            self._default_serialize(serialized, value, shape, key)
+            return
+        original(self, serialized, value, shape, key)
+
+    serialize_map.__holdpoint_fixed__ = True  # type: ignore[attr-defined]
+    return serialize_map
+
+
 class UnknownMotoVersion(RuntimeError):
     """The fixes were written against another moto's internals."""
 
@@ -270,3 +323,5 @@ def apply() -> None:
     for name in _GUARDED:
         setattr(DynamoDBBackend, name, _serialised(getattr(DynamoDBBackend, name)))
     SQSBackend.receive_message = _fresh_receive(SQSBackend.receive_message)  # type: ignore[method-assign]
+    BaseJSONSerializer._serialize_type_map = _items_as_stored(  # type: ignore[method-assign]
+        BaseJSONSerializer._serialize_type_map)

@@ -15,6 +15,8 @@ import boto3
 import moto.dynamodb.models as backend_module
 import pytest
 from botocore.exceptions import ClientError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from moto.dynamodb.models import table as table_module
 from moto.sqs.models import Queue
 
@@ -244,3 +246,63 @@ def test_a_fifo_group_in_flight_is_not_handed_to_a_receiver_already_waiting(aws:
     assert got == []  # "one" is in flight: nothing more of its group for anyone
     first.delete_message(QueueUrl=url, ReceiptHandle=one["ReceiptHandle"])
     assert [m["Body"] for m in first.receive_message(QueueUrl=url)["Messages"]] == ["two"]
+
+
+# --- fix 8: attribute values are answered as they are stored ----------------------------------
+
+_TEXT = st.text(max_size=8)
+_SCALARS = st.one_of(
+    st.builds(lambda s: {"S": s}, _TEXT),
+    st.builds(lambda n: {"N": str(n)}, st.integers(-10**6, 10**6)),
+    st.builds(lambda b: {"BOOL": b}, st.booleans()),
+    st.just({"NULL": True}),
+    st.builds(lambda ss: {"SS": sorted(ss)}, st.sets(_TEXT, min_size=1, max_size=3)),
+    st.builds(lambda ns: {"NS": sorted(str(n) for n in ns)}, st.sets(st.integers(0, 99), min_size=1, max_size=3)),
+    st.builds(lambda b: {"B": b}, st.binary(max_size=6)),
+    st.builds(lambda bs: {"BS": sorted(bs)}, st.sets(st.binary(min_size=1, max_size=4), min_size=1, max_size=2)),
+)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.builds(lambda m: {"M": m}, st.dictionaries(_TEXT, inner, max_size=3)),
+    st.builds(lambda items: {"L": items}, st.lists(inner, max_size=3))), max_leaves=8)
+_ITEMS = st.dictionaries(st.text(min_size=1, max_size=6), _VALUES, max_size=5)
+
+
+def _serializers() -> tuple[Any, Any]:
+    """moto's JSON serializer for DynamoDB's GetItem, with fix 8 and as moto ships it."""
+    from moto.core.serialize import JSONSerializer, XFormedAttributePicker
+    from moto.core.utils import get_service_model
+
+    operation = get_service_model("dynamodb").operation_model("GetItem")
+
+    class Stock(JSONSerializer):
+        _serialize_type_map = JSONSerializer._serialize_type_map.__wrapped__  # type: ignore[attr-defined]
+
+    return (JSONSerializer(operation_model=operation, value_picker=XFormedAttributePicker()),
+            Stock(operation_model=operation, value_picker=XFormedAttributePicker()))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(item=_ITEMS)
+def test_an_item_is_answered_exactly_as_moto_serializes_it(aws: dict[str, str], item: dict[str, Any]) -> None:
+    """Fix 8 changes no byte of an answer: every kind of attribute value, nested, binary included."""
+    fixed, stock = _serializers()
+    assert fixed.serialize({"Item": item})["body"] == stock.serialize({"Item": item})["body"]
+
+
+def test_an_item_without_binary_is_not_walked_through_the_shape_model(aws: dict[str, str], monkeypatch: Any) -> None:
+    """Fix 8 is what answers a plain item (stock moto serializes each attribute value as a structure)."""
+    from moto.core.serialize import JSONSerializer
+
+    walked: list[str] = []
+    real = JSONSerializer._serialize_type_structure
+
+    def spy(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        walked.append(shape.name)
+        real(self, serialized, value, shape, key)
+
+    monkeypatch.setattr(JSONSerializer, "_serialize_type_structure", spy)
+    fixed, _ = _serializers()
+    fixed.serialize({"Item": {"PK": {"S": "S#t#s"}, "n": {"N": "1"}, "m": {"M": {"l": {"L": [{"BOOL": True}]}}}}})
+    assert "AttributeValue" not in walked
+    fixed.serialize({"Item": {"blob": {"B": b"\x00"}}})
+    assert "AttributeValue" in walked  # binary still goes through moto's own path
