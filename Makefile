@@ -71,7 +71,7 @@ clean:
 # Benchmarks (bench/, figures recorded in docs/PERFORMANCE.md): requests and bytes per engine
 # step at 10/100/1000-node trees, cold start per handler (in a venv with only requirements.txt),
 # and the cost model built on the former. The local-stack figures run at N=200 resumes (about
-# 1.5 min) and 1,000 parked sessions (about 6 min). `make bench-quick` prints every figure at
+# 1 min) and 1,000 parked sessions (about 3 min); the whole run takes about 12 min. `make bench-quick` prints every figure at
 # small sizes in under 3 minutes, for use before a commit.
 VENV_RUNTIME := .venv-runtime
 RUNTIME_STAMP := $(VENV_RUNTIME)/.installed

@@ -17,8 +17,13 @@ the repo via PYTHONPYCACHEPREFIX). `--breakdown` adds, from one `python -X impor
 import time of each handler by package (boto3 and botocore included: the baseline pays them too).
 
 A handler that builds part of itself on its first request (`holdpoint.coldstart.Deferred`: the
-API's routes, the engine's step loop) gets a second line: the same pairs with those builds added to its load, i.e. what
-its cold start's load and first request pay together before the request's own work.
+API's routes, the engine's step loop) gets a second line: the same pairs with those builds added to
+its load, i.e. what its cold start's load and first request pay together before the request's own
+work.
+
+With the API among the handlers, a reference line follows: the same pairs for a program with
+nothing of Holdpoint in it, Powertools' HTTP API resolver with request validation on and one route
+taking one pydantic body, the least a validated Powertools API pays before its first answer.
 """
 
 from __future__ import annotations
@@ -49,6 +54,12 @@ _LOAD = ('import importlib.util, sys\nsys.path.insert(0, {dir!r})\n'
          'spec.loader.exec_module(module)\n')
 _FIRST = ('from holdpoint.coldstart import Deferred\n'
           'for _v in list(vars(module).values()):\n    if isinstance(_v, Deferred):\n        _v.get()\n')
+_REFERENCE = ("from aws_lambda_powertools.event_handler import APIGatewayHttpResolver\n"
+              "from pydantic import BaseModel\n"
+              "class Body(BaseModel):\n    type: str\n"
+              "app = APIGatewayHttpResolver(enable_validation=True)\n"
+              "@app.post('/v1/sessions')\ndef start(body: Body) -> dict:\n    return {}\n")
+REFERENCE = "validated Powertools resolver, one pydantic body, nothing of Holdpoint"
 _TIMED = "import time\n_t0 = time.perf_counter()\n{body}print((time.perf_counter() - _t0) * 1000)\n"
 LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
@@ -62,8 +73,11 @@ def env() -> dict[str, str]:
 
 def script(handler: str | None, first: bool = False) -> str:
     """The timed program: a handler's load (`first`: and its first-request builds) plus the three
-    clients, or (None) the baseline."""
-    body = (_LOAD.format(dir=str(ROOT / "functions" / handler)) + (_FIRST if first else "") if handler else "")
+    clients, the reference program (`REFERENCE`) plus them, or (None) the baseline."""
+    if handler == REFERENCE:
+        body = _REFERENCE
+    else:
+        body = _LOAD.format(dir=str(ROOT / "functions" / handler)) + (_FIRST if first else "") if handler else ""
     return _TIMED.format(body=body + _CLIENTS)
 
 
@@ -146,6 +160,10 @@ def main() -> None:
             failed.append(handler)
         if args.breakdown:
             print(f"            import self time by package (ms): {breakdown(args.python, handler)}")
+    if "api" in honest:
+        got = pairs(args.python, REFERENCE, args.pairs)
+        print(f"reference   {statistics.median(ms / base for ms, base in got):.2f}x  {REFERENCE} "
+              f"({statistics.median(m for m, _ in got):.0f} ms)")
     if failed:
         print(f"over target: {', '.join(failed)}")
     figure("cold start over bare boto3 + the same clients (with the first-request builds of a handler that "
