@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
+from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.aws.deliveries import DeliveryLog
 from holdpoint.aws.events import EventBus
@@ -32,10 +33,13 @@ from holdpoint.outbound.slack import (
 )
 from holdpoint.services.notify import Notifier
 from tests.harness import Harness
-from tests.slack_fake import SlackFake
+from tests.slack_fake import SlackFake, click_body, sign
+from tests.unit.test_api import CONTEXT, http_event, load_handler, parse
+from tests.unit.test_approver_policies import asking
 from tests.unit.test_notify import stream_batch
 
-BOT = "xoxb-unit-bot"
+BOT, SIGNING = "xoxb-unit-bot", "unit-signing-secret"
+"""As tests/unit/test_slack.py has them: a resolved secret is cached for the process."""
 PREFIX = "secretsmanager:holdpoint/tenants/t1"
 OPS = {"slack": {"channel": "#ops", "bot_token": f"{PREFIX}/slack-bot", "signing_secret": f"{PREFIX}/slack-signing"}}
 LEADS = {"slack": {**OPS["slack"], "channel": "#leads"}}
@@ -46,7 +50,7 @@ def fake(aws: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Slack
     """The fake Slack, the tenant's Slack secrets, the event bus and the notification DLQ."""
     sm, sqs = boto3.client("secretsmanager"), boto3.client("sqs")
     sm.create_secret(Name="holdpoint/tenants/t1/slack-bot", SecretString=BOT)
-    sm.create_secret(Name="holdpoint/tenants/t1/slack-signing", SecretString="unit-signing")
+    sm.create_secret(Name="holdpoint/tenants/t1/slack-signing", SecretString=SIGNING)
     boto3.client("events").create_event_bus(Name="notify")
     monkeypatch.setenv("EVENT_BUS_NAME", "notify")
     monkeypatch.setenv("NOTIFY_DLQ_URL", sqs.create_queue(QueueName="notify-dlq")["QueueUrl"])
@@ -214,3 +218,36 @@ def test_s1_the_outcome_names_the_option_the_answer_and_never_the_payload() -> N
     assert all(e["type"] == "plain_text" for e in shown[1]["elements"])  # nothing sent as markup
     assert message_key("i", 0, unmapped) != message_key("i", 1, unmapped) != message_key(
         "i", 1, SlackConfig.model_validate(LEADS["slack"]))
+
+
+@pytest.fixture
+def handlers(fake: SlackFake) -> Iterator[None]:
+    """The functions' assembly built afresh on this test's AWS and Slack, and forgotten after."""
+    assembly.reset()
+    yield
+    assembly.reset()
+
+
+@pytest.mark.usefixtures("handlers")
+def test_s1_a_click_short_of_the_quorum_keeps_the_buttons_and_the_deciding_one_updates(fake: SlackFake) -> None:
+    slack = {**OPS["slack"], "users": {"U1": "ann", "U2": "bob"}}
+    h = Harness(asking(), agent={"approval": {"subjects": ["ann", "bob"], "quorum": 2}, "notify": [{"slack": slack}]})
+    h.say("Email Bob")
+    stream(h, notifier(h), "session.interrupted")
+    [(ts, message)] = fake.posts
+    channels = load_handler("channels")
+    route = "POST /v1/channels/slack/interactions"
+
+    def click(user: str) -> dict[str, Any]:
+        body = click_body(message, ts, 0, user=user)
+        event = http_event("POST", "/v1/channels/slack/interactions", raw_body=body, tenant=None, route_key=route)
+        event["headers"].update({k.lower(): v for k, v in sign(SIGNING, body).items()})
+        status, out = parse(channels.handler(event, CONTEXT))
+        assert status == 200, out
+        return dict(out)
+
+    assert click("U1")["noop"] is False
+    assert updates(fake) == [] and h.state().interrupts["int-ok"].status == "open"  # bob may still answer
+    assert click("U2")["noop"] is False
+    [update] = updates(fake)
+    assert update["ts"] == ts and "\nApprove by <@U2> at " in update["text"]
