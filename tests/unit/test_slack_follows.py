@@ -251,3 +251,20 @@ def test_s1_a_click_short_of_the_quorum_keeps_the_buttons_and_the_deciding_one_u
     assert click("U2")["noop"] is False
     [update] = updates(fake)
     assert update["ts"] == ts and "\nApprove by <@U2> at " in update["text"]
+
+
+def test_s1_an_interrupt_closed_while_its_post_was_on_its_way_is_updated_by_the_post(fake: SlackFake) -> None:
+    """A retried post racing the closing event (which found no message yet) updates the message itself."""
+    h = parked(OPS)
+    iid = h.open_interrupt()["interrupt_id"]
+    reads = [h.store.read_interrupt("t1", h.session_id or "", iid)]
+    h.resume(iid, {"approved": True})
+    reads.append(h.store.read_interrupt("t1", h.session_id or "", iid))  # open when posting, resolved after
+    log = DeliveryLog()
+    channel = SlackChannel(signing, lambda *_: reads.pop(0) if len(reads) > 1 else reads[0], messages=log)
+    channel.deliver({"type": "interrupt.raised", "tenant": "t1", "session_id": h.session_id, "interrupt_id": iid},
+                    OPS, {})
+    [(ts, _)] = fake.posts
+    [update] = updates(fake)
+    assert update["ts"] == ts and "\nApproved by user-1 (client) at 20" in update["text"]
+    assert log.posted("t1", h.session_id or "", message_key(iid, 0, SlackConfig.model_validate(OPS["slack"])))

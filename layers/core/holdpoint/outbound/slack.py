@@ -264,8 +264,13 @@ class SlackChannel:
         if self.messages is not None and self.messages.posted(tenant, session_id, key) is not None:
             return
         sent = self.post(tenant, session_id, found.view(), config, links)
-        if self.messages is not None:
-            self.messages.keep_posted(tenant, session_id, key, sent)
+        if self.messages is None:
+            return
+        self.messages.keep_posted(tenant, session_id, key, sent)
+        after = self.read_interrupt(tenant, session_id, found.interrupt_id)
+        if after is not None and after.generation == found.generation and after.status != "open":
+            # Closed while this (retried) post was on its way: its closing event found no message.
+            self._show_closed(tenant, config, sent, after)
 
     def _closed(self, event: dict[str, Any], config: SlackConfig) -> None:
         """Update the message posted for the raise this event closes (none posted: nothing to do).
@@ -281,16 +286,20 @@ class SlackChannel:
         if ref is None:
             return
         if found is not None and found.generation == generation and found.status != "open":
-            text = message_of(found.view())
-            outcome = outcome_of(found.status, found.resolution, found.payload)
-            at, responder = found.resolved_at or event.get("at"), found.responder
-        else:  # deleted after its retention, or raised again since: the event's own account
-            text = "Holdpoint asked a question here."
-            outcome = "Expired" if event.get("type") == "interrupt.expired" else "Answered"
-            at, responder = event.get("at"), event.get("responder")
-        user, subject = decided_by(responder, config)
-        self._update(tenant, config, ref, text, Decided(outcome=outcome, at=slack_time(at), user=user,
-                                                        subject=subject))
+            self._show_closed(tenant, config, ref, found)
+            return
+        # Deleted after its retention, or raised again since: the event's own account.
+        user, subject = decided_by(event.get("responder"), config)
+        outcome = "Expired" if event.get("type") == "interrupt.expired" else "Answered"
+        self._update(tenant, config, ref, "Holdpoint asked a question here.",
+                     Decided(outcome=outcome, at=slack_time(event.get("at")), user=user, subject=subject))
+
+    def _show_closed(self, tenant: str, config: SlackConfig, ref: Mapping[str, str], closed: Interrupt) -> None:
+        """Update a message with how the interrupt, as stored, closed."""
+        user, subject = decided_by(closed.responder, config)
+        self._update(tenant, config, ref, message_of(closed.view()), Decided(
+            outcome=outcome_of(closed.status, closed.resolution, closed.payload), at=slack_time(closed.resolved_at),
+            user=user, subject=subject))
 
     def _update(self, tenant: str, config: SlackConfig, ref: Mapping[str, str], text: str, decided: Decided) -> None:
         """Replace a message's buttons with its decision; a message gone from Slack is left alone."""
