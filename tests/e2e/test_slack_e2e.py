@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlencode
 import pytest
 import requests
 
+from holdpoint.aws.store import session_pk
 from tests.security.probes import table_count
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.stack import Api, resumed_triggers, seed_worker, wait_execution, worker_answering
@@ -78,7 +79,16 @@ def posted(api: Api, stack: Any, slack_fake: SlackFake) -> tuple[str, str, str, 
         return None
 
     ts, args = wait_for(message, "the interrupt posted to Slack", describe=lambda: slack_fake.calls)
+    wait_for(lambda: delivered(stack, sid), "the post's delivery finished (its message kept, S1)")
     return sid, iid, ts, args
+
+
+def delivered(stack: Any, sid: str) -> bool:
+    """Every notification delivery of session `sid` finished: nothing more is written for it."""
+    items = stack.client("dynamodb").query(
+        TableName=stack.env["TABLE_NAME"], KeyConditionExpression="PK = :p AND begins_with(SK, :d)",
+        ExpressionAttributeValues={":p": {"S": session_pk(stack.tenant, sid)}, ":d": {"S": "D#evt_"}})["Items"]
+    return bool(items) and all(item["status"]["S"] == "delivered" for item in items)
 
 
 def click(stack: Any, body: str, headers: dict[str, str]) -> requests.Response:
