@@ -2,7 +2,7 @@
 the real `slack_sdk` against the local fake), and each of four parked interrupts resolved from a
 different channel in turn: a Slack click, a signed link, the inbox page in headless Chromium, the
 `holdpoint` command. Each interrupt arrives exactly once on each notification channel and each
-resolution delivers exactly one `interrupt.resumed`."""
+resolution delivers exactly one `interrupt.resumed` and updates the interrupt's Slack message (S1)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from holdpoint import cli
 from holdpoint.client import Client
 from tests.e2e.test_inbox_page import WAIT_MS, card, open_inbox
 from tests.e2e.test_notify_e2e import SECRET_REF, BusWatch, Receiver
-from tests.e2e.test_slack_e2e import OPTIONS, SIGNING, click, entry, slack_stack
+from tests.e2e.test_slack_e2e import OPTIONS, SIGNING, blocks, click, entry, slack_stack, updated
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.stack import Api, resumed_triggers, seed_worker, wait_execution, worker_answering
 from tests.waiting import wait_for
@@ -132,3 +132,8 @@ def test_every_channel_is_told_once_and_each_one_resolves_an_interrupt(
                  or None, f"the {name} resolution on the bus")
         assert {k: len(v) for k, v in arrivals(bus, receiver, slack_fake, sid).items()} == {
             "bus": 1, "webhook": 1, "slack": 1}, name
+        # S1: wherever it was decided, the Slack message says so and keeps no buttons.
+        [(ts, _)] = got["slack"]
+        update = wait_for(lambda ts=ts: updated(slack_fake, ts), f"the Slack message updated after the {name} "
+                          "resolution", describe=lambda: slack_fake.calls)[-1]
+        assert "\nSend it by " in update["text"] and "actions" not in [b["type"] for b in blocks(update)], name

@@ -2,7 +2,7 @@
 through the real `slack_sdk` client to a local fake of the Slack Web API; a correctly signed click
 on `POST /v1/channels/slack/interactions` resumes the interrupt once (one `interrupt.resumed`) and
 updates the message; a wrongly signed, stale, tampered or unmapped click is a 4xx that records
-nothing and sends nothing."""
+nothing and sends nothing; decided anywhere else (the API), the message is updated all the same (S1)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlencode
 import pytest
 import requests
 
+from holdpoint.aws.store import session_pk
 from tests.security.probes import table_count
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.stack import Api, resumed_triggers, seed_worker, wait_execution, worker_answering
@@ -78,7 +79,16 @@ def posted(api: Api, stack: Any, slack_fake: SlackFake) -> tuple[str, str, str, 
         return None
 
     ts, args = wait_for(message, "the interrupt posted to Slack", describe=lambda: slack_fake.calls)
+    wait_for(lambda: delivered(stack, sid), "the post's delivery finished (its message kept, S1)")
     return sid, iid, ts, args
+
+
+def delivered(stack: Any, sid: str) -> bool:
+    """Every notification delivery of session `sid` finished: nothing more is written for it."""
+    items = stack.client("dynamodb").query(
+        TableName=stack.env["TABLE_NAME"], KeyConditionExpression="PK = :p AND begins_with(SK, :d)",
+        ExpressionAttributeValues={":p": {"S": session_pk(stack.tenant, sid)}, ":d": {"S": "D#evt_"}})["Items"]
+    return bool(items) and all(item["status"]["S"] == "delivered" for item in items)
 
 
 def click(stack: Any, body: str, headers: dict[str, str]) -> requests.Response:
@@ -103,14 +113,42 @@ def test_slack_posts_options_as_buttons_and_a_signed_click_resumes_once(
         {"status": "resolved", "payload": {"approved": True}, "responder": {"user": "U0ALICE"}}]
     [resumed] = [e for e in api.events(sid) if e["type"] == "session.interrupt_resumed"]
     assert (resumed.get("data") or resumed)["responder"]["subject"] == "alice"
-    [update] = [args for m, _, args in slack_fake.calls if m == "chat.update"]
-    assert update["ts"] == ts and "Send it by <@U0ALICE> at " in update["text"]
-    assert "actions" not in [b["type"] for b in update["blocks"]]  # the buttons are gone
+    # The click updates its message, and the closing event (S1) updates it the same way again.
+    both = wait_for(lambda: len(updated(slack_fake, ts)) == 2 and updated(slack_fake, ts), "two updates of the message",
+                    describe=lambda: slack_fake.calls)
+    for update in both:
+        assert "Send it by <@U0ALICE> at " in update["text"]
+        assert "actions" not in [b["type"] for b in blocks(update)]  # the buttons are gone
 
-    again = click(stack, body, sign(SIGNING, body))  # Slack retries: a no-op, no second update
+    again = click(stack, body, sign(SIGNING, body))  # Slack retries: a no-op, no further update
     assert again.status_code == 200 and again.json()["noop"] is True
     assert len(resumed_triggers(options_worker, sid)) == 1
-    assert [m for m, _, _ in slack_fake.calls].count("chat.update") == 1
+    assert [m for m, _, _ in slack_fake.calls].count("chat.update") == 2
+
+
+def updated(slack_fake: SlackFake, ts: str) -> list[dict[str, Any]]:
+    """Every `chat.update` of the message posted at `ts`."""
+    return [args for m, _, args in list(slack_fake.calls) if m == "chat.update" and args.get("ts") == ts]
+
+
+def blocks(args: dict[str, Any]) -> list[dict[str, Any]]:
+    raw = args["blocks"]
+    return json.loads(raw) if isinstance(raw, str) else list(raw)
+
+
+def test_s1_a_resume_through_the_api_updates_the_slack_message(
+        api: Api, stack: Any, slack_fake: SlackFake, options_worker: list[dict[str, Any]]) -> None:
+    """S1 over HTTP: decided through `POST .../resume`, not Slack, the message still says so."""
+    sid, iid, ts, _ = posted(api, stack, slack_fake)
+    resp = api.resume(sid, iid, {"status": "resolved", "payload": {"approved": False}})
+    assert resp.status_code == 200 and resp.json()["noop"] is False, resp.text
+    [update] = wait_for(lambda: updated(slack_fake, ts), "the Slack message updated",
+                        describe=lambda: slack_fake.calls)
+    assert update["channel"] == "C0FAKE"
+    assert update["text"].startswith("Send the email?\nDon't by ") and " (client) at 20" in update["text"]
+    assert "actions" not in [b["type"] for b in blocks(update)]  # the buttons are gone
+    assert BOT_TOKEN not in json.dumps(update) and SIGNING not in json.dumps(update)
+    assert [m for m, _, _ in slack_fake.calls] == ["chat.postMessage", "chat.update"]
 
 
 def test_slack_bad_clicks_are_refused_and_record_nothing(

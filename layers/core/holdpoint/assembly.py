@@ -88,7 +88,9 @@ def get_notifier() -> Notifier:
     from holdpoint.outbound import channels
     from holdpoint.services.notify import Notifier
 
-    return Notifier(get_store(), EventBus(), DeliveryLog(), get_timers(), signing, channels.installed(get_store()),
+    deliveries = DeliveryLog()
+    return Notifier(get_store(), EventBus(), deliveries, get_timers(), signing,
+                    channels.installed(get_store(), deliveries),
                     link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""))
 
 

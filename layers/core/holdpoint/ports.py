@@ -173,6 +173,15 @@ class Deliveries(Protocol):
     def dead_letter(self, record: dict[str, Any]) -> None: ...
 
 
+class PostedMessages(Protocol):
+    """Where a chat channel keeps the message it posted for an interrupt (Slack's `{channel, ts}`),
+    so the message can be updated once the interrupt closes (S1). The first message kept wins."""
+
+    def keep_posted(self, tenant: str, session_id: str, key: str, ref: dict[str, str]) -> None: ...
+
+    def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None: ...
+
+
 Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any] | None]
 """Ask the agent's worker (agent config, decision request, the session's tenant) for its answer;
 `None` is a `null` answer (the engine applies its own continuation)."""

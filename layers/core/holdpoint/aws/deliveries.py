@@ -2,6 +2,9 @@
 events and the state, so no session read ever sees them), and the notification dead-letter queue
 (`NOTIFY_DLQ_URL`).
 
+The message a chat channel posted for an interrupt is kept beside them (`D#M#{key}`), written
+once (the first kept wins), so the channel can update it when the interrupt closes (S1).
+
 Every step is a conditional write: `claim` creates the record only if it does not exist (a
 redelivered stream record starts nothing), `begin` moves it to the next attempt only from the
 attempt before (a repeated timer message runs nothing), and `finish` records the outcome of the
@@ -24,6 +27,12 @@ PREFIX = "D#"
 KEEP_SECS = 14 * 24 * 3600
 """A record outlives every redelivery it dedupes (a stream keeps records a day; retries end within
 the policy's total) and then expires through the table's TTL."""
+
+
+POSTED = PREFIX + "M#"
+POSTED_KEEP_SECS = 400 * 24 * 3600
+"""A posted message's reference outlives the longest an interrupt can stay parked (a Step
+Functions execution's year), then expires through the table's TTL."""
 
 
 def _s(value: str) -> dict[str, str]:
@@ -102,6 +111,23 @@ class DeliveryLog:
             return None
         return {"status": item["status"]["S"], "attempt": int(item["attempt"]["N"]),
                 "last_error": item.get("last_error", {}).get("S") or None}
+
+    def keep_posted(self, tenant: str, session_id: str, key: str, ref: dict[str, str]) -> None:
+        """Keep a posted message's `{channel, ts}` under `key`, unless one is kept already."""
+        item = {"PK": _s(session_pk(tenant, session_id)), "SK": _s(POSTED + key),
+                "channel": _s(ref["channel"]), "ts": _s(ref["ts"]), "ttl": _n(int(time.time()) + POSTED_KEEP_SECS)}
+        try:
+            self.client.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(SK)")
+        except ClientError as exc:
+            if not _failed_condition(exc):
+                raise
+
+    def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None:
+        """The message kept under `key`, or None when none was posted."""
+        got = self.client.get_item(TableName=self.table, ConsistentRead=True,
+                                   Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(POSTED + key)})
+        item = got.get("Item")
+        return {"channel": item["channel"]["S"], "ts": item["ts"]["S"]} if item else None
 
     @property
     def sqs(self) -> Any:

@@ -437,7 +437,7 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation:
     interrupt.woken = True
     state.touch(interrupt)
     state.emit("session.interrupt_resumed", interrupt_id=interrupt_id, payload=interrupt.resolution,
-               responder=interrupt.responder, expired=happened == "expired")
+               responder=interrupt.responder, expired=happened == "expired", generation=interrupt.generation)
     if was_parking_active:
         trigger = {"type": "interrupt.resumed", "interrupt_id": interrupt_id, "payload": interrupt.resolution}
         anchor = interrupt.anchor if interrupt.anchor is not None else state.tree.head_id

@@ -18,6 +18,8 @@ NOTIFY_EVENTS: tuple[str, ...] = ("interrupt.raised", "interrupt.answered", "int
 """The lifecycle events published (EventBridge `detail-type`, webhook `type`)."""
 WAITING = ("interrupt.raised", "interrupt.reminded", "interrupt.escalated")
 """Events about an interrupt still waiting for an answer: they carry its reason and one-click links."""
+CLOSING = ("interrupt.resolved", "interrupt.expired")
+"""Events that close an interrupt, however it was decided (S1: a Slack message follows them)."""
 TIMER_EVENTS = ("interrupt.reminded", "interrupt.escalated")
 """A5's reminders and escalations, logged under the same names they are published as."""
 ANSWERED = "interrupt.answered"
@@ -116,8 +118,10 @@ def notification(tenant: str, session_id: str, agent_id: str | None, event: dict
         out["links"] = dict(links or {})
     elif kind == ANSWERED:  # A2: who answered and how; the interrupt waits for the rest of its quorum
         out.update({k: data[k] for k in ("reason", "answer", "answers", "quorum") if k in data})
-    else:
+    else:  # CLOSING: who decided, and which raise of the interrupt it closed (S1)
         out.update(responder=data.get("responder"), summary=summary(data.get("payload")))
+        if "generation" in data:
+            out["generation"] = data["generation"]
     return out
 
 
@@ -137,6 +141,10 @@ def channel_of(entry: Any) -> str | None:
 
 
 def wants(entry: dict[str, Any], kind: str) -> bool:
-    """Whether a declared entry asked for this event."""
+    """Whether a declared entry asked for this event. A Slack entry that posts raised interrupts
+    also gets their closing events, whatever it lists, to update its message (S1)."""
     events = entry.get("events")
-    return kind in (NOTIFY_EVENTS if events is None else events)
+    if events is None:
+        return kind in NOTIFY_EVENTS
+    return kind in events or (kind in CLOSING and "interrupt.raised" in events
+                              and channel_of(entry) == "notify.slack")

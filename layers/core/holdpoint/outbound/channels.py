@@ -4,15 +4,17 @@ channel plugs in (it implements `ports.NotifyChannel`: `deliver(event, entry, li
 
 from __future__ import annotations
 
-from holdpoint.ports import NotifyChannel, SessionStore
+from holdpoint.ports import NotifyChannel, PostedMessages, SessionStore
 
 
-def installed(store: SessionStore | None = None) -> dict[str, NotifyChannel]:
+def installed(store: SessionStore | None = None, messages: PostedMessages | None = None) -> dict[str, NotifyChannel]:
     """Every channel the notifier delivers to; an entry of a kind not listed here is skipped.
-    Slack reads the raised interrupt from `store` (a notification carries only a summary)."""
+    Slack reads the raised interrupt from `store` (a notification carries only a summary) and
+    keeps the messages it posts in `messages`, to update them when the interrupt closes."""
     from holdpoint.aws import signing
     from holdpoint.outbound.slack import SlackChannel
     from holdpoint.outbound.webhooks import WebhookChannel
 
     return {"notify.webhook": WebhookChannel(),
-            "notify.slack": SlackChannel(signing, store.read_interrupt if store is not None else None)}
+            "notify.slack": SlackChannel(signing, store.read_interrupt if store is not None else None,
+                                          messages=messages)}

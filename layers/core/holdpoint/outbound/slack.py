@@ -10,10 +10,17 @@ so neither the button nor the signature can be forged alone. The option's value 
 stored interrupt at click time, so a button stays small whatever the option holds. The Web API's
 base URL is `HOLDPOINT_SLACK_API_URL` (Slack's own by default), so tests point the real client at
 a fake. The notifier installs the channel as `notify.slack` (`outbound.channels`).
+
+A message follows its interrupt (S1): the post's `{channel, ts}` is kept (`ports.PostedMessages`)
+under the interrupt, its generation and a digest of the Slack declaration, and the interrupt's
+closing event (`interrupt.resolved`, `interrupt.expired`), however it was decided, updates that
+message to say who decided what and when, without buttons (`decided_blocks`, which a click's own
+update uses too).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -31,10 +38,10 @@ from slack_sdk.signature import SignatureVerifier
 from holdpoint.aws import secretrefs
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
-from holdpoint.core.notify import declared_options
+from holdpoint.core.notify import CLOSING, declared_options
 from holdpoint.core.protocol import Wire
 from holdpoint.core.state import Interrupt
-from holdpoint.ports import DeliveryFailed, Sealer
+from holdpoint.ports import DeliveryFailed, PostedMessages, Sealer
 
 logger = logging.getLogger(__name__)
 
@@ -137,32 +144,173 @@ def message_of(interrupt: Mapping[str, Any]) -> str:
 ReadInterrupt = Callable[[str, str, str], Interrupt | None]
 """`SessionStore.read_interrupt`: the interrupt as stored, with its whole payload."""
 
+FAILURES = (ValueError, secretrefs.SecretRefError, SlackApiError, SlackClientError, ClientError, OSError)
+"""What keeps a post or an update from Slack: raised as `DeliveryFailed`, to be retried."""
+GONE = ("message_not_found", "channel_not_found", "cant_update_message")
+"""Slack's answers to an update of a message that is no longer there to update: nothing to retry."""
+
+
+@dataclass(frozen=True)
+class Decided:
+    """How an interrupt closed, as its message shows it: the outcome's words, who (a Slack user
+    id to mention, or a subject shown as plain text; neither for an expiry) and when."""
+
+    outcome: str
+    at: str
+    user: str = ""
+    subject: str = ""
+
+
+def message_key(interrupt_id: str, generation: int, config: SlackConfig) -> str:
+    """Where the message posted for one raise of an interrupt to one Slack declaration is kept."""
+    digest = hashlib.sha256(json.dumps(config.model_dump(exclude_none=True), sort_keys=True,
+                                       separators=(",", ":")).encode()).hexdigest()[:16]
+    return f"slack#{interrupt_id}#{generation}#{digest}"
+
+
+def slack_time(iso: str | None) -> str:
+    """`2026-01-01T10:00:00.000Z` as the message shows a time: `2026-01-01 10:00:00 UTC`."""
+    return f"{iso[:10]} {iso[11:19]} UTC" if iso and len(iso) >= 19 else "an unknown time"
+
+
+def outcome_of(status: str, resolution: Any, payload: Any) -> str:
+    """The closing answer in words: expired (with its `on_expiry` outcome), cancelled, the label of
+    the option it chose, approved or denied; never the answer's own content beyond that."""
+    answer = resolution if isinstance(resolution, dict) else {}
+    if status == "expired":
+        return {"approve": "Expired (approved)", "deny": "Expired (denied)"}.get(
+            str(answer.get("on_expiry")), "Expired (cancelled)")
+    if answer.get("status") == "cancelled":
+        return "Cancelled"
+    inner = answer["payload"] if answer.get("status") == "resolved" and "payload" in answer else resolution
+    for option in options_of(payload):
+        if inner == option["value"]:
+            return str(option["label"])[:75]
+    approved = inner["approved"] if isinstance(inner, dict) and "approved" in inner else answer.get("approved")
+    return {True: "Approved", False: "Denied"}.get(approved, "Answered") if isinstance(approved, bool) else "Answered"
+
+
+def decided_by(responder: Mapping[str, Any] | None, config: SlackConfig) -> tuple[str, str]:
+    """(Slack user, subject) to show for whoever decided: the Slack user a `slack:` subject or a
+    subject mapped from exactly one user names, else the subject with its origin."""
+    who = responder or {}
+    subject, origin = str(who.get("subject") or ""), str(who.get("origin") or "")
+    if origin == "system" and subject == "expiry":
+        return "", ""
+    mapped = [user for user, mapped_to in (config.users or {}).items() if mapped_to == subject]
+    if config.users is None and subject.startswith("slack:"):
+        mapped = [subject.removeprefix("slack:")]
+    if len(mapped) == 1 and all(c.isalnum() or c in "._-" for c in mapped[0]):
+        return mapped[0], ""
+    return "", f"{subject} ({origin})" if origin else subject
+
+
+def decided_blocks(text: str, decided: Decided) -> tuple[str, list[dict[str, Any]]]:
+    """A decided message (the text and its blocks, no buttons): the one rendering of both a
+    click's update and a closing event's. Only a Slack user id is sent as markup."""
+    if decided.user:
+        by: dict[str, Any] = {"type": "mrkdwn", "text": f"by <@{decided.user}> at {decided.at}"}
+        said = by["text"]
+    else:
+        who = f"by {decided.subject} at " if decided.subject else "at "
+        by = {"type": "plain_text", "text": f"{who}{decided.at}"[:MAX_TEXT], "emoji": False}
+        said = escape(by["text"])
+    fallback = f"{text}\n{escape(decided.outcome)} {said}"
+    return fallback[:MAX_TEXT], [section(text), {"type": "context", "elements": [
+        {"type": "plain_text", "text": decided.outcome[:75] or " ", "emoji": False}, by]}]
+
+
+def escape(text: str) -> str:
+    """Text Slack would read as markup (`<!channel>`, links) in a message's `text`, shown as typed."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
 
 class SlackChannel:
     """The `notify.slack` channel (`ports.NotifyChannel`): an `interrupt.raised` notification
     becomes a message with the interrupt's options as buttons."""
 
     def __init__(self, sealer: Sealer, read_interrupt: ReadInterrupt | None = None,
-                 client: Callable[[str], WebClient] | None = None) -> None:
+                 client: Callable[[str], WebClient] | None = None, messages: PostedMessages | None = None) -> None:
         self.sealer = sealer
         self.read_interrupt = read_interrupt
         self.client = client or web_client
+        self.messages = messages
 
     def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
         """Post a raised interrupt that is still open (a notification carries only a summary of
-        the payload, so the interrupt is read as stored); other events post nothing. Anything
-        that keeps the post from Slack raises `DeliveryFailed`, to be retried."""
-        if event.get("type") != "interrupt.raised" or self.read_interrupt is None:
+        the payload, so the interrupt is read as stored) and keep the message; update the kept
+        message once the interrupt closes; other events send nothing. Anything that keeps the
+        post or the update from Slack raises `DeliveryFailed`, to be retried."""
+        kind = event.get("type")
+        if self.read_interrupt is None or (kind != "interrupt.raised" and kind not in CLOSING):
             return
         try:
             config = SlackNotify.model_validate({"slack": entry.get("slack")}).slack
-            found = self.read_interrupt(str(event["tenant"]), str(event["session_id"]), str(event["interrupt_id"]))
-            if found is None or found.status != "open":
-                return
-            self.post(str(event["tenant"]), str(event["session_id"]), found.view(), config, links)
-        except (ValueError, secretrefs.SecretRefError, SlackApiError, SlackClientError, ClientError,
-                OSError) as exc:
+            if kind == "interrupt.raised":
+                self._raised(event, config, links)
+            else:
+                self._closed(event, config)
+        except FAILURES as exc:
             raise DeliveryFailed(f"slack: {str(exc)[:300]}") from exc
+
+    def _raised(self, event: dict[str, Any], config: SlackConfig, links: dict[str, str]) -> None:
+        """Post once per raise: a retried attempt whose message was kept posts nothing again."""
+        assert self.read_interrupt is not None
+        tenant, session_id = str(event["tenant"]), str(event["session_id"])
+        found = self.read_interrupt(tenant, session_id, str(event["interrupt_id"]))
+        if found is None or found.status != "open":
+            return
+        key = message_key(found.interrupt_id, found.generation, config)
+        if self.messages is not None and self.messages.posted(tenant, session_id, key) is not None:
+            return
+        sent = self.post(tenant, session_id, found.view(), config, links)
+        if self.messages is None:
+            return
+        self.messages.keep_posted(tenant, session_id, key, sent)
+        after = self.read_interrupt(tenant, session_id, found.interrupt_id)
+        if after is not None and after.generation == found.generation and after.status != "open":
+            # Closed while this (retried) post was on its way: its closing event found no message.
+            self._show_closed(tenant, config, sent, after)
+
+    def _closed(self, event: dict[str, Any], config: SlackConfig) -> None:
+        """Update the message posted for the raise this event closes (none posted: nothing to do).
+        The outcome is read off the interrupt as stored while it is that raise's; else the event says
+        only how it closed."""
+        assert self.read_interrupt is not None
+        tenant, session_id, iid = str(event["tenant"]), str(event["session_id"]), str(event["interrupt_id"])
+        found = self.read_interrupt(tenant, session_id, iid)
+        generation = event.get("generation")
+        if not isinstance(generation, int):
+            generation = found.generation if found is not None else 0
+        ref = self.messages.posted(tenant, session_id, message_key(iid, generation, config)) if self.messages else None
+        if ref is None:
+            return
+        if found is not None and found.generation == generation and found.status != "open":
+            self._show_closed(tenant, config, ref, found)
+            return
+        # Deleted after its retention, or raised again since: the event's own account.
+        user, subject = decided_by(event.get("responder"), config)
+        outcome = "Expired" if event.get("type") == "interrupt.expired" else "Answered"
+        self._update(tenant, config, ref, "Holdpoint asked a question here.",
+                     Decided(outcome=outcome, at=slack_time(event.get("at")), user=user, subject=subject))
+
+    def _show_closed(self, tenant: str, config: SlackConfig, ref: Mapping[str, str], closed: Interrupt) -> None:
+        """Update a message with how the interrupt, as stored, closed."""
+        user, subject = decided_by(closed.responder, config)
+        self._update(tenant, config, ref, message_of(closed.view()), Decided(
+            outcome=outcome_of(closed.status, closed.resolution, closed.payload), at=slack_time(closed.resolved_at),
+            user=user, subject=subject))
+
+    def _update(self, tenant: str, config: SlackConfig, ref: Mapping[str, str], text: str, decided: Decided) -> None:
+        """Replace a message's buttons with its decision; a message gone from Slack is left alone."""
+        token = secretrefs.resolve(config.bot_token, tenant, "slack.bot_token") or ""
+        fallback, blocks = decided_blocks(text, decided)
+        try:
+            self.client(token).chat_update(channel=ref["channel"], ts=ref["ts"], text=fallback, blocks=blocks)
+        except SlackApiError as exc:
+            if exc.response.get("error") not in GONE:
+                raise
+            logger.warning("slack message %s is gone; not updated", ref["ts"])
 
     def post(self, tenant: str, session_id: str, interrupt: Mapping[str, Any], config: SlackConfig,
              links: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -212,12 +360,8 @@ class SlackChannel:
 
     def show_decision(self, click: Click, at: str) -> None:
         """Replace the buttons with who decided what, and when (the label is sent as plain text)."""
-        token = secretrefs.resolve(click.config.bot_token, click.tenant, "slack.bot_token") or ""
-        decided = f"{click.label} by <@{click.user}> at {at}"
-        self.client(token).chat_update(channel=click.channel, ts=click.ts, text=f"{click.text}\n{decided}", blocks=[
-            section(click.text),
-            {"type": "context", "elements": [{"type": "plain_text", "text": click.label[:75], "emoji": False},
-                                             {"type": "mrkdwn", "text": f"by <@{click.user}> at {at}"}]}])
+        self._update(click.tenant, click.config, {"channel": click.channel, "ts": click.ts}, click.text,
+                     Decided(outcome=click.label, at=at, user=click.user))
 
 
 def check_declaration(slack: Any, tenant: str, field: str) -> None:

@@ -1,7 +1,8 @@
 """`POST /v1/channels/slack/interactions`: a click on a Slack button becomes a resume. Slack
 signs the request (checked against the signing secret the sealed button names) and sends no
 bearer token, so API Gateway runs no authorizer here; the click acts as the Slack user's mapped
-subject with the client origin, and the message is updated to say who decided and when."""
+subject with the client origin, and once the click decides the interrupt (a quorum may need more
+answers) the message is updated to say who decided and when."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def slack_interaction() -> dict[str, Any]:
                  edge.check_payload(click.resume_payload()))
     if not out["noop"]:
         count("InterruptsResumed")
+    if not out["noop"] and out.get("status") != "open":  # a quorum still short keeps its buttons
         try:
             slack.show_decision(click, datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
         except Exception:  # noqa: BLE001 - the resume stands; the message keeps its buttons
