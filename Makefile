@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SAM_STAMP := $(VENV_SAM)/.installed
 LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)
 
-.PHONY: venv test test-unit serve demo smoke deploy lint sam-check clean
+.PHONY: venv system-packages test test-unit serve demo smoke deploy lint sam-check clean
 
 venv: $(STAMP)
 
@@ -18,8 +18,13 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
+# Debian's chromium and node/npm for the page and AG-UI tests: installed with apt-get when missing,
+# or one line naming them when this machine cannot install (not root, no apt-get).
+system-packages:
+	@bash local/system-packages.sh
+
 # Everything: unit, integration (in-process, exhaustive), e2e and security (over HTTP on the local stack).
-test: venv
+test: system-packages venv
 	$(PY) -m pytest -q
 
 # The fast tier: core and service tests on moto's in-process AWS, no server (under a minute).

@@ -1,5 +1,5 @@
 """Shared e2e fixtures: a real headless Chromium for the page tests (Debian's `chromium`, driven by
-Playwright; `.ci/run` installs it), one browser per test module; and the local fake of the Slack
+Playwright; `make test` installs it), one browser per test module; and the local fake of the Slack
 Web API."""
 
 from __future__ import annotations

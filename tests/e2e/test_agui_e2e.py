@@ -22,8 +22,6 @@ from tests.stack import Api, declare_agent, seed_worker
 
 AGUI = ROOT / "tests" / "agui"
 NODE, NPM = shutil.which("node"), shutil.which("npm")
-pytestmark = pytest.mark.skipif((NODE is None or NPM is None) and not os.environ.get("CI"),
-                                reason="node and npm are not installed (CI installs them: .ci/run)")
 RUN = "/v1/channels/ag-ui/agents/assistant/run"
 CONNECT = "/v1/channels/ag-ui/agents/assistant/connect"
 
@@ -31,7 +29,7 @@ CONNECT = "/v1/channels/ag-ui/agents/assistant/connect"
 @pytest.fixture(scope="session")
 def agui_client() -> Path:
     """The pinned AG-UI packages, installed from the lock file once (a fresh machine has none)."""
-    assert NODE is not None and NPM is not None, "node and npm are needed for the AG-UI client tests"
+    assert NODE is not None and NPM is not None, "node and npm are needed (`make test` installs them)"
     if not (AGUI / "node_modules" / "@ag-ui" / "client" / "package.json").exists():
         subprocess.run([NPM, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=AGUI, check=True,
                        timeout=600)

@@ -25,7 +25,6 @@ from tests.stack import SCRIPT, Api, wait_execution
 from tests.waiting import wait_for
 
 NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 WORKER_JS = ROOT / "examples" / "node_worker.mjs"
 SECRET_ENV = "HOLDPOINT_NODE_WORKER_SECRET"
@@ -51,7 +50,7 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
 
 @pytest.fixture
 def node_worker(tmp_path: Path) -> Iterator[NodeWorker]:
-    assert NODE is not None
+    assert NODE is not None, "node is needed for the Node worker tests (`make test` installs it)"
     secret = secrets.token_hex(16)
     log = tmp_path / "node_worker.log"
     env = {**os.environ, "PORT": "0", "HOLDPOINT_WORKER_SECRET": secret}

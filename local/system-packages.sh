@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The system packages `make test` needs beyond python3 and make: Debian's chromium (the inbox page
+# tests launch /usr/bin/chromium through Playwright) and node with npm (AG-UI's own client).
+# Installs what is missing with apt-get when it can; otherwise stops with one line naming them.
+set -euo pipefail
+need=()
+[ -x /usr/bin/chromium ] || need+=(chromium)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+[ ${#need[@]} -eq 0 ] && exit 0
+as_root=()
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  as_root=(sudo)
+fi
+if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ ${#as_root[@]} -gt 0 ]; }; then
+  echo "installing ${need[*]} with apt-get (needed by the page and AG-UI tests)"
+  "${as_root[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
+  exit 0
+fi
+echo "make test needs ${need[*]}; install them (Debian: apt-get install ${need[*]}) and run it again" >&2
+exit 1
