@@ -40,6 +40,7 @@ class LocalStack:
     - `handlers`: {logical id: callable} overrides, e.g. throwaway handlers in tests.
     - `http_port`: 0 picks a free port; default $HOLDPOINT_PORT or 8787.
     - `stack_name`: prefixes resource names, so tests sharing one moto server stay isolated.
+    - `parameters`: template parameter overrides (as `sam deploy --parameter-overrides`), e.g. quotas.
     """
 
     def __init__(
@@ -62,6 +63,7 @@ class LocalStack:
         extra_env: dict[str, str] | None = None,
         moto_log: str | Path | None = None,
         cors_origins: list[str] | None = None,
+        parameters: dict[str, str] | None = None,
     ) -> None:
         self.moto_endpoint = moto_endpoint.rstrip("/") if moto_endpoint else None
         self.moto_port = moto_port
@@ -80,6 +82,7 @@ class LocalStack:
         self.extra_env = dict(extra_env or {})
         self.moto_log = moto_log
         self.cors_origins = cors_origins
+        self.parameters = dict(parameters or {})
 
         self.moto: MotoServer | None = None
         self.provisioned: Provisioned | None = None
@@ -186,7 +189,7 @@ class LocalStack:
         origins = self.cors_origins
         if origins is None and self.http_port:
             origins = [f"http://{host}:{self.http_port}" for host in ("127.0.0.1", "localhost")]
-        return {"CorsAllowedOrigins": ",".join(origins or [])}
+        return {"CorsAllowedOrigins": ",".join(origins or []), **self.parameters}
 
     def _environment(self, prov: Provisioned) -> dict[str, str]:
         return {

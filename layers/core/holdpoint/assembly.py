@@ -12,6 +12,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from holdpoint.aws.leases import WaitLeases
     from holdpoint.aws.parking import Parking
     from holdpoint.aws.queue import WorkQueue
     from holdpoint.aws.store import Store
@@ -26,6 +27,13 @@ def get_store() -> Store:
     from holdpoint.aws.store import Store
 
     return Store()
+
+
+@cache
+def get_leases() -> WaitLeases:
+    from holdpoint.aws.leases import WaitLeases
+
+    return WaitLeases()
 
 
 @cache
@@ -96,5 +104,5 @@ def get_notifier() -> Notifier:
 
 def reset() -> None:
     """Forget every built object (tests that swap the environment between cases)."""
-    for factory in (get_store, get_queue, get_parking, get_timers, get_runner, get_notifier, get_slack):
+    for factory in (get_store, get_leases, get_queue, get_parking, get_timers, get_runner, get_notifier, get_slack):
         factory.cache_clear()

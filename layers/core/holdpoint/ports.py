@@ -9,6 +9,7 @@ LLM provider is one more `holdpoint.llm` module behind `Llm`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -114,6 +115,13 @@ class SessionStore(Protocol):
     def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None: ...
 
     def get_api_key(self, key_hash: str) -> dict[str, Any] | None: ...
+
+
+class WaitLeases(Protocol):
+    """Concurrent stream waits, per caller and per tenant (`aws/leases.py`): `held` raises
+    `core.quotas.QuotaExceeded` when a limit is reached, and gives the lease back however the block ends."""
+
+    def held(self, tenant: str, caller: str) -> AbstractContextManager[None]: ...
 
 
 class WorkQueue(Protocol):

@@ -14,6 +14,10 @@ Session partition `T#{tenant}#S#{session}`:
 | `E#{seq:012}` | event log, append-only; `etype` (its type) lets the stream filter pick interrupt events |
 | `D#{event}#{n}` | a notification's delivery to the agent's `notify[n]` (`aws/deliveries.py`) |
 
+Quota partition `T#{tenant}#QUOTA` (docs/SECURITY.md, "Quotas"): `OPEN` (the tenant's interrupts
+holding a slot, `n`), `S#{epoch second}` (sessions created in that second, `n`, with a `ttl`), and
+the stream wait leases (`aws/leases.py`).
+
 State sorts at and after `H`, events before it, so a step reads state with one Query
 and never pages through the event log.
 
@@ -47,6 +51,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from holdpoint.core import interrupts as rules
+from holdpoint.core import quotas
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
 from holdpoint.ports import Conflict, InboxQuery, InboxRow, ResolveOutcome, SessionFilters, TooManyChanges
@@ -106,6 +111,13 @@ def listing_attrs(state: SessionState) -> dict[str, Any]:
     if h.ancestry:
         out["sub"] = {"BOOL": True}
     return out
+def quota_pk(tenant: str) -> str:
+    return f"T#{tenant}#QUOTA"
+
+
+SESSION_COUNT_TTL = 3600  # seconds a per-second creation counter is kept before DynamoDB's TTL may drop it
+
+
 def history_pk(tenant: str) -> str:
     """The History index's partition: every interrupt of the tenant, whatever its status (A6). It
     projects only what the inbox filters on, so it is written when an interrupt is raised and
@@ -243,10 +255,12 @@ def cache_from_env() -> StateCache | None:
 
 class Store:
     def __init__(self, table: str | None = None, client: Any = None, s3: Any = None,
-                 cache: StateCache | bool = True) -> None:
+                 cache: StateCache | bool = True, limits: quotas.Quotas | None = None) -> None:
         """`cache`: a `StateCache` to keep loaded tails in, False for none, True for one sized
-        by `HOLDPOINT_STATE_CACHE` (on by default: a warm container reads only what changed)."""
+        by `HOLDPOINT_STATE_CACHE` (on by default: a warm container reads only what changed).
+        `limits`: the quotas a commit enforces (by default the environment's, `HOLDPOINT_QUOTA_*`)."""
         self.table = table or os.environ["TABLE_NAME"]
+        self.limits = limits or quotas.from_env(os.environ)
         self.client = client or dynamodb_client()
         self._s3 = s3
         self.bucket = os.environ.get("PAYLOAD_BUCKET", "")
@@ -300,6 +314,7 @@ class Store:
         if not items or items[0]["SK"]["S"] != "H":
             return None
         state = self._decode(items)
+        state.held = quotas.slots(state)
         state.head_only = head_only
         state.now = time.time()  # the time of the load; a service with its own clock overrides it
         return state
@@ -552,12 +567,18 @@ class Store:
                                          **self.body_attrs(pk, f"E#{event.seq:012d}", event.wire())},
                                 "ConditionExpression": "attribute_not_exists(SK)"}})
         after = self._next_tail(key, state, header_op, tail)
+        held = quotas.slots(state)
+        counted = self._quota_ops(state, held)
+        ops.extend(op for op, _, _ in counted)
         if len(ops) > MAX_TRANSACT_ITEMS:
             raise TooManyChanges(f"a step may change at most {MAX_TRANSACT_ITEMS} items, this one {len(ops)}")
         try:
             self.client.transact_write_items(TransactItems=ops)
         except ClientError as exc:
             self._forget(key)
+            refused = quota_refusal(exc, len(ops) - len(counted), counted)
+            if refused is not None:
+                raise refused from None
             if exc.response["Error"]["Code"] in ("TransactionCanceledException", "ConditionalCheckFailedException"):
                 raise Conflict(str(exc)) from exc
             raise
@@ -565,6 +586,7 @@ class Store:
             self._forget(key)  # the write may or may not have happened
             raise
         h.version += 1
+        state.held = held
         state.agent_digest = digest
         state.listed_status = listing["st"]["S"]
         if self.cache is not None:
@@ -575,6 +597,40 @@ class Store:
             else:
                 self.cache.drop_tail(key)
         return len(ops)
+
+    def _quota_ops(self, state: SessionState, held: frozenset[str]) -> list[tuple[dict[str, Any], str, int]]:
+        """The quota counters the commit moves, in its own transaction (docs/SECURITY.md, "Quotas"):
+        the tenant's interrupts holding a slot (`ADD` the change, conditioned to stay within the
+        limit when it grows), and a new top-level session's count in its second. The session's own
+        limit needs no counter: its commits are serialized by the header's version, so the count of
+        its interrupts is exact here. Each op comes with the limit it enforces and the limit's value."""
+        h, limits = state.header, self.limits
+        delta = len(held - state.held) - len(state.held - held)
+        out: list[tuple[dict[str, Any], str, int]] = []
+        if delta > 0 and len(held) > limits.open_interrupts_per_session:
+            raise quotas.QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
+        if delta != 0:
+            update: dict[str, Any] = {"TableName": self.table, "UpdateExpression": "ADD n :d",
+                                      "Key": {"PK": _s(quota_pk(h.tenant)), "SK": _s("OPEN")},
+                                      "ExpressionAttributeValues": {":d": _n(delta)}}
+            if delta > 0:
+                room = limits.open_interrupts_per_tenant - delta
+                if room < 0:
+                    raise quotas.QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
+                update["ConditionExpression"] = "attribute_not_exists(n) OR n <= :room"
+                update["ExpressionAttributeValues"][":room"] = _n(room)
+            out.append(({"Update": update}, "open_interrupts_per_tenant", limits.open_interrupts_per_tenant))
+        if not state.exists and not h.parent:  # a sub-agent's session is its parent's work, not a new one
+            second = int(time.time())
+            out.append(({"Update": {
+                "TableName": self.table, "Key": {"PK": _s(quota_pk(h.tenant)), "SK": _s(f"S#{second}")},
+                "UpdateExpression": "ADD n :one SET #ttl = :ttl",
+                "ConditionExpression": "attribute_not_exists(n) OR n < :limit",
+                "ExpressionAttributeNames": {"#ttl": "ttl"},
+                "ExpressionAttributeValues": {":one": _n(1), ":ttl": _n(second + SESSION_COUNT_TTL),
+                                              ":limit": _n(limits.sessions_per_second)}}},
+                "sessions_per_second", limits.sessions_per_second))
+        return out
 
     def _forget(self, key: tuple[str, str]) -> None:
         if self.cache is not None:
@@ -955,6 +1011,22 @@ class Store:
         out: dict[str, Any] = {k: item[k]["S"] for k in ("tenant", "subject", "origin")}
         out["groups"] = json.loads(item["groups"]["S"]) if "groups" in item else []
         return out
+
+
+def quota_refusal(exc: ClientError, first: int,
+                  counted: list[tuple[dict[str, Any], str, int]]) -> quotas.QuotaExceeded | None:
+    """A transaction cancelled by a quota counter's condition alone (its CancellationReasons say
+    which item failed, in the order written; the counters are last): the limit it enforces. A
+    cancellation that any other item shares is a conflict: reload and recompute."""
+    if exc.response["Error"]["Code"] != "TransactionCanceledException" or not counted:
+        return None
+    reasons = [r.get("Code") or "None" for r in exc.response.get("CancellationReasons") or []]
+    if len(reasons) < first + len(counted) or any(code != "None" for code in reasons[:first]):
+        return None
+    for code, (_, limit, allowed) in zip(reasons[first:], counted, strict=True):
+        if code == "ConditionalCheckFailed":
+            return quotas.QuotaExceeded(limit, allowed)
+    return None
 
 
 def session_row(item: dict[str, Any]) -> dict[str, Any]:

@@ -24,17 +24,20 @@ Code = Literal[
     "invalid_link",  # a one-click link token that this deployment did not sign as it stands
     "link_expired",  # a one-click link token past its expiry
     "not_an_approver",  # A2: the interrupt's approver policy does not admit this caller
+    "quota_exceeded",  # a tenant, session or caller limit (core/quotas.py); `param` names it
 ]
 
 
 class Refusal(Exception):
     """A refusal with its code and the error body's fields (`{"error": {code, message, param?, ...}}`)."""
 
-    def __init__(self, code: Code, message: str, param: str | None = None, **extra: Any) -> None:
+    def __init__(self, code: Code, message: str, param: str | None = None, *, retry_after: int | None = None,
+                 **extra: Any) -> None:
         super().__init__(message)
         self.code: Code = code
         self.message = message
         self.param = param
+        self.retry_after = retry_after  # seconds, sent as the `Retry-After` header, not in the body
         self.extra = extra
 
     def body(self) -> dict[str, Any]:

@@ -261,6 +261,7 @@ class SessionState:
     now: float = 0.0  # the step's time (epoch seconds), set by whoever loads or creates the state
     head_only: bool = False  # loaded without the tail (no nodes, calls, decisions or turns)
     listed_status: str | None = None  # the status the session listing holds, as loaded
+    held: frozenset[str] = frozenset()  # interrupts holding a quota slot as stored (core/quotas.py)
 
     @classmethod
     def new(cls, tenant: str, session_id: str, agent_id: str, *, now: float, **kw: Any) -> SessionState:

@@ -30,6 +30,7 @@ STATUS: dict[Code, int] = {
     "payload_too_large": 413,
     "too_many_messages": 413,
     "unknown_input_type": 422,
+    "quota_exceeded": 429,
 }
 INTERNAL_BODY = {"error": {"code": "internal", "message": "internal error"}}
 
@@ -38,13 +39,19 @@ def status_of(refusal: Refusal) -> int:
     return STATUS[refusal.code]
 
 
-def json_reply(status: int, body: Any) -> dict[str, Any]:
+def headers_of(refusal: Refusal) -> dict[str, str]:
+    """The headers a refusal carries besides its body: `Retry-After` for a quota (429)."""
+    return {"Retry-After": str(max(1, refusal.retry_after))} if refusal.retry_after is not None else {}
+
+
+def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) -> dict[str, Any]:
     """An API Gateway proxy response with a JSON body."""
-    return {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+    return {"statusCode": status, "headers": {"Content-Type": "application/json", **(headers or {})},
+            "body": json.dumps(body)}
 
 
 def refusal_reply(refusal: Refusal) -> dict[str, Any]:
-    return json_reply(status_of(refusal), refusal.body())
+    return json_reply(status_of(refusal), refusal.body(), headers_of(refusal))
 
 
 def caller(event: dict[str, Any]) -> Caller:

@@ -25,6 +25,8 @@ _WHY: dict[int, tuple[str, Any]] = {
     413: ("Holdpoint: a body over 1 MiB or a payload too large to record; API Gateway: a body over 10 MiB",
           Error | GatewayError),
     422: ("Unknown input `type`", Error),
+    429: ("`quota_exceeded`: a tenant, session or caller limit is reached (`param` names it); nothing was "
+          "recorded. The `Retry-After` header says how many seconds to wait", Error),
 }
 
 
@@ -36,6 +38,9 @@ def answers(ok: int, *codes: int, holdpoint_403: bool = False) -> dict[int, Open
         if code == 403 and holdpoint_403:
             text, model = text + "; Holdpoint: this caller may not do this", Error | GatewayError
         out[code] = {"description": text, "content": {"application/json": {"model": model}}}
+        if code == 429:
+            out[code]["headers"] = {"Retry-After": {"description": "seconds to wait before retrying",
+                                                    "schema": {"type": "integer", "minimum": 1}}}
     return out
 
 

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from holdpoint.coldstart import Deferred
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error
-from holdpoint.http.edge import INTERNAL_BODY, json_reply, refusal_reply, short, status_of, too_large
+from holdpoint.http.edge import INTERNAL_BODY, headers_of, json_reply, refusal_reply, short, status_of, too_large
 from holdpoint.http.limits import body_bytes, strict_body
 from holdpoint.http.telemetry import logger, metrics
 from holdpoint.ports import TooManyChanges
@@ -30,7 +30,7 @@ _NAMING_IDS = {("PUT", "agent_id"): "agent_id must be 1-64 characters of [A-Za-z
 
 def respond(refusal: Refusal) -> Response[dict[str, Any]]:
     return Response(status_code=status_of(refusal), content_type=content_types.APPLICATION_JSON,
-                    body=refusal.body())
+                    body=refusal.body(), headers=headers_of(refusal) or None)
 
 
 def error(code: Code, message: str, param: str | None = None) -> Response[dict[str, Any]]:

@@ -21,6 +21,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.protocol import ClientMessageInput, DecisionResponse, first_error
+from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.core.state import Decision, Effect, SessionState, derive
 from holdpoint.core.turns import add_user_input, start_turn
 from holdpoint.ports import (
@@ -307,6 +308,11 @@ class Runner:
         except engine.ProtocolError as exc:  # `state` is half-changed: the failure commits on a reload
             why, param = str(exc), exc.param
             commit(lambda s, d: engine.fail_decision(s, d, why, param), None)
+        except QuotaExceeded as exc:  # an interrupt past a limit: refused like a broken answer, nothing parked
+            why, limit = str(exc), exc.limit
+            log.warning("worker answer refused: %s", why,
+                        extra={"session_id": h.session_id, "decision_id": decision_id})
+            commit(lambda s, d: engine.fail_decision(s, d, why, limit, code="quota_exceeded"), None)
 
     # --- effects that reach other sessions -----------------------------------------------------
 

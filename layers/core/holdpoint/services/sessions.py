@@ -12,6 +12,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
+from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.core.state import SessionState, mint
 from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller
@@ -32,11 +33,14 @@ def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
 
 def changed(store: SessionStore, load: Callable[[], SessionState], mutate: Callable[[SessionState], T],
             clock: Clock, *, retry: bool = True) -> tuple[SessionState, T]:
-    """`contention.transact`, with losing every round answered as 409 `conflict`."""
+    """`contention.transact`, with losing every round answered as 409 `conflict`, and a quota that
+    refuses the commit as 429 `quota_exceeded` (nothing was written)."""
     try:
         return transact(store, load, mutate, clock=clock, retry=retry)
     except Contended as exc:
         raise Refusal("conflict", f"{exc}; retry") from None
+    except QuotaExceeded as exc:
+        raise exc.refusal() from None
 
 
 def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str | None,

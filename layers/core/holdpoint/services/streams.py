@@ -15,11 +15,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from holdpoint.core.errors import Refusal
-from holdpoint.ports import SessionStore
+from holdpoint.core.quotas import QuotaExceeded
+from holdpoint.ports import SessionStore, WaitLeases
 from holdpoint.services.caller import Caller
+
+T = TypeVar("T")
 
 MAX_WAIT_SECS = 25.0
 """The longest a request waits: below API Gateway's 30 s integration limit and the API function's
@@ -59,6 +62,24 @@ def visible(store: SessionStore, caller: Caller, session_id: str) -> None:
         raise Refusal("not_found", f"session {session_id} not found")
 
 
+def holder(caller: Caller) -> str:
+    """Who a wait lease is counted against: the caller's origin and subject (every token of one
+    end user is one caller)."""
+    return f"{caller.origin}:{caller.subject}"
+
+
+def leased(leases: WaitLeases | None, caller: Caller, wait: Callable[[], T]) -> T:
+    """Run `wait` holding one of the caller's and the tenant's stream wait leases: 429
+    `quota_exceeded` (with `Retry-After`) when either limit is reached, and nothing waits."""
+    if leases is None:
+        return wait()
+    try:
+        with leases.held(caller.tenant, holder(caller)):
+            return wait()
+    except QuotaExceeded as exc:
+        raise exc.refusal() from None
+
+
 def wait_events(store: SessionStore, tenant: str, session_id: str, after_seq: int, limit: int, wait_secs: float,
                 *, clock: Callable[[], float] = time.monotonic,
                 sleep: Callable[[float], None] = time.sleep) -> list[dict[str, Any]]:
@@ -88,18 +109,20 @@ def until_turn_ends(events: list[dict[str, Any]], turn_id: str | None) -> tuple[
 
 
 def page(store: SessionStore, caller: Caller, session_id: str, after_seq: int, limit: int,
-         wait_secs: float = 0) -> dict[str, Any]:
-    """`GET /v1/sessions/{id}/events`: a page of the log, waiting up to `wait_secs` for one event."""
+         wait_secs: float = 0, leases: WaitLeases | None = None) -> dict[str, Any]:
+    """`GET /v1/sessions/{id}/events`: a page of the log, waiting up to `wait_secs` for one event
+    (holding a wait lease when it may wait)."""
     visible(store, caller, session_id)
-    items = wait_events(store, caller.tenant, session_id, after_seq, limit, wait_secs)
+    items = leased(leases if wait_secs > 0 else None, caller,
+                   lambda: wait_events(store, caller.tenant, session_id, after_seq, limit, wait_secs))
     next_after = items[-1]["seq"] if items else after_seq
     return {"events": items, "next_after_seq": next_after, "has_more": len(items) == limit}
 
 
 def stream(store: SessionStore, caller: Caller, session_id: str, after_seq: int, turn_id: str | None,
-           limit: int = 100) -> tuple[list[dict[str, Any]], bool]:
-    """`GET /v1/sessions/{id}/events/stream`: the next events (waiting up to the cap for one), cut
-    after the end of `turn_id` if given; and whether that turn has ended."""
+           limit: int = 100, leases: WaitLeases | None = None) -> tuple[list[dict[str, Any]], bool]:
+    """`GET /v1/sessions/{id}/events/stream`: the next events (waiting up to the cap for one, under
+    a wait lease), cut after the end of `turn_id` if given; and whether that turn has ended."""
     visible(store, caller, session_id)
-    items = wait_events(store, caller.tenant, session_id, after_seq, limit, cap())
+    items = leased(leases, caller, lambda: wait_events(store, caller.tenant, session_id, after_seq, limit, cap()))
     return until_turn_ends(items, turn_id)

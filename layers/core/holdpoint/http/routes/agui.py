@@ -14,7 +14,7 @@ from holdpoint.core.agui import RunAgentInput
 from holdpoint.http import edge, eventstream
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import logger
-from holdpoint.services import agui
+from holdpoint.services import agui, streams
 
 router = APIGatewayHttpRouter()
 _EVENTS: dict[int, Any] = {200: {"description": "AG-UI events as server-sent events, ending with RUN_FINISHED, "
@@ -27,20 +27,22 @@ def _answer(events: list[dict[str, Any]]) -> Response[str]:
 
 
 @router.post("/v1/channels/ag-ui/agents/<agent_id>/run", security=BEARER,
-             responses={**answers(200, 400, 404, 409, 413, holdpoint_403=True), **_EVENTS},
+             responses={**answers(200, 400, 404, 409, 413, 429, holdpoint_403=True), **_EVENTS},
              summary="Run an agent on an AG-UI thread (a session): resume[] answers its interrupts")
 def post_run(agent_id: Annotated[str, id_path("agent")], body: Annotated[RunAgentInput, Body()]) -> Response[str]:
     who = edge.caller(router.current_event.raw_event)
     logger.append_keys(session_id=body.threadId)
-    return _answer(agui.run(assembly.get_store(), assembly.get_queue(), assembly.get_parking(), who,
-                            edge.check_id(agent_id, f"agent {agent_id}"), body))
+    return _answer(streams.leased(assembly.get_leases(), who, lambda: agui.run(
+        assembly.get_store(), assembly.get_queue(), assembly.get_parking(), who,
+        edge.check_id(agent_id, f"agent {agent_id}"), body)))
 
 
 @router.post("/v1/channels/ag-ui/agents/<agent_id>/connect", security=BEARER,
-             responses={**answers(200, 400, 404, holdpoint_403=True), **_EVENTS},
+             responses={**answers(200, 400, 404, 429, holdpoint_403=True), **_EVENTS},
              summary="Follow an AG-UI thread's running turn (or report its last one)")
 def post_connect(agent_id: Annotated[str, id_path("agent")],
                  body: Annotated[RunAgentInput, Body()]) -> Response[str]:
     who = edge.caller(router.current_event.raw_event)
     logger.append_keys(session_id=body.threadId)
-    return _answer(agui.connect(assembly.get_store(), who, edge.check_id(agent_id, f"agent {agent_id}"), body))
+    return _answer(streams.leased(assembly.get_leases(), who, lambda: agui.connect(
+        assembly.get_store(), who, edge.check_id(agent_id, f"agent {agent_id}"), body)))

@@ -65,7 +65,7 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
                         "queued": accepted.queued})
 
 
-@router.post("/v1/sessions", status_code=202, security=BEARER, responses=answers(202, 400, 404, 409, 413, 422),
+@router.post("/v1/sessions", status_code=202, security=BEARER, responses=answers(202, 400, 404, 409, 413, 422, 429),
              summary="Start a session with a client input for a declared agent")
 def create_session(body: Annotated[NewSessionInput, Body()]) -> Response[dict[str, Any]]:
     return _submit(None, body)
@@ -102,7 +102,7 @@ def get_session(session_id: Annotated[str, id_path("session")]) -> dict[str, Any
     return sessions.view(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"))
 
 
-@router.get("/v1/sessions/<session_id>/events", security=BEARER, responses=answers(200, 400, 404),
+@router.get("/v1/sessions/<session_id>/events", security=BEARER, responses=answers(200, 400, 404, 429),
             summary="The session's event log, paged")
 def get_events(
     session_id: Annotated[str, id_path("session")],
@@ -112,11 +112,11 @@ def get_events(
 ) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
     return streams.page(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"),
-                        after_seq, limit, wait)
+                        after_seq, limit, wait, assembly.get_leases())
 
 
 @router.post("/v1/sessions/<session_id>/interrupts", security=BEARER,
-             responses=answers(200, 400, 404, 409, 413), summary="Raise an interrupt at the head")
+             responses=answers(200, 400, 404, 409, 413, 429), summary="Raise an interrupt at the head")
 def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseInterruptBody) -> dict[str, Any]:
     event = router.current_event
     out = sessions.raise_interrupt(

@@ -31,7 +31,7 @@ def last_event_id(raw: str | None) -> int | None:
 
 
 @router.get("/v1/sessions/<session_id>/events/stream", security=BEARER,
-            responses={**answers(200, 400, 404),
+            responses={**answers(200, 400, 404, 429),
                        200: {"description": "Server-sent events, `id:` the event's seq; a comment line when "
                                             "none came within about 25 s",
                              "content": eventstream.OPENAPI}},
@@ -45,7 +45,8 @@ def get_event_stream(
     who = edge.caller(event.raw_event)
     resume_from = last_event_id((event.headers or {}).get("last-event-id"))
     events, ended = streams.stream(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"),
-                                   after_seq if resume_from is None else resume_from, turn_id)
+                                   after_seq if resume_from is None else resume_from, turn_id,
+                                   leases=assembly.get_leases())
     body = "".join(eventstream.frame(e, e["seq"]) for e in events)
     if ended:
         body += eventstream.comment(f"turn {turn_id} ended")

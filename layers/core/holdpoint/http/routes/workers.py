@@ -18,7 +18,7 @@ from holdpoint.services import worker_answers
 router = APIGatewayHttpRouter()
 
 
-@router.post("/v1/workers/submit", security=BEARER, responses=answers(200, 400, 404, 409, 413, holdpoint_403=True),
+@router.post("/v1/workers/submit", security=BEARER, responses=answers(200, 400, 404, 409, 413, 429, holdpoint_403=True),
              summary="A worker's answer to a decision it deferred (machine or operator keys)")
 def post_worker_submit(body: WorkerSubmitBody) -> dict[str, Any]:
     logger.append_keys(session_id=body.session_id, decision_id=body.decision_id)

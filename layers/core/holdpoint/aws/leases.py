@@ -1,0 +1,130 @@
+"""Stream wait leases (docs/SECURITY.md, "Quotas"): how many long-polls one caller and one tenant
+hold at once, exact under races and unable to leak on a crash.
+
+Each holder is one item in the tenant's quota partition (`T#{tenant}#QUOTA`): `W` for the tenant,
+`W#{digest of the caller}` for a caller. It holds `l`, a map of lease id -> expiry (epoch seconds),
+and `v`, a version (a random token, new on every write, so a version is never seen twice). Taking a
+lease reads both items, drops the expired leases, and rewrites both in one transaction conditioned
+on the versions read, adding the lease only while each live count is under its limit; a writer
+that loses the race reads again (a few times, then the caller is told to retry). Giving it back
+removes it under a new version, so a writer holding an older read cannot put it back, and deletes
+a holder left with no lease (conditioned on that version), so idle callers leave nothing behind.
+A lease nobody gives back (the function crashed or timed out) expires by itself
+`LEASE_SECS` after it was taken: longer than the API function's 29 s timeout, so no request
+holding it can still be waiting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import random
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from holdpoint.core import quotas
+
+LEASE_SECS = 30
+ATTEMPTS = 5
+KEEP_SECS = 3600  # an idle holder item is left to the table's TTL this long after its last lease
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: float) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+class WaitLeases:
+    """The leases of the stream waits, on the single table."""
+
+    def __init__(self, table: str | None = None, client: Any = None, limits: quotas.Quotas | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.table = table or os.environ["TABLE_NAME"]
+        self.client = client or boto3.client("dynamodb")
+        self.limits = limits or quotas.from_env(os.environ)
+        self.clock = clock
+
+    def keys(self, tenant: str, caller: str) -> list[tuple[dict[str, Any], str, int]]:
+        """The two holders (the caller's, the tenant's), each with its limit's name and value."""
+        pk = _s(f"T#{tenant}#QUOTA")
+        digest = hashlib.sha256(caller.encode()).hexdigest()[:32]
+        return [({"PK": pk, "SK": _s(f"W#{digest}")}, "stream_waits_per_caller", self.limits.stream_waits_per_caller),
+                ({"PK": pk, "SK": _s("W")}, "stream_waits_per_tenant", self.limits.stream_waits_per_tenant)]
+
+    def acquire(self, tenant: str, caller: str) -> str:
+        """A new lease's id; `QuotaExceeded` (with the seconds until a lease frees) when a limit is
+        reached, or when other writers kept winning the race for the holders."""
+        for attempt in range(ATTEMPTS):
+            now = self.clock()
+            lease = secrets.token_hex(8)
+            ops = []
+            for key, limit, allowed in self.keys(tenant, caller):
+                got = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item") or {}
+                live = {k: float(v["N"]) for k, v in (got.get("l") or {}).get("M", {}).items() if float(v["N"]) > now}
+                if len(live) >= allowed:
+                    raise quotas.QuotaExceeded(limit, allowed, max(1, math.ceil(min(live.values()) - now)))
+                live[lease] = now + LEASE_SECS
+                ops.append(self._put(key, live, got))
+            try:
+                self.client.transact_write_items(TransactItems=ops)
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                    raise
+                time.sleep(random.uniform(0, 0.02 * 2 ** attempt))
+                continue
+            return lease
+        raise quotas.QuotaExceeded("stream_waits_per_tenant", self.limits.stream_waits_per_tenant, 1)
+
+    def _put(self, key: dict[str, Any], live: dict[str, float], got: dict[str, Any]) -> dict[str, Any]:
+        """Rewrite a holder with its live leases, conditioned on the version read."""
+        item = {**key, "l": {"M": {k: _n(v) for k, v in live.items()}}, "v": _s(secrets.token_hex(8)),
+                "ttl": _n(math.ceil(max(live.values())) + KEEP_SECS)}
+        condition = "v = :v" if "v" in got else "attribute_not_exists(v)"
+        put: dict[str, Any] = {"TableName": self.table, "Item": item, "ConditionExpression": condition}
+        if "v" in got:
+            put["ExpressionAttributeValues"] = {":v": got["v"]}
+        return {"Put": put}
+
+    def release(self, tenant: str, caller: str, lease: str) -> None:
+        """Give the lease back (a no-op for one already dropped as expired)."""
+        for key, _, _ in self.keys(tenant, caller):
+            version = _s(secrets.token_hex(8))
+            try:
+                out = self.client.update_item(
+                    TableName=self.table, Key=key, UpdateExpression="REMOVE l.#id SET v = :v",
+                    ConditionExpression="attribute_exists(l.#id)", ExpressionAttributeNames={"#id": lease},
+                    ExpressionAttributeValues={":v": version}, ReturnValues="ALL_NEW")
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    raise
+                continue
+            if not out["Attributes"].get("l", {}).get("M"):
+                self._drop(key, version)
+
+    def _drop(self, key: dict[str, Any], version: dict[str, str]) -> None:
+        """Delete a holder with no lease left, unless someone wrote it since."""
+        try:
+            self.client.delete_item(TableName=self.table, Key=key, ConditionExpression="v = :v",
+                                    ExpressionAttributeValues={":v": version})
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    @contextmanager
+    def held(self, tenant: str, caller: str) -> Iterator[None]:
+        """Hold a lease for the block; given back however it ends."""
+        lease = self.acquire(tenant, caller)
+        try:
+            yield
+        finally:
+            self.release(tenant, caller, lease)

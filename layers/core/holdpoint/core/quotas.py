@@ -1,0 +1,69 @@
+"""Quotas (docs/SECURITY.md, "Quotas"): what one tenant, one session or one caller may hold at
+once. The limits are template parameters passed to every function as environment variables; the
+counting rules are here, the counters are conditional writes in the adapters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from holdpoint.core.errors import Refusal
+from holdpoint.core.state import Interrupt, SessionState
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """The limits in force. Defaults are the template's."""
+
+    open_interrupts_per_tenant: int = 10_000
+    open_interrupts_per_session: int = 20
+    sessions_per_second: int = 50
+    stream_waits_per_caller: int = 4
+    stream_waits_per_tenant: int = 200
+
+
+ENV_PREFIX = "HOLDPOINT_QUOTA_"
+"""`open_interrupts_per_tenant` is read from `HOLDPOINT_QUOTA_OPEN_INTERRUPTS_PER_TENANT`, and so on."""
+
+RETRY_AFTER = {"open_interrupts_per_tenant": 60, "open_interrupts_per_session": 60, "sessions_per_second": 1}
+"""Seconds a refused caller is told to wait (stream waits say when their first lease runs out)."""
+
+
+def env_name(limit: str) -> str:
+    return ENV_PREFIX + limit.upper()
+
+
+def from_env(environ: Mapping[str, str]) -> Quotas:
+    """The limits the environment sets; a missing, empty or unreadable one keeps its default."""
+    values: dict[str, int] = {}
+    for f in fields(Quotas):
+        raw = environ.get(env_name(f.name), "")
+        if raw.strip().isdigit() and int(raw) > 0:
+            values[f.name] = int(raw)
+    return Quotas(**values)
+
+
+def holds_slot(interrupt: Interrupt) -> bool:
+    """An interrupt holds a slot of its session's and its tenant's open interrupts from its raise
+    until the engine applies its wake: open, or resolved and not yet delivered. A system hold (a
+    budget stop, R17) is never refused, so it holds none."""
+    return interrupt.origin != "system" and (interrupt.status == "open" or not interrupt.woken)
+
+
+def slots(state: SessionState) -> frozenset[str]:
+    """The interrupts of the session that hold a slot."""
+    return frozenset(i.interrupt_id for i in state.interrupts.values() if holds_slot(i))
+
+
+class QuotaExceeded(Exception):
+    """A limit refused the change; nothing was written. `limit` names it (the error's `param`)."""
+
+    def __init__(self, limit: str, allowed: int, retry_after: int | None = None) -> None:
+        super().__init__(f"{limit.replace('_', ' ')}: the limit of {allowed} is reached; retry later")
+        self.limit = limit
+        self.allowed = allowed
+        self.retry_after = retry_after if retry_after is not None else RETRY_AFTER.get(limit, 1)
+
+    def refusal(self) -> Refusal:
+        """The API's answer: 429 `quota_exceeded`, `param` naming the limit, with `Retry-After`."""
+        return Refusal("quota_exceeded", str(self), self.limit, retry_after=self.retry_after, limit=self.allowed)
