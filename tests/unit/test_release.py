@@ -55,7 +55,7 @@ def test_r7_a_resume_releases_with_one_wake_then_ends_the_execution() -> None:
     assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is False
     [wake] = taken("wake")
     assert wake == {"kind": "wake", "outcome": "resumed", "tenant": "t1", "session_id": h.session_id,
-                    "interrupt_id": iid, "generation": 0}
+                    "interrupt_id": iid, "generation": h.state().interrupts[iid].generation}
     assert tokens == [h.tokens[iid]]
     # A retried resume before the engine woke the branch (its release may have been lost) releases again.
     assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -18,7 +19,7 @@ from pydantic import ValidationError
 
 from holdpoint.aws import signing
 from holdpoint.core.errors import Refusal
-from holdpoint.core.state import Interrupt
+from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.http.resolver import prepare
 from holdpoint.outbound.slack import DEFAULT_OPTIONS, SlackChannel, SlackNotify, check_declaration, options_of
 from holdpoint.ports import DeliveryFailed
@@ -45,17 +46,17 @@ def fake(aws: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Slack
     server.stop()
 
 
-def deliver(entry: dict[str, Any] = ENTRY) -> tuple[SlackChannel, str, dict[str, Any]]:
-    channel = SlackChannel(signing)
-    sent = channel.post("t1", "sess-1", INTERRUPT, SlackNotify.model_validate(entry).slack,
-                        {"open": "https://example.test/inbox"})
-    return channel, sent["ts"], sent
-
-
 def stored(status: str = "open") -> Interrupt:
     return Interrupt(interrupt_id="int-1", origin="worker", reason="confirm", anchor=None,
-                     created_at="2026-01-01T00:00:00Z", dedup_key="d", status=status,  # type: ignore[arg-type]
+                     created_at=iso_ms(time.time()), dedup_key="d", status=status,  # type: ignore[arg-type]
                      payload=INTERRUPT["payload"])
+
+
+def deliver(entry: dict[str, Any] = ENTRY) -> tuple[SlackChannel, str, dict[str, Any]]:
+    channel = SlackChannel(signing)
+    sent = channel.post("t1", "sess-1", stored(), SlackNotify.model_validate(entry).slack,
+                        {"open": "https://example.test/inbox"})
+    return channel, sent["ts"], sent
 
 
 RAISED = {"type": "interrupt.raised", "tenant": "t1", "session_id": "sess-1", "interrupt_id": "int-1",
@@ -124,6 +125,7 @@ def test_slack_declaration_must_fit_in_a_button(aws: dict[str, str]) -> None:
     assert "map fewer users" in str(exc.value)
     fits = {k: v for k, v in list(users.items())[:20]}
     sealed = signing.seal("slack-action", {"t": "t" * 128, "s": "s" * 64, "i": "i" * 64, "n": 24,
+                                           "g": 10**15, "x": 10**10,
                                            "e": SlackNotify.model_validate({"slack": {**ENTRY["slack"], "users": fits}})
                                            .slack.model_dump(exclude_none=True)})
     assert len(sealed) <= 2000  # Slack's limit of a button's value
@@ -160,7 +162,7 @@ def test_slack_posts_the_message_as_plain_text_with_options_as_buttons(fake: Sla
 def test_slack_click_with_a_valid_signature_is_the_upstream_approval_shape(fake: SlackFake) -> None:
     channel, ts, _ = deliver({"slack": {**ENTRY["slack"], "users": {"U1": "alice"}}})
     body = click_body(fake.messages[ts], ts, 1, user="U1")
-    click = channel.click(body, sign(SIGNING, body)).choosing(INTERRUPT["payload"])
+    click = channel.click(body, sign(SIGNING, body)).choosing(stored())
     assert (click.tenant, click.session_id, click.interrupt_id, click.subject) == ("t1", "sess-1", "int-1", "alice")
     assert click.resume_payload() == {"status": "resolved", "payload": False, "responder": {"user": "U1"}}
     channel.show_decision(click, "2026-01-01 00:00:00 UTC")
@@ -175,7 +177,7 @@ def test_slack_click_without_users_acts_as_the_slack_user(fake: SlackFake) -> No
     click = channel.click(body, sign(SIGNING, body))
     assert click.subject == "slack:U9"
     with pytest.raises(Refusal) as exc:  # the interrupt was raised again with fewer options
-        replace(click, option=5).choosing(INTERRUPT["payload"])
+        replace(click, option=5).choosing(stored())
     assert exc.value.code == "conflict"
 
 

@@ -98,9 +98,10 @@ def test_s1_resume_through_the_api_updates_the_message_posted(fake: SlackFake) -
     stream(h, n, "session.interrupted")
     [(ts, posted)] = fake.posts
     assert [b["type"] for b in blocks(posted)][-1] == "actions"
-    h.resume(h.open_interrupt()["interrupt_id"], {"approved": True})
+    iid = h.open_interrupt()["interrupt_id"]
+    h.resume(iid, {"approved": True})
     [closing] = stream(h, n, "session.interrupt_resumed")
-    assert closing["type"] == "interrupt.resolved" and closing["generation"] == 0
+    assert closing["type"] == "interrupt.resolved" and closing["generation"] == h.state().interrupts[iid].generation
     [update] = updates(fake)
     assert (update["ts"], update["channel"]) == (ts, "C0FAKE")
     assert "actions" not in [b["type"] for b in blocks(update)]  # the buttons are gone
@@ -267,4 +268,5 @@ def test_s1_an_interrupt_closed_while_its_post_was_on_its_way_is_updated_by_the_
     [(ts, _)] = fake.posts
     [update] = updates(fake)
     assert update["ts"] == ts and "\nApproved by user-1 (client) at 20" in update["text"]
-    assert log.posted("t1", h.session_id or "", message_key(iid, 0, SlackConfig.model_validate(OPS["slack"])))
+    generation = h.state().interrupts[iid].generation
+    assert log.posted("t1", h.session_id or "", message_key(iid, generation, SlackConfig.model_validate(OPS["slack"])))

@@ -19,6 +19,8 @@ from holdpoint.aws.secretrefs import secret_value
 from holdpoint.core import strictjson
 
 MAX_TOKEN_CHARS = 4_096
+MAC_CHARS = 43
+"""An HMAC-SHA256 (32 bytes) in unpadded base64url."""
 
 
 class MissingKey(RuntimeError):
@@ -51,6 +53,11 @@ def seal(purpose: str, payload: dict[str, Any]) -> str:
     body = _b64(strictjson.dumps(payload).encode())
     mac = hmac.new(_subkey(purpose), body.encode(), hashlib.sha256).digest()
     return f"{body}.{_b64(mac)}"
+
+
+def sealed_length(payload: dict[str, Any]) -> int:
+    """How long `seal(_, payload)` is, without the key: the body, a dot and the 32-byte MAC."""
+    return len(_b64(strictjson.dumps(payload).encode())) + 1 + MAC_CHARS
 
 
 def unseal(purpose: str, token: str) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ Code = Literal[
     "decision_not_current",  # a worker's submit for a decision already answered otherwise, or failed
     "invalid_link",  # a one-click link token that this deployment did not sign as it stands
     "link_expired",  # a one-click link token past its expiry
+    "action_expired",  # a sealed Slack button past its expiry
     "not_an_approver",  # A2: the interrupt's approver policy does not admit this caller
     "quota_exceeded",  # a tenant, session or caller limit (core/quotas.py); `param` names it
 ]

@@ -8,7 +8,7 @@ from typing import Any
 
 from holdpoint.core import approvals
 from holdpoint.core.expiry import Declared, apply_declared
-from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, iso_ms
+from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, epoch, iso_ms
 
 ORIGIN_RANK = {"worker": 0, "client": 0, "machine": 1, "operator": 2, "system": 3}
 
@@ -63,6 +63,14 @@ def expires_at(expires_in: int | None, now: float) -> str | None:
     return iso_ms(now + expires_in) if expires_in else None
 
 
+def answerable_until(interrupt: Interrupt) -> float:
+    """The last moment an answer to this raise can count, so what a sealed button or link for it
+    is good for: its expiry (R16), else the longest its branch can stay parked from its raise."""
+    if interrupt.expires_at:
+        return epoch(interrupt.expires_at)
+    return epoch(interrupt.created_at) + DEFAULT_PARK_SECONDS
+
+
 def canonical(value: Any) -> str:
     """JSON text with sorted keys and no spaces: equal values give equal text (A3, A4)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
@@ -88,6 +96,18 @@ def bound_action(state: SessionState, call_id: str | None) -> dict[str, Any] | N
     return action
 
 
+def first_generation(state: SessionState) -> int:
+    """The generation of a raise whose id has no interrupt stored: the session's event count so far.
+
+    A closed interrupt may be gone (DynamoDB's TTL, A6) and its id raised again; that raise must
+    not reuse a generation the deleted one had, since links, Slack buttons, park and wake
+    messages, timers and the ParkBranch execution's name are all bound to one. The count is on
+    the session's header, which is never deleted, and every raise adds an event: a raise again
+    takes one more than its predecessor, which was at most the count before it, so no generation
+    of an id exceeds the count before its raise, and a fresh raise's count is past them all."""
+    return state.header.seq
+
+
 def raise_interrupt(
     state: SessionState,
     *,
@@ -111,7 +131,7 @@ def raise_interrupt(
     h = state.header
     iid = interrupt_id or derive("int", h.tenant, h.session_id, raised_by)
     existing = state.interrupts.get(iid)
-    generation = 0
+    generation = first_generation(state)
     if existing is not None:
         if existing.status == "open" or existing.raised_by == raised_by:
             return None

@@ -35,6 +35,11 @@ def iso_ms(epoch_secs: float) -> str:
     return datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def epoch(iso_text: str) -> float:
+    """The epoch seconds of a timestamp `iso`/`iso_ms` wrote."""
+    return datetime.fromisoformat(iso_text.replace("Z", "+00:00")).timestamp()
+
+
 def mint(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:24]}"
 

@@ -4,10 +4,13 @@
 A notify entry `{slack: {channel, bot_token, signing_secret, users?}}` names its secrets by
 reference (`env:` or `secretsmanager:`, checked by `aws.secretrefs`); a literal secret is refused
 where it is declared. Each button's `value` is sealed under the deployment's key and carries what
-the click needs (tenant, session, interrupt, the option's index, the entry): a click is trusted
-only when Slack's request signature verifies against the signing secret that sealed entry names,
-so neither the button nor the signature can be forged alone. The option's value is read from the
-stored interrupt at click time, so a button stays small whatever the option holds. The Web API's
+the click needs (tenant, session, interrupt and its generation, an expiry, the option's index,
+the entry): a click is trusted only when Slack's request signature verifies against the signing
+secret that sealed entry names, so neither the button nor the signature can be forged alone, and
+it answers only the raise it was posted for, until that raise's expiry (`core.interrupts.
+answerable_until`): a button of an earlier raise of the id, a replayed click of one, or a button
+past its expiry is refused and records nothing. The option's value is read from the stored
+interrupt at click time, so a button stays small whatever the option holds. The Web API's
 base URL is `HOLDPOINT_SLACK_API_URL` (Slack's own by default), so tests point the real client at
 a fake. The notifier installs the channel as `notify.slack` (`outbound.channels`).
 
@@ -24,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
@@ -35,9 +39,10 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
-from holdpoint.aws import secretrefs
+from holdpoint.aws import secretrefs, signing
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
+from holdpoint.core.interrupts import answerable_until
 from holdpoint.core.notify import CLOSING, declared_options
 from holdpoint.core.protocol import Wire
 from holdpoint.core.state import Interrupt
@@ -52,6 +57,13 @@ ACTION_PREFIX = "holdpoint:"
 MAX_TEXT = 3000  # Block Kit's limit of a section's text
 MAX_DECLARATION_CHARS = 1200
 """A declaration travels sealed in every button's value, which Slack caps at 2,000 characters."""
+MAX_BUTTON_VALUE = 2000
+"""Slack's limit of a button's value."""
+LONGEST_BUTTON = {"s": "s" * 64, "i": "i" * 64, "g": 10**15, "x": 10**10, "n": 99}
+"""A button's sealed fields at their longest (ids of 64 characters, `core.ids`), but the tenant's
+and the declaration's."""
+CHANGED = "this request has changed since this message was posted; nothing was recorded"
+EXPIRED = "this request has expired; nothing was recorded"
 DEFAULT_OPTIONS: list[dict[str, Any]] = [{"label": "Approve", "value": "approve"}, {"label": "Deny", "value": "deny"}]
 """The buttons of an interrupt whose payload names no `metadata.options`."""
 
@@ -104,6 +116,7 @@ class Click:
     tenant: str
     session_id: str
     interrupt_id: str
+    generation: int
     option: int
     user: str
     subject: str
@@ -114,9 +127,14 @@ class Click:
     label: str = ""
     text: str = ""
 
-    def choosing(self, payload: Any) -> Click:
-        """The click with its option's label and value and the message, from the interrupt's
-        payload as stored (not from the interaction, whose copy Slack has escaped)."""
+    def choosing(self, stored: Interrupt | None) -> Click:
+        """The click with its option's label and value and the message, from the interrupt as
+        stored (not from the interaction, whose copy Slack has escaped); refused (409, nothing
+        recorded) when the interrupt is now another raise than the one the button was posted for.
+        None (no such interrupt) is left to the resume to answer."""
+        if stored is not None and stored.generation != self.generation:
+            raise Refusal("conflict", CHANGED, "payload.actions")
+        payload = stored.payload if stored is not None else None
         options = options_of(payload)
         if not 0 <= self.option < len(options):
             raise Refusal("conflict", "the interrupt's options changed since this message was posted",
@@ -230,11 +248,13 @@ class SlackChannel:
     becomes a message with the interrupt's options as buttons."""
 
     def __init__(self, sealer: Sealer, read_interrupt: ReadInterrupt | None = None,
-                 client: Callable[[str], WebClient] | None = None, messages: PostedMessages | None = None) -> None:
+                 client: Callable[[str], WebClient] | None = None, messages: PostedMessages | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.sealer = sealer
         self.read_interrupt = read_interrupt
         self.client = client or web_client
         self.messages = messages
+        self.clock = clock
 
     def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
         """Post a raised interrupt that is still open (a notification carries only a summary of
@@ -263,7 +283,7 @@ class SlackChannel:
         key = message_key(found.interrupt_id, found.generation, config)
         if self.messages is not None and self.messages.posted(tenant, session_id, key) is not None:
             return
-        sent = self.post(tenant, session_id, found.view(), config, links)
+        sent = self.post(tenant, session_id, found, config, links)
         if self.messages is None:
             return
         self.messages.keep_posted(tenant, session_id, key, sent)
@@ -312,31 +332,34 @@ class SlackChannel:
                 raise
             logger.warning("slack message %s is gone; not updated", ref["ts"])
 
-    def post(self, tenant: str, session_id: str, interrupt: Mapping[str, Any], config: SlackConfig,
+    def post(self, tenant: str, session_id: str, interrupt: Interrupt, config: SlackConfig,
              links: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """Post `interrupt` (its view) to the declared channel; Slack's `{channel, ts}` of the message."""
+        """Post `interrupt` to the declared channel; Slack's `{channel, ts}` of the message."""
         token = secretrefs.resolve(config.bot_token, tenant, "slack.bot_token") or ""
-        text = message_of(interrupt)
+        text = message_of(interrupt.view())
         buttons = [self._button(i, option, tenant, session_id, interrupt, config)
-                   for i, option in enumerate(options_of(interrupt.get("payload")))]
-        blocks = [section(text), context(f"{interrupt.get('reason', '')} · session {session_id}", links),
+                   for i, option in enumerate(options_of(interrupt.payload))]
+        blocks = [section(text), context(f"{interrupt.reason} · session {session_id}", links),
                   {"type": "actions", "block_id": "holdpoint", "elements": buttons}]
         sent = self.client(token).chat_postMessage(channel=config.channel, text=text, blocks=blocks)
         return {"channel": sent["channel"], "ts": sent["ts"]}
 
     def _button(self, index: int, option: dict[str, Any], tenant: str, session_id: str,
-                interrupt: Mapping[str, Any], config: SlackConfig) -> dict[str, Any]:
+                interrupt: Interrupt, config: SlackConfig) -> dict[str, Any]:
+        """One option's button, sealed to this raise (`g`) until it can no longer be answered (`x`)."""
         sealed = self.sealer.seal(SEAL_PURPOSE, {
-            "t": tenant, "s": session_id, "i": interrupt["interrupt_id"], "n": index,
-            "e": config.model_dump(exclude_none=True)})
+            "t": tenant, "s": session_id, "i": interrupt.interrupt_id, "g": interrupt.generation,
+            "x": int(answerable_until(interrupt)), "n": index, "e": config.model_dump(exclude_none=True)})
         return {"type": "button", "action_id": f"{ACTION_PREFIX}{index}", "value": sealed,
                 "text": {"type": "plain_text", "text": option["label"][:75]}}
 
     # -- a click --------------------------------------------------------------------------------
 
     def click(self, body: str, headers: Mapping[str, str]) -> Click:
-        """The click an interaction request carries, once its Slack signature verifies; a
-        `Refusal` (4xx naming the problem) otherwise, before anything is recorded."""
+        """The click an interaction request carries, once its Slack signature verifies and its
+        button has not expired; a `Refusal` (4xx naming the problem) otherwise, before anything is
+        recorded. A button sealed without a generation (posted before buttons carried one) cannot
+        say which raise it answers and is refused as changed."""
         payload = interaction_payload(body)
         action = _holdpoint_action(payload)
         sealed = self.sealer.unseal(SEAL_PURPOSE, str(action.get("value", "")))
@@ -349,11 +372,16 @@ class SlackChannel:
         if not SignatureVerifier(secret).is_valid(body, lowered.get("x-slack-request-timestamp"),
                                                   lowered.get("x-slack-signature")):
             raise Refusal("unauthorized", "the Slack request signature is not valid", "x-slack-signature")
+        generation, expires = sealed.get("g"), sealed.get("x")
+        if not isinstance(generation, int) or not isinstance(expires, int):
+            raise Refusal("conflict", CHANGED, "payload.actions")
+        if self.clock() >= expires:
+            raise Refusal("action_expired", EXPIRED, "payload.actions")
         user = str((payload.get("user") or {}).get("id") or "")
         subject = subject_of(config, user)
         container = payload.get("container") or {}
         return Click(tenant=tenant, session_id=str(sealed["s"]), interrupt_id=str(sealed["i"]),
-                     option=int(sealed["n"]), user=user, subject=subject,
+                     generation=generation, option=int(sealed["n"]), user=user, subject=subject,
                      channel=str(container.get("channel_id") or (payload.get("channel") or {}).get("id") or ""),
                      ts=str(container.get("message_ts") or (payload.get("message") or {}).get("ts") or ""),
                      config=config)
@@ -377,6 +405,11 @@ def check_declaration(slack: Any, tenant: str, field: str) -> None:
         declared.check(tenant)
     except Refusal as exc:
         raise Refusal("validation_error", exc.message, f"{field}.{exc.param}") from None
+    longest = signing.sealed_length({"t": tenant, **LONGEST_BUTTON, "e": declared.slack.model_dump(exclude_none=True)})
+    if longest > MAX_BUTTON_VALUE:
+        raise Refusal("validation_error", f"a button of this declaration could be {longest} characters, over "
+                      f"Slack's {MAX_BUTTON_VALUE} (it is sealed into every button); map fewer users",
+                      f"{field}.slack.users")
 
 
 def signing_secret(config: SlackConfig, tenant: str) -> str:

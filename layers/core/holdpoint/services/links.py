@@ -4,7 +4,8 @@ A link's token is sealed (HMAC under the `link` subkey of the deployment's signi
 the tenant, session, interrupt and its generation, the option, the intended approver and an
 expiry. Opening it (GET) only reads; the page's button (POST) resumes through `resume.resume`
 as the approver with origin `client`, so R17, A1 and every other resume rule apply unchanged.
-A token for an interrupt that was cleared, or cleared and raised again, resumes nothing.
+A token for an interrupt that was cleared, or cleared and raised again (even after its closed
+interrupt was deleted, A6: a fresh raise never reuses a generation), resumes nothing.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from holdpoint.core.errors import Refusal
+from holdpoint.core.interrupts import answerable_until
 from holdpoint.core.notify import LINK_ORIGINS, link_choices, summary
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import Clock, Parking, Sealer, SessionStore
@@ -56,21 +57,12 @@ class Link:
         return link if OPTION_KEY.fullmatch(link.option) else None
 
 
-def _epoch(iso: str | None) -> float | None:
-    if not iso:
-        return None
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-
-
 def mint(sealer: Sealer, base_url: str, tenant: str, session_id: str, interrupt: Interrupt,
          approver: str, now: float) -> dict[str, str]:
     """One link per option, for `approver`; none for an interrupt a `client` may not clear."""
     if not base_url or interrupt.origin not in LINK_ORIGINS:
         return {}
-    expires = now + LINK_TTL_SECS
-    own_expiry = _epoch(interrupt.expires_at)
-    if own_expiry is not None:
-        expires = min(expires, own_expiry)
+    expires = min(now + LINK_TTL_SECS, answerable_until(interrupt))
     out = {}
     for option in link_choices(interrupt.payload):
         link = Link(tenant, session_id, interrupt.interrupt_id, interrupt.generation, option, approver,
@@ -124,5 +116,6 @@ def follow(store: SessionStore, parking: Parking, sealer: Sealer, token: str, co
     if choice is None:  # signed, but for an option this interrupt does not offer
         raise Refusal("invalid_link", "this link is not valid for this request", param="token")
     caller = Caller(tenant=link.tenant, subject=link.approver, origin=LINK_ORIGIN)
-    out = resume(store, parking, caller, link.session_id, link.interrupt_id, choice["answer"], clock)
+    out = resume(store, parking, caller, link.session_id, link.interrupt_id, choice["answer"], clock,
+                 generation=link.generation)
     return {**out, "option": link.option}

@@ -23,12 +23,13 @@ then was (the failed write returns it), at most this many times in all; then 409
 
 def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: str, interrupt_id: str,
            payload: Any, clock: Clock = time.time, expect_fingerprint: str | None = None,
-           comment: str | None = None) -> dict[str, Any]:
+           comment: str | None = None, generation: int | None = None) -> dict[str, Any]:
     """Clear an interrupt exactly once. Stale, unknown and duplicate ids are no-ops (200) that say
     how the interrupt was cleared (A4); an answer its response schema refuses changes nothing (A1),
     nor does an `expect_fingerprint` that is not the fingerprint of the action it approves (A3), nor
     a caller its approver policy does not admit (A2). Under a quorum an answer that does not decide
-    the interrupt is recorded (`comment` with it) and leaves it open."""
+    the interrupt is recorded (`comment` with it) and leaves it open. With `generation` (a sealed
+    link's or Slack button's), an interrupt that is now another raise is a no-op too."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
     if comment is not None and len(comment) > approvals.MAX_COMMENT:  # A6 (the wire models bound it too)
@@ -41,6 +42,8 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     owner = caller.owner()
     if owner is not None and found.owner != owner:
         raise Refusal("not_found", f"session {session_id} not found")
+    if generation not in (None, found.generation):  # the raise a sealed link or button was for is gone
+        return {"ok": True, "interrupt_id": interrupt_id, "noop": True}
     if found.status != "open":
         return _noop(parking, caller.tenant, session_id, found, payload, caller.subject)
     _check(caller, found, payload)

@@ -28,10 +28,10 @@ def slack_interaction() -> dict[str, Any]:
     click = slack.click(event.body or "", event.headers)
     logger.append_keys(session_id=click.session_id, interrupt_id=click.interrupt_id)
     stored = assembly.get_store().read_interrupt(click.tenant, click.session_id, click.interrupt_id)
-    click = click.choosing(stored.payload if stored else None)
+    click = click.choosing(stored)  # a button of another raise of the id: 409, nothing recorded
     who = Caller(tenant=click.tenant, subject=click.subject, origin="client")
     out = resume(assembly.get_store(), assembly.get_parking(), who, click.session_id, click.interrupt_id,
-                 edge.check_payload(click.resume_payload()))
+                 edge.check_payload(click.resume_payload()), generation=click.generation)
     if not out["noop"]:
         count("InterruptsResumed")
     if not out["noop"] and out.get("status") != "open":  # a quorum still short keeps its buttons
