@@ -17,6 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+from holdpoint.http.numbers import parse_digits
+
 from . import ACCOUNT_ID, REGION
 from .provision import Route
 from .runtime import LocalFunction
@@ -28,6 +30,14 @@ LISTEN_BACKLOG = 128
 """Connections the kernel queues before the server accepts them: a burst of clients waits, not dropped."""
 _ABSOLUTE_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^/?]*")
 _TEXT_TYPES = ("text/", "json", "xml", "javascript", "x-www-form-urlencoded", "yaml")
+
+
+def _number(raw: str, *, hexadecimal: bool = False) -> int:
+    """A Content-Length or chunk size: ASCII digits only, as API Gateway reads them (ValueError else)."""
+    value = parse_digits(raw, hexadecimal=hexadecimal)
+    if value is None:
+        raise ValueError(f"not a number: {raw!r}")
+    return value
 
 
 @dataclass
@@ -342,14 +352,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if chunked and self.headers.get("Content-Length") is not None:
             raise ValueError("both Content-Length and chunked")
         if not chunked:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length < 0:
-                raise ValueError("negative Content-Length")
+            length = _number(self.headers.get("Content-Length") or "0")
             return None if length > MAX_BODY_BYTES else self.rfile.read(length)
         body = b""
-        while size := int(self.rfile.readline(1024).split(b";")[0].strip(), 16):
-            if size < 0:
-                raise ValueError("negative chunk size")
+        while size := _number(self.rfile.readline(1024).split(b";")[0].strip().decode("latin-1"), hexadecimal=True):
             if len(body) + size > MAX_BODY_BYTES:
                 return None
             body += self.rfile.read(size)

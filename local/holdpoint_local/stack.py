@@ -26,9 +26,17 @@ DEFAULT_TENANT = "dev"
 DEFAULT_SUBJECT = "dev-user"
 DEFAULT_ORIGIN = "client"
 LINK_BASE_ENV = "HOLDPOINT_LINK_BASE_URL"
-SECRET_ENV_ALLOWLIST = "HOLDPOINT_*WORKER_SECRET"
-"""`env:` secrets the local stack lets agents reference: the demo's, the tests' and the README
-walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
+SECRET_ENV_PATTERN = "HOLDPOINT_*WORKER_SECRET"
+"""`env:` secrets the local stack lets its tenant's agents reference: the demo's, the tests' and the
+README walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
+
+
+def secret_env_allowlist(tenant: str = DEFAULT_TENANT) -> str:
+    """The allow-list the local stack runs with: `SECRET_ENV_PATTERN` for its own tenant only."""
+    return f"{tenant}={SECRET_ENV_PATTERN}"
+
+
+SECRET_ENV_ALLOWLIST = secret_env_allowlist()
 
 
 class LocalStack:
@@ -198,7 +206,7 @@ class LocalStack:
             "AWS_ENDPOINT_URL": str(self.moto_endpoint),
             "MOTO_PORT": str(self.moto_endpoint).rsplit(":", 1)[-1],
             "HOLDPOINT_ALLOW_HTTP_WORKERS": "1",
-            "HOLDPOINT_SECRET_ENV_ALLOWLIST": SECRET_ENV_ALLOWLIST,
+            "HOLDPOINT_SECRET_ENV_ALLOWLIST": secret_env_allowlist(self.tenant),
             "POWERTOOLS_TRACE_DISABLED": "1",
             "POWERTOOLS_METRICS_NAMESPACE": "holdpoint-local",
             **self.extra_env,

@@ -152,8 +152,9 @@ def test_a2_ten_concurrent_approvers_on_a_quorum_of_two(api: Api, stack: Any,
 def test_a2_a_client_token_carries_groups_from_its_claim(api: Api, stack: Any,
                                                          worker: tuple[str, list[dict[str, Any]]]) -> None:
     """`POST /v1/client-tokens` with `identity.groups`: the end user answers in their own session
-    as a member of the group; a token without the group is not an approver."""
-    declare_agent(api, worker[0], approval={"groups": ["reviewers"]})
+    as a member of the group; a token without the group is not an approver. An end user's group is
+    named `user:reviewers` (a bare `reviewers` names API keys' group only)."""
+    declare_agent(api, worker[0], approval={"groups": ["user:reviewers"]})
     backend = approver(stack, "backend", origin="machine")
     tokens = {}
     for name, groups in (("zoe", ["reviewers"]), ("yan", None)):

@@ -179,7 +179,7 @@ def test_put_then_get_agent(api: dict[str, str]) -> None:
 
 
 def test_agent_worker_url_and_secret_are_checked(api: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "HOOK_*")
+    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "dev=HOOK_*")
     worker = {"url": "https://93.184.215.14/"}
     status, body = call_api("PUT", "/v1/agents/a1", {"worker": {**worker, "secret": "plain-text"}})
     assert_error(status, body, 400, param="worker.secret")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -239,7 +240,8 @@ class ChatServer:
 def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
     monkeypatch.setenv("HOLDPOINT_ALLOW_HTTP_WORKERS", "1")
     monkeypatch.setenv("TEST_LLM_KEY", "sk-test-123")
-    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "TEST_LLM_KEY,NO_SUCH_VAR")
+    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "t1=TEST_LLM_KEY,t1=NO_SUCH_VAR")
+    monkeypatch.setattr(llm, "complete", functools.partial(llm.complete, tenant="t1"))  # env: keys are a tenant's
     server = ChatServer()
     yield server
     server.close()

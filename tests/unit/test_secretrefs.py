@@ -46,14 +46,15 @@ def test_platform_secrets_local_allowlist_never_admits_platform_variables(
 def test_platform_secrets_local_allowlist_admits_the_demo_and_test_secrets(
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", SECRET_ENV_ALLOWLIST)
-    assert secretrefs.check(f"env:{name}", "acme", "worker.secret") is None
+    assert secretrefs.check(f"env:{name}", "dev", "worker.secret") is None  # the local stack's tenant
+    assert secretrefs.check(f"env:{name}", "acme", "worker.secret") is not None  # and no other
 
 
 def test_platform_secrets_aws_variables_refused_even_by_a_catch_all_allowlist(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "*")
+    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "acme=*")
     assert secretrefs.check("env:AWS_SECRET_ACCESS_KEY", "acme", "worker.secret") is not None
     assert secretrefs.check("env:MY_HOOK_SECRET", "acme", "worker.secret") is None
-    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", " HOOK_* , OTHER")
+    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", " acme=HOOK_* , acme = OTHER")
     assert secretrefs.check("env:HOOK_A", "acme", "worker.secret") is None
     assert secretrefs.check("env:OTHER", "acme", "worker.secret") is None
     assert secretrefs.check("env:hook_a", "acme", "worker.secret") is not None  # case-sensitive
@@ -134,7 +135,7 @@ def test_platform_secrets_resolve_checks_before_reading_and_per_tenant_despite_t
 
 
 def test_platform_secrets_resolve_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "HOOK_*")
+    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "acme=HOOK_*")
     monkeypatch.setenv("HOOK_SECRET", "abc")
     assert secretrefs.resolve("env:HOOK_SECRET", "acme", "worker.secret") == "abc"
     with pytest.raises(secretrefs.SecretRefError, match="not set"):

@@ -16,6 +16,10 @@ from typing import Any, Literal, Protocol
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
+MAX_SEQ = 10**12 - 1
+"""The highest event seq a store represents (the table's event sort keys have 12 digits): the edge
+refuses a larger `after_seq` or `Last-Event-ID` (400), and a store reads nothing after it."""
+
 ResolveOutcome = Literal["resolved", "recorded", "noop", "forbidden", "not_found", "changed", "raced"]
 InboxStatus = Literal["open", "resolved", "expired", "all"]
 

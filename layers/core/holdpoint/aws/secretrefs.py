@@ -4,8 +4,11 @@ A tenant names the secret the engine signs its worker requests with (or sends to
 endpoint), so an unchecked reference hands the tenant the platform's own secrets: the JWT
 signing key in Secrets Manager, the Lambda's AWS credentials in its environment. Hence:
 
-- `env:NAME` only when NAME matches a pattern of `HOLDPOINT_SECRET_ENV_ALLOWLIST` (comma-separated
-  fnmatch patterns; empty, the cloud default, allows none) and never `AWS_*`;
+- `env:NAME` only when NAME matches a pattern the allow-list `HOLDPOINT_SECRET_ENV_ALLOWLIST`
+  gives the caller's tenant, and no other tenant's, and never `AWS_*`. The list is comma-separated
+  `TENANT=PATTERN` entries (fnmatch patterns; empty, the cloud default, allows none); an entry
+  without a tenant admits nothing, so one tenant can never name the variable that holds another's
+  worker secret and have requests signed that the other's worker trusts;
 - `secretsmanager:X` only when X, a name or an ARN of this account and region, names a secret
   under the tenant's own prefix `{HOLDPOINT_TENANT_SECRET_PREFIX}{tenant}/`;
 - a literal secret is refused (it would be stored, and shown, with the agent).
@@ -46,6 +49,30 @@ def _patterns(value: str | None) -> list[str]:
     return [p.strip() for p in (value or "").split(",") if p.strip()]
 
 
+def env_entries(value: str | None) -> list[tuple[str, str]]:
+    """The allow-list's `TENANT=PATTERN` entries; an entry naming no tenant is no entry."""
+    out = []
+    for entry in _patterns(value):
+        owner, sep, pattern = entry.partition("=")
+        if sep and owner.strip() and pattern.strip():
+            out.append((owner.strip(), pattern.strip()))
+    return out
+
+
+def _env_problem(name: str, tenant: str, field: str) -> str | None:
+    """An environment variable is the tenant's when the tenant's patterns, and only its, match it:
+    a name two tenants' patterns match belongs to neither."""
+    if not _ENV_NAME.match(name):
+        return f"{field} names an invalid environment variable"
+    if any(fnmatch.fnmatchcase(name, p) for p in _NEVER_ENV):
+        return f"{field} may not name {name}"
+    owners = {owner for owner, pattern in env_entries(os.environ.get(ENV_ALLOWLIST))
+              if fnmatch.fnmatchcase(name, pattern)}
+    if owners != {tenant}:
+        return f"{field} names an environment variable outside {ENV_ALLOWLIST} for tenant {tenant}"
+    return None
+
+
 def tenant_prefix(tenant: str) -> str:
     """The Secrets Manager name prefix a tenant's references must stay under."""
     return f"{os.environ.get(TENANT_PREFIX) or DEFAULT_TENANT_PREFIX}{tenant}/"
@@ -55,18 +82,11 @@ def check(ref: object, tenant: str | None, field: str) -> str | None:
     """Why `ref` may not be used by `tenant` as `field` (a message naming the field), or None."""
     if not isinstance(ref, str) or not ref.startswith(("env:", "secretsmanager:")):
         return f"{field} must be `env:NAME` or `secretsmanager:NAME`, never the secret itself"
-    if ref.startswith("env:"):
-        name = ref[len("env:"):]
-        if not _ENV_NAME.match(name):
-            return f"{field} names an invalid environment variable"
-        if any(fnmatch.fnmatchcase(name, p) for p in _NEVER_ENV):
-            return f"{field} may not name {name}"
-        if not any(fnmatch.fnmatchcase(name, p) for p in _patterns(os.environ.get(ENV_ALLOWLIST))):
-            return f"{field} names an environment variable outside {ENV_ALLOWLIST}"
-        return None
-    secret_id = ref[len("secretsmanager:"):]
     if not tenant or not _TENANT.match(tenant):
         return f"{field}: no tenant to scope the secret to"
+    if ref.startswith("env:"):
+        return _env_problem(ref[len("env:"):], tenant, field)
+    secret_id = ref[len("secretsmanager:"):]
     match = _SECRET_ARN.match(secret_id)
     if match:
         region, account, name = match.groups()

@@ -54,7 +54,7 @@ from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
-from holdpoint.ports import Conflict, InboxQuery, InboxRow, ResolveOutcome, SessionFilters, TooManyChanges
+from holdpoint.ports import MAX_SEQ, Conflict, InboxQuery, InboxRow, ResolveOutcome, SessionFilters, TooManyChanges
 
 PREFIX = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
 AGENT_SK = "H#A"  # sorts right after the header "H", inside the state range a step loads
@@ -698,11 +698,13 @@ class Store:
         return Cached(new_version, dict(written))
 
     def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
+        if after_seq >= MAX_SEQ:  # nothing after the last key: never a BETWEEN whose bounds are inverted
+            return []
         page = self.client.query(
             TableName=self.table,
             KeyConditionExpression="PK = :pk AND SK BETWEEN :a AND :b",
             ExpressionAttributeValues={":pk": _s(session_pk(tenant, session_id)),
-                                       ":a": _s(f"E#{after_seq + 1:012d}"), ":b": _s("E#999999999999")},
+                                       ":a": _s(f"E#{max(after_seq, 0) + 1:012d}"), ":b": _s(f"E#{MAX_SEQ:012d}")},
             Limit=limit,
             ConsistentRead=True,
         )

@@ -22,6 +22,21 @@ MAX_QUORUM = 20
 MAX_QUORUM_ANSWER_BYTES = 4_096
 """Every answer to a quorum is kept on the interrupt's one item (at most 400 KB), so each is small."""
 IDENTITY_KEYS = ("subjects", "groups")
+END_USER = "user:"
+"""A policy's `subjects` and `groups` name API-key principals (the tenant's keys, and the subjects
+its own declarations map, such as a link's approver or a Slack user); an entry names an end user
+(a client token's subject or `groups` claim) only as `user:NAME`. `key:NAME` names a key's
+subject explicitly (for a subject that itself starts with `user:`)."""
+_KEY = "key:"
+
+
+def _entries(names: Any) -> set[str]:
+    """A policy's subjects or groups in one namespace: `user:NAME`, or `key:NAME` for a bare name."""
+    return {n if n.startswith((END_USER, _KEY)) else _KEY + n for n in names if isinstance(n, str)}
+
+
+def _principal(name: str, end_user: bool) -> str:
+    return (END_USER if end_user else _KEY) + name
 
 
 class PolicyError(ValueError):
@@ -179,9 +194,10 @@ def _escalation_within(escalate_to: dict[str, Any], base: dict[str, Any]) -> Non
 
 def refusal_reason(policy: dict[str, Any] | None, caller_subject: str, caller_origin: str,
                    caller_groups: list[str] | tuple[str, ...], requester: str | None, escalated: bool,
-                   escalate_to: dict[str, Any] | None = None) -> str | None:
+                   escalate_to: dict[str, Any] | None = None, *, end_user: bool = False) -> str | None:
     """Why this caller may not answer an interrupt under `policy` (None: it may). An escalated
-    interrupt also admits `escalate_to` (the interrupt's, else the policy's)."""
+    interrupt also admits `escalate_to` (the interrupt's, else the policy's). An `end_user` (a
+    client token) matches only the policy's `user:` entries, an API key only the others."""
     if not policy:
         return None
     origins = policy.get("origins")
@@ -189,20 +205,22 @@ def refusal_reason(policy: dict[str, Any] | None, caller_subject: str, caller_or
         return f"the policy admits origins {', '.join(origins)}, not {caller_origin}"
     if _names_identities(policy):
         extra = (escalate_to or policy.get("escalate_to") or {}) if escalated else {}
-        subjects = {*(policy.get("subjects") or []), *(extra.get("subjects") or [])}
-        groups = {*(policy.get("groups") or []), *(extra.get("groups") or [])}
-        if caller_subject not in subjects and not groups.intersection(caller_groups):
-            return f"{caller_subject} is not one of the policy's approvers (subjects or groups)"
+        subjects = _entries([*(policy.get("subjects") or []), *(extra.get("subjects") or [])])
+        groups = _entries([*(policy.get("groups") or []), *(extra.get("groups") or [])])
+        mine = {_principal(g, end_user) for g in caller_groups}
+        if _principal(caller_subject, end_user) not in subjects and not groups.intersection(mine):
+            who = _principal(caller_subject, end_user) if end_user else caller_subject
+            return f"{who} is not one of the policy's approvers (subjects or groups)"
     if policy.get("forbid_requester") and requester is not None and caller_subject == requester:
         return f"{caller_subject} requested this action and the policy forbids approving one's own request"
     return None
 
 
 def interrupt_refusal(interrupt: Interrupt, caller_subject: str, caller_origin: str,
-                      caller_groups: list[str] | tuple[str, ...]) -> str | None:
+                      caller_groups: list[str] | tuple[str, ...], *, end_user: bool = False) -> str | None:
     """`refusal_reason` for a stored interrupt (the resume, and the inbox's `approver=me`)."""
     return refusal_reason(interrupt.policy, caller_subject, caller_origin, caller_groups, interrupt.requester,
-                          interrupt.escalated, interrupt.escalate_to)
+                          interrupt.escalated, interrupt.escalate_to, end_user=end_user)
 
 
 def is_denial(payload: Any) -> bool:

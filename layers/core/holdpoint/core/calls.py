@@ -132,7 +132,7 @@ def arm_deadline(state: SessionState, call: Call, now: float) -> None:
 
 def call_parked(state: SessionState, call: Call) -> bool:
     """R12: a call bound to an open interrupt, or on a parked branch, does not time out."""
-    if any(i.call_id == call.id for i in state.open_interrupts()):
+    if rules.holding(state, call.id) is not None:
         return True
     return bool(rules.parking(state, call.anchor))
 

@@ -122,6 +122,21 @@ class ProtocolError(ValueError):
         self.param = param
 
 
+class CallHeld(ProtocolError):
+    """An action settling a call that an open interrupt holds (R12): the whole answer is refused."""
+
+    def __init__(self, param: str, refusal: Refusal) -> None:
+        super().__init__(param, refusal.message)
+        self.refusal = refusal
+
+
+def _refuse_held(ctx: ActionContext, call: Call) -> None:
+    try:
+        rules.refuse_held(ctx.state, call)
+    except Refusal as exc:
+        raise CallHeld(f"actions[{ctx.index}].id", exc) from None
+
+
 def _target_call(state: SessionState, decision: Decision, action_id: str | None) -> Call | None:
     if action_id:
         return state.calls.get(action_id)
@@ -249,6 +264,7 @@ def _tool_outcome(ctx: ActionContext, action: Any) -> None:
     if call.status != "open" or (action.attempt is not None and action.attempt != call.attempt):
         state.emit("call.result_ignored", call_id=call.id, reason="not open or replaced attempt")
         return
+    _refuse_held(ctx, call)
     if action.type == "tool.result":
         settle_tool(state, call, ok=True, result=action.result)
     elif action.retryable and retry_tool(state, call, ctx.now):
@@ -269,6 +285,7 @@ def _llm_outcome(ctx: ActionContext, action: Any) -> None:
     if action.attempt is not None and action.attempt != call.attempt:
         state.emit("call.result_ignored", call_id=call.id, reason="replaced attempt")
         return
+    _refuse_held(ctx, call)
     if action.type == "llm.result":
         result = action.outcome()
     else:

@@ -14,6 +14,7 @@ Code = Literal[
     "interrupted",  # R9: the branch is parked
     "turn_already_active",  # one turn at a time
     "call_not_open",  # a settle for a call that is settled, voided or on another attempt
+    "call_held",  # R12: a settle for a call an open interrupt holds
     "conflict",  # the session kept changing under a writer
     "payload_too_large",
     "too_many_messages",  # one input adds more than one transaction can record

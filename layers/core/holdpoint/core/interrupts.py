@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from holdpoint.core import approvals
+from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared, apply_declared
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, epoch, iso_ms
 
@@ -79,6 +80,20 @@ def canonical(value: Any) -> str:
 def digest(value: Any) -> str:
     """SHA-256 hex of a value's canonical JSON (the agent configuration's version, as the store's)."""
     return hashlib.sha256(canonical(value).encode()).hexdigest()
+
+
+def holding(state: SessionState, call_id: str) -> Interrupt | None:
+    """R12: the open interrupt a call is bound to, if any; the call stays open while it is."""
+    return next((i for i in state.open_interrupts() if i.call_id == call_id), None)
+
+
+def refuse_held(state: SessionState, call: Call) -> None:
+    """R12: nothing from outside settles a call its open interrupt holds (only the answer to that
+    interrupt's `interrupt.resumed`, once it is resolved): 409 `call_held`, nothing recorded."""
+    interrupt = holding(state, call.id)
+    if interrupt is not None:
+        raise Refusal("call_held", f"call {call.id} is held by open interrupt {interrupt.interrupt_id}; "
+                      "it settles once that interrupt is resumed", "id", interrupt_id=interrupt.interrupt_id)
 
 
 def bound_action(state: SessionState, call_id: str | None) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ STATUS: dict[Code, int] = {
     "interrupted": 409,
     "turn_already_active": 409,
     "call_not_open": 409,
+    "call_held": 409,
     "conflict": 409,
     "stale_approval": 409,
     "decision_not_current": 409,

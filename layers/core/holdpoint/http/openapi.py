@@ -21,7 +21,7 @@ _WHY: dict[int, tuple[str, Any]] = {
     404: ("Holdpoint: not found, or another tenant's; API Gateway: no route (an empty path id)",
           Error | GatewayError),
     409: ("The session's state refuses it now (`interrupted`, `turn_already_active`, `call_not_open`, "
-          "`conflict`, `stale_approval`, `decision_not_current`)", Error),
+          "`call_held`, `conflict`, `stale_approval`, `decision_not_current`)", Error),
     413: ("Holdpoint: a body over 1 MiB or a payload too large to record; API Gateway: a body over 10 MiB",
           Error | GatewayError),
     422: ("Unknown input `type`", Error),

@@ -36,7 +36,7 @@ def may_answer(caller: Caller, interrupt: Interrupt) -> bool:
     """Whether the caller may resume the interrupt: the origin rule (R17) and its approver policy
     (A2, with the escalation's approvers once it has escalated, A5), as the resume checks them."""
     return may_resume(caller.origin, interrupt.origin) and approvals.interrupt_refusal(
-        interrupt, caller.subject, caller.origin, caller.groups) is None
+        interrupt, caller.subject, caller.origin, caller.groups, end_user=caller.own_only) is None
 
 
 def inbox(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,

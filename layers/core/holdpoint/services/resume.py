@@ -128,7 +128,8 @@ def _check(caller: Caller, interrupt: Interrupt, payload: Any) -> None:
     if not may_resume(caller.origin, interrupt.origin):
         raise Refusal("forbidden", f"an interrupt raised by {interrupt.origin} cannot be cleared by {caller.origin}",
                       param="interrupt_id")
-    reason = approvals.interrupt_refusal(interrupt, caller.subject, caller.origin, caller.groups)
+    reason = approvals.interrupt_refusal(interrupt, caller.subject, caller.origin, caller.groups,
+                                         end_user=caller.own_only)
     if reason is not None:
         raise Refusal("not_an_approver", reason, param="interrupt_id")
     failed = schemas.answer_error(interrupt.response_schema, payload)

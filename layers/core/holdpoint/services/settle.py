@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from holdpoint.core import budget
+from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, settle_tool
 from holdpoint.core.errors import Refusal
 from holdpoint.core.outcomes import llm_failure, llm_reply
@@ -25,13 +26,15 @@ def settle(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: st
 
 
 def open_call(state: SessionState, body: SettleBody) -> Call:
-    """The call a settle names: it must exist, be of the settle's kind, and be open at that attempt."""
+    """The call a settle names: it must exist, be of the settle's kind, be open at that attempt,
+    and not be held by an open interrupt (R12)."""
     call = state.calls.get(body.id)
     wanted = "llm_call" if body.type.startswith("llm.") else "tool_call"
     if call is None or call.kind != wanted:
         raise Refusal("not_found", f"call {body.id} not found", "id")
     if call.status != "open" or (body.attempt is not None and body.attempt != call.attempt):
         raise Refusal("call_not_open", f"call {body.id} is not open for attempt {body.attempt or call.attempt}", "id")
+    rules.refuse_held(state, call)
     return call
 
 

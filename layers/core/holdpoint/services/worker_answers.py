@@ -27,6 +27,8 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, body: WorkerSu
     def apply(state: SessionState) -> bool:
         try:
             return engine.apply_submit(state, body.decision_id, response, state.now)
+        except engine.CallHeld as exc:  # R12: 409 `call_held`, naming the action and the interrupt
+            raise Refusal(exc.refusal.code, exc.refusal.message, exc.param, **exc.refusal.extra) from None
         except engine.ProtocolError as exc:
             raise Refusal("validation_error", str(exc), exc.param) from None
 

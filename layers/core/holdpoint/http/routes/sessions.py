@@ -23,9 +23,10 @@ from holdpoint.core.protocol import (
     SettleBody,
 )
 from holdpoint.http import edge
+from holdpoint.http.numbers import ASCII_DIGITS
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import count, logger
-from holdpoint.ports import InboxStatus, SessionFilters, TooManyChanges
+from holdpoint.ports import MAX_SEQ, InboxStatus, SessionFilters, TooManyChanges
 from holdpoint.services import sessions, streams
 from holdpoint.services.inbox import InboxFilters, inbox
 from holdpoint.services.resume import resume
@@ -74,7 +75,7 @@ def create_session(body: Annotated[NewSessionInput, Body()]) -> Response[dict[st
 @router.get("/v1/sessions", security=BEARER, responses=answers(200, 400),
             summary="The tenant's sessions, newest first (a client token: its own)")
 def list_sessions(
-    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    limit: Annotated[int, Query(ge=1, le=100), ASCII_DIGITS] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
     agent_id: Annotated[str | None, Query(pattern=ID_REGEX)] = None,
     status: Annotated[str | None, Query(pattern="^(interrupted|running|done|idle)$")] = None,
@@ -106,9 +107,10 @@ def get_session(session_id: Annotated[str, id_path("session")]) -> dict[str, Any
             summary="The session's event log, paged")
 def get_events(
     session_id: Annotated[str, id_path("session")],
-    after_seq: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    wait: Annotated[int, Query(ge=0, le=25, description="seconds to wait for a first event (long-poll)")] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=MAX_SEQ), ASCII_DIGITS] = 0,
+    limit: Annotated[int, Query(ge=1, le=500), ASCII_DIGITS] = 100,
+    wait: Annotated[int, Query(ge=0, le=25, description="seconds to wait for a first event (long-poll)"),
+                    ASCII_DIGITS] = 0,
 ) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
     return streams.page(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"),
@@ -143,12 +145,12 @@ def post_settle(session_id: Annotated[str, id_path("session")], body: SettleBody
             summary="The tenant's interrupts, newest first: the inbox and the audit trail")
 def get_inbox(
     status: Annotated[str, Query(pattern="^(open|resolved|expired|all)$")] = "open",
-    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    limit: Annotated[int, Query(ge=1, le=100), ASCII_DIGITS] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
     agent_id: Annotated[str | None, Query(pattern=ID_REGEX)] = None,
     reason: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
-    older_than: Annotated[int | None, Query(ge=0, le=MAX_AGE_SECS, description="seconds")] = None,
-    expiring_within: Annotated[int | None, Query(ge=0, le=MAX_AGE_SECS, description="seconds")] = None,
+    older_than: Annotated[int | None, Query(ge=0, le=MAX_AGE_SECS, description="seconds"), ASCII_DIGITS] = None,
+    expiring_within: Annotated[int | None, Query(ge=0, le=MAX_AGE_SECS, description="seconds"), ASCII_DIGITS] = None,
     approver: Annotated[str | None, Query(pattern="^me$")] = None,
 ) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)

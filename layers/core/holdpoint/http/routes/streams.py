@@ -10,24 +10,19 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
-from holdpoint.core.errors import Refusal
 from holdpoint.core.protocol import ID_REGEX
 from holdpoint.http import edge, eventstream
+from holdpoint.http.numbers import ASCII_DIGITS, header_number
 from holdpoint.http.openapi import BEARER, answers, id_path
+from holdpoint.ports import MAX_SEQ
 from holdpoint.services import streams
 
 router = APIGatewayHttpRouter()
-MAX_SEQ = 10**12 - 1  # event sort keys have 12 digits
 
 
 def last_event_id(raw: str | None) -> int | None:
     """An `EventSource` reconnecting sends the last `id:` it saw; it takes precedence over `after_seq`."""
-    if raw is None or raw == "":
-        return None
-    if not raw.isdigit() or int(raw) > MAX_SEQ:
-        raise Refusal("validation_error", "Last-Event-ID must be an event seq (a non-negative integer)",
-                      "Last-Event-ID")
-    return int(raw)
+    return header_number(raw, "Last-Event-ID", MAX_SEQ)
 
 
 @router.get("/v1/sessions/<session_id>/events/stream", security=BEARER,
@@ -38,7 +33,7 @@ def last_event_id(raw: str | None) -> int | None:
             summary="The session's events as server-sent events (a long-poll: reconnect for more)")
 def get_event_stream(
     session_id: Annotated[str, id_path("session")],
-    after_seq: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=MAX_SEQ), ASCII_DIGITS] = 0,
     turn_id: Annotated[str | None, Query(pattern=ID_REGEX)] = None,
 ) -> Response[str]:
     event = router.current_event
