@@ -277,3 +277,16 @@ def test_sealed_park_and_wake_of_a_raise_deleted_by_ttl_leave_the_new_raise_alon
     now = h.state().interrupts[IID]
     assert now.status == "open" and now.task_token != "token-of-the-deleted-raise"
     assert h.view()["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("stamp", ["²", "١٧٠٠٠٠٠٠٠٠", "+1700000000", " 1700000000", "1_700_000_000", ""])
+def test_sealed_click_with_a_timestamp_not_in_ascii_digits_is_401_not_a_500(fake: SlackFake, stamp: str) -> None:
+    """A genuinely sealed button with a Slack timestamp that is not plain ASCII digits (slack_sdk
+    would `int()` it) is refused as unsigned, naming the header, and answers nothing."""
+    h = session()
+    ts, message = post(h, fake)
+    body = click_body(message, ts, 0, user="U1")
+    headers = {**sign(SIGNING, body), "X-Slack-Request-Timestamp": stamp}
+    status, out = click(body, headers)
+    assert (status, out["error"]["param"]) == (401, "x-slack-request-timestamp")
+    untouched(h, fake)

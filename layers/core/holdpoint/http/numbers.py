@@ -8,23 +8,14 @@ through here, so one rule holds everywhere: 400 naming the field for anything bu
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BeforeValidator
 
+from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import Refusal
 
-_DECIMAL = re.compile(r"[0-9]{1,19}")
-_HEX = re.compile(r"[0-9A-Fa-f]{1,16}")
-
-
-def parse_digits(raw: object, *, hexadecimal: bool = False) -> int | None:
-    """The number `raw` spells in ASCII digits only (hex digits with `hexadecimal`), else None."""
-    if not isinstance(raw, str) or not (_HEX if hexadecimal else _DECIMAL).fullmatch(raw):
-        return None
-    return int(raw, 16 if hexadecimal else 10)
-
+__all__ = ["ASCII_DIGITS", "header_number", "parse_digits"]
 
 def header_number(raw: str | None, param: str, maximum: int) -> int | None:
     """A header's non-negative integer (None when absent or empty); 400 naming `param` otherwise."""

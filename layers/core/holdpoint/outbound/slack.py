@@ -40,6 +40,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
 from holdpoint.aws import secretrefs, signing
+from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
 from holdpoint.core.interrupts import answerable_until
@@ -369,7 +370,11 @@ class SlackChannel:
         tenant = str(sealed["t"])
         secret = signing_secret(config, tenant)
         lowered = {k.lower(): v for k, v in headers.items()}
-        if not SignatureVerifier(secret).is_valid(body, lowered.get("x-slack-request-timestamp"),
+        stamp = lowered.get("x-slack-request-timestamp")
+        if parse_digits(stamp) is None:  # slack_sdk would int() it: `²` or `١` would be a 500
+            raise Refusal("unauthorized", "the Slack request timestamp must be ASCII digits",
+                          "x-slack-request-timestamp")
+        if not SignatureVerifier(secret).is_valid(body, stamp,
                                                   lowered.get("x-slack-signature")):
             raise Refusal("unauthorized", "the Slack request signature is not valid", "x-slack-signature")
         generation, expires = sealed.get("g"), sealed.get("x")
