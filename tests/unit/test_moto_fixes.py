@@ -306,3 +306,148 @@ def test_an_item_without_binary_is_not_walked_through_the_shape_model(aws: dict[
     assert "AttributeValue" not in walked
     fixed.serialize({"Item": {"blob": {"B": b"\x00"}}})
     assert "AttributeValue" in walked  # binary still goes through moto's own path
+
+
+# ----------------------------------------------------------------------------- CloudFormation (fixes 9-15)
+
+
+def _stack(resources: dict[str, Any], outputs: dict[str, Any] | None = None,
+           conditions: dict[str, Any] | None = None) -> tuple[Any, dict[str, str], dict[str, str]]:
+    """Create a template on moto's CloudFormation: (client, logical -> physical id, outputs)."""
+    import json
+
+    cfn = boto3.client("cloudformation", region_name="us-east-1")
+    body: dict[str, Any] = {"Resources": resources, "Outputs": outputs or {}, "Conditions": conditions or {}}
+    cfn.create_stack(StackName="fx", TemplateBody=json.dumps(body), Capabilities=["CAPABILITY_IAM"])
+    res = cfn.describe_stack_resources(StackName="fx")["StackResources"]
+    outs = cfn.describe_stacks(StackName="fx")["Stacks"][0].get("Outputs", [])
+    return (cfn, {r["LogicalResourceId"]: r.get("PhysicalResourceId", "") for r in res},
+            {o["OutputKey"]: o["OutputValue"] for o in outs})
+
+
+def test_cfn_a_fifo_queue_it_names_itself_ends_in_fifo(aws: dict[str, str]) -> None:
+    _, res, _ = _stack({"Q": {"Type": "AWS::SQS::Queue", "Properties": {"FifoQueue": True}}})
+    assert res["Q"].endswith(".fifo") and "-Q-" in res["Q"]
+
+
+def test_cfn_creates_a_secret_it_generates(aws: dict[str, str]) -> None:
+    _, res, outs = _stack({"S": {"Type": "AWS::SecretsManager::Secret", "Properties": {
+        "GenerateSecretString": {"PasswordLength": 64, "ExcludePunctuation": True}}}},
+        {"Arn": {"Value": {"Ref": "S"}}})
+    value = boto3.client("secretsmanager", region_name="us-east-1").get_secret_value(SecretId=outs["Arn"])
+    assert outs["Arn"] == res["S"] and outs["Arn"].startswith("arn:aws:secretsmanager:")
+    assert len(value["SecretString"]) == 64 and value["SecretString"].isalnum()
+
+
+def test_cfn_creates_an_http_api_from_its_body_with_its_lambda_authorizer_and_stage(aws: dict[str, str]) -> None:
+    uri = ("arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/"
+           "arn:aws:lambda:us-east-1:1:function:{}/invocations")
+    op = {"x-amazon-apigateway-integration": {"type": "aws_proxy", "httpMethod": "POST", "uri": uri.format("f"),
+                                              "payloadFormatVersion": "2.0"}}
+    body = {"openapi": "3.0.1", "info": {"title": "t"}, "paths": {
+        "/a": {"get": {**op, "security": [{"Auth": []}]}}, "/b": {"get": {**op, "security": [{"NONE": []}]}}},
+        "x-amazon-apigateway-cors": {"allowOrigins": ["https://x"], "maxAge": 600},
+        "components": {"securitySchemes": {"Auth": {"type": "apiKey", "name": "Unused", "in": "header",
+            "x-amazon-apigateway-authorizer": {"type": "request", "authorizerUri": uri.format("auth"),
+                "identitySource": ["$request.header.Authorization"], "authorizerPayloadFormatVersion": "2.0",
+                "enableSimpleResponses": True, "authorizerResultTtlInSeconds": 0}}}}}  # fmt: skip
+    stage = {"ApiId": {"Ref": "Api"}, "StageName": "$default", "AutoDeploy": True}
+    _, res, _ = _stack({"Api": {"Type": "AWS::ApiGatewayV2::Api", "Properties": {"Body": body}},
+                        "Stage": {"Type": "AWS::ApiGatewayV2::Stage", "Properties": stage}})
+    api = boto3.client("apigatewayv2", region_name="us-east-1")
+    routes = {r["RouteKey"]: r for r in api.get_routes(ApiId=res["Api"])["Items"]}
+    assert routes["GET /b"]["AuthorizationType"] == "NONE"
+    assert routes["GET /a"]["AuthorizationType"] == "CUSTOM"
+    auth = api.get_authorizer(ApiId=res["Api"], AuthorizerId=routes["GET /a"]["AuthorizerId"])
+    assert auth["AuthorizerUri"] == uri.format("auth") and auth["IdentitySource"] == ["$request.header.Authorization"]
+    assert api.get_api(ApiId=res["Api"])["CorsConfiguration"]["AllowOrigins"] == ["https://x"]
+    assert api.get_stage(ApiId=res["Api"], StageName="$default")["AutoDeploy"] is True
+
+
+def test_cfn_creates_a_bucket_policy_and_an_alarm(aws: dict[str, str]) -> None:
+    import json
+
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Deny", "Principal": "*", "Action": "s3:*",
+                                                      "Resource": {"Fn::Sub": "${B.Arn}/*"}}]}
+    _, res, _ = _stack({
+        "B": {"Type": "AWS::S3::Bucket"},
+        "P": {"Type": "AWS::S3::BucketPolicy", "Properties": {"Bucket": {"Ref": "B"}, "PolicyDocument": policy}},
+        "A": {"Type": "AWS::CloudWatch::Alarm", "Properties": {
+            "Namespace": "AWS/SQS", "MetricName": "M", "Dimensions": [{"Name": "QueueName", "Value": "q"}],
+            "Statistic": "Maximum", "Period": 60, "EvaluationPeriods": 1, "Threshold": 0,
+            "ComparisonOperator": "GreaterThanThreshold"}},
+    })  # fmt: skip
+    stored = json.loads(boto3.client("s3", region_name="us-east-1").get_bucket_policy(Bucket=res["B"])["Policy"])
+    assert stored["Statement"][0]["Resource"] == f"arn:aws:s3:::{res['B']}/*"
+    alarms = boto3.client("cloudwatch", region_name="us-east-1").describe_alarms(AlarmNames=[res["A"]])["MetricAlarms"]
+    assert [a["Dimensions"] for a in alarms] == [[{"Name": "QueueName", "Value": "q"}]]
+
+
+def _function(name: str) -> None:
+    import io
+    import zipfile
+
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="code")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("app.py", "")
+    s3.put_object(Bucket="code", Key="f", Body=buf.getvalue())
+    trust = ('{"Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"},'
+             ' "Action": "sts:AssumeRole"}]}')
+    role = boto3.client("iam", region_name="us-east-1").create_role(RoleName="r", AssumeRolePolicyDocument=trust)
+    boto3.client("lambda", region_name="us-east-1").create_function(
+        FunctionName=name, Runtime="python3.11", Role=role["Role"]["Arn"], Handler="app.handler",
+        Code={"S3Bucket": "code", "S3Key": "f"})
+
+
+def test_cfn_an_event_source_mapping_is_recorded_but_not_run_by_moto(aws: dict[str, str]) -> None:
+    from moto.sqs.models import sqs_backends
+
+    _function("fn")
+    sqs, lam = boto3.client("sqs", region_name="us-east-1"), boto3.client("lambda", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    lam.create_event_source_mapping(EventSourceArn=arn, FunctionName="fn", BatchSize=5)
+    assert [m["BatchSize"] for m in lam.list_event_source_mappings()["EventSourceMappings"]] == [5]
+    assert sqs_backends["123456789012"]["us-east-1"].queues["q"].lambda_event_source_mappings == {}
+
+
+def test_cfn_no_value_in_a_list_removes_the_element(aws: dict[str, str]) -> None:
+    doc = {"Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    _, res, _ = _stack({"R": {"Type": "AWS::IAM::Role", "Properties": {
+        "AssumeRolePolicyDocument": doc,
+        "Policies": [{"Fn::If": ["Off", {"PolicyName": "p", "PolicyDocument": doc}, {"Ref": "AWS::NoValue"}]}]}}},
+        conditions={"Off": {"Fn::Equals": ["a", "b"]}})  # fmt: skip
+    assert boto3.client("iam", region_name="us-east-1").list_role_policies(RoleName=res["R"])["PolicyNames"] == []
+
+
+def test_cfn_ref_to_an_event_bus_is_its_name_and_to_a_layer_version_its_arn(aws: dict[str, str]) -> None:
+    _function("unused")
+    _, _, outs = _stack({
+        "Bus": {"Type": "AWS::Events::EventBus", "Properties": {"Name": "b"}},
+        "L": {"Type": "AWS::Lambda::LayerVersion", "Properties": {"Content": {"S3Bucket": "code", "S3Key": "f"}}},
+    }, {"Bus": {"Value": {"Ref": "Bus"}}, "Layer": {"Value": {"Ref": "L"}}})  # fmt: skip
+    assert outs["Bus"] == "b"
+    assert outs["Layer"].startswith("arn:aws:lambda:us-east-1:123456789012:layer:") and outs["Layer"].endswith(":1")
+
+
+def test_cfn_a_state_machine_gets_its_definition_substitutions_and_type(aws: dict[str, str]) -> None:
+    definition = '{"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": "${Value}", "End": true}}}'
+    _, res, _ = _stack({"M": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {
+        "DefinitionString": definition, "DefinitionSubstitutions": {"Value": "v"}, "StateMachineType": "EXPRESS",
+        "RoleArn": "arn:aws:iam::123456789012:role/r"}}})  # fmt: skip
+    described = boto3.client("stepfunctions", region_name="us-east-1").describe_state_machine(stateMachineArn=res["M"])
+    assert '"Result": "v"' in described["definition"] and described["type"] == "EXPRESS"
+
+
+def test_cfn_a_table_gets_its_ttl_and_point_in_time_recovery(aws: dict[str, str]) -> None:
+    _, res, _ = _stack({"T": {"Type": "AWS::DynamoDB::Table", "Properties": {
+        "BillingMode": "PAY_PER_REQUEST", "AttributeDefinitions": [{"AttributeName": "PK", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"}],
+        "TimeToLiveSpecification": {"AttributeName": "ttl", "Enabled": True},
+        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}}})  # fmt: skip
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    assert ddb.describe_time_to_live(TableName=res["T"])["TimeToLiveDescription"]["AttributeName"] == "ttl"
+    backups = ddb.describe_continuous_backups(TableName=res["T"])["ContinuousBackupsDescription"]
+    assert backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED"
