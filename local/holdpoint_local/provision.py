@@ -224,17 +224,19 @@ class _Stack:
     def create(self, stack_name: str, translated: dict[str, Any], parameters: dict[str, str]) -> dict[str, str]:
         """Create the stack unless it exists; its resources, logical id -> physical id."""
         cfn = self.client("cloudformation")
+        given = {"TemplateBody": json.dumps(translated), "Capabilities": ["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"],
+                 "Parameters": [{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()]}
         try:
-            cfn.describe_stacks(StackName=stack_name)
+            existing = cfn.describe_stacks(StackName=stack_name)["Stacks"][0]
         except ClientError as exc:
             if "does not exist" not in str(exc):
                 raise
             self.upload_code(translated)
-            cfn.create_stack(
-                StackName=stack_name, TemplateBody=json.dumps(translated),
-                Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
-                Capabilities=["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"],
-            )  # fmt: skip
+            cfn.create_stack(StackName=stack_name, **given)
+        else:  # started again with other parameter values: deployed again, as `sam deploy` would
+            current = {p["ParameterKey"]: p.get("ParameterValue") for p in existing.get("Parameters", [])}
+            if any(current.get(k) != v for k, v in parameters.items()):
+                cfn.update_stack(StackName=stack_name, **given)
         resources = cfn.describe_stack_resources(StackName=stack_name)["StackResources"]
         return {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources if r.get("PhysicalResourceId")}
 
@@ -261,10 +263,15 @@ def _functions(stack: _Stack, translated: dict[str, Any], resources: dict[str, s
         out[logical] = FunctionSpec(
             logical_id=logical, code_dir=code_root / keys[logical], handler=conf["Handler"],
             timeout=int(conf["Timeout"]), memory=int(conf["MemorySize"]),
-            env=dict(conf.get("Environment", {}).get("Variables", {})), role_arn=conf["Role"],
+            env=_strings(conf.get("Environment", {}).get("Variables", {})), role_arn=conf["Role"],
             arn=conf["FunctionArn"],
         )  # fmt: skip
     return out
+
+
+def _strings(variables: dict[str, Any]) -> dict[str, str]:
+    """Lambda's environment is strings; moto's CloudFormation keeps a Number parameter's Ref as an int."""
+    return {name: str(value) for name, value in variables.items()}
 
 
 def _function_of(uri: str, functions: dict[str, FunctionSpec]) -> str:

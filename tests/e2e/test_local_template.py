@@ -103,3 +103,14 @@ def test_template_a_route_added_to_the_template_appears_locally(
     assert (extra.function, extra.authorizer) == ("LinksFunction", "AuthorizerFunction")  # the API's default
     assert extra.code_dir == REPO_ROOT / "functions" / "links"
     assert len(routes) == 24
+
+
+def test_template_a_stack_started_again_with_other_parameters_is_deployed_again(moto_server: MotoServer) -> None:
+    """Starting a stack name that exists with other parameter values updates the stack, as a second
+    `sam deploy --parameter-overrides` would; the functions' environment follows the new values."""
+    first = provision(moto_server.endpoint, stack_name="tparamsagain", parameters={**PARAMS})
+    assert first.env["HOLDPOINT_QUOTA_STREAM_WAITS_PER_CALLER"] == "4"
+    again = provision(moto_server.endpoint, stack_name="tparamsagain",
+                      parameters={**PARAMS, "QuotaStreamWaitsPerCaller": "2"})
+    assert again.env["HOLDPOINT_QUOTA_STREAM_WAITS_PER_CALLER"] == "2"
+    assert again.env["TABLE_NAME"] == first.env["TABLE_NAME"]  # the same resources, not a second stack

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import Refusal
 from holdpoint.core.state import Interrupt, SessionState
 
@@ -37,9 +38,9 @@ def from_env(environ: Mapping[str, str]) -> Quotas:
     """The limits the environment sets; a missing, empty or unreadable one keeps its default."""
     values: dict[str, int] = {}
     for f in fields(Quotas):
-        raw = environ.get(env_name(f.name), "")
-        if raw.strip().isdigit() and int(raw) > 0:
-            values[f.name] = int(raw)
+        value = parse_digits(environ.get(env_name(f.name), ""))
+        if value:
+            values[f.name] = value
     return Quotas(**values)
 
 
