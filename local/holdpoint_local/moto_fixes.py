@@ -1,7 +1,7 @@
 """Fifteen fixes to moto 5.2.5 (six to its DynamoDB emulation, one to SQS FIFO, one to how it writes
 DynamoDB answers, seven to its CloudFormation, which creates the translated template.yaml),
-applied inside the moto server (and the unit tests' in-process moto) so the emulator keeps the guarantees the real service gives, at a cost per request that does not hide
-the product's own.
+applied inside the moto server (and the unit tests' in-process moto) so the emulator keeps the
+guarantees the real service gives, at a cost per request that does not hide the product's own.
 
 1. **Atomic conditional writes.** The moto server handles requests on threads and its DynamoDB
    backend takes no lock, so a condition check and the write after it can interleave with another
