@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from holdpoint.core import interrupts as rules
-from holdpoint.core import retry
+from holdpoint.core import retry, schemas
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.proposals import check_arguments, tool_spec
 from holdpoint.core.state import Call, SessionState, derive, iso
@@ -35,13 +35,12 @@ def output_problem(state: SessionState, call: Call, result: Any) -> str | None:
             value = json.loads(result)
         except ValueError:
             value = result
-    import jsonschema  # only a tool result checked against a schema needs it (~25 ms to import)
-
-    try:
-        jsonschema.validate(value, schema)
-    except jsonschema.ValidationError as exc:
-        return f"result does not match the output schema: {exc.message}"
-    return None
+    failure = schemas.evaluate(schema, value)
+    if failure is None:
+        return None
+    if not failure.judged:
+        return f"the output schema {failure.message}"
+    return f"result does not match the output schema: {failure.message}"
 
 
 def settle_tool(state: SessionState, call: Call, *, ok: bool, result: Any = None, error: Any = None,

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from holdpoint.core import schemas
 from holdpoint.core.state import Call, Decision, SessionState, derive
 
 FOLLOW_ONS = frozenset({"tool.finished", "llm.finished", "sub_agent.finished"})
@@ -28,13 +29,10 @@ def check_arguments(state: SessionState, name: str, arguments: str) -> dict[str,
     if spec is None:
         return {"status": "invalid", "value": value, "error": f"tool {name!r} is not declared"}
     schema = spec.get("input")
-    if schema:
-        import jsonschema  # only a tool call with a schema needs it (~25 ms to import)
-
-        try:
-            jsonschema.validate(value, schema)
-        except jsonschema.ValidationError as exc:
-            return {"status": "invalid", "value": value, "error": exc.message}
+    failure = schemas.evaluate(schema, value) if schema else None
+    if failure is not None:
+        error = failure.message if failure.judged else f"the input schema of tool {name!r} {failure.message}"
+        return {"status": "invalid", "value": value, "error": error}
     return {"status": "valid", "value": value}
 
 

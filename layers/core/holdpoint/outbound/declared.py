@@ -1,12 +1,14 @@
 """What a tenant may point the engine at, checked when an agent is declared: no in-process callable,
-no Lambda outside the allow-list, no internal URL, no secret that is not the tenant's. The engine
-checks each again at call time; this answers the tenant at once, naming the field, recording nothing."""
+no Lambda outside the allow-list, no internal URL, no secret that is not the tenant's, no tool schema
+that would retrieve or do unbounded work. The engine checks each again at call time; this answers the
+tenant at once, naming the field, recording nothing."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from holdpoint.aws import secretrefs
+from holdpoint.core import schemas
 from holdpoint.core.errors import Refusal
 from holdpoint.outbound import netguard
 from holdpoint.outbound.workers import check_lambda_arn
@@ -40,6 +42,8 @@ def check_agent(config: dict[str, Any], tenant: str) -> None:
             from holdpoint.outbound.slack import check_declaration  # slack_sdk only for agents that use it
 
             check_declaration(entry["slack"], tenant, f"notify[{i}]")
+    if config.get("tools") and (bad := schemas.tools_error(config["tools"])):
+        raise Refusal("validation_error", bad[1], bad[0])
 
 
 def check_webhook(entry: dict[str, Any], tenant: str, field: str) -> None:
