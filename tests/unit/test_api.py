@@ -478,6 +478,8 @@ def test_openapi_document_states_auth_statuses_and_ids(api: dict[str, str]) -> N
             continue
         assert op["security"] == [{"bearer": []}], path
         assert {"401", "403"} <= codes and not codes & {"500", "501"}, (path, codes)
+        if "requestBody" in op:  # a body over 1 MiB (Holdpoint) or 10 MiB (API Gateway), whatever the route
+            assert "413" in codes, (path, method)
         accepts = method == "post" and path in ("/v1/sessions", "/v1/sessions/{session_id}/inputs")
         assert ("202" if accepts else "200") in codes
         for param in op.get("parameters", []):
