@@ -39,8 +39,8 @@ def check(resp: Any) -> None:
 
 def test_fuzzed_bodies_over_http_never_5xx_and_record_nothing_on_4xx(api: Api, stack: Any) -> None:
     spec = api.ok("GET", "/v1/openapi.json")
-    routes = [(method.upper(), path) for path, ops in spec["paths"].items() for method in ops
-              if method in ("post", "put")]
+    routes = [(method.upper(), path) for path, ops in spec["paths"].items() for method, op in ops.items()
+              if "application/json" in op.get("requestBody", {}).get("content", {})]  # not the forms
     assert len(routes) >= 6
     sid = api.start("say hi")
     api.wait_status(sid, "done")

@@ -15,6 +15,8 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import Case, GenerationMode
 from schemathesis.config import SchemathesisConfig
 
+from holdpoint.aws import signing
+from holdpoint.services import links
 from tests.stack import Api
 
 EXAMPLES = 15
@@ -22,6 +24,8 @@ EXAMPLES = 15
 
 CHECKS = ["not_a_server_error", "status_code_conformance", "content_type_conformance",
           "response_schema_conformance", "positive_data_acceptance", "negative_data_rejection", "ignored_auth"]
+REJECTED = [400, 401, 403, 404, 413, 422]
+"""How a schema-violating request is refused: a body over the size limit before it is read as JSON (413)."""
 EXCLUDED: list[dict[str, Any]] = [
     # worker.url is accepted only if its host resolves to a public address (https in the cloud):
     # a property of DNS at request time, which no schema can state. The URL check refuses most
@@ -36,8 +40,12 @@ EXCLUDED: list[dict[str, Any]] = [
      "checks": {"positive_data_acceptance": {"enabled": False}}},
     # `cursor` is an opaque token handed out by a previous page; a made-up one is refused (400),
     # and no pattern can say which strings a previous page handed out.
-    {"include-path": "/v1/interrupts", "include-method": "GET",
+    {"include-path-regex": "^/v1/(interrupts|sessions)$", "include-method": "GET",
      "checks": {"positive_data_acceptance": {"enabled": False}}},
+    # A link's token is sealed by the deployment's key and a Slack click is signed with the
+    # channel's secret (an HMAC over the body): a made-up one is refused (400, 401), and no schema
+    # can say which strings a key made. Their live answers are fuzzed on a real link below.
+    {"include-path-regex": "^/v1/(links/|channels/slack/)", "checks": {"positive_data_acceptance": {"enabled": False}}},
     # An AG-UI run's messages are merged into the thread's tree by id, and an id already used
     # elsewhere in the tree (or twice in one list) is refused (400 naming it): uniqueness of a
     # property across items and against stored state is beyond what a schema states.
@@ -46,13 +54,16 @@ EXCLUDED: list[dict[str, Any]] = [
 ]
 
 
+UNPARAMETERIZED = {"/v1/openapi.json", "/inbox", "/inbox/app.js", "/inbox/app.css"}
+"""No parameters and no body: nothing a request could violate."""
+
+
 def load(stack: Any) -> Any:
     """The document the stack serves, authenticated with its dev key."""
     config = SchemathesisConfig.from_dict({
         "generation": {"mode": "all", "max-examples": EXAMPLES, "deterministic": True},
         "checks": {"enabled": False, **{name: {"enabled": True} for name in CHECKS},
-                   # A body over the size limit is refused before it is read as JSON: 413, documented.
-                   "negative_data_rejection": {"expected-statuses": [400, 401, 403, 404, 413, 422]}},
+                   "negative_data_rejection": {"expected-statuses": REJECTED}},
         "auth": {"openapi": {"bearer": {"bearer": stack.api_key}}},
         "request-timeout": 30,
         "operations": EXCLUDED,
@@ -69,7 +80,11 @@ def test_the_api_is_what_its_document_says(stack: Any, api: Api, monkeypatch: py
     schema = load(stack)
     sid = api.start("say hi")
     api.wait_status(sid, "done")
-    live = {"session_id": sid, "agent_id": "assistant"}
+    # A link this deployment sealed, for an interrupt the session never had: its page says closed
+    # (200), and its form with the link's own option answers a no-op.
+    token = signing.seal(links.PURPOSE, {"t": stack.tenant, "s": sid, "i": "never-raised", "g": 1, "o": "approve",
+                                         "a": stack.subject, "x": int(time.time()) + 3600})
+    live = {"session_id": sid, "agent_id": "assistant", "token": token}
     started = time.monotonic()
     cases = 0
     answered: dict[str, set[int]] = {}
@@ -99,8 +114,8 @@ def test_the_api_is_what_its_document_says(stack: Any, api: Api, monkeypatch: py
             try:
                 run()
             except Unsatisfiable:
-                assert label == "negative" and operation.path == "/v1/openapi.json"
-                continue  # no parameters and no body: nothing a request could violate
+                assert label == "negative" and operation.path in UNPARAMETERIZED
+                continue
             except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - report every operation
                 failures.append(f"{operation.label} ({label}): {exc}")
     print(f"\nschemathesis: {cases} cases in {time.monotonic() - started:.1f} s")
@@ -109,7 +124,22 @@ def test_the_api_is_what_its_document_says(stack: Any, api: Api, monkeypatch: py
     assert not failures, "\n\n".join(failures)
     # Not only refusals: every operation accepted some generated input, but those that need what
     # generated input cannot have: an open call (settle), a machine key (minting tokens, and a
-    # worker's submit, which also needs a deferred decision).
+    # worker's submit, which also needs a deferred decision), the link's own option (`confirm`),
+    # a Slack signature.
     refused_only = {label for label, statuses in answered.items() if not any(200 <= s < 300 for s in statuses)}
     assert refused_only <= {"POST /v1/sessions/{session_id}/calls/settle", "POST /v1/client-tokens",
-                            "POST /v1/workers/submit"}, sorted(answered.items())
+                            "POST /v1/workers/submit", "POST /v1/links/{token}",
+                            "POST /v1/channels/slack/interactions"}, sorted(answered.items())
+    assert len(answered) == len(list(schema.get_all_operations()))
+
+
+def test_the_document_has_every_route_api_gateway_has(stack: Any) -> None:
+    """Every route of template.yaml, whichever function serves it (API, resume, links, channels),
+    is an operation of the one document, with the security API Gateway really applies to it."""
+    import requests
+
+    doc = requests.get(f"{stack.base_url}/v1/openapi.json", timeout=30).json()
+    documented = {(method.upper(), path): bool(op.get("security"))
+                  for path, ops in doc["paths"].items() for method, op in ops.items()}
+    routes = {(r.method, r.path): r.auth for r in stack.provisioned.routes}
+    assert documented == routes

@@ -385,3 +385,19 @@ def test_n1_an_answer_short_of_the_quorum_is_published_once_as_answered(aws: dic
     assert list(outbox_events(modified(after, after), h.store)) == []
     resume(h.store, h.parking, BOB, h.session_id or "", "int-ok", {"approved": True})
     assert list(outbox_events(modified(after, interrupt_item(h, "int-ok")), h.store)) == []
+
+
+@pytest.mark.parametrize("accept", ["application/json", "text/html"])
+def test_n3_a_token_the_router_cannot_match_is_an_invalid_link_as_documented(accept: str) -> None:
+    """A token holding a character Powertools' router does not match (`"`) is refused like any
+    other invalid token (400 `invalid_link`, page or JSON), not with Powertools' own 404 body,
+    which the OpenAPI document does not describe."""
+    from holdpoint.http import links_api
+
+    event = {"version": "2.0", "routeKey": "GET /v1/links/{token}", "rawPath": '/v1/links/a"b',
+             "rawQueryString": "", "headers": {"accept": accept}, "isBase64Encoded": False,
+             "requestContext": {"http": {"method": "GET", "path": '/v1/links/a"b'}, "stage": "$default"},
+             "pathParameters": {"token": 'a"b'}}
+    out = links_api.build().resolve(event, None)
+    assert out["statusCode"] == 400
+    assert ("invalid_link" in out["body"]) and ("statusCode" not in out["body"])

@@ -140,10 +140,15 @@ ApproverSubject = Annotated[str, StringConstraints(min_length=1, max_length=256)
 ApproverGroup = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 
 
+def needs_one_of(*names: str) -> dict[str, Any]:
+    """A model validator's "one of these fields, not null" as JSON Schema, so the document states it."""
+    return {"anyOf": [{"required": [name], "properties": {name: {"not": {"type": "null"}}}} for name in names]}
+
+
 class EscalateTo(BaseModel):
     """Approvers added to the policy once the interrupt is escalated (the escalation timer sets it)."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, json_schema_extra=needs_one_of("subjects", "groups"))
     subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
     groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
 
@@ -633,6 +638,7 @@ class LlmResponse(Open):
 class LlmResultAction(Wire):
     """Upstream spells the reply `response` (an `LlmResponse`); Holdpoint also takes `message`."""
 
+    model_config = ConfigDict(json_schema_extra=needs_one_of("response", "message"))
     type: Literal["llm.result"]
     id: Id | None = None
     attempt: int | None = None

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from holdpoint import assembly
 from holdpoint.aws import signing
@@ -122,6 +123,14 @@ def build() -> APIGatewayHttpResolver:
             return _json(200, out)
         done = "Already answered; nothing changed." if out.get("noop") else "Thank you: your answer is recorded."
         return _page(200, "Done", f"<p>{html.escape(done)}</p>")
+
+    @app.exception_handler(NotFoundError)
+    def unroutable(exc: NotFoundError) -> Response[str]:
+        """API Gateway sends only its link routes here, so a miss is a token holding a character
+        the router does not match (`"`, `#`...): never a token this deployment sealed."""
+        headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
+        return _refused(Refusal("invalid_link", "this link is not valid: it was altered or never issued",
+                                param="token"), _wants_json(headers))
 
     return app
 

@@ -44,6 +44,15 @@ def answers(ok: int, *codes: int, holdpoint_403: bool = False) -> dict[int, Open
     return out
 
 
+def refusal(code: int, text: str | None = None) -> OpenAPIResponse:
+    """One refusal's answer: as `_WHY` says, or Holdpoint's own (`text`) on a route API Gateway
+    runs no authorizer on (links, Slack), where 401 and 403 are Holdpoint's too."""
+    if text:
+        return {"description": text, "content": {"application/json": {"model": Error}}}
+    why, model = _WHY[code]
+    return {"description": why, "content": {"application/json": {"model": model}}}
+
+
 def id_path(what: str) -> Any:
     """A path id, documented with the pattern every stored id matches (a miss is answered like the
     id itself would be: 404 unknown, or 400 where it names a new one)."""

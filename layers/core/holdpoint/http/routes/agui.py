@@ -38,7 +38,7 @@ def post_run(agent_id: Annotated[str, id_path("agent")], body: Annotated[RunAgen
 
 
 @router.post("/v1/channels/ag-ui/agents/<agent_id>/connect", security=BEARER,
-             responses={**answers(200, 400, 404, 429, holdpoint_403=True), **_EVENTS},
+             responses={**answers(200, 400, 404, 413, 429, holdpoint_403=True), **_EVENTS},
              summary="Follow an AG-UI thread's running turn (or report its last one)")
 def post_connect(agent_id: Annotated[str, id_path("agent")],
                  body: Annotated[RunAgentInput, Body()]) -> Response[str]:

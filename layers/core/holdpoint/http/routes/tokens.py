@@ -16,7 +16,7 @@ from holdpoint.services.tokens import issue
 router = APIGatewayHttpRouter()
 
 
-@router.post("/v1/client-tokens", security=BEARER, responses=answers(200, 400, 404, holdpoint_403=True),
+@router.post("/v1/client-tokens", security=BEARER, responses=answers(200, 400, 404, 413, holdpoint_403=True),
              summary="Mint a short-lived client token for an end user (machine or operator keys)")
 def post_client_token(body: ClientTokenBody) -> dict[str, Any]:
     return issue(assembly.get_store(), platform_secret, edge.caller(router.current_event.raw_event), body)
