@@ -7,10 +7,13 @@
 4. on the first deploy (or with `--new-key`), an API key of origin `operator` for `--tenant`,
    stored by its hash in the deployed table and printed once.
 
-It needs AWS credentials in the environment, as the SAM CLI does. The whole path is written
-from the SAM and CloudFormation documentation and tested here against moto and a recorded SAM
-CLI (tests/unit/test_deploy.py); it has not been run against a real AWS account from this
-repository.
+It needs AWS credentials in the environment, as the SAM CLI does. Steps 3 and 4 are `post_deploy`,
+which takes its CloudFormation and DynamoDB clients: tests/e2e/test_deploy_emulated.py runs it (and
+`main`, with `sam deploy` played by the local stack creating the translated template.yaml in moto's
+CloudFormation) against that stack, then the smoke scenario with the key it made;
+tests/unit/test_deploy.py checks the SAM CLI command lines with the CLI recorded. It has not been
+run against a real AWS account from this repository (README, "First run on AWS", lists what that
+leaves unproven).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +95,38 @@ def stack_outputs(cfn: Any, stack: str) -> dict[str, str] | None:
     return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
 
+@dataclass(frozen=True)
+class Deployed:
+    """What a deploy leaves the operator: the API's base URL, its table, and the key made now (if any)."""
+
+    api_url: str
+    table: str
+    key: str | None
+
+
+def post_deploy(cfn: Any, dynamodb: Any, stack: str, *, tenant: str, subject: str, new_key: bool,
+                region: str | None = None) -> Deployed | None:
+    """After `sam deploy`: read the stack's `ApiUrl` and `TableName` (DescribeStacks), create an operator
+    key in that table when `new_key`, and print what the operator needs next. The clients say which
+    AWS (the real one, or an emulator's endpoint); None when the stack lacks those outputs."""
+    outputs = stack_outputs(cfn, stack) or {}
+    if not {"ApiUrl", "TableName"} <= set(outputs):
+        print(f"deploy: stack {stack} has no ApiUrl/TableName outputs ({region})", file=sys.stderr)
+        return None
+    api_url, table = outputs["ApiUrl"], outputs["TableName"]
+    print(f"API URL: {api_url}")
+    key = create_key(table, tenant, subject, "operator", dynamodb) if new_key else None
+    if key:
+        print(f"operator key for tenant {tenant} (shown once, stored only as its hash): {key}")
+        print(f"next: make smoke URL={api_url} KEY={key} WORKER_URL=https://<your worker>/")
+    else:
+        print(f"the stack existed: no new key (make deploy NEW_KEY=1, or python -m holdpoint.admin create-key "
+              f"--table {table} --tenant {tenant} --subject ... --origin operator)")
+    print(f"tear down: sam delete --stack-name {stack}{f' --region {region}' if region else ''} "
+          f"(the table and the payload bucket are retained: delete them after)")
+    return Deployed(api_url, table, key)
+
+
 def main(argv: list[str] | None = None, run: Run = run_command) -> int:
     args = parse_args(argv)
     region = args.region or samconfig_region() or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
@@ -101,22 +137,10 @@ def main(argv: list[str] | None = None, run: Run = run_command) -> int:
             print(f"deploy: `{' '.join(cmd)}` failed; nothing else was done", file=sys.stderr)
             return 1
     region = args.region or samconfig_region() or region  # a guided deploy may have chosen it
-    outputs = stack_outputs(boto3.client("cloudformation", region_name=region), args.stack_name) or {}
-    if not {"ApiUrl", "TableName"} <= set(outputs):
-        print(f"deploy: stack {args.stack_name} has no ApiUrl/TableName outputs ({region})", file=sys.stderr)
-        return 1
-    table = outputs["TableName"]
-    print(f"API URL: {outputs['ApiUrl']}")
-    if before is None or args.new_key:
-        key = create_key(table, args.tenant, args.subject, "operator", boto3.client("dynamodb", region_name=region))
-        print(f"operator key for tenant {args.tenant} (shown once, stored only as its hash): {key}")
-        print(f"next: make smoke URL={outputs['ApiUrl']} KEY={key} WORKER_URL=https://<your worker>/")
-    else:
-        print(f"the stack existed: no new key (make deploy NEW_KEY=1, or python -m holdpoint.admin create-key "
-              f"--table {table} --tenant {args.tenant} --subject ... --origin operator)")
-    print(f"tear down: sam delete --stack-name {args.stack_name}{f' --region {region}' if region else ''} "
-          f"(the table and the payload bucket are retained: delete them after)")
-    return 0
+    done = post_deploy(boto3.client("cloudformation", region_name=region), boto3.client("dynamodb", region_name=region),
+                       args.stack_name, tenant=args.tenant, subject=args.subject,
+                       new_key=before is None or args.new_key, region=region)
+    return 0 if done else 1
 
 
 if __name__ == "__main__":
