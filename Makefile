@@ -92,7 +92,12 @@ BENCH_JSON ?= $(or $(TMPDIR),/tmp)/holdpoint-bench-ddb.json
 # Each script appends its issue figures (`FIGURE ...: value; target ...`) here; printed last.
 BENCH_SUMMARY ?= $(or $(TMPDIR),/tmp)/holdpoint-bench-figures.txt
 BENCH_ENV = PYTHONPATH=$(LOCAL_PATH) HOLDPOINT_BENCH_SUMMARY=$(BENCH_SUMMARY)
-.PHONY: bench bench-quick venv-runtime
+.PHONY: bench bench-quick venv-runtime capacity
+
+# The capacity model (docs/CAPACITY.md): which quota breaks first at 1x..1,000x; flags via CAPACITY_ARGS.
+CAPACITY_ARGS ?=
+capacity: venv
+	$(PY) bench/capacity.py $(CAPACITY_ARGS)
 
 # What a Lambda has: the runtime dependencies alone, so the cold-start bench imports nothing the dev venv adds.
 venv-runtime: $(RUNTIME_STAMP)
@@ -107,6 +112,7 @@ bench: venv venv-runtime
 	$(BENCH_ENV) $(PY) bench/ddb_per_step.py --sizes $(BENCH_SIZES) --history-sizes $(BENCH_HISTORY) --json $(BENCH_JSON)
 	HOLDPOINT_BENCH_SUMMARY=$(BENCH_SUMMARY) $(PY) bench/cold_start.py --pairs $(BENCH_PAIRS) --python $(VENV_RUNTIME)/bin/python
 	$(BENCH_ENV) $(PY) bench/cost_model.py --from $(BENCH_JSON)
+	$(BENCH_ENV) $(PY) bench/capacity.py --from $(BENCH_JSON) $(CAPACITY_ARGS)
 	$(BENCH_ENV) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) $(BENCH_LOCAL_ARGS)
 	$(BENCH_ENV) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) $(BENCH_LOCAL_ARGS)
 	$(BENCH_ENV) $(PY) bench/event_stream.py --n $(BENCH_EVENTS) $(BENCH_EVENT_ARGS)
