@@ -371,7 +371,7 @@ class SlackChannel:
         secret = signing_secret(config, tenant)
         lowered = {k.lower(): v for k, v in headers.items()}
         stamp = lowered.get("x-slack-request-timestamp")
-        if parse_digits(stamp) is None:  # slack_sdk would int() it: `²` or `١` would be a 500
+        if stamp is not None and parse_digits(stamp) is None:  # slack_sdk int()s it: `²` would be a 500
             raise Refusal("unauthorized", "the Slack request timestamp must be ASCII digits",
                           "x-slack-request-timestamp")
         if not SignatureVerifier(secret).is_valid(body, stamp,
