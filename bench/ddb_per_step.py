@@ -115,9 +115,9 @@ class Rig:
                 finally:
                     rig.in_run -= 1
 
-            def handle(self, message: dict[str, Any]) -> None:
-                how = "conditional update" if message["kind"] == "park" else "transact"
-                rig.begin(f"{message['kind']} message ({how})")
+            def handle(self, message: Any) -> None:
+                how = "conditional update" if message.KIND == "park" else "transact"
+                rig.begin(f"{message.KIND} message ({how})")
                 super().handle(message)
 
         original = engine.next_work
@@ -216,10 +216,11 @@ class Rig:
         (interrupt,) = [i for i in state.interrupts.values() if i.status == "open"]
         # A real task token is an opaque string of several hundred bytes; use a realistic length.
         token = ("AQCEAAAAKgAAAAMAAAAA" + interrupt.interrupt_id * 40)[:680]
+        from holdpoint.core.messages import Park
+
         self.meter.take()
         self.invocation()
-        self.runner.handle({"kind": "park", "tenant": self.tenant, "session_id": self.session_id,
-                            "interrupt_id": interrupt.interrupt_id, "task_token": token})
+        self.runner.handle(Park(self.tenant, self.session_id or "", interrupt.interrupt_id, token))
         return interrupt.interrupt_id
 
     def resume(self, interrupt_id: str) -> dict[str, Any]:
@@ -232,9 +233,10 @@ class Rig:
                       {"status": "resolved", "payload": {"approved": True}, "approved": True})
 
     def wake(self, interrupt_id: str) -> None:
+        from holdpoint.core.messages import Wake
+
         self.invocation()
-        self.runner.handle({"kind": "wake", "tenant": self.tenant, "session_id": self.session_id,
-                            "interrupt_id": interrupt_id, "outcome": "resumed"})
+        self.runner.handle(Wake(self.tenant, self.session_id or "", interrupt_id, "resumed"))
 
 
 # --------------------------------------------------------------------------- tree building

@@ -18,6 +18,8 @@ from holdpoint import assembly
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store
+from holdpoint.core.messages import Park
+from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocol import ClientMessageInput, ClientMessagesInput, InterruptResumeInput
 from holdpoint.core.state import SessionState
 from holdpoint.outbound import workers
@@ -140,12 +142,11 @@ class Harness:
             if interrupt.execution_arn and not interrupt.task_token and interrupt.interrupt_id not in self.tokens:
                 token = f"token-{interrupt.interrupt_id}-{interrupt.generation}"
                 self.tokens[interrupt.interrupt_id] = token
-                self.runner.handle({"kind": "park", "tenant": self.caller.tenant, "session_id": self.session_id,
-                                    "interrupt_id": interrupt.interrupt_id, "task_token": token})
+                self.runner.handle(Park(self.caller.tenant, self.session_id or "", interrupt.interrupt_id, token))
 
     def wake(self, interrupt_id: str, outcome: str) -> None:
-        self.runner.handle({"kind": "wake", "tenant": self.caller.tenant, "session_id": self.session_id,
-                            "interrupt_id": interrupt_id, "outcome": outcome})
+        self.runner.handle(work_message({"kind": "wake", "tenant": self.caller.tenant, "session_id": self.session_id,
+                            "interrupt_id": interrupt_id, "outcome": outcome}))
         self.park_tokens()
 
     def settle(self) -> None:

@@ -22,6 +22,7 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
     from holdpoint.assembly import get_notifier, get_runner
     from holdpoint.aws.fifobatch import Record, process_fifo_batch, receive_count
     from holdpoint.aws.queue import parse_message
+    from holdpoint.core.messages import NotifyRetry
 
     logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
     metrics = Metrics(namespace="Holdpoint", service="engine")
@@ -41,10 +42,10 @@ METRIC_NAMES = {
 
 
 def record_handler(record: Record) -> None:
-    message = parse_message(record["body"])
-    logger.append_keys(session_id=message.get("session_id"), interrupt_id=message.get("interrupt_id"))
-    logger.info("work", extra={"kind": message.get("kind"), "receive_count": receive_count(record)})
-    if message.get("kind") == "notify":  # a webhook retry's durable timer fired
+    message = parse_message(record["body"])  # once, here: everything after takes its class
+    logger.append_keys(session_id=message.session_id, interrupt_id=getattr(message, "interrupt_id", None))
+    logger.info("work", extra={"kind": message.KIND, "receive_count": receive_count(record)})
+    if isinstance(message, NotifyRetry):  # a webhook retry's durable timer fired
         get_notifier().retry(message)
         return
     get_runner().handle(message)

@@ -25,6 +25,7 @@ from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store
 from holdpoint.aws.timers import Timers
 from holdpoint.core.errors import Refusal
+from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocol import ClientMessageInput
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
@@ -121,7 +122,7 @@ class CrashRun:
         raise AssertionError("still crashing")
 
     def engine(self, message: dict[str, Any]) -> None:
-        self.retry(self.runner.handle, {"tenant": "t1", "session_id": self.sid, **message})
+        self.retry(self.runner.handle, work_message({"tenant": "t1", "session_id": self.sid, **message}))
 
     def play_state_machine(self) -> None:
         """ParkBranch hands a started execution's token over; the wakes the resume (or the engine,

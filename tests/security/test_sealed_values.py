@@ -28,6 +28,7 @@ from holdpoint.aws.store import session_pk
 from holdpoint.aws.timers import Timers
 from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import DEFAULT_PARK_SECONDS
+from holdpoint.core.messages import parse as work_message
 from holdpoint.outbound.slack import SEAL_PURPOSE, SlackChannel, SlackConfig, check_declaration
 from holdpoint.services import links
 from holdpoint.services.notify import Notifier
@@ -272,8 +273,8 @@ def test_sealed_park_and_wake_of_a_raise_deleted_by_ttl_leave_the_new_raise_alon
     old = h.state().interrupts[IID].generation
     answered_then_raised_again(h, deleted=True)
     stale = {"tenant": "t1", "session_id": h.session_id, "interrupt_id": IID, "generation": old}
-    h.runner.handle({"kind": "park", "task_token": "token-of-the-deleted-raise", **stale})
-    h.runner.handle({"kind": "wake", "outcome": "expired", **stale})
+    h.runner.handle(work_message({"kind": "park", "task_token": "token-of-the-deleted-raise", **stale}))
+    h.runner.handle(work_message({"kind": "wake", "outcome": "expired", **stale}))
     now = h.state().interrupts[IID]
     assert now.status == "open" and now.task_token != "token-of-the-deleted-raise"
     assert h.view()["status"] == "interrupted"

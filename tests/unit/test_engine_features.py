@@ -8,6 +8,7 @@ import pytest
 
 from holdpoint.core import subagents
 from holdpoint.core.errors import Refusal
+from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, SettleBody
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
@@ -195,8 +196,8 @@ def test_deferred_tool_past_its_deadline_fails_deadline_exceeded() -> None:
     h.say("Email Bob")
     call = [c for c in h.state().calls.values() if c.kind == "tool_call"][0]
     h.runner.clock = lambda: (call.deadline_at or 0) + 5
-    h.runner.handle({"kind": "deadline", "tenant": "t1", "session_id": h.session_id, "call_id": call.id,
-                     "attempt": 1})
+    h.runner.handle(work_message({"kind": "deadline", "tenant": "t1", "session_id": h.session_id, "call_id": call.id,
+                     "attempt": 1}))
     call = h.state().calls[call.id]
     assert call.status == "settled" and call.error["code"] == "deadline_exceeded"
 
@@ -206,8 +207,8 @@ def test_r12_parked_call_does_not_time_out() -> None:
     h.say("Email Bob")
     call = [c for c in h.state().calls.values() if c.kind == "tool_call"][0]
     h.runner.clock = lambda: 10**10
-    h.runner.handle({"kind": "deadline", "tenant": "t1", "session_id": h.session_id, "call_id": call.id,
-                     "attempt": 1})
+    h.runner.handle(work_message({"kind": "deadline", "tenant": "t1", "session_id": h.session_id, "call_id": call.id,
+                     "attempt": 1}))
     assert h.state().calls[call.id].status == "open"
 
 
@@ -397,8 +398,8 @@ def sub_call(h: Harness) -> Any:
 
 def fire_deadline(h: Harness, call: Any) -> None:
     h.runner.clock = lambda: (call.deadline_at or 0) + 5
-    h.runner.handle({"kind": "deadline", "tenant": "t1", "session_id": h.session_id, "call_id": call.id,
-                     "attempt": call.attempt})
+    h.runner.handle(work_message({"kind": "deadline", "tenant": "t1", "session_id": h.session_id, "call_id": call.id,
+                     "attempt": call.attempt}))
 
 
 def extensions(h: Harness, reason: str) -> int:

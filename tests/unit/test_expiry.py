@@ -19,6 +19,7 @@ from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.core import expiry, notify
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
+from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocol import AgentConfig
 from holdpoint.services import sessions
 from tests.harness import Harness, declaring, seed_worker
@@ -53,7 +54,7 @@ def timer_messages(h: Harness) -> list[dict[str, Any]]:
 def fire(h: Harness, timer: dict[str, Any], times: int = 2) -> None:
     """What the Timer execution sends when its Wait ends; `times` > 1 plays SQS duplicating it."""
     for _ in range(times):
-        h.runner.handle(timer["message"])
+        h.runner.handle(work_message(timer["message"]))
 
 
 def asking(**fields: Any) -> Any:
@@ -117,8 +118,8 @@ def test_a5_reminders_and_escalation_fire_exactly_once_each_on_durable_timers() 
     assert [(t["seconds"], t["message"]["timer"], t["message"]["index"]) for t in timers] == [
         (10, "remind", 0), (20, "remind", 1), (30, "escalate", 0)]
     # Parking again (a redelivered step) asks for the same timers: still one execution each.
-    for t in expiry.timers(h.state().interrupts[iid]):
-        h.runner.timers.schedule(h.caller.tenant, h.session_id or "", t.seconds, t.message, t.key)
+    for t in expiry.timers(h.caller.tenant, h.session_id or "", h.state().interrupts[iid]):
+        h.runner.timers.schedule(t.seconds, t.message, t.key)
     assert len(timer_messages(h)) == 3
     for timer in timers:
         fire(h, timer)
@@ -137,7 +138,7 @@ def test_a5_a_timer_after_the_resume_or_for_another_generation_changes_nothing()
     h = Harness(asking(remind_after=[10], escalate_after=20, interrupt_id="int-1"))
     h.say("Email Bob")
     remind, escalate = timer_messages(h)
-    h.runner.handle({**remind["message"], "generation": 7})  # raised again since: not this one's timer
+    h.runner.handle(work_message({**remind["message"], "generation": 7}))  # raised again since: not this one's timer
     assert h.events("interrupt.reminded") == []
     h.resume("int-1", {"approved": True})
     events = len(h.events())

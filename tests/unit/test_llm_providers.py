@@ -17,6 +17,7 @@ from botocore.stub import Stubber
 
 from holdpoint import llm
 from holdpoint.aws import secretrefs
+from holdpoint.core.state import derive
 
 SYSTEM = {"role": "system", "content": "You are a mail assistant."}
 USER = {"id": "m1", "role": "user", "content": "Send Bob the report."}
@@ -37,7 +38,7 @@ def converse(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
         seen.append((region, timeout_secs))
         return client
 
-    monkeypatch.setattr(llm, "bedrock_client", fake_client)
+    monkeypatch.setattr(llm.bedrock, "bedrock_client", fake_client)
     with Stubber(client) as stubber:
         stubber.seen = seen  # type: ignore[attr-defined]
         yield stubber
@@ -117,7 +118,7 @@ def test_bedrock_max_tokens_truncates_and_request_overrides(converse: Stubber) -
 
 
 def test_bedrock_merges_same_role_turns_and_hoists_system(converse: Stubber) -> None:
-    bad_id = llm.derive("tu", "b/1 2")  # an id Converse would refuse, replaced stably
+    bad_id = derive("tu", "b/1 2")  # an id Converse would refuse, replaced stably
     messages = [
         SYSTEM,
         {"role": "user", "content": "Two things:"},
@@ -173,7 +174,7 @@ def test_bedrock_without_model_is_a_config_error(converse: Stubber) -> None:
 
 
 def test_bedrock_client_is_cached_per_region_with_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(llm, "_BEDROCK_CLIENTS", {})
+    monkeypatch.setattr(llm.bedrock, "_CLIENTS", {})
     client = llm.bedrock_client("eu-west-1", 42.0)
     assert llm.bedrock_client("eu-west-1", 42.0) is client
     assert client.meta.region_name == "eu-west-1"

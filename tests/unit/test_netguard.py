@@ -324,8 +324,8 @@ def test_internal_addresses_redirects_are_not_followed() -> None:
 
 
 def test_internal_addresses_one_redirect_policy_for_every_caller() -> None:
-    assert not hasattr(workers, "_NoRedirect") and not hasattr(llm, "_NoRedirect")
-    assert not hasattr(workers, "_OPENER") and not hasattr(llm, "_OPENER")
+    for module in (workers, llm, llm.openai):
+        assert not hasattr(module, "_NoRedirect") and not hasattr(module, "_OPENER")
 
 
 @pytest.mark.parametrize(("address", "refused"), [

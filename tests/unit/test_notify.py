@@ -26,6 +26,7 @@ from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
+from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocol import AgentConfig
 from holdpoint.outbound.declared import check_agent
 from holdpoint.ports import DeliveryFailed
@@ -306,8 +307,8 @@ def test_n4_a_failed_delivery_retries_on_a_timer_once_per_attempt_then_dead_lett
     fired = json.loads(boto3.client("stepfunctions").describe_execution(
         executionArn=timer["executionArn"])["input"])["message"]
     assert fired == {"kind": "notify", "key": key, "attempt": 2, "tenant": "t1", "session_id": h.session_id}
-    n.retry(fired)
-    n.retry(fired)  # SQS delivers at least once: the second copy runs nothing
+    n.retry(work_message(fired))
+    n.retry(work_message(fired))  # SQS delivers at least once: the second copy runs nothing
     assert len(channel.got) == 2
     assert log.read("t1", h.session_id or "", key)["status"] == "dead"  # type: ignore[index]
     got = boto3.client("sqs").receive_message(QueueUrl=bus.replace("watch", "notify-dlq")).get("Messages", [])

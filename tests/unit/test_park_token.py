@@ -17,6 +17,7 @@ import pytest
 from holdpoint.aws import signing
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.store import Conflict, Store
+from holdpoint.core.messages import parse as work_message
 from holdpoint.services import inbox as inbox_service
 from holdpoint.services.inbox import InboxFilters
 from holdpoint.services.resume import resume
@@ -56,8 +57,8 @@ def completed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]
 
 
 def park(h: Harness, interrupt_id: str, token: str) -> None:
-    h.runner.handle({"kind": "park", "tenant": h.caller.tenant, "session_id": h.session_id,
-                     "interrupt_id": interrupt_id, "task_token": token})
+    h.runner.handle(work_message({"kind": "park", "tenant": h.caller.tenant, "session_id": h.session_id,
+                     "interrupt_id": interrupt_id, "task_token": token}))
 
 
 def raw_item(h: Harness, interrupt_id: str) -> dict[str, Any] | None:
@@ -113,8 +114,8 @@ def test_r13_a_park_message_for_an_unknown_interrupt_or_session_creates_nothing(
     h, _ = parked()
     version = h.state().header.version
     park(h, "int-unknown", "token-x")
-    h.runner.handle({"kind": "park", "tenant": h.caller.tenant, "session_id": "ses-unknown",
-                     "interrupt_id": "int-unknown", "task_token": "token-y"})
+    h.runner.handle(work_message({"kind": "park", "tenant": h.caller.tenant, "session_id": "ses-unknown",
+                     "interrupt_id": "int-unknown", "task_token": "token-y"}))
     assert raw_item(h, "int-unknown") is None
     items = boto3.client("dynamodb").scan(TableName="holdpoint")["Items"]
     assert not [i for i in items if "ses-unknown" in i["PK"]["S"]]

@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
+from holdpoint.core.messages import parse as work_message
 from holdpoint.services.resume import resume
 from tests.harness import Harness, seed_worker, spent_tokens
 
@@ -60,8 +61,8 @@ def test_r7_a_resume_releases_with_one_wake_then_ends_the_execution() -> None:
     # A retried resume before the engine woke the branch (its release may have been lost) releases again.
     assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is True
     assert taken("wake") == [wake] and tokens == [h.tokens[iid]] * 2
-    h.runner.handle(wake)
-    h.runner.handle(wake)  # the same wake twice (past SQS's deduplication window): applied once
+    h.runner.handle(work_message(wake))
+    h.runner.handle(work_message(wake))  # the same wake twice (past SQS's deduplication window): applied once
     assert resumed(log) == 1 and h.view()["messages"][-1]["content"] == "Email sent."
     # Once woken, a repeat releases nothing.
     assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is True
@@ -77,7 +78,7 @@ def test_r7_a_token_after_the_resume_ends_the_execution_and_wakes_a_branch_not_y
     h.park_tokens()
     [wake] = taken("wake")  # the engine, storing the token, released the branch itself
     assert tokens == [h.tokens[iid]]
-    h.runner.handle(wake)
+    h.runner.handle(work_message(wake))
     assert resumed(log) == 1 and h.view()["messages"][-1]["content"] == "Email sent."
 
 
@@ -86,7 +87,7 @@ def test_r8_a_token_after_the_wake_only_ends_the_execution() -> None:
     tokens = spent_tokens(h)
     resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})
     [wake] = taken("wake")
-    h.runner.handle(wake)
+    h.runner.handle(work_message(wake))
     assert resumed(log) == 1
     h.park_tokens()
     assert tokens == [h.tokens[iid]] and taken("wake") == []
@@ -108,14 +109,14 @@ def test_r16_an_earlier_generations_execution_neither_parks_nor_expires_the_rais
     tokens = spent_tokens(h)
     raised_again(h, iid)
     stale = {"tenant": "t1", "session_id": h.session_id, "interrupt_id": iid, "generation": 0}
-    h.runner.handle({"kind": "park", "task_token": "token-of-generation-0", **stale})
+    h.runner.handle(work_message({"kind": "park", "task_token": "token-of-generation-0", **stale}))
     assert h.state().interrupts[iid].task_token is None  # not stored on generation 1
     assert tokens == ["token-of-generation-0"]  # that execution is ended instead
-    h.runner.handle({"kind": "wake", "outcome": "expired", **stale})  # its timeout, had it run
+    h.runner.handle(work_message({"kind": "wake", "outcome": "expired", **stale}))  # its timeout, had it run
     assert h.state().interrupts[iid].status == "open" and h.events("interrupt.expired") == []
-    h.runner.handle({"kind": "park", "task_token": "token-of-generation-1", **stale, "generation": 1})
+    h.runner.handle(work_message({"kind": "park", "task_token": "token-of-generation-1", **stale, "generation": 1}))
     assert h.state().interrupts[iid].task_token == "token-of-generation-1"
-    h.runner.handle({"kind": "wake", "outcome": "expired", **stale, "generation": 1})
+    h.runner.handle(work_message({"kind": "wake", "outcome": "expired", **stale, "generation": 1}))
     assert h.state().interrupts[iid].status == "expired"
 
 
@@ -123,7 +124,7 @@ def test_r16_park_and_wake_messages_without_a_generation_still_apply() -> None:
     """Executions started before ParkBranch passed the generation on send messages without it."""
     h, log, iid = parked(token=False)
     old = {"tenant": "t1", "session_id": h.session_id, "interrupt_id": iid}
-    h.runner.handle({"kind": "park", "task_token": "token-old", **old})
+    h.runner.handle(work_message({"kind": "park", "task_token": "token-old", **old}))
     assert h.state().interrupts[iid].task_token == "token-old"
-    h.runner.handle({"kind": "wake", "outcome": "expired", **old})
+    h.runner.handle(work_message({"kind": "wake", "outcome": "expired", **old}))
     assert h.state().interrupts[iid].status == "expired"

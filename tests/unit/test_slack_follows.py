@@ -22,6 +22,7 @@ from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
+from holdpoint.core.messages import parse as work_message
 from holdpoint.outbound.slack import (
     Decided,
     SlackChannel,
@@ -160,8 +161,8 @@ def test_s1_a_failed_update_is_retried_then_dead_lettered(fake: SlackFake, aws: 
     fired = [json.loads(sfn.describe_execution(executionArn=t["executionArn"])["input"])["message"] for t in timers]
     [retry] = [m for m in fired if m.get("kind") == "notify"]
     assert retry["key"] == key and retry["attempt"] == 2
-    n.retry(retry)
-    n.retry(retry)  # a repeated timer message runs nothing
+    n.retry(work_message(retry))
+    n.retry(work_message(retry))  # a repeated timer message runs nothing
     assert len(updates(fake)) == 2
     assert (log.read("t1", h.session_id or "", key) or {})["status"] == "dead"
     got = boto3.client("sqs").receive_message(QueueUrl=os.environ["NOTIFY_DLQ_URL"]).get("Messages", [])

@@ -8,6 +8,7 @@ import boto3
 import pytest
 
 from holdpoint.aws.store import Conflict
+from holdpoint.core.messages import parse as work_message
 from tests.harness import Harness, seed_worker
 
 pytestmark = pytest.mark.usefixtures("aws")
@@ -31,8 +32,8 @@ def test_redelivered_wake_and_park_messages_do_nothing_twice() -> None:
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
     token = h.state().interrupts[iid].task_token
-    h.runner.handle({"kind": "park", "tenant": "t1", "session_id": h.session_id, "interrupt_id": iid,
-                     "task_token": token})
+    h.runner.handle(work_message({"kind": "park", "tenant": "t1", "session_id": h.session_id, "interrupt_id": iid,
+                     "task_token": token}))
     h.resume(iid, {"approved": True})
     version = h.state().header.version
     for _ in range(3):

@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from holdpoint.core.messages import WorkMessage
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.core.state import Interrupt, SessionState
 
@@ -143,7 +144,10 @@ class Parking(Protocol):
 
 
 class Timers(Protocol):
-    def schedule(self, tenant: str, session_id: str, seconds: float, message: dict[str, Any], key: str) -> None: ...
+    """Durable timers: `message` reaches the work queue after `seconds`; `key` names the timer
+    within the message's session, so asking twice for one key is one timer."""
+
+    def schedule(self, seconds: float, message: WorkMessage, key: str) -> None: ...
 
 
 class Sealer(Protocol):

@@ -9,18 +9,20 @@ from typing import Any
 
 import boto3
 
+from holdpoint.core.messages import Kick, MessageError, Wake, WorkMessage, body, parse
+
 
 def group_id(tenant: str, session_id: str) -> str:
     """FIFO group ids are at most 128 characters; a hash keeps any tenant/session pair valid."""
     return hashlib.sha256(f"{tenant}/{session_id}".encode()).hexdigest()[:40]
 
 
-def parse_message(body: str) -> dict[str, Any]:
-    """A work message as the engine receives it (a JSON object)."""
-    out = json.loads(body)
+def parse_message(text: str) -> WorkMessage:
+    """A work message as the engine receives it: a JSON object, parsed once into its class."""
+    out = json.loads(text)
     if not isinstance(out, dict):
-        raise ValueError("work message is not an object")
-    return out
+        raise MessageError("work message is not an object")
+    return parse(out)
 
 
 class WorkQueue:
@@ -30,10 +32,9 @@ class WorkQueue:
 
     def kick(self, tenant: str, session_id: str, version: int) -> None:
         """Tell the engine a session has work due; the dedup id makes repeats at one version free."""
-        body = {"kind": "kick", "tenant": tenant, "session_id": session_id}
         self.client.send_message(
             QueueUrl=self.url,
-            MessageBody=json.dumps(body),
+            MessageBody=json.dumps(body(Kick(tenant, session_id))),
             MessageGroupId=group_id(tenant, session_id),
             MessageDeduplicationId=hashlib.sha256(f"kick/{tenant}/{session_id}/{version}".encode()).hexdigest(),
         )
@@ -42,8 +43,7 @@ class WorkQueue:
         """Tell the engine a resolved interrupt's branch is to wake. The engine applies the answer
         the resume stored (the message carries only ids and the generation it is for), and one wake
         per interrupt generation (`dedup_key`) is all it acts on, so a repeat is a no-op."""
-        body = {"kind": "wake", "outcome": "resumed", "tenant": tenant, "session_id": session_id,
-                "interrupt_id": interrupt_id, "generation": generation}
-        self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(body),
+        wake = Wake(tenant, session_id, interrupt_id, "resumed", generation)
+        self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(body(wake)),
                                  MessageGroupId=group_id(tenant, session_id),
                                  MessageDeduplicationId=f"{dedup_key}-wake")

@@ -17,6 +17,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from holdpoint.aws.queue import group_id
+from holdpoint.core.messages import WorkMessage, body
 
 
 class Timers:
@@ -24,11 +25,12 @@ class Timers:
         self.arn = state_machine_arn or os.environ.get("TIMER_STATE_MACHINE_ARN", "")
         self.client = client or boto3.client("stepfunctions")
 
-    def schedule(self, tenant: str, session_id: str, seconds: float, message: dict[str, Any], key: str) -> None:
+    def schedule(self, seconds: float, message: WorkMessage, key: str) -> None:
+        tenant, session_id = message.tenant, message.session_id
         name = hashlib.sha256(f"{tenant}/{session_id}/{key}".encode()).hexdigest()[:64]
         payload = {
             "seconds": max(0, math.ceil(seconds)),  # never early: a kick before not_before finds nothing due
-            "message": {**message, "tenant": tenant, "session_id": session_id},
+            "message": body(message),  # the Timer state machine's Fire state sends it as it is
             "group_id": group_id(tenant, session_id),
             "dedup": name,
         }

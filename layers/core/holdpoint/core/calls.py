@@ -7,6 +7,7 @@ from typing import Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core import retry, schemas
+from holdpoint.core.messages import Deadline
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.proposals import check_arguments, tool_spec
 from holdpoint.core.state import Call, SessionState, derive, iso
@@ -126,7 +127,8 @@ def arm_deadline(state: SessionState, call: Call, now: float) -> None:
         state.touch(call)
     # keyed by the deadline too: an extended deadline (sub-agents) is a new timer, a repeat is not
     key = f"deadline/{call.id}/{call.attempt}/{call.deadline_at:.3f}"
-    state.schedule(call.deadline_at - now, key, {"kind": "deadline", "call_id": call.id, "attempt": call.attempt})
+    h = state.header
+    state.schedule(call.deadline_at - now, key, Deadline(h.tenant, h.session_id, call.id, call.attempt))
 
 
 def call_parked(state: SessionState, call: Call) -> bool:

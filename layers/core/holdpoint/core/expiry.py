@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from holdpoint.core.messages import InterruptTimer
 from holdpoint.core.state import Interrupt, OnExpiry, SessionState, iso_ms
 
-TIMER_MESSAGE = "interrupt_timer"  # the work-queue message kind a reminder or escalation sends
+TIMER_MESSAGE = InterruptTimer.KIND  # the work-queue message kind a reminder or escalation sends
 DAY = 86_400
 
 
@@ -78,19 +79,20 @@ class Timer:
 
     seconds: int
     key: str
-    message: dict[str, Any]
+    message: InterruptTimer
 
 
-def timers(interrupt: Interrupt) -> list[Timer]:
+def timers(tenant: str, session_id: str, interrupt: Interrupt) -> list[Timer]:
     """The reminders and the escalation of an open interrupt, each named for exactly-once."""
     out: list[Timer] = []
-    base = {"kind": TIMER_MESSAGE, "interrupt_id": interrupt.interrupt_id, "generation": interrupt.generation}
-    prefix = f"interrupt/{interrupt.interrupt_id}/{interrupt.generation}"
+    iid, generation = interrupt.interrupt_id, interrupt.generation
+    prefix = f"interrupt/{iid}/{generation}"
     for i, delay in enumerate(interrupt.remind_after or []):
-        out.append(Timer(delay, f"{prefix}/remind/{i}", {**base, "timer": "remind", "index": i}))
+        out.append(Timer(delay, f"{prefix}/remind/{i}",
+                         InterruptTimer(tenant, session_id, iid, generation, "remind", i)))
     if interrupt.escalate_after is not None:
         out.append(Timer(interrupt.escalate_after, f"{prefix}/escalate",
-                         {**base, "timer": "escalate", "index": 0}))
+                         InterruptTimer(tenant, session_id, iid, generation, "escalate", 0)))
     return out
 
 

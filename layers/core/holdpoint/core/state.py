@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from holdpoint.core.messages import Kick, WorkMessage
 from holdpoint.core.tree import Node, Tree
 
 CallKind = Literal["llm_call", "tool_call", "sub_agent"]
@@ -243,6 +244,7 @@ class Effect:
     seconds: float = 0.0
     key: str | None = None
     data: dict[str, Any] | None = None
+    message: WorkMessage | None = None  # a timer's
 
 
 Record = Call | Interrupt | Decision | Turn
@@ -299,10 +301,11 @@ class SessionState:
         elif isinstance(record, Turn):
             self.turns[record.id] = record
 
-    def schedule(self, seconds: float, key: str, message: dict[str, Any] | None = None) -> None:
+    def schedule(self, seconds: float, key: str, message: WorkMessage | None = None) -> None:
         """A durable timer, after the commit: in `seconds`, `message` (a plain `kick` by default)
         reaches the engine. `key` names the timer, so asking again for the same key is one timer."""
-        self.effects.append(Effect(kind="timer", seconds=seconds, key=key, data=message or {"kind": "kick"}))
+        message = message or Kick(self.header.tenant, self.header.session_id)
+        self.effects.append(Effect(kind="timer", seconds=seconds, key=key, message=message))
 
     def emit(self, type_: str, **data: Any) -> None:
         self.header.seq += 1

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from typing import Any
 
 from holdpoint.core import notify, retry
+from holdpoint.core.messages import NotifyRetry
 from holdpoint.core.state import SessionState
 from holdpoint.ports import (
     Clock,
@@ -95,13 +96,11 @@ class Notifier:
         if self.deliveries.claim(h.tenant, h.session_id, key, record):
             self._attempt(record, 1)
 
-    def retry(self, message: dict[str, Any]) -> None:
+    def retry(self, message: NotifyRetry) -> None:
         """A `notify` work message (a durable timer fired): run that attempt, once."""
-        tenant, session_id, key, attempt = (message["tenant"], message["session_id"], message["key"],
-                                            int(message["attempt"]))
-        record = self.deliveries.begin(tenant, session_id, key, attempt)
+        record = self.deliveries.begin(message.tenant, message.session_id, message.key, message.attempt)
         if record is not None:
-            self._attempt(record, attempt)
+            self._attempt(record, message.attempt)
 
     def _attempt(self, record: dict[str, Any], attempt: int) -> None:
         tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
@@ -124,5 +123,5 @@ class Notifier:
             self.deliveries.dead_letter({**record, "attempts": attempt, "error": error})
             return
         self.deliveries.finish(tenant, session_id, key, attempt, "retrying", error)
-        self.timers.schedule(tenant, session_id, policy.backoff(attempt),
-                             {"kind": "notify", "key": key, "attempt": attempt + 1}, f"notify/{key}/{attempt + 1}")
+        self.timers.schedule(policy.backoff(attempt), NotifyRetry(tenant, session_id, key, attempt + 1),
+                             f"notify/{key}/{attempt + 1}")

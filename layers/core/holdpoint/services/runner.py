@@ -11,7 +11,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, assert_never
 
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from holdpoint.core import budget, calls, engine, expiry, subagents
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
+from holdpoint.core.messages import Deadline, InterruptTimer, Kick, Park, SessionMessage, Wake
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.protocol import ClientMessageInput, DecisionResponse, first_error
 from holdpoint.core.quotas import QuotaExceeded
@@ -108,7 +109,7 @@ class Runner:
             if effect.kind == "start_park":
                 self.counters.add("interrupts_raised")
             elif effect.kind == "timer":
-                self.timers.schedule(h.tenant, h.session_id, effect.seconds, effect.data or {"kind": "kick"},
+                self.timers.schedule(effect.seconds, effect.message or Kick(h.tenant, h.session_id),
                                      effect.key or "timer")
             elif effect.kind == "spawn":
                 self._spawn(state, effect)
@@ -122,33 +123,40 @@ class Runner:
 
     # --- queue messages ----------------------------------------------------------------
 
-    def handle(self, message: dict[str, Any]) -> None:
-        kind = message.get("kind")
-        tenant, session_id = message["tenant"], message["session_id"]
-        if kind == "park":
-            self._park(tenant, session_id, message["interrupt_id"], message["task_token"], _generation(message))
-            return
-        elif kind == "wake":
-            self._wake(tenant, session_id, message["interrupt_id"], message.get("outcome", "resumed"),
-                       _generation(message))
-        elif kind == expiry.TIMER_MESSAGE:
-            # A5: a reminder or escalation touches one interrupt and makes nothing due.
-            iid, generation = message["interrupt_id"], int(message["generation"])
-            timer, index = str(message["timer"]), int(message["index"])
-            _, happened = self.transact(tenant, session_id, lambda s: expiry.apply_timer(
-                s, iid, generation, timer, index), head_only=True)
-            if happened:
-                self.counters.add(f"interrupts_{happened}")
-            return
-        elif kind == "deadline":
-            call_id, attempt = message["call_id"], int(message["attempt"])
-            loaded = self.store.load(tenant, session_id)  # read once: for the child check and the commit
-            waiting, version = self._child_status(loaded, call_id)
-            self.transact(tenant, session_id, lambda s: engine.apply_deadline(
-                s, call_id, attempt, self.clock(), child_waiting=waiting, child_version=version), loaded)
-        elif kind != "kick":
-            raise ValueError(f"unknown work message kind {kind!r}")
+    def handle(self, message: SessionMessage) -> None:
+        """One work message, parsed at the engine's edge (`core.messages`), dispatched by its class.
+        A park or a reminder makes nothing due; the others run the session's loop after."""
+        tenant, session_id = message.tenant, message.session_id
+        match message:
+            case Park():
+                self._park(tenant, session_id, message.interrupt_id, message.task_token, message.generation)
+                return
+            case InterruptTimer():
+                self._interrupt_timer(message)
+                return
+            case Wake():
+                self._wake(tenant, session_id, message.interrupt_id, message.outcome, message.generation)
+            case Deadline():
+                self._deadline(message)
+            case Kick():
+                pass
+            case _:
+                assert_never(message)
         self.run(tenant, session_id)
+
+    def _interrupt_timer(self, message: InterruptTimer) -> None:
+        """A5: a reminder or escalation touches one interrupt and makes nothing due."""
+        _, happened = self.transact(message.tenant, message.session_id, lambda s: expiry.apply_timer(
+            s, message.interrupt_id, message.generation, message.timer, message.index), head_only=True)
+        if happened:
+            self.counters.add(f"interrupts_{happened}")
+
+    def _deadline(self, message: Deadline) -> None:
+        tenant, session_id, call_id = message.tenant, message.session_id, message.call_id
+        loaded = self.store.load(tenant, session_id)  # read once: for the child check and the commit
+        waiting, version = self._child_status(loaded, call_id)
+        self.transact(tenant, session_id, lambda s: engine.apply_deadline(
+            s, call_id, message.attempt, self.clock(), child_waiting=waiting, child_version=version), loaded)
 
     def run(self, tenant: str, session_id: str) -> int:
         """Run what is due until nothing is; returns the number of steps taken."""
@@ -201,8 +209,8 @@ class Runner:
         if interrupt.status == "open":
             # A5: reminders and escalation, before the parked mark: a crash before it repeats this
             # step, and a timer named by its key is scheduled once however often it is asked for.
-            for timer in expiry.timers(interrupt):
-                self.timers.schedule(h.tenant, h.session_id, timer.seconds, timer.message, timer.key)
+            for timer in expiry.timers(h.tenant, h.session_id, interrupt):
+                self.timers.schedule(timer.seconds, timer.message, timer.key)
         self.transact(h.tenant, h.session_id, lambda s: engine.mark_parked(s, interrupt_id, arn), state)
 
     def _run_llm(self, state: SessionState, call_id: str) -> None:
@@ -400,9 +408,3 @@ def priced(agent: dict[str, Any] | None, result: LlmOutcome) -> LlmOutcome:
                              float(price_in or 0), float(price_out or 0))
     return {**result, "cost": cost}
 
-
-def _generation(message: dict[str, Any]) -> int | None:
-    """The interrupt generation a park or wake message is for; None in messages of executions
-    started before ParkBranch passed it on (they apply to whatever generation is there)."""
-    value = message.get("generation")
-    return None if value is None else int(value)

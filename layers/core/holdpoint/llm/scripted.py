@@ -1,0 +1,49 @@
+"""The `scripted` provider: canned replies chosen by the last prompt message, for tests and demos.
+
+`{"provider": "scripted", "script": [{"when": {"role": "tool", "contains": "sent"}, "reply":
+{"content": "...", "tool_calls": [{"name": "send_email", "arguments": {...}}]}}]}`: the first
+rule whose `when` matches the last message answers; a rule without `when` always matches.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from holdpoint.core.outcomes import LlmOutcome, llm_reply
+from holdpoint.llm.call import LlmCall
+from holdpoint.llm.chat import text
+from holdpoint.llm.reply import tool_call
+
+
+def _matches(when: dict[str, Any] | None, last: dict[str, Any]) -> bool:
+    if not when:
+        return True
+    if "role" in when and last.get("role") != when["role"]:
+        return False
+    if "contains" in when and str(when["contains"]).lower() not in text(last.get("content")).lower():
+        return False
+    return True
+
+
+def complete(call: LlmCall) -> LlmOutcome:
+    """The first matching rule's reply, with word counts for usage and no cost; `ok` when none matches."""
+    messages = call.messages
+    last = messages[-1] if messages else {}
+    for rule in call.config.get("script") or []:
+        if _matches(rule.get("when"), last):
+            reply = rule.get("reply") or {}
+            message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+            calls = []
+            for i, tc in enumerate(reply.get("tool_calls") or []):
+                args = tc.get("arguments", {})
+                calls.append(tool_call(call.call_id, i, tc.get("id"), tc["name"],
+                                       args if isinstance(args, str) else json.dumps(args)))
+            if calls:
+                message["tool_calls"] = calls
+            prompt_tokens = sum(len(text(m.get("content")).split()) for m in messages)
+            completion = len(text(message.get("content")).split()) + 8 * len(calls)
+            return llm_reply(message, usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion},
+                             cost=0.0)
+    return llm_reply({"role": "assistant", "content": "ok"}, usage={"prompt_tokens": 0, "completion_tokens": 1},
+                     cost=0.0)

@@ -1,0 +1,196 @@
+"""The work queue's messages (`core/messages.py`): every body template.yaml's state machines put on
+the queue is one of the message classes, each class survives the queue (body, JSON, parse), and
+messages already queued by older code still parse."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from holdpoint.aws.parking import Parking
+from holdpoint.aws.timers import Timers
+from holdpoint.core import expiry
+from holdpoint.core.messages import (
+    CLASSES,
+    Deadline,
+    InterruptTimer,
+    Kick,
+    MessageError,
+    NotifyRetry,
+    Park,
+    Wake,
+    WorkMessage,
+    body,
+    parse,
+)
+from holdpoint.core.state import Interrupt
+from holdpoint_local.provision import load_template
+
+TOKEN = "AQCEAAAAKgAAAAMAAAAA-example-task-token"
+EXAMPLES: list[WorkMessage] = [
+    Kick("t1", "s-1"),
+    Park("t1", "s-1", "int-1", TOKEN, 2),
+    Wake("t1", "s-1", "int-1", "expired", 2),
+    Deadline("t1", "s-1", "call-1", 3),
+    InterruptTimer("t1", "s-1", "int-1", 2, "escalate", 0),
+    NotifyRetry("t1", "s-1", "evt-1#0", 2),
+]
+
+
+class Recording:
+    """A Step Functions client that keeps each execution's input (what the state machine reads)."""
+
+    def __init__(self) -> None:
+        self.inputs: list[dict[str, Any]] = []
+
+    def start_execution(self, stateMachineArn: str, name: str, input: str) -> dict[str, str]:  # noqa: N803, A002
+        self.inputs.append(json.loads(input))
+        return {"executionArn": f"{stateMachineArn}:{name}"}
+
+
+def interrupt() -> Interrupt:
+    return Interrupt("int-1", "tool", "confirm", None, "2025-01-01T00:00:00.000Z", "dedup-1", generation=2,
+                     expires_in=600, remind_after=[60], escalate_after=300)
+
+
+def park_inputs() -> list[dict[str, Any]]:
+    """ParkBranch's input, as `Parking.start` writes it."""
+    sfn = Recording()
+    Parking("arn:aws:states:us-east-1:1:stateMachine:park", client=sfn).start("t1", "s-1", interrupt())
+    return sfn.inputs
+
+
+def timer_inputs() -> list[dict[str, Any]]:
+    """The Timer state machine's inputs, as `Timers.schedule` writes them: one per kind a timer
+    carries, the interrupt's reminders and escalation from their own producer."""
+    sfn = Recording()
+    timers = Timers("arn:aws:states:us-east-1:1:stateMachine:timer", client=sfn)
+    for message in (Kick("t1", "s-1"), Deadline("t1", "s-1", "call-1", 1), NotifyRetry("t1", "s-1", "e#0", 2)):
+        timers.schedule(5, message, f"key/{message.KIND}")
+    for timer in expiry.timers("t1", "s-1", interrupt()):
+        timers.schedule(timer.seconds, timer.message, timer.key)
+    return sfn.inputs
+
+
+INPUTS = {"ParkBranchStateMachine": park_inputs, "TimerStateMachine": timer_inputs}
+
+
+def path(expr: str, data: dict[str, Any], context: dict[str, Any]) -> Any:
+    """A reference path of the kind the templates use: `$.a.b` (the input) or `$$.Task.Token` (the context)."""
+    root, rest = (context, expr[2:]) if expr.startswith("$$") else (data, expr[1:])
+    assert rest == "" or rest.startswith("."), f"not a reference path: {expr}"
+    value: Any = root
+    for part in filter(None, rest.split(".")):
+        value = value[part]
+    return value
+
+
+def fill(template: Any, data: dict[str, Any], context: dict[str, Any]) -> Any:
+    """A Parameters value with its `.$` fields evaluated, as Step Functions sends it."""
+    if not isinstance(template, dict):
+        return template
+    out = {}
+    for key, value in template.items():
+        if key.endswith(".$"):
+            out[key[:-2]] = path(value, data, context)
+        else:
+            out[key] = fill(value, data, context)
+    return out
+
+
+def sends(definition: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every state (nested ones too) that puts a message on SQS, with its Parameters."""
+    out = []
+    for name, state in definition.get("States", {}).items():
+        if "sqs:sendMessage" in str(state.get("Resource", "")):
+            out.append((name, state["Parameters"]))
+        for nested in [*state.get("Branches", []), *([state["Iterator"]] if "Iterator" in state else [])]:
+            out.extend(sends(nested))
+    return out
+
+
+def template_messages(template: dict[str, Any]) -> dict[str, list[WorkMessage]]:
+    """Each sending state's messages, filled from its state machine's example inputs and parsed."""
+    out: dict[str, list[WorkMessage]] = {}
+    machines = {k: r for k, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::StateMachine"}
+    for logical_id, resource in machines.items():
+        found = sends(resource["Properties"]["Definition"])
+        if not found:
+            continue
+        assert logical_id in INPUTS, f"{logical_id} sends work messages: give it example inputs here"
+        for data in INPUTS[logical_id]():
+            for state, params in found:
+                sent = fill({k: v for k, v in params.items() if k.startswith("MessageBody")}, data,
+                            {"Task": {"Token": TOKEN}})["MessageBody"]
+                out.setdefault(f"{logical_id}.{state}", []).append(parse(json.loads(json.dumps(sent))))
+    return out
+
+
+def test_messages_template_bodies_are_message_classes() -> None:
+    got = template_messages(load_template())
+    assert set(got) == {"ParkBranchStateMachine.Park", "ParkBranchStateMachine.Expire", "TimerStateMachine.Fire"}
+    assert got["ParkBranchStateMachine.Park"] == [Park("t1", "s-1", "int-1", TOKEN, 2)]
+    assert got["ParkBranchStateMachine.Expire"] == [Wake("t1", "s-1", "int-1", "expired", 2)]
+    assert got["TimerStateMachine.Fire"] == [
+        Kick("t1", "s-1"), Deadline("t1", "s-1", "call-1", 1), NotifyRetry("t1", "s-1", "e#0", 2),
+        InterruptTimer("t1", "s-1", "int-1", 2, "remind", 0), InterruptTimer("t1", "s-1", "int-1", 2, "escalate", 0)]
+
+
+@pytest.mark.parametrize(("state", "field"), [("Park", "task_token.$"), ("Expire", "interrupt_id.$"),
+                                              ("Expire", "outcome")])
+def test_messages_template_check_catches_a_body_no_class_takes(state: str, field: str) -> None:
+    template = copy.deepcopy(load_template())
+    message = template["Resources"]["ParkBranchStateMachine"]["Properties"]["Definition"]["States"][state][
+        "Parameters"]["MessageBody"]
+    if field == "outcome":
+        message[field] = "timed_out"
+    else:
+        message["x_" + field] = message.pop(field)
+    with pytest.raises(MessageError):
+        template_messages(template)
+
+
+@pytest.mark.parametrize("message", EXAMPLES, ids=lambda m: m.KIND)
+def test_messages_round_trip_through_the_queue(message: WorkMessage) -> None:
+    sent = json.dumps(body(message))
+    assert json.loads(sent)["kind"] == message.KIND
+    assert parse(json.loads(sent)) == message
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        message.tenant = "t2"  # type: ignore[misc]
+
+
+def test_messages_every_class_has_an_example_and_its_own_kind() -> None:
+    assert sorted(type(m).__name__ for m in EXAMPLES) == sorted(c.__name__ for c in CLASSES)
+    assert len({c.KIND for c in CLASSES}) == len(CLASSES)
+
+
+def test_messages_already_queued_by_older_code_still_parse() -> None:
+    # ParkBranch executions started before it passed the generation on; a wake without an outcome.
+    assert parse({"kind": "park", "tenant": "t1", "session_id": "s", "interrupt_id": "i", "task_token": "k"}) == \
+        Park("t1", "s", "i", "k", None)
+    assert parse({"kind": "wake", "tenant": "t1", "session_id": "s", "interrupt_id": "i"}) == \
+        Wake("t1", "s", "i", "resumed", None)
+    # Integers as the engine always read them (int()), and fields no class has are ignored.
+    assert parse({"kind": "deadline", "tenant": "t1", "session_id": "s", "call_id": "c", "attempt": "2",
+                  "extra": True}) == Deadline("t1", "s", "c", 2)
+    assert parse({"kind": "wake", "tenant": "t1", "session_id": "s", "interrupt_id": "i", "generation": None}) == \
+        Wake("t1", "s", "i")
+
+
+@pytest.mark.parametrize(("data", "why"), [
+    ({"kind": "nap", "tenant": "t1", "session_id": "s"}, "unknown work message kind 'nap'"),
+    ({"tenant": "t1", "session_id": "s"}, "unknown work message kind None"),
+    ({"kind": "kick", "tenant": "t1"}, "kick message has no session_id"),
+    ({"kind": "deadline", "tenant": "t1", "session_id": "s", "call_id": "c", "attempt": "x"}, "attempt must be"),
+    ({"kind": "deadline", "tenant": "t1", "session_id": "s", "call_id": "c", "attempt": True}, "attempt must be"),
+    ({"kind": "park", "tenant": "t1", "session_id": "s", "interrupt_id": 7, "task_token": "k"}, "interrupt_id must"),
+    ({"kind": "interrupt_timer", "tenant": "t1", "session_id": "s", "interrupt_id": "i", "generation": 0,
+      "timer": "nag", "index": 0}, "timer must be one of"),
+])
+def test_messages_a_body_no_class_takes_is_refused_by_name(data: dict[str, Any], why: str) -> None:
+    with pytest.raises(MessageError, match=why.replace("(", r"\(")):
+        parse(data)
