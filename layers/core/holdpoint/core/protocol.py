@@ -256,6 +256,16 @@ NotifyEntry = Annotated[
 """One `notify` entry: a webhook or a Slack channel, by the key it has (`core.notify.channel_of`)."""
 
 
+class A2aConfig(Wire):
+    """An agent's A2A server (PROTOCOL.md §8): whether its Agent Card is served without
+    credentials (`public`), and what the card says of the agent."""
+
+    public: bool = Field(default=False, strict=True, description="serve the Agent Card without credentials")
+    name: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    description: Annotated[str, StringConstraints(max_length=4_096)] | None = None
+    skills: list[dict[str, Any]] | None = Field(default=None, max_length=64)
+
+
 class AgentConfig(Open):
     model: Annotated[str, StringConstraints(max_length=256)] | None = None
     llm: LlmConfig | None = None
@@ -273,6 +283,7 @@ class AgentConfig(Open):
     triggers: dict[str, bool] | None = None  # opt-in triggers beyond upstream: {"turn.finished": true}
     notify: list[NotifyEntry] | None = Field(default=None, max_length=16)  # docs/NOTIFICATIONS.md
     approval: ApprovalPolicy | None = None  # A2: the default approver policy of this agent's interrupts
+    a2a: A2aConfig | None = None  # PROTOCOL.md §8: the agent's A2A server and Agent Card
 
     @field_validator("interrupt_remind_after", "interrupt_escalate_after")
     @classmethod

@@ -20,9 +20,10 @@ def build(documented: bool = False) -> APIGatewayHttpResolver:
     for module in (sessions, streams, resume, agents, tokens, workers, inbox_page, agui):
         app.include_router(module.router)
     if documented:
-        from holdpoint.http.routes import elsewhere
+        from holdpoint.http.routes import a2a, elsewhere
 
         app.include_router(elsewhere.router)
+        app.include_router(a2a.documented)
 
     @app.get("/v1/openapi.json", summary="This document (no credentials needed)",
              responses={200: {"description": "This document", "content": {"application/json": {"schema": {

@@ -1,0 +1,310 @@
+"""The A2A server's wire shapes and translations (PROTOCOL.md §8): A2A 1.0 JSON-RPC requests in
+(ProtoJSON field names, as the `a2a-sdk` client sends them), A2A tasks out. A context is a
+session, a task is a turn, `TASK_STATE_INPUT_REQUIRED` is a turn parked on open interrupts.
+
+A task id names its session and its turn (`<session_id>~<turn_id>`): `GetTask` and `CancelTask`
+carry only the task id, and `~` is in no Holdpoint id. Unknown fields are ignored, as ProtoJSON
+parsers do. Pure: the services feed it loaded state.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from holdpoint.core import notify, schemas
+from holdpoint.core.errors import Code, Refusal
+from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.protocol import A2aConfig
+from holdpoint.core.state import Interrupt, SessionState, Turn
+
+PROTOCOL_VERSION = "1.0"
+SEPARATOR = "~"
+DECLINED: dict[str, Any] = {"status": "cancelled"}
+"""What `CancelTask` answers an open interrupt with: the AG-UI cancel, a denial (A2) that no
+response schema refuses (A1); a task whose interrupt was answered so reads `TASK_STATE_CANCELED`."""
+
+# JSON-RPC 2.0 and A2A 1.0 error codes (the a2a-sdk client maps each to its error class).
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+TASK_NOT_FOUND, TASK_NOT_CANCELABLE, PUSH_NOT_SUPPORTED, UNSUPPORTED = -32001, -32002, -32003, -32004
+ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+
+Text = Annotated[str, StringConstraints(max_length=262_144)]
+Name = Annotated[str, StringConstraints(max_length=256)]
+
+
+class A2a(BaseModel):
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+
+class Part(A2a):
+    """A message part: text, or JSON data (`raw` and `url` files are refused: nothing records them)."""
+
+    text: Text | None = None
+    data: Any = None
+    raw: str | None = None
+    url: str | None = None
+    metadata: dict[str, Any] | None = None
+    mediaType: Name | None = None  # noqa: N815 - A2A's name
+    filename: Name | None = None
+
+
+class Message(A2a):
+    messageId: Annotated[str, StringConstraints(min_length=1, max_length=128)]  # noqa: N815
+    role: Literal["ROLE_USER", "ROLE_AGENT"]
+    parts: Annotated[list[Part], Field(min_length=1, max_length=100)]
+    contextId: Name | None = None  # noqa: N815
+    taskId: Name | None = None  # noqa: N815
+    metadata: dict[str, Any] | None = None
+
+
+class Configuration(A2a):
+    returnImmediately: bool = False  # noqa: N815
+    historyLength: Annotated[int, Field(ge=0, le=1_000)] | None = None  # noqa: N815
+    taskPushNotificationConfig: dict[str, Any] | None = None  # noqa: N815
+
+
+class SendMessage(A2a):
+    message: Message
+    configuration: Configuration | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TaskRef(A2a):
+    """`GetTask`, `CancelTask`, `SubscribeToTask`."""
+
+    id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    historyLength: Annotated[int, Field(ge=0, le=1_000)] | None = None  # noqa: N815
+    metadata: dict[str, Any] | None = None
+
+
+class Request(A2a):
+    """A JSON-RPC 2.0 request object (`id` absent for a notification, which gets no answer)."""
+
+    jsonrpc: Literal["2.0"]
+    method: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    id: Annotated[str, StringConstraints(max_length=256)] | int | None = None
+    params: dict[str, Any] | None = None
+
+
+# --- ids ---------------------------------------------------------------------------------
+
+
+def task_id(session_id: str, turn_id: str) -> str:
+    return f"{session_id}{SEPARATOR}{turn_id}"
+
+
+def split_task(value: str, param: str) -> tuple[str, str]:
+    """(session_id, turn_id) of a task id; one that cannot be ours is an unknown task."""
+    sid, sep, turn = value.partition(SEPARATOR)
+    if not sep or not ID_PATTERN.fullmatch(sid) or not ID_PATTERN.fullmatch(turn):
+        raise Refusal("not_found", f"task {value[:100]} not found", param)
+    return sid, turn
+
+
+# --- in ----------------------------------------------------------------------------------
+
+
+def content_of(message: Message) -> str:
+    """A user message's content: its text parts, and each data part as JSON text."""
+    out = []
+    for index, part in enumerate(message.parts):
+        if part.raw is not None or part.url is not None:
+            raise Refusal("validation_error", "file parts are not accepted; send text or data",
+                          f"message.parts[{index}]")
+        if part.text is not None:
+            out.append(part.text)
+        elif part.data is not None:
+            out.append(json.dumps(part.data))
+        else:
+            raise Refusal("validation_error", "a part has text or data", f"message.parts[{index}]")
+    return "\n".join(out)
+
+
+def answer_of(message: Message) -> tuple[str | None, Any]:
+    """A resume: the message's first data part (its `metadata.interruptId` may name the interrupt)."""
+    for part in message.parts:
+        if part.data is not None:
+            named = (part.metadata or {}).get("interruptId")
+            return (named if isinstance(named, str) else None), part.data
+    raise Refusal("validation_error", "an input-required task is answered with a data part (the interrupt's "
+                  "answer)", "message.parts")
+
+
+def turn_id_of(message: Message) -> str | None:
+    """The turn a new message starts: named by its `messageId` when that is a valid id, so a
+    retried `SendMessage` starts no second turn (R7)."""
+    return message.messageId if ID_PATTERN.fullmatch(message.messageId) else None
+
+
+# --- out ---------------------------------------------------------------------------------
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return "" if content is None else json.dumps(content)
+
+
+def message_out(message: dict[str, Any], context_id: str, task: str | None = None) -> dict[str, Any] | None:
+    """A recorded user or assistant message with text, as an A2A message (None for others)."""
+    role = {"user": "ROLE_USER", "assistant": "ROLE_AGENT"}.get(str(message.get("role")))
+    body = _text(message.get("content"))
+    if role is None or not body:
+        return None
+    out: dict[str, Any] = {"messageId": message["id"], "role": role, "parts": [{"text": body}],
+                           "contextId": context_id}
+    if task:
+        out["taskId"] = task
+    return out
+
+
+def interrupt_out(interrupt: Interrupt) -> dict[str, Any]:
+    """An interrupt as the data part of an input-required status: what answering it needs."""
+    out: dict[str, Any] = {"interruptId": interrupt.interrupt_id, "reason": interrupt.reason,
+                           "payload": interrupt.payload, "origin": interrupt.origin}
+    schema = schemas.declared(interrupt.response_schema, interrupt.payload)
+    if isinstance(schema, dict):
+        out["responseSchema"] = schema
+    if interrupt.expires_at is not None:
+        out["expiresAt"] = interrupt.expires_at
+    options = notify.declared_options(interrupt.payload)
+    out["options"] = options or [{"label": k.capitalize(), "value": v} for k, v in notify.OPTIONS.items()]
+    if interrupt.action is not None:
+        out["fingerprint"] = interrupt.action.get("fingerprint")
+    return out
+
+
+def turn_interrupts(state: SessionState, turn_id: str) -> list[Interrupt]:
+    """The interrupts raised in this turn, oldest first (open and closed)."""
+    return sorted((i for i in state.interrupts.values() if i.turn_id == turn_id),
+                  key=lambda i: (i.created_at, i.interrupt_id))
+
+
+def parked_on(state: SessionState, turn_id: str) -> list[Interrupt]:
+    return [i for i in turn_interrupts(state, turn_id) if i.status == "open"]
+
+
+TaskState = Literal["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED",
+                    "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED"]
+TERMINAL: frozenset[str] = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED"})
+
+
+def state_of(state: SessionState, turn: Turn) -> TaskState:
+    """The task's state, read off its turn and the turn's interrupts."""
+    raised = turn_interrupts(state, turn.id)
+    if any(i.status == "resolved" and i.resolution == DECLINED for i in raised):
+        return "TASK_STATE_CANCELED"
+    if any(i.status == "open" for i in raised):
+        return "TASK_STATE_INPUT_REQUIRED"
+    if turn.status == "done":
+        return "TASK_STATE_COMPLETED"
+    if turn.status == "failed":
+        return "TASK_STATE_FAILED"
+    return "TASK_STATE_SUBMITTED" if turn.status == "queued" else "TASK_STATE_WORKING"
+
+
+def task_out(state: SessionState, turn: Turn, history_length: int | None = None) -> dict[str, Any]:
+    """The A2A task of a turn: its state and status message (the interrupts, when it waits for
+    input; the last reply or the error otherwise), the session's messages as history, and the
+    turn's `done` data as an artifact."""
+    sid = state.header.session_id
+    tid = task_id(sid, turn.id)
+    kind = state_of(state, turn)
+    history = [m for m in (message_out(n.message, sid, tid) for n in state.tree.active_path()) if m is not None]
+    status: dict[str, Any] = {"state": kind, "timestamp": _timestamp(turn.created_at)}
+    note = _status_message(state, turn, kind, tid, history)
+    if note is not None:
+        status["message"] = note
+    out: dict[str, Any] = {"id": tid, "contextId": sid, "status": status}
+    limit = len(history) if history_length is None else history_length
+    if limit:
+        out["history"] = history[-limit:]
+    if kind == "TASK_STATE_COMPLETED" and turn.data is not None:
+        out["artifacts"] = [{"artifactId": f"{turn.id}.data", "name": "data", "parts": [{"data": turn.data}]}]
+    return out
+
+
+def _status_message(state: SessionState, turn: Turn, kind: str, tid: str,
+                    history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    sid = state.header.session_id
+    if kind == "TASK_STATE_INPUT_REQUIRED":
+        waiting = parked_on(state, turn.id)
+        first = waiting[0]
+        said = first.payload.get("message") if isinstance(first.payload, dict) else None
+        return {"messageId": f"{first.interrupt_id}.g{first.generation}", "role": "ROLE_AGENT", "contextId": sid,
+                "taskId": tid, "parts": [{"text": said if isinstance(said, str) else first.reason},
+                                         {"data": {"interrupts": [interrupt_out(i) for i in waiting]}}]}
+    if kind == "TASK_STATE_FAILED":
+        error = turn.error
+        text = error.get("message") if isinstance(error, dict) else None
+        return {"messageId": f"{turn.id}.error", "role": "ROLE_AGENT", "contextId": sid, "taskId": tid,
+                "parts": [{"text": str(text or _text(error) or "the turn failed")}]}
+    if kind == "TASK_STATE_COMPLETED" and history and history[-1]["role"] == "ROLE_AGENT":
+        return history[-1]
+    return None
+
+
+def _timestamp(iso: str) -> str:
+    """A recorded time as ProtoJSON's Timestamp (RFC 3339, `Z`)."""
+    return iso if iso.endswith("Z") else (iso + "Z" if iso else "1970-01-01T00:00:00Z")
+
+
+def card(base_url: str, tenant: str, agent_id: str, declared: A2aConfig) -> dict[str, Any]:
+    """The Agent Card: one JSON-RPC interface at `POST /a2a/{tenant}/{agent_id}`, bearer auth
+    (an API key or a client token), streaming, no push notifications."""
+    name = declared.name or agent_id
+    skills = declared.skills or [{"id": agent_id, "name": name, "description": declared.description or name,
+                                  "tags": ["holdpoint"]}]
+    return {
+        "name": name,
+        "description": declared.description or f"The Holdpoint agent {agent_id}",
+        "version": "1.0.0",
+        "supportedInterfaces": [{"url": f"{base_url.rstrip('/')}/a2a/{tenant}/{agent_id}", "protocolBinding": "JSONRPC",
+                                 "protocolVersion": PROTOCOL_VERSION}],
+        "capabilities": {"streaming": True, "pushNotifications": False},
+        "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {
+            "scheme": "Bearer", "description": "A Holdpoint API key or a client token"}}},
+        "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
+        "defaultInputModes": ["text/plain", "application/json"],
+        "defaultOutputModes": ["text/plain", "application/json"],
+        "skills": skills,
+    }
+
+
+# --- JSON-RPC answers --------------------------------------------------------------------
+
+_CODES: dict[Code, int] = {
+    "not_found": TASK_NOT_FOUND,
+    "interrupted": UNSUPPORTED, "turn_already_active": UNSUPPORTED, "conflict": UNSUPPORTED,
+    "call_held": UNSUPPORTED, "call_not_open": UNSUPPORTED, "quota_exceeded": UNSUPPORTED,
+    "decision_not_current": UNSUPPORTED,
+}
+"""Refusals as JSON-RPC codes; every other one (a field, a schema, a policy) is `InvalidParams`."""
+
+
+def result(request_id: Any, value: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": value}
+
+
+def error(request_id: Any, code: int, message: str, reason: str, param: str | None = None,
+          **extra: Any) -> dict[str, Any]:
+    """A JSON-RPC error; its `data` is an A2A ErrorInfo whose metadata names the field (`param`)."""
+    meta = {"code": reason.lower(), **({"param": param} if param else {}), **{k: str(v) for k, v in extra.items()}}
+    return {"jsonrpc": "2.0", "id": request_id, "error": {
+        "code": code, "message": message, "data": [{"@type": ERROR_INFO, "reason": reason.upper(),
+                                                    "domain": "holdpoint", "metadata": meta}]}}
+
+
+def refused(request_id: Any, refusal: Refusal, code: int | None = None) -> dict[str, Any]:
+    """A refusal as a JSON-RPC error, naming its field in the message and in `data`."""
+    text = f"{refusal.message} ({refusal.param})" if refusal.param else refusal.message
+    extra = {k: v for k, v in refusal.extra.items() if isinstance(v, str | int)}
+    if refusal.retry_after is not None:
+        extra["retry_after"] = refusal.retry_after
+    return error(request_id, code or _CODES.get(refusal.code, INVALID_PARAMS), text, refusal.code, refusal.param,
+                 **extra)

@@ -1,0 +1,40 @@
+"""The protocols function's resolver: agents elsewhere reaching Holdpoint over their own protocols
+(A2A's JSON-RPC, holdpoint.http.routes.a2a), whose bodies are parsed by the route, so a request
+that is not JSON-RPC gets the protocol's error and not Holdpoint's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+
+from holdpoint.core import a2a as wire
+from holdpoint.core.errors import Refusal
+from holdpoint.http.edge import json_reply, refusal_reply
+from holdpoint.http.limits import body_bytes
+from holdpoint.http.resolver import handler_for, new_resolver
+from holdpoint.http.routes import a2a
+
+
+def build() -> APIGatewayHttpResolver:
+    app = new_resolver(validate=False)
+    app.include_router(a2a.router)
+    return app
+
+
+def handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """`handler_for(app)` with the body limits answered in JSON-RPC: a body too deep or not UTF-8
+    is a parse error (-32700); one over the size limit stays a 413, as A2A's own server answers."""
+    inner = handler_for(app, json_body=False)
+
+    def serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            body_bytes(event)
+        except Refusal as exc:
+            if exc.code == "payload_too_large":
+                return refusal_reply(exc)
+            return json_reply(200, wire.error(None, wire.PARSE_ERROR, exc.message, "parse_error", "body"))
+        return inner(event, context)
+
+    return serve

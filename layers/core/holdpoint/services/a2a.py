@@ -1,0 +1,173 @@
+"""The A2A server (PROTOCOL.md §8): `SendMessage` starts or continues a session (a context) with a
+turn (a task), or answers the interrupts a task waits on through the resume path; the answer
+follows the turn through the event log until it finishes, fails or parks, within one long-poll
+(`streams.cap()`), as the AG-UI channel does (services.agui)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from holdpoint.core import a2a
+from holdpoint.core.errors import Refusal
+from holdpoint.core.protocol import A2aConfig, ClientMessageInput
+from holdpoint.core.state import SessionState, Turn
+from holdpoint.ports import Parking, SessionStore, WorkQueue
+from holdpoint.services import sessions, streams
+from holdpoint.services.caller import Caller
+from holdpoint.services.resume import resume
+
+
+def declared(store: SessionStore, tenant: str, agent_id: str) -> A2aConfig | None:
+    """The agent's `a2a` declaration (an empty one when it has none); None when there is no agent."""
+    agent = store.get_agent(tenant, agent_id)
+    if agent is None:
+        return None
+    return A2aConfig.model_validate(agent.get("a2a") or {})
+
+
+def public_card(store: SessionStore, base_url: str, tenant: str, agent_id: str) -> dict[str, Any]:
+    """`GET /a2a/{tenant}/{agent_id}/.well-known/agent-card.json`: only an agent that declares
+    `a2a.public` has a card without credentials; any other is 404, as an unknown one."""
+    config = declared(store, tenant, agent_id)
+    if config is None or not config.public:
+        raise Refusal("not_found", f"agent {agent_id} not found")
+    return a2a.card(base_url, tenant, agent_id, config)
+
+
+def agent_for(store: SessionStore, caller: Caller, tenant: str, agent_id: str) -> A2aConfig:
+    """The agent a JSON-RPC request addresses: the caller's own tenant's (404 otherwise)."""
+    config = declared(store, caller.tenant, agent_id) if tenant == caller.tenant else None
+    if config is None:
+        raise Refusal("not_found", f"agent {agent_id} not found")
+    return config
+
+
+def _task(store: SessionStore, caller: Caller, agent_id: str, value: str,
+          param: str) -> tuple[SessionState, Turn]:
+    """The session and turn a task id names, if the caller may see them and they are this agent's."""
+    sid, turn_id = a2a.split_task(value, param)
+    try:
+        state = sessions.owned(store, caller, sid)
+    except Refusal:
+        raise Refusal("not_found", f"task {value[:100]} not found", param) from None
+    turn = state.turns.get(turn_id)
+    if turn is None or state.header.agent_id != agent_id:
+        raise Refusal("not_found", f"task {value[:100]} not found", param)
+    return state, turn
+
+
+def _context(store: SessionStore, caller: Caller, agent_id: str, context_id: str) -> SessionState:
+    try:
+        state = sessions.owned(store, caller, context_id)
+    except Refusal:
+        state = None
+    if state is None or state.header.agent_id != agent_id:
+        raise Refusal("not_found", f"context {context_id[:100]} not found", "message.contextId")
+    return state
+
+
+def send(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
+         body: a2a.SendMessage, *, wait_secs: float | None = None,
+         clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """`SendMessage`: the task as it stands when its turn ends or parks (or the cap comes first,
+    or at once with `returnImmediately`)."""
+    deadline = streams.until(0 if body.configuration and body.configuration.returnImmediately else wait_secs, clock)
+    sid, turn_id = _apply(store, queue, parking, caller, agent_id, body.message)
+    history = body.configuration.historyLength if body.configuration else None
+    return follow(store, caller, sid, turn_id, deadline, clock, history)
+
+
+def _apply(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
+           message: a2a.Message) -> tuple[str, str]:
+    """Record what the message says; (session_id, turn_id) of the task it is for."""
+    if message.role != "ROLE_USER":
+        raise Refusal("validation_error", "a client sends ROLE_USER messages", "message.role")
+    if message.taskId:
+        state, turn = _task(store, caller, agent_id, message.taskId, "message.taskId")
+        if message.contextId and message.contextId != state.header.session_id:
+            raise Refusal("validation_error", "the task is in another context", "message.contextId")
+        _answer(store, parking, caller, state, turn, message)
+        return state.header.session_id, turn.id
+    existing = _context(store, caller, agent_id, message.contextId) if message.contextId else None
+    inp = ClientMessageInput.model_validate({
+        "type": "client.message", "agent_id": agent_id, "turn_id": a2a.turn_id_of(message),
+        "message": {"role": "user", "content": a2a.content_of(message)}})
+    accepted = sessions.submit(store, queue, caller, existing.header.session_id if existing else None, inp)
+    if accepted.turn_id is None:
+        raise Refusal("conflict", "the message started no turn; retry", "message")
+    return accepted.session_id, accepted.turn_id
+
+
+def _answer(store: SessionStore, parking: Parking, caller: Caller, state: SessionState, turn: Turn,
+            message: a2a.Message) -> None:
+    """The resume: the data part answers the interrupt the task waits on (the one its metadata
+    names, else the first), through the same checks as any resume (R17, A1, A2, A3). A replay
+    after the interrupt closed is the resume path's no-op (A4)."""
+    named, payload = a2a.answer_of(message)
+    raised = a2a.turn_interrupts(state, turn.id)
+    waiting = [i for i in raised if i.status == "open"]
+    if named:
+        target = next((i for i in raised if i.interrupt_id == named), None)
+    else:  # the first it waits on; once none is open (a replay), the last it waited on
+        candidates = waiting or raised[-1:]
+        target = candidates[0] if candidates else None
+    if target is None:
+        raise Refusal("validation_error", "the task waits on no interrupt (it is not input-required)",
+                      "message.taskId" if not named else "message.parts.metadata.interruptId")
+    fingerprint = (message.metadata or {}).get("expectFingerprint")
+    try:
+        resume(store, parking, caller, state.header.session_id, target.interrupt_id, payload,
+               expect_fingerprint=fingerprint if isinstance(fingerprint, str) else None)
+    except Refusal as exc:
+        exc.param = _part_param(exc.param)
+        raise
+
+
+def _part_param(param: str | None) -> str:
+    """A resume refusal's field, as the A2A message names it: the payload is the data part's `data`."""
+    if param and param.startswith("payload"):
+        return "message.parts.data" + param.removeprefix("payload")
+    if param == "expect_fingerprint":
+        return "message.metadata.expectFingerprint"
+    return "message.taskId" if param in (None, "interrupt_id") else param
+
+
+def get(store: SessionStore, caller: Caller, agent_id: str, ref: a2a.TaskRef) -> dict[str, Any]:
+    """`GetTask`."""
+    state, turn = _task(store, caller, agent_id, ref.id, "id")
+    return a2a.task_out(state, turn, ref.historyLength)
+
+
+def cancel(store: SessionStore, parking: Parking, caller: Caller, agent_id: str, ref: a2a.TaskRef) -> dict[str, Any]:
+    """`CancelTask`: every interrupt the task waits on is answered as declined, through the resume
+    path (so only where the approver policy admits the caller); a task waiting on none cannot be
+    canceled (a turn that runs is the worker's to finish), unless it already is."""
+    state, turn = _task(store, caller, agent_id, ref.id, "id")
+    kind = a2a.state_of(state, turn)
+    if kind == "TASK_STATE_CANCELED":
+        return a2a.task_out(state, turn, ref.historyLength)
+    waiting = a2a.parked_on(state, turn.id)
+    if not waiting:
+        raise Refusal("invalid_request", f"a task in {kind} waits on no interrupt; it cannot be canceled", "id")
+    for interrupt in waiting:
+        resume(store, parking, caller, state.header.session_id, interrupt.interrupt_id, dict(a2a.DECLINED))
+    state, turn = _task(store, caller, agent_id, ref.id, "id")
+    return a2a.task_out(state, turn, ref.historyLength)
+
+
+def follow(store: SessionStore, caller: Caller, session_id: str, turn_id: str, deadline: float,
+           clock: Callable[[], float], history: int | None = None) -> dict[str, Any]:
+    """The task, once its turn ends or parks (woken by the event log), or as it is at `deadline`."""
+    after = 0
+    while True:
+        state = sessions.owned(store, caller, session_id)
+        turn = state.turns.get(turn_id)
+        if turn is None:
+            raise Refusal("not_found", f"task {a2a.task_id(session_id, turn_id)} not found", "id")
+        task = a2a.task_out(state, turn, history)
+        if task["status"]["state"] in (*a2a.TERMINAL, "TASK_STATE_INPUT_REQUIRED") or clock() >= deadline:
+            return task
+        after = max(after, state.header.seq)
+        streams.wait_events(store, caller.tenant, session_id, after, 1, deadline - clock())

@@ -1,0 +1,118 @@
+"""Attacks on the A2A server (PROTOCOL.md §8), over HTTP on the local stack: another tenant's agent
+path and another tenant's or user's task are 404 (or TaskNotFound), a card is public only when its
+agent says so, and a request that is not JSON-RPC gets JSON-RPC's error codes, never a 5xx, and
+records nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from tests.security.probes import client_token_api, table_count
+from tests.stack import Api
+
+RPC = "/a2a/dev/assistant"
+CARD = RPC + "/.well-known/agent-card.json"
+
+
+def rpc(api: Api, method: str, params: Any = None, path: str = RPC, **extra: Any) -> requests.Response:
+    return api.req("POST", path, {"jsonrpc": "2.0", "id": "1", "method": method, "params": params or {}, **extra})
+
+
+def send(text: str) -> dict[str, Any]:
+    return {"message": {"messageId": f"m-{abs(hash(text))}", "role": "ROLE_USER", "parts": [{"text": text}]}}
+
+
+def rpc_error(resp: requests.Response, code: int, param: str | None = None) -> dict[str, Any]:
+    assert resp.status_code == 200, (resp.status_code, resp.text[:300])
+    err = resp.json()["error"]
+    assert err["code"] == code, err
+    if param is not None:
+        assert err["data"][0]["metadata"].get("param") == param, err
+    return err
+
+
+def test_tenant_wall_a2a_other_tenants_agent_path_is_404(stack: Any, api: Api, other_tenant: Api) -> None:
+    before = table_count(stack)
+    resp = rpc(other_tenant, "SendMessage", send("Email Bob"))
+    assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
+    assert rpc(other_tenant, "SendMessage", send("hi"), path="/a2a/other/assistant").status_code == 404  # no agent
+    assert rpc(api, "SendMessage", send("hi"), path="/a2a/dev/nobody").status_code == 404
+    assert table_count(stack) == before
+
+
+def test_tenant_wall_a2a_other_tenants_and_users_tasks_are_not_found(stack: Any, api: Api, other_tenant: Api) -> None:
+    task = rpc(api, "SendMessage", send("say hi")).json()["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    # The other tenant's own agent, asked for this tenant's task: unknown there.
+    other_tenant.ok("PUT", "/v1/agents/assistant", {"llm": {"provider": "scripted", "script": [
+        {"when": {"role": "user"}, "reply": {"content": "Hi!"}}]}})
+    before = table_count(stack)
+    rpc_error(rpc(other_tenant, "GetTask", {"id": task["id"]}, path="/a2a/other/assistant"), -32001, "id")
+    rpc_error(rpc(other_tenant, "CancelTask", {"id": task["id"]}, path="/a2a/other/assistant"), -32001, "id")
+    eve = client_token_api(stack, "eve")
+    rpc_error(rpc(eve, "GetTask", {"id": task["id"]}), -32001, "id")
+    follow_up = send("say hi again")
+    follow_up["message"]["contextId"] = task["contextId"]
+    rpc_error(rpc(eve, "SendMessage", follow_up), -32001, "message.contextId")
+    assert table_count(stack) == before
+
+
+def test_a2a_card_is_public_only_when_the_agent_says_so(stack: Any, api: Api) -> None:
+    anonymous = requests.get(stack.base_url + CARD, timeout=30)
+    assert anonymous.status_code == 404
+    agent = api.ok("GET", "/v1/agents/assistant")["agent"]
+    api.ok("PUT", "/v1/agents/assistant", {**agent, "a2a": {"public": True}})
+    card = requests.get(stack.base_url + CARD, timeout=30)
+    assert card.status_code == 200
+    assert card.json()["supportedInterfaces"][0]["url"].endswith(RPC)
+    assert requests.get(stack.base_url + "/a2a/other/assistant/.well-known/agent-card.json",
+                        timeout=30).status_code == 404
+    # Without credentials, the JSON-RPC endpoint stays closed (API Gateway's authorizer).
+    assert requests.post(stack.base_url + RPC, json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"},
+                         timeout=30).status_code == 401
+
+
+def test_bad_jsonrpc_gets_jsonrpc_codes_and_records_nothing(stack: Any, api: Api) -> None:
+    before = table_count(stack)
+    raw = api.http.post(stack.base_url + RPC, data=b"{not json", timeout=30)
+    rpc_error(raw, -32700)
+    deep = api.http.post(stack.base_url + RPC, data=b"[" * 100 + b"]" * 100, timeout=30)
+    rpc_error(deep, -32700)
+    rpc_error(api.req("POST", RPC, [1, 2]), -32600)
+    rpc_error(api.req("POST", RPC, {"jsonrpc": "1.0", "id": 1, "method": "GetTask"}), -32600, "jsonrpc")
+    rpc_error(rpc(api, "message/teleport"), -32601, "method")
+    rpc_error(rpc(api, "SendMessage", {"message": {"role": "ROLE_USER", "parts": []}}), -32602,
+              "params.message.messageId")
+    bad_role = send("hi")
+    bad_role["message"]["role"] = "ROLE_AGENT"
+    rpc_error(rpc(api, "SendMessage", bad_role), -32602, "message.role")
+    files = send("hi")
+    files["message"]["parts"] = [{"url": "https://example.com/x.pdf"}]
+    rpc_error(rpc(api, "SendMessage", files), -32602, "message.parts[0]")
+    rpc_error(rpc(api, "GetTask", {"id": "no-such-task"}), -32001, "id")
+    rpc_error(rpc(api, "GetTask", {"id": "ses_nope~turn_nope"}), -32001, "id")
+    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {"taskId": "x", "url": "https://example.com"}), -32003)
+    old = api.http.post(stack.base_url + RPC, json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {}},
+                        headers={"A2A-Version": "0.3"}, timeout=30)
+    rpc_error(old, -32009, "A2A-Version")
+    assert table_count(stack) == before
+
+
+def test_a2a_answer_the_response_schema_refuses_names_the_field(stack: Any, api: Api) -> None:
+    from tests.stack import worker_with_schema
+
+    schema = {"type": "object", "required": ["approved"], "properties": {"approved": {"type": "boolean"}}}
+    with worker_with_schema(api, schema):
+        task = rpc(api, "SendMessage", send("Email Bob")).json()["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        [interrupt] = task["status"]["message"]["parts"][1]["data"]["interrupts"]
+        assert interrupt["responseSchema"] == schema
+        before = table_count(stack)
+        answer = {"message": {"messageId": "a-1", "role": "ROLE_USER", "taskId": task["id"],
+                              "parts": [{"data": {"approved": "yes"}}]}}
+        rpc_error(rpc(api, "SendMessage", answer), -32602, "message.parts.data.approved")
+        eve = client_token_api(stack, "eve")
+        rpc_error(rpc(eve, "SendMessage", answer), -32001, "message.taskId")
+        assert table_count(stack) == before
