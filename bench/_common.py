@@ -55,7 +55,8 @@ def mocked_aws() -> Iterator[dict[str, str]]:
                         {"AttributeName": f"GSI{n}SK", "KeyType": "RANGE"}]}
                     for n, name, projection in (
                         (1, "Inbox", {"ProjectionType": "ALL"}),
-                        (2, "Sessions", {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["ag", "st", "ow", "sub"]}),
+                        (2, "Sessions", {"ProjectionType": "INCLUDE", "NonKeyAttributes": [
+                            "agent_id", "status", "owner", "sub_agent"]}),
                         (3, "History", {"ProjectionType": "INCLUDE", "NonKeyAttributes": [
                             "status", "agent_id", "reason", "expires_at"]}))])
             queue = boto3.client("sqs").create_queue(
@@ -120,7 +121,7 @@ INDEXES: dict[str, tuple[str, ...] | None] = {  # interrupt indexes by partition
     "GSI1PK": None,  # Inbox: every attribute
     "GSI3PK": ("GSI3PK", "GSI3SK", "status", "agent_id", "reason", "expires_at"),  # History: INCLUDE
 }
-LISTED = ("GSI2PK", "GSI2SK", "ag", "st", "ow", "sub")
+LISTED = ("GSI2PK", "GSI2SK", "agent_id", "status", "owner", "sub_agent")
 """The `Sessions` GSI's keys and projection on a session header: the index is written only when they change."""
 
 

@@ -256,7 +256,7 @@ def token_stored(ddb: Any, stack: LocalStack, sid: str, iid: str) -> bool:
 
     item = ddb.get_item(TableName=stack.env["TABLE_NAME"], ConsistentRead=True,
                         Key={"PK": {"S": session_pk(stack.tenant, sid)}, "SK": {"S": f"I#{iid}"}}).get("Item")
-    return bool(item and "task_token" in item)
+    return bool(item and "parking_key" in item)
 
 
 def park_one(api: Api, ddb: Any, stack: LocalStack, timeout: float = 120) -> tuple[str, str]:

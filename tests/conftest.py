@@ -37,7 +37,7 @@ def make_resources() -> dict[str, str]:
             {"IndexName": "Sessions", "KeySchema": [
                 {"AttributeName": "GSI2PK", "KeyType": "HASH"}, {"AttributeName": "GSI2SK", "KeyType": "RANGE"}],
              "Projection": {"ProjectionType": "INCLUDE",
-                            "NonKeyAttributes": ["ag", "st", "ow", "sub"]}},
+                            "NonKeyAttributes": ["agent_id", "status", "owner", "sub_agent"]}},
             {"IndexName": "History", "Projection": HISTORY, "KeySchema": [
                 {"AttributeName": "GSI3PK", "KeyType": "HASH"}, {"AttributeName": "GSI3SK", "KeyType": "RANGE"}]}])
     queue = boto3.client("sqs").create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]

@@ -139,7 +139,7 @@ class Harness:
         """Play ParkBranch's waitForTaskToken message for every started execution."""
         state = self.state()
         for interrupt in state.interrupts.values():
-            if interrupt.execution_arn and not interrupt.task_token and interrupt.interrupt_id not in self.tokens:
+            if interrupt.parked_as and not interrupt.parking_key and interrupt.interrupt_id not in self.tokens:
                 token = f"token-{interrupt.interrupt_id}-{interrupt.generation}"
                 self.tokens[interrupt.interrupt_id] = token
                 self.runner.handle(Park(self.caller.tenant, self.session_id or "", interrupt.interrupt_id, token))

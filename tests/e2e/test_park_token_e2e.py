@@ -26,7 +26,7 @@ def test_r13_r7_the_token_is_stored_and_stray_or_repeated_park_messages_change_n
     sid = api.start()
     iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
     wait_execution(stack, sid, iid, "RUNNING")
-    stored = wait_for(lambda: (interrupt_item(stack, sid, iid) or {}).get("task_token"), "the task token", 60)
+    stored = wait_for(lambda: (interrupt_item(stack, sid, iid) or {}).get("parking_key"), "the task token", 60)
     assert api.resume(sid, iid, {"approved": True}).json()["noop"] is False
     api.wait_status(sid, "done")
     wait_execution(stack, sid, iid, "SUCCEEDED")
@@ -39,7 +39,7 @@ def test_r13_r7_the_token_is_stored_and_stray_or_repeated_park_messages_change_n
         sqs.send_message(QueueUrl=stack.env["WORK_QUEUE_URL"], MessageBody=json.dumps(body),
                          MessageGroupId=group_id("dev", session), MessageDeduplicationId=f"park-again-{n}")
     wait_quiet(stack)  # every message handled and deleted: none is left in flight to be retried
-    assert (interrupt_item(stack, sid, iid) or {}).get("task_token") == stored
+    assert (interrupt_item(stack, sid, iid) or {}).get("parking_key") == stored
     assert interrupt_item(stack, sid, "int-unknown") is None
     assert interrupt_item(stack, "ses-unknown", "int-unknown") is None
     assert api.events(sid) == events

@@ -264,8 +264,8 @@ def test_sealed_execution_name_differs_after_ttl_deletion(fake: SlackFake) -> No
     second = h.state().interrupts[IID]
     assert second.generation > first.generation
     assert second.dedup_key != first.dedup_key
-    assert first.execution_arn and second.execution_arn
-    assert second.execution_arn.rsplit(":", 1)[-1] == second.dedup_key != first.execution_arn.rsplit(":", 1)[-1]
+    assert first.parked_as and second.parked_as
+    assert second.parked_as.rsplit(":", 1)[-1] == second.dedup_key != first.parked_as.rsplit(":", 1)[-1]
 
 
 def test_sealed_park_and_wake_of_a_raise_deleted_by_ttl_leave_the_new_raise_alone(fake: SlackFake) -> None:
@@ -276,7 +276,7 @@ def test_sealed_park_and_wake_of_a_raise_deleted_by_ttl_leave_the_new_raise_alon
     h.runner.handle(work_message({"kind": "park", "task_token": "token-of-the-deleted-raise", **stale}))
     h.runner.handle(work_message({"kind": "wake", "outcome": "expired", **stale}))
     now = h.state().interrupts[IID]
-    assert now.status == "open" and now.task_token != "token-of-the-deleted-raise"
+    assert now.status == "open" and now.parking_key != "token-of-the-deleted-raise"
     assert h.view()["status"] == "interrupted"
 
 

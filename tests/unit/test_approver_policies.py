@@ -460,12 +460,15 @@ def test_a2_a_malformed_policy_a_worker_put_in_force_refuses_the_raise_not_the_r
 def test_a2_an_approver_beaten_every_round_gets_409_conflict_and_nothing_of_theirs_is_recorded() -> None:
     """Each time Bob's write is about to land, another member's answer lands first (a real
     conditional failure): after ROUNDS tries Bob is told 409 `conflict`, and a retry records him."""
+    from holdpoint.aws.ddb.expr import Update
+    from holdpoint.aws.ddb.interrupts import Checked
     from holdpoint.services import resume as resume_service
 
     h = board({"groups": ["board"], "quorum": 5})
     assert h.session_id
     sid = h.session_id
-    write = h.store._answer
+    writes = h.store.interrupt_writes
+    write = writes.answer
     others = iter(f"member-{i}" for i in range(10))
 
     def beaten(*args: Any, **kw: Any) -> Any:
@@ -473,17 +476,17 @@ def test_a2_an_approver_beaten_every_round_gets_409_conflict_and_nothing_of_thei
             now = h.store.read_interrupt("t1", sid, "int-ok")
             assert now is not None
             other = approvals.answer(next(others), "operator", {"approved": True}, None, "2026-01-01T00:00:00.000Z")
-            assert write("t1", sid, "int-ok", "SET rev = rev + :one", {}, allowed_origins=["worker", "client"],
-                         owner=None, generation=now.generation, approval=other, seen=len(now.approvals),
+            checked = Checked(["worker", "client"], None, now.generation, len(now.approvals))
+            assert write(writes.key("t1", sid, "int-ok"), Update(), checked, approval=other,
                          done="recorded")[0] == "recorded"
         return write(*args, **kw)
 
-    h.store._answer = beaten  # type: ignore[method-assign]
+    writes.answer = beaten  # type: ignore[method-assign]
     bob = Caller("t1", "bob", "operator", groups=("board",))
     err = refused(h, bob, {"approved": True})
     assert (err.code, err.param) == ("conflict", "interrupt_id")
     found = h.store.read_interrupt("t1", sid, "int-ok")
     assert found is not None and [a["subject"] for a in found.approvals] == [
         f"member-{i}" for i in range(resume_service.ROUNDS)]
-    h.store._answer = write  # type: ignore[method-assign]
+    writes.answer = write  # type: ignore[method-assign]
     assert resume(h.store, h.parking, bob, sid, "int-ok", {"approved": True})["approvals"] == resume_service.ROUNDS + 1

@@ -75,8 +75,8 @@ def parked() -> tuple[Harness, str]:
     iid = h.open_interrupt()["interrupt_id"]
     boto3.client("dynamodb").update_item(  # undo the harness's own park message
         TableName="holdpoint", Key={"PK": {"S": f"T#{h.caller.tenant}#S#{h.session_id}"}, "SK": {"S": f"I#{iid}"}},
-        UpdateExpression="REMOVE task_token")
-    assert h.state().interrupts[iid].task_token is None
+        UpdateExpression="REMOVE parking_key")
+    assert h.state().interrupts[iid].parking_key is None
     return h, iid
 
 
@@ -84,18 +84,19 @@ def test_r13_the_park_message_stores_the_token_with_one_conditional_update_and_n
         completed: list[Any]) -> None:
     h, iid = parked()
     before = h.state()
+    rev_before = int((raw_item(h, iid) or {})["rev"]["N"])
     with dynamodb_requests(h.store) as ops:
         park(h, iid, "token-1")
     assert ops == ["UpdateItem"]  # no load, no Query, no TransactWriteItems
     after = h.state()
-    assert after.interrupts[iid].task_token == "token-1"
-    assert after.interrupts[iid].rev == before.interrupts[iid].rev + 1
+    assert after.interrupts[iid].parking_key == "token-1"
     assert after.header.version == before.header.version  # the header is not written
     assert after.tree.nodes.keys() == before.tree.nodes.keys() and after.calls == before.calls
     assert completed == []  # open: nothing to end
     item = raw_item(h, iid)
-    assert item is not None and item["task_token"] == {"S": "token-1"}
-    assert "task_token" not in item["body"]["S"]  # one place for it: the attribute the update sets
+    assert item is not None and item["parking_key"] == {"S": "token-1"}
+    assert int(item["rev"]["N"]) == rev_before + 1
+    assert "parking_key" not in item["body"]["S"]  # one place for it: the attribute the update sets
 
 
 def test_r13_a_redelivered_park_message_writes_nothing(completed: list[Any]) -> None:
@@ -130,7 +131,7 @@ def test_r13_an_engine_commit_that_read_the_interrupt_before_the_token_conflicts
     stale.touch(stale.interrupts[iid])
     with pytest.raises(Conflict):
         h.store.commit(stale)
-    assert h.state().interrupts[iid].task_token == "token-1"
+    assert h.state().interrupts[iid].parking_key == "token-1"
 
 
 def test_r13_later_rewrites_of_the_interrupt_keep_the_token() -> None:
@@ -138,11 +139,11 @@ def test_r13_later_rewrites_of_the_interrupt_keep_the_token() -> None:
     h = Harness(seed_worker(log))
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
-    token = h.state().interrupts[iid].task_token
+    token = h.state().interrupts[iid].parking_key
     assert token
     h.resume(iid, {"approved": True})  # the wake commit rewrites the interrupt (woken)
     interrupt = h.state().interrupts[iid]
-    assert interrupt.woken and interrupt.task_token == token
+    assert interrupt.woken and interrupt.parking_key == token
     assert [r["trigger"]["type"] for r in log].count("interrupt.resumed") == 1
 
 
@@ -152,7 +153,7 @@ def test_r7_a_token_landing_after_the_resume_ends_its_execution(completed: list[
     assert answer["noop"] is False and completed == []  # no token yet: nothing for the resume to end
     park(h, iid, "late-token")
     assert completed == [("late-token", {"interrupt_id": iid})]
-    assert h.state().interrupts[iid].task_token == "late-token"
+    assert h.state().interrupts[iid].parking_key == "late-token"
     park(h, iid, "late-token")  # redelivered, e.g. after a crash before SendTaskSuccess: sent again
     assert [t for t, _ in completed] == ["late-token", "late-token"]  # a spent token is a no-op to AWS
 
@@ -184,10 +185,10 @@ def test_r13_an_item_that_keeps_the_token_in_its_body_is_still_read_and_moved_on
     item = raw_item(h, iid)
     assert item is not None
     body = json.loads(item["body"]["S"])
-    item["body"] = {"S": json.dumps({**body, "task_token": "token-in-body"})}  # as items were written before
+    item["body"] = {"S": json.dumps({**body, "parking_key": "token-in-body"})}  # as items were written before
     boto3.client("dynamodb").put_item(TableName="holdpoint", Item=item)
-    assert h.state().interrupts[iid].task_token == "token-in-body"
+    assert h.state().interrupts[iid].parking_key == "token-in-body"
     h.resume(iid, {"approved": True})  # the wake rewrites the item
     rewritten = raw_item(h, iid)
-    assert rewritten is not None and rewritten["task_token"] == {"S": "token-in-body"}
-    assert "task_token" not in json.loads(rewritten["body"]["S"])
+    assert rewritten is not None and rewritten["parking_key"] == {"S": "token-in-body"}
+    assert "parking_key" not in json.loads(rewritten["body"]["S"])

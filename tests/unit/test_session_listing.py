@@ -145,20 +145,21 @@ def test_the_index_row_changes_only_when_the_status_does(api: dict[str, str], mo
     """What keeps the listing cheap: every commit rewrites the header, but the `Sessions` GSI keys
     never change and the projected row only with the status, so DynamoDB writes the index once
     per status change (4 times in the seed scenario), not once per commit."""
-    from holdpoint.aws import store as store_module
+    from holdpoint.aws.ddb import commit as commit_module
 
     rows: list[tuple[Any, ...]] = []
-    commit = store_module.Store.commit
+    listing = commit_module.listing_attrs
 
-    def recording(self: store_module.Store, state: SessionState) -> int:
-        rows.append(tuple(sorted((k, str(v)) for k, v in store_module.listing_attrs(state).items())))
-        return commit(self, state)
+    def recording(state: SessionState, status: str) -> dict[str, Any]:
+        out = listing(state, status)
+        rows.append(tuple(sorted((k, str(v)) for k, v in out.items())))
+        return out
 
-    monkeypatch.setattr(store_module.Store, "commit", recording)
+    monkeypatch.setattr(commit_module, "listing_attrs", recording)
     h = Harness(tenant="dev")
     start(h, T0, "Email Bob")
     h.resume(h.open_interrupt()["interrupt_id"], {"approved": True})
     changes = [row for before, row in zip([None, *rows], rows, strict=False) if row != before]
-    assert len(rows) > 10 and [dict(row)["st"] for row in changes] == [
+    assert len(rows) > 10 and [dict(row)["status"] for row in changes] == [
         str({"S": s}) for s in ("running", "interrupted", "running", "done")]
     assert len({(dict(row)["GSI2PK"], dict(row)["GSI2SK"]) for row in rows}) == 1

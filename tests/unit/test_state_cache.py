@@ -53,7 +53,7 @@ def snapshot(state: SessionState | None) -> dict[str, Any]:
     assert state is not None
     return {"header": asdict(state.header), "nodes": {k: asdict(n) for k, n in state.tree.nodes.items()},
             "head": state.tree.head_id, "calls": state.calls, "decisions": state.decisions, "turns": state.turns,
-            "interrupts": state.interrupts, "agent_digest": state.agent_digest}
+            "interrupts": state.interrupts, "snapshot": state.snapshot}
 
 
 def truth(h: Harness) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def test_a_warm_load_reads_the_head_only_and_equals_a_full_load() -> None:
     assert h.session_id
     reads = Reads(h.store)
     assert snapshot(h.store.load("t1", h.session_id)) == truth(h)
-    assert reads.take() == [("query", "PK = :pk AND SK BETWEEN :lo AND :hi")]  # the head range alone
+    assert reads.take() == [("query", "#PK = :v0 AND #SK BETWEEN :v1 AND :v2")]  # the head range alone
 
 
 def test_a_warm_load_fetches_exactly_the_items_another_writer_changed() -> None:
@@ -82,7 +82,7 @@ def test_a_warm_load_fetches_exactly_the_items_another_writer_changed() -> None:
     other.commit(state)
     reads = Reads(h.store)
     assert snapshot(h.store.load("t1", h.session_id)) == truth(h)
-    assert reads.take() == [("query", "PK = :pk AND SK BETWEEN :lo AND :hi"), ("batch_get_item", "1")]
+    assert reads.take() == [("query", "#PK = :v0 AND #SK BETWEEN :v1 AND :v2"), ("batch_get_item", "1")]
 
 
 def test_a_header_without_a_sum_is_read_in_full_then_vouched_for_again() -> None:
@@ -92,18 +92,18 @@ def test_a_header_without_a_sum_is_read_in_full_then_vouched_for_again() -> None
     ddb, pk = boto3.client("dynamodb"), session_pk("t1", h.session_id)
     # A writer that knows nothing of the cache (an older release) puts the header without `sum`.
     header = ddb.get_item(TableName="holdpoint", Key={"PK": {"S": pk}, "SK": {"S": "H"}})["Item"]
-    header.pop("sum"), header.pop("chg")
+    header.pop("tail_sum"), header.pop("changes")
     header["version"] = {"N": str(int(header["version"]["N"]) + 1)}
     ddb.put_item(TableName="holdpoint", Item=header)
     reads = Reads(h.store)
     assert snapshot(h.store.load("t1", h.session_id)) == truth(h)
     assert [op for op, _ in reads.take()] == ["query", "query"]  # head, then the whole tail
     h.say("say hi again")  # commits from a full read write a `sum`; a later full read checks it
-    assert "sum" in ddb.get_item(TableName="holdpoint", Key={"PK": {"S": pk}, "SK": {"S": "H"}})["Item"]
+    assert "tail_sum" in ddb.get_item(TableName="holdpoint", Key={"PK": {"S": pk}, "SK": {"S": "H"}})["Item"]
     h.store.load("t1", h.session_id)
     reads.take()
     assert snapshot(h.store.load("t1", h.session_id)) == truth(h)
-    assert reads.take() == [("query", "PK = :pk AND SK BETWEEN :lo AND :hi")]
+    assert reads.take() == [("query", "#PK = :v0 AND #SK BETWEEN :v1 AND :v2")]
 
 
 @pytest.mark.parametrize("poison", POISONS, ids=[p.__name__.strip("_") for p in POISONS])
@@ -154,7 +154,7 @@ def test_a_conflict_drops_the_cache_so_the_reload_reads_everything() -> None:
         h.store.commit(mine)
     reads = Reads(h.store)
     assert snapshot(h.store.load("t1", h.session_id)) == truth(h)
-    assert reads.take() == [("query", "PK = :pk AND SK >= :lo")]
+    assert reads.take() == [("query", "#PK = :v0 AND #SK >= :v1")]
 
 
 def test_rules_hold_with_a_cache_poisoned_on_every_read(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,7 +31,7 @@ def test_redelivered_wake_and_park_messages_do_nothing_twice() -> None:
     h = Harness(seed_worker(log))
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
-    token = h.state().interrupts[iid].task_token
+    token = h.state().interrupts[iid].parking_key
     h.runner.handle(work_message({"kind": "park", "tenant": "t1", "session_id": h.session_id, "interrupt_id": iid,
                      "task_token": token}))
     h.resume(iid, {"approved": True})
@@ -51,7 +51,7 @@ def test_engine_dying_before_start_execution_still_ends_with_one_execution(aws: 
     # The engine died after StartExecution but before recording it: the retried step starts
     # the same execution again (named by the interrupt) and gets the same ARN back.
     again = h.parking.start("t1", h.session_id or "", interrupt)
-    assert again == interrupt.execution_arn
+    assert again == interrupt.parked_as
     executions = boto3.client("stepfunctions").list_executions(
         stateMachineArn=aws["PARK_STATE_MACHINE_ARN"])["executions"]
     assert len(executions) == 1

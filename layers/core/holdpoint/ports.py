@@ -65,6 +65,14 @@ class TooManyChanges(ValueError):
     """One step would change more items than one transaction holds; nothing was written."""
 
 
+class TooLarge(ValueError):
+    """A record is larger than the store can hold (an item over its size limit); nothing was written."""
+
+
+class Throttled(Exception):
+    """The store refused the request for now (its throughput is exhausted); nothing was written."""
+
+
 class WorkerUnavailable(Exception):
     """The worker did not answer usefully (timeout, 5xx, not a JSON object): retry the decision."""
 
@@ -84,7 +92,11 @@ class LlmError(Exception):
 
 
 class SessionStore(Protocol):
-    """Sessions, agents and API keys, every change one conditional write."""
+    """Sessions, agents and API keys, every change one conditional write. The records are the
+    core's; what a store keeps to write them back (revisions, digests, what it read) stays in the
+    state's opaque `snapshot`. A listing's cursor is an opaque string the store alone reads. A
+    failed write raises `Conflict`, `TooLarge`, `TooManyChanges` or `Throttled`, never the store's
+    own errors."""
 
     def load(self, tenant: str, session_id: str, *, head_only: bool = False) -> SessionState | None: ...
 
@@ -100,20 +112,20 @@ class SessionStore(Protocol):
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
                           owner: str | None = None, generation: int | None = None,
                           approval: dict[str, Any] | None = None, seen: int | None = None,
-                          ttl: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
+                          kept_until: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
 
     def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
                         seen: int, allowed_origins: list[str], owner: str | None = None,
                         generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]: ...
 
-    def store_task_token(self, tenant: str, session_id: str, interrupt_id: str, token: str,
+    def keep_parking_key(self, tenant: str, session_id: str, interrupt_id: str, key: str,
                          generation: int | None = None) -> Interrupt | None: ...
 
-    def inbox(self, tenant: str, limit: int, cursor: dict[str, Any] | None, query: InboxQuery | None = None,
-              keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], dict[str, Any] | None]: ...
+    def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,
+              keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], str | None]: ...
 
-    def sessions(self, tenant: str, limit: int, cursor: dict[str, Any] | None,
-                 filters: SessionFilters) -> tuple[list[dict[str, Any]], dict[str, Any] | None]: ...
+    def sessions(self, tenant: str, limit: int, cursor: str | None,
+                 filters: SessionFilters) -> tuple[list[dict[str, Any]], str | None]: ...
 
     def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None: ...
 

@@ -40,7 +40,7 @@ def events(stream_event: dict[str, Any], store: Store) -> Iterator[OutboxEvent]:
             continue
         event = None
         if record.get("eventName") == "INSERT" and sk.startswith("E#"):
-            event = store.body(image)
+            event = store.codec.body(image)
         elif record.get("eventName") == "MODIFY" and sk.startswith("I#"):
             event = answered(image, ddb.get("OldImage") or {}, store)
         if event is not None:
@@ -58,7 +58,7 @@ def answered(new: dict[str, Any], old: dict[str, Any], store: Store) -> dict[str
     after = _answers(new)
     if new.get("status", {}).get("S") != "open" or len(after) <= len(_answers(old)):
         return None
-    body = store.body(new)
+    body = store.codec.body(new)
     interrupt_id = new["SK"]["S"][2:]
     generation = new.get("generation", {}).get("N", "0")
     answer = after[-1]

@@ -56,8 +56,8 @@ class Parking:
         the execution waiting; its timeout then sends a wake the engine finds already applied, and
         a retried resume ends it sooner (docs/ARCHITECTURE.md, "Parking")."""
         self.queue.wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
-        if interrupt.task_token:
-            self.complete(interrupt.task_token, {"interrupt_id": interrupt.interrupt_id})
+        if interrupt.parking_key:
+            self.complete(interrupt.parking_key, {"interrupt_id": interrupt.interrupt_id})
 
     def complete(self, token: str, output: dict[str, Any]) -> bool:
         """SendTaskSuccess, which ends the execution; False when the token is already spent or

@@ -43,7 +43,7 @@ def next_work(state: SessionState, now: float) -> Work | None:
     decision queue (front-of-queue resumes first, held decisions skipped, one at a time: a
     decision backing off blocks the ones behind it until its timer fires)."""
     for interrupt in state.interrupts.values():
-        if interrupt.execution_arn is None and (interrupt.status == "open" or not interrupt.woken):
+        if interrupt.parked_as is None and (interrupt.status == "open" or not interrupt.woken):
             return Work("start_park", interrupt.interrupt_id)
     for call in state.open_calls():
         if call.kind == "llm_call" and call.handler == "engine" and (call.not_before or 0) <= now:
@@ -427,11 +427,11 @@ def apply_submit(state: SessionState, decision_id: str, response: DecisionRespon
     return True
 
 
-def mark_parked(state: SessionState, interrupt_id: str, execution_arn: str) -> None:
+def mark_parked(state: SessionState, interrupt_id: str, parked_as: str) -> None:
     interrupt = state.interrupts.get(interrupt_id)
-    if interrupt is None or interrupt.execution_arn is not None:
+    if interrupt is None or interrupt.parked_as is not None:
         return
-    interrupt.execution_arn = execution_arn
+    interrupt.parked_as = parked_as
     state.touch(interrupt)
 
 

@@ -127,11 +127,11 @@ def expire(state: SessionState, interrupt: Interrupt) -> None:
     interrupt.resolution = answer(outcome)
     interrupt.responder = {"origin": "system", "subject": "expiry"}
     interrupt.resolved_at = iso_ms(state.now)
-    interrupt.ttl = kept_until(interrupt.retention_days, state.now)
+    interrupt.kept_until = kept_until(interrupt.retention_days, state.now)
     state.emit("interrupt.expired", interrupt_id=interrupt.interrupt_id, outcome=outcome,
                payload=interrupt.resolution)
 
 
 def kept_until(retention_days: int | None, closed_at: float) -> int | None:
-    """A6: the epoch second DynamoDB's TTL may delete a closed interrupt; None keeps it."""
+    """A6: the epoch second after which a closed interrupt may be deleted; None keeps it."""
     return int(closed_at) + retention_days * DAY if retention_days else None

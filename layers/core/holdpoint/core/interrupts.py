@@ -163,7 +163,6 @@ def raise_interrupt(
         created_at=iso_ms(state.now),
         dedup_key=derive("park", h.tenant, h.session_id, iid, generation)[5:],
         generation=generation,
-        rev=existing.rev if existing is not None else 0,
         expires_in=seconds,
         expires_at=expires_at(seconds, state.now),
         call_id=call_id,

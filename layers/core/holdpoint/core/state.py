@@ -98,7 +98,6 @@ class Call:
     started_at: float | None = None
     deadline_at: float | None = None
     child_session_id: str | None = None
-    rev: int = 0
 
     def wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -133,8 +132,8 @@ class Interrupt:
     call_id: str | None = None
     turn_id: str | None = None
     raised_by: str | None = None
-    execution_arn: str | None = None
-    task_token: str | None = None
+    parked_as: str | None = None  # the pause `Parking.start` began (its handle), once it has
+    parking_key: str | None = None  # what `Parking.release` ends the pause with (from the park message)
     resolution: Any = None
     responder: dict[str, Any] | None = None
     resolved_at: str | None = None
@@ -157,8 +156,7 @@ class Interrupt:
     escalate_after: int | None = None  # A5: escalation delay (s)
     reminded: list[int] = field(default_factory=list)  # A5: indexes of the reminders that fired
     retention_days: int | None = None  # A6: the agent's retention for the closed interrupt
-    ttl: int | None = None  # A6: epoch seconds DynamoDB's TTL deletes the closed interrupt at
-    rev: int = 0
+    kept_until: int | None = None  # A6: epoch seconds the closed interrupt is kept until
 
     def view(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -208,7 +206,6 @@ class Decision:
     not_before: float | None = None
     first_at: float | None = None
     via: DecisionVia | None = None  # how the answer arrived, once it has
-    rev: int = 0
 
 
 @dataclass
@@ -221,7 +218,6 @@ class Turn:
     error: Any = None
     input: dict[str, Any] | None = None  # a queued turn's input, started when the turn before it ends
     requester: str | None = None  # A2: the subject whose input started the turn
-    rev: int = 0
 
 
 @dataclass
@@ -259,16 +255,14 @@ class SessionState:
     decisions: dict[str, Decision] = field(default_factory=dict)
     turns: dict[str, Turn] = field(default_factory=dict)
     exists: bool = True
-    agent_digest: str | None = None  # of the agent item as loaded; the store rewrites it on change
     new_nodes: list[Node] = field(default_factory=list)
     dirty: dict[tuple[str, str], Record] = field(default_factory=dict)
     new_keys: set[tuple[str, str]] = field(default_factory=set)
     events: list[Event] = field(default_factory=list)
     effects: list[Effect] = field(default_factory=list)
     now: float = 0.0  # the step's time (epoch seconds), set by whoever loads or creates the state
-    head_only: bool = False  # loaded without the tail (no nodes, calls, decisions or turns)
-    listed_status: str | None = None  # the status the session listing holds, as loaded
     held: frozenset[str] = frozenset()  # interrupts holding a quota slot as stored (core/quotas.py)
+    snapshot: object = None  # what the store that loaded the state keeps about it; opaque here
 
     @classmethod
     def new(cls, tenant: str, session_id: str, agent_id: str, *, now: float, **kw: Any) -> SessionState:

@@ -89,10 +89,3 @@ def check_payload(payload: Any) -> Any:
         raise Refusal("payload_too_large", f"payload is over {MAX_PAYLOAD_BYTES} bytes as stored", "payload")
     return payload
 
-
-def too_large(exc: Exception) -> bool:
-    """DynamoDB refused an item over 400 KB (or a transaction over 4 MB): nothing was written."""
-    response = getattr(exc, "response", None)
-    err = (response or {}).get("Error") or {}
-    text = str(err.get("Message") or "").lower()
-    return err.get("Code") == "ValidationException" and "size" in text and "exceeded" in text

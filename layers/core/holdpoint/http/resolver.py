@@ -1,6 +1,6 @@
 """The Powertools resolver every HTTP handler uses, with one mapping of every failure to an answer:
 refusals to their status, validation errors to a 400 naming the field, an impossible path id to
-the answer the id itself would get, DynamoDB's size refusal to 413, anything else to a bare 500."""
+the answer the id itself would get, the store's size refusal to 413, anything else to a bare 500."""
 
 from __future__ import annotations
 
@@ -12,15 +12,14 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from botocore.exceptions import ClientError
 
 from holdpoint.coldstart import Deferred
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error
-from holdpoint.http.edge import INTERNAL_BODY, headers_of, json_reply, refusal_reply, short, status_of, too_large
+from holdpoint.http.edge import INTERNAL_BODY, headers_of, json_reply, refusal_reply, short, status_of
 from holdpoint.http.limits import body_bytes, strict_body
 from holdpoint.http.telemetry import logger, metrics
-from holdpoint.ports import TooManyChanges
+from holdpoint.ports import TooLarge, TooManyChanges
 
 _UNION_MEMBER = re.compile(r"^(constrained-)?(str|int|float|bool|bytes|none|list|dict)$|\[")
 _NAMING_IDS = {("PUT", "agent_id"): "agent_id must be 1-64 characters of [A-Za-z0-9._:-]",
@@ -126,12 +125,10 @@ def new_resolver(validate: bool = True) -> APIGatewayHttpResolver:
         return error("too_many_messages", "this input adds more messages than one request can record; "
                      "send them in smaller inputs", "messages")
 
-    @app.exception_handler(ClientError)
-    def on_client_error(exc: ClientError) -> Response[dict[str, Any]]:
-        """DynamoDB refuses an item over 400 KB (or a transaction over 4 MB) and writes nothing."""
-        if too_large(exc):
-            return error("payload_too_large", "the input is too large to record")
-        raise exc
+    @app.exception_handler(TooLarge)
+    def on_too_large(exc: TooLarge) -> Response[dict[str, Any]]:
+        """The store refused a record over its size limit (an item over 400 KB) and wrote nothing."""
+        return error("payload_too_large", "the input is too large to record")
 
     return app
 

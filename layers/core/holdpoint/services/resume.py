@@ -51,12 +51,12 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     _check_size(found, payload)
     now_secs = clock()
     mine = approvals.answer(caller.subject, caller.origin, payload, comment, iso_ms(now_secs))
-    ttl = kept_until(found.retention_days, now_secs)  # A6: how long the closed interrupt stays listable
+    until = kept_until(found.retention_days, now_secs)  # A6: how long the closed interrupt stays listable
     for _ in range(ROUNDS):
         own = _own_answer(found, caller.subject)
         if own is not None:  # A2: a second answer by the same subject is a no-op
             return _noop_open(found, own, payload)
-        outcome, now = _write(store, caller, session_id, found, mine, ttl)
+        outcome, now = _write(store, caller, session_id, found, mine, until)
         if outcome in ("resolved", "recorded"):
             return _written(parking, caller.tenant, session_id, outcome, now or found)
         if outcome == "not_found":
@@ -73,9 +73,9 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
 
 
 def _write(store: SessionStore, caller: Caller, session_id: str, found: Interrupt,
-           mine: dict[str, Any], ttl: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
+           mine: dict[str, Any], until: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
     """One conditional UpdateItem: record an answer that decides nothing yet, or resolve with it
-    (kept until `ttl`, A6)."""
+    (kept until `until`, A6)."""
     answers = [*found.approvals, mine]
     decided = approvals.verdict(found.policy, answers)
     common: dict[str, Any] = {"allowed_origins": resumable_origins(caller.origin), "owner": caller.owner(),
@@ -85,7 +85,7 @@ def _write(store: SessionStore, caller: Caller, session_id: str, found: Interrup
     return store.resolve_interrupt(
         caller.tenant, session_id, found.interrupt_id, at=mine["at"],
         resolution=approvals.resolution(found.policy, decided, mine, answers),
-        responder={"subject": caller.subject, "origin": caller.origin}, ttl=ttl, **common)
+        responder={"subject": caller.subject, "origin": caller.origin}, kept_until=until, **common)
 
 
 def _written(parking: Parking, tenant: str, session_id: str, outcome: ResolveOutcome,

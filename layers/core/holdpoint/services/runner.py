@@ -189,7 +189,7 @@ class Runner:
         redelivered message repeats nothing. The token of an execution started for an earlier raise
         of the same id (its `generation`) is not stored on the raise now open: that execution is
         ended instead, so its timeout cannot expire the new raise."""
-        interrupt = self.store.store_task_token(tenant, session_id, interrupt_id, token, generation)
+        interrupt = self.store.keep_parking_key(tenant, session_id, interrupt_id, token, generation)
         if interrupt is not None and generation not in (None, interrupt.generation):
             self.parking.complete(token, {"interrupt_id": interrupt_id})
             return

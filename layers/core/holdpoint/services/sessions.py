@@ -141,19 +141,19 @@ def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, sessi
             "interrupt": interrupt.view() if interrupt else None}
 
 
-def opened_cursor(sealer: Sealer, purpose: str, caller: Caller, cursor: str | None) -> dict[str, Any] | None:
+def opened_cursor(sealer: Sealer, purpose: str, caller: Caller, cursor: str | None) -> str | None:
     """Where a paged read resumes: a cursor sealed under the deployment's key and bound to the
     tenant (opaque, and refused naming `cursor` if altered, expired or another tenant's)."""
     if not cursor:
         return None
     sealed = sealer.unseal(purpose, cursor)
-    if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), dict):
+    if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), str):
         raise Refusal("validation_error", "cursor is not valid", "cursor")
-    at: dict[str, Any] = sealed["at"]
+    at: str = sealed["at"]
     return at
 
 
-def sealed_cursor(sealer: Sealer, purpose: str, caller: Caller, at: dict[str, Any] | None) -> str | None:
+def sealed_cursor(sealer: Sealer, purpose: str, caller: Caller, at: str | None) -> str | None:
     return sealer.seal(purpose, {"tenant": caller.tenant, "at": at}) if at else None
 
 

@@ -1,0 +1,1 @@
+"""The DynamoDB store in parts (`holdpoint.aws.store` puts them together)."""

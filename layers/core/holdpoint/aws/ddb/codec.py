@@ -1,0 +1,253 @@
+"""Items to records and back: the header, the agent, nodes, calls, decisions, turns, interrupts
+and events, with bodies too large for an item kept in S3 by reference.
+
+What the store reads with a state but the core has no use for (each record's revision, the
+agent's digest, whether only the head was read, the status the listing holds) goes into a
+`Snapshot` the state carries opaquely; the commit reads it back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any
+
+from holdpoint.aws.ddb import schema as k
+from holdpoint.aws.ddb.expr import n, s
+from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
+from holdpoint.core.tree import Node, Tree
+
+INTERRUPT_DEFAULTS = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}
+INTERRUPT_DEFAULTS["reminded"] = []  # the one list field (a default_factory)
+"""An interrupt item's body leaves out the fields at these values; loading fills them in again."""
+
+
+@dataclass
+class Snapshot:
+    """The store's own bookkeeping for one loaded state."""
+
+    revs: dict[tuple[str, str], int] = field(default_factory=dict)
+    agent_digest: str | None = None
+    head_only: bool = False
+    listed_status: str | None = None
+
+
+def snapshot_of(state: SessionState) -> Snapshot:
+    """The state's snapshot; a state the store did not load (a new session) gets an empty one."""
+    snap = state.snapshot
+    if not isinstance(snap, Snapshot):
+        snap = Snapshot()
+        state.snapshot = snap
+    return snap
+
+
+def agent_digest(agent: Any) -> str:
+    return hashlib.sha256(json.dumps(agent, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def record_key(record: Record) -> tuple[str, str]:
+    """The key a state's `dirty` map and a snapshot's revisions share."""
+    return type(record).__name__, record.interrupt_id if isinstance(record, Interrupt) else record.id
+
+
+def _load(cls: type, body: dict[str, Any]) -> Any:
+    names = {f.name for f in fields(cls)}
+    return cls(**{key: v for key, v in body.items() if key in names})
+
+
+def _rev(item: dict[str, Any]) -> int:
+    return int(item.get(k.REV, {"N": "0"})["N"])
+
+
+class Codec:
+    """Encodes and decodes items; `s3` (a client, built on first use) holds offloaded bodies."""
+
+    def __init__(self, bucket: str, s3: Any = None) -> None:
+        self.bucket = bucket
+        self._s3 = s3
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            import boto3
+
+            self._s3 = boto3.client("s3")
+        return self._s3
+
+    # --- bodies ---------------------------------------------------------------------------
+
+    def body_attrs(self, pk: str, sk: str, body: Any) -> dict[str, Any]:
+        """The item's `body`, or a `body_ref` to S3 when it would not fit DynamoDB's 400 KB item.
+        The object is written first and named by its content, so a retried step rewrites the
+        same object and a failed transaction leaves only an unreferenced object behind."""
+        text = json.dumps(body, separators=(",", ":"))
+        if len(text.encode()) <= k.OFFLOAD_BYTES or not self.bucket:
+            return {"body": s(text)}
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        key = f"{pk}/{sk}/{digest}.json"
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=text.encode(), ContentType="application/json")
+        return {"body_ref": s(key)}
+
+    def body(self, item: dict[str, Any]) -> Any:
+        if "body_ref" in item:
+            got = self.s3.get_object(Bucket=self.bucket, Key=item["body_ref"]["S"])
+            return json.loads(got["Body"].read())
+        return json.loads(item["body"]["S"])
+
+    # --- decoding -------------------------------------------------------------------------
+
+    def state(self, items: list[dict[str, Any]], *, head_only: bool) -> SessionState:
+        """A session's state from its items (the header first), with its snapshot."""
+        header = _load(Header, self.body(items[0]))
+        header.version = int(items[0][k.VERSION]["N"])
+        snap = Snapshot(head_only=head_only, listed_status=items[0].get(k.LISTED_STATUS, {}).get("S"))
+        state = SessionState(header=header, tree=Tree(head_id=header.head_id), snapshot=snap)
+        for item in items[1:]:
+            sk = item["SK"]["S"]
+            if sk == k.AGENT_SK:
+                header.agent = self.body(item)
+                snap.agent_digest = agent_digest(header.agent)
+            elif sk.startswith(k.NODE):
+                body = self.body(item)
+                state.tree.add(Node(id=body["id"], parent_id=body.get("parent_id"), message=body["message"],
+                                    order=body.get("order", 0)))
+            else:
+                self._record(state, snap, sk, item)
+        return state
+
+    def _record(self, state: SessionState, snap: Snapshot, sk: str, item: dict[str, Any]) -> None:
+        kind = k.KIND_OF_PREFIX.get(sk[:2])
+        if kind is None:
+            return
+        if kind == "Interrupt":
+            interrupt = self.interrupt(item)
+            state.interrupts[interrupt.interrupt_id] = interrupt
+            snap.revs[(kind, interrupt.interrupt_id)] = _rev(item)
+            return
+        body = self.body(item)
+        if kind == "Call":
+            state.calls[body["id"]] = _load(Call, body)
+        elif kind == "Decision":
+            state.decisions[body["id"]] = _load(Decision, body)
+        else:
+            state.turns[body["id"]] = _load(Turn, body)
+        record = {"id": body["id"]}
+        snap.revs[(kind, record["id"])] = _rev(item)
+
+    def interrupt(self, item: dict[str, Any]) -> Interrupt:
+        """An interrupt item: its body, with the attributes the conditional updates write on top."""
+        body = dict(self.body(item))
+        for attr in ("status", "resolved_at"):
+            if attr in item:
+                body[attr] = item[attr]["S"]
+        for attr in ("resolution", "responder"):
+            if attr in item:
+                body[attr] = json.loads(item[attr]["S"])
+        if k.TTL in item:
+            body["kept_until"] = int(item[k.TTL]["N"])
+        if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
+            body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
+        if k.PARKING_KEY in item:  # set by the park message's conditional update
+            body["parking_key"] = item[k.PARKING_KEY]["S"]
+        interrupt: Interrupt = _load(Interrupt, body)
+        return interrupt
+
+    @staticmethod
+    def event(body: dict[str, Any]) -> Event:
+        return Event(seq=body["seq"], type=body["type"], data=body["data"], at=body["at"])
+
+    # --- encoding -------------------------------------------------------------------------
+
+    def node_item(self, pk: str, node: Node) -> dict[str, Any]:
+        body = {"id": node.id, "parent_id": node.parent_id, "message": node.message, "order": node.order}
+        sk = f"{k.NODE}{node.id}"
+        return {"PK": s(pk), "SK": s(sk), **self.body_attrs(pk, sk, body)}
+
+    def event_item(self, pk: str, event: Event) -> dict[str, Any]:
+        sk = k.event_sk(event.seq)
+        return {"PK": s(pk), "SK": s(sk), "etype": s(event.type), **self.body_attrs(pk, sk, event.wire())}
+
+    def agent_item(self, pk: str, agent: Any) -> dict[str, Any]:
+        return {"PK": s(pk), "SK": s(k.AGENT_SK), **self.body_attrs(pk, k.AGENT_SK, agent)}
+
+    def header_item(self, pk: str, state: SessionState, listing: dict[str, Any]) -> dict[str, Any]:
+        body = asdict(state.header)
+        body.pop("version", None)
+        body.pop("agent", None)  # in its own item (`agent_item`), written only when it changes
+        return {"PK": s(pk), "SK": s(k.HEADER_SK), k.VERSION: n(state.header.version + 1),
+                **self.body_attrs(pk, k.HEADER_SK, body), **listing}
+
+    def record_item(self, pk: str, record: Record, rev: int, header: Header) -> dict[str, Any]:
+        """A call, decision, turn or interrupt as the item written at revision `rev + 1`."""
+        body = asdict(record)
+        body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
+        token = body.pop("parking_key", None)  # so does its task token (the park message's write)
+        if isinstance(record, Interrupt):  # rewritten often and read whole: unset fields stay out
+            body = {key: v for key, v in body.items() if v != INTERRUPT_DEFAULTS.get(key, ...)}
+        sk = k.PREFIX[type(record)] + record_key(record)[1]
+        item: dict[str, Any] = {"PK": s(pk), "SK": s(sk), k.REV: n(rev + 1), **self.body_attrs(pk, sk, body)}
+        status = getattr(record, "status", None)
+        if status:
+            item["status"] = s(status)
+        if isinstance(record, Interrupt):
+            item.update(interrupt_attrs(record, token, header))
+        return item
+
+
+def interrupt_attrs(record: Interrupt, token: str | None, header: Header) -> dict[str, Any]:
+    """An interrupt's top-level attributes: what the resume's and the park message's conditional
+    writes test and set, and the index attributes (A6)."""
+    out: dict[str, Any] = {"origin": s(record.origin), "generation": n(record.generation)}
+    if record.owner:
+        out["owner"] = s(record.owner)
+    if record.resolution is not None:
+        out["resolution"] = s(json.dumps(record.resolution))
+    if record.responder is not None:
+        out["responder"] = s(json.dumps(record.responder))
+    if record.resolved_at:
+        out["resolved_at"] = s(record.resolved_at)
+    if record.approvals:
+        out["approvals"] = {"L": [s(json.dumps(a)) for a in record.approvals]}
+    if token:
+        out[k.PARKING_KEY] = s(token)
+    out.update(index_attrs(record, header.tenant, header.session_id, header.agent_id))
+    return out
+
+
+def index_attrs(record: Interrupt, tenant: str, session_id: str, agent_id: str | None) -> dict[str, Any]:
+    """A6: the Inbox index while open, the History index always (both newest first), the
+    attributes the inbox filters on, and the TTL of a closed interrupt the agent keeps a while."""
+    order = s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
+    out: dict[str, Any] = {"GSI3PK": s(k.history_pk(tenant)), "GSI3SK": order, "reason": s(record.reason)}
+    if record.status == "open":
+        out.update({"GSI1PK": s(k.inbox_pk(tenant)), "GSI1SK": order})
+    if agent_id:
+        out["agent_id"] = s(agent_id)
+    if record.expires_at:
+        out["expires_at"] = s(record.expires_at)
+    if record.kept_until is not None and record.status != "open":
+        out[k.TTL] = n(record.kept_until)
+    return out
+
+
+def listing_attrs(state: SessionState, status: str) -> dict[str, Any]:
+    """The header's `Sessions` GSI keys (`GSI2SK` is `{created_at}#{session}`: newest first) and the
+    row a listing shows. DynamoDB writes the index only when one of these changes (the keys never
+    do), so a commit pays an index write only when the session's status changes."""
+    h = state.header
+    out: dict[str, Any] = {"GSI2PK": s(k.sessions_pk(h.tenant)), "GSI2SK": s(f"{h.created_at}#{h.session_id}"),
+                           k.LISTED_AGENT: s(h.agent_id), k.LISTED_STATUS: s(status)}
+    owner = (h.identity or {}).get("id")
+    if owner:
+        out[k.LISTED_OWNER] = s(str(owner))
+    if h.ancestry:
+        out[k.SUB_AGENT] = {"BOOL": True}
+    return out
+
+
+def session_row(item: dict[str, Any]) -> dict[str, Any]:
+    """A listing row, from the attributes the `Sessions` GSI projects."""
+    return {"session_id": k.session_of(item["PK"]["S"]), "agent_id": item.get(k.LISTED_AGENT, {}).get("S"),
+            "status": item.get(k.LISTED_STATUS, {}).get("S"), "created_at": item["GSI2SK"]["S"].split("#", 1)[0],
+            "owner": item.get(k.LISTED_OWNER, {}).get("S"), "top_level": k.SUB_AGENT not in item}

@@ -1,0 +1,140 @@
+"""A step's commit: what it changed, in one transaction conditioned on the header's version, with
+the quota counters it moves (docs/SECURITY.md, "Quotas")."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from holdpoint.aws.ddb import schema as k
+from holdpoint.aws.ddb.cache import Reads, canonical
+from holdpoint.aws.ddb.codec import Codec, agent_digest, listing_attrs, record_key, snapshot_of
+from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Update, absent_or, eq, n, s
+from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
+from holdpoint.core import interrupts as rules
+from holdpoint.core import quotas
+from holdpoint.core.state import SessionState
+from holdpoint.ports import Conflict, TooManyChanges
+
+Counted = tuple[dict[str, Any], str, int]
+"""A quota counter's op, the limit it enforces and the limit's value."""
+
+
+def put(item: dict[str, Any], condition: Cond | None = None) -> dict[str, Any]:
+    return {"Put": {"Item": item, **Expr().request(condition=condition)}}
+
+
+def new_item() -> Cond:
+    return Exists("SK", present=False)
+
+
+class Committer:
+    def __init__(self, table: Table, codec: Codec, reads: Reads, limits: quotas.Quotas) -> None:
+        self.table, self.codec, self.reads, self.limits = table, codec, reads, limits
+
+    def commit(self, state: SessionState) -> int:
+        """Write what the step changed in one transaction, conditioned on the header version (and,
+        with a warm cache, on the tail's sum: aws/ddb/warm.py). Any failure forgets what the reads
+        keep about the session, so the reload after a conflict reads everything."""
+        if not state.changed:
+            return 0
+        snap, h = snapshot_of(state), state.header
+        pk = k.session_pk(h.tenant, h.session_id)
+        ops: list[dict[str, Any]] = []
+        # The agent config in force lives in its own item, written only when it changes, so a
+        # step does not rewrite (and pay for) a large system prompt every time.
+        digest = agent_digest(h.agent)
+        if digest != snap.agent_digest:
+            ops.append(put(self.codec.agent_item(pk, h.agent)))
+        # A head-only load has no tree to read the status from: its commit keeps the status it loaded.
+        status = snap.listed_status if snap.head_only and snap.listed_status else rules.status(state)
+        header = self.codec.header_item(pk, state, listing_attrs(state, status))
+        header_at = len(ops)
+        ops.append({})
+        tail: dict[str, str] = {}
+        for node in state.new_nodes:
+            item = self.codec.node_item(pk, node)
+            tail[item["SK"]["S"]] = canonical(item)
+            ops.append(put(item, new_item()))
+        revs = {}
+        for dirty_key, record in state.dirty.items():
+            rev = snap.revs.get(record_key(record))
+            item = self.codec.record_item(pk, record, rev or 0, h)
+            revs[dirty_key] = (rev or 0) + 1
+            if k.is_tail(item["SK"]["S"]):
+                tail[item["SK"]["S"]] = canonical(item)
+            ops.append(put(item, new_item() if rev is None else eq(k.REV, n(rev))))
+        for event in state.events:
+            ops.append(put(self.codec.event_item(pk, event), new_item()))
+        stamp = self.reads.prepare(pk, exists=state.exists, version=h.version, written=tail)
+        header.update(stamp.attrs)
+        ops[header_at] = put(header, stamp.condition)
+        held = quotas.slots(state)
+        counted = self.quota_ops(state, held)
+        ops.extend(op for op, _, _ in counted)
+        if len(ops) > k.MAX_TRANSACT_ITEMS:
+            raise TooManyChanges(f"a step may change at most {k.MAX_TRANSACT_ITEMS} items, this one {len(ops)}")
+        try:
+            self.table.transact(ops)
+        except Cancelled as exc:
+            self.reads.forget(pk)
+            refused = quota_refusal(exc.reasons, len(ops) - len(counted), counted)
+            if refused is not None:
+                raise refused from None
+            raise Conflict(str(exc)) from exc
+        except ConditionFailed as exc:
+            self.reads.forget(pk)
+            raise Conflict("the session changed") from exc
+        except BaseException:
+            self.reads.forget(pk)  # the write may or may not have happened
+            raise
+        h.version += 1
+        state.held = held
+        snap.agent_digest, snap.listed_status = digest, status
+        snap.revs.update(revs)
+        self.reads.committed(pk, header, stamp.after)
+        return len(ops)
+
+    def quota_ops(self, state: SessionState, held: frozenset[str]) -> list[Counted]:
+        """The quota counters the commit moves: the tenant's interrupts holding a slot (`ADD` the
+        change, conditioned to stay within the limit when it grows), and a new top-level session's
+        count in its second. The session's own limit needs no counter: its commits are serialized
+        by the header's version, so the count of its interrupts is exact here."""
+        h, limits = state.header, self.limits
+        delta = len(held - state.held) - len(state.held - held)
+        out: list[Counted] = []
+        if delta > 0 and len(held) > limits.open_interrupts_per_session:
+            raise quotas.QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
+        if delta != 0:
+            condition: Cond | None = None
+            if delta > 0:
+                room = limits.open_interrupts_per_tenant - delta
+                if room < 0:
+                    raise quotas.QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
+                condition = absent_or("n", Compare("n", "<=", n(room)))
+            out.append((counter_op(h.tenant, "OPEN", Update(adds={"n": n(delta)}), condition),
+                        "open_interrupts_per_tenant", limits.open_interrupts_per_tenant))
+        if not state.exists and not h.parent:  # a sub-agent's session is its parent's work, not a new one
+            second = int(time.time())
+            update = Update(adds={"n": n(1)}, sets={k.TTL: n(second + k.SESSION_COUNT_TTL)})
+            condition = absent_or("n", Compare("n", "<", n(limits.sessions_per_second)))
+            out.append((counter_op(h.tenant, f"S#{second}", update, condition),
+                        "sessions_per_second", limits.sessions_per_second))
+        return out
+
+
+def counter_op(tenant: str, sk: str, update: Update, condition: Cond | None) -> dict[str, Any]:
+    key = {"PK": s(k.quota_pk(tenant)), "SK": s(sk)}
+    return {"Update": {"Key": key, **Expr().request(update=update, condition=condition)}}
+
+
+def quota_refusal(reasons: list[str], first: int, counted: list[Counted]) -> quotas.QuotaExceeded | None:
+    """A transaction cancelled by a quota counter's condition alone (its cancellation reasons say
+    which item failed, in the order written; the counters are last): the limit it enforces. A
+    cancellation that any other item shares is a conflict: reload and recompute."""
+    if not counted or len(reasons) < first + len(counted) or any(code != "None" for code in reasons[:first]):
+        return None
+    for code, (_, limit, allowed) in zip(reasons[first:], counted, strict=True):
+        if code == "ConditionalCheckFailed":
+            return quotas.QuotaExceeded(limit, allowed)
+    return None

@@ -1,0 +1,117 @@
+"""The interrupt writes outside a commit: the resume (R7), a quorum's answer (A2) and the park
+message's task token, each one conditional UpdateItem of the interrupt item alone."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from holdpoint.aws.ddb import schema as k
+from holdpoint.aws.ddb.codec import Codec
+from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Never, OneOf, Update, absent_or, all_of, eq, n, s
+from holdpoint.aws.ddb.table import ConditionFailed, Table
+from holdpoint.core.state import Interrupt
+from holdpoint.ports import ResolveOutcome
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the caller checked on the interrupt it read, and the write is conditioned on."""
+
+    allowed_origins: list[str]
+    owner: str | None = None
+    generation: int | None = None
+    seen: int | None = None  # A2: the answers the caller read
+
+
+def same_generation(generation: int) -> Cond:
+    """An item written before `generation` was a top-level attribute has none; raising it again
+    rewrites the item with one, so a re-raise is still seen."""
+    return absent_or("generation", eq("generation", n(generation)))
+
+
+def answerable(checked: Checked) -> Cond:
+    """Still open, to an origin the caller's outranks, of the owner, generation and answers checked."""
+    parts: list[Cond] = [eq("status", s("open"))]
+    origins = tuple(s(o) for o in checked.allowed_origins)
+    parts.append(OneOf("origin", origins) if origins else Never())
+    if checked.owner is not None:
+        parts.append(eq("owner", s(checked.owner)))
+    if checked.generation is not None:
+        parts.append(same_generation(checked.generation))
+    if checked.seen is not None:
+        counted = Compare("approvals", "=", n(checked.seen), size=True)
+        parts.append(absent_or("approvals", counted) if checked.seen == 0 else counted)
+    return all_of(parts)
+
+
+class InterruptWrites:
+    def __init__(self, table: Table, codec: Codec) -> None:
+        self.table, self.codec = table, codec
+
+    def key(self, tenant: str, session_id: str, interrupt_id: str) -> dict[str, Any]:
+        return {"PK": s(k.session_pk(tenant, session_id)), "SK": s(f"{k.PREFIX[Interrupt]}{interrupt_id}")}
+
+    def read(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
+        """The interrupt as it is now (one strongly consistent GetItem)."""
+        item = self.table.get(self.key(tenant, session_id, interrupt_id))
+        return self.codec.interrupt(item) if item else None
+
+    def update(self, key: dict[str, Any], update: Update,
+               condition: Cond) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """(the item as written, {}) or, when the condition fails, (None, the item as it was; {} if none)."""
+        try:
+            return self.table.update(key, **Expr().request(update=update, condition=condition)), {}
+        except ConditionFailed as failed:
+            return None, failed.item
+
+    def answer(self, key: dict[str, Any], update: Update, checked: Checked, *, approval: dict[str, Any] | None,
+               done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
+        """The one conditional UpdateItem of an answer: `update` (with `approval` appended to the
+        interrupt's answers) if everything the caller checked still holds; on a failed condition,
+        why, from the item as it was."""
+        update.increments[k.REV] = 1
+        if approval is not None:
+            update.appends["approvals"] = {"L": [s(json.dumps(approval))]}
+        new, old = self.update(key, update, answerable(checked))
+        if new is None:
+            return self.unresolved(old, checked)
+        return done, self.codec.interrupt(new)
+
+    def unresolved(self, old: dict[str, Any], checked: Checked) -> tuple[ResolveOutcome, Interrupt | None]:
+        """Why the answer's conditional update failed, from the item as it was."""
+        if checked.owner is not None and old and old.get("owner", {}).get("S") != checked.owner:
+            return "not_found", None
+        found = self.codec.interrupt(old) if old else None
+        if found is not None and found.status == "open":
+            if checked.generation is not None and found.generation != checked.generation:
+                return "changed", found
+            if checked.seen is not None and len(found.approvals) != checked.seen:
+                return "raced", found
+            return "forbidden", found
+        return "noop", found
+
+    def resolve(self, key: dict[str, Any], *, resolution: Any, responder: dict[str, Any], at: str,
+                kept_until: int | None, checked: Checked,
+                approval: dict[str, Any] | None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """R7: `open -> resolved` exactly once, out of the open inbox (A6: kept until `kept_until`)."""
+        sets: dict[str, Any] = {"status": s("resolved"), "resolution": s(json.dumps(resolution)),
+                                "responder": s(json.dumps(responder)), "resolved_at": s(at)}
+        if kept_until is not None:
+            sets[k.TTL] = n(kept_until)
+        return self.answer(key, Update(sets=sets, removes=["GSI1PK", "GSI1SK"]), checked, approval=approval,
+                           done="resolved")
+
+    def keep_parking_key(self, key: dict[str, Any], token: str, generation: int | None) -> Interrupt | None:
+        """Keep the ParkBranch execution's task token on its interrupt, bumping its `rev` so an
+        engine commit that read the item before the token landed conflicts instead of writing it
+        back without it. A token it already holds, or from an execution of another generation,
+        fails the condition and writes nothing; None when there is no such interrupt."""
+        parts: list[Cond] = [Exists("SK"), absent_or(k.PARKING_KEY, Compare(k.PARKING_KEY, "<>", s(token)))]
+        if generation is not None:
+            parts.append(same_generation(generation))
+        update = Update(sets={k.PARKING_KEY: s(token)}, increments={k.REV: 1})
+        new, old = self.update(key, update, all_of(parts))
+        item = new if new is not None else old
+        return self.codec.interrupt(item) if item else None

@@ -1,0 +1,101 @@
+"""The single table's keys and attribute names (docs/ARCHITECTURE.md, "The table").
+
+Session partition `T#{tenant}#S#{session}`:
+
+| SK | item |
+| --- | --- |
+| `H` | header: `version`, `body` (head, seq, worker state), `tail_sum`, `changes`, the listing row |
+| `H#A` | the agent config in force (written only when it changes) |
+| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `parking_key`, index keys (A6), `ttl`) |
+| `K#{id}` | call |
+| `N#{id}` | tree node |
+| `Q#{id}` | decision |
+| `T#{id}` | turn |
+| `E#{seq:012}` | event log, append-only; `etype` (its type) lets the stream filter pick interrupt events |
+| `D#{event}#{n}` | a notification's delivery to the agent's `notify[n]` (`aws/deliveries.py`) |
+
+Quota partition `T#{tenant}#QUOTA` (docs/SECURITY.md, "Quotas"): `OPEN` (the tenant's interrupts
+holding a slot, `n`), `S#{epoch second}` (sessions created in that second, `n`, with a `ttl`), and
+the stream wait leases (`aws/leases.py`).
+
+State sorts at and after `H`, events before it, so a step reads state with one Query and never
+pages through the event log. The *head* (`H` .. `I$`) is the header, the agent and the
+interrupts; the *tail* (after `I$`) is calls, nodes, decisions and turns.
+"""
+
+from __future__ import annotations
+
+from holdpoint.core.state import Call, Decision, Interrupt, Turn
+
+HEADER_SK = "H"
+AGENT_SK = "H#A"  # sorts right after the header, inside the state range a step loads
+HEAD_END = "I$"  # the head range is `H` .. `I$`; the tail sorts after it
+NODE = "N#"
+EVENT = "E#"
+PREFIX: dict[type, str] = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
+KIND_OF_PREFIX = {prefix: cls.__name__ for cls, prefix in PREFIX.items()}
+
+OFFLOAD_BYTES = 300_000  # bodies above this go to S3 (DynamoDB items stop at 400 KB)
+MAX_TRANSACT_ITEMS = 100
+SESSION_COUNT_TTL = 3600  # seconds a per-second creation counter is kept before DynamoDB's TTL may drop it
+
+# The header's own attributes. Every commit rewrites the header, so these are all it carries
+# beside its body; the listing's four are what the `Sessions` index projects.
+VERSION = "version"
+TAIL_SUM = "tail_sum"  # XOR of the tail items' hashes (aws/ddb/cache.py)
+CHANGES = "changes"  # the tail keys each of the last versions wrote (aws/ddb/cache.py)
+LISTED_AGENT = "agent_id"
+LISTED_STATUS = "status"
+LISTED_OWNER = "owner"
+SUB_AGENT = "sub_agent"  # present only on a sub-agent's session
+LISTING_ATTRS = (LISTED_AGENT, LISTED_STATUS, LISTED_OWNER, SUB_AGENT)
+
+# An interrupt item's top-level attributes, beside its body: what the conditional writes of the
+# resume and the park message test and set without reading the body.
+PARKING_KEY = "parking_key"  # the ParkBranch execution's task token
+TTL = "ttl"  # the table's TTL attribute
+REV = "rev"
+
+
+def session_pk(tenant: str, session_id: str) -> str:
+    return f"T#{tenant}#S#{session_id}"
+
+
+def session_of(pk: str) -> str:
+    return pk.split("#S#", 1)[1]
+
+
+def inbox_pk(tenant: str) -> str:
+    """The Inbox index's partition: a tenant's open interrupts (sparse, all attributes projected)."""
+    return f"T#{tenant}#OPEN"
+
+
+def history_pk(tenant: str) -> str:
+    """The History index's partition: every interrupt of the tenant, whatever its status (A6). It
+    projects only what the inbox filters on, so it is written when an interrupt is raised and
+    when its status changes, not by every rewrite of the item."""
+    return f"T#{tenant}#ALL"
+
+
+def sessions_pk(tenant: str) -> str:
+    return f"T#{tenant}#LIST"
+
+
+def quota_pk(tenant: str) -> str:
+    return f"T#{tenant}#QUOTA"
+
+
+def agent_pk(tenant: str, agent_id: str) -> str:
+    return f"T#{tenant}#A#{agent_id}"
+
+
+def key_pk(key_hash: str) -> str:
+    return f"KEY#{key_hash}"
+
+
+def event_sk(seq: int) -> str:
+    return f"{EVENT}{seq:012d}"
+
+
+def is_tail(sk: str) -> bool:
+    return sk > HEAD_END
