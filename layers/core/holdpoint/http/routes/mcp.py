@@ -66,7 +66,7 @@ def dispatch(who: Caller, agent_id: str, event: dict[str, Any]) -> Response[Any]
         return _error(request_id, wire.RpcError(wire.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {message}",
                                                 param or "body"))
     if "id" not in raw:  # a notification: nothing in this revision acts on one
-        return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body="")
+        return Response(status_code=202, body="")
     logger.append_keys(rpc_method=edge.short(request.method, 64))
     try:
         method = _METHODS.get(request.method)
