@@ -8,7 +8,7 @@ the one OpenAPI document."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body
@@ -20,6 +20,7 @@ from holdpoint.aws import signing
 from holdpoint.core import mcp as wire
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
+from holdpoint.core.protocol import Error, GatewayError
 from holdpoint.core.strictjson import JsonProblem, loads
 from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers, id_path
@@ -66,7 +67,7 @@ def dispatch(who: Caller, agent_id: str, event: dict[str, Any]) -> Response[Any]
         return _error(request_id, wire.RpcError(wire.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {message}",
                                                 param or "body"))
     if "id" not in raw:  # a notification: nothing in this revision acts on one
-        return Response(status_code=202, body="")
+        return _json(202, {})
     logger.append_keys(rpc_method=edge.short(request.method, 64))
     try:
         method = _METHODS.get(request.method)
@@ -180,6 +181,15 @@ _METHODS: dict[str, Callable[[_Call], Any]] = {
 
 # --- the OpenAPI document ----------------------------------------------------------------
 
+class RpcAnswer(BaseModel):
+    """A JSON-RPC 2.0 response (an error one for an unknown method's 404)."""
+
+    jsonrpc: Literal["2.0"]
+    id: Any = None
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
 _RPC_ANSWER: dict[str, Any] = {"type": "object", "required": ["jsonrpc"], "description": "a JSON-RPC 2.0 response",
                                "properties": {"jsonrpc": {"const": "2.0"}, "id": {}, "result": {},
                                               "error": {"type": "object", "required": ["code", "message"]}}}
@@ -191,7 +201,11 @@ _RPC_ANSWER: dict[str, Any] = {"type": "object", "required": ["jsonrpc"], "descr
                  responses={**answers(200, 404, 413),
                             200: {"description": "A JSON-RPC response", "content": {
                                 "application/json": {"schema": _RPC_ANSWER}}},
-                            202: {"description": "A notification, accepted and dropped"},
+                            404: {"description": "No such agent in the caller's tenant (Holdpoint's body), or an "
+                                  "unknown method (a JSON-RPC error, -32601)", "content": {"application/json": {
+                                      "model": Error | GatewayError | RpcAnswer}}},
+                            202: {"description": "A notification, accepted and dropped (an empty object)",
+                                  "content": {"application/json": {"schema": {"type": "object"}}}},
                             400: {"description": "A JSON-RPC error: not JSON (-32700), not a request (-32600), bad "
                                   "params or envelope (-32602), a header that disagrees (-32020), a missing "
                                   "capability (-32021), an unsupported version (-32022)",
