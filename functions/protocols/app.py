@@ -1,4 +1,4 @@
-"""Protocols Lambda: agents elsewhere over A2A (JSON-RPC 2.0): an agent's card, its tasks."""
+"""Protocols Lambda: agents elsewhere over A2A and MCP (JSON-RPC 2.0): an agent's card, its tasks, approvals."""
 
 from holdpoint.coldstart import loading
 

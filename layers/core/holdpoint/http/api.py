@@ -20,10 +20,11 @@ def build(documented: bool = False) -> APIGatewayHttpResolver:
     for module in (sessions, streams, resume, agents, tokens, workers, inbox_page, agui):
         app.include_router(module.router)
     if documented:
-        from holdpoint.http.routes import a2a, elsewhere
+        from holdpoint.http.routes import a2a, elsewhere, mcp
 
         app.include_router(elsewhere.router)
         app.include_router(a2a.documented)
+        app.include_router(mcp.documented)
 
     @app.get("/v1/openapi.json", summary="This document (no credentials needed)",
              responses={200: {"description": "This document", "content": {"application/json": {"schema": {

@@ -1,6 +1,6 @@
 """The protocols function's resolver: agents elsewhere reaching Holdpoint over their own protocols
-(A2A's JSON-RPC, holdpoint.http.routes.a2a), whose bodies are parsed by the route, so a request
-that is not JSON-RPC gets the protocol's error and not Holdpoint's."""
+(A2A's JSON-RPC, holdpoint.http.routes.a2a; MCP's, holdpoint.http.routes.mcp), whose bodies are
+parsed by the route, so a request that is not JSON-RPC gets the protocol's error and not Holdpoint's."""
 
 from __future__ import annotations
 
@@ -10,22 +10,25 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from holdpoint.core import a2a as wire
+from holdpoint.core import mcp as mcp_wire
 from holdpoint.core.errors import Refusal
 from holdpoint.http.edge import json_reply, refusal_reply
 from holdpoint.http.limits import body_bytes
 from holdpoint.http.resolver import handler_for, new_resolver
-from holdpoint.http.routes import a2a
+from holdpoint.http.routes import a2a, mcp
 
 
 def build() -> APIGatewayHttpResolver:
     app = new_resolver(validate=False)
     app.include_router(a2a.router)
+    app.include_router(mcp.router)
     return app
 
 
 def handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """`handler_for(app)` with the body limits answered in JSON-RPC: a body too deep or not UTF-8
-    is a parse error (-32700); one over the size limit stays a 413, as A2A's own server answers."""
+    is a parse error (-32700: HTTP 200 for A2A, 400 for MCP); one over the size limit stays a 413,
+    as A2A's own server answers."""
     inner = handler_for(app, json_body=False)
 
     def serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -34,6 +37,8 @@ def handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict
         except Refusal as exc:
             if exc.code == "payload_too_large":
                 return refusal_reply(exc)
+            if str(event.get("rawPath") or "").startswith("/mcp/"):  # MCP sends its parse error as a 400
+                return json_reply(400, mcp_wire.error(None, mcp_wire.PARSE_ERROR, exc.message, "body"))
             return json_reply(200, wire.error(None, wire.PARSE_ERROR, exc.message, "parse_error", "body"))
         return inner(event, context)
 

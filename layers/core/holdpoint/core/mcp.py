@@ -1,0 +1,352 @@
+"""The MCP server's wire shapes and translations (PROTOCOL.md §9): MCP revision 2026-07-28, the
+stateless one (every request carries its protocol version and client capabilities in
+`params._meta`; no `initialize`, no session header), with the tasks extension
+(`io.modelcontextprotocol/tasks`) and multi round-trip requests (`input_required`).
+
+An approval is an interrupt in the caller's approvals session; its id (and its task's id) is
+`<session_id>~<interrupt_id>` (`~` is in no Holdpoint id). Pure: the services feed it loaded state.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from holdpoint.core import approvals, notify, schemas
+from holdpoint.core.errors import Refusal
+from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.protocol import ApprovalPolicy, ExpiresIn
+from holdpoint.core.state import Interrupt
+
+PROTOCOL_VERSION = "2026-07-28"
+TASKS = "io.modelcontextprotocol/tasks"
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+SEPARATOR = "~"
+DECLINED: dict[str, Any] = {"status": "cancelled"}
+"""A declined elicitation or a cancelled task: the AG-UI cancel, a denial no response schema refuses (A1)."""
+POLL_MS = 2_000
+
+# JSON-RPC 2.0 and MCP 2026-07-28 error codes, and the HTTP status each is sent with.
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
+HTTP_STATUS: dict[int, int] = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
+                               MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
+
+Text = Annotated[str, StringConstraints(min_length=1, max_length=4_096)]
+RefId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class RpcError(Exception):
+    """A JSON-RPC error of the protocol itself (the envelope, a capability, params), not a tool's outcome."""
+
+    def __init__(self, code: int, message: str, param: str | None = None, **data: Any) -> None:
+        super().__init__(message)
+        self.code, self.message, self.param, self.data = code, message, param, data
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class Request(BaseModel):
+    """A JSON-RPC 2.0 request object (`id` absent for a notification, which gets no answer)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    jsonrpc: Literal["2.0"]
+    method: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    id: Annotated[str, StringConstraints(max_length=256)] | int | None = None
+    params: dict[str, Any] | None = None
+
+
+class Option(Strict):
+    label: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    value: Any
+
+
+class RequestApproval(Strict):
+    """`request_approval`'s arguments."""
+
+    question: Text = Field(description="what the approvers are asked (shown in Slack, the link and the inbox)")
+    options: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=256)] | Option],
+                       Field(min_length=1, max_length=notify.MAX_OPTIONS)] | None = Field(
+        default=None, description="the answers to choose from (a label, or {label, value})")
+    response_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the answer must satisfy")
+    policy: ApprovalPolicy | None = Field(default=None, description="who may answer (narrows the agent's policy)")
+    expires_in: ExpiresIn | None = Field(default=None, description="seconds until the approval expires")
+    answered_by: Literal["approvers", "user"] = Field(
+        default="approvers", description="`approvers`: a task that completes when a person answers anywhere; "
+        "`user`: this client's own user answers now (input_required, an elicitation)")
+
+
+class ApprovalRef(Strict):
+    id: RefId = Field(description="the approval's id, as request_approval or list_pending_approvals gave it")
+
+
+class AnswerApproval(Strict):
+    id: RefId = Field(description="the approval's id")
+    payload: Any = Field(description="the answer, e.g. {\"approved\": true}")
+    comment: Annotated[str, StringConstraints(max_length=approvals.MAX_COMMENT)] | None = None
+
+
+class ListApprovals(Strict):
+    answerable: bool = Field(default=False, strict=True, description="list instead the open approvals of the "
+                             "tenant this caller may answer")
+    limit: Annotated[int, Field(strict=True, ge=1, le=100)] = 50
+
+
+class CallTool(BaseModel):
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+    name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    arguments: dict[str, Any] | None = None
+    inputResponses: dict[str, Any] | None = None  # noqa: N815 - MCP's name
+    requestState: Annotated[str, StringConstraints(max_length=8_192)] | None = None  # noqa: N815
+
+
+class TaskRef(BaseModel):
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+    taskId: RefId  # noqa: N815
+
+
+class Elicited(BaseModel):
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+TOOLS: dict[str, tuple[type[BaseModel], str]] = {
+    "request_approval": (RequestApproval, "Ask for a person's approval, under the tenant's policies, quorums and "
+                         "notify channels (Slack, links, the inbox). Returns a task that completes with the "
+                         "answer (or, without the tasks extension, the approval's id to poll with get_approval)."),
+    "list_pending_approvals": (ListApprovals, "The open approvals this caller requested."),
+    "get_approval": (ApprovalRef, "One of this caller's approvals: open, or its answer and who gave it."),
+    "answer_approval": (AnswerApproval, "Answer an approval as this caller (the approver policy decides whether "
+                        "this caller may)."),
+}
+
+
+# --- ids ---------------------------------------------------------------------------------
+
+
+def approval_id(session_id: str, interrupt_id: str) -> str:
+    return f"{session_id}{SEPARATOR}{interrupt_id}"
+
+
+def split_id(value: str, param: str) -> tuple[str, str]:
+    """(session_id, interrupt_id) of an approval id; one that cannot be ours is an unknown approval."""
+    sid, sep, iid = value.partition(SEPARATOR)
+    if not sep or not ID_PATTERN.fullmatch(sid) or not ID_PATTERN.fullmatch(iid):
+        raise Refusal("not_found", f"approval {value[:100]} not found", param)
+    return sid, iid
+
+
+# --- envelope ----------------------------------------------------------------------------
+
+
+def envelope(params: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The request's protocol version and client capabilities (`params._meta`), or -32602 naming the key."""
+    meta = (params or {}).get("_meta")
+    if not isinstance(meta, dict) or VERSION_KEY not in meta or CAPABILITIES_KEY not in meta:
+        raise RpcError(INVALID_PARAMS, f"params._meta carries {VERSION_KEY} and {CAPABILITIES_KEY} "
+                      f"(MCP {PROTOCOL_VERSION} is stateless: every request says both)", "params._meta")
+    version, capabilities = meta[VERSION_KEY], meta[CAPABILITIES_KEY]
+    if not isinstance(version, str) or not isinstance(capabilities, dict):
+        raise RpcError(INVALID_PARAMS, "the protocol version is a string and the capabilities an object",
+                      f"params._meta.{VERSION_KEY}")
+    return version, capabilities
+
+
+def has_tasks(capabilities: dict[str, Any]) -> bool:
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS), dict)
+
+
+def has_form_elicitation(capabilities: dict[str, Any]) -> bool:
+    """A client that declares `elicitation` ({} means form) or `elicitation.form`."""
+    found = capabilities.get("elicitation")
+    return isinstance(found, dict) and (not found or isinstance(found.get("form"), dict))
+
+
+# --- approvals in --------------------------------------------------------------------------
+
+
+def interrupt_payload(args: RequestApproval) -> dict[str, Any]:
+    """The interrupt's payload: the question as its message, the options as `metadata.options`
+    (so Slack's buttons, the links and the inbox page offer them)."""
+    out: dict[str, Any] = {"message": args.question}
+    if args.options:
+        out["metadata"] = {"options": [o if isinstance(o, str) else o.model_dump(mode="json") for o in args.options]}
+    return out
+
+
+_KEEP = {
+    "string": ("title", "description", "minLength", "maxLength", "format", "default", "enum", "enumNames", "oneOf"),
+    "number": ("title", "description", "minimum", "maximum", "default"),
+    "integer": ("title", "description", "minimum", "maximum", "default"),
+    "boolean": ("title", "description", "default"),
+    "array": ("title", "description", "minItems", "maxItems", "items", "default"),
+}
+_FORMATS = {"email", "uri", "date", "date-time"}
+_TOP = {"type", "properties", "required", "title", "description", "$schema", "additionalProperties"}
+
+
+def elicitation_schema(response_schema: dict[str, Any] | None, options: list[dict[str, Any]]) -> dict[str, Any]:
+    """The form an elicitation asks for: the response schema mapped onto MCP's restricted one (a
+    flat object of strings, numbers, booleans and enums), or, with none, a choice among the
+    options, or an `approved` boolean. A schema that does not fit is refused naming the field."""
+    if response_schema is None:
+        if options:
+            return {"type": "object", "required": ["choice"], "properties": {"choice": {
+                "type": "string", "title": "Answer",
+                "oneOf": [{"const": str(i), "title": o["label"]} for i, o in enumerate(options)]}}}
+        return {"type": "object", "required": ["approved"],
+                "properties": {"approved": {"type": "boolean", "title": "Approve"}}}
+    where = "response_schema"
+    if response_schema.get("type") != "object" or not isinstance(response_schema.get("properties"), dict):
+        raise Refusal("validation_error", "an elicitation asks for an object with properties", f"{where}.type")
+    for key in response_schema:
+        if key not in _TOP:
+            raise Refusal("validation_error", f"MCP's elicitation schema has no {key!r}", f"{where}.{key}")
+    if response_schema.get("additionalProperties") not in (None, False):
+        raise Refusal("validation_error", "an elicitation form has only its properties",
+                      f"{where}.additionalProperties")
+    out: dict[str, Any] = {"type": "object", "properties": {
+        name: _primitive(prop, f"{where}.properties.{name}") for name, prop in response_schema["properties"].items()}}
+    required = response_schema.get("required")
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+def _primitive(prop: Any, where: str) -> dict[str, Any]:
+    """One property as an elicitation primitive, or a Refusal naming the keyword that does not fit."""
+    if not isinstance(prop, dict):
+        raise Refusal("validation_error", "a property is a schema object", where)
+    kind = prop.get("type")
+    if not isinstance(kind, str) or kind not in _KEEP:
+        raise Refusal("validation_error", "an elicitation property is a string, number, integer, boolean or an "
+                      "array of enum strings (no nested objects)", f"{where}.type")
+    for key in prop:
+        if key != "type" and key not in _KEEP[kind]:
+            raise Refusal("validation_error", f"MCP's elicitation schema has no {key!r} on a {kind}", f"{where}.{key}")
+    if kind == "string" and "format" in prop and prop["format"] not in _FORMATS:
+        raise Refusal("validation_error", f"an elicitation string's format is one of {sorted(_FORMATS)}",
+                      f"{where}.format")
+    if kind == "array":
+        items = prop.get("items")
+        if not isinstance(items, dict) or not (
+                (items.get("type") == "string" and isinstance(items.get("enum"), list)) or
+                isinstance(items.get("anyOf"), list)):
+            raise Refusal("validation_error", "an elicitation array is a multi-select of enum strings",
+                          f"{where}.items")
+    return dict(prop)
+
+
+def answer_from(elicited: Elicited, interrupt: Interrupt) -> Any:
+    """The resume payload an elicitation result carries: the form as it was filled (a choice
+    mapped back to its option's value, AG-UI's shape, as the inbox's option buttons answer),
+    or the decline."""
+    if elicited.action != "accept":
+        return dict(DECLINED)
+    content = elicited.content or {}
+    options = notify.declared_options(interrupt.payload)
+    if schemas.declared(interrupt.response_schema, interrupt.payload) is None and options:
+        choice = content.get("choice")
+        index = int(choice) if isinstance(choice, str) and choice.isdigit() else -1
+        if not 0 <= index < len(options):
+            raise Refusal("validation_error", "the choice is none of the options", "inputResponses.content.choice")
+        return {"status": "resolved", "payload": options[index]["value"]}
+    return content
+
+
+# --- out ---------------------------------------------------------------------------------
+
+
+def approval_out(session_id: str, interrupt: Interrupt) -> dict[str, Any]:
+    """An approval as the tools answer it: the question, its state, and once closed the answer."""
+    out: dict[str, Any] = {"id": approval_id(session_id, interrupt.interrupt_id), "status": interrupt.status,
+                           "question": _question(interrupt), "created_at": interrupt.created_at}
+    options = notify.declared_options(interrupt.payload)
+    if options:
+        out["options"] = options
+    schema = schemas.declared(interrupt.response_schema, interrupt.payload)
+    if isinstance(schema, dict):
+        out["response_schema"] = schema
+    for key in ("expires_at", "policy", "approvals"):
+        value = getattr(interrupt, key)
+        if value:
+            out[key] = value
+    if interrupt.status != "open":
+        out.update(answer=interrupt.resolution, responder=interrupt.responder, resolved_at=interrupt.resolved_at)
+    return out
+
+
+def _question(interrupt: Interrupt) -> str:
+    said = interrupt.payload.get("message") if isinstance(interrupt.payload, dict) else None
+    return said if isinstance(said, str) else interrupt.reason
+
+
+def tool_result(value: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    return {"resultType": "complete", "content": [{"type": "text", "text": text or json.dumps(value)}],
+            "structuredContent": value, "isError": False}
+
+
+def tool_error(refusal: Refusal) -> dict[str, Any]:
+    """A refusal inside a tool: a result with `isError` (the model reads it and can correct itself)."""
+    body = {"error": {"code": refusal.code, "message": refusal.message, "param": refusal.param}}
+    text = f"{refusal.code}: {refusal.message}" + (f" ({refusal.param})" if refusal.param else "")
+    return {"resultType": "complete", "content": [{"type": "text", "text": text}], "structuredContent": body,
+            "isError": True}
+
+
+def task_out(session_id: str, interrupt: Interrupt, now_iso: str, *, created: bool = False) -> dict[str, Any]:
+    """The approval as a task of the tasks extension: `working` while a person has not answered,
+    `completed` with the tool's result once one has (or it expired), `cancelled` when declined."""
+    status = "working" if interrupt.status == "open" else (
+        "cancelled" if interrupt.resolution == DECLINED else "completed")
+    out: dict[str, Any] = {"resultType": "task" if created else "complete",
+                           "taskId": approval_id(session_id, interrupt.interrupt_id), "status": status,
+                           "createdAt": interrupt.created_at, "lastUpdatedAt": interrupt.resolved_at or now_iso,
+                           "ttlMs": None, "pollIntervalMs": POLL_MS}
+    if status == "working":
+        out["statusMessage"] = "waiting for an approver"
+    elif status == "completed":
+        out["result"] = tool_result(approval_out(session_id, interrupt))
+    return out
+
+
+def elicitation(interrupt: Interrupt, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"method": "elicitation/create", "params": {"mode": "form", "message": _question(interrupt),
+                                                       "requestedSchema": schema}}
+
+
+def tools() -> list[dict[str, Any]]:
+    out = []
+    for name, (model, description) in TOOLS.items():
+        schema = model.model_json_schema()
+        schema.pop("title", None)
+        out.append({"name": name, "description": description, "inputSchema": schema})
+    return out
+
+
+def discover() -> dict[str, Any]:
+    return {"resultType": "complete", "supportedVersions": [PROTOCOL_VERSION], "cacheScope": "public",
+            "ttlMs": 0, "capabilities": {"tools": {"listChanged": False}, "extensions": {TASKS: {}}},
+            "serverInfo": {"name": "holdpoint", "version": "1.0.0"},
+            "instructions": "Holdpoint's approvals: request_approval asks a person (under the tenant's policies, "
+                            "quorums and notify channels); the answer comes back as the task's result."}
+
+
+def result(request_id: Any, value: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": value}
+
+
+def error(request_id: Any, code: int, message: str, param: str | None = None, **data: Any) -> dict[str, Any]:
+    """A JSON-RPC error; its `data` names the field at fault (`param`)."""
+    body: dict[str, Any] = {"code": code, "message": message}
+    extra = {**({"param": param} if param else {}), **data}
+    if extra:
+        body["data"] = extra
+    return {"jsonrpc": "2.0", "id": request_id, "error": body}

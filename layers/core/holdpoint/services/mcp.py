@@ -1,0 +1,214 @@
+"""The MCP server's tools (PROTOCOL.md §9): approvals for an agent that is not on the Holdpoint
+engine. Each caller has one approvals session per agent (its id derived from the tenant, the
+caller and the agent; created on first use, owned by the caller), and every approval is an
+interrupt raised in it through the API raise (quotas, schemas, policies, the agent's notify
+channels), answered through the resume path (A1-A4) and listed from the session or the inbox."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from holdpoint.core import approvals, mcp, notify
+from holdpoint.core.errors import Refusal
+from holdpoint.core.expiry import Declared
+from holdpoint.core.ids import first_error
+from holdpoint.core.inputs import start_session
+from holdpoint.core.protocol import RaiseInterruptBody
+from holdpoint.core.state import Interrupt, SessionState, derive, iso_ms
+from holdpoint.ports import Clock, Parking, Sealer, SessionStore, WorkQueue
+from holdpoint.services import sessions
+from holdpoint.services.caller import Caller
+from holdpoint.services.inbox import InboxFilters, inbox
+from holdpoint.services.resume import resume
+
+STATE_PURPOSE = "mcp-request-state"
+REASON = "approval"
+
+
+def agent_for(store: SessionStore, caller: Caller, agent_id: str) -> dict[str, Any]:
+    """The agent the endpoint names, in the caller's own tenant (404 otherwise)."""
+    agent = store.get_agent(caller.tenant, agent_id)
+    if agent is None:
+        raise Refusal("not_found", f"agent {agent_id} not found")
+    return agent
+
+
+def session_id_of(caller: Caller, agent_id: str) -> str:
+    """The caller's approvals session for this agent: the same id on every request (stateless)."""
+    return derive("ses", "mcp", caller.tenant, caller.subject, agent_id)
+
+
+def _session(store: SessionStore, caller: Caller, agent_id: str, agent: dict[str, Any],
+             clock: Clock) -> str:
+    """The approvals session, created (with the agent's config in force) on first use."""
+    caller.require_unbound()
+    sid = session_id_of(caller, agent_id)
+    if store.load(caller.tenant, sid) is not None:
+        return sid
+
+    def load() -> SessionState:
+        found = store.load(caller.tenant, sid)
+        if found is not None:
+            return found
+        state = SessionState.new(caller.tenant, sid, agent_id, now=clock(), identity=caller.identity())
+        start_session(state, agent)
+        return state
+
+    sessions.changed(store, load, lambda state: None, clock)
+    return sid
+
+
+def _own(store: SessionStore, caller: Caller, agent_id: str, value: str, param: str) -> tuple[str, Interrupt]:
+    """One of the caller's own approvals (in its approvals session for this agent); else not found."""
+    sid, iid = mcp.split_id(value, param)
+    missing = Refusal("not_found", f"approval {value[:100]} not found", param)
+    if sid != session_id_of(caller, agent_id):
+        raise missing
+    try:
+        state = sessions.owned(store, caller, sid)
+    except Refusal:
+        raise missing from None
+    interrupt = state.interrupts.get(iid)
+    if interrupt is None:
+        raise missing
+    return sid, interrupt
+
+
+def _checked(args: mcp.RequestApproval) -> RaiseInterruptBody:
+    """The raise as `POST .../interrupts` would take it, checked by the same model (A1, A2, A5)."""
+    body = {"reason": REASON, "payload": mcp.interrupt_payload(args), "response_schema": args.response_schema,
+            "approval": args.policy.model_dump(mode="json", exclude_none=True) if args.policy else None,
+            "expires_in": args.expires_in}
+    try:
+        return RaiseInterruptBody.model_validate({k: v for k, v in body.items() if v is not None})
+    except ValidationError as exc:
+        param, message = first_error(exc)
+        param = {"approval": "policy", "payload": "question"}.get(param.split(".")[0], param)
+        raise Refusal("validation_error", message, f"arguments.{param}") from None
+
+
+def request(store: SessionStore, queue: WorkQueue, sealer: Sealer, caller: Caller, agent_id: str,
+            args: mcp.RequestApproval, capabilities: dict[str, Any], request_id: str,
+            clock: Clock = time.time) -> dict[str, Any]:
+    """`request_approval`: the interrupt raised, answered as a task (the tasks extension), as the
+    `input_required` form for the caller's own user, or (a client with neither) as the approval's
+    id to poll with `get_approval`."""
+    agent = agent_for(store, caller, agent_id)
+    body = _checked(args)
+    form: dict[str, Any] | None = None
+    if args.answered_by == "user":
+        if not mcp.has_form_elicitation(capabilities):
+            raise mcp.RpcError(mcp.MISSING_CAPABILITY, "answered_by `user` needs a client that declares form "
+                               "elicitation", "arguments.answered_by",
+                               requiredCapabilities={"elicitation": {"form": {}}})
+        schema = body.declared_schema()
+        form = mcp.elicitation_schema(schema if isinstance(schema, dict) else None, notify.declared_options(
+            body.payload))
+    sid = _session(store, caller, agent_id, agent, clock)
+    raised = sessions.raise_interrupt(
+        store, queue, caller, sid, reason=REASON, payload=body.payload, global_=False, interrupt_id=None,
+        expires_in=body.expires_in, request_id=request_id, response_schema=body.declared_schema(),
+        approval=approvals.declared(body.approval), declared=Declared.of(body), clock=clock)
+    sid_, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, raised["interrupt_id"]), "id")
+    if form is not None:
+        state = sealer.seal(STATE_PURPOSE, {"tenant": caller.tenant, "subject": caller.subject, "agent": agent_id,
+                                            "id": mcp.approval_id(sid_, interrupt.interrupt_id)})
+        return {"resultType": "input_required", "requestState": state,
+                "inputRequests": {interrupt.interrupt_id: mcp.elicitation(interrupt, form)}}
+    if mcp.has_tasks(capabilities):
+        return mcp.task_out(sid_, interrupt, iso_ms(clock()), created=True)
+    out = mcp.approval_out(sid_, interrupt)
+    return mcp.tool_result(out, f"Approval {out['id']} is waiting for an approver; call get_approval with this id "
+                                "until its status is no longer open.")
+
+
+def answered_here(store: SessionStore, parking: Parking, sealer: Sealer, caller: Caller, agent_id: str,
+                  state: str, responses: dict[str, Any] | None) -> dict[str, Any]:
+    """The retried `request_approval` of the `input_required` form: the user's elicitation answer
+    resumes the interrupt, through the resume path's checks, and the tool returns the approval."""
+    sealed = sealer.unseal(STATE_PURPOSE, state)
+    if sealed is None or (sealed.get("tenant"), sealed.get("subject"), sealed.get("agent")) != (
+            caller.tenant, caller.subject, agent_id):
+        raise mcp.RpcError(mcp.INVALID_PARAMS, "requestState is not one this server gave this caller", "requestState")
+    sid, interrupt = _own(store, caller, agent_id, str(sealed.get("id")), "requestState")
+    raw = (responses or {}).get(interrupt.interrupt_id)
+    if interrupt.status == "open":
+        if raw is None:
+            raise mcp.RpcError(mcp.INVALID_PARAMS, "inputResponses answers the elicitation it was asked",
+                               f"inputResponses.{interrupt.interrupt_id}")
+        try:
+            elicited = mcp.Elicited.model_validate(raw)
+        except ValidationError as exc:
+            param, message = first_error(exc)
+            where = f"inputResponses.{interrupt.interrupt_id}.{param}"
+            raise mcp.RpcError(mcp.INVALID_PARAMS, message, where) from None
+        resume(store, parking, caller, sid, interrupt.interrupt_id, mcp.answer_from(elicited, interrupt))
+        sid, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, interrupt.interrupt_id), "requestState")
+    return mcp.tool_result(mcp.approval_out(sid, interrupt))
+
+
+def get(store: SessionStore, caller: Caller, agent_id: str, args: mcp.ApprovalRef) -> dict[str, Any]:
+    """`get_approval`: one of the caller's own approvals."""
+    sid, interrupt = _own(store, caller, agent_id, args.id, "arguments.id")
+    return mcp.tool_result(mcp.approval_out(sid, interrupt))
+
+
+def pending(store: SessionStore, sealer: Sealer, caller: Caller, agent_id: str,
+            args: mcp.ListApprovals) -> dict[str, Any]:
+    """`list_pending_approvals`: the caller's own open approvals, oldest first; with `answerable`,
+    the tenant's open interrupts this caller may answer (the inbox's `approver=me`)."""
+    if args.answerable:
+        rows = inbox(store, sealer, caller, args.limit, None, InboxFilters(approver_me=True))["interrupts"]
+        found = [{"id": mcp.approval_id(r["session_id"], r["interrupt_id"]), "status": r["status"],
+                  "question": (r.get("payload") or {}).get("message") if isinstance(r.get("payload"), dict)
+                  else r["reason"], "created_at": r["created_at"]} for r in rows]
+        return mcp.tool_result({"approvals": found})
+    state = store.load(caller.tenant, session_id_of(caller, agent_id))
+    if state is None or (caller.own_only and (state.header.identity or {}).get("id") != caller.subject):
+        return mcp.tool_result({"approvals": []})
+    sid = state.header.session_id
+    opened = sorted(state.open_interrupts(), key=lambda i: (i.created_at, i.interrupt_id))[:args.limit]
+    return mcp.tool_result({"approvals": [mcp.approval_out(sid, i) for i in opened]})
+
+
+def answer(store: SessionStore, parking: Parking, caller: Caller, args: mcp.AnswerApproval) -> dict[str, Any]:
+    """`answer_approval`: the resume path as this caller (R17, A1-A4: a caller the policy does not
+    admit is refused and nothing is recorded); any session the caller may see, not only its own."""
+    sid, iid = mcp.split_id(args.id, "arguments.id")
+    try:
+        out = resume(store, parking, caller, sid, iid, args.payload, comment=args.comment)
+    except Refusal as exc:
+        if exc.code == "not_found":
+            raise Refusal("not_found", f"approval {args.id[:100]} not found", "arguments.id") from None
+        exc.param = _param(exc.param)
+        raise
+    state = sessions.owned(store, caller, sid)
+    interrupt = state.interrupts.get(iid)
+    if interrupt is None:
+        raise Refusal("not_found", f"approval {args.id[:100]} not found", "arguments.id")
+    return mcp.tool_result({**mcp.approval_out(sid, interrupt), "noop": bool(out.get("noop"))})
+
+
+def _param(param: str | None) -> str | None:
+    if param and (param.startswith("payload") or param == "comment"):
+        return f"arguments.{param}"
+    return "arguments.id" if param in (None, "interrupt_id") else param
+
+
+def task(store: SessionStore, caller: Caller, agent_id: str, ref: mcp.TaskRef, clock: Clock = time.time
+         ) -> dict[str, Any]:
+    """`tasks/get`."""
+    sid, interrupt = _own(store, caller, agent_id, ref.taskId, "taskId")
+    return mcp.task_out(sid, interrupt, iso_ms(clock()))
+
+
+def cancel(store: SessionStore, parking: Parking, caller: Caller, agent_id: str, ref: mcp.TaskRef) -> dict[str, Any]:
+    """`tasks/cancel`: the approval declined through the resume path (so only where the approver
+    policy admits the caller); an approval already answered stays as it was."""
+    sid, interrupt = _own(store, caller, agent_id, ref.taskId, "taskId")
+    if interrupt.status == "open":
+        resume(store, parking, caller, sid, interrupt.interrupt_id, dict(mcp.DECLINED))
+    return {"resultType": "complete"}
