@@ -134,6 +134,7 @@ class Interrupt:
     turn_id: str | None = None
     raised_by: str | None = None
     execution_arn: str | None = None
+    park_waits: int = 0  # StartExecution refusals (the open-execution ceiling); > 0: a ParkRetry timer is set
     task_token: str | None = None
     resolution: Any = None
     responder: dict[str, Any] | None = None
