@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from holdpoint.aws.leases import WaitLeases
     from holdpoint.aws.parking import Parking
+    from holdpoint.aws.pushconfigs import PushConfigLog
     from holdpoint.aws.queue import WorkQueue
     from holdpoint.aws.store import Store
     from holdpoint.aws.timers import Timers
@@ -94,15 +95,27 @@ def get_notifier() -> Notifier:
     from holdpoint.aws.deliveries import DeliveryLog
     from holdpoint.aws.events import EventBus
     from holdpoint.outbound import channels
+    from holdpoint.outbound.webhooks import A2aPushChannel
+    from holdpoint.services.a2a import PUSH_CHANNEL, Pushes
     from holdpoint.services.notify import Notifier
 
     deliveries = DeliveryLog()
+    pushes = Pushes(get_store(), get_push_configs())
     return Notifier(get_store(), EventBus(), deliveries, get_timers(), signing,
-                    channels.installed(get_store(), deliveries),
-                    link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""))
+                    {**channels.installed(get_store(), deliveries), PUSH_CHANNEL: A2aPushChannel(pushes.resolve)},
+                    link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""), pushes=pushes.starts)
+
+
+@cache
+def get_push_configs() -> PushConfigLog:
+    """A2A push notification configs (PROTOCOL.md §8)."""
+    from holdpoint.aws.pushconfigs import PushConfigLog
+
+    return PushConfigLog()
 
 
 def reset() -> None:
     """Forget every built object (tests that swap the environment between cases)."""
-    for factory in (get_store, get_leases, get_queue, get_parking, get_timers, get_runner, get_notifier, get_slack):
+    for factory in (get_store, get_leases, get_queue, get_parking, get_timers, get_runner, get_notifier, get_slack,
+                    get_push_configs):
         factory.cache_clear()

@@ -219,6 +219,23 @@ class PostedMessages(Protocol):
     def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None: ...
 
 
+class PushConfigs(Protocol):
+    """A2A push notification configs (PROTOCOL.md §8), one record per (task, config id) in the
+    task's session: `{id, url, token?, authentication?}`. Setting the same config again is a
+    no-op, a changed one replaces it; deleting a missing one is a no-op."""
+
+    def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any]) -> None: ...
+
+    def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any] | None: ...
+
+    def list(self, tenant: str, session_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
+        """A task's configs, oldest id first (every task's in the session when `turn_id` is None),
+        each with its `turn_id`."""
+        ...
+
+    def delete(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> None: ...
+
+
 Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any] | None]
 """Ask the agent's worker (agent config, decision request, the session's tenant) for its answer;
 `None` is a `null` answer (the engine applies its own continuation)."""
