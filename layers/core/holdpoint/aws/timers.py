@@ -13,9 +13,9 @@ import math
 import os
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.aws import clients
 from holdpoint.aws.queue import group_id
 from holdpoint.core.messages import WorkMessage, body
 
@@ -23,7 +23,7 @@ from holdpoint.core.messages import WorkMessage, body
 class Timers:
     def __init__(self, state_machine_arn: str | None = None, client: Any = None) -> None:
         self.arn = state_machine_arn or os.environ.get("TIMER_STATE_MACHINE_ARN", "")
-        self.client = client or boto3.client("stepfunctions")
+        self.client = client or clients.client("stepfunctions")
 
     def schedule(self, seconds: float, message: WorkMessage, key: str) -> None:
         tenant, session_id = message.tenant, message.session_id
