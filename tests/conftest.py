@@ -67,9 +67,9 @@ def shared_client(service: str, *args: Any, **kwargs: Any) -> Any:
     """boto3.client, built once per service and options for the whole run. moto intercepts every
     client at botocore's send hook, so a client outlives `mock_aws` sessions safely, and building
     one (loading its service model) was most of each unit test's setup."""
-    if args or "config" in kwargs or service not in _SHARED_SERVICES:
+    if args or service not in _SHARED_SERVICES:
         return _REAL_CLIENT(service, *args, **kwargs)
-    key = (service, tuple(sorted(kwargs.items())))
+    key = (service, tuple(sorted((k, id(v) if k == "config" else v) for k, v in kwargs.items())))
     if key not in _CLIENTS:
         _CLIENTS[key] = _REAL_CLIENT(service, **kwargs)
     return _CLIENTS[key]

@@ -11,6 +11,7 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
 
     from holdpoint.assembly import get_store
     from holdpoint.aws.signing import platform_secret
+    from holdpoint.ports import Throttled, Unavailable
     from holdpoint.services.auth import authenticate
 
     logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
@@ -21,7 +22,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     token = headers.get("authorization")
     if token is None and event.get("identitySource"):
         token = event["identitySource"][0]
-    caller = authenticate(token, get_store(), platform_secret)
+    try:
+        caller = authenticate(token, get_store(), platform_secret)
+    except (Throttled, Unavailable) as exc:
+        # API Gateway answers an authorizer that raises with a bare 500, and a denial is a 403 that
+        # would tell good credentials they are bad: let the request through with no caller, marked,
+        # and the edge answers it 503 with Retry-After before any route runs (http/edge.py).
+        kind = "throttled" if isinstance(exc, Throttled) else "unavailable"
+        logger.warning("credentials not checked: aws refused", extra={"kind": kind})
+        return {"isAuthorized": True, "context": {"unavailable": kind}}
     if caller is None:
         logger.info("denied", extra={"route": event.get("routeKey")})
         return {"isAuthorized": False}

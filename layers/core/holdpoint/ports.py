@@ -61,6 +61,11 @@ class Conflict(Exception):
     """The session changed since it was loaded: reload and recompute."""
 
 
+class Interfered(Conflict):
+    """Another transaction was writing one of the items at the same moment (DynamoDB's
+    `TransactionConflict`): no condition failed and nothing was written; the same write may be sent again."""
+
+
 class TooManyChanges(ValueError):
     """One step would change more items than one transaction holds; nothing was written."""
 
@@ -71,6 +76,10 @@ class TooLarge(ValueError):
 
 class Throttled(Exception):
     """The store refused the request for now (its throughput is exhausted); nothing was written."""
+
+
+class Unavailable(Exception):
+    """An AWS service failed the call (a 5xx, or no answer) after its client's retries: try later."""
 
 
 class WorkerUnavailable(Exception):

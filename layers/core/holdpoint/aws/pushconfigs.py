@@ -10,9 +10,9 @@ import os
 import time
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.aws import clients
 from holdpoint.aws.deliveries import POSTED_KEEP_SECS
 from holdpoint.aws.store import session_pk
 
@@ -32,7 +32,7 @@ class PushConfigLog:
 
     def __init__(self, table: str | None = None, client: Any = None) -> None:
         self.table = table or os.environ["TABLE_NAME"]
-        self.client = client or boto3.client("dynamodb")
+        self.client = client or clients.client("dynamodb")
 
     def _key(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any]:
         return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"{PREFIX}{turn_id}#{config_id}")}

@@ -70,9 +70,9 @@ class Codec:
     @property
     def s3(self) -> Any:
         if self._s3 is None:
-            import boto3
+            from holdpoint.aws import clients
 
-            self._s3 = boto3.client("s3")
+            self._s3 = clients.client("s3")
         return self._s3
 
     # --- bodies ---------------------------------------------------------------------------
