@@ -87,3 +87,15 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         yield env
+
+
+@pytest.fixture
+def memory(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The in-memory store and adapters (`holdpoint.memory`) for every Harness the test builds.
+    Any AWS call made by mistake goes to a closed port and fails at once."""
+    from tests import harness
+
+    monkeypatch.setattr(harness, "BACKEND", "memory")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    yield
