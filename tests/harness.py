@@ -38,13 +38,16 @@ _names = itertools.count()
 
 BACKEND = "dynamodb"
 """What a Harness built without a store runs on: "memory" under the `memory` fixture."""
+MEMORY: MemoryStore | None = None
+"""The `memory` fixture's store, one per test as moto's table is: every Harness of a test shares it."""
 
 
 def adapters(backend: str | None = None) -> tuple[Any, Any, Any, Any]:
-    """A fresh (store, queue, parking, timers): in memory, or the AWS adapters (inside `aws`)."""
+    """(store, queue, parking, timers): in memory (the test's store, fresh adapters), or the AWS
+    adapters (inside `aws`)."""
     if (backend or BACKEND) == "memory":
         queue = MemoryQueue()
-        return MemoryStore(), queue, MemoryParking(queue), MemoryTimers()
+        return MEMORY or MemoryStore(), queue, MemoryParking(queue), MemoryTimers()
     return Store(), WorkQueue(), Parking(), assembly.get_timers()
 
 SEND_EMAIL_SCRIPT = [
