@@ -111,8 +111,7 @@ def test_store_a_stale_commit_conflicts_and_writes_nothing(store: Any) -> None:
     first, second = store.load("t1", sid), store.load("t1", sid)
     first.emit("one")
     store.commit(first)
-    second.emit("two")
-    second.add_node("n9", "n1", {"role": "user", "content": "lost"})
+    second.add_node("n9", "n1", {"role": "user", "content": "lost"})  # no item of `first`'s: the version alone
     with pytest.raises(Conflict):
         store.commit(second)
     assert [e["type"] for e in store.events("t1", sid, 0, 10)] == ["session.created", "one"]
