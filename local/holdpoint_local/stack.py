@@ -18,6 +18,7 @@ from .moto_server import MotoServer, enable_sfn_execution, wait_ready
 from .pollers import PollerGroup
 from .provision import REPO_ROOT, TEMPLATE_PATH, Provisioned, provision
 from .runtime import Handler, LocalFunction
+from .wsgateway import WebSocketGateway, port_from_env, read_live
 
 log = logging.getLogger("holdpoint_local.stack")
 
@@ -26,6 +27,7 @@ DEFAULT_TENANT = "dev"
 DEFAULT_SUBJECT = "dev-user"
 DEFAULT_ORIGIN = "client"
 LINK_BASE_ENV = "HOLDPOINT_LINK_BASE_URL"
+LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
 SECRET_ENV_PATTERN = "HOLDPOINT_*WORKER_SECRET"
 """`env:` secrets the local stack lets its tenant's agents reference: the demo's, the tests' and the
 README walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
@@ -98,6 +100,7 @@ class LocalStack:
         self.gateway: ApiGateway | None = None
         self.frontend: FrontEnd | None = None
         self.pollers: PollerGroup | None = None
+        self.live: WebSocketGateway | None = None  # the WebSocket API (wsgateway.py)
         self.env: dict[str, str] = {}
         self.api_key_seeded = False
         self._lock = threading.Lock()
@@ -120,6 +123,8 @@ class LocalStack:
             )
             self.env = self._environment(self.provisioned)
             os.environ.update(self.env)
+            self.live = WebSocketGateway(port=port_from_env())
+            os.environ[LIVE_ENV] = self.live.management_url  # PostToConnection reaches this gateway
             assembly.reset()  # the container-wide adapters follow this stack's environment
             self.functions = self._functions(self.provisioned)
             self._seed_api_key()
@@ -136,6 +141,9 @@ class LocalStack:
             for stream in self.provisioned.stream_mappings:
                 self.pollers.add_stream(stream, self.functions[stream.function], self.moto_endpoint)
             self.pollers.start()
+            live = read_live(self.moto_endpoint, self.provisioned)
+            if live is not None:
+                self.live.start(live, self.functions)
             return self
 
     def stop(self, *, keep_moto: bool = False) -> None:
@@ -147,6 +155,9 @@ class LocalStack:
             if self.frontend:
                 self.frontend.stop()
                 self.frontend = None
+            if self.live:
+                self.live.stop()
+                self.live = None
             if self.moto and not keep_moto:
                 self.moto.stop()
                 self.moto = None

@@ -451,3 +451,32 @@ def test_cfn_a_table_gets_its_ttl_and_point_in_time_recovery(aws: dict[str, str]
     assert ddb.describe_time_to_live(TableName=res["T"])["TimeToLiveDescription"]["AttributeName"] == "ttl"
     backups = ddb.describe_continuous_backups(TableName=res["T"])["ContinuousBackupsDescription"]
     assert backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED"
+
+
+def test_cfn_creates_a_websocket_api_with_its_routes_integration_and_authorizer(aws: dict[str, str]) -> None:
+    uri = ("arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/"
+           "arn:aws:lambda:us-east-1:1:function:{}/invocations")
+    ws = {"Ref": "Ws"}
+    target = {"Fn::Join": ["/", ["integrations", {"Ref": "Int"}]]}
+    _, res, _ = _stack({
+        "Ws": {"Type": "AWS::ApiGatewayV2::Api", "Properties": {
+            "Name": "live", "ProtocolType": "WEBSOCKET", "RouteSelectionExpression": "$request.body.action"}},
+        "Auth": {"Type": "AWS::ApiGatewayV2::Authorizer", "Properties": {
+            "ApiId": ws, "Name": "A", "AuthorizerType": "REQUEST", "AuthorizerUri": uri.format("auth")}},
+        "Int": {"Type": "AWS::ApiGatewayV2::Integration", "Properties": {
+            "ApiId": ws, "IntegrationType": "AWS_PROXY", "IntegrationUri": uri.format("live")}},
+        "Connect": {"Type": "AWS::ApiGatewayV2::Route", "Properties": {
+            "ApiId": ws, "RouteKey": "$connect", "AuthorizationType": "CUSTOM", "AuthorizerId": {"Ref": "Auth"},
+            "Target": target}},
+        "Sub": {"Type": "AWS::ApiGatewayV2::Route", "Properties": {
+            "ApiId": ws, "RouteKey": "subscribe", "AuthorizationType": "NONE", "Target": target}},
+    })
+    api = boto3.client("apigatewayv2", region_name="us-east-1")
+    got = api.get_api(ApiId=res["Ws"])
+    assert got["ProtocolType"] == "WEBSOCKET" and got["RouteSelectionExpression"] == "$request.body.action"
+    routes = {r["RouteKey"]: r for r in api.get_routes(ApiId=res["Ws"])["Items"]}
+    assert set(routes) == {"$connect", "subscribe"}
+    assert routes["$connect"]["AuthorizationType"] == "CUSTOM" and routes["$connect"]["AuthorizerId"] == res["Auth"]
+    assert routes["subscribe"]["Target"] == f"integrations/{res['Int']}"
+    assert api.get_integration(ApiId=res["Ws"], IntegrationId=res["Int"])["IntegrationUri"] == uri.format("live")
+    assert api.get_authorizer(ApiId=res["Ws"], AuthorizerId=res["Auth"])["AuthorizerUri"] == uri.format("auth")

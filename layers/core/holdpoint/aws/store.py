@@ -253,6 +253,10 @@ def cache_from_env() -> StateCache | None:
     return StateCache(max_sessions=sessions) if sessions > 0 else None
 
 
+def _nothing(state: SessionState) -> None:
+    """No one to tell of a commit."""
+
+
 class Store:
     def __init__(self, table: str | None = None, client: Any = None, s3: Any = None,
                  cache: StateCache | bool = True, limits: quotas.Quotas | None = None) -> None:
@@ -267,6 +271,8 @@ class Store:
         self.cache: StateCache | None = cache_from_env() if cache is True else cache or None
         if isinstance(cache, StateCache):  # an empty cache is falsy (it has a length)
             self.cache = cache
+        self.committed: Callable[[SessionState], None] = _nothing
+        """Called after each successful commit (the live push, services/live.py)."""
 
     # --- large bodies by reference ------------------------------------------------------
 
@@ -596,6 +602,7 @@ class Store:
                 self.cache.put(key, after)
             else:
                 self.cache.drop_tail(key)
+        self.committed(state)
         return len(ops)
 
     def _quota_ops(self, state: SessionState, held: frozenset[str]) -> list[tuple[dict[str, Any], str, int]]:
