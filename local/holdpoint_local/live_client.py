@@ -2,7 +2,7 @@
 session's events once and in order: frames are taken by `seq`, a repeat is dropped, and a gap
 (a post lost between a commit and its post, or live events overtaking the catch-up) is filled by
 subscribing again from the last seq it has, holding what came early until the gap is filled.
-The tests and bench/live_latency.py use it; the session page (`/inbox/session`) does the same in JS."""
+The tests and bench/live_latency.py use it."""
 
 from __future__ import annotations
 
