@@ -86,6 +86,7 @@ BENCH_RESUMES ?= 200
 BENCH_PARKED ?= 1000
 BENCH_EVENTS ?= 200
 BENCH_EVENT_ARGS ?=
+BENCH_LIVE_ARGS ?= --n 200 --subscribers 1000
 BENCH_SIZES ?= 10,100,1000
 BENCH_HISTORY ?= 10,100
 BENCH_PAIRS ?= 9
@@ -118,8 +119,10 @@ bench: venv venv-runtime
 	$(BENCH_ENV) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) $(BENCH_LOCAL_ARGS)
 	$(BENCH_ENV) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) $(BENCH_LOCAL_ARGS)
 	$(BENCH_ENV) $(PY) bench/event_stream.py --n $(BENCH_EVENTS) $(BENCH_EVENT_ARGS)
+	$(BENCH_ENV) $(PY) bench/live_latency.py $(BENCH_LIVE_ARGS)
 	@echo; echo "=== issue 13 figures, each next to its target ==="; cat $(BENCH_SUMMARY)
 
 bench-quick:
 	$(MAKE) --no-print-directory bench BENCH_SIZES=10,100 BENCH_HISTORY=10 BENCH_PAIRS=7 BENCH_RESUMES=20 \
-		BENCH_PARKED=40 BENCH_LOCAL_ARGS="--warmup 2" BENCH_EVENTS=20 BENCH_EVENT_ARGS="--resumes 5 --no-idle"
+		BENCH_PARKED=40 BENCH_LOCAL_ARGS="--warmup 2" BENCH_EVENTS=20 BENCH_EVENT_ARGS="--resumes 5 --no-idle" \
+		BENCH_LIVE_ARGS="--n 20 --subscribers 100 --idle-secs 2"

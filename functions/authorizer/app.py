@@ -1,4 +1,6 @@
-"""HTTP API Lambda authorizer (simple responses): API key or client JWT -> tenant, subject, origin."""
+"""HTTP API Lambda authorizer (simple responses): API key or client JWT -> tenant, subject, origin.
+The WebSocket API's `$connect` uses it too (an event with `methodArn`): the same check, answered
+as an IAM policy; a browser, which cannot set a header there, may send its token as `?token=`."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
     from holdpoint.assembly import get_store
     from holdpoint.aws.signing import platform_secret
     from holdpoint.ports import Throttled, Unavailable
-    from holdpoint.services.auth import authenticate
+    from holdpoint.services.auth import authenticate, websocket_answer
 
     logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 
@@ -22,6 +24,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     token = headers.get("authorization")
     if token is None and event.get("identitySource"):
         token = event["identitySource"][0]
+    if event.get("methodArn"):  # a WebSocket API's REQUEST authorizer
+        if token is None:
+            query = (event.get("queryStringParameters") or {}).get("token")
+            token = f"Bearer {query}" if query else None
+        # An AWS refusal here raises: API Gateway refuses the connect, and the client connects again.
+        return websocket_answer(authenticate(token, get_store(), platform_secret), str(event["methodArn"]))
     try:
         caller = authenticate(token, get_store(), platform_secret)
     except (Throttled, Unavailable) as exc:

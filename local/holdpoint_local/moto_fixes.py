@@ -47,7 +47,8 @@ guarantees the real service gives, at a cost per request that does not hide the 
 10. **The types moto's CloudFormation lacks**: AWS::SecretsManager::Secret (GenerateSecretString),
     AWS::ApiGatewayV2::Api (its OpenAPI `Body` imported with the Lambda authorizers of
     `securitySchemes` and each operation's `security`, which moto's import skipped, and CORS),
-    AWS::ApiGatewayV2::Stage, AWS::S3::BucketPolicy and AWS::CloudWatch::Alarm, each created
+    AWS::ApiGatewayV2::Stage, a WebSocket API's Authorizer, Integration and Route
+    (moto_websocket.py), AWS::S3::BucketPolicy and AWS::CloudWatch::Alarm, each created
     through its service's moto backend, so Ref/GetAtt to them resolve (moto left them out and a
     Ref to one dropped the value, e.g. the functions' JWT_SECRET_ARN).
 11. **An event source mapping is recorded, not run by moto.** moto ran a mapping itself, invoking
@@ -88,6 +89,8 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models import table as table_module
 from moto.dynamodb.models.dynamo_type import Item
 from moto.sqs.models import SQSBackend
+
+from . import moto_websocket
 
 PINNED = "5.2.5"
 MARKER = "holdpoint moto fixes applied"
@@ -493,7 +496,8 @@ def _cfn_models() -> list[type[Any]]:
                 "description": props.get("Description"), "disable_schema_validation": None,
                 "disable_execute_api_endpoint": props.get("DisableExecuteApiEndpoint"),
                 "name": props.get("Name") or (body.get("info") or {}).get("title") or resource_name,
-                "protocol_type": props.get("ProtocolType", "HTTP"), "route_selection_expression": None,
+                "protocol_type": props.get("ProtocolType", "HTTP"),
+                "route_selection_expression": props.get("RouteSelectionExpression"),
                 "tags": {}, "version": None,
             }
             api = apigatewayv2_backends[account_id][region_name].create_api(**settings)
@@ -562,7 +566,8 @@ def _schedule_group(base: type[Any]) -> type[Any]:
 
 
 CFN_TYPES = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Stage",
-             "AWS::S3::BucketPolicy", "AWS::CloudWatch::Alarm", "AWS::Scheduler::ScheduleGroup")
+             "AWS::S3::BucketPolicy", "AWS::CloudWatch::Alarm", "AWS::Scheduler::ScheduleGroup",
+             *moto_websocket.CFN_TYPES)
 """The resource types fix 10 gives moto's CloudFormation."""
 
 
@@ -579,6 +584,7 @@ def _apply_cloudformation() -> None:
         LambdaBackend.create_event_source_mapping)
     parsing.clean_json = _no_value_in_lists(parsing.clean_json)
     _MODELS.extend(_cfn_models())
+    _MODELS.extend(moto_websocket.models())
     _refs()
     StateMachine.create_from_cloudformation_json = _state_machine(  # type: ignore[method-assign]
         StateMachine.create_from_cloudformation_json)

@@ -19,15 +19,34 @@ if TYPE_CHECKING:
     from holdpoint.aws.store import Store
     from holdpoint.aws.timers import Timers
     from holdpoint.outbound.slack import SlackChannel
+    from holdpoint.services.live import Live
     from holdpoint.services.notify import Notifier
     from holdpoint.services.runner import Runner
 
 
 @cache
 def get_store() -> Store:
+    """The container's store; with a WebSocket API (`HOLDPOINT_LIVE_ENDPOINT`) every commit's
+    events go to the session's connections right after it (services/live.py)."""
+    import os
+
+    from holdpoint.aws.frames import LIVE_ENV
     from holdpoint.aws.store import Store
 
-    return Store()
+    store = Store()
+    if os.environ.get(LIVE_ENV):
+        store.committed = lambda state: get_live().publish(state)
+    return store
+
+
+@cache
+def get_live() -> Live:
+    """Live events: the WebSocket connections on the table, posted through the management API."""
+    from holdpoint.aws.connections import Connections
+    from holdpoint.aws.frames import ManagementFrames
+    from holdpoint.services.live import Live
+
+    return Live(get_store(), Connections(), ManagementFrames())
 
 
 @cache
@@ -116,6 +135,6 @@ def get_push_configs() -> PushConfigLog:
 
 def reset() -> None:
     """Forget every built object (tests that swap the environment between cases)."""
-    for factory in (get_store, get_leases, get_queue, get_parking, get_timers, get_runner, get_notifier, get_slack,
-                    get_push_configs):
+    for factory in (get_store, get_live, get_leases, get_queue, get_parking, get_timers, get_runner, get_notifier,
+                    get_slack, get_push_configs):
         factory.cache_clear()

@@ -255,3 +255,24 @@ Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str
 
 Clock = Callable[[], float]
 """Epoch seconds."""
+
+
+class Connections(Protocol):
+    """WebSocket connections and the sessions each follows (`aws/connections.py`): one item per
+    (session, connection), found by the session, gone with the connection's 2-hour lifetime."""
+
+    def open(self, connection_id: str, tenant: str, expires: int) -> None: ...
+
+    def subscribe(self, tenant: str, session_id: str, connection_id: str, expires: int) -> bool: ...
+
+    def following(self, tenant: str, session_id: str) -> list[str]: ...
+
+    def drop(self, tenant: str, session_id: str, connection_id: str) -> None: ...
+
+    def disconnect(self, connection_id: str) -> None: ...
+
+
+class Frames(Protocol):
+    """API Gateway's `@connections` management API: `post` is False when the connection is gone (410)."""
+
+    def post(self, connection_id: str, frame: dict[str, Any]) -> bool: ...

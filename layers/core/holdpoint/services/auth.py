@@ -61,3 +61,16 @@ def mint_client_token(secret: str, tenant: str, subject: str, *, ttl_secs: int =
     return jwt.encode(claims, secret, algorithm="HS256")
 
 
+def websocket_answer(caller: Caller | None, method_arn: str) -> dict[str, Any]:
+    """The WebSocket API's `$connect` authorizer answer (it has no simple responses): an IAM
+    policy on the connect route, with the caller's context, which API Gateway hands to every
+    route of the connection."""
+    effect = "Allow" if caller is not None else "Deny"
+    answer: dict[str, Any] = {
+        "principalId": caller.subject if caller is not None else "anonymous",
+        "policyDocument": {"Version": "2012-10-17", "Statement": [
+            {"Action": "execute-api:Invoke", "Effect": effect, "Resource": method_arn}]},
+    }
+    if caller is not None:
+        answer["context"] = caller.context()
+    return answer
