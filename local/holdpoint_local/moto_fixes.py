@@ -346,6 +346,9 @@ def apply() -> None:
     BaseJSONSerializer._serialize_type_map = _items_as_stored(  # type: ignore[method-assign]
         BaseJSONSerializer._serialize_type_map)
     _apply_cloudformation()
+    from . import moto_iam
+
+    moto_iam.apply()  # fixes 16-19: IAM checked against the resource a call names
 
 
 # ----------------------------------------------------------------------------- CloudFormation (9-11)

@@ -1,0 +1,160 @@
+"""Each function calls "AWS" with its own execution role, in one process.
+
+On Lambda each function's SDK signs with its role's temporary credentials. Here every handler
+shares the process's boto3 default session (and the container-wide clients `assembly` builds on
+it), so the session's credentials are a `FunctionCredentials`: botocore asks it for frozen
+credentials on every request it signs, and it answers with those of the function this thread is
+running (`acting_as`, set by the runtime around each invocation and by each event source mapping
+around its polling, which on AWS also uses the function's role), obtained by `sts:AssumeRole` of
+the role the transform generated, as the Lambda service identity (moto_iam.py), and renewed before
+they expire. Outside any function the thread is the operator (the `FAKE_ENV` keys). Inside a
+function nothing falls back to the operator: a failed AssumeRole raises.
+
+`CallLog` records (function, IAM service, operation, error code) of every call the default session
+makes, for the least-privilege report (least_privilege.py) and the IAM tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any
+
+import boto3
+from botocore.credentials import Credentials, ReadOnlyCredentials
+
+from . import FAKE_ENV, REGION
+from .moto_iam import LAMBDA_SERVICE_KEY, LAMBDA_SERVICE_SECRET
+
+RENEW_BEFORE_SECONDS = 300
+SESSION_SECONDS = 3600
+CALL_LOG_ENV = "HOLDPOINT_IAM_CALL_LOG"
+"""A file the calls are appended to as JSON lines (the pytest plugin sets it for the least-privilege report)."""
+
+_THREAD = threading.local()
+OPERATOR = ReadOnlyCredentials(FAKE_ENV["AWS_ACCESS_KEY_ID"], FAKE_ENV["AWS_SECRET_ACCESS_KEY"],
+                               FAKE_ENV["AWS_SESSION_TOKEN"])
+
+
+@dataclass(frozen=True)
+class Acting:
+    function: str
+    role_arn: str
+
+
+def current() -> Acting | None:
+    """The function this thread is running, if any."""
+    acting: Acting | None = getattr(_THREAD, "acting", None)
+    return acting
+
+
+@contextlib.contextmanager
+def acting_as(function: str, role_arn: str) -> Iterator[None]:
+    """Calls made on this thread inside the block sign with `role_arn`'s credentials."""
+    saved = current()
+    _THREAD.acting = Acting(function, role_arn)
+    try:
+        yield
+    finally:
+        _THREAD.acting = saved
+
+
+class RoleSessions:
+    """Temporary credentials per role, assumed as the Lambda service and renewed before expiry."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[ReadOnlyCredentials, float]] = {}
+        self._sts = boto3.Session().client(
+            "sts", endpoint_url=endpoint, region_name=REGION,
+            aws_access_key_id=LAMBDA_SERVICE_KEY, aws_secret_access_key=LAMBDA_SERVICE_SECRET)
+
+    def get(self, role_arn: str) -> ReadOnlyCredentials:
+        with self._lock:
+            cached = self._cache.get(role_arn)
+            if cached is not None and cached[1] - time.time() > RENEW_BEFORE_SECONDS:
+                return cached[0]
+            out = self._sts.assume_role(RoleArn=role_arn, RoleSessionName=role_arn.rsplit("/", 1)[-1][:64],
+                                        DurationSeconds=SESSION_SECONDS)["Credentials"]
+            creds = ReadOnlyCredentials(out["AccessKeyId"], out["SecretAccessKey"], out["SessionToken"])
+            expiry = out["Expiration"].replace(tzinfo=out["Expiration"].tzinfo or UTC).timestamp()
+            self._cache[role_arn] = (creds, expiry)
+            return creds
+
+
+class FunctionCredentials(Credentials):  # type: ignore[misc]
+    """The default session's credentials: the running function's role, else the operator."""
+
+    def __init__(self, sessions: RoleSessions) -> None:
+        self.sessions = sessions
+        self.method = "holdpoint-local-function-role"
+
+    def get_frozen_credentials(self) -> ReadOnlyCredentials:
+        acting = current()
+        return OPERATOR if acting is None else self.sessions.get(acting.role_arn)
+
+    @property
+    def access_key(self) -> str:
+        return str(self.get_frozen_credentials().access_key)
+
+    @property
+    def secret_key(self) -> str:
+        return str(self.get_frozen_credentials().secret_key)
+
+    @property
+    def token(self) -> str | None:
+        token: str | None = self.get_frozen_credentials().token
+        return token
+
+
+class CallLog:
+    """Every call of the default session: (function or "", IAM service prefix, operation, error code or "")."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls: Counter[tuple[str, str, str, str]] = Counter()
+
+    def record(self, model: Any = None, parsed: Any = None, **_: Any) -> None:
+        if model is None:
+            return
+        acting = current()
+        error = (parsed or {}).get("Error", {}).get("Code", "") if isinstance(parsed, dict) else ""
+        key = (acting.function if acting else "", model.service_model.signing_name, model.name, str(error))
+        with self._lock:
+            self.calls[key] += 1
+        path = os.environ.get(CALL_LOG_ENV)
+        if path and acting is not None:
+            with self._lock, open(path, "a", encoding="utf-8") as out:
+                out.write(json.dumps(dict(zip(("function", "service", "operation", "error"), key, strict=True))) + "\n")
+
+    def denied(self, function: str | None = None) -> list[tuple[str, str, str]]:
+        """The (function, service, operation) calls that IAM refused."""
+        with self._lock:
+            keys = list(self.calls)
+        return [k[:3] for k in keys if k[3] in ("AccessDenied", "AccessDeniedException")
+                and (function is None or k[0] == function)]
+
+
+CALLS = CallLog()
+_INSTALLED: dict[str, RoleSessions] = {}
+
+
+def install(endpoint: str) -> None:
+    """Make the process's default boto3 session sign with the running function's role."""
+    sessions = _INSTALLED.get(endpoint) or RoleSessions(endpoint)
+    _INSTALLED[endpoint] = sessions
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    core = boto3.DEFAULT_SESSION._session
+    core._credentials = FunctionCredentials(sessions)  # noqa: SLF001 - botocore reads it on every client
+    if not getattr(core, "__holdpoint_calls__", False):
+        core.register("after-call", CALLS.record)
+        core.__holdpoint_calls__ = True
