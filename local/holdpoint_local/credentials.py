@@ -122,11 +122,14 @@ class CallLog:
         self._lock = threading.Lock()
         self.calls: Counter[tuple[str, str, str, str]] = Counter()
 
-    def record(self, model: Any = None, parsed: Any = None, **_: Any) -> None:
+    def record(self, model: Any = None, parsed: Any = None, http_response: Any = None, **_: Any) -> None:
         if model is None:
             return
         acting = current()
         error = (parsed or {}).get("Error", {}).get("Code", "") if isinstance(parsed, dict) else ""
+        if getattr(http_response, "status_code", 0) == 403 and b"<Code>AccessDenied</Code>" in (
+                getattr(http_response, "content", b"") or b""):
+            error = "AccessDenied"  # moto answers IAM's XML error in every protocol (local/README.md)
         key = (acting.function if acting else "", model.service_model.signing_name, model.name, str(error))
         with self._lock:
             self.calls[key] += 1
