@@ -11,7 +11,8 @@ they expire. Outside any function the thread is the operator (the `FAKE_ENV` key
 function nothing falls back to the operator: a failed AssumeRole raises.
 
 `CallLog` records (function, IAM service, operation, error code) of every call the default session
-makes, for the least-privilege report (least_privilege.py) and the IAM tests.
+makes (the IAM tests read the denials), and the IAM actions each function's calls needed (the
+least-privilege report, least_privilege.py, reads them from the `HOLDPOINT_IAM_CALL_LOG` file).
 """
 
 from __future__ import annotations
@@ -115,12 +116,45 @@ class FunctionCredentials(Credentials):  # type: ignore[misc]
         return token
 
 
+_ITEM_ACTIONS = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
+                 "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}
+_SQS_BATCH = {"DeleteMessageBatch": "DeleteMessage", "SendMessageBatch": "SendMessage",
+              "ChangeMessageVisibilityBatch": "ChangeMessageVisibility"}
+
+
+def iam_actions(service: str, operation: str, params: dict[str, Any]) -> list[str]:
+    """The IAM actions AWS checks for one call (a transaction as its items' actions, an SQS batch
+    as its single action; moto_iam.py checks the same)."""
+    if service == "dynamodb" and operation in ("TransactWriteItems", "TransactGetItems"):
+        kinds = {kind for entry in params.get("TransactItems") or [] for kind in entry}
+        return sorted(f"dynamodb:{_ITEM_ACTIONS[k]}" for k in kinds if k in _ITEM_ACTIONS)
+    if service == "sqs":
+        operation = _SQS_BATCH.get(operation, operation)
+    return [f"{service}:{operation}"]
+
+
 class CallLog:
     """Every call of the default session: (function or "", IAM service prefix, operation, error code or "")."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.calls: Counter[tuple[str, str, str, str]] = Counter()
+        self.actions: dict[str, set[str]] = {}
+
+    def before(self, model: Any = None, params: Any = None, **_: Any) -> None:
+        """Note the IAM actions of a call a function makes (and append them to CALL_LOG_ENV's file)."""
+        acting = current()
+        if model is None or acting is None:
+            return
+        actions = iam_actions(model.service_model.signing_name, model.name, params or {})
+        with self._lock:
+            known = self.actions.setdefault(acting.function, set())
+            new = [a for a in actions if a not in known]
+            known.update(new)
+            path = os.environ.get(CALL_LOG_ENV)
+            if path and new:
+                with open(path, "a", encoding="utf-8") as out:
+                    out.writelines(json.dumps({"function": acting.function, "action": a}) + "\n" for a in new)
 
     def record(self, model: Any = None, parsed: Any = None, http_response: Any = None, **_: Any) -> None:
         if model is None:
@@ -133,10 +167,6 @@ class CallLog:
         key = (acting.function if acting else "", model.service_model.signing_name, model.name, str(error))
         with self._lock:
             self.calls[key] += 1
-        path = os.environ.get(CALL_LOG_ENV)
-        if path and acting is not None:
-            with self._lock, open(path, "a", encoding="utf-8") as out:
-                out.write(json.dumps(dict(zip(("function", "service", "operation", "error"), key, strict=True))) + "\n")
 
     def denied(self, function: str | None = None) -> list[tuple[str, str, str]]:
         """The (function, service, operation) calls that IAM refused."""
@@ -159,5 +189,6 @@ def install(endpoint: str) -> None:
     core = boto3.DEFAULT_SESSION._session
     core._credentials = FunctionCredentials(sessions)  # noqa: SLF001 - botocore reads it on every client
     if not getattr(core, "__holdpoint_calls__", False):
+        core.register("before-call", CALLS.before)
         core.register("after-call", CALLS.record)
         core.__holdpoint_calls__ = True
