@@ -121,6 +121,8 @@ _ITEM_ACTIONS = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem
 _SQS_BATCH = {"DeleteMessageBatch": "DeleteMessage", "SendMessageBatch": "SendMessage",
               "ChangeMessageVisibilityBatch": "ChangeMessageVisibility"}
 
+_BEDROCK = {"Converse": "InvokeModel", "ConverseStream": "InvokeModelWithResponseStream"}
+
 
 def iam_actions(service: str, operation: str, params: dict[str, Any]) -> list[str]:
     """The IAM actions AWS checks for one call (a transaction as its items' actions, an SQS batch
@@ -130,6 +132,8 @@ def iam_actions(service: str, operation: str, params: dict[str, Any]) -> list[st
         return sorted(f"dynamodb:{_ITEM_ACTIONS[k]}" for k in kinds if k in _ITEM_ACTIONS)
     if service == "sqs":
         operation = _SQS_BATCH.get(operation, operation)
+    if service == "bedrock":
+        operation = _BEDROCK.get(operation, operation)
     return [f"{service}:{operation}"]
 
 
@@ -141,22 +145,29 @@ class CallLog:
         self.calls: Counter[tuple[str, str, str, str]] = Counter()
         self.actions: dict[str, set[str]] = {}
 
-    def before(self, model: Any = None, params: Any = None, **_: Any) -> None:
-        """Note the IAM actions of a call a function makes (and append them to CALL_LOG_ENV's file)."""
-        acting = current()
-        if model is None or acting is None:
-            return
-        actions = iam_actions(model.service_model.signing_name, model.name, params or {})
+    def parameters(self, model: Any = None, params: Any = None, context: Any = None, **_: Any) -> None:
+        """Work out a call's IAM actions from its API parameters (before they are serialised)."""
+        if model is not None and isinstance(context, dict) and current() is not None:
+            context["holdpoint_actions"] = iam_actions(model.service_model.signing_name, model.name, params or {})
+
+    def before(self, request_signer: Any = None, context: Any = None, **_: Any) -> None:
+        """Keep the actions only of a call signed with the function's role (logged once it succeeds)."""
+        if isinstance(context, dict) and not isinstance(getattr(request_signer, "_credentials", None),
+                                                        FunctionCredentials):
+            context.pop("holdpoint_actions", None)  # a client with its own keys (the operator's, pollers.py)
+
+    def _log_actions(self, function: str, actions: list[str]) -> None:
         with self._lock:
-            known = self.actions.setdefault(acting.function, set())
+            known = self.actions.setdefault(function, set())
             new = [a for a in actions if a not in known]
             known.update(new)
             path = os.environ.get(CALL_LOG_ENV)
             if path and new:
                 with open(path, "a", encoding="utf-8") as out:
-                    out.writelines(json.dumps({"function": acting.function, "action": a}) + "\n" for a in new)
+                    out.writelines(json.dumps({"function": function, "action": a}) + "\n" for a in new)
 
-    def record(self, model: Any = None, parsed: Any = None, http_response: Any = None, **_: Any) -> None:
+    def record(self, model: Any = None, parsed: Any = None, http_response: Any = None, context: Any = None,
+               **_: Any) -> None:
         if model is None:
             return
         acting = current()
@@ -167,6 +178,9 @@ class CallLog:
         key = (acting.function if acting else "", model.service_model.signing_name, model.name, str(error))
         with self._lock:
             self.calls[key] += 1
+        actions = (context or {}).get("holdpoint_actions") if isinstance(context, dict) else None
+        if acting is not None and actions and getattr(http_response, "status_code", 500) < 300:
+            self._log_actions(acting.function, actions)
 
     def denied(self, function: str | None = None) -> list[tuple[str, str, str]]:
         """The (function, service, operation) calls that IAM refused."""
@@ -189,6 +203,7 @@ def install(endpoint: str) -> None:
     core = boto3.DEFAULT_SESSION._session
     core._credentials = FunctionCredentials(sessions)  # noqa: SLF001 - botocore reads it on every client
     if not getattr(core, "__holdpoint_calls__", False):
+        core.register("before-parameter-build", CALLS.parameters)
         core.register("before-call", CALLS.before)
         core.register("after-call", CALLS.record)
         core.__holdpoint_calls__ = True

@@ -21,6 +21,10 @@ POLLER_POLICIES = {"AWSLambdaBasicExecutionRole", "AWSLambdaSQSQueueExecutionRol
 """Managed policies the transform attaches itself (logs, X-Ray, the event source mapping's polling)."""
 
 
+NO_GRANT_NEEDED = {"sts:GetCallerIdentity"}
+"""Actions AWS allows every principal."""
+
+
 def _actions_of(node: Any) -> Iterator[str]:
     """Every Action string in a policy document (both branches of an Fn::If)."""
     if isinstance(node, dict):
@@ -76,7 +80,8 @@ def report(log: Path, template_path: Path = TEMPLATE_PATH) -> str:
     for function in sorted(grants):
         inline, used = grants[function]["inline"], calls.get(function, set())
         unused = sorted(g for g in inline if not any(_covers(g, a) for a in used))
-        ungranted = sorted(a for a in used if not any(_covers(g, a) for g in inline | grants[function]["managed"]))
+        ungranted = sorted(a for a in used - NO_GRANT_NEEDED
+                           if not any(_covers(g, a) for g in inline | grants[function]["managed"]))
         row = [function, ", ".join(f"`{a}`" for a in sorted(inline)), ", ".join(f"`{a}`" for a in sorted(used)),
                ", ".join(f"`{a}`" for a in unused) or "none"]
         lines.append("| " + " | ".join(row) + " |")
