@@ -190,6 +190,32 @@ class CallLog:
                 and (function is None or k[0] == function)]
 
 
+class PerFunctionCache(dict[Any, Any]):
+    """A process-wide cache of values read from AWS, kept per function: on Lambda each function's
+    containers have their own, so a function never uses a secret only another function's role
+    could read (holdpoint.aws.secretrefs caches secrets once per container)."""
+
+    @staticmethod
+    def _key(key: Any) -> tuple[str, Any]:
+        acting = current()
+        return (acting.function if acting else "", key)
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(self._key(key))
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self._key(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(self._key(key), value)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(self._key(key), default)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        return super().pop(self._key(key), *default)
+
+
 CALLS = CallLog()
 _INSTALLED: dict[str, RoleSessions] = {}
 
@@ -202,6 +228,10 @@ def install(endpoint: str) -> None:
         boto3.setup_default_session()
     core = boto3.DEFAULT_SESSION._session
     core._credentials = FunctionCredentials(sessions)  # noqa: SLF001 - botocore reads it on every client
+    from holdpoint.aws import secretrefs
+
+    if not isinstance(secretrefs._CACHE, PerFunctionCache):
+        secretrefs._CACHE = PerFunctionCache()  # noqa: SLF001
     if not getattr(core, "__holdpoint_calls__", False):
         core.register("before-parameter-build", CALLS.parameters)
         core.register("before-call", CALLS.before)
