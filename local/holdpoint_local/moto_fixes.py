@@ -1,5 +1,5 @@
-"""Sixteen fixes to moto 5.2.5 (six to its DynamoDB emulation, one to SQS FIFO, one to how it writes
-DynamoDB answers, eight to its CloudFormation, which creates the translated template.yaml),
+"""Sixteen fixes to moto 5.2.5 here (six to its DynamoDB emulation, one to SQS FIFO, one to how it
+writes DynamoDB answers, eight to its CloudFormation; fixes 16-21, to its IAM checks, are in moto_iam.py, which creates the translated template.yaml),
 applied inside the moto server (and the unit tests' in-process moto) so the emulator keeps the
 guarantees the real service gives, at a cost per request that does not hide the product's own.
 
@@ -61,13 +61,13 @@ guarantees the real service gives, at a cost per request that does not hide the 
 14. **A state machine gets its `DefinitionSubstitutions` and `StateMachineType`** and is created in
     the backend the Step Functions API answers from (the executing one when it is on).
 15. **A table gets its `TimeToLiveSpecification` and `PointInTimeRecoverySpecification`.**
-16. **AWS::Scheduler::ScheduleGroup**, created in moto's Scheduler, so the timers' group exists
+22. **AWS::Scheduler::ScheduleGroup**, created in moto's Scheduler, so the timers' group exists
     and `Ref` to it is its name (moto's CloudFormation had no model: the Ref had no value).
 
 And one local-only control, not a fix: a cap on open Step Functions executions (`CAP_KEY`, off
 unless set), standing in for the account-region's ceiling so tests can reach it.
 
-Fixes 1-8 and 12-15 change no answer moto gives; 9-11 and 16 make its CloudFormation create what AWS's
+Fixes 1-8 and 12-15 change no answer moto gives; 9-11 and 22 make its CloudFormation create what AWS's
 would (11: moto's own delivery is left to the local stack). They are checked by tests/unit/test_moto_fixes.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch
 moto internals, so `apply` refuses any moto but the pinned one (`PINNED`): a new moto must be
@@ -354,6 +354,9 @@ def apply() -> None:
     BaseJSONSerializer._serialize_type_map = _items_as_stored(  # type: ignore[method-assign]
         BaseJSONSerializer._serialize_type_map)
     _apply_cloudformation()
+    from . import moto_iam
+
+    moto_iam.apply()  # fixes 16-21: IAM checked against the resource a call names
 
 
 # ----------------------------------------------------------------------------- CloudFormation (9-11)
@@ -549,7 +552,7 @@ def _cfn_models() -> list[type[Any]]:
 
 
 def _schedule_group(base: type[Any]) -> type[Any]:
-    """Fix 16: AWS::Scheduler::ScheduleGroup, created in moto's Scheduler (Ref: its name)."""
+    """Fix 22: AWS::Scheduler::ScheduleGroup, created in moto's Scheduler (Ref: its name)."""
     from moto.core.common_models import CloudFormationModel
     from moto.scheduler.models import scheduler_backends
 

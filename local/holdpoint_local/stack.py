@@ -12,7 +12,7 @@ from typing import Any
 
 from holdpoint import assembly
 
-from . import FAKE_ENV
+from . import FAKE_ENV, credentials
 from .frontend import ApiGateway, FrontEnd
 from .moto_server import MotoServer, enable_sfn_execution, wait_ready
 from .pollers import PollerGroup
@@ -127,6 +127,7 @@ class LocalStack:
             os.environ.update(self.env)
             self.live = WebSocketGateway(port=port_from_env())
             os.environ[LIVE_ENV] = self.live.management_url  # PostToConnection reaches this gateway
+            credentials.install(self.moto_endpoint)  # each function signs with its own role
             assembly.reset()  # the container-wide adapters follow this stack's environment
             self.functions = self._functions(self.provisioned)
             self._seed_api_key()
@@ -249,6 +250,7 @@ class LocalStack:
                 timeout=spec.timeout,
                 memory=spec.memory,
                 max_instances=self.max_instances,
+                role_arn=spec.role_arn,
             )
         return out
 

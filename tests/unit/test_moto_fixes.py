@@ -454,7 +454,7 @@ def test_cfn_a_table_gets_its_ttl_and_point_in_time_recovery(aws: dict[str, str]
 
 
 def test_cfn_creates_a_schedule_group_a_schedule_can_go_in(aws: dict[str, str]) -> None:
-    """Fix 16: stock moto's CloudFormation has no AWS::Scheduler::ScheduleGroup (the Ref had no value)."""
+    """Fix 22: stock moto's CloudFormation has no AWS::Scheduler::ScheduleGroup (the Ref had no value)."""
     _, res, outs = _stack({"G": {"Type": "AWS::Scheduler::ScheduleGroup", "Properties": {"Name": "fx-timers"}}},
                           {"Name": {"Value": {"Ref": "G"}}, "Arn": {"Value": {"Fn::GetAtt": ["G", "Arn"]}}})
     assert res["G"] == outs["Name"] == "fx-timers"
