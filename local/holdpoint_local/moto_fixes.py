@@ -1,7 +1,8 @@
 """Sixteen fixes to moto 5.2.5 here (six to its DynamoDB emulation, one to SQS FIFO, one to how it
-writes DynamoDB answers, eight to its CloudFormation; fixes 16-21, to its IAM checks, are in moto_iam.py, which creates the translated template.yaml),
-applied inside the moto server (and the unit tests' in-process moto) so the emulator keeps the
-guarantees the real service gives, at a cost per request that does not hide the product's own.
+writes DynamoDB answers, eight to its CloudFormation, which creates the translated template.yaml;
+fixes 16-21, to its IAM checks, are in moto_iam.py), applied inside the moto server (and the
+unit tests' in-process moto) so the emulator keeps the guarantees the real service gives, at a
+cost per request that does not hide the product's own.
 
 1. **Atomic conditional writes.** The moto server handles requests on threads and its DynamoDB
    backend takes no lock, so a condition check and the write after it can interleave with another

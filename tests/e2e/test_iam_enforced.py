@@ -15,8 +15,6 @@ from tests.waiting import wait_for
 
 PARK_GRANT = """        - StepFunctionsExecutionPolicy:
             StateMachineName: !GetAtt ParkBranchStateMachine.Name
-        - StepFunctionsExecutionPolicy:
-            StateMachineName: !GetAtt TimerStateMachine.Name
 """
 """The engine's grants of states:StartExecution (ParkBranch, then Timer) in template.yaml."""
 
@@ -26,9 +24,8 @@ def _without_engine_park_grant(tmp_path: Path) -> Path:
     engine = text.index("  EngineFunction:")
     at = text.index(PARK_GRANT, engine)
     assert at < text.index("  NotifierFunction:"), "the engine's ParkBranch grant moved"
-    kept = PARK_GRANT.split("        - StepFunctionsExecutionPolicy:\n")[2]
     copy = tmp_path / "template.yaml"
-    copy.write_text(text[:at] + "        - StepFunctionsExecutionPolicy:\n" + kept + text[at + len(PARK_GRANT):])
+    copy.write_text(text[:at] + text[at + len(PARK_GRANT):])
     return copy
 
 
