@@ -147,18 +147,35 @@ def _bedrock(svc: Any) -> list[str]:
     return [f"arn:aws:bedrock:{svc.region}::foundation-model/{model}"] if model else ["*"]
 
 
+def _scheduler(svc: Any) -> list[str]:
+    """A schedule by its group and name (`schedule/{group}/{name}`); a group call by the group.
+    `iam:PassRole` of the schedule's role, which AWS checks on CreateSchedule, is not checked."""
+    from urllib.parse import parse_qs, unquote, urlparse
+
+    url = urlparse(svc.uri)
+    parts = [unquote(p) for p in url.path.split("/") if p]
+    if len(parts) != 2 or parts[0] not in ("schedules", "schedule-groups"):
+        return ["*"]
+    if parts[0] == "schedule-groups":
+        return [_arn(svc, "scheduler", f"schedule-group/{parts[1]}")]
+    group = _body(svc).get("GroupName") or (parse_qs(url.query).get("groupName") or ["default"])[0]
+    return [_arn(svc, "scheduler", f"schedule/{group}/{parts[1]}")]
+
+
 def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
     from moto.bedrockruntime.responses import BedrockRuntimeResponse
     from moto.dynamodb.responses import DynamoHandler
     from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
     from moto.events.responses import EventsHandler
+    from moto.scheduler.responses import EventBridgeSchedulerResponse
     from moto.secretsmanager.responses import SecretsManagerResponse
     from moto.sqs.responses import SQSResponse
     from moto.stepfunctions.responses import StepFunctionResponse
 
     return {SQSResponse: lambda svc: ["*"],
             DynamoHandler: _dynamodb, DynamoDBStreamsHandler: _streams, StepFunctionResponse: _stepfunctions,
-            SecretsManagerResponse: _secretsmanager, EventsHandler: _events, BedrockRuntimeResponse: _bedrock}
+            SecretsManagerResponse: _secretsmanager, EventsHandler: _events, BedrockRuntimeResponse: _bedrock,
+            EventBridgeSchedulerResponse: _scheduler}
 
 
 def _enforcing() -> bool:

@@ -138,6 +138,21 @@ def test_moto_iam_put_events_is_checked_against_each_entrys_bus(iam_aws: None) -
     assert denied(lambda: events.put_events(Entries=[entry]))  # the default bus
 
 
+def test_moto_iam_a_schedule_is_checked_against_its_group_and_name(iam_aws: None) -> None:
+    for group in ("timers", "other"):
+        op("scheduler").create_schedule_group(Name=group)
+    scheduler = role_client("scheduler", [allow(["scheduler:CreateSchedule"],
+                                                f"arn:aws:scheduler:{REGION}:{ACCOUNT}:schedule/timers/*")])
+    target = {"Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:q.fifo", "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/t"}
+
+    def create(group: str) -> Any:
+        return scheduler.create_schedule(Name="n", GroupName=group, ScheduleExpression="at(2030-01-01T00:00:00)",
+                                         FlexibleTimeWindow={"Mode": "OFF"}, Target=target)
+
+    create("timers")  # the grant's group
+    assert denied(lambda: create("other"))
+
+
 def test_moto_iam_an_sqs_batch_is_checked_as_its_single_action(iam_aws: None) -> None:
     queue = op("sqs").create_queue(QueueName="q")["QueueUrl"]
     arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:q"
