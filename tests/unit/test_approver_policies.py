@@ -355,12 +355,10 @@ def test_a2_groups_come_from_an_api_key_attribute_and_a_client_token_claim() -> 
     assert caller is not None and caller.groups == ("finance",)
     assert caller_of({"tenant": "t1", "groups": "not json"}).groups == ()
     # POST /v1/client-tokens: `identity.groups` become the token's `groups` claim.
-    from holdpoint.core.protocol import ClientTokenBody
     from holdpoint.services import tokens
 
     minter = C("t1", "backend", "machine")
-    body = ClientTokenBody.model_validate({"identity": {"id": "zoe", "groups": ["legal"]}})
-    issued = tokens.issue(h.store, lambda: "s" * 32, minter, body)
+    issued = tokens.issue(h.store, lambda: "s" * 32, minter, "zoe", ttl_seconds=900, groups=["legal"])
     assert authenticate(f"Bearer {issued['token']}", h.store, lambda: "s" * 32).groups == ("legal",)  # type: ignore[union-attr]
     assert main(["create-key", "--table", "holdpoint", "--tenant", "t1", "--subject", "cid", "--groups",
                  "finance, legal"]) == 0

@@ -24,10 +24,10 @@ from holdpoint.aws.outbox import session_of
 from holdpoint.aws.store import session_pk
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.messages import parse as work_message
-from holdpoint.core.protocol import AgentConfig
 from holdpoint.outbound.declared import check_agent
 from holdpoint.ports import DeliveryFailed
 from holdpoint.services import links, sessions

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from holdpoint.core.client_inputs import SettleBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import may_resume
-from holdpoint.core.protocol import SettleBody
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.settle import settle

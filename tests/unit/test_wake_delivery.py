@@ -13,8 +13,9 @@ import pytest
 
 from holdpoint import assembly
 from holdpoint.core import engine
-from holdpoint.core.protocol import ClientMessageInput, ClientMessagesInput, WorkerSubmitBody
+from holdpoint.core.client_inputs import ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionState
+from holdpoint.core.worker_protocol import WorkerSubmitBody
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 from holdpoint.services import sessions, worker_answers
 from holdpoint.services.caller import Caller

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from holdpoint.core import a2a
+from holdpoint.core.agent_config import A2aConfig
+from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocol import A2aConfig, ClientMessageInput
 from holdpoint.core.state import SessionState, Turn
 from holdpoint.ports import Parking, SessionStore, WorkQueue
 from holdpoint.services import sessions, streams

@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocol import WorkerSubmitBody
 from holdpoint.core.state import SessionState
+from holdpoint.core.worker_protocol import WorkerSubmitBody
 from holdpoint.ports import Clock, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.sessions import changed, owned

@@ -12,17 +12,12 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core import approvals
+from holdpoint.core.client_inputs import ClientInput, InterruptResumeInput, RaiseInterruptBody, SettleBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
-from holdpoint.core.protocol import (
-    ID_REGEX,
-    ClientInput,
-    InterruptResumeInput,
-    NewSessionInput,
-    RaiseInterruptBody,
-    SettleBody,
-)
+from holdpoint.core.ids import ID_REGEX
 from holdpoint.http import edge
+from holdpoint.http.bodies import NewSessionInput
 from holdpoint.http.numbers import ASCII_DIGITS
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import count, logger

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocol import WorkerSubmitBody
+from holdpoint.core.worker_protocol import WorkerSubmitBody
 from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers
 from holdpoint.http.telemetry import count, logger
