@@ -112,7 +112,7 @@ def request(store: SessionStore, queue: WorkQueue, sealer: Sealer, caller: Calle
         store, queue, caller, sid, reason=REASON, payload=body.payload, global_=False, interrupt_id=None,
         expires_in=body.expires_in, request_id=request_id, response_schema=body.declared_schema(),
         approval=approvals.declared(body.approval), declared=Declared.of(body), clock=clock)
-    sid_, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, raised["interrupt_id"]), "id")
+    sid_, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, raised.interrupt_id), "id")
     if form is not None:
         state = sealer.seal(STATE_PURPOSE, {"tenant": caller.tenant, "subject": caller.subject, "agent": agent_id,
                                             "id": mcp.approval_id(sid_, interrupt.interrupt_id)})
