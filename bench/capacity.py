@@ -2,7 +2,7 @@
 on it, and which quota breaks first at 1x, 10x, 100x and 1,000x a stated baseline.
 
     python bench/capacity.py                       # the defaults (docs/CAPACITY.md pastes this output)
-    python bench/capacity.py --timers scheduler    # timers as EventBridge Scheduler one-time schedules
+    python bench/capacity.py --timers executions   # timers as Timer Standard executions (before Scheduler)
     python bench/capacity.py --region us-east-2 --sqs-high-throughput --limit lambda_concurrency=10000
     python bench/capacity.py --from FILE.json      # requests per step re-read from `ddb_per_step.py --json`
 
@@ -246,7 +246,8 @@ def traffic(a: argparse.Namespace, scale: float) -> Traffic:
 def step_functions(a: argparse.Namespace, t: Traffic) -> dict[str, float]:
     """ParkBranch: one execution per interrupt, open until its resume (SendTaskSuccess) or expiry,
     one billed transition (Park; two on expiry). Timer executions (`--timers executions`, the code
-    today): one StartExecution each, open for the timer's delay, two transitions (Wait, Fire)."""
+    before timers moved to Scheduler): one StartExecution each, open for the timer's delay, two
+    transitions (Wait, Fire)."""
     as_executions = a.timers == "executions"
     resumed = t.interrupts * (1 - a.expired_share)
     return {
@@ -466,7 +467,7 @@ def assumptions(a: argparse.Namespace, m: Measured) -> str:
     return (f"Baseline (1x): {a.tenants:g} tenants, {a.sessions_per_sec:g} sessions/s, "
             f"{a.interrupts_per_session:g} interrupt(s) per session, mean wait {a.mean_wait_secs:g} s, "
             f"{a.watchers:g} watchers; timers as {a.timers} "
-            f"({'the code today' if a.timers == 'executions' else 'after the move to EventBridge Scheduler'}); "
+            f"({'the code today' if a.timers == 'scheduler' else 'as before the move to Scheduler'}); "
             f"region {a.region}; SQS FIFO high throughput {'on' if a.sqs_high_throughput else 'off (template.yaml)'}.\n"
             f"At 1x: {t.interrupts:g} interrupts/s, {t.interrupts * a.mean_wait_secs:,.0f} parked at once, "
             f"{t.timers:g} timers/s with {t.timer_open:,.0f} pending, {t.admitted:,.0f} of {t.watchers:,.0f} "
@@ -487,8 +488,8 @@ def parser() -> argparse.ArgumentParser:
     f("--tenant-growth", type=float, default=0.5,
       help="tenants grow by scale**this (0: the same tenants grow; 1: only new tenants of the same size)")
     f("--top-tenant-share", type=float, default=0.2, help="the largest tenant's share of the traffic at 1x")
-    f("--timers", choices=("executions", "scheduler"), default="executions",
-      help="timers as Timer Standard executions (the code today) or Scheduler one-time schedules")
+    f("--timers", choices=("executions", "scheduler"), default="scheduler",
+      help="timers as EventBridge Scheduler one-time schedules (the code today) or Timer Standard executions")
     f("--region", choices=REGIONS, default="us-east-1", help="whose quota figures (us-east-2: SFN 'all other')")
     f("--sqs-high-throughput", action="store_true", help="the work queue in FIFO high-throughput mode")
     f("--limit", action="append", default=[], metavar="KEY=VALUE", help="override a quota's limit (keys in --help)")

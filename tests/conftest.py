@@ -40,23 +40,27 @@ def make_resources() -> dict[str, str]:
                             "NonKeyAttributes": ["agent_id", "status", "owner", "sub_agent"]}},
             {"IndexName": "History", "Projection": HISTORY, "KeySchema": [
                 {"AttributeName": "GSI3PK", "KeyType": "HASH"}, {"AttributeName": "GSI3SK", "KeyType": "RANGE"}]}])
-    queue = boto3.client("sqs").create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    sqs = boto3.client("sqs")
+    queue = sqs.create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true",
+                                                                "ContentBasedDeduplication": "true"})["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    boto3.client("scheduler").create_schedule_group(Name="holdpoint-timers")
     definition = json.dumps({"StartAt": "Park", "States": {"Park": {"Type": "Pass", "End": True}}})
     sfn = boto3.client("stepfunctions")
     machine = sfn.create_state_machine(name="park", definition=definition,
                                        roleArn="arn:aws:iam::123456789012:role/park")["stateMachineArn"]
-    timer = sfn.create_state_machine(name="timer", definition=definition,
-                                     roleArn="arn:aws:iam::123456789012:role/timer")["stateMachineArn"]
     boto3.client("s3").create_bucket(Bucket="holdpoint-payloads")
     key = boto3.client("secretsmanager").create_secret(Name="holdpoint-signing-key",
                                                        SecretString="unit-test-signing-key-0123456789")["ARN"]
     return {"TABLE_NAME": "holdpoint", "WORK_QUEUE_URL": queue, "PARK_STATE_MACHINE_ARN": machine,
-            "TIMER_STATE_MACHINE_ARN": timer, "PAYLOAD_BUCKET": "holdpoint-payloads", "JWT_SECRET_ARN": key}
+            "TIMER_SCHEDULE_GROUP": "holdpoint-timers", "TIMER_TARGET_ARN": queue_arn,
+            "TIMER_ROLE_ARN": "arn:aws:iam::123456789012:role/timers", "PAYLOAD_BUCKET": "holdpoint-payloads",
+            "JWT_SECRET_ARN": key}
 
 
 _CLIENTS: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
 _REAL_CLIENT = boto3.client
-_SHARED_SERVICES = frozenset({"dynamodb", "sqs", "stepfunctions", "s3", "secretsmanager"})
+_SHARED_SERVICES = frozenset({"dynamodb", "sqs", "stepfunctions", "s3", "secretsmanager", "scheduler"})
 
 
 def shared_client(service: str, *args: Any, **kwargs: Any) -> Any:

@@ -38,6 +38,8 @@ METRIC_NAMES = {
     "calls_voided": "CallsVoided",
     "decisions_delivered": "DecisionsDelivered",
     "decisions_deferred": "DecisionsDeferred",
+    "parks_waiting_for_capacity": "ParksWaitingForCapacity",  # StartExecution refused; alarmed in template.yaml
+    "parks_started_after_wait": "ParksStartedAfterWait",
 }
 
 

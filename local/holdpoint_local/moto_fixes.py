@@ -1,5 +1,5 @@
-"""Fifteen fixes to moto 5.2.5 (six to its DynamoDB emulation, one to SQS FIFO, one to how it writes
-DynamoDB answers, seven to its CloudFormation, which creates the translated template.yaml),
+"""Sixteen fixes to moto 5.2.5 (six to its DynamoDB emulation, one to SQS FIFO, one to how it writes
+DynamoDB answers, eight to its CloudFormation, which creates the translated template.yaml),
 applied inside the moto server (and the unit tests' in-process moto) so the emulator keeps the
 guarantees the real service gives, at a cost per request that does not hide the product's own.
 
@@ -60,8 +60,13 @@ guarantees the real service gives, at a cost per request that does not hide the 
 14. **A state machine gets its `DefinitionSubstitutions` and `StateMachineType`** and is created in
     the backend the Step Functions API answers from (the executing one when it is on).
 15. **A table gets its `TimeToLiveSpecification` and `PointInTimeRecoverySpecification`.**
+16. **AWS::Scheduler::ScheduleGroup**, created in moto's Scheduler, so the timers' group exists
+    and `Ref` to it is its name (moto's CloudFormation had no model: the Ref had no value).
 
-Fixes 1-8 and 12-15 change no answer moto gives; 9-11 make its CloudFormation create what AWS's
+And one local-only control, not a fix: a cap on open Step Functions executions (`CAP_KEY`, off
+unless set), standing in for the account-region's ceiling so tests can reach it.
+
+Fixes 1-8 and 12-15 change no answer moto gives; 9-11 and 16 make its CloudFormation create what AWS's
 would (11: moto's own delivery is left to the local stack). They are checked by tests/unit/test_moto_fixes.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch
 moto internals, so `apply` refuses any moto but the pinned one (`PINNED`): a new moto must be
@@ -536,11 +541,28 @@ def _cfn_models() -> list[type[Any]]:
                 treat_missing_data=p.get("TreatMissingData"))
             return cls(resource_name, arn=alarm.alarm_arn)
 
-    return [Secret, HttpApi, Stage, BucketPolicy, Alarm]
+    return [Secret, HttpApi, Stage, BucketPolicy, Alarm, _schedule_group(_Model)]
+
+
+def _schedule_group(base: type[Any]) -> type[Any]:
+    """Fix 16: AWS::Scheduler::ScheduleGroup, created in moto's Scheduler (Ref: its name)."""
+    from moto.core.common_models import CloudFormationModel
+    from moto.scheduler.models import scheduler_backends
+
+    class ScheduleGroup(base, CloudFormationModel):  # type: ignore[misc]
+        kind, name_property, attributes = "AWS::Scheduler::ScheduleGroup", "Name", {"Arn": "arn"}
+
+        @classmethod
+        def create_from_cloudformation_json(cls, resource_name: str, cloudformation_json: dict[str, Any],
+                                            account_id: str, region_name: str, **kwargs: Any) -> ScheduleGroup:
+            group = scheduler_backends[account_id][region_name].create_schedule_group(resource_name, [])
+            return cls(group.name, arn=group.arn)
+
+    return ScheduleGroup
 
 
 CFN_TYPES = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Stage",
-             "AWS::S3::BucketPolicy", "AWS::CloudWatch::Alarm")
+             "AWS::S3::BucketPolicy", "AWS::CloudWatch::Alarm", "AWS::Scheduler::ScheduleGroup")
 """The resource types fix 10 gives moto's CloudFormation."""
 
 
@@ -562,6 +584,7 @@ def _apply_cloudformation() -> None:
         StateMachine.create_from_cloudformation_json)
     Table.create_from_cloudformation_json = _table_settings(  # type: ignore[method-assign]
         Table.create_from_cloudformation_json)
+    _cap_open_executions()
     parsing.get_model_map.cache_clear()
     parsing.get_name_type_map.cache_clear()
 
@@ -636,3 +659,48 @@ def _table_settings(original: Callable[..., Any]) -> Callable[..., Any]:
         return table
 
     return classmethod(create)  # type: ignore[arg-type,return-value]
+
+
+# ----------------------------------------------------------------------------- local-only control
+
+
+CAP_KEY = "open_executions_cap"
+"""`POST /moto-api/config {"stepfunctions": {..., "open_executions_cap": N}}` (moto_server.set_execution_cap):
+past N running executions in the account-region, StartExecution answers ExecutionLimitExceeded."""
+
+
+def _cap_open_executions() -> None:
+    """Not a fix: a control the local stack's tests use to stand in for Step Functions' ceiling of
+    open Standard executions (1,000,000 per account-region), which moto does not have. Off unless
+    a cap is set; a start of an execution that exists already (an idempotent retry) is not refused."""
+    from moto.core.config import default_user_config
+    from moto.core.exceptions import AWSError
+    from moto.stepfunctions.responses import StepFunctionResponse, get_backend
+
+    class ExecutionLimitExceeded(AWSError):
+        TYPE = "ExecutionLimitExceeded"
+        STATUS = 400
+
+    original = StepFunctionResponse.start_execution
+
+    @functools.wraps(original)
+    def start(self: StepFunctionResponse) -> Any:
+        cap: Any = (default_user_config.get("stepfunctions") or {}).get(CAP_KEY)
+        if cap is not None:
+            backend = get_backend(self.current_account, self.region)
+            name = self._get_param("name")
+            machines = backend.state_machines
+            arn = self._get_param("stateMachineArn")
+            exists = any(e.name == name for m in machines if m.arn == arn for e in m.executions)
+            running = sum(1 for m in machines for e in m.executions if _running(e))
+            if not exists and running >= int(cap):
+                raise ExecutionLimitExceeded(f"Maximum open executions ({cap}) reached")
+        return original(self)
+
+    StepFunctionResponse.start_execution = start  # type: ignore[method-assign]
+
+
+def _running(execution: Any) -> bool:
+    """The executing backend's executions keep their status in `exec_status` (None before they start)."""
+    status = execution.exec_status if hasattr(execution, "exec_status") else execution.status
+    return str(getattr(status, "value", status)) == "RUNNING"

@@ -90,6 +90,17 @@ def enable_sfn_execution(endpoint: str) -> None:
         raise RuntimeError(f"moto refused the Step Functions config (HTTP {status})")
 
 
+def set_execution_cap(endpoint: str, cap: int | None) -> None:
+    """Local-only control (moto_fixes.CAP_KEY): past `cap` running executions StartExecution answers
+    ExecutionLimitExceeded, as Step Functions does at its open-execution ceiling; None lifts it."""
+    config: dict[str, Any] = {**SFN_CONFIG["stepfunctions"]}
+    if cap is not None:
+        config["open_executions_cap"] = cap
+    status, _ = _http("POST", f"{endpoint}/moto-api/config", {"stepfunctions": config})
+    if status not in (200, 201):
+        raise RuntimeError(f"moto refused the execution cap (HTTP {status})")
+
+
 class MotoServer:
     """A moto server child process bound to 127.0.0.1 on a free (or given) port."""
 

@@ -18,6 +18,7 @@ from .moto_server import MotoServer, enable_sfn_execution, wait_ready
 from .pollers import PollerGroup
 from .provision import REPO_ROOT, TEMPLATE_PATH, Provisioned, provision
 from .runtime import Handler, LocalFunction
+from .scheduler import SchedulerFirer
 
 log = logging.getLogger("holdpoint_local.stack")
 
@@ -98,6 +99,7 @@ class LocalStack:
         self.gateway: ApiGateway | None = None
         self.frontend: FrontEnd | None = None
         self.pollers: PollerGroup | None = None
+        self.scheduler: SchedulerFirer | None = None
         self.env: dict[str, str] = {}
         self.api_key_seeded = False
         self._lock = threading.Lock()
@@ -136,11 +138,15 @@ class LocalStack:
             for stream in self.provisioned.stream_mappings:
                 self.pollers.add_stream(stream, self.functions[stream.function], self.moto_endpoint)
             self.pollers.start()
+            # moto keeps schedules but never fires them: the local stack is EventBridge Scheduler.
+            self.scheduler = SchedulerFirer(self.moto_endpoint, self.env["TIMER_SCHEDULE_GROUP"]).start()
             return self
 
     def stop(self, *, keep_moto: bool = False) -> None:
         """Stop front end and pollers; also the moto server if this stack started it (unless keep_moto)."""
         with self._lock:
+            if self.scheduler:
+                self.scheduler.stop()
             if self.pollers:
                 self.pollers.stop()
                 self.pollers = None
@@ -158,6 +164,12 @@ class LocalStack:
         self.stop()
 
     # -- accessors --------------------------------------------------------------
+    @property
+    def timers(self) -> SchedulerFirer:
+        """The stack's EventBridge Scheduler stand-in (its `fired` schedules, for tests)."""
+        assert self.scheduler is not None, "start() first"
+        return self.scheduler
+
     @property
     def base_url(self) -> str:
         assert self.frontend is not None, "start() first"

@@ -9,7 +9,6 @@ HTTP workers built on examples/seed_worker.py.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import uuid
@@ -21,6 +20,7 @@ import pytest
 
 from holdpoint.aws.keys import put_api_key
 from holdpoint.aws.store import Store
+from holdpoint.aws.timers import Timers
 from holdpoint.outbound import workers
 from holdpoint_local.stack import DEFAULT_TENANT
 from tests.harness import proposing
@@ -450,18 +450,11 @@ def test_worker_503_twice_is_retried_with_durable_backoff_then_finishes(api: Api
     assert len({e["data"]["decision_id"] for e in retries}) == 1
     assert [r["trigger"]["type"] for r in seen][:2] == ["session.start", "client.messages"]
     assert seen[0]["attempts"] == 3
-    # The backoffs were durable timers: executions of the Timer state machine (Wait, then SQS).
-    sfn = stack.client("stepfunctions")
-    arn = stack.env.get("TIMER_STATE_MACHINE_ARN") or os.environ["TIMER_STATE_MACHINE_ARN"]
-
-    def timers() -> list[tuple[int, str]]:
-        out = [(x["status"], json.loads(sfn.describe_execution(executionArn=x["executionArn"])["input"]))
-               for x in sfn.list_executions(stateMachineArn=arn)["executions"]]
-        return sorted((t["seconds"], status) for status, t in out if t["message"]["session_id"] == sid)
-
-    assert [seconds for seconds, _ in timers()] == [2, 4]
-    # (the engine may run the fired message before moto records the execution's end)
-    wait_for(lambda: timers() == [(2, "SUCCEEDED"), (4, "SUCCEEDED")], "both timers SUCCEEDED", timeout=30)
+    # The backoffs were durable timers: one-time schedules, each fired once by the local stack's
+    # scheduler (as EventBridge Scheduler would) and deleted after (ActionAfterCompletion DELETE).
+    fired = sorted(t.seconds for t in stack.timers.fired if t.message["session_id"] == sid)
+    assert fired == [2, 4]
+    assert not [t for t in Timers(client=stack.client("scheduler")).pending() if t.message["session_id"] == sid]
 
 
 # --- 10. R5: operator and client interrupts through the API --------------------------------------------------

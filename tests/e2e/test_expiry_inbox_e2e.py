@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from holdpoint.aws.queue import group_id
+from holdpoint.aws.timers import Timers
 from holdpoint.core import expiry
 from tests.security.probes import refusal, table_count
 from tests.stack import Api, declare_agent, resumed_triggers, wait_execution
@@ -23,14 +24,10 @@ def events_of(api: Api, sid: str, type_: str) -> list[dict[str, Any]]:
 
 
 def timer_inputs(stack: Any, sid: str) -> list[dict[str, Any]]:
-    """The Timer executions started for the session's interrupts (reminders and escalation)."""
-    sfn = stack.client("stepfunctions")
-    out = []
-    for execution in sfn.list_executions(stateMachineArn=stack.env["TIMER_STATE_MACHINE_ARN"])["executions"]:
-        data = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
-        if data["message"].get("kind") == expiry.TIMER_MESSAGE and data["message"]["session_id"] == sid:
-            out.append(data)
-    return out
+    """The timers set for the session's interrupts (reminders and escalation): pending or fired."""
+    timers = [*stack.timers.fired, *Timers(client=stack.client("scheduler")).pending()]
+    return [{"seconds": t.seconds, "message": t.message, "name": t.name} for t in timers
+            if t.message.get("kind") == expiry.TIMER_MESSAGE and t.message["session_id"] == sid]
 
 
 def test_a5_expiry_resolves_with_the_declared_outcome_over_http(api: Api, stack: Any, worker: Any) -> None:
@@ -50,7 +47,7 @@ def test_a5_expiry_resolves_with_the_declared_outcome_over_http(api: Api, stack:
     assert [(i["session_id"], i["status"], i["resolution"]["approved"]) for i in listed] == [(sid, "expired", True)]
 
 
-def test_a5_reminder_and_escalation_fire_once_on_step_functions_timers(api: Api, stack: Any, worker: Any) -> None:
+def test_a5_reminder_and_escalation_fire_once_on_scheduler_timers(api: Api, stack: Any, worker: Any) -> None:
     declare_agent(api, worker[0], interrupt_remind_after=[1], interrupt_escalate_after=2,
                   approval={"escalate_to": BOSS})
     sid = api.start()
@@ -65,7 +62,7 @@ def test_a5_reminder_and_escalation_fire_once_on_step_functions_timers(api: Api,
     sqs = stack.client("sqs")
     for timer in timers:
         sqs.send_message(QueueUrl=stack.env["WORK_QUEUE_URL"], MessageBody=json.dumps(timer["message"]),
-                         MessageGroupId=group_id("dev", sid), MessageDeduplicationId=f"again-{timer['dedup']}")
+                         MessageGroupId=group_id("dev", sid), MessageDeduplicationId=f"again-{timer['name']}")
     wait_execution(stack, sid, iid, "RUNNING")
     assert api.resume(sid, iid, {"approved": True}).json()["noop"] is False
     api.wait_status(sid, "done")

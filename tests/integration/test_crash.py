@@ -176,13 +176,11 @@ class CrashRun:
         self.retry(resume, self.store, self.parking, self.caller, self.sid, iid, {"approved": True})
 
     def play_timers(self) -> None:
-        """The Timer executions started for the interrupt fire, each message delivered twice."""
-        sfn = Timers().client
-        for execution in sfn.list_executions(stateMachineArn=os.environ["TIMER_STATE_MACHINE_ARN"])["executions"]:
-            data = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
-            if data["message"]["kind"] == "interrupt_timer":
-                self.engine(data["message"])
-                self.engine(data["message"])
+        """The timers (schedules) set for the interrupt fire, each message delivered twice."""
+        for timer in Timers().pending():
+            if timer.message["kind"] == "interrupt_timer":
+                self.engine(timer.message)
+                self.engine(timer.message)
 
     def _create(self, inp: ClientMessageInput) -> Any:
         """POST /v1/sessions with a client-chosen session id and turn id, so a retry is the same request."""

@@ -33,20 +33,20 @@ def args(capacity: ModuleType, *argv: str) -> Any:
 
 def test_capacity_open_executions_follow_littles_law(capacity: ModuleType) -> None:
     """Open = arrival rate x mean time held: 2 interrupts/s parked 100 s, plus one 50 s reminder each
-    as a Timer execution (the code today) or, with --timers scheduler, as a schedule instead."""
+    as a schedule (the code today) or, with --timers executions, as a Timer execution instead."""
     small = ["--sessions-per-sec", "2", "--mean-wait-secs", "100", "--retry-timers-per-session", "0",
              "--reminders-per-interrupt", "1", "--reminder-secs", "50", "--watchers", "0"]
-    as_executions = capacity.loads(args(capacity, *small), 1)
+    as_executions = capacity.loads(args(capacity, *small, "--timers", "executions"), 1)
     assert as_executions["sfn_open_executions"] == pytest.approx(2 * 100 + 2 * 50)
     assert as_executions["sfn_start_execution"] == pytest.approx(2 + 2)
     assert as_executions["sfn_state_transitions"] == pytest.approx(2 * 1 + 2 * 2)  # Park; Wait + Fire
     assert as_executions["sched_create"] == 0
-    as_schedules = capacity.loads(args(capacity, *small, "--timers", "scheduler"), 1)
+    as_schedules = capacity.loads(args(capacity, *small), 1)
     assert as_schedules["sfn_open_executions"] == pytest.approx(200)
     assert as_schedules["sfn_start_execution"] == pytest.approx(2)
     assert as_schedules["sched_schedules"] == pytest.approx(100)
     assert as_schedules["sched_create"] == as_schedules["sched_invocations"] == pytest.approx(2)
-    at_ten = capacity.loads(args(capacity, *small), 10)
+    at_ten = capacity.loads(args(capacity, *small, "--timers", "executions"), 10)
     assert at_ten["sfn_open_executions"] == pytest.approx(10 * 300)
 
 

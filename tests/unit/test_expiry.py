@@ -1,21 +1,19 @@
 """A5 (expiry with a declared outcome, reminders, escalation), against the real core, runner and
-store on moto. The Timer state machine does not execute in moto's in-process mode, so these tests
-read the executions the runner started and play their messages, twice (a duplicated timer
-message must change nothing). Over HTTP on the local stack: tests/e2e/test_expiry_inbox_e2e.py."""
+store on moto. moto's in-process Scheduler stores schedules but never fires them, so these tests
+read the schedules the runner set and play their messages, twice (a duplicated timer message must
+change nothing). Over HTTP on the local stack: tests/e2e/test_expiry_inbox_e2e.py."""
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from pydantic import ValidationError
 
 from holdpoint import assembly
 from holdpoint.aws.outbox import events as outbox_events
+from holdpoint.aws.timers import Timers
 from holdpoint.core import expiry, notify
 from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
@@ -40,19 +38,14 @@ def handlers(aws: dict[str, str]) -> Iterator[None]:
 
 
 def timer_messages(h: Harness) -> list[dict[str, Any]]:
-    """The Timer executions the runner started (what each will send, and after how long)."""
-    sfn = boto3.client("stepfunctions")
-    arn = os.environ["TIMER_STATE_MACHINE_ARN"]
-    out = []
-    for execution in sfn.list_executions(stateMachineArn=arn)["executions"]:
-        data = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])
-        if data["message"].get("kind") == expiry.TIMER_MESSAGE and data["message"]["session_id"] == h.session_id:
-            out.append(data)
+    """The timers (Scheduler schedules) the runner set (what each will send, and after how long)."""
+    out = [{"seconds": t.seconds, "message": t.message} for t in Timers().pending()
+           if t.message.get("kind") == expiry.TIMER_MESSAGE and t.message["session_id"] == h.session_id]
     return sorted(out, key=lambda d: d["seconds"])
 
 
 def fire(h: Harness, timer: dict[str, Any], times: int = 2) -> None:
-    """What the Timer execution sends when its Wait ends; `times` > 1 plays SQS duplicating it."""
+    """What the schedule sends when it is due; `times` > 1 plays SQS duplicating it."""
     for _ in range(times):
         h.runner.handle(work_message(timer["message"]))
 
@@ -117,7 +110,7 @@ def test_a5_reminders_and_escalation_fire_exactly_once_each_on_durable_timers() 
     timers = timer_messages(h)
     assert [(t["seconds"], t["message"]["timer"], t["message"]["index"]) for t in timers] == [
         (10, "remind", 0), (20, "remind", 1), (30, "escalate", 0)]
-    # Parking again (a redelivered step) asks for the same timers: still one execution each.
+    # Parking again (a redelivered step) asks for the same timers: still one schedule each.
     for t in expiry.timers(h.caller.tenant, h.session_id or "", h.state().interrupts[iid]):
         h.runner.timers.schedule(t.seconds, t.message, t.key)
     assert len(timer_messages(h)) == 3

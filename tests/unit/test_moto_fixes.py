@@ -451,3 +451,34 @@ def test_cfn_a_table_gets_its_ttl_and_point_in_time_recovery(aws: dict[str, str]
     assert ddb.describe_time_to_live(TableName=res["T"])["TimeToLiveDescription"]["AttributeName"] == "ttl"
     backups = ddb.describe_continuous_backups(TableName=res["T"])["ContinuousBackupsDescription"]
     assert backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] == "ENABLED"
+
+
+def test_cfn_creates_a_schedule_group_a_schedule_can_go_in(aws: dict[str, str]) -> None:
+    """Fix 16: stock moto's CloudFormation has no AWS::Scheduler::ScheduleGroup (the Ref had no value)."""
+    _, res, outs = _stack({"G": {"Type": "AWS::Scheduler::ScheduleGroup", "Properties": {"Name": "fx-timers"}}},
+                          {"Name": {"Value": {"Ref": "G"}}, "Arn": {"Value": {"Fn::GetAtt": ["G", "Arn"]}}})
+    assert res["G"] == outs["Name"] == "fx-timers"
+    assert outs["Arn"].endswith(":schedule-group/fx-timers")
+    scheduler = boto3.client("scheduler", region_name="us-east-1")
+    scheduler.create_schedule(Name="n", GroupName="fx-timers", ScheduleExpression="at(2030-01-01T00:00:00)",
+                              FlexibleTimeWindow={"Mode": "OFF"}, Target={"Arn": "arn:aws:sqs:us-east-1:1:q",
+                                                                          "RoleArn": "arn:aws:iam::1:role/r"})
+    assert scheduler.get_schedule(Name="n", GroupName="fx-timers")["GroupName"] == "fx-timers"
+
+
+def test_local_control_caps_open_executions_at_the_configured_number(aws: dict[str, str], monkeypatch: Any) -> None:
+    """Not a fix: the local-only cap (CAP_KEY) stands in for Step Functions' open-execution ceiling."""
+    from botocore.exceptions import ClientError
+    from moto.core.config import default_user_config
+
+    from holdpoint_local.moto_fixes import CAP_KEY
+
+    sfn, arn = boto3.client("stepfunctions"), aws["PARK_STATE_MACHINE_ARN"]
+    monkeypatch.setitem(default_user_config, "stepfunctions", {CAP_KEY: 1})  # type: ignore[arg-type]
+    sfn.start_execution(stateMachineArn=arn, name="one", input="{}")
+    with pytest.raises(ClientError) as refused:
+        sfn.start_execution(stateMachineArn=arn, name="two", input="{}")
+    assert refused.value.response["Error"]["Code"] == "ExecutionLimitExceeded"
+    sfn.start_execution(stateMachineArn=arn, name="one", input="{}")  # an idempotent retry is not refused
+    monkeypatch.setitem(default_user_config, "stepfunctions", {})  # type: ignore[arg-type]
+    sfn.start_execution(stateMachineArn=arn, name="two", input="{}")

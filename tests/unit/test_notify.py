@@ -302,11 +302,10 @@ def test_n4_a_failed_delivery_retries_on_a_timer_once_per_attempt_then_dead_lett
     key = f"{body['event_id']}#0"
     log = DeliveryLog()
     assert log.read("t1", h.session_id or "", key) == {"status": "retrying", "attempt": 1, "last_error": "HTTP 500"}
-    [timer] = boto3.client("stepfunctions").list_executions(stateMachineArn=aws["TIMER_STATE_MACHINE_ARN"])[
-        "executions"]
-    fired = json.loads(boto3.client("stepfunctions").describe_execution(
-        executionArn=timer["executionArn"])["input"])["message"]
-    assert fired == {"kind": "notify", "key": key, "attempt": 2, "tenant": "t1", "session_id": h.session_id}
+    [timer] = Timers().pending()
+    fired = timer.message
+    assert fired == {"kind": "notify", "key": key, "attempt": 2, "tenant": "t1", "session_id": h.session_id,
+                     "schedule": timer.name}
     n.retry(work_message(fired))
     n.retry(work_message(fired))  # SQS delivers at least once: the second copy runs nothing
     assert len(channel.got) == 2

@@ -1,6 +1,7 @@
 """The work queue's messages (`core/messages.py`): every body template.yaml's state machines put on
-the queue is one of the message classes, each class survives the queue (body, JSON, parse), and
-messages already queued by older code still parse."""
+the queue, and every body a durable timer's schedule sends, is one of the message classes, sent
+where the template lets it go; each class survives the queue (body, JSON, parse), and messages
+already queued by older code still parse."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.parking import Parking
+from holdpoint.aws.queue import group_id
 from holdpoint.aws.timers import Timers
 from holdpoint.core import expiry
 from holdpoint.core.messages import (
@@ -22,6 +24,7 @@ from holdpoint.core.messages import (
     MessageError,
     NotifyRetry,
     Park,
+    ParkRetry,
     Wake,
     WorkMessage,
     body,
@@ -37,6 +40,7 @@ EXAMPLES: list[WorkMessage] = [
     Wake("t1", "s-1", "int-1", "expired", 2),
     Deadline("t1", "s-1", "call-1", 3),
     InterruptTimer("t1", "s-1", "int-1", 2, "escalate", 0),
+    ParkRetry("t1", "s-1", "int-1", 2, 3),
     NotifyRetry("t1", "s-1", "evt-1#0", 2),
 ]
 
@@ -64,19 +68,37 @@ def park_inputs() -> list[dict[str, Any]]:
     return sfn.inputs
 
 
-def timer_inputs() -> list[dict[str, Any]]:
-    """The Timer state machine's inputs, as `Timers.schedule` writes them: one per kind a timer
-    carries, the interrupt's reminders and escalation from their own producer."""
-    sfn = Recording()
-    timers = Timers("arn:aws:states:us-east-1:1:stateMachine:timer", client=sfn)
-    for message in (Kick("t1", "s-1"), Deadline("t1", "s-1", "call-1", 1), NotifyRetry("t1", "s-1", "e#0", 2)):
+class Schedules:
+    """A Scheduler client that keeps each CreateSchedule request."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def create_schedule(self, **request: Any) -> dict[str, str]:
+        self.requests.append(request)
+        return {"ScheduleArn": f"arn:aws:scheduler:us-east-1:1:schedule/{request['GroupName']}/{request['Name']}"}
+
+
+TIMER_ENV = {"TIMER_SCHEDULE_GROUP": {"Ref": "TimerScheduleGroup"},
+             "TIMER_TARGET_ARN": {"Fn::GetAtt": ["WorkQueue", "Arn"]},
+             "TIMER_ROLE_ARN": {"Fn::GetAtt": ["TimerSchedulerRole", "Arn"]}}
+"""What `Timers` reads its group, target and role from, as template.yaml sets them."""
+
+
+def timer_requests() -> list[dict[str, Any]]:
+    """The schedules `Timers.schedule` asks for: one per kind a timer carries, the interrupt's
+    reminders and escalation and a park's retry from their own producers."""
+    scheduler = Schedules()
+    timers = Timers("g", "arn:aws:sqs:us-east-1:1:work.fifo", "arn:aws:iam::1:role/timers", client=scheduler)
+    for message in (Kick("t1", "s-1"), Deadline("t1", "s-1", "call-1", 1), NotifyRetry("t1", "s-1", "e#0", 2),
+                    ParkRetry("t1", "s-1", "int-1", 2, 1)):
         timers.schedule(5, message, f"key/{message.KIND}")
     for timer in expiry.timers("t1", "s-1", interrupt()):
         timers.schedule(timer.seconds, timer.message, timer.key)
-    return sfn.inputs
+    return scheduler.requests
 
 
-INPUTS = {"ParkBranchStateMachine": park_inputs, "TimerStateMachine": timer_inputs}
+INPUTS = {"ParkBranchStateMachine": park_inputs}
 
 
 def path(expr: str, data: dict[str, Any], context: dict[str, Any]) -> Any:
@@ -132,12 +154,37 @@ def template_messages(template: dict[str, Any]) -> dict[str, list[WorkMessage]]:
 
 def test_messages_template_bodies_are_message_classes() -> None:
     got = template_messages(load_template())
-    assert set(got) == {"ParkBranchStateMachine.Park", "ParkBranchStateMachine.Expire", "TimerStateMachine.Fire"}
+    assert set(got) == {"ParkBranchStateMachine.Park", "ParkBranchStateMachine.Expire"}
     assert got["ParkBranchStateMachine.Park"] == [Park("t1", "s-1", "int-1", TOKEN, 2)]
     assert got["ParkBranchStateMachine.Expire"] == [Wake("t1", "s-1", "int-1", "expired", 2)]
-    assert got["TimerStateMachine.Fire"] == [
+
+
+def test_messages_timer_schedules_send_message_classes_to_the_work_queue() -> None:
+    requests = timer_requests()
+    assert [parse(json.loads(r["Target"]["Input"])) for r in requests] == [
         Kick("t1", "s-1"), Deadline("t1", "s-1", "call-1", 1), NotifyRetry("t1", "s-1", "e#0", 2),
+        ParkRetry("t1", "s-1", "int-1", 2, 1),
         InterruptTimer("t1", "s-1", "int-1", 2, "remind", 0), InterruptTimer("t1", "s-1", "int-1", 2, "escalate", 0)]
+    for r in requests:
+        assert (r["GroupName"], r["ActionAfterCompletion"], r["FlexibleTimeWindow"]) == ("g", "DELETE", {"Mode": "OFF"})
+        assert r["ScheduleExpression"].startswith("at(") and r["ScheduleExpressionTimezone"] == "UTC"
+        assert len(r["Name"]) <= 64 and r["Name"].isalnum()
+        target = r["Target"]
+        assert (target["Arn"], target["RoleArn"]) == ("arn:aws:sqs:us-east-1:1:work.fifo", "arn:aws:iam::1:role/timers")
+        assert target["SqsParameters"]["MessageGroupId"] == group_id("t1", "s-1")
+        assert json.loads(target["Input"])["schedule"] == r["Name"]  # content-based deduplication: one per timer
+    # The template sends them there: its group, the work queue (deduplicating on content, as
+    # Scheduler gives no deduplication id) and a role Scheduler may assume that may send to it.
+    resources = load_template()["Resources"]
+    variables = load_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert {k: variables[k] for k in TIMER_ENV} == TIMER_ENV
+    assert resources["TimerScheduleGroup"]["Type"] == "AWS::Scheduler::ScheduleGroup"
+    assert resources["WorkQueue"]["Properties"]["ContentBasedDeduplication"] is True
+    role = resources["TimerSchedulerRole"]["Properties"]
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    [grant] = role["Policies"][0]["PolicyDocument"]["Statement"]
+    assert (grant["Action"], grant["Resource"]) == ("sqs:SendMessage", {"Fn::GetAtt": ["WorkQueue", "Arn"]})
+    assert not [k for k, r in resources.items() if k.startswith("Timer") and "StateMachine" in r["Type"]]
 
 
 @pytest.mark.parametrize(("state", "field"), [("Park", "task_token.$"), ("Expire", "interrupt_id.$"),

@@ -156,9 +156,7 @@ def test_s1_a_failed_update_is_retried_then_dead_lettered(fake: SlackFake, aws: 
     first = log.read("t1", h.session_id or "", key)
     assert first is not None and (first["status"], first["attempt"]) == ("retrying", 1)
     assert "internal_error" in (first["last_error"] or "")
-    sfn = boto3.client("stepfunctions")
-    timers = sfn.list_executions(stateMachineArn=aws["TIMER_STATE_MACHINE_ARN"])["executions"]
-    fired = [json.loads(sfn.describe_execution(executionArn=t["executionArn"])["input"])["message"] for t in timers]
+    fired = [t.message for t in Timers().pending()]
     [retry] = [m for m in fired if m.get("kind") == "notify"]
     assert retry["key"] == key and retry["attempt"] == 2
     n.retry(work_message(retry))

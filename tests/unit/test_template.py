@@ -65,7 +65,8 @@ def test_env_contract_on_every_function(template: dict[str, Any]) -> None:
 def test_work_queue_is_fifo_with_dlq_and_long_enough_visibility(template: dict[str, Any]) -> None:
     res = template["Resources"]
     queue = res["WorkQueue"]["Properties"]
-    assert queue["FifoQueue"] is True and queue["ContentBasedDeduplication"] is False
+    # Content-based deduplication: EventBridge Scheduler (durable timers) sends no deduplication id.
+    assert queue["FifoQueue"] is True and queue["ContentBasedDeduplication"] is True
     assert queue["RedrivePolicy"]["maxReceiveCount"] == 5
     assert res["WorkDLQ"]["Properties"]["FifoQueue"] is True
     engine = res["EngineFunction"]["Properties"]

@@ -145,10 +145,19 @@ class WorkQueue(Protocol):
     def kick(self, tenant: str, session_id: str, version: int) -> None: ...
 
 
-class Parking(Protocol):
-    """Durable pauses: one execution per interrupt holds its task token."""
+class ParkRefused(Exception):
+    """Step Functions would not start the park's execution now: the account-region's open-execution
+    ceiling (`ExecutionLimitExceeded`) or a throttle. The interrupt stays open; the park is retried."""
 
-    def start(self, tenant: str, session_id: str, interrupt: Interrupt) -> str: ...
+
+class Parking(Protocol):
+    """Durable pauses: one execution per interrupt holds its task token (`start` raises `ParkRefused`
+    when there is no capacity for one). `timeout_seconds`: what is left of the expiry, for a park
+    started late; `expire` puts the expiry's wake on the queue for a raise that has no execution."""
+
+    def start(self, tenant: str, session_id: str, interrupt: Interrupt, timeout_seconds: int | None = None) -> str: ...
+
+    def expire(self, tenant: str, session_id: str, interrupt: Interrupt) -> None: ...
 
     def release(self, tenant: str, session_id: str, interrupt: Interrupt) -> None: ...
 

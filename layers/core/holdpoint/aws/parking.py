@@ -1,5 +1,7 @@
 """Holding and releasing a parked branch: one ParkBranch execution per interrupt holds its task
-token until the interrupt is resolved (then released) or expires (its timeout)."""
+token until the interrupt is resolved (then released) or expires (its timeout). Past the
+account-region's open-execution ceiling the start is refused (`ParkRefused`); the interrupt stays
+open in the table and the runner retries the park on a timer (docs/ARCHITECTURE.md, "Parking")."""
 
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ from botocore.exceptions import ClientError
 from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.interrupts import park_seconds
 from holdpoint.core.state import Interrupt
+from holdpoint.ports import ParkRefused
+
+NO_CAPACITY = ("ExecutionLimitExceeded", "ThrottlingException")
+"""StartExecution's answers that mean "not now": the open-execution ceiling, a throttle."""
 
 
 class Parking:
@@ -28,9 +34,10 @@ class Parking:
             self._queue = WorkQueue()
         return self._queue
 
-    def start(self, tenant: str, session_id: str, interrupt: Interrupt) -> str:
-        """Start (or find) the execution; named by the interrupt so a retried start is idempotent."""
-        timeout = park_seconds(interrupt.expires_in)
+    def start(self, tenant: str, session_id: str, interrupt: Interrupt, timeout_seconds: int | None = None) -> str:
+        """Start (or find) the execution; named by the interrupt so a retried start is idempotent.
+        `timeout_seconds` is what is left of the expiry when the park starts late."""
+        timeout = timeout_seconds or park_seconds(interrupt.expires_in)
         payload = {
             "tenant": tenant,
             "session_id": session_id,
@@ -45,7 +52,10 @@ class Parking:
                                               input=json.dumps(payload))
             return str(out["executionArn"])
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ExecutionAlreadyExists":
+            code = exc.response["Error"]["Code"]
+            if code in NO_CAPACITY:
+                raise ParkRefused(code) from exc
+            if code != "ExecutionAlreadyExists":
                 raise
             return self.arn.replace(":stateMachine:", ":execution:") + f":{interrupt.dedup_key}"
 
@@ -58,6 +68,10 @@ class Parking:
         self.queue.wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
         if interrupt.parking_key:
             self.complete(interrupt.parking_key, {"interrupt_id": interrupt.interrupt_id})
+
+    def expire(self, tenant: str, session_id: str, interrupt: Interrupt) -> None:
+        """The expiry ParkBranch's timeout would send, for a raise whose execution never started."""
+        self.queue.expire(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
 
     def complete(self, token: str, output: dict[str, Any]) -> bool:
         """SendTaskSuccess, which ends the execution; False when the token is already spent or

@@ -43,7 +43,13 @@ class WorkQueue:
         """Tell the engine a resolved interrupt's branch is to wake. The engine applies the answer
         the resume stored (the message carries only ids and the generation it is for), and one wake
         per interrupt generation (`dedup_key`) is all it acts on, so a repeat is a no-op."""
-        wake = Wake(tenant, session_id, interrupt_id, "resumed", generation)
-        self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(body(wake)),
-                                 MessageGroupId=group_id(tenant, session_id),
-                                 MessageDeduplicationId=f"{dedup_key}-wake")
+        self._send(Wake(tenant, session_id, interrupt_id, "resumed", generation), f"{dedup_key}-wake")
+
+    def expire(self, tenant: str, session_id: str, interrupt_id: str, dedup_key: str, generation: int) -> None:
+        """The expiry's wake, as ParkBranch's Expire state sends it (the same deduplication id)."""
+        self._send(Wake(tenant, session_id, interrupt_id, "expired", generation), f"{dedup_key}-expire")
+
+    def _send(self, message: Wake, dedup: str) -> None:
+        self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(body(message)),
+                                 MessageGroupId=group_id(message.tenant, message.session_id),
+                                 MessageDeduplicationId=dedup)

@@ -43,7 +43,8 @@ def next_work(state: SessionState, now: float) -> Work | None:
     decision queue (front-of-queue resumes first, held decisions skipped, one at a time: a
     decision backing off blocks the ones behind it until its timer fires)."""
     for interrupt in state.interrupts.values():
-        if interrupt.parked_as is None and (interrupt.status == "open" or not interrupt.woken):
+        if interrupt.parked_as is None and not interrupt.park_waits \
+                and (interrupt.status == "open" or not interrupt.woken):
             return Work("start_park", interrupt.interrupt_id)
     for call in state.open_calls():
         if call.kind == "llm_call" and call.handler == "engine" and (call.not_before or 0) <= now:
@@ -432,6 +433,16 @@ def mark_parked(state: SessionState, interrupt_id: str, parked_as: str) -> None:
     if interrupt is None or interrupt.parked_as is not None:
         return
     interrupt.parked_as = parked_as
+    state.touch(interrupt)
+
+
+def mark_waiting(state: SessionState, interrupt_id: str, attempt: int) -> None:
+    """Step Functions refused the park's execution (attempt `attempt`): the interrupt stays open and
+    answerable in the table, and its `ParkRetry` timer, not the step loop, tries again."""
+    interrupt = state.interrupts.get(interrupt_id)
+    if interrupt is None or interrupt.parked_as is not None or interrupt.park_waits >= attempt:
+        return
+    interrupt.park_waits = attempt
     state.touch(interrupt)
 
 

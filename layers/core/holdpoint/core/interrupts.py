@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 from holdpoint.core import approvals
@@ -58,6 +59,17 @@ def is_held(state: SessionState, decision: Decision) -> bool:
 def park_seconds(expires_in: int | None) -> int:
     """The ParkBranch execution's TimeoutSeconds (R16): the expiry, or Step Functions' longest wait."""
     return expires_in or DEFAULT_PARK_SECONDS
+
+
+PARK_RETRY_BASE_SECONDS = 2
+PARK_RETRY_MAX_SECONDS = 300
+
+
+def park_retry_seconds(attempt: int, left: float | None) -> int:
+    """When a refused park is tried again: 2, 4, 8 ... seconds, at most 5 minutes, and never after
+    the interrupt's expiry (`left` seconds away), which that retry then carries out."""
+    delay: int = min(PARK_RETRY_BASE_SECONDS ** attempt, PARK_RETRY_MAX_SECONDS)
+    return max(1, math.ceil(min(delay, left))) if left is not None else delay
 
 
 def expires_at(expires_in: int | None, now: float) -> str | None:

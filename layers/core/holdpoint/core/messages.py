@@ -1,10 +1,11 @@
 """The work queue's messages: one frozen class per kind, the one shape every producer writes and
 the engine parses once, at its edge, before it dispatches on the class.
 
-Producers: the queue adapter (`Kick`, a resume's `Wake`), ParkBranch in template.yaml (`Park`, and
-the expiry's `Wake`), and the Timer state machine, which sends the message a durable timer was
-scheduled with (`Kick`, `Deadline`, `InterruptTimer`, `NotifyRetry`). tests/unit/test_queue_messages.py
-checks the template's message bodies against these classes.
+Producers: the queue adapter (`Kick`, a resume's `Wake`, the expiry `Wake` of a raise that never
+got its execution), ParkBranch in template.yaml (`Park`, and the expiry's `Wake`), and EventBridge
+Scheduler, which sends the message a durable timer was scheduled with (`Kick`, `Deadline`,
+`InterruptTimer`, `ParkRetry`, `NotifyRetry`; aws/timers.py). tests/unit/test_queue_messages.py
+checks the template's message bodies and the schedules' against these classes.
 
 Parsing is as lenient as the engine always was: unknown fields are ignored, and a field older
 executions did not send (`generation` of a park or wake) or the expiry's `outcome` has its default.
@@ -88,6 +89,20 @@ class InterruptTimer:
 
 
 @dataclass(frozen=True)
+class ParkRetry:
+    """A park Step Functions refused (the open-execution ceiling, or a throttle) is due to be tried
+    again: attempt `attempt` of the interrupt's raise `generation`; it also carries the expiry of a
+    raise that never got its execution."""
+
+    KIND: ClassVar[str] = "park_retry"
+    tenant: str
+    session_id: str
+    interrupt_id: str
+    generation: int
+    attempt: int
+
+
+@dataclass(frozen=True)
 class NotifyRetry:
     """A notification delivery's next attempt is due (its backoff timer fired)."""
 
@@ -98,10 +113,10 @@ class NotifyRetry:
     attempt: int
 
 
-SessionMessage = Kick | Park | Wake | Deadline | InterruptTimer
+SessionMessage = Kick | Park | Wake | Deadline | InterruptTimer | ParkRetry
 """What the runner handles: a step of one session's loop."""
 WorkMessage = SessionMessage | NotifyRetry
-CLASSES: tuple[type[WorkMessage], ...] = (Kick, Park, Wake, Deadline, InterruptTimer, NotifyRetry)
+CLASSES: tuple[type[WorkMessage], ...] = (Kick, Park, Wake, Deadline, InterruptTimer, ParkRetry, NotifyRetry)
 BY_KIND: dict[str, type[WorkMessage]] = {cls.KIND: cls for cls in CLASSES}
 
 

@@ -8,6 +8,7 @@ a redelivered message repeats nothing that was committed.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,10 +22,11 @@ from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
-from holdpoint.core.messages import Deadline, InterruptTimer, Kick, Park, SessionMessage, Wake
+from holdpoint.core.interrupts import park_retry_seconds
+from holdpoint.core.messages import Deadline, InterruptTimer, Kick, Park, ParkRetry, SessionMessage, Wake
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.quotas import QuotaExceeded
-from holdpoint.core.state import Decision, Effect, SessionState, derive
+from holdpoint.core.state import Decision, Effect, Interrupt, SessionState, derive, epoch
 from holdpoint.core.turns import add_user_input, start_turn
 from holdpoint.core.worker_protocol import DecisionResponse
 from holdpoint.ports import (
@@ -33,6 +35,7 @@ from holdpoint.ports import (
     Llm,
     LlmError,
     Parking,
+    ParkRefused,
     SessionStore,
     Timers,
     Worker,
@@ -136,6 +139,9 @@ class Runner:
             case InterruptTimer():
                 self._interrupt_timer(message)
                 return
+            case ParkRetry():
+                self._park_retry(message)
+                return
             case Wake():
                 self._wake(tenant, session_id, message.interrupt_id, message.outcome, message.generation)
             case Deadline():
@@ -207,13 +213,69 @@ class Runner:
     def _start_park(self, state: SessionState, interrupt_id: str) -> None:
         h = state.header
         interrupt = state.interrupts[interrupt_id]
-        arn = self.parking.start(h.tenant, h.session_id, interrupt)
+        arn: str | None = None
+        refused = ""
+        try:
+            arn = self.parking.start(h.tenant, h.session_id, interrupt)
+        except ParkRefused as exc:
+            refused = str(exc)
         if interrupt.status == "open":
             # A5: reminders and escalation, before the parked mark: a crash before it repeats this
             # step, and a timer named by its key is scheduled once however often it is asked for.
             for timer in expiry.timers(h.tenant, h.session_id, interrupt):
                 self.timers.schedule(timer.seconds, timer.message, timer.key)
-        self.transact(h.tenant, h.session_id, lambda s: engine.mark_parked(s, interrupt_id, arn), state)
+        if arn is None:
+            self._wait_for_capacity(state, interrupt, 1, refused, state)
+            return
+        parked = arn
+        self.transact(h.tenant, h.session_id, lambda s: engine.mark_parked(s, interrupt_id, parked), state)
+
+    def _wait_for_capacity(self, state: SessionState, interrupt: Interrupt, attempt: int, why: str,
+                           loaded: SessionState | None = None) -> None:
+        """Step Functions refused the park (the open-execution ceiling, or a throttle): the
+        interrupt stays open and answerable in the table, and a `ParkRetry` timer tries again
+        with backoff, never later than the expiry it then carries out. The timer is set before the
+        mark that stops the step loop from starting the park itself: a crash between the two
+        repeats the step, which asks for the same timer. Nothing blocks: the message completes and
+        the session's other work goes on."""
+        h = state.header
+        iid = interrupt.interrupt_id
+        left = epoch(interrupt.expires_at) - self.clock() if interrupt.expires_at else None
+        message = ParkRetry(h.tenant, h.session_id, iid, interrupt.generation, attempt)
+        self.timers.schedule(park_retry_seconds(attempt, left), message,
+                             f"park/{iid}/{interrupt.generation}/{attempt}")
+        log.warning("park waits for capacity: %s", why,
+                    extra={"session_id": h.session_id, "interrupt_id": iid, "attempt": attempt})
+        self.counters.add("parks_waiting_for_capacity")
+        self.transact(h.tenant, h.session_id, lambda s: engine.mark_waiting(s, iid, attempt), loaded)
+
+    def _park_retry(self, message: ParkRetry) -> None:
+        """A refused park's timer fired. An interrupt answered meanwhile gets no execution: the
+        resume put its wake on the queue, and this wake again (a no-op once applied) covers a resume
+        that crashed before sending it. One past its expiry is expired here, as its execution's
+        timeout would have. Otherwise the execution starts, for what is left of the expiry, or the
+        wait goes on. A timer of another raise or attempt, or a park already started, is stale."""
+        tenant, session_id, iid = message.tenant, message.session_id, message.interrupt_id
+        state = self.store.load(tenant, session_id)
+        interrupt = state.interrupts.get(iid) if state is not None else None
+        if state is None or interrupt is None or interrupt.generation != message.generation \
+                or interrupt.parked_as is not None or interrupt.park_waits != message.attempt:
+            return
+        if interrupt.status != "open":
+            if not interrupt.woken:
+                self.parking.release(tenant, session_id, interrupt)
+            return
+        left = epoch(interrupt.expires_at) - self.clock() if interrupt.expires_at else None
+        if left is not None and left <= 0:
+            self.parking.expire(tenant, session_id, interrupt)
+            return
+        try:
+            arn = self.parking.start(tenant, session_id, interrupt, math.ceil(left) if left is not None else None)
+        except ParkRefused as exc:
+            self._wait_for_capacity(state, interrupt, message.attempt + 1, str(exc), state)
+            return
+        self.counters.add("parks_started_after_wait")
+        self.transact(tenant, session_id, lambda s: engine.mark_parked(s, iid, arn), state)
 
     def _run_llm(self, state: SessionState, call_id: str) -> None:
         h = state.header
