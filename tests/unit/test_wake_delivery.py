@@ -143,7 +143,7 @@ def test_r8_a_worker_answering_202_may_submit_before_the_wake_is_recorded() -> N
 
     run = Run(submit_then_defer)
     run.h.resume(run.iid, APPROVED)
-    assert [s["noop"] for s in submitted] == [False]
+    assert [s.noop for s in submitted] == [False]
     assert (run.decision().status, run.decision().via) == ("delivered", "submit")
     assert len(run.h.events("session.interrupt_resumed")) == 1 and not run.h.events("decision.deferred")
     run.h.settle()
