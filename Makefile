@@ -27,9 +27,11 @@ system-packages:
 test: system-packages venv
 	$(PY) -m pytest -q
 
-# The fast tier: core and service tests on moto's in-process AWS, no server (under a minute).
+# The fast tier (README, "Tests"): the core, the services and the rules R1-R17/A1-A6 on the in-memory
+# store, the store contract on both stores, the DynamoDB adapter's own tests on moto's in-process AWS;
+# no server. The bad-input fuzz runs 25 examples a route here, 150 in `make test`. About 25 s of CPU.
 test-unit: venv
-	$(PY) -m pytest -q tests/unit
+	HOLDPOINT_FUZZ_EXAMPLES=25 $(PY) -m pytest -q tests/unit
 
 serve: venv
 	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.serve
@@ -84,6 +86,7 @@ BENCH_RESUMES ?= 200
 BENCH_PARKED ?= 1000
 BENCH_EVENTS ?= 200
 BENCH_EVENT_ARGS ?=
+BENCH_LIVE_ARGS ?= --n 200 --subscribers 1000
 BENCH_SIZES ?= 10,100,1000
 BENCH_HISTORY ?= 10,100
 BENCH_PAIRS ?= 9
@@ -116,8 +119,10 @@ bench: venv venv-runtime
 	$(BENCH_ENV) $(PY) bench/resume_latency.py --n $(BENCH_RESUMES) $(BENCH_LOCAL_ARGS)
 	$(BENCH_ENV) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) $(BENCH_LOCAL_ARGS)
 	$(BENCH_ENV) $(PY) bench/event_stream.py --n $(BENCH_EVENTS) $(BENCH_EVENT_ARGS)
+	$(BENCH_ENV) $(PY) bench/live_latency.py $(BENCH_LIVE_ARGS)
 	@echo; echo "=== issue 13 figures, each next to its target ==="; cat $(BENCH_SUMMARY)
 
 bench-quick:
 	$(MAKE) --no-print-directory bench BENCH_SIZES=10,100 BENCH_HISTORY=10 BENCH_PAIRS=7 BENCH_RESUMES=20 \
-		BENCH_PARKED=40 BENCH_LOCAL_ARGS="--warmup 2" BENCH_EVENTS=20 BENCH_EVENT_ARGS="--resumes 5 --no-idle"
+		BENCH_PARKED=40 BENCH_LOCAL_ARGS="--warmup 2" BENCH_EVENTS=20 BENCH_EVENT_ARGS="--resumes 5 --no-idle" \
+		BENCH_LIVE_ARGS="--n 20 --subscribers 100 --idle-secs 2"

@@ -67,9 +67,9 @@ def shared_client(service: str, *args: Any, **kwargs: Any) -> Any:
     """boto3.client, built once per service and options for the whole run. moto intercepts every
     client at botocore's send hook, so a client outlives `mock_aws` sessions safely, and building
     one (loading its service model) was most of each unit test's setup."""
-    if args or "config" in kwargs or service not in _SHARED_SERVICES:
+    if args or service not in _SHARED_SERVICES:
         return _REAL_CLIENT(service, *args, **kwargs)
-    key = (service, tuple(sorted(kwargs.items())))
+    key = (service, tuple(sorted((k, id(v) if k == "config" else v) for k, v in kwargs.items())))
     if key not in _CLIENTS:
         _CLIENTS[key] = _REAL_CLIENT(service, **kwargs)
     return _CLIENTS[key]
@@ -82,8 +82,10 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     from moto import mock_aws
 
     from holdpoint_local import moto_fixes
+    from tests import harness
 
     moto_fixes.apply()
+    monkeypatch.setattr(harness, "BACKEND", "dynamodb")  # a test on moto runs its Harness there too
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.setattr(boto3, "client", shared_client)
     with mock_aws():
@@ -91,3 +93,23 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         yield env
+
+
+@pytest.fixture
+def memory(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The in-memory store and adapters (`holdpoint.memory`) for every Harness the test builds
+    (one store for the test, as `aws` gives it one table).
+    Any AWS call made by mistake goes to a closed port and fails at once. A test of a module on
+    memory that asks for `aws` too runs on moto."""
+    from tests import harness
+
+    if "aws" in request.fixturenames:
+        yield
+        return
+    from holdpoint.memory.store import MemoryStore
+
+    monkeypatch.setattr(harness, "BACKEND", "memory")
+    monkeypatch.setattr(harness, "MEMORY", MemoryStore())
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    yield

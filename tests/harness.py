@@ -1,8 +1,9 @@
-"""In-process harness: the real Runner, Store and adapters against moto's in-process AWS.
+"""In-process harness: the real Runner and services on a store and adapters given to it: the
+in-memory ones (`holdpoint.memory`, under the `memory` fixture) or the DynamoDB store and the AWS
+adapters on moto's in-process AWS (the `aws` fixture).
 
-ParkBranch does not execute in moto's in-process mode, so the harness plays its two SQS
-messages (`park` with a task token, `wake` after the resume); the end-to-end tests run the
-real state machine on the moto server instead.
+Neither runs ParkBranch, so the harness plays its two messages (`park` with a task token, `wake`
+after the resume); the end-to-end tests run the real state machine on the moto server instead.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from holdpoint.core.client_inputs import ClientMessageInput, ClientMessagesInput
 from holdpoint.core.messages import Park
 from holdpoint.core.messages import parse as work_message
 from holdpoint.core.state import SessionState
+from holdpoint.memory.ports import MemoryParking, MemoryQueue, MemoryTimers
+from holdpoint.memory.store import MemoryStore
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
@@ -32,6 +35,20 @@ from seed_worker import decide as seed_decide  # noqa: E402
 
 Worker = Callable[[dict[str, Any]], dict[str, Any]]
 _names = itertools.count()
+
+BACKEND = "dynamodb"
+"""What a Harness built without a store runs on: "memory" under the `memory` fixture."""
+MEMORY: MemoryStore | None = None
+"""The `memory` fixture's store, one per test as moto's table is: every Harness of a test shares it."""
+
+
+def adapters(backend: str | None = None) -> tuple[Any, Any, Any, Any]:
+    """(store, queue, parking, timers): in memory (the test's store, fresh adapters), or the AWS
+    adapters (inside `aws`)."""
+    if (backend or BACKEND) == "memory":
+        queue = MemoryQueue()
+        return MEMORY or MemoryStore(), queue, MemoryParking(queue), MemoryTimers()
+    return Store(), WorkQueue(), Parking(), assembly.get_timers()
 
 SEND_EMAIL_SCRIPT = [
     {"when": {"role": "user", "contains": "say hi"}, "reply": {"content": "Hi!"}},
@@ -93,9 +110,16 @@ def proposing(log: Any, **overrides: Any) -> Worker:
 
 class Harness:
     def __init__(self, worker: Worker | None = None, *, tenant: str = "t1", agent: dict[str, Any] | None = None,
-                 origin: str = "client") -> None:
-        self.store, self.queue, self.parking = Store(), WorkQueue(), Parking()
-        self.runner = assembly.new_runner(self.store, self.parking, self.queue)
+                 origin: str = "client", store: Any = None) -> None:
+        """`store`: the store to run on (with in-memory queue, parking and timers unless it is the
+        DynamoDB store); by default the fixture's (`BACKEND`)."""
+        if store is None:
+            self.store, self.queue, self.parking, self.timers = adapters()
+        elif isinstance(store, Store):
+            self.store, (_, self.queue, self.parking, self.timers) = store, adapters("dynamodb")
+        else:
+            self.store, (_, self.queue, self.parking, self.timers) = store, adapters("memory")
+        self.runner = assembly.new_runner(self.store, self.parking, self.queue, self.timers)
         self.caller = Caller(tenant, "user-1", origin)
         self.log: list[dict[str, Any]] = []
         name = f"w{next(_names)}"

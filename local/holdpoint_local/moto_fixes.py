@@ -1,7 +1,8 @@
-"""Sixteen fixes to moto 5.2.5 (six to its DynamoDB emulation, one to SQS FIFO, one to how it writes
-DynamoDB answers, eight to its CloudFormation, which creates the translated template.yaml),
-applied inside the moto server (and the unit tests' in-process moto) so the emulator keeps the
-guarantees the real service gives, at a cost per request that does not hide the product's own.
+"""Sixteen fixes to moto 5.2.5 here (six to its DynamoDB emulation, one to SQS FIFO, one to how it
+writes DynamoDB answers, eight to its CloudFormation, which creates the translated template.yaml;
+fixes 16-21, to its IAM checks, are in moto_iam.py), applied inside the moto server (and the
+unit tests' in-process moto) so the emulator keeps the guarantees the real service gives, at a
+cost per request that does not hide the product's own.
 
 1. **Atomic conditional writes.** The moto server handles requests on threads and its DynamoDB
    backend takes no lock, so a condition check and the write after it can interleave with another
@@ -47,7 +48,8 @@ guarantees the real service gives, at a cost per request that does not hide the 
 10. **The types moto's CloudFormation lacks**: AWS::SecretsManager::Secret (GenerateSecretString),
     AWS::ApiGatewayV2::Api (its OpenAPI `Body` imported with the Lambda authorizers of
     `securitySchemes` and each operation's `security`, which moto's import skipped, and CORS),
-    AWS::ApiGatewayV2::Stage, AWS::S3::BucketPolicy and AWS::CloudWatch::Alarm, each created
+    AWS::ApiGatewayV2::Stage, a WebSocket API's Authorizer, Integration and Route
+    (moto_websocket.py), AWS::S3::BucketPolicy and AWS::CloudWatch::Alarm, each created
     through its service's moto backend, so Ref/GetAtt to them resolve (moto left them out and a
     Ref to one dropped the value, e.g. the functions' JWT_SECRET_ARN).
 11. **An event source mapping is recorded, not run by moto.** moto ran a mapping itself, invoking
@@ -60,13 +62,13 @@ guarantees the real service gives, at a cost per request that does not hide the 
 14. **A state machine gets its `DefinitionSubstitutions` and `StateMachineType`** and is created in
     the backend the Step Functions API answers from (the executing one when it is on).
 15. **A table gets its `TimeToLiveSpecification` and `PointInTimeRecoverySpecification`.**
-16. **AWS::Scheduler::ScheduleGroup**, created in moto's Scheduler, so the timers' group exists
+22. **AWS::Scheduler::ScheduleGroup**, created in moto's Scheduler, so the timers' group exists
     and `Ref` to it is its name (moto's CloudFormation had no model: the Ref had no value).
 
 And one local-only control, not a fix: a cap on open Step Functions executions (`CAP_KEY`, off
 unless set), standing in for the account-region's ceiling so tests can reach it.
 
-Fixes 1-8 and 12-15 change no answer moto gives; 9-11 and 16 make its CloudFormation create what AWS's
+Fixes 1-8 and 12-15 change no answer moto gives; 9-11 and 22 make its CloudFormation create what AWS's
 would (11: moto's own delivery is left to the local stack). They are checked by tests/unit/test_moto_fixes.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch
 moto internals, so `apply` refuses any moto but the pinned one (`PINNED`): a new moto must be
@@ -88,6 +90,8 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models import table as table_module
 from moto.dynamodb.models.dynamo_type import Item
 from moto.sqs.models import SQSBackend
+
+from . import moto_websocket
 
 PINNED = "5.2.5"
 MARKER = "holdpoint moto fixes applied"
@@ -351,6 +355,9 @@ def apply() -> None:
     BaseJSONSerializer._serialize_type_map = _items_as_stored(  # type: ignore[method-assign]
         BaseJSONSerializer._serialize_type_map)
     _apply_cloudformation()
+    from . import moto_iam
+
+    moto_iam.apply()  # fixes 16-21: IAM checked against the resource a call names
 
 
 # ----------------------------------------------------------------------------- CloudFormation (9-11)
@@ -493,7 +500,8 @@ def _cfn_models() -> list[type[Any]]:
                 "description": props.get("Description"), "disable_schema_validation": None,
                 "disable_execute_api_endpoint": props.get("DisableExecuteApiEndpoint"),
                 "name": props.get("Name") or (body.get("info") or {}).get("title") or resource_name,
-                "protocol_type": props.get("ProtocolType", "HTTP"), "route_selection_expression": None,
+                "protocol_type": props.get("ProtocolType", "HTTP"),
+                "route_selection_expression": props.get("RouteSelectionExpression"),
                 "tags": {}, "version": None,
             }
             api = apigatewayv2_backends[account_id][region_name].create_api(**settings)
@@ -545,7 +553,7 @@ def _cfn_models() -> list[type[Any]]:
 
 
 def _schedule_group(base: type[Any]) -> type[Any]:
-    """Fix 16: AWS::Scheduler::ScheduleGroup, created in moto's Scheduler (Ref: its name)."""
+    """Fix 22: AWS::Scheduler::ScheduleGroup, created in moto's Scheduler (Ref: its name)."""
     from moto.core.common_models import CloudFormationModel
     from moto.scheduler.models import scheduler_backends
 
@@ -562,7 +570,8 @@ def _schedule_group(base: type[Any]) -> type[Any]:
 
 
 CFN_TYPES = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Stage",
-             "AWS::S3::BucketPolicy", "AWS::CloudWatch::Alarm", "AWS::Scheduler::ScheduleGroup")
+             "AWS::S3::BucketPolicy", "AWS::CloudWatch::Alarm", "AWS::Scheduler::ScheduleGroup",
+             *moto_websocket.CFN_TYPES)
 """The resource types fix 10 gives moto's CloudFormation."""
 
 
@@ -579,6 +588,7 @@ def _apply_cloudformation() -> None:
         LambdaBackend.create_event_source_mapping)
     parsing.clean_json = _no_value_in_lists(parsing.clean_json)
     _MODELS.extend(_cfn_models())
+    _MODELS.extend(moto_websocket.models())
     _refs()
     StateMachine.create_from_cloudformation_json = _state_machine(  # type: ignore[method-assign]
         StateMachine.create_from_cloudformation_json)

@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from . import FAKE_ENV
+from . import ACCOUNT_ID, FAKE_ENV
 
 # The child runs moto.server and exits when its parent goes away (killed test run, Ctrl-C twice),
 # so a moto server is never left orphaned holding a port. It applies moto_fixes first (atomic
@@ -29,6 +29,9 @@ import os, sys, threading, time
 sys.path.insert(0, os.environ["HOLDPOINT_LOCAL_DIR"])
 from holdpoint_local import moto_fixes
 moto_fixes.apply()
+if os.environ.get("HOLDPOINT_IAM", "1") != "0":
+    from holdpoint_local import moto_iam
+    moto_iam.enforce(os.environ["HOLDPOINT_ACCOUNT_ID"])
 print(f"{moto_fixes.MARKER} (moto {moto_fixes.PINNED})", flush=True)
 parent = os.getppid()
 def _watch():
@@ -104,14 +107,17 @@ def set_execution_cap(endpoint: str, cap: int | None) -> None:
 class MotoServer:
     """A moto server child process bound to 127.0.0.1 on a free (or given) port."""
 
-    def __init__(self, port: int | None = None, log_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, port: int | None = None, log_path: str | os.PathLike[str] | None = None,
+                 *, iam: bool = True) -> None:
         self.port = port or free_port()
+        self.iam = iam  # IAM enforced: every call is checked against its caller's policies (moto_iam.py)
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._log_path = Path(log_path) if log_path else None
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> MotoServer:
-        env = {**os.environ, **FAKE_ENV, "MOTO_PORT": str(self.port),
+        env = {**os.environ, **FAKE_ENV, "MOTO_PORT": str(self.port), "HOLDPOINT_ACCOUNT_ID": ACCOUNT_ID,
+               "HOLDPOINT_IAM": "1" if self.iam else "0",
                "HOLDPOINT_LOCAL_DIR": str(Path(__file__).resolve().parent.parent)}
         # Step Functions' service integrations call back into moto at http://localhost:$MOTO_PORT.
         env.pop("AWS_ENDPOINT_URL", None)

@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from . import REGION
+from . import FAKE_ENV, REGION
 from .provision import SqsMapping, StreamMapping
 from .runtime import LocalFunction, run_until_stopped
 from .streams import StreamPoller
@@ -104,11 +104,14 @@ class SqsPoller:
         self.sqs = boto3.client(
             "sqs",
             endpoint_url=endpoint_url,
-            region_name=REGION,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            region_name=REGION,  # the default session: it polls as the function's role (credentials.py)
             config=Config(retries={"max_attempts": 2}, read_timeout=wait_seconds + 10),
         )
+        # Lambda lets a failed record's visibility timeout run out; the local stack shortens it to
+        # RETRY_VISIBILITY_SECONDS as the operator (not a call the function's role makes on AWS).
+        self.operator_sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name=REGION,
+                                         aws_access_key_id=FAKE_ENV["AWS_ACCESS_KEY_ID"],
+                                         aws_secret_access_key=FAKE_ENV["AWS_SECRET_ACCESS_KEY"])
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
@@ -118,7 +121,8 @@ class SqsPoller:
         self._thread.join(timeout)
 
     def _run(self) -> None:
-        run_until_stopped(self.stop_event, self.poll_once, f"poll of {self.mapping.queue_logical_id}")
+        with self.function.acting():  # an event source mapping polls with the function's execution role
+            run_until_stopped(self.stop_event, self.poll_once, f"poll of {self.mapping.queue_logical_id}")
 
     def poll_once(self) -> int:
         """Receive one batch and deliver it; returns how many messages were received."""
@@ -155,7 +159,7 @@ class SqsPoller:
             )
         retry = [m for m in messages if m["MessageId"] in failed]
         if retry:
-            self.sqs.change_message_visibility_batch(
+            self.operator_sqs.change_message_visibility_batch(
                 QueueUrl=self.mapping.queue_url,
                 Entries=[
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": RETRY_VISIBILITY_SECONDS}

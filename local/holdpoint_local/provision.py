@@ -342,7 +342,8 @@ def provision(
     stack = _Stack(endpoint_url, REGION)
     resources = stack.create(stack_name, translated, params)
     functions = _functions(stack, translated, resources, root)
-    apis = _of_type(translated, "AWS::ApiGatewayV2::Api")
+    apis = [a for a in _of_type(translated, "AWS::ApiGatewayV2::Api")  # the HTTP API (live.py: the WebSocket one)
+            if translated["Resources"][a]["Properties"].get("ProtocolType", "HTTP") == "HTTP"]
     api_id = resources[apis[0]] if apis else "local"
     sqs_mappings, streams = _mappings(stack, translated, resources, functions)
     envs = [spec.env for spec in functions.values()]

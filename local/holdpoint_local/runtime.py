@@ -128,6 +128,7 @@ class LocalFunction:
         timeout: int = 30,
         memory: int = 512,
         max_instances: int = 4,
+        role_arn: str = "",
     ) -> None:
         if handler is None and code_dir is None:
             raise ValueError(f"{name}: need a code_dir or a handler")
@@ -138,6 +139,7 @@ class LocalFunction:
         self.timeout = timeout
         self.memory = memory
         self.max_instances = max(1, max_instances)
+        self.role_arn = role_arn  # its execution role: every AWS call it makes signs with it (credentials.py)
         self._shared = handler
         self._idle: queue.LifoQueue[Handler] = queue.LifoQueue()
         self._created = 0
@@ -164,6 +166,12 @@ class LocalFunction:
                 self._created -= 1
             raise
 
+    def acting(self) -> contextlib.AbstractContextManager[None]:
+        """This thread calls AWS as the function's role (the operator when it has none)."""
+        from .credentials import acting_as
+
+        return acting_as(self.name, self.role_arn) if self.role_arn else contextlib.nullcontext()
+
     def context(self) -> LambdaContext:
         return LambdaContext(function_name=self.name, memory_limit_in_mb=self.memory, timeout_seconds=self.timeout)
 
@@ -175,13 +183,14 @@ class LocalFunction:
             self.invocations += 1
             self.in_flight += 1
         try:
-            if self._shared is not None:
-                return self._shared(payload, ctx)
-            fn = self._acquire()
-            try:
-                return fn(payload, ctx)
-            finally:
-                self._idle.put(fn)
+            with self.acting():
+                if self._shared is not None:
+                    return self._shared(payload, ctx)
+                fn = self._acquire()
+                try:
+                    return fn(payload, ctx)
+                finally:
+                    self._idle.put(fn)
         finally:
             with self._lock:
                 self.in_flight -= 1

@@ -12,13 +12,14 @@ from typing import Any
 
 from holdpoint import assembly
 
-from . import FAKE_ENV
+from . import FAKE_ENV, credentials
 from .frontend import ApiGateway, FrontEnd
 from .moto_server import MotoServer, enable_sfn_execution, wait_ready
 from .pollers import PollerGroup
 from .provision import REPO_ROOT, TEMPLATE_PATH, Provisioned, provision
 from .runtime import Handler, LocalFunction
 from .scheduler import SchedulerFirer
+from .wsgateway import WebSocketGateway, port_from_env, read_live
 
 log = logging.getLogger("holdpoint_local.stack")
 
@@ -27,6 +28,7 @@ DEFAULT_TENANT = "dev"
 DEFAULT_SUBJECT = "dev-user"
 DEFAULT_ORIGIN = "client"
 LINK_BASE_ENV = "HOLDPOINT_LINK_BASE_URL"
+LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
 SECRET_ENV_PATTERN = "HOLDPOINT_*WORKER_SECRET"
 """`env:` secrets the local stack lets its tenant's agents reference: the demo's, the tests' and the
 README walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
@@ -100,6 +102,7 @@ class LocalStack:
         self.frontend: FrontEnd | None = None
         self.pollers: PollerGroup | None = None
         self.scheduler: SchedulerFirer | None = None
+        self.live: WebSocketGateway | None = None  # the WebSocket API (wsgateway.py)
         self.env: dict[str, str] = {}
         self.api_key_seeded = False
         self._lock = threading.Lock()
@@ -122,6 +125,9 @@ class LocalStack:
             )
             self.env = self._environment(self.provisioned)
             os.environ.update(self.env)
+            self.live = WebSocketGateway(port=port_from_env())
+            os.environ[LIVE_ENV] = self.live.management_url  # PostToConnection reaches this gateway
+            credentials.install(self.moto_endpoint)  # each function signs with its own role
             assembly.reset()  # the container-wide adapters follow this stack's environment
             self.functions = self._functions(self.provisioned)
             self._seed_api_key()
@@ -140,6 +146,9 @@ class LocalStack:
             self.pollers.start()
             # moto keeps schedules but never fires them: the local stack is EventBridge Scheduler.
             self.scheduler = SchedulerFirer(self.moto_endpoint, self.env["TIMER_SCHEDULE_GROUP"]).start()
+            live = read_live(self.moto_endpoint, self.provisioned)
+            if live is not None:
+                self.live.start(live, self.functions)
             return self
 
     def stop(self, *, keep_moto: bool = False) -> None:
@@ -153,6 +162,9 @@ class LocalStack:
             if self.frontend:
                 self.frontend.stop()
                 self.frontend = None
+            if self.live:
+                self.live.stop()
+                self.live = None
             if self.moto and not keep_moto:
                 self.moto.stop()
                 self.moto = None
@@ -238,6 +250,7 @@ class LocalStack:
                 timeout=spec.timeout,
                 memory=spec.memory,
                 max_instances=self.max_instances,
+                role_arn=spec.role_arn,
             )
         return out
 

@@ -79,8 +79,8 @@ class StreamPoller:
         self.mapping = mapping
         self.function = function
         self.stop_event = stop_event
-        kwargs: dict[str, Any] = {"endpoint_url": endpoint_url, "region_name": REGION,
-                                  "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+        # The default session: the mapping reads the stream as the function's role (credentials.py).
+        kwargs: dict[str, Any] = {"endpoint_url": endpoint_url, "region_name": REGION}
         self.streams = boto3.client("dynamodbstreams", **kwargs)
         self.sqs = boto3.client("sqs", **kwargs)
         self.delivered = 0
@@ -108,7 +108,8 @@ class StreamPoller:
                                                    **where)["ShardIterator"])
 
     def _run(self) -> None:
-        run_until_stopped(self.stop_event, self.poll_once, f"stream mapping of {self.mapping.function}")
+        with self.function.acting():  # the mapping reads the stream with the function's execution role
+            run_until_stopped(self.stop_event, self.poll_once, f"stream mapping of {self.mapping.function}")
 
     def poll_once(self) -> None:
         """Read the shard once from where the last read ended; deliver what the filters keep."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from holdpoint_local.moto_server import MotoServer
 from holdpoint_local.provision import REPO_ROOT, TEMPLATE_PATH, load_template, provision, translate
+from holdpoint_local.wsgateway import read_live
 
 PARAMS = {"CorsAllowedOrigins": "http://127.0.0.1:9"}
 
@@ -30,7 +31,8 @@ def _invoked(uri: Any) -> str:
 
 
 def _declared_routes(translated: dict[str, Any]) -> set[tuple[str, str, str, str | None]]:
-    api = next(r for r in translated["Resources"].values() if r["Type"] == "AWS::ApiGatewayV2::Api")
+    api = next(r for r in translated["Resources"].values()
+               if r["Type"] == "AWS::ApiGatewayV2::Api" and r["Properties"].get("ProtocolType") != "WEBSOCKET")
     body = api["Properties"]["Body"]
     schemes = body["components"]["securitySchemes"]
     out = set()
@@ -59,6 +61,10 @@ def test_template_the_local_stack_has_the_routes_mappings_and_environments_the_t
     routes = {(r.method, r.path, r.function, r.authorizer) for r in prov.routes}
     assert routes == _declared_routes(translated) and len(routes) == _http_api_events(load_template())
     assert {r.identity_headers for r in prov.routes if r.auth} == {("authorization",)}
+    live = read_live(moto_server.endpoint, prov)
+    assert live is not None and live.api_id == prov.resources["LiveApi"]
+    assert live.routes == dict.fromkeys(("$connect", "$disconnect", "subscribe", "$default"), "LiveFunction")
+    assert live.authorizer == "AuthorizerFunction"
 
     esms = {r["Properties"]["FunctionName"]["Ref"]: r["Properties"] for r in resources.values()
             if r["Type"] == "AWS::Lambda::EventSourceMapping"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.stack import Api, execution_status, resumed_triggers, wait_execution
+from tests.stack import Api, resumed_triggers, wait_execution
 
 
 @pytest.mark.parametrize("approved", [True, False], ids=["approve", "decline"])
@@ -55,7 +55,8 @@ def test_r14_parked_session_reads_interrupted_with_its_open_interrupt(api: Api, 
     [interrupt] = view["interrupts"]
     assert set(interrupt) >= {"interrupt_id", "origin", "reason", "payload", "anchor", "created_at"}
     assert interrupt["anchor"] == view["head_id"]
-    assert execution_status(stack, sid, interrupt["interrupt_id"]) == "RUNNING"
+    # The park is the engine's next step after the commit that raised it: wait for it, never assume it.
+    wait_execution(stack, sid, interrupt["interrupt_id"], "RUNNING")
 
 
 def test_r9_message_on_the_parked_branch_gets_409_over_http(api: Api) -> None:

@@ -1,10 +1,13 @@
 """Attacks on the A2A server (PROTOCOL.md §8), over HTTP on the local stack: another tenant's agent
-path and another tenant's or user's task are 404 (or TaskNotFound), a card is public only when its
-agent says so, and a request that is not JSON-RPC gets JSON-RPC's error codes, never a 5xx, and
-records nothing."""
+path and another tenant's or user's task are 404 (or TaskNotFound), and so are its push configs; a
+push config URL to an internal address, `file:` or with credentials is refused naming the field and
+never fetched; a card is public only when its agent says so, and a request that is not JSON-RPC gets
+JSON-RPC's error codes, never a 5xx, and records nothing."""
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import requests
@@ -93,7 +96,8 @@ def test_bad_jsonrpc_gets_jsonrpc_codes_and_records_nothing(stack: Any, api: Api
     rpc_error(rpc(api, "SendMessage", files), -32602, "message.parts[0]")
     rpc_error(rpc(api, "GetTask", {"id": "no-such-task"}), -32001, "id")
     rpc_error(rpc(api, "GetTask", {"id": "ses_nope~turn_nope"}), -32001, "id")
-    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {"taskId": "x", "url": "https://example.com"}), -32003)
+    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {"taskId": "x", "url": "http://127.0.0.1:9/"}), -32001,
+              "taskId")
     old = api.http.post(stack.base_url + RPC, json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {}},
                         headers={"A2A-Version": "0.3"}, timeout=30)
     rpc_error(old, -32009, "A2A-Version")
@@ -116,3 +120,102 @@ def test_a2a_answer_the_response_schema_refuses_names_the_field(stack: Any, api:
         eve = client_token_api(stack, "eve")
         rpc_error(rpc(eve, "SendMessage", answer), -32001, "message.taskId")
         assert table_count(stack) == before
+
+
+def _parked_with_config(api: Api) -> dict[str, Any]:
+    task = rpc(api, "SendMessage", send("Email Bob")).json()["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    made = rpc(api, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "id": "hook-1",
+                                                         "url": "http://127.0.0.1:9/hook", "token": "tok-secret"})
+    assert made.json()["result"] == {"id": "hook-1", "taskId": task["id"], "url": "http://127.0.0.1:9/hook"}
+    return task
+
+
+def test_tenant_wall_a2a_push_configs_of_another_tenants_task_are_not_found(
+        stack: Any, api: Api, other_tenant: Api) -> None:
+    task = _parked_with_config(api)
+    other_tenant.ok("PUT", "/v1/agents/assistant", {"llm": {"provider": "scripted", "script": [
+        {"when": {"role": "user"}, "reply": {"content": "Hi!"}}]}})
+    ref = {"taskId": task["id"], "id": "hook-1"}
+    before = table_count(stack)
+    for caller, path in ((other_tenant, "/a2a/other/assistant"), (client_token_api(stack, "eve"), RPC)):
+        rpc_error(rpc(caller, "GetTaskPushNotificationConfig", ref, path=path), -32001, "taskId")
+        rpc_error(rpc(caller, "ListTaskPushNotificationConfigs", {"taskId": task["id"]}, path=path), -32001, "taskId")
+        rpc_error(rpc(caller, "DeleteTaskPushNotificationConfig", ref, path=path), -32001, "taskId")
+        rpc_error(rpc(caller, "CreateTaskPushNotificationConfig", {**ref, "url": "http://127.0.0.1:9/evil"},
+                      path=path), -32001, "taskId")
+    assert rpc(other_tenant, "GetTask", {"id": task["id"]}, path=RPC).status_code == 404  # the agent path too
+    assert table_count(stack) == before
+    # The owner still has it, unchanged, and never sees the token again.
+    got = rpc(api, "GetTaskPushNotificationConfig", ref).json()["result"]
+    assert got == {"id": "hook-1", "taskId": task["id"], "url": "http://127.0.0.1:9/hook"}
+    rpc_error(rpc(api, "GetTaskPushNotificationConfig", {**ref, "id": "hook-2"}), -32001, "id")
+
+
+class _Listener:
+    """A loopback endpoint that counts what reaches it (a refused URL must never be fetched)."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+        listener = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                listener.hits += 1
+                self.send_response(204)
+                self.end_headers()
+
+            do_GET = do_POST  # noqa: N815
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.port = self.server.server_address[1]
+
+
+def test_ssrf_a2a_push_url_is_refused_naming_the_field_and_never_fetched(stack: Any, api: Api) -> None:
+    task = rpc(api, "SendMessage", send("say hi")).json()["result"]["task"]
+    listener = _Listener()
+    try:
+        hostile = ["http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/",
+                   "http://2852039166/", "http://0.0.0.0:1/", "file:///etc/passwd", "gopher://127.0.0.1/",
+                   f"http://user:pass@127.0.0.1:{listener.port}/", f"http://127.0.0.1:{listener.port}/ x"]
+        before = table_count(stack)
+        for url in hostile:
+            rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url}), -32602, "url")
+            with_config = send(f"push to {url}")
+            with_config["configuration"] = {"taskPushNotificationConfig": {"url": url}}
+            rpc_error(rpc(api, "SendMessage", with_config), -32602, "configuration.taskPushNotificationConfig.url")
+        assert table_count(stack) == before  # no config, and no turn for the refused SendMessage
+        assert rpc(api, "ListTaskPushNotificationConfigs", {"taskId": task["id"]}).json()["result"] == {"configs": []}
+        assert listener.hits == 0
+    finally:
+        listener.server.shutdown()
+
+
+def test_bad_params_a2a_push_configs_get_invalid_params_and_record_nothing(stack: Any, api: Api) -> None:
+    task = rpc(api, "SendMessage", send("say hi")).json()["result"]["task"]
+    before = table_count(stack)
+    good = {"taskId": task["id"], "url": "http://127.0.0.1:9/hook"}
+    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {"taskId": task["id"]}), -32602, "params.url")
+    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {"url": good["url"]}), -32602, "params.taskId")
+    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "id": "a#b"}), -32602, "params.id")
+    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "url": 7}), -32602, "params.url")
+    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "token": ""}), -32602, "params.token")
+    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "authentication": {"scheme": "Bad scheme"}}),
+              -32602, "params.authentication.scheme")
+    rpc_error(rpc(api, "GetTaskPushNotificationConfig", {"taskId": task["id"]}), -32602, "params.id")
+    rpc_error(rpc(api, "ListTaskPushNotificationConfigs", {"taskId": task["id"], "pageSize": -1}), -32602,
+              "params.pageSize")
+    rpc_error(rpc(api, "DeleteTaskPushNotificationConfig", {"id": "x"}), -32602, "params.taskId")
+    bad = send("hi")
+    bad["configuration"] = {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/", "id": "../x"}}
+    rpc_error(rpc(api, "SendMessage", bad), -32602, "params.configuration.taskPushNotificationConfig.id")
+    assert table_count(stack) == before
+    for n in range(10):
+        assert "result" in rpc(api, "CreateTaskPushNotificationConfig", {**good, "id": f"h{n}"}).json()
+    assert "result" in rpc(api, "CreateTaskPushNotificationConfig", {**good, "id": "h3"}).json()  # the same again
+    rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "id": "h10"}), -32602, "id")
+    assert len(rpc(api, "ListTaskPushNotificationConfigs", {"taskId": task["id"]}).json()["result"]["configs"]) == 10

@@ -30,7 +30,7 @@ from tests.unit.test_api import (
     table_items,
 )
 
-pytestmark = pytest.mark.usefixtures("aws")
+pytestmark = pytest.mark.usefixtures("memory")
 
 APPROVAL = {"type": "object", "required": ["approved"], "additionalProperties": False,
             "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}}}
@@ -95,6 +95,7 @@ def test_a1_schema_module_checks_schemas_and_names_the_failing_path() -> None:
     assert schemas.declared(True, {"responseSchema": APPROVAL}) is True
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a1_bad_answer_is_refused_and_nothing_changes_then_a_good_one_resumes() -> None:
     h = Harness(asking({"response_schema": APPROVAL}))
     h.say("Email Bob")
@@ -139,6 +140,7 @@ def test_a1_invalid_agui_schema_on_a_worker_action_fails_validation() -> None:
     assert "responseSchema" in failed["data"]["error"]["message"]
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 @pytest.mark.usefixtures("handlers")
 def test_a1_api_raise_takes_a_response_schema_and_refuses_an_invalid_one() -> None:
     h = Harness(tenant="dev")
@@ -174,6 +176,7 @@ def test_a1_service_raise_stores_the_schema() -> None:
     assert h.store.read_interrupt(h.caller.tenant, h.session_id, "int-ok").response_schema == APPROVAL  # type: ignore[union-attr]
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a1_resume_reads_once_and_writes_once() -> None:
     h = Harness(asking({"response_schema": APPROVAL}))
     h.say("Email Bob")
@@ -187,6 +190,7 @@ def test_a1_resume_reads_once_and_writes_once() -> None:
     assert calls == ["GetItem", "UpdateItem"] and len(tokens) == 1
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a1_a_reraised_interrupt_cannot_slip_in_between_the_read_and_the_write() -> None:
     """The write is conditioned on the generation the read saw: a resume checked against one
     schema never clears an interrupt raised again (perhaps with another schema) in between."""
@@ -245,6 +249,7 @@ def test_a4_a_repeat_is_not_checked_against_the_schema() -> None:
     assert again["noop"] is True and again["resolved"]["same_payload"] is False
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a1_an_interrupt_stored_before_generation_was_an_attribute_still_resumes() -> None:
     h = Harness(asking({"response_schema": APPROVAL}))
     h.say("Email Bob")
@@ -307,6 +312,7 @@ def test_a3_a_global_interrupt_raised_by_an_operator_binds_no_action() -> None:
     assert "action" not in out.interrupt
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a3_a_stale_fingerprint_is_refused_and_nothing_changes_then_the_right_one_resumes() -> None:
     from holdpoint.services.resume import resume
 
@@ -369,6 +375,7 @@ def test_a3_a_session_keeps_the_agent_config_it_started_with_across_an_agent_upd
     assert agent_digest(h.state().header.agent) == before["agent_version"]
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 @pytest.mark.usefixtures("handlers")
 def test_a3_both_resume_routes_answer_409_stale_approval_and_accept_the_right_fingerprint() -> None:
     h = Harness(asking({}), tenant="dev")
@@ -389,6 +396,7 @@ def test_a3_both_resume_routes_answer_409_stale_approval_and_accept_the_right_fi
     assert (status, out) == (200, {"ok": True, "interrupt_id": "int-ok", "noop": False})
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 @pytest.mark.usefixtures("handlers")
 def test_a_percent_encoded_interrupt_id_is_the_id_it_encodes() -> None:
     """API Gateway decodes path parameters; Powertools routes on the raw path. `int%3Aok` is `int:ok`."""

@@ -19,7 +19,7 @@ from tests.harness import TOOLS, Harness
 from tests.unit.test_api import call_api, call_resume, http_event, parse, start_session, table_items
 from tests.unit.test_approvals import spent_tokens
 
-pytestmark = pytest.mark.usefixtures("aws")
+pytestmark = pytest.mark.usefixtures("memory")
 
 ANN, BOB, CID, EVE = (Caller("t1", s, "operator") for s in ("ann", "bob", "cid", "eve"))
 BOARD = {"subjects": ["ann", "bob", "cid"], "quorum": 2, "forbid_requester": True}
@@ -139,6 +139,7 @@ def test_a2_core_denials_verdicts_and_the_agui_resolution() -> None:
 # --- declaration ------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 @pytest.mark.usefixtures("handlers")
 def test_a2_bad_policies_are_refused_where_declared_naming_the_field() -> None:
     h = Harness(tenant="dev")
@@ -196,6 +197,7 @@ def test_a2_the_policy_in_force_is_frozen_on_the_interrupt_with_its_requester() 
     assert refused(h, EVE, True).code == "not_an_approver"
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a2_a_caller_outside_the_policy_gets_403_not_an_approver_and_nothing_changes() -> None:
     h = board({"origins": ["operator"], "subjects": ["ann"], "groups": ["finance"], "forbid_requester": True})
     tokens, calls = spent_tokens(h), dynamodb_calls(h)
@@ -216,6 +218,7 @@ def test_a2_a_caller_outside_the_policy_gets_403_not_an_approver_and_nothing_cha
 # --- quorums ----------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a2_a_quorum_records_each_answer_once_and_resolves_when_reached() -> None:
     h = board()
     tokens, calls = spent_tokens(h), dynamodb_calls(h)
@@ -287,6 +290,7 @@ def test_a2_an_escalated_interrupt_admits_its_escalation_approvers() -> None:
     assert h.resume("int-ok", True, caller=boss)["noop"] is False
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a2_an_approver_who_loses_the_race_decides_again_on_what_won() -> None:
     """Ann and Bob both read the interrupt with no answer; Ann's answer lands first, so Bob's write
     (conditioned on the count he read) fails, and Bob decides again on Ann's: the quorum is met."""
@@ -336,6 +340,7 @@ def test_a2_answers_to_a_quorum_are_small() -> None:
 # --- groups -----------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a2_groups_come_from_an_api_key_attribute_and_a_client_token_claim() -> None:
     from holdpoint.admin import main
     from holdpoint.aws.keys import put_api_key
@@ -382,6 +387,7 @@ def test_a6_a_comment_is_recorded_with_the_answer() -> None:
     assert err.param == "comment"
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 @pytest.mark.usefixtures("handlers")
 def test_a6_both_resume_routes_bound_the_comment_and_record_it() -> None:
     h = Harness(asking(), tenant="dev")
@@ -403,6 +409,7 @@ def test_a6_both_resume_routes_bound_the_comment_and_record_it() -> None:
     assert found is not None and found.approvals[0]["comment"] == "fine by me"
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 @pytest.mark.usefixtures("handlers")
 def test_a2_both_resume_routes_answer_403_not_an_approver() -> None:
     h = Harness(asking(), tenant="dev", agent={"approval": {"subjects": ["ann", "bob"], "quorum": 2}})
@@ -456,6 +463,7 @@ def test_a2_a_malformed_policy_a_worker_put_in_force_refuses_the_raise_not_the_r
     assert failed["data"]["error"]["param"] == "actions[0].approval"
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a2_an_approver_beaten_every_round_gets_409_conflict_and_nothing_of_theirs_is_recorded() -> None:
     """Each time Bob's write is about to land, another member's answer lands first (a real
     conditional failure): after ROUNDS tries Bob is told 409 `conflict`, and a retry records him."""

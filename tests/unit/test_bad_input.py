@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import string
 from collections.abc import Iterator
 from typing import Any
@@ -432,7 +433,10 @@ def check_reply(status: int, body: Any, before: int) -> None:
         assert isinstance(body, dict), body
 
 
-FUZZ = settings(max_examples=150, deadline=None, database=None,
+FUZZ_EXAMPLES = int(os.environ.get("HOLDPOINT_FUZZ_EXAMPLES") or 150)
+"""Examples per fuzzed route: 150 in `make test`; `make test-unit` runs fewer (every route, every
+strategy branch, in seconds) and says so."""
+FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                        HealthCheck.data_too_large, HealthCheck.filter_too_much])
 

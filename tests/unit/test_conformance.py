@@ -14,7 +14,7 @@ from holdpoint.services import sessions
 from tests.harness import Harness, proposing
 from tests.unit.upstream_protocol import schema
 
-pytestmark = pytest.mark.usefixtures("aws")
+pytestmark = pytest.mark.usefixtures("memory")
 
 REQUEST = jsonschema.Draft202012Validator(schema("DecisionRequest"))
 RESPONSE = jsonschema.Draft202012Validator(schema("DecisionResponse"))

@@ -16,7 +16,7 @@ from holdpoint.services.caller import Caller
 from holdpoint.services.settle import settle
 from tests.harness import Harness, proposing
 
-pytestmark = pytest.mark.usefixtures("aws")
+pytestmark = pytest.mark.usefixtures("memory")
 
 
 def later(h: Harness, seconds: float) -> None:

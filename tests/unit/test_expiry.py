@@ -25,7 +25,7 @@ from tests.unit.test_api import call_api, start_session, table_items
 from tests.unit.test_notify import HOOK, Recording, notifier, on_bus, stream_batch
 from tests.unit.test_notify import bus as bus  # the EventBridge bus fixture
 
-pytestmark = pytest.mark.usefixtures("aws")
+pytestmark = pytest.mark.usefixtures("memory")
 
 BOSS = {"subjects": ["boss"], "groups": ["leads"]}
 
@@ -101,6 +101,7 @@ def test_a5_the_interrupt_action_overrides_the_agent_default() -> None:
 # --- reminders and escalation ---------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a5_reminders_and_escalation_fire_exactly_once_each_on_durable_timers() -> None:
     h = Harness(asking(remind_after=[10, 20], escalate_after=30, approval={"escalate_to": BOSS}, expires_in=60))
     h.say("Email Bob")
@@ -127,6 +128,7 @@ def test_a5_reminders_and_escalation_fire_exactly_once_each_on_durable_timers() 
     assert h.view()["status"] == "interrupted"  # a reminder changes nothing else
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a5_a_timer_after_the_resume_or_for_another_generation_changes_nothing() -> None:
     h = Harness(asking(remind_after=[10], escalate_after=20, interrupt_id="int-1"))
     h.say("Email Bob")
@@ -141,6 +143,7 @@ def test_a5_a_timer_after_the_resume_or_for_another_generation_changes_nothing()
     assert h.events("interrupt.reminded") == [] and h.events("interrupt.escalated") == []
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a5_agent_defaults_declare_reminders_and_escalation() -> None:
     h = Harness(agent={"interrupt_remind_after": [5], "interrupt_escalate_after": 7, "approval": {"escalate_to": BOSS}})
     h.say("Email Bob")
@@ -167,6 +170,7 @@ def test_a5_a_negative_delay_or_a_timer_after_the_expiry_is_refused_where_declar
     assert table_items() == before and len(h.events()) == events
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a5_a_timer_after_the_agents_expiry_is_refused_on_the_api_and_on_a_worker_action() -> None:
     h = Harness(asking(remind_after=[120]), agent={"interrupt_expires_in": 60})
     h.say("Email Bob")

@@ -69,6 +69,9 @@ DENY: dict[str, list[str]] = {
     "channels": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
     + ["holdpoint.services.sessions", "pydantic", *_MODELS,
        "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
+    # The WebSocket routes: the connection items, the catch-up from the log and its posts; no tokens or engine.
+    "live": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + _FIRST_REQUEST[:2]
+    + ["aws_lambda_powertools.event_handler", "holdpoint.services.sessions"],
     # A2A's JSON-RPC: its own models (pydantic) and the resume path; no tokens, engine or OpenAPI validation.
     "protocols": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
     + ["aws_lambda_powertools.event_handler.middlewares.openapi_validation"],

@@ -25,7 +25,7 @@ from tests.harness import Harness
 from tests.unit.test_api import assert_error, call_api, start_session
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.usefixtures("aws")
+pytestmark = pytest.mark.usefixtures("memory")
 
 
 @pytest.fixture
@@ -110,6 +110,7 @@ def test_a6_listing_includes_requester_approvals_and_comments_when_recorded() ->
     assert out["decision_secs"] == 90.5
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a6_retention_days_sets_the_ttl_of_closed_interrupts_only(three: Any) -> None:
     h, made = three
     now = time.time()
@@ -123,6 +124,7 @@ def test_a6_retention_days_sets_the_ttl_of_closed_interrupts_only(three: Any) ->
     assert raw_item(h, *made["open"])["GSI1PK"]["S"] == "T#t1#OPEN"
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a6_no_retention_keeps_closed_interrupts() -> None:
     h = Harness()
     sid = new_session(h)
@@ -163,6 +165,7 @@ def test_a6_approver_me_lists_what_the_caller_may_answer() -> None:
     assert ids(h, client) == ["op-1", worker_iid]  # listed, but not theirs to answer
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a6_pages_follow_a_sealed_cursor_bound_to_the_tenant_and_status() -> None:
     h = Harness()
     made = []
@@ -204,6 +207,7 @@ def test_a6_inbox_query_parameters_are_checked_naming_the_parameter(handlers: No
     assert status == 200 and [i["reason"] for i in page["interrupts"]] == ["confirm"]
 
 
+@pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a6_approver_me_follows_the_approver_policy_and_its_escalation() -> None:
     from tests.unit.test_expiry import fire, timer_messages
 

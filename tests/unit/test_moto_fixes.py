@@ -454,7 +454,7 @@ def test_cfn_a_table_gets_its_ttl_and_point_in_time_recovery(aws: dict[str, str]
 
 
 def test_cfn_creates_a_schedule_group_a_schedule_can_go_in(aws: dict[str, str]) -> None:
-    """Fix 16: stock moto's CloudFormation has no AWS::Scheduler::ScheduleGroup (the Ref had no value)."""
+    """Fix 22: stock moto's CloudFormation has no AWS::Scheduler::ScheduleGroup (the Ref had no value)."""
     _, res, outs = _stack({"G": {"Type": "AWS::Scheduler::ScheduleGroup", "Properties": {"Name": "fx-timers"}}},
                           {"Name": {"Value": {"Ref": "G"}}, "Arn": {"Value": {"Fn::GetAtt": ["G", "Arn"]}}})
     assert res["G"] == outs["Name"] == "fx-timers"
@@ -482,3 +482,32 @@ def test_local_control_caps_open_executions_at_the_configured_number(aws: dict[s
     sfn.start_execution(stateMachineArn=arn, name="one", input="{}")  # an idempotent retry is not refused
     monkeypatch.setitem(default_user_config, "stepfunctions", {})  # type: ignore[arg-type]
     sfn.start_execution(stateMachineArn=arn, name="two", input="{}")
+
+
+def test_cfn_creates_a_websocket_api_with_its_routes_integration_and_authorizer(aws: dict[str, str]) -> None:
+    uri = ("arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/"
+           "arn:aws:lambda:us-east-1:1:function:{}/invocations")
+    ws = {"Ref": "Ws"}
+    target = {"Fn::Join": ["/", ["integrations", {"Ref": "Int"}]]}
+    _, res, _ = _stack({
+        "Ws": {"Type": "AWS::ApiGatewayV2::Api", "Properties": {
+            "Name": "live", "ProtocolType": "WEBSOCKET", "RouteSelectionExpression": "$request.body.action"}},
+        "Auth": {"Type": "AWS::ApiGatewayV2::Authorizer", "Properties": {
+            "ApiId": ws, "Name": "A", "AuthorizerType": "REQUEST", "AuthorizerUri": uri.format("auth")}},
+        "Int": {"Type": "AWS::ApiGatewayV2::Integration", "Properties": {
+            "ApiId": ws, "IntegrationType": "AWS_PROXY", "IntegrationUri": uri.format("live")}},
+        "Connect": {"Type": "AWS::ApiGatewayV2::Route", "Properties": {
+            "ApiId": ws, "RouteKey": "$connect", "AuthorizationType": "CUSTOM", "AuthorizerId": {"Ref": "Auth"},
+            "Target": target}},
+        "Sub": {"Type": "AWS::ApiGatewayV2::Route", "Properties": {
+            "ApiId": ws, "RouteKey": "subscribe", "AuthorizationType": "NONE", "Target": target}},
+    })
+    api = boto3.client("apigatewayv2", region_name="us-east-1")
+    got = api.get_api(ApiId=res["Ws"])
+    assert got["ProtocolType"] == "WEBSOCKET" and got["RouteSelectionExpression"] == "$request.body.action"
+    routes = {r["RouteKey"]: r for r in api.get_routes(ApiId=res["Ws"])["Items"]}
+    assert set(routes) == {"$connect", "subscribe"}
+    assert routes["$connect"]["AuthorizationType"] == "CUSTOM" and routes["$connect"]["AuthorizerId"] == res["Auth"]
+    assert routes["subscribe"]["Target"] == f"integrations/{res['Int']}"
+    assert api.get_integration(ApiId=res["Ws"], IntegrationId=res["Int"])["IntegrationUri"] == uri.format("live")
+    assert api.get_authorizer(ApiId=res["Ws"], AuthorizerId=res["Auth"])["AuthorizerUri"] == uri.format("auth")

@@ -3,6 +3,7 @@ the connected-address re-check (DNS rebinding), for every caller of `holdpoint.n
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 import threading
@@ -209,6 +210,9 @@ class Listener:
                 conn.close()
 
     def close(self) -> None:
+        """Stop listening: `shutdown` wakes the thread blocked in `accept` (a bare `close` does not)."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
 
 

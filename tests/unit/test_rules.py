@@ -1,12 +1,11 @@
-"""One test (or more) per interrupt rule of PROTOCOL.md §3, against the real core and store on moto.
+"""One test (or more) per interrupt rule of PROTOCOL.md §3, against the real core and services on the in-memory store
+(`holdpoint.memory`; tests/unit/test_store_contract.py holds it to the DynamoDB store's promises).
 
 End-to-end versions over HTTP on the local stack live in tests/e2e/.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,30 +16,9 @@ from holdpoint.core.interrupts import may_resume
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.settle import settle
-from tests.cache_chaos import PoisonedCache
 from tests.harness import Harness, seed_worker
 
-pytestmark = pytest.mark.usefixtures("aws")
-
-
-@pytest.fixture(autouse=True, params=["no cache", "cache", "poisoned cache"])
-def state_cache(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every rule holds without the store's warm-load cache, with it, and with a cache that is
-    dropped, stale, from another version line or corrupted on half of its reads."""
-    from holdpoint.aws import store
-
-    caches: list[PoisonedCache] = []
-    seeds = itertools.count()
-
-    def poisoned() -> PoisonedCache:
-        caches.append(PoisonedCache(seed=next(seeds)))
-        return caches[-1]
-
-    make = {"no cache": lambda: None, "cache": store.StateCache, "poisoned cache": poisoned}[request.param]
-    monkeypatch.setattr(store, "cache_from_env", make)
-    yield
-    if request.param == "poisoned cache":
-        assert sum(c.poisoned for c in caches) > 0, "the cache was never poisoned"
+pytestmark = pytest.mark.usefixtures("memory")
 
 
 def interrupt_everything(log: list[dict[str, Any]]) -> Any:
@@ -370,13 +348,17 @@ def test_r12_interrupt_on_tool_execute_is_bound_to_the_call_which_stays_open() -
 # --- R13 ----------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("aws")
 def test_r13_the_pause_is_persisted_state_that_survives_new_processes() -> None:
+    """On the DynamoDB store: what survives a new process is what the table holds."""
+    from holdpoint.aws.store import Store
+
     log: list[dict[str, Any]] = []
-    h = Harness(seed_worker(log))
+    h = Harness(seed_worker(log), store=Store())
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
     # A "restart": fresh store, queue, parking and runner objects over the same tables.
-    fresh = Harness(seed_worker(log))
+    fresh = Harness(seed_worker(log), store=Store())
     fresh.session_id, fresh.caller = h.session_id, h.caller
     fresh.store.put_agent(h.caller.tenant, "assistant", h.store.get_agent(h.caller.tenant, "assistant") or {})
     assert fresh.view()["status"] == "interrupted"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import boto3
@@ -83,3 +84,26 @@ def test_head_only_load_reads_header_agent_and_interrupts_but_no_tree() -> None:
     assert set(head.interrupts) == set(full.interrupts) and head.interrupts
     assert not head.tree.nodes and not head.calls and not head.decisions and not head.turns
     assert full.tree.nodes and full.calls and full.decisions
+
+
+def test_an_interrupt_item_stores_each_field_once_and_loads_whole() -> None:
+    """The interrupt's answer and the fields the conditional writes and indexes read live as the
+    item's top-level attributes alone (DynamoDB bills each write per started KB); the header's body
+    leaves out its keys and unset fields. Both load back whole."""
+    h = Harness(seed_worker())
+    h.say("Email Bob")
+    iid = h.open_interrupt()["interrupt_id"]
+    h.resume(iid, {"approved": True})
+    before = h.state().interrupts[iid]
+    items = {i["SK"]["S"]: i for i in boto3.client("dynamodb").scan(TableName="holdpoint")["Items"]
+             if i["PK"]["S"].endswith(h.session_id or "")}
+    item = items[f"I#{iid}"]
+    body = json.loads(item["body"]["S"])
+    on_top = {"interrupt_id", "status", "origin", "generation", "owner", "reason", "resolution", "responder",
+              "resolved_at"}
+    assert not on_top & set(body) and item["resolution"] and item["status"]["S"] == "resolved"
+    header = json.loads(items["H"]["body"]["S"])
+    assert not {"tenant", "session_id", "state", "parent", "budget"} & set(header)
+    state = h.state()
+    assert state.interrupts[iid] == before and before.resolution == {"approved": True}
+    assert (state.header.tenant, state.header.session_id) == ("t1", h.session_id)

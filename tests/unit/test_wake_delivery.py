@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from holdpoint import assembly
-from holdpoint.core import engine
+from holdpoint.core import engine, wire
+from holdpoint.core import interrupts as rules
 from holdpoint.core.client_inputs import ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionState
 from holdpoint.core.worker_protocol import WorkerSubmitBody
@@ -248,3 +249,36 @@ def test_r8_a_branch_abandoned_while_the_worker_has_it_drops_the_answer() -> Non
     run.h.settle()
     contents = [m.get("content") for m in run.h.view()["messages"]]
     assert "sent" not in contents and contents[-1] == "Hi!"
+
+
+def test_r8_the_resumed_decision_names_the_answer_and_delivery_fills_it_in() -> None:
+    """The answer is stored once, on the interrupt: the `interrupt.resumed` decision names the
+    interrupt and generation, and the worker still gets the payload in the trigger."""
+    run = Run()
+    run.h.resume(run.iid, APPROVED)
+    interrupt = run.h.state().interrupts[run.iid]
+    stored = run.decision().trigger
+    assert stored == {"type": "interrupt.resumed", "interrupt_id": run.iid, "generation": interrupt.generation}
+    [req] = run.resumed
+    assert req["trigger"]["payload"] == interrupt.resolution
+    assert interrupt.resolution == APPROVED
+
+
+def test_r8_a_resume_waiting_for_delivery_keeps_its_answer_when_the_id_is_raised_again() -> None:
+    """A closed id raised again replaces the answer on the interrupt: an `interrupt.resumed` of the
+    earlier generation still pending (here deferred by a 202) takes its own copy first."""
+    def later(_: dict[str, Any]) -> Any:
+        raise WorkerDeferred("later")
+
+    run = Run(later)
+    run.h.resume(run.iid, APPROVED)
+    state = run.h.state()
+    answer = state.interrupts[run.iid].resolution
+    decision = run.decision()
+    assert rules.raise_interrupt(state, interrupt_id=run.iid, reason="again", payload=None, origin="worker",
+                                 anchor=state.tree.head_id, expires_in=None, call_id=None, turn_id=None,
+                                 raised_by="another-step") is not None
+    assert state.interrupts[run.iid].resolution is None
+    pending = state.decisions[decision.id]
+    assert pending.trigger["payload"] == answer and pending in state.dirty.values()
+    assert wire.trigger(state, pending).wire()["payload"] == answer

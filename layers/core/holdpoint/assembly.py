@@ -14,19 +14,39 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from holdpoint.aws.leases import WaitLeases
     from holdpoint.aws.parking import Parking
+    from holdpoint.aws.pushconfigs import PushConfigLog
     from holdpoint.aws.queue import WorkQueue
     from holdpoint.aws.store import Store
     from holdpoint.aws.timers import Timers
     from holdpoint.outbound.slack import SlackChannel
+    from holdpoint.services.live import Live
     from holdpoint.services.notify import Notifier
     from holdpoint.services.runner import Runner
 
 
 @cache
 def get_store() -> Store:
+    """The container's store; with a WebSocket API (`HOLDPOINT_LIVE_ENDPOINT`) every commit's
+    events go to the session's connections right after it (services/live.py)."""
+    import os
+
+    from holdpoint.aws.frames import LIVE_ENV
     from holdpoint.aws.store import Store
 
-    return Store()
+    store = Store()
+    if os.environ.get(LIVE_ENV):
+        store.committed = lambda state: get_live().publish(state)
+    return store
+
+
+@cache
+def get_live() -> Live:
+    """Live events: the WebSocket connections on the table, posted through the management API."""
+    from holdpoint.aws.connections import Connections
+    from holdpoint.aws.frames import ManagementFrames
+    from holdpoint.services.live import Live
+
+    return Live(get_store(), Connections(), ManagementFrames())
 
 
 @cache
@@ -94,15 +114,27 @@ def get_notifier() -> Notifier:
     from holdpoint.aws.deliveries import DeliveryLog
     from holdpoint.aws.events import EventBus
     from holdpoint.outbound import channels
+    from holdpoint.outbound.webhooks import A2aPushChannel
+    from holdpoint.services.a2a import PUSH_CHANNEL, Pushes
     from holdpoint.services.notify import Notifier
 
     deliveries = DeliveryLog()
+    pushes = Pushes(get_store(), get_push_configs())
     return Notifier(get_store(), EventBus(), deliveries, get_timers(), signing,
-                    channels.installed(get_store(), deliveries),
-                    link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""))
+                    {**channels.installed(get_store(), deliveries), PUSH_CHANNEL: A2aPushChannel(pushes.resolve)},
+                    link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""), pushes=pushes.starts)
+
+
+@cache
+def get_push_configs() -> PushConfigLog:
+    """A2A push notification configs (PROTOCOL.md §8)."""
+    from holdpoint.aws.pushconfigs import PushConfigLog
+
+    return PushConfigLog()
 
 
 def reset() -> None:
     """Forget every built object (tests that swap the environment between cases)."""
-    for factory in (get_store, get_leases, get_queue, get_parking, get_timers, get_runner, get_notifier, get_slack):
+    for factory in (get_store, get_live, get_leases, get_queue, get_parking, get_timers, get_runner, get_notifier,
+                    get_slack, get_push_configs):
         factory.cache_clear()

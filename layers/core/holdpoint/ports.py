@@ -61,6 +61,11 @@ class Conflict(Exception):
     """The session changed since it was loaded: reload and recompute."""
 
 
+class Interfered(Conflict):
+    """Another transaction was writing one of the items at the same moment (DynamoDB's
+    `TransactionConflict`): no condition failed and nothing was written; the same write may be sent again."""
+
+
 class TooManyChanges(ValueError):
     """One step would change more items than one transaction holds; nothing was written."""
 
@@ -71,6 +76,10 @@ class TooLarge(ValueError):
 
 class Throttled(Exception):
     """The store refused the request for now (its throughput is exhausted); nothing was written."""
+
+
+class Unavailable(Exception):
+    """An AWS service failed the call (a 5xx, or no answer) after its client's retries: try later."""
 
 
 class WorkerUnavailable(Exception):
@@ -219,6 +228,23 @@ class PostedMessages(Protocol):
     def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None: ...
 
 
+class PushConfigs(Protocol):
+    """A2A push notification configs (PROTOCOL.md §8), one record per (task, config id) in the
+    task's session: `{id, url, token?, authentication?}`. Setting the same config again is a
+    no-op, a changed one replaces it; deleting a missing one is a no-op."""
+
+    def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any]) -> None: ...
+
+    def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any] | None: ...
+
+    def list(self, tenant: str, session_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
+        """A task's configs, oldest id first (every task's in the session when `turn_id` is None),
+        each with its `turn_id`."""
+        ...
+
+    def delete(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> None: ...
+
+
 Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any] | None]
 """Ask the agent's worker (agent config, decision request, the session's tenant) for its answer;
 `None` is a `null` answer (the engine applies its own continuation)."""
@@ -229,3 +255,24 @@ Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str
 
 Clock = Callable[[], float]
 """Epoch seconds."""
+
+
+class Connections(Protocol):
+    """WebSocket connections and the sessions each follows (`aws/connections.py`): one item per
+    (session, connection), found by the session, gone with the connection's 2-hour lifetime."""
+
+    def open(self, connection_id: str, tenant: str, expires: int) -> None: ...
+
+    def subscribe(self, tenant: str, session_id: str, connection_id: str, expires: int) -> bool: ...
+
+    def following(self, tenant: str, session_id: str) -> list[str]: ...
+
+    def drop(self, tenant: str, session_id: str, connection_id: str) -> None: ...
+
+    def disconnect(self, connection_id: str) -> None: ...
+
+
+class Frames(Protocol):
+    """API Gateway's `@connections` management API: `post` is False when the connection is gone (410)."""
+
+    def post(self, connection_id: str, frame: dict[str, Any]) -> bool: ...

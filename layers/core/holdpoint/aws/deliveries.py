@@ -18,9 +18,9 @@ import os
 import time
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.aws import clients
 from holdpoint.aws.store import session_pk
 
 PREFIX = "D#"
@@ -51,7 +51,7 @@ class DeliveryLog:
     def __init__(self, table: str | None = None, client: Any = None, sqs: Any = None,
                  dlq_url: str | None = None) -> None:
         self.table = table or os.environ["TABLE_NAME"]
-        self.client = client or boto3.client("dynamodb")
+        self.client = client or clients.client("dynamodb")
         self._sqs = sqs
         self.dlq_url = dlq_url if dlq_url is not None else os.environ.get("NOTIFY_DLQ_URL", "")
 
@@ -132,7 +132,7 @@ class DeliveryLog:
     @property
     def sqs(self) -> Any:
         if self._sqs is None:
-            self._sqs = boto3.client("sqs")
+            self._sqs = clients.client("sqs")
         return self._sqs
 
     def dead_letter(self, record: dict[str, Any]) -> None:

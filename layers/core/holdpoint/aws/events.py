@@ -6,8 +6,7 @@ import json
 import os
 from typing import Any
 
-import boto3
-
+from holdpoint.aws import clients
 from holdpoint.ports import DeliveryFailed
 
 SOURCE = "holdpoint"
@@ -16,7 +15,7 @@ SOURCE = "holdpoint"
 class EventBus:
     def __init__(self, bus_name: str | None = None, client: Any = None) -> None:
         self.bus_name = bus_name or os.environ.get("EVENT_BUS_NAME", "")
-        self.client = client or boto3.client("events")
+        self.client = client or clients.client("events")
 
     def publish(self, detail_type: str, detail: dict[str, Any]) -> None:
         """One entry, `source: holdpoint`; a refused entry raises (the stream record is retried)."""

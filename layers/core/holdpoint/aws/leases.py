@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.aws import clients
 from holdpoint.core import quotas
 
 LEASE_SECS = 30
@@ -50,7 +50,7 @@ class WaitLeases:
     def __init__(self, table: str | None = None, client: Any = None, limits: quotas.Quotas | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.table = table or os.environ["TABLE_NAME"]
-        self.client = client or boto3.client("dynamodb")
+        self.client = client or clients.client("dynamodb")
         self.limits = limits or quotas.from_env(os.environ)
         self.clock = clock
 

@@ -58,7 +58,7 @@ def answered(new: dict[str, Any], old: dict[str, Any], store: Store) -> dict[str
     after = _answers(new)
     if new.get("status", {}).get("S") != "open" or len(after) <= len(_answers(old)):
         return None
-    body = store.codec.body(new)
+    body = store.codec.interrupt_body(new)
     interrupt_id = new["SK"]["S"][2:]
     generation = new.get("generation", {}).get("N", "0")
     answer = after[-1]

@@ -9,9 +9,9 @@ import json
 import os
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.aws import clients
 from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.interrupts import park_seconds
 from holdpoint.core.state import Interrupt
@@ -25,7 +25,7 @@ class Parking:
     def __init__(self, state_machine_arn: str | None = None, client: Any = None,
                  queue: WorkQueue | None = None) -> None:
         self.arn = state_machine_arn or os.environ["PARK_STATE_MACHINE_ARN"]
-        self.client = client or boto3.client("stepfunctions")
+        self.client = client or clients.client("stepfunctions")
         self._queue = queue
 
     @property

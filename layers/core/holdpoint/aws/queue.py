@@ -7,8 +7,7 @@ import json
 import os
 from typing import Any
 
-import boto3
-
+from holdpoint.aws import clients
 from holdpoint.core.messages import Kick, MessageError, Wake, WorkMessage, body, parse
 
 
@@ -28,7 +27,7 @@ def parse_message(text: str) -> WorkMessage:
 class WorkQueue:
     def __init__(self, url: str | None = None, client: Any = None) -> None:
         self.url = url or os.environ["WORK_QUEUE_URL"]
-        self.client = client or boto3.client("sqs")
+        self.client = client or clients.client("sqs")
 
     def kick(self, tenant: str, session_id: str, version: int) -> None:
         """Tell the engine a session has work due; the dedup id makes repeats at one version free."""

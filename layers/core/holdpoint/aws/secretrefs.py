@@ -23,7 +23,7 @@ import fnmatch
 import os
 import re
 
-import boto3
+from holdpoint.aws import clients
 
 ENV_ALLOWLIST = "HOLDPOINT_SECRET_ENV_ALLOWLIST"
 TENANT_PREFIX = "HOLDPOINT_TENANT_SECRET_PREFIX"
@@ -122,5 +122,5 @@ def secret_value(secret_id: str) -> str:
     """A Secrets Manager secret's string, read once per container: the one read and cache of
     secret values, for tenant references and the deployment's own signing key alike."""
     if secret_id not in _CACHE:
-        _CACHE[secret_id] = boto3.client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"]
+        _CACHE[secret_id] = clients.client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"]
     return _CACHE[secret_id]

@@ -31,6 +31,10 @@ __all__ = ["Cached", "Conflict", "Head", "StateCache", "Store", "agent_digest", 
            "session_pk"]
 
 
+def _nothing(state: SessionState) -> None:
+    """No one to tell of a commit."""
+
+
 class Store:
     def __init__(self, table: str | None = None, client: Any = None, s3: Any = None,
                  cache: StateCache | bool = True, limits: quotas.Quotas | None = None) -> None:
@@ -44,6 +48,8 @@ class Store:
         self.cache = cache_from_env() if cache is True else cache if isinstance(cache, StateCache) else None
         self.interrupt_writes = InterruptWrites(self.db, self.codec)
         self.listings = Listings(self.db, self.codec)
+        self.committed: Callable[[SessionState], None] = _nothing
+        """Called after each successful commit (the live push, services/live.py)."""
 
     @property
     def client(self) -> Any:
@@ -85,7 +91,9 @@ class Store:
         return state
 
     def commit(self, state: SessionState) -> int:
-        return self.committer.commit(state)
+        written = self.committer.commit(state)
+        self.committed(state)
+        return written
 
     def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
         if after_seq >= MAX_SEQ:  # nothing after the last key: never a BETWEEN whose bounds are inverted

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.aws import clients
 from holdpoint.aws.queue import group_id
 from holdpoint.core.messages import WorkMessage, body
 
@@ -68,7 +68,7 @@ class Timers:
         self.group = group or os.environ.get("TIMER_SCHEDULE_GROUP", "default")
         self.queue_arn = queue_arn or os.environ.get("TIMER_TARGET_ARN", "")
         self.role_arn = role_arn or os.environ.get("TIMER_ROLE_ARN", "")
-        self.client = client or boto3.client("scheduler")
+        self.client = client or clients.client("scheduler")
         self.clock = clock
 
     def schedule(self, seconds: float, message: WorkMessage, key: str) -> None:

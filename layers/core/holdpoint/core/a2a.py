@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from holdpoint.core import notify, schemas
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Code, Refusal
-from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.ids import ID_PATTERN, ID_REGEX
 from holdpoint.core.state import Interrupt, SessionState, Turn
 
 PROTOCOL_VERSION = "1.0"
@@ -60,10 +60,52 @@ class Message(A2a):
     metadata: dict[str, Any] | None = None
 
 
+ConfigId = Annotated[str, StringConstraints(pattern=ID_REGEX)]
+Secret = Annotated[str, StringConstraints(min_length=1, max_length=4_096)]
+
+
+class Authentication(A2a):
+    """How the receiver authenticates the push: sent as `Authorization: {scheme} {credentials}`."""
+
+    scheme: Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9._~+-]{0,63}$")]
+    credentials: Secret | None = None
+
+
+class PushSpec(A2a):
+    """A `TaskPushNotificationConfig` as `SendMessage`'s configuration carries it (its task is the
+    one the message starts)."""
+
+    id: ConfigId | None = None
+    url: Annotated[str, StringConstraints(min_length=1, max_length=2_048)]
+    token: Secret | None = None
+    authentication: Authentication | None = None
+
+
+class PushConfig(PushSpec):
+    """`CreateTaskPushNotificationConfig`: a config for an existing task."""
+
+    taskId: Annotated[str, StringConstraints(min_length=1, max_length=256)]  # noqa: N815
+
+
+class PushRef(A2a):
+    """`GetTaskPushNotificationConfig`, `DeleteTaskPushNotificationConfig`."""
+
+    taskId: Annotated[str, StringConstraints(min_length=1, max_length=256)]  # noqa: N815
+    id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class PushList(A2a):
+    """`ListTaskPushNotificationConfigs` (a task has at most `MAX_PUSH_CONFIGS`: one page)."""
+
+    taskId: Annotated[str, StringConstraints(min_length=1, max_length=256)]  # noqa: N815
+    pageSize: Annotated[int, Field(ge=0, le=1_000)] | None = None  # noqa: N815
+    pageToken: Annotated[str, StringConstraints(max_length=1_024)] | None = None  # noqa: N815
+
+
 class Configuration(A2a):
     returnImmediately: bool = False  # noqa: N815
     historyLength: Annotated[int, Field(ge=0, le=1_000)] | None = None  # noqa: N815
-    taskPushNotificationConfig: dict[str, Any] | None = None  # noqa: N815
+    taskPushNotificationConfig: PushSpec | None = None  # noqa: N815
 
 
 class SendMessage(A2a):
@@ -256,7 +298,7 @@ def _timestamp(iso: str) -> str:
 
 def card(base_url: str, tenant: str, agent_id: str, declared: A2aConfig) -> dict[str, Any]:
     """The Agent Card: one JSON-RPC interface at `POST /a2a/{tenant}/{agent_id}`, bearer auth
-    (an API key or a client token), streaming, no push notifications."""
+    (an API key or a client token), streaming, push notifications (signed webhook deliveries)."""
     name = declared.name or agent_id
     skills = declared.skills or [{"id": agent_id, "name": name, "description": declared.description or name,
                                   "tags": ["holdpoint"]}]
@@ -266,7 +308,7 @@ def card(base_url: str, tenant: str, agent_id: str, declared: A2aConfig) -> dict
         "version": "1.0.0",
         "supportedInterfaces": [{"url": f"{base_url.rstrip('/')}/a2a/{tenant}/{agent_id}", "protocolBinding": "JSONRPC",
                                  "protocolVersion": PROTOCOL_VERSION}],
-        "capabilities": {"streaming": True, "pushNotifications": False},
+        "capabilities": {"streaming": True, "pushNotifications": True},
         "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {
             "scheme": "Bearer", "description": "A Holdpoint API key or a client token"}}},
         "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
@@ -274,6 +316,65 @@ def card(base_url: str, tenant: str, agent_id: str, declared: A2aConfig) -> dict
         "defaultOutputModes": ["text/plain", "application/json"],
         "skills": skills,
     }
+
+
+# --- push notifications -------------------------------------------------------------------
+
+MAX_PUSH_CONFIGS = 10
+"""A task's push configs: each state change is one delivery per config, so the fan-out is bounded."""
+TOKEN_HEADER = "X-A2A-Notification-Token"
+PUSHED_STATES: frozenset[str] = TERMINAL | {"TASK_STATE_INPUT_REQUIRED"}
+"""The states a push announces: a turn that parks (input-required) and one that ends."""
+
+
+def stored_config(spec: PushSpec, turn_id: str) -> dict[str, Any]:
+    """What is kept of a config (its id defaults to the task's turn, as A2A defaults it to the task)."""
+    out: dict[str, Any] = {"id": spec.id or turn_id, "url": spec.url}
+    if spec.token is not None:
+        out["token"] = spec.token
+    if spec.authentication is not None:
+        out["authentication"] = spec.authentication.model_dump(exclude_none=True)
+    return out
+
+
+def config_out(session_id: str, stored: dict[str, Any]) -> dict[str, Any]:
+    """A kept config as A2A's `TaskPushNotificationConfig`, without its secrets: the token and the
+    credentials are write-only (they are sent to the receiver, never shown again)."""
+    out: dict[str, Any] = {"id": stored["id"], "taskId": task_id(session_id, stored["turn_id"]), "url": stored["url"]}
+    auth = stored.get("authentication")
+    if isinstance(auth, dict) and auth.get("scheme"):
+        out["authentication"] = {"scheme": auth["scheme"]}
+    return out
+
+
+def push_headers(stored: dict[str, Any]) -> dict[str, str]:
+    """The headers A2A sends a push with: the config's token, and its `Authorization`."""
+    out: dict[str, str] = {}
+    if stored.get("token"):
+        out[TOKEN_HEADER] = str(stored["token"])
+    auth = stored.get("authentication")
+    if isinstance(auth, dict) and auth.get("scheme") and auth.get("credentials"):
+        out["Authorization"] = f"{auth['scheme']} {auth['credentials']}"
+    return out
+
+
+def pushed_turn(state: SessionState, event: dict[str, Any]) -> str | None:
+    """The turn whose task an event-log entry changes into a pushed state: a `session.interrupted`
+    (the turn parks) or a `turn.finished`/`turn.failed` (it ends); None for any other entry."""
+    data = event.get("data") or {}
+    if event.get("type") == "session.interrupted":
+        interrupt = state.interrupts.get(str(data.get("interrupt_id")))
+        return interrupt.turn_id if interrupt is not None else None
+    if event.get("type") in ("turn.finished", "turn.failed"):
+        turn = data.get("turn_id")
+        return turn if isinstance(turn, str) else None
+    return None
+
+
+def push_body(state: SessionState, turn: Turn) -> dict[str, Any]:
+    """A push's body: A2A's `StreamResponse` with the task (no history: the receiver reads it with
+    `GetTask`), as the A2A SDK's sender posts it."""
+    return {"task": task_out(state, turn, 0)}
 
 
 # --- JSON-RPC answers --------------------------------------------------------------------

@@ -162,6 +162,8 @@ class A2aConfig(Wire):
     name: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
     description: Annotated[str, StringConstraints(max_length=4_096)] | None = None
     skills: list[dict[str, Any]] | None = Field(default=None, max_length=64)
+    push_secret: Annotated[str, StringConstraints(max_length=1_024)] | None = Field(
+        default=None, description="the secret reference A2A push deliveries are signed with (as notify webhooks)")
 
 
 class AgentConfig(Open):

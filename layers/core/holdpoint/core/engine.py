@@ -467,7 +467,9 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation:
     state.emit("session.interrupt_resumed", interrupt_id=interrupt_id, payload=interrupt.resolution,
                responder=interrupt.responder, expired=happened == "expired", generation=interrupt.generation)
     if was_parking_active:
-        trigger = {"type": "interrupt.resumed", "interrupt_id": interrupt_id, "payload": interrupt.resolution}
+        # The answer is stored once, on the interrupt: the trigger names it (and the generation it
+        # answers) and delivery fills the payload in from the interrupt record (wire.trigger).
+        trigger = {"type": "interrupt.resumed", "interrupt_id": interrupt_id, "generation": interrupt.generation}
         anchor = interrupt.anchor if interrupt.anchor is not None else state.tree.head_id
         state.enqueue(trigger, anchor=anchor, turn_id=interrupt.turn_id, priority=0,
                       key=resumed_key(interrupt), interrupt_id=interrupt_id)

@@ -27,6 +27,8 @@ Code = Literal[
     "action_expired",  # a sealed Slack button past its expiry
     "not_an_approver",  # A2: the interrupt's approver policy does not admit this caller
     "quota_exceeded",  # a tenant, session or caller limit (core/quotas.py); `param` names it
+    "throttled",  # AWS throttled a call the request needs (after its client's retries): try later
+    "unavailable",  # AWS failed a call the request needs (a 5xx, no answer): try later
 ]
 
 

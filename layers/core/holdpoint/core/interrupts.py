@@ -163,6 +163,7 @@ def raise_interrupt(
         if existing.status == "open" or existing.raised_by == raised_by:
             return None
         generation = existing.generation + 1  # a closed id raised again by a new step reopens it
+        keep_answer(state, existing)
     policy = effective_policy(state, origin, call_id, approval)
     escalate_to = policy.pop("escalate_to", None) if policy else None
     seconds = expires_in or (h.agent or {}).get("interrupt_expires_in")
@@ -200,6 +201,18 @@ def raise_interrupt(
     void_parked_llm_calls(state)
     state.effects.append(Effect(kind="start_park", interrupt_id=iid))
     return interrupt
+
+
+def keep_answer(state: SessionState, closed: Interrupt) -> None:
+    """An `interrupt.resumed` names the answer it delivers on the interrupt (stored once). A raise
+    of the same id again replaces that answer, so a resume of the closed generation still waiting
+    to be delivered takes its own copy first."""
+    for decision in state.pending_decisions():
+        t = decision.trigger
+        if t.get("type") == "interrupt.resumed" and t.get("interrupt_id") == closed.interrupt_id \
+                and "payload" not in t and t.get("generation", closed.generation) == closed.generation:
+            decision.trigger = {**t, "payload": closed.resolution}
+            state.touch(decision)
 
 
 def effective_policy(state: SessionState, origin: str, call_id: str | None,

@@ -143,8 +143,19 @@ def _llm_finished(state: SessionState, decision: Decision, t: dict[str, Any]) ->
     return out
 
 
+def resumed_payload(state: SessionState, t: dict[str, Any]) -> Any:
+    """The answer an `interrupt.resumed` delivers: the interrupt's own resolution, for the
+    generation the trigger names (a record stored with the payload in it keeps that copy)."""
+    if "payload" in t:
+        return t["payload"]
+    interrupt = state.interrupts.get(t["interrupt_id"])
+    if interrupt is None or interrupt.generation != t.get("generation", interrupt.generation):
+        return None
+    return interrupt.resolution
+
+
 def _interrupt_resumed(state: SessionState, decision: Decision, t: dict[str, Any]) -> p.Out:
-    return p.InterruptResumed(interrupt_id=t["interrupt_id"], payload=t.get("payload"))
+    return p.InterruptResumed(interrupt_id=t["interrupt_id"], payload=resumed_payload(state, t))
 
 
 TRIGGERS: dict[str, Callable[[SessionState, Decision, dict[str, Any]], p.Out]] = {

@@ -65,6 +65,21 @@ def context_of(caller: Caller) -> dict[str, str]:
     return out
 
 
+def websocket_answer(caller: Caller | None, method_arn: str) -> dict[str, Any]:
+    """The WebSocket API's `$connect` authorizer answer (it has no simple responses): an IAM
+    policy on the connect route, with the caller's context, which API Gateway hands to every
+    route of the connection."""
+    effect = "Allow" if caller is not None else "Deny"
+    answer: dict[str, Any] = {
+        "principalId": caller.subject if caller is not None else "anonymous",
+        "policyDocument": {"Version": "2012-10-17", "Statement": [
+            {"Action": "execute-api:Invoke", "Effect": effect, "Resource": method_arn}]},
+    }
+    if caller is not None:
+        answer["context"] = context_of(caller)
+    return answer
+
+
 def caller_of(ctx: dict[str, Any]) -> Caller:
     """The caller an authorizer context (`context_of`) names."""
     return Caller(tenant=str(ctx["tenant"]), subject=str(ctx.get("subject") or ""),

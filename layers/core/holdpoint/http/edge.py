@@ -10,6 +10,7 @@ from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ID_PATTERN
 from holdpoint.http.credentials import caller_of
 from holdpoint.http.limits import MAX_PAYLOAD_BYTES
+from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services.caller import Caller
 
 STATUS: dict[Code, int] = {
@@ -34,7 +35,11 @@ STATUS: dict[Code, int] = {
     "too_many_messages": 413,
     "unknown_input_type": 422,
     "quota_exceeded": 429,
+    "throttled": 503,
+    "unavailable": 503,
 }
+RETRY_AFTER_SECS = 1
+"""What a 503 for a refusal about load asks the client to wait: botocore already backed off."""
 INTERNAL_BODY = {"error": {"code": "internal", "message": "internal error"}}
 
 
@@ -43,8 +48,29 @@ def status_of(refusal: Refusal) -> int:
 
 
 def headers_of(refusal: Refusal) -> dict[str, str]:
-    """The headers a refusal carries besides its body: `Retry-After` for a quota (429)."""
+    """The headers a refusal carries besides its body: `Retry-After` for a quota (429) or load (503)."""
     return {"Retry-After": str(max(1, refusal.retry_after))} if refusal.retry_after is not None else {}
+
+
+def load_refusal(exc: Throttled | Unavailable) -> Refusal:
+    """AWS refused a call this request needs, about load rather than the request: 503, try later.
+    Nothing the request asked for was done past the refused call, and every write is conditional,
+    so the same request sent again is safe."""
+    if isinstance(exc, Throttled):
+        return Refusal("throttled", "the service is busy; retry after the time Retry-After says",
+                       retry_after=RETRY_AFTER_SECS)
+    return Refusal("unavailable", "the service is unavailable for now; retry after the time Retry-After says",
+                   retry_after=RETRY_AFTER_SECS)
+
+
+def authorizer_refusal(event: dict[str, Any]) -> Refusal | None:
+    """The authorizer could not check the credentials (AWS refused its read): a 503, never a 401
+    that would tell a caller with good credentials they are bad."""
+    lam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
+    kind = lam.get("unavailable")
+    if not kind:
+        return None
+    return load_refusal(Throttled() if kind == "throttled" else Unavailable())
 
 
 def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) -> dict[str, Any]:
@@ -59,6 +85,9 @@ def refusal_reply(refusal: Refusal) -> dict[str, Any]:
 
 def caller(event: dict[str, Any]) -> Caller:
     """Who is calling, as the authorizer said (its simple-response context)."""
+    refused = authorizer_refusal(event)
+    if refused is not None:
+        raise refused
     lam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
     if not lam.get("tenant"):
         raise Refusal("unauthorized", "missing or invalid credentials")

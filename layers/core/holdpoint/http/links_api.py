@@ -24,8 +24,9 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core.errors import Refusal
-from holdpoint.http.edge import INTERNAL_BODY, status_of
+from holdpoint.http.edge import INTERNAL_BODY, headers_of, load_refusal, status_of
 from holdpoint.http.telemetry import logger
+from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services import links
 
 PATH = "/v1/links/<token>"
@@ -57,9 +58,12 @@ def _wants_json(headers: dict[str, str]) -> bool:
 
 def _refused(exc: Refusal, as_json: bool) -> Response[str]:
     if as_json:
-        return _json(status_of(exc), exc.body())
-    return _page(status_of(exc), "This link cannot be used",
-                 f"<p>{html.escape(exc.message)}</p><p><code>{html.escape(exc.code)}</code></p>")
+        out = _json(status_of(exc), exc.body())
+    else:
+        out = _page(status_of(exc), "This link cannot be used",
+                    f"<p>{html.escape(exc.message)}</p><p><code>{html.escape(exc.code)}</code></p>")
+    out.headers.update(headers_of(exc))
+    return out
 
 
 def _confirmation(view: dict[str, Any]) -> str:
@@ -123,6 +127,13 @@ def build() -> APIGatewayHttpResolver:
             return _json(200, out)
         done = "Already answered; nothing changed." if out.get("noop") else "Thank you: your answer is recorded."
         return _page(200, "Done", f"<p>{html.escape(done)}</p>")
+
+    @app.exception_handler(Throttled)
+    @app.exception_handler(Unavailable)
+    def on_aws_refusal(exc: Throttled | Unavailable) -> Response[str]:
+        """AWS refused a call after its client's retries: 503 with `Retry-After`."""
+        headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
+        return _refused(load_refusal(exc), _wants_json(headers))
 
     @app.exception_handler(NotFoundError)
     def unroutable(exc: NotFoundError) -> Response[str]:

@@ -1,6 +1,7 @@
 """The Powertools resolver every HTTP handler uses, with one mapping of every failure to an answer:
 refusals to their status, validation errors to a 400 naming the field, an impossible path id to
-the answer the id itself would get, the store's size refusal to 413, anything else to a bare 500."""
+the answer the id itself would get, the store's size refusal to 413, AWS's refusals about load
+(`Throttled`, `Unavailable`) to 503 with `Retry-After`, anything else to a bare 500."""
 
 from __future__ import annotations
 
@@ -16,10 +17,19 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from holdpoint.coldstart import Deferred
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error
-from holdpoint.http.edge import INTERNAL_BODY, headers_of, json_reply, refusal_reply, short, status_of
+from holdpoint.http.edge import (
+    INTERNAL_BODY,
+    authorizer_refusal,
+    headers_of,
+    json_reply,
+    load_refusal,
+    refusal_reply,
+    short,
+    status_of,
+)
 from holdpoint.http.limits import body_bytes, strict_body
 from holdpoint.http.telemetry import logger, metrics
-from holdpoint.ports import TooLarge, TooManyChanges
+from holdpoint.ports import Throttled, TooLarge, TooManyChanges, Unavailable
 
 _UNION_MEMBER = re.compile(r"^(constrained-)?(str|int|float|bool|bytes|none|list|dict)$|\[")
 _NAMING_IDS = {("PUT", "agent_id"): "agent_id must be 1-64 characters of [A-Za-z0-9._:-]",
@@ -130,6 +140,14 @@ def new_resolver(validate: bool = True) -> APIGatewayHttpResolver:
         """The store refused a record over its size limit (an item over 400 KB) and wrote nothing."""
         return error("payload_too_large", "the input is too large to record")
 
+    @app.exception_handler(Throttled)
+    @app.exception_handler(Unavailable)
+    def on_aws_refusal(exc: Throttled | Unavailable) -> Response[dict[str, Any]]:
+        """AWS refused a call after its client's retries: 503 with `Retry-After`, never a bare 500."""
+        refusal = load_refusal(exc)
+        logger.warning("aws refused", extra={"code": refusal.code, "error": f"{type(exc).__name__}: {exc}"})
+        return respond(refusal)
+
     return app
 
 
@@ -185,6 +203,9 @@ def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, json
     """One request through `app`: refused early if its body is bad; never a stack trace in a body."""
     try:
         event = prepare(event, json_body)
+        refused = authorizer_refusal(event)
+        if refused is not None:
+            raise refused
     except Refusal as exc:
         logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
         return refusal_reply(exc)

@@ -36,6 +36,9 @@ def check_agent(config: dict[str, Any], tenant: str) -> None:
         _refuse(netguard.check_url(llm_config["base_url"], "llm.base_url"), "llm.base_url")
     if llm_config.get("api_key") is not None:
         _refuse(secretrefs.check(llm_config["api_key"], tenant, "llm.api_key"), "llm.api_key")
+    push_secret = (config.get("a2a") or {}).get("push_secret")
+    if push_secret is not None:
+        _refuse(secretrefs.check(push_secret, tenant, "a2a.push_secret"), "a2a.push_secret")
     for i, entry in enumerate(config.get("notify") or []):
         check_webhook(entry, tenant, f"notify[{i}]")
         if "slack" in entry:

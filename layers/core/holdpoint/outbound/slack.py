@@ -47,7 +47,7 @@ from holdpoint.core.interrupts import answerable_until
 from holdpoint.core.notify import CLOSING, declared_options
 from holdpoint.core.shapes import Wire
 from holdpoint.core.state import Interrupt
-from holdpoint.ports import DeliveryFailed, PostedMessages, Sealer
+from holdpoint.ports import DeliveryFailed, PostedMessages, Sealer, Throttled, Unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -422,6 +422,8 @@ def signing_secret(config: SlackConfig, tenant: str) -> str:
     as a click is answered for whoever sends it, never with a 5xx."""
     try:
         return secretrefs.resolve(config.signing_secret, tenant, "slack.signing_secret") or ""
+    except (Throttled, Unavailable):
+        raise  # AWS refused the read, about load: the edge answers 503, not an unsigned request
     except (secretrefs.SecretRefError, ClientError):
         logger.warning("slack signing secret unavailable", exc_info=True)
         raise Refusal("unauthorized", "the Slack signing secret this button names is not available",

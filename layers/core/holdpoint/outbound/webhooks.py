@@ -8,6 +8,7 @@ delivery) or on the body's `event_id`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from holdpoint.outbound.workers import post_signed
@@ -36,5 +37,31 @@ class WebhookChannel:
         try:
             post_signed(entry["url"], body, entry.get("secret"), event.get("tenant"), "notify",
                         TIMEOUT_SECS, {DELIVERY_HEADER: delivery})
+        except WorkerUnavailable as exc:
+            raise DeliveryFailed(str(exc)) from exc
+
+
+PushTarget = Callable[[dict[str, Any], dict[str, Any]], tuple[str, dict[str, Any], dict[str, str]] | None]
+"""(url, body, headers) of one A2A push attempt, read when it runs; None: nothing to send."""
+
+
+class A2aPushChannel:
+    """`NotifyChannel` for A2A push configs (PROTOCOL.md §8): the A2A task POSTed as a webhook,
+    signed with the agent's `a2a.push_secret`, with the config's token and `Authorization` (sent,
+    never logged: an error names the field and the status only)."""
+
+    def __init__(self, target: PushTarget) -> None:
+        self.target = target
+
+    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
+        found = self.target(event, entry)
+        if found is None:
+            return
+        url, body, headers = found
+        delivery = delivery_id(str(event.get("event_id")), f"a2a#{entry.get('config_id')}")
+        secret = entry.get("secret")
+        try:
+            post_signed(url, body, secret if isinstance(secret, str) else None, event.get("tenant"), "a2a.push",
+                        TIMEOUT_SECS, {**headers, DELIVERY_HEADER: delivery})
         except WorkerUnavailable as exc:
             raise DeliveryFailed(str(exc)) from exc

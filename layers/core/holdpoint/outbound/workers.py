@@ -23,7 +23,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from holdpoint.aws import secretrefs
+from holdpoint.aws import clients, secretrefs
 from holdpoint.core import strictjson
 from holdpoint.outbound import netguard
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
@@ -135,7 +135,8 @@ def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | No
 
 
 def lambda_client() -> Any:
-    return boto3.client("lambda")
+    """A worker Lambda's client: no botocore retries (holdpoint.aws.clients, POLICIES["lambda"])."""
+    return boto3.client("lambda", config=clients.config("lambda"))
 
 
 def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:

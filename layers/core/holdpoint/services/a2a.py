@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
-from holdpoint.core import a2a
+from holdpoint.core import a2a, notify, retry
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
+from holdpoint.core.ids import ID_PATTERN
 from holdpoint.core.state import SessionState, Turn
-from holdpoint.ports import Parking, SessionStore, WorkQueue
+from holdpoint.ports import Parking, PushConfigs, SessionStore, WorkQueue
 from holdpoint.services import sessions, streams
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import resume
@@ -71,11 +73,17 @@ def _context(store: SessionStore, caller: Caller, agent_id: str, context_id: str
 
 def send(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
          body: a2a.SendMessage, *, wait_secs: float | None = None,
-         clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+         clock: Callable[[], float] = time.monotonic, configs: PushConfigs | None = None) -> dict[str, Any]:
     """`SendMessage`: the task as it stands when its turn ends or parks (or the cap comes first,
     or at once with `returnImmediately`)."""
     deadline = streams.until(0 if body.configuration and body.configuration.returnImmediately else wait_secs, clock)
+    spec = body.configuration.taskPushNotificationConfig if body.configuration else None
+    if spec is not None and body.message.taskId:  # kept before the answer, so its next state is pushed
+        state, turn = _task(store, caller, agent_id, body.message.taskId, "message.taskId")
+        keep_push(_configs(configs), state.header.tenant, state.header.session_id, turn.id, spec)
     sid, turn_id = _apply(store, queue, parking, caller, agent_id, body.message)
+    if spec is not None and not body.message.taskId:  # the task exists once the message is accepted
+        keep_push(_configs(configs), caller.tenant, sid, turn_id, spec)
     history = body.configuration.historyLength if body.configuration else None
     return follow(store, caller, sid, turn_id, deadline, clock, history)
 
@@ -172,3 +180,114 @@ def follow(store: SessionStore, caller: Caller, session_id: str, turn_id: str, d
             return task
         after = max(after, state.header.seq)
         streams.wait_events(store, caller.tenant, session_id, after, 1, deadline - clock())
+
+
+# --- push notification configs --------------------------------------------------------------
+
+
+def _configs(configs: PushConfigs | None) -> PushConfigs:
+    if configs is None:
+        raise Refusal("invalid_request", "push notifications are not configured here", "configuration")
+    return configs
+
+
+def keep_push(configs: PushConfigs, tenant: str, session_id: str, turn_id: str, spec: a2a.PushSpec) -> dict[str, Any]:
+    """Keep a config for the task (the same one again changes nothing; one of an id it has
+    replaces it), up to `MAX_PUSH_CONFIGS` a task. The URL was checked by the edge (netguard)."""
+    stored = a2a.stored_config(spec, turn_id)
+    kept = configs.list(tenant, session_id, turn_id)
+    if stored["id"] not in {c["id"] for c in kept} and len(kept) >= a2a.MAX_PUSH_CONFIGS:
+        raise Refusal("validation_error", f"a task has at most {a2a.MAX_PUSH_CONFIGS} push notification configs",
+                      "id")
+    configs.put(tenant, session_id, turn_id, stored)
+    return a2a.config_out(session_id, {**stored, "turn_id": turn_id})
+
+
+def create_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+                params: a2a.PushConfig) -> dict[str, Any]:
+    """`CreateTaskPushNotificationConfig`."""
+    state, turn = _task(store, caller, agent_id, params.taskId, "taskId")
+    return keep_push(configs, state.header.tenant, state.header.session_id, turn.id, params)
+
+
+def _kept(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+          ref: a2a.PushRef) -> tuple[SessionState, Turn, dict[str, Any] | None]:
+    state, turn = _task(store, caller, agent_id, ref.taskId, "taskId")
+    h = state.header
+    return state, turn, (configs.get(h.tenant, h.session_id, turn.id, ref.id) if ID_PATTERN.fullmatch(ref.id)
+                         else None)
+
+
+def get_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+             ref: a2a.PushRef) -> dict[str, Any]:
+    """`GetTaskPushNotificationConfig`: the config without its token or credentials."""
+    state, _, kept = _kept(store, configs, caller, agent_id, ref)
+    if kept is None:
+        raise Refusal("not_found", f"push notification config {ref.id[:100]} not found", "id")
+    return a2a.config_out(state.header.session_id, kept)
+
+
+def list_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+              params: a2a.PushList) -> dict[str, Any]:
+    """`ListTaskPushNotificationConfigs`: every config of the task, in one page."""
+    state, turn = _task(store, caller, agent_id, params.taskId, "taskId")
+    h = state.header
+    return {"configs": [a2a.config_out(h.session_id, c) for c in configs.list(h.tenant, h.session_id, turn.id)]}
+
+
+def delete_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+                ref: a2a.PushRef) -> dict[str, Any]:
+    """`DeleteTaskPushNotificationConfig`: a config that is gone already is a no-op."""
+    state, turn, kept = _kept(store, configs, caller, agent_id, ref)
+    if kept is not None:
+        configs.delete(state.header.tenant, state.header.session_id, turn.id, kept["id"])
+    return {}
+
+
+PUSH_CHANNEL = "a2a.push"
+
+
+class Pushes:
+    """The deliveries of A2A push configs, through the notifier's delivery path (claim once, retry
+    on a durable timer, dead-letter): `starts` gives the records an event-log entry starts, and
+    `resolve` what one attempt sends, read when it runs (a record keeps no body and no secret)."""
+
+    def __init__(self, store: SessionStore, configs: PushConfigs) -> None:
+        self.store, self.configs = store, configs
+
+    def starts(self, tenant: str, session_id: str, event: dict[str, Any]) -> list[dict[str, Any]]:
+        """One record per config of the task the entry parks or ends (none for another entry, or
+        a session with no config: one Query)."""
+        if event.get("type") not in ("session.interrupted", "turn.finished", "turn.failed"):
+            return []
+        kept = self.configs.list(tenant, session_id)
+        state = self.store.load(tenant, session_id) if kept else None
+        turn_id = a2a.pushed_turn(state, event) if state is not None else None
+        turn = state.turns.get(turn_id) if state is not None and turn_id else None
+        if state is None or turn is None:
+            return []
+        kind = a2a.state_of(state, turn)
+        if kind not in a2a.PUSHED_STATES:
+            return []  # the task moved on already (its interrupts answered): that state is pushed
+        event_id = notify.event_id(tenant, session_id, int(event["seq"]))
+        agent = state.header.agent or {}
+        secret = (agent.get("a2a") or {}).get("push_secret")
+        policy = asdict(retry.policy(agent, "webhook"))
+        return [{"key": f"{event_id}#a2a#{c['id']}", "tenant": tenant, "session_id": session_id,
+                 "channel": PUSH_CHANNEL, "policy": policy,
+                 "event": {"event_id": event_id, "type": "a2a.push", "tenant": tenant, "session_id": session_id,
+                           "task_id": a2a.task_id(session_id, turn.id), "state": kind},
+                 "entry": {"turn_id": turn.id, "config_id": c["id"], "state": kind, "secret": secret}}
+                for c in kept if c["turn_id"] == turn.id]
+
+    def resolve(self, event: dict[str, Any],
+                entry: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, str]] | None:
+        """(url, body, headers) of one attempt; None when the config was deleted or the task is no
+        longer in the state the record announces (nothing is sent)."""
+        tenant, session_id = str(event["tenant"]), str(event["session_id"])
+        config = self.configs.get(tenant, session_id, str(entry["turn_id"]), str(entry["config_id"]))
+        state = self.store.load(tenant, session_id) if config is not None else None
+        turn = state.turns.get(str(entry["turn_id"])) if state is not None else None
+        if config is None or state is None or turn is None or a2a.state_of(state, turn) != entry["state"]:
+            return None
+        return str(config["url"]), a2a.push_body(state, turn), a2a.push_headers(config)

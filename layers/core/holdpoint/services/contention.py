@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from holdpoint.core.state import SessionState
-from holdpoint.ports import Clock, Conflict, SessionStore
+from holdpoint.ports import Clock, Conflict, Interfered, SessionStore
 
 ATTEMPTS = 16
 BASE_SECS = 0.01
@@ -46,10 +46,10 @@ def transact(store: SessionStore, load: Callable[[], SessionState], mutate: Call
         out = mutate(state)
         try:
             store.commit(state)
-        except Conflict:
+        except Conflict as exc:
             if on_conflict is not None:
                 on_conflict()
-            if not retry:
+            if not retry and not isinstance(exc, Interfered):  # a condition failed: it exists
                 raise Contended("the session was created concurrently") from None
             pause(attempt)
             continue

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -34,13 +35,16 @@ from holdpoint.services import links
 
 log = logging.getLogger("holdpoint.notify")
 
+PushStarts = Callable[[str, str, dict[str, Any]], list[dict[str, Any]]]
+"""The delivery records an event-log entry starts beyond the `notify` entries (services.a2a.Pushes)."""
+
 ERROR_CHARS = 512
 
 
 class Notifier:
     def __init__(self, store: SessionStore, publisher: EventPublisher, deliveries: Deliveries, timers: Timers,
                  sealer: Sealer, channels: dict[str, NotifyChannel], link_base: str = "",
-                 clock: Clock = time.time) -> None:
+                 clock: Clock = time.time, pushes: PushStarts | None = None) -> None:
         self.store = store
         self.publisher = publisher
         self.deliveries = deliveries
@@ -49,10 +53,14 @@ class Notifier:
         self.channels = channels
         self.link_base = link_base
         self.clock = clock
+        self.pushes = pushes
 
     def on_event(self, tenant: str, session_id: str, event: dict[str, Any]) -> dict[str, Any] | None:
         """One event-log entry from the stream: publish it and fan it out. Returns the published
         notification (None for an entry that is no lifecycle event, or of a session gone)."""
+        for record in self.pushes(tenant, session_id, event) if self.pushes is not None else []:
+            if self.deliveries.claim(tenant, session_id, record["key"], record):  # A2A push configs (§8)
+                self._attempt(record, 1)
         kind = notify.kind_of(event)
         if kind is None:
             return None

@@ -18,9 +18,22 @@ from holdpoint.aws.ddb.expr import n, s
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
 
-INTERRUPT_DEFAULTS = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}
-INTERRUPT_DEFAULTS["reminded"] = []  # the one list field (a default_factory)
-"""An interrupt item's body leaves out the fields at these values; loading fills them in again."""
+
+def _defaults(cls: type) -> dict[str, Any]:
+    out = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    out.update({f.name: f.default_factory() for f in fields(cls) if f.default_factory is not MISSING})
+    return out
+
+
+INTERRUPT_DEFAULTS = _defaults(Interrupt)
+HEADER_DEFAULTS = _defaults(Header)
+"""Interrupt and header bodies leave out the fields at these values (both are rewritten often and
+read whole, and DynamoDB bills a write per started KB); loading fills them in again."""
+
+INTERRUPT_TEXT_ATTRS = ("status", "resolved_at", "origin", "owner", "reason", "expires_at")
+INTERRUPT_JSON_ATTRS = ("resolution", "responder")
+"""An interrupt's fields the item also carries as top-level attributes (for the conditional
+writes and the indexes): the body leaves out each one the item carries, so it is stored once."""
 
 
 @dataclass
@@ -70,9 +83,9 @@ class Codec:
     @property
     def s3(self) -> Any:
         if self._s3 is None:
-            import boto3
+            from holdpoint.aws import clients
 
-            self._s3 = boto3.client("s3")
+            self._s3 = clients.client("s3")
         return self._s3
 
     # --- bodies ---------------------------------------------------------------------------
@@ -99,7 +112,8 @@ class Codec:
 
     def state(self, items: list[dict[str, Any]], *, head_only: bool) -> SessionState:
         """A session's state from its items (the header first), with its snapshot."""
-        header = _load(Header, self.body(items[0]))
+        tenant, session_id = k.session_key(items[0]["PK"]["S"])
+        header = _load(Header, {"tenant": tenant, "session_id": session_id, **self.body(items[0])})
         header.version = int(items[0][k.VERSION]["N"])
         snap = Snapshot(head_only=head_only, listed_status=items[0].get(k.LISTED_STATUS, {}).get("S"))
         state = SessionState(header=header, tree=Tree(head_id=header.head_id), snapshot=snap)
@@ -135,22 +149,28 @@ class Codec:
         record = {"id": body["id"]}
         snap.revs[(kind, record["id"])] = _rev(item)
 
-    def interrupt(self, item: dict[str, Any]) -> Interrupt:
-        """An interrupt item: its body, with the attributes the conditional updates write on top."""
-        body = dict(self.body(item))
-        for attr in ("status", "resolved_at"):
+    def interrupt_body(self, item: dict[str, Any]) -> dict[str, Any]:
+        """An interrupt item's whole record: its body, with the top-level attributes (what the
+        conditional updates write, and what the body leaves out) on top."""
+        body = {"interrupt_id": item["SK"]["S"][len(k.PREFIX[Interrupt]):], **self.body(item)}
+        for attr in INTERRUPT_TEXT_ATTRS:
             if attr in item:
                 body[attr] = item[attr]["S"]
-        for attr in ("resolution", "responder"):
+        for attr in INTERRUPT_JSON_ATTRS:
             if attr in item:
                 body[attr] = json.loads(item[attr]["S"])
+        if "generation" in item:
+            body["generation"] = int(item["generation"]["N"])
         if k.TTL in item:
             body["kept_until"] = int(item[k.TTL]["N"])
         if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
             body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
         if k.PARKING_KEY in item:  # set by the park message's conditional update
             body["parking_key"] = item[k.PARKING_KEY]["S"]
-        interrupt: Interrupt = _load(Interrupt, body)
+        return body
+
+    def interrupt(self, item: dict[str, Any]) -> Interrupt:
+        interrupt: Interrupt = _load(Interrupt, self.interrupt_body(item))
         return interrupt
 
     @staticmethod
@@ -172,9 +192,11 @@ class Codec:
         return {"PK": s(pk), "SK": s(k.AGENT_SK), **self.body_attrs(pk, k.AGENT_SK, agent)}
 
     def header_item(self, pk: str, state: SessionState, listing: dict[str, Any]) -> dict[str, Any]:
-        body = asdict(state.header)
-        body.pop("version", None)
-        body.pop("agent", None)  # in its own item (`agent_item`), written only when it changes
+        # The session's keys are the item's; the agent is in its own item (`agent_item`), written
+        # only when it changes.
+        omit = ("version", "agent", "tenant", "session_id")
+        body = {key: v for key, v in asdict(state.header).items()
+                if key not in omit and v != HEADER_DEFAULTS.get(key, ...)}
         return {"PK": s(pk), "SK": s(k.HEADER_SK), k.VERSION: n(state.header.version + 1),
                 **self.body_attrs(pk, k.HEADER_SK, body), **listing}
 
@@ -183,16 +205,20 @@ class Codec:
         body = asdict(record)
         body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
         token = body.pop("parking_key", None)  # so does its task token (the park message's write)
-        if isinstance(record, Interrupt):  # rewritten often and read whole: unset fields stay out
-            body = {key: v for key, v in body.items() if v != INTERRUPT_DEFAULTS.get(key, ...)}
         sk = k.PREFIX[type(record)] + record_key(record)[1]
-        item: dict[str, Any] = {"PK": s(pk), "SK": s(sk), k.REV: n(rev + 1), **self.body_attrs(pk, sk, body)}
+        attrs: dict[str, Any] = {}
         status = getattr(record, "status", None)
         if status:
-            item["status"] = s(status)
+            attrs["status"] = s(status)
         if isinstance(record, Interrupt):
-            item.update(interrupt_attrs(record, token, header))
-        return item
+            # Rewritten often and read whole: unset fields stay out, and so do the id (the key's)
+            # and the fields the item carries on top (`interrupt_body` puts them back).
+            attrs.update(interrupt_attrs(record, token, header))
+            body = {key: v for key, v in body.items()
+                    if key not in ("interrupt_id", *attrs) and v != INTERRUPT_DEFAULTS.get(key, ...)}
+            if k.TTL in attrs:
+                body.pop("kept_until", None)
+        return {"PK": s(pk), "SK": s(sk), k.REV: n(rev + 1), **self.body_attrs(pk, sk, body), **attrs}
 
 
 def interrupt_attrs(record: Interrupt, token: str | None, header: Header) -> dict[str, Any]:

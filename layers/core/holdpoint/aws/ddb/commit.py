@@ -14,7 +14,7 @@ from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
 from holdpoint.core.state import SessionState
-from holdpoint.ports import Conflict, TooManyChanges
+from holdpoint.ports import Conflict, Interfered, TooManyChanges
 
 Counted = tuple[dict[str, Any], str, int]
 """A quota counter's op, the limit it enforces and the limit's value."""
@@ -81,6 +81,8 @@ class Committer:
             refused = quota_refusal(exc.reasons, len(ops) - len(counted), counted)
             if refused is not None:
                 raise refused from None
+            if "TransactionConflict" in exc.reasons and "ConditionalCheckFailed" not in exc.reasons:
+                raise Interfered(str(exc)) from exc
             raise Conflict(str(exc)) from exc
         except ConditionFailed as exc:
             self.reads.forget(pk)

@@ -116,7 +116,7 @@ class Listings:
         return [found[key] for key in ((e["PK"]["S"], e["SK"]["S"]) for e in entries) if key in found]
 
     def inbox_row(self, item: dict[str, Any]) -> InboxRow:
-        body = self.codec.body(item)
+        body = self.codec.interrupt_body(item)
         interrupt = self.codec.interrupt(item)
         return InboxRow(session_id=k.session_of(item["PK"]["S"]), agent_id=item.get("agent_id", {}).get("S"),
                         interrupt=interrupt, body=body)

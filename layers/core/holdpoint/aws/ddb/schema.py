@@ -65,6 +65,12 @@ def session_of(pk: str) -> str:
     return pk.split("#S#", 1)[1]
 
 
+def session_key(pk: str) -> tuple[str, str]:
+    """(tenant, session) of a session partition's key."""
+    tenant, session_id = pk.split("#S#", 1)
+    return tenant[2:], session_id
+
+
 def inbox_pk(tenant: str) -> str:
     """The Inbox index's partition: a tenant's open interrupts (sparse, all attributes projected)."""
     return f"T#{tenant}#OPEN"

@@ -11,12 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.aws import clients
 from holdpoint.ports import Throttled, TooLarge
-
-THROTTLED = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 
 
 class ConditionFailed(Exception):
@@ -56,7 +54,7 @@ def translated() -> Iterator[None]:
             raise Cancelled(reasons, str(exc)) from exc
         if too_large(err):
             raise TooLarge("the item is too large to record") from exc
-        if code in THROTTLED:
+        if code in clients.THROTTLED:
             raise Throttled(str(code)) from exc
         raise
 
@@ -66,7 +64,7 @@ class Table:
 
     def __init__(self, name: str, client: Any = None) -> None:
         self.name = name
-        self.client = client or boto3.client("dynamodb")
+        self.client = client or clients.client("dynamodb")
 
     def get(self, key: dict[str, Any], *, consistent: bool = True) -> dict[str, Any] | None:
         with translated():

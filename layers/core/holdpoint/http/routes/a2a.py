@@ -25,6 +25,7 @@ from holdpoint.core.strictjson import JsonProblem, loads
 from holdpoint.http import edge, eventstream
 from holdpoint.http.openapi import BEARER, answers, id_path, refusal
 from holdpoint.http.telemetry import logger
+from holdpoint.outbound import netguard
 from holdpoint.services import a2a, streams
 from holdpoint.services.caller import Caller
 
@@ -114,9 +115,25 @@ class _Call:
             who, tenant, agent_id, config, request_id, event)
 
 
+def _check_push(params: wire.SendMessage) -> wire.SendMessage:
+    """A push config's URL is held to the worker URL rules (`netguard`) before anything is recorded."""
+    spec = params.configuration.taskPushNotificationConfig if params.configuration else None
+    if spec is not None:
+        _check_url(spec.url, "configuration.taskPushNotificationConfig.url")
+    return params
+
+
+def _check_url(url: str, param: str) -> None:
+    problem = netguard.check_url(url, param)
+    if problem:
+        raise Refusal("validation_error", problem, param)
+
+
 def _send(call: _Call, params: Any) -> Response[Any]:
+    _check_push(params)
     task = streams.leased(assembly.get_leases(), call.who, lambda: a2a.send(
-        assembly.get_store(), assembly.get_queue(), assembly.get_parking(), call.who, call.agent_id, params))
+        assembly.get_store(), assembly.get_queue(), assembly.get_parking(), call.who, call.agent_id, params,
+        configs=assembly.get_push_configs()))
     return _json(200, wire.result(call.id, {"task": task}))
 
 
@@ -125,9 +142,11 @@ def _stream(call: _Call, params: Any) -> Response[Any]:
     ends or parks (or the cap comes), as server-sent events in one body (API Gateway buffers)."""
     store = assembly.get_store()
 
+    _check_push(params)
+
     def run() -> list[dict[str, Any]]:
         sent = a2a.send(store, assembly.get_queue(), assembly.get_parking(), call.who, call.agent_id, params,
-                        wait_secs=0)
+                        wait_secs=0, configs=assembly.get_push_configs())
         return _updates(call, sent)
 
     return _events(call, streams.leased(assembly.get_leases(), call.who, run))
@@ -171,9 +190,25 @@ def _card(call: _Call, params: Any) -> Response[Any]:
     return _json(200, wire.result(call.id, wire.card(base_url(call.event), call.tenant, call.agent_id, call.config)))
 
 
-def _no_push(call: _Call, params: Any) -> Response[Any]:
-    raise Refusal("invalid_request", "this agent sends no push notifications (its card says so); declare a "
-                  "`notify` webhook on the agent for signed deliveries", "method")
+def _create_push(call: _Call, params: Any) -> Response[Any]:
+    _check_url(params.url, "url")
+    return _json(200, wire.result(call.id, a2a.create_push(assembly.get_store(), assembly.get_push_configs(),
+                                                           call.who, call.agent_id, params)))
+
+
+def _get_push(call: _Call, params: Any) -> Response[Any]:
+    return _json(200, wire.result(call.id, a2a.get_push(assembly.get_store(), assembly.get_push_configs(), call.who,
+                                                        call.agent_id, params)))
+
+
+def _list_push(call: _Call, params: Any) -> Response[Any]:
+    return _json(200, wire.result(call.id, a2a.list_push(assembly.get_store(), assembly.get_push_configs(),
+                                                         call.who, call.agent_id, params)))
+
+
+def _delete_push(call: _Call, params: Any) -> Response[Any]:
+    return _json(200, wire.result(call.id, a2a.delete_push(assembly.get_store(), assembly.get_push_configs(),
+                                                           call.who, call.agent_id, params)))
 
 
 def _unsupported(call: _Call, params: Any) -> Response[Any]:
@@ -188,9 +223,10 @@ _METHODS: dict[str, tuple[type[BaseModel] | None, Callable[[_Call, Any], Respons
     "SubscribeToTask": (wire.TaskRef, _subscribe, None),
     "GetExtendedAgentCard": (None, _card, None),
     "ListTasks": (None, _unsupported, wire.UNSUPPORTED),
-    **{name: (None, _no_push, wire.PUSH_NOT_SUPPORTED) for name in (
-        "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs",
-        "DeleteTaskPushNotificationConfig")},
+    "CreateTaskPushNotificationConfig": (wire.PushConfig, _create_push, None),
+    "GetTaskPushNotificationConfig": (wire.PushRef, _get_push, None),
+    "ListTaskPushNotificationConfigs": (wire.PushList, _list_push, None),
+    "DeleteTaskPushNotificationConfig": (wire.PushRef, _delete_push, None),
 }
 """A2A 1.0's JSON-RPC methods: (params model, handler, the JSON-RPC code its refusals get)."""
 
@@ -211,7 +247,8 @@ def document_card(tenant: Annotated[str, id_path("tenant")], agent_id: Annotated
 
 
 @documented.post(RPC, security=BEARER, summary="An agent's A2A JSON-RPC endpoint (A2A 1.0: SendMessage, "
-                 "SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, GetExtendedAgentCard)",
+                 "SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, GetExtendedAgentCard, and the "
+                 "Create/Get/List/DeleteTaskPushNotificationConfig methods)",
                  responses={**answers(200, 404, 413),
                             200: {"description": "A JSON-RPC response (an error too: a malformed request, an "
                                   "unknown method or bad params are JSON-RPC errors); SendStreamingMessage and "

@@ -1,0 +1,127 @@
+"""Every boto3 client Holdpoint builds for its own resources, with its retry policy chosen on
+purpose, and the one reading of AWS's refusals that are about load rather than the request.
+
+botocore retries inside one call (attempts below); what is still refused after them is raised as
+`ports.Throttled` (throttling: `ThrottlingException`, `ProvisionedThroughputExceededException`,
+`RequestLimitExceeded`...) or `ports.Unavailable` (a 5xx, or no connection). Both are also a
+`ClientError` when AWS answered, so code that reads a `ClientError`'s code reads them unchanged.
+The HTTP edge answers either with 503 and `Retry-After`; a queue-driven function fails the record,
+and SQS or the stream hands it back.
+
+Each service's policy says why in `POLICIES`. The mode is `standard` throughout (jittered
+exponential backoff, a retry quota per client), not `adaptive`, whose client-side token bucket
+sleeps inside a Lambda billed by the millisecond and learns little in containers that live minutes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
+from botocore.exceptions import ConnectionError as NoConnection
+
+from holdpoint.ports import Throttled, Unavailable
+
+THROTTLED = frozenset({
+    "ThrottlingException", "Throttling", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+    "TooManyRequestsException", "LimitExceededException",
+})
+"""AWS's codes for "too much, for now" (a request that may be sent again as it is)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    attempts: int  # botocore's total_max_attempts: the first try included (its `max_attempts` is retries)
+    connect: float  # seconds
+    read: float  # seconds
+    why: str
+
+
+POLICIES: dict[str, Policy] = {
+    "dynamodb": Policy(3, 3, 10, "every call is conditional, so a retry is safe; past 3 attempts (~1 s of "
+                       "backoff) the API answers 503 Retry-After and the engine's record comes back from SQS, "
+                       "rather than holding a FIFO group or a client's request on a throttled partition"),
+    "sqs": Policy(5, 3, 10, "a kick or wake is sent after a commit that cannot be undone: more attempts, "
+                  "since a refused send leaves the work to the timer behind it (a wake) or to a retried request"),
+    "stepfunctions": Policy(5, 3, 10, "StartExecution is named (a retry finds ExecutionAlreadyExists) and "
+                            "SendTaskSuccess follows the resume's commit: both are idempotent, so retry more"),
+    "scheduler": Policy(5, 3, 10, "CreateSchedule is named by the timer (a retry finds ConflictException, a "
+                        "no-op) and follows a commit that counts on the timer: idempotent, so retry more"),
+    "secretsmanager": Policy(3, 3, 10, "read once per container and cached; a refusal is the request's 503"),
+    "events": Policy(3, 3, 10, "the notifier's stream record is retried by the event source mapping"),
+    "s3": Policy(3, 3, 20, "offloaded bodies: PutObject/GetObject by content key, idempotent"),
+    "lambda": Policy(1, 3, 900, "a worker Lambda: no botocore retry, since the engine retries a decision "
+                     "with durable backoff (core/retry.py) and a retried Invoke would run the worker twice; "
+                     "read timeout is Lambda's longest run"),
+}
+
+
+def config(service: str) -> Config:
+    """The botocore configuration of `service`'s clients (one object per service)."""
+    return _CONFIGS[service]
+
+
+_CONFIGS = {name: Config(retries={"mode": "standard", "total_max_attempts": p.attempts}, connect_timeout=p.connect,
+                         read_timeout=p.read) for name, p in POLICIES.items()}
+
+
+class ThrottledCall(ClientError, Throttled):  # type: ignore[misc]
+    """AWS answered a throttling code after botocore's attempts."""
+
+
+class UnavailableCall(ClientError, Unavailable):  # type: ignore[misc]
+    """AWS answered a 5xx after botocore's attempts."""
+
+
+class Unreachable(Unavailable):
+    """No answer from AWS (connection refused, timed out) after botocore's attempts."""
+
+
+def refusal(exc: Exception) -> Exception | None:
+    """The port exception for a refusal about load (None for any other failure)."""
+    if isinstance(exc, ThrottledCall | UnavailableCall | Unreachable):
+        return exc
+    if isinstance(exc, ClientError):
+        code = (exc.response.get("Error") or {}).get("Code")
+        status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
+        if code in THROTTLED:
+            return ThrottledCall(exc.response, exc.operation_name)
+        if status >= 500:
+            return UnavailableCall(exc.response, exc.operation_name)
+        return None
+    if isinstance(exc, NoConnection | ConnectTimeoutError | ReadTimeoutError):
+        return Unreachable(str(exc))
+    return None
+
+
+class Refusing:
+    """A client whose operations raise `refusal(exc)` in place of a refusal about load."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._operations = frozenset(client.meta.method_to_api_mapping)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if name not in self._operations:
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except Exception as exc:
+                refused = refusal(exc)
+                if refused is None or refused is exc:
+                    raise
+                raise refused from exc
+
+        return call
+
+
+def client(service: str) -> Any:
+    """A client of one of Holdpoint's own services, with its policy, raising refusals as ports'."""
+    raw = boto3.client(service, config=config(service))
+    return Refusing(raw) if hasattr(raw, "meta") else raw  # a test's stand-in is used as it is

@@ -1,0 +1,96 @@
+"""WebSocket connections on the single table (docs/PROTOCOL.md, "Live events").
+
+- `L#{connection_id}` / `C`: the connection, written by `$connect`: its tenant and `s`, the set of
+  sessions it follows (at most `MAX_FOLLOWED`, so the item stays small and a commit's fan-out bounded).
+- `T#{tenant}#L#{session_id}` / `C#{connection_id}`: one item per (session, connection), found by
+  the session with one Query of its own partition, so the tenant is in the key that finds it.
+
+Every item carries `ttl`, the connection's end (API Gateway closes a connection after 2 hours), so
+a connection whose `$disconnect` never ran leaves nothing behind; reads skip items past their
+`ttl`, which the table's TTL may keep for a while.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+LIFETIME_SECS = 2 * 3600
+"""API Gateway's limit on one WebSocket connection's duration."""
+MAX_FOLLOWED = 20
+_SEP = "\x1f"
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def connection_key(connection_id: str) -> dict[str, Any]:
+    return {"PK": _s(f"L#{connection_id}"), "SK": _s("C")}
+
+
+def following_pk(tenant: str, session_id: str) -> str:
+    return f"T#{tenant}#L#{session_id}"
+
+
+class Connections:
+    """`ports.Connections` on DynamoDB."""
+
+    def __init__(self, table: str | None = None, client: Any = None, clock: Callable[[], float] = time.time) -> None:
+        self.table = table or os.environ["TABLE_NAME"]
+        self.client = client or boto3.client("dynamodb")
+        self.clock = clock
+
+    def open(self, connection_id: str, tenant: str, expires: int) -> None:
+        """The connection's own item (a repeated `$connect` rewrites it with the same values)."""
+        self.client.put_item(TableName=self.table, Item={
+            **connection_key(connection_id), "tenant": _s(tenant), "ttl": {"N": str(expires)}})
+
+    def subscribe(self, tenant: str, session_id: str, connection_id: str, expires: int) -> bool:
+        """Follow the session; False when the connection is not open for `tenant` or follows
+        `MAX_FOLLOWED` sessions already (following one again changes nothing)."""
+        member = f"{tenant}{_SEP}{session_id}"
+        try:
+            self.client.update_item(
+                TableName=self.table, Key=connection_key(connection_id), UpdateExpression="ADD s :m",
+                ConditionExpression="tenant = :t AND (attribute_not_exists(s) OR contains(s, :one) OR size(s) < :max)",
+                ExpressionAttributeValues={":m": {"SS": [member]}, ":one": _s(member), ":t": _s(tenant),
+                                           ":max": {"N": str(MAX_FOLLOWED)}})
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        self.client.put_item(TableName=self.table, Item={
+            "PK": _s(following_pk(tenant, session_id)), "SK": _s(f"C#{connection_id}"), "ttl": {"N": str(expires)}})
+        return True
+
+    def following(self, tenant: str, session_id: str) -> list[str]:
+        """The connections that follow the session now (one strongly consistent Query)."""
+        now, out = self.clock(), []
+        kwargs: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": "PK = :pk",
+                                  "ExpressionAttributeValues": {":pk": _s(following_pk(tenant, session_id))},
+                                  "ConsistentRead": True}
+        while True:
+            page = self.client.query(**kwargs)
+            out += [item["SK"]["S"][2:] for item in page.get("Items", []) if float(item["ttl"]["N"]) > now]
+            if "LastEvaluatedKey" not in page:
+                return out
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def drop(self, tenant: str, session_id: str, connection_id: str) -> None:
+        self.client.delete_item(TableName=self.table, Key={"PK": _s(following_pk(tenant, session_id)),
+                                                           "SK": _s(f"C#{connection_id}")})
+
+    def disconnect(self, connection_id: str) -> None:
+        """Delete the connection's items: each session it followed, then its own."""
+        got = self.client.get_item(TableName=self.table, Key=connection_key(connection_id),
+                                   ConsistentRead=True).get("Item") or {}
+        for member in (got.get("s") or {}).get("SS", []):
+            tenant, _, session_id = member.partition(_SEP)
+            self.drop(tenant, session_id, connection_id)
+        self.client.delete_item(TableName=self.table, Key=connection_key(connection_id))

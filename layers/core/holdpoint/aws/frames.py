@@ -1,0 +1,45 @@
+"""API Gateway's `@connections` management API (PostToConnection), at the WebSocket API's stage
+URL (`HOLDPOINT_LIVE_ENDPOINT`, template.yaml)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
+MAX_FRAME_BYTES = 32 * 1024
+"""API Gateway's WebSocket frame size limit."""
+
+log = logging.getLogger("holdpoint.aws.frames")
+
+
+def endpoint() -> str:
+    return os.environ.get(LIVE_ENV, "")
+
+
+class ManagementFrames:
+    """`ports.Frames` on the management API: one PostToConnection per frame."""
+
+    def __init__(self, endpoint_url: str | None = None, client: Any = None) -> None:
+        self.endpoint_url = endpoint_url or endpoint()
+        self.client = client or boto3.client(
+            "apigatewaymanagementapi", endpoint_url=self.endpoint_url,
+            config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=2, read_timeout=5))
+
+    def post(self, connection_id: str, frame: dict[str, Any]) -> bool:
+        """Send the frame; False when the connection is gone (410). Any other failure is logged
+        and the frame is lost to this connection: the client sees the gap at its next event."""
+        data = json.dumps(frame, separators=(",", ":")).encode()
+        try:
+            self.client.post_to_connection(ConnectionId=connection_id, Data=data)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "GoneException":
+                return False
+            log.warning("post to %s failed: %s", connection_id, exc)
+        return True

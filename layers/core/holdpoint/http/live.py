@@ -1,0 +1,72 @@
+"""The WebSocket API's edge (docs/PROTOCOL.md, "Live events"): API Gateway's WebSocket events to
+`services.live`, and the `$connect` authorizer's IAM-policy answer.
+
+A message is JSON with `action` (the route selection expression is `$request.body.action`):
+`{"action": "subscribe", "session_ids": [...], "after_seq": 0}`; `after_seq` may instead map each
+session id to its own. A bad message is answered with an `error` frame naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from holdpoint.assembly import get_live
+from holdpoint.http.credentials import caller_of
+from holdpoint.ports import MAX_SEQ
+from holdpoint.services.live import error_frame
+
+MAX_SESSIONS_PER_MESSAGE = 10
+SessionId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")]
+Seq = Annotated[int, Field(ge=0, le=MAX_SEQ)]
+
+
+class Subscribe(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    action: Literal["subscribe"]
+    session_ids: Annotated[list[SessionId], Field(min_length=1, max_length=MAX_SESSIONS_PER_MESSAGE)]
+    after_seq: Seq | dict[SessionId, Seq] = 0
+
+    def after(self) -> dict[str, int]:
+        """Each session id with the seq it follows from."""
+        if isinstance(self.after_seq, int):
+            return dict.fromkeys(self.session_ids, self.after_seq)
+        return {sid: self.after_seq.get(sid, 0) for sid in self.session_ids}
+
+
+def _param(exc: ValidationError) -> str:
+    loc = exc.errors()[0].get("loc") or ("body",)
+    return str(loc[0])
+
+
+def handle(event: dict[str, Any]) -> dict[str, Any]:
+    """One WebSocket route invocation: `$connect`, `$disconnect`, `subscribe` or `$default`."""
+    ctx = event.get("requestContext") or {}
+    route, connection_id = ctx.get("routeKey"), str(ctx.get("connectionId") or "")
+    connected_at = float(ctx.get("connectedAt") or 0) / 1000
+    live = get_live()
+    if route == "$disconnect":
+        live.disconnect(connection_id)
+        return {"statusCode": 200}
+    caller = caller_of(ctx.get("authorizer") or {})
+    if route == "$connect":
+        live.connect(caller, connection_id, connected_at)
+        return {"statusCode": 200}
+    try:
+        body = json.loads(event.get("body") or "")
+    except ValueError:
+        live.frames.post(connection_id, error_frame("invalid_request", "a message is a JSON object", "body"))
+        return {"statusCode": 400}
+    if route != "subscribe" or not isinstance(body, dict):
+        live.frames.post(connection_id, error_frame("invalid_request", "unknown action; send subscribe", "action"))
+        return {"statusCode": 400}
+    try:
+        message = Subscribe.model_validate(body)
+    except ValidationError as exc:
+        live.frames.post(connection_id, error_frame("invalid_request", exc.errors()[0]["msg"], _param(exc)))
+        return {"statusCode": 400}
+    live.subscribe(caller, connection_id, connected_at, message.after())
+    return {"statusCode": 200}

@@ -1,0 +1,473 @@
+"""`ports.SessionStore` in one process: the DynamoDB store's promises (every change conditional on
+what was read, R7's exactly-once resolve, quorum answers, the quotas, the size limits, opaque
+cursors) kept in dicts under one lock. Records are stored as JSON text, as the table keeps them,
+so a caller never shares an object with the store and what cannot be stored there cannot here."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any
+
+from holdpoint.core import interrupts as rules
+from holdpoint.core import quotas
+from holdpoint.core.state import Call, Decision, Header, Interrupt, SessionState, Turn
+from holdpoint.core.tree import Node, Tree
+from holdpoint.ports import (
+    MAX_SEQ,
+    Conflict,
+    InboxQuery,
+    InboxRow,
+    ResolveOutcome,
+    SessionFilters,
+    TooLarge,
+    TooManyChanges,
+)
+
+ITEM_BYTES = 400_000  # DynamoDB's item limit
+OFFLOAD_BYTES = 300_000  # bodies above this go to S3 by reference in the DynamoDB store: never too large
+TRANSACTION_BYTES = 4_000_000
+MAX_TRANSACT_ITEMS = 100
+KINDS: dict[str, type] = {"Call": Call, "Decision": Decision, "Interrupt": Interrupt, "Turn": Turn}
+OUTSIDE_BODY = ("resolution", "responder", "approvals", "parking_key")
+"""An interrupt's fields the DynamoDB store keeps as top-level attributes (they count whole)."""
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _load(cls: type, body: dict[str, Any]) -> Any:
+    names = {f.name for f in fields(cls)}
+    return cls(**{key: v for key, v in body.items() if key in names})
+
+
+def interrupt_of(data: dict[str, Any]) -> Interrupt:
+    interrupt: Interrupt = _load(Interrupt, data)
+    return interrupt
+
+
+def item_bytes(body: str, outside: Iterable[Any] = ()) -> int:
+    """The size of an item as the DynamoDB store writes it: a body too large for an item goes to
+    S3 (a short reference stays), the attributes outside the body count in full."""
+    size = len(body.encode()) if len(body.encode()) <= OFFLOAD_BYTES else 200
+    return size + sum(len(_text(v).encode()) for v in outside if v is not None)
+
+
+def interrupt_bytes(data: dict[str, Any]) -> int:
+    body = {key: v for key, v in data.items() if key not in OUTSIDE_BODY}
+    return item_bytes(_text(body), (data.get(key) for key in OUTSIDE_BODY))
+
+
+@dataclass
+class Snapshot:
+    """What a load read: the header's version is the state's; each record's revision here."""
+
+    revs: dict[tuple[str, str], int] = field(default_factory=dict)
+    head_only: bool = False
+    listed_status: str | None = None
+
+
+@dataclass
+class Kept:
+    """One stored record: its revision and its JSON text."""
+
+    rev: int
+    text: str
+
+
+@dataclass
+class Session:
+    tenant: str
+    session_id: str
+    version: int
+    header: str  # the header without its agent and version
+    agent: str
+    status: str
+    created_at: str
+    agent_id: str
+    owner: str | None
+    sub_agent: bool
+    nodes: dict[str, str] = field(default_factory=dict)
+    records: dict[tuple[str, str], Kept] = field(default_factory=dict)
+    events: dict[int, str] = field(default_factory=dict)
+
+    def order(self) -> str:
+        return f"{self.created_at}#{self.session_id}"
+
+
+def encode_cursor(key: str | None) -> str | None:
+    return base64.urlsafe_b64encode(key.encode()).decode() if key else None
+
+
+def decode_cursor(cursor: str | None) -> str | None:
+    return base64.urlsafe_b64decode(cursor.encode()).decode() if cursor else None
+
+
+def page(rows: list[tuple[str, Any]], limit: int, cursor: str | None) -> tuple[list[Any], str | None]:
+    """Rows (order key, row) newest first, after the cursor's key; a cursor when more are left."""
+    after = decode_cursor(cursor)
+    left = [(key, row) for key, row in sorted(rows, key=lambda r: r[0], reverse=True) if after is None or key < after]
+    out = left[:limit]
+    return [row for _, row in out], encode_cursor(out[-1][0]) if len(left) > limit else None
+
+
+class MemoryStore:
+    """Sessions, agents and API keys in memory (`ports.SessionStore`); `limits` as the DynamoDB
+    store's (by default the environment's, `HOLDPOINT_QUOTA_*`)."""
+
+    def __init__(self, limits: quotas.Quotas | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.limits = limits or quotas.from_env(os.environ)
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._sessions: dict[tuple[str, str], Session] = {}
+        self._agents: dict[tuple[str, str], str] = {}
+        self._keys: dict[str, dict[str, Any]] = {}
+        self._open: dict[str, int] = {}  # the tenant's interrupts holding a slot
+        self._created: dict[tuple[str, int], int] = {}  # top-level sessions created per tenant and second
+
+    # --- sessions --------------------------------------------------------------------
+
+    def load(self, tenant: str, session_id: str, *, head_only: bool = False) -> SessionState | None:
+        with self._lock:
+            kept = self._sessions.get((tenant, session_id))
+            if kept is None:
+                return None
+            header = _load(Header, json.loads(kept.header))
+            header.version, header.agent = kept.version, json.loads(kept.agent)
+            snap = Snapshot(head_only=head_only, listed_status=kept.status)
+            state = SessionState(header=header, tree=Tree(head_id=header.head_id), snapshot=snap)
+            for (kind, rid), record in sorted(kept.records.items(), key=lambda r: r[0][1]):
+                if head_only and kind != "Interrupt":
+                    continue
+                self._put(state, kind, json.loads(record.text))
+                snap.revs[(kind, rid)] = record.rev
+            if not head_only:
+                for nid in sorted(kept.nodes):
+                    body = json.loads(kept.nodes[nid])
+                    state.tree.add(Node(id=body["id"], parent_id=body.get("parent_id"), message=body["message"],
+                                        order=body.get("order", 0)))
+        state.held = quotas.slots(state)
+        state.now = self.clock()
+        return state
+
+    @staticmethod
+    def _put(state: SessionState, kind: str, body: dict[str, Any]) -> None:
+        record = _load(KINDS[kind], body)
+        if kind == "Interrupt":
+            state.interrupts[record.interrupt_id] = record
+        else:
+            getattr(state, {"Call": "calls", "Decision": "decisions", "Turn": "turns"}[kind])[record.id] = record
+
+    def commit(self, state: SessionState) -> int:
+        """Everything the step changed at once, if the header is at the version loaded and every
+        record at the revision loaded; else `Conflict` and nothing written."""
+        if not state.changed:
+            return 0
+        snap = state.snapshot if isinstance(state.snapshot, Snapshot) else Snapshot()
+        state.snapshot = snap
+        h = state.header
+        status = snap.listed_status if snap.head_only and snap.listed_status else rules.status(state)
+        header_body = asdict(h)
+        header_body.pop("version", None)
+        agent = _text(header_body.pop("agent", None))
+        header_text = _text(header_body)
+        written = [(key, type(record).__name__, _text(asdict(record))) for key, record in state.dirty.items()]
+        nodes = {node.id: _text({"id": node.id, "parent_id": node.parent_id, "message": node.message,
+                                 "order": node.order}) for node in state.new_nodes}
+        events = {e.seq: _text(e.wire()) for e in state.events}
+        held = quotas.slots(state)
+        with self._lock:
+            kept = self._sessions.get((h.tenant, h.session_id))
+            agent_op = kept is None or kept.agent != agent
+            counters = self._quota_checks(state, held)
+            ops = 1 + int(agent_op) + len(nodes) + len(written) + len(events) + len(counters)
+            if ops > MAX_TRANSACT_ITEMS:
+                raise TooManyChanges(f"a step may change at most {MAX_TRANSACT_ITEMS} items, this one {ops}")
+            self._check_sizes(header_text, agent if agent_op else "", written, nodes, events)
+            self._check_conditions(state, snap, kept, written, nodes, events)
+            for apply in counters:  # every other condition held: a refusal here is the quota's
+                apply(False)
+            for apply in counters:
+                apply(True)
+            kept = self._write(state, kept, status, header_text, agent, written, nodes, events)
+        h.version += 1
+        state.held = held
+        snap.listed_status = status
+        for key, _, _ in written:
+            snap.revs[key] = kept.records[key].rev
+        return ops
+
+    def _check_sizes(self, header: str, agent: str, written: list[tuple[tuple[str, str], str, str]],
+                     nodes: dict[str, str], events: dict[int, str]) -> None:
+        sizes = [item_bytes(header), item_bytes(agent)]
+        sizes += [interrupt_bytes(json.loads(text)) if kind == "Interrupt" else item_bytes(text)
+                  for _, kind, text in written]
+        sizes += [item_bytes(text) for text in (*nodes.values(), *events.values())]
+        if max(sizes) > ITEM_BYTES or sum(sizes) > TRANSACTION_BYTES:
+            raise TooLarge("the item is too large to record")
+
+    def _check_conditions(self, state: SessionState, snap: Snapshot, kept: Session | None,
+                          written: list[tuple[tuple[str, str], str, str]], nodes: dict[str, str],
+                          events: dict[int, str]) -> None:
+        if not state.exists:
+            if kept is not None:
+                raise Conflict("the session exists")
+            return
+        if kept is None or kept.version != state.header.version:
+            raise Conflict("the session changed")
+        if any(nid in kept.nodes for nid in nodes) or any(seq in kept.events for seq in events):
+            raise Conflict("the session changed")
+        for key, kind, _ in written:
+            rev = snap.revs.get((kind, key[1]))
+            found = kept.records.get(key)
+            if (found is None) != (rev is None) or (found is not None and found.rev != rev):
+                raise Conflict("the session changed")
+
+    def _quota_checks(self, state: SessionState, held: frozenset[str]) -> list[Callable[[bool], None]]:
+        """The quota counters the commit moves, as the DynamoDB store counts them: each checks
+        (False) or applies (True) its change."""
+        h, limits = state.header, self.limits
+        delta = len(held - state.held) - len(state.held - held)
+        out: list[Callable[[bool], None]] = []
+        if delta > 0 and len(held) > limits.open_interrupts_per_session:
+            raise quotas.QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
+        if delta != 0:
+            if delta > 0 and delta > limits.open_interrupts_per_tenant:
+                raise quotas.QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
+
+            def open_slots(apply: bool) -> None:
+                now = self._open.get(h.tenant)
+                if delta > 0 and now is not None and now > limits.open_interrupts_per_tenant - delta:
+                    raise quotas.QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
+                if apply:
+                    self._open[h.tenant] = (now or 0) + delta
+
+            out.append(open_slots)
+        if not state.exists and not h.parent:
+            second = int(self.clock())
+
+            def created(apply: bool) -> None:
+                now = self._created.get((h.tenant, second), 0)
+                if now >= limits.sessions_per_second:
+                    raise quotas.QuotaExceeded("sessions_per_second", limits.sessions_per_second)
+                if apply:
+                    self._created[(h.tenant, second)] = now + 1
+
+            out.append(created)
+        return out
+
+    def _write(self, state: SessionState, kept: Session | None, status: str, header: str, agent: str,
+               written: list[tuple[tuple[str, str], str, str]], nodes: dict[str, str],
+               events: dict[int, str]) -> Session:
+        h = state.header
+        owner = (h.identity or {}).get("id")
+        if kept is None:
+            kept = Session(h.tenant, h.session_id, 0, header, agent, status, h.created_at, h.agent_id,
+                           str(owner) if owner else None, bool(h.ancestry))
+            self._sessions[(h.tenant, h.session_id)] = kept
+        kept.version, kept.header, kept.agent, kept.status = h.version + 1, header, agent, status
+        kept.agent_id, kept.owner, kept.sub_agent = h.agent_id, str(owner) if owner else None, bool(h.ancestry)
+        kept.nodes.update(nodes)
+        kept.events.update(events)
+        for key, _, text in written:
+            found = kept.records.get(key)
+            kept.records[key] = Kept((found.rev if found else 0) + 1, text)
+        return kept
+
+    def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
+        if after_seq >= MAX_SEQ:
+            return []
+        with self._lock:
+            kept = self._sessions.get((tenant, session_id))
+            if kept is None:
+                return []
+            seqs = sorted(seq for seq in kept.events if max(after_seq, 0) < seq <= MAX_SEQ)[:limit]
+            return [json.loads(kept.events[seq]) for seq in seqs]
+
+    def session_exists(self, tenant: str, session_id: str, owner: str | None = None) -> bool:
+        with self._lock:
+            kept = self._sessions.get((tenant, session_id))
+            if kept is None:
+                return False
+            return owner is None or json.loads(kept.header).get("identity", {}).get("id") == owner
+
+    # --- interrupts --------------------------------------------------------------------
+
+    def _interrupt(self, tenant: str, session_id: str, interrupt_id: str) -> tuple[Session, Kept] | None:
+        kept = self._sessions.get((tenant, session_id))
+        record = kept.records.get(("Interrupt", interrupt_id)) if kept is not None else None
+        return (kept, record) if kept is not None and record is not None else None
+
+    def read_interrupt(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
+        with self._lock:
+            found = self._interrupt(tenant, session_id, interrupt_id)
+            return interrupt_of(json.loads(found[1].text)) if found else None
+
+    def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
+                          responder: dict[str, Any], allowed_origins: list[str], at: str,
+                          owner: str | None = None, generation: int | None = None,
+                          approval: dict[str, Any] | None = None, seen: int | None = None,
+                          kept_until: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """R7: `open -> resolved` exactly once."""
+        changes: dict[str, Any] = {"status": "resolved", "resolution": resolution, "responder": responder,
+                                   "resolved_at": at}
+        if kept_until is not None:
+            changes["kept_until"] = kept_until
+        return self._answer(tenant, session_id, interrupt_id, changes, allowed_origins, owner, generation, seen,
+                            approval, "resolved")
+
+    def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
+                        seen: int, allowed_origins: list[str], owner: str | None = None,
+                        generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+        """A2: one answer that does not yet decide the interrupt."""
+        return self._answer(tenant, session_id, interrupt_id, {}, allowed_origins, owner, generation, seen,
+                            approval, "recorded")
+
+    def _answer(self, tenant: str, session_id: str, interrupt_id: str, changes: dict[str, Any],
+                allowed_origins: list[str], owner: str | None, generation: int | None, seen: int | None,
+                approval: dict[str, Any] | None, done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
+        """One conditional write of the interrupt alone, or why not (as the DynamoDB store says it)."""
+        with self._lock:
+            found = self._interrupt(tenant, session_id, interrupt_id)
+            if found is None:
+                return "noop", None
+            record = found[1]
+            data = json.loads(record.text)
+            why = refusal(data, allowed_origins, owner, generation, seen)
+            if why is not None:
+                return why, (None if why == "not_found" else interrupt_of(data))
+            data.update(json.loads(_text(changes)))
+            if approval is not None:
+                data["approvals"] = [*data.get("approvals", []), json.loads(_text(approval))]
+            if interrupt_bytes(data) > ITEM_BYTES:
+                raise TooLarge("the item is too large to record")
+            record.rev, record.text = record.rev + 1, _text(data)
+            return done, interrupt_of(data)
+
+    def keep_parking_key(self, tenant: str, session_id: str, interrupt_id: str, key: str,
+                         generation: int | None = None) -> Interrupt | None:
+        """The park message's task token on its interrupt, bumping its revision (a commit that
+        read it before conflicts); a token already held or of another generation writes nothing."""
+        with self._lock:
+            found = self._interrupt(tenant, session_id, interrupt_id)
+            if found is None:
+                return None
+            record = found[1]
+            data = json.loads(record.text)
+            if data.get("parking_key") != key and (generation is None or data.get("generation") == generation):
+                data["parking_key"] = key
+                record.rev, record.text = record.rev + 1, _text(data)
+            return interrupt_of(data)
+
+    # --- listings ----------------------------------------------------------------------
+
+    def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,
+              keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], str | None]:
+        """A6: the tenant's interrupts newest first, by status and the query's filters."""
+        query = query or InboxQuery()
+        rows: list[tuple[str, InboxRow]] = []
+        with self._lock:
+            for kept in self._sessions.values():
+                if kept.tenant != tenant:
+                    continue
+                for (kind, _), record in kept.records.items():
+                    if kind != "Interrupt":
+                        continue
+                    data = json.loads(record.text)
+                    body = {key: v for key, v in data.items() if key not in ("approvals", "parking_key")
+                            and v != INTERRUPT_DEFAULTS.get(key, ...)}
+                    row = InboxRow(kept.session_id, kept.agent_id, interrupt_of(data), body)
+                    order = f"{row.interrupt.created_at}#{kept.session_id}#{row.interrupt.interrupt_id}"
+                    if listed(query, row, order) and (keep is None or keep(row)):
+                        rows.append((order, row))
+        return page(rows, limit, cursor)
+
+    def sessions(self, tenant: str, limit: int, cursor: str | None,
+                 filters: SessionFilters) -> tuple[list[dict[str, Any]], str | None]:
+        with self._lock:
+            rows = [(kept.order(), {"session_id": kept.session_id, "agent_id": kept.agent_id, "status": kept.status,
+                                    "created_at": kept.created_at, "owner": kept.owner,
+                                    "top_level": not kept.sub_agent})
+                    for kept in self._sessions.values() if kept.tenant == tenant]
+        wanted = {"agent_id": filters.agent_id, "status": filters.status, "owner": filters.owner,
+                  "top_level": filters.top_level}
+        rows = [(key, row) for key, row in rows
+                if all(value is None or row[name] == value for name, value in wanted.items())]
+        return page(rows, limit, cursor)
+
+    # --- agents and keys ---------------------------------------------------------------
+
+    def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None:
+        with self._lock:
+            self._agents[(tenant, agent_id)] = _text(config)
+
+    def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            text = self._agents.get((tenant, agent_id))
+        return json.loads(text) if text is not None else None
+
+    def put_api_key(self, key_hash: str, tenant: str, subject: str, origin: str,
+                    groups: list[str] | None = None) -> None:
+        with self._lock:
+            self._keys[key_hash] = {"tenant": tenant, "subject": subject, "origin": origin, "status": "active",
+                                    "groups": list(groups or [])}
+
+    def revoke_api_key(self, key_hash: str) -> bool:
+        with self._lock:
+            if key_hash not in self._keys:
+                return False
+            self._keys[key_hash]["status"] = "revoked"
+            return True
+
+    def get_api_key(self, key_hash: str) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._keys.get(key_hash)
+            if found is None or found["status"] != "active":
+                return None
+            return {"tenant": found["tenant"], "subject": found["subject"], "origin": found["origin"],
+                    "groups": list(found["groups"])}
+
+
+INTERRUPT_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}
+INTERRUPT_DEFAULTS["reminded"] = []
+
+
+def refusal(data: dict[str, Any], allowed_origins: list[str], owner: str | None, generation: int | None,
+            seen: int | None) -> ResolveOutcome | None:
+    """Why an answer may not be written to the interrupt as it is now, or None when it may."""
+    if owner is not None and data.get("owner") != owner:
+        return "not_found"
+    if data.get("status") != "open":
+        return "noop"
+    if generation is not None and data.get("generation", 0) != generation:
+        return "changed"
+    if seen is not None and len(data.get("approvals") or []) != seen:
+        return "raced"
+    if data.get("origin") not in allowed_origins:
+        return "forbidden"
+    return None
+
+
+def listed(query: InboxQuery, row: InboxRow, order: str) -> bool:
+    """Whether the inbox query lists the interrupt (the DynamoDB store's index and filters)."""
+    interrupt = row.interrupt
+    if query.status == "open" and interrupt.status != "open":
+        return False
+    if query.status in ("resolved", "expired") and interrupt.status != query.status:
+        return False
+    if query.created_before is not None and not order < query.created_before:
+        return False
+    if query.agent_id is not None and row.agent_id != query.agent_id:
+        return False
+    if query.reason is not None and interrupt.reason != query.reason:
+        return False
+    if query.expiring_by is not None:
+        return interrupt.expires_at is not None and interrupt.expires_at <= query.expiring_by
+    return True
+

@@ -1,0 +1,133 @@
+"""Live events over the WebSocket API (docs/PROTOCOL.md, "Live events").
+
+API Gateway holds the connections; nothing waits. The process that commits a session's events
+(the engine, the API function) posts them to the session's connections right after the commit
+(`publish`, the store's `committed` hook). A subscriber first gets what it missed from the event
+log (`subscribe` with `after_seq`), then the live frames. Every event carries its `seq`, so:
+
+- a frame that arrives twice (an event in both the catch-up and a live post) is dropped by seq;
+- a post lost to a crash between a commit and its post shows as a gap at the session's next
+  event, and the client subscribes again from the last seq it has, which the log fills; a crash
+  on a session's last event is filled by the client's keep-alive subscribe (every 5 minutes,
+  under API Gateway's 10-minute idle timeout) or its reconnect.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from holdpoint.core.errors import Refusal
+from holdpoint.core.state import SessionState
+from holdpoint.ports import Connections, Frames, SessionStore
+from holdpoint.services.caller import Caller
+from holdpoint.services.streams import visible
+
+log = logging.getLogger("holdpoint.services.live")
+
+LIFETIME_SECS = 2 * 3600
+PAGE = 100
+MAX_CATCH_UP = 1000
+"""Events one subscribe sends from the log; past it `has_more` asks the client to subscribe again."""
+FRAME_BUDGET = 30 * 1024
+"""Below API Gateway's 32 KB frame, with room for the frame's own fields."""
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")).encode())
+
+
+def frames_of(session_id: str, events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """`events` frames of at most `FRAME_BUDGET` bytes; an event too large for one frame is sent
+    without its `data` and `omitted: true` (the client reads it from `GET .../events`)."""
+    batch: list[dict[str, Any]] = []
+    used = 0
+    for event in events:
+        size = _size(event)
+        if size > FRAME_BUDGET:
+            event = {**{k: event[k] for k in ("seq", "type", "at") if k in event}, "omitted": True}
+            size = _size(event)
+        if batch and used + size > FRAME_BUDGET:
+            yield {"type": "events", "session_id": session_id, "events": batch}
+            batch, used = [], 0
+        batch.append(event)
+        used += size + 1
+    if batch:
+        yield {"type": "events", "session_id": session_id, "events": batch}
+
+
+def error_frame(code: str, message: str, param: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"type": "error", **extra, "error": {"code": code, "message": message, "param": param}}
+
+
+class Live:
+    def __init__(self, store: SessionStore, connections: Connections, frames: Frames,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store, self.connections, self.frames, self.clock = store, connections, frames, clock
+
+    def connect(self, caller: Caller, connection_id: str, connected_at: float) -> None:
+        """`$connect` (already authorized): the connection's item, gone with the connection's lifetime."""
+        self.connections.open(connection_id, caller.tenant, int(connected_at) + LIFETIME_SECS)
+
+    def subscribe(self, caller: Caller, connection_id: str, connected_at: float,
+                  after: dict[str, int]) -> None:
+        """Follow each session (`session id -> after_seq`) the caller may read, then send it the
+        events after `after_seq` from the log and a `subscribed` frame. A session the caller may
+        not read is answered `not_found`, as over HTTP, and nothing is recorded for it."""
+        expires = int(connected_at) + LIFETIME_SECS
+        for session_id, after_seq in after.items():
+            try:
+                visible(self.store, caller, session_id)
+            except Refusal as exc:
+                self.frames.post(connection_id, error_frame(exc.code, exc.message, "session_ids",
+                                                            session_id=session_id))
+                continue
+            if not self.connections.subscribe(caller.tenant, session_id, connection_id, expires):
+                self.frames.post(connection_id, error_frame(
+                    "limit_exceeded", "this connection follows as many sessions as it may", "session_ids",
+                    session_id=session_id))
+                continue
+            self.catch_up(caller.tenant, session_id, connection_id, after_seq)
+
+    def catch_up(self, tenant: str, session_id: str, connection_id: str, after_seq: int) -> None:
+        """The log after `after_seq` (at most `MAX_CATCH_UP` events), then `subscribed`."""
+        through, sent, more = after_seq, 0, False
+        while sent < MAX_CATCH_UP:
+            events = self.store.events(tenant, session_id, through, PAGE)
+            for frame in frames_of(session_id, events):
+                if not self.frames.post(connection_id, frame):
+                    self.connections.drop(tenant, session_id, connection_id)
+                    return
+            if events:
+                through, sent = int(events[-1]["seq"]), sent + len(events)
+            more = len(events) == PAGE
+            if not more:
+                break
+        self.frames.post(connection_id, {"type": "subscribed", "session_id": session_id, "after_seq": after_seq,
+                                         "through_seq": through, "has_more": more})
+
+    def publish(self, state: SessionState) -> None:
+        """After a commit: its events to every connection that follows the session; a connection
+        that is gone (410) stops following it. Never raises: the commit stands whatever happens
+        to its posts (a lost one is a gap the client fills)."""
+        if not state.events:
+            return
+        try:
+            self._publish(state)
+        except Exception:
+            log.exception("posting the events of %s failed", state.header.session_id)
+
+    def _publish(self, state: SessionState) -> None:
+        h = state.header
+        events = [event.wire() for event in state.events]
+        for connection_id in self.connections.following(h.tenant, h.session_id):
+            for frame in frames_of(h.session_id, events):
+                if not self.frames.post(connection_id, frame):
+                    self.connections.drop(h.tenant, h.session_id, connection_id)
+                    break
+
+    def disconnect(self, connection_id: str) -> None:
+        self.connections.disconnect(connection_id)

@@ -1,0 +1,164 @@
+"""Live events over the WebSocket API on the local stack, with the `websockets` client: a
+subscriber gets the log after its `after_seq` and then every committed event as it is committed,
+once and in order; a reconnect with `after_seq` loses nothing and repeats nothing; a post lost
+between a commit and its post (a crash) shows as a gap at the next event, which the client fills
+from the log; a gone connection (410) stops following; an idle subscriber holds no function."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from holdpoint.aws.connections import Connections
+from holdpoint.services.live import Live
+from holdpoint_local.live_client import Follower
+from tests.stack import Api
+from tests.waiting import wait_for
+
+INPUT = {"type": "client.message", "message": {"role": "user", "content": "say hi again"}}
+
+
+def run(coro: Awaitable[Any]) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 120))  # type: ignore[arg-type]
+
+
+async def collect(follower: Follower, sid: str, through: int) -> list[int]:
+    """The seqs the follower hands over for `sid` until it has `through`."""
+    seqs: list[int] = []
+    while not seqs or seqs[-1] < through:
+        got_sid, event = await follower.next()
+        assert got_sid == sid
+        seqs.append(int(event["seq"]))
+    return seqs
+
+
+async def subscribed(follower: Follower) -> None:
+    """Wait (on the loop) for the follower's first `subscribed` frame."""
+    while not follower.subscribed:
+        await asyncio.sleep(0.01)
+
+
+def settled(api: Api, sid: str) -> int:
+    """Wait for the session's turn to end; the last seq of its log."""
+    api.wait_status(sid, "done")
+    return int(api.events(sid)[-1]["seq"])
+
+
+def test_live_subscriber_gets_the_log_then_each_event_as_it_is_committed(stack: Any, api: Api) -> None:
+    sid = api.start("say hi")
+    first = settled(api, sid)
+
+    async def scenario() -> tuple[list[int], list[int], Follower]:
+        async with Follower(stack.live.url, stack.api_key) as follower:
+            await follower.follow(sid, 0)
+            caught_up = await collect(follower, sid, first)
+            await asyncio.to_thread(api.ok, "POST", f"/v1/sessions/{sid}/inputs", INPUT)
+            last = await asyncio.to_thread(settled, api, sid)
+            live = await collect(follower, sid, last)
+            return caught_up, live, follower
+
+    caught_up, live, follower = run(scenario())
+    assert caught_up == list(range(1, first + 1))
+    assert live == list(range(first + 1, live[-1] + 1))
+    assert [e["seq"] for e in api.events(sid)] == caught_up + live
+    assert not follower.errors and follower.subscribed[0]["through_seq"] >= first
+
+
+def test_live_reconnect_with_after_seq_loses_nothing_and_repeats_nothing(stack: Any, api: Api) -> None:
+    sid = api.start("say hi")
+    first = settled(api, sid)
+    middle = first // 2
+
+    async def scenario() -> list[int]:
+        async with Follower(stack.live.url, stack.api_key) as before:
+            await before.follow(sid, 0)
+            seen = (await collect(before, sid, middle))[:middle]
+        await asyncio.to_thread(api.ok, "POST", f"/v1/sessions/{sid}/inputs", INPUT)  # while disconnected
+        async with Follower(stack.live.url, stack.api_key) as after:
+            await after.follow(sid, seen[-1])
+            last = await asyncio.to_thread(settled, api, sid)
+            return seen + await collect(after, sid, last)
+
+    seqs = run(scenario())
+    assert seqs == [e["seq"] for e in api.events(sid)]
+
+
+def test_live_crash_between_commit_and_post_shows_a_gap_the_client_fills(stack: Any, api: Api,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Crash injection: the process that commits the next events dies before it posts them (the
+    post never happens). The session's next event shows the gap and the client fills it from the log."""
+    sid = api.start("say hi")
+    first = settled(api, sid)
+    real = Live.publish
+    lost: list[list[int]] = []
+
+    def crashing(self: Live, state: Any) -> None:
+        if state.header.session_id == sid and not lost:
+            lost.append([e.seq for e in state.events])  # committed; the process dies before its post
+            return
+        real(self, state)
+
+    async def scenario() -> tuple[list[int], Follower]:
+        async with Follower(stack.live.url, stack.api_key) as follower:
+            await follower.follow(sid, first)
+            await subscribed(follower)
+            monkeypatch.setattr(Live, "publish", crashing)
+            await asyncio.to_thread(api.ok, "POST", f"/v1/sessions/{sid}/inputs", INPUT)
+            last = await asyncio.to_thread(settled, api, sid)
+            return await collect(follower, sid, last), follower
+
+    seqs, follower = run(scenario())
+    assert lost and lost[0][0] == first + 1
+    assert seqs == [e["seq"] for e in api.events(sid)][first:]
+    assert follower.gaps >= 1
+
+
+def test_live_a_gone_connection_stops_following(stack: Any, api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_disconnect(conn: Any) -> None:  # API Gateway may lose a socket without running $disconnect
+        return None
+
+    monkeypatch.setattr(stack.live, "_disconnect", no_disconnect)
+    sid = api.start("say hi")
+    first = settled(api, sid)
+    connections = Connections()
+
+    async def scenario() -> None:
+        async with Follower(stack.live.url, stack.api_key) as follower:
+            await follower.follow(sid, first)
+            await subscribed(follower)
+            assert len(connections.following("dev", sid)) == 1
+
+    run(scenario())  # the socket is gone, its subscription item stays: the next post is a 410
+    assert len(connections.following("dev", sid)) == 1
+    api.ok("POST", f"/v1/sessions/{sid}/inputs", INPUT)
+    settled(api, sid)
+    wait_for(lambda: connections.following("dev", sid) == [], "the gone connection to stop following", 30)
+
+
+def test_live_idle_subscribers_hold_no_function(stack: Any, api: Api) -> None:
+    sid = api.start("say hi")
+    first = settled(api, sid)
+
+    async def scenario(check: Callable[[], dict[str, int]]) -> tuple[dict[str, int], dict[str, int]]:
+        followers = [Follower(stack.live.url, stack.api_key) for _ in range(20)]
+        for follower in followers:
+            await follower.__aenter__()
+            await follower.follow(sid, first)
+        for follower in followers:
+            await subscribed(follower)
+        before = check()
+        await asyncio.sleep(1.0)  # idle: nothing is sent, so nothing may run
+        after = check()
+        for follower in followers:
+            await follower.__aexit__()
+        return before, after
+
+    def counts() -> dict[str, int]:
+        return {**{name: fn.invocations for name, fn in stack.functions.items()},
+                "in_flight": sum(fn.in_flight for fn in stack.functions.values())}
+
+    before, after = run(scenario(counts))
+    assert before == after and before["LiveFunction"] >= 40 and after["in_flight"] == 0
