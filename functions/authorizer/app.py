@@ -13,8 +13,8 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
 
     from holdpoint.assembly import get_store
     from holdpoint.aws.signing import platform_secret
+    from holdpoint.http.credentials import authenticate, context_of, websocket_answer
     from holdpoint.ports import Throttled, Unavailable
-    from holdpoint.services.auth import authenticate, websocket_answer
 
     logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 
@@ -42,4 +42,4 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if caller is None:
         logger.info("denied", extra={"route": event.get("routeKey")})
         return {"isAuthorized": False}
-    return {"isAuthorized": True, "context": caller.context()}
+    return {"isAuthorized": True, "context": context_of(caller)}

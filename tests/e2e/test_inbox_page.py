@@ -15,7 +15,7 @@ import pytest
 import requests
 from playwright.sync_api import Browser, Page, expect
 
-from holdpoint.services.auth import mint_client_token
+from holdpoint.services.tokens import mint_client_token
 from tests.stack import Api, resumed_triggers, wait_execution, worker_with_schema
 
 WAIT_MS = 30_000

@@ -166,7 +166,7 @@ def test_unauthenticated_requests_are_401(stack: Any) -> None:
 
 
 def test_client_jwt_through_the_authorizer_reaches_only_its_own_sessions(stack: Any, api: Api) -> None:
-    from holdpoint.services.auth import mint_client_token
+    from holdpoint.services.tokens import mint_client_token
 
     secret = stack.client("secretsmanager").get_secret_value(SecretId=stack.env["JWT_SECRET_ARN"])["SecretString"]
     alice = Api(stack.base_url, mint_client_token(secret, "dev", "alice"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from holdpoint.services.auth import mint_client_token
+from holdpoint.services.tokens import mint_client_token
 from tests.stack import Api
 from tests.tables import count_items
 

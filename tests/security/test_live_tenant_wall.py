@@ -12,7 +12,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from holdpoint.aws.connections import Connections
-from holdpoint.services.auth import mint_client_token
+from holdpoint.services.tokens import mint_client_token
 from holdpoint_local.live_client import Follower
 from tests.stack import Api
 

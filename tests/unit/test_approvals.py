@@ -172,7 +172,7 @@ def test_a1_service_raise_stores_the_schema() -> None:
     out = sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id, reason="review", payload=None,
                                    global_=False, interrupt_id="int-ok", expires_in=None, request_id="req-1",
                                    response_schema=APPROVAL)
-    assert out["interrupt"]["response_schema"] == APPROVAL
+    assert out.interrupt["response_schema"] == APPROVAL
     assert h.store.read_interrupt(h.caller.tenant, h.session_id, "int-ok").response_schema == APPROVAL  # type: ignore[union-attr]
 
 
@@ -309,7 +309,7 @@ def test_a3_a_global_interrupt_raised_by_an_operator_binds_no_action() -> None:
     assert h.session_id
     out = sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id, reason="review", payload=None,
                                    global_=False, interrupt_id="int-op", expires_in=None, request_id="req-1")
-    assert "action" not in out["interrupt"]
+    assert "action" not in out.interrupt
 
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto

@@ -344,27 +344,26 @@ def test_a2_answers_to_a_quorum_are_small() -> None:
 def test_a2_groups_come_from_an_api_key_attribute_and_a_client_token_claim() -> None:
     from holdpoint.admin import main
     from holdpoint.aws.keys import put_api_key
-    from holdpoint.services.auth import authenticate, mint_client_token
+    from holdpoint.http.credentials import authenticate, caller_of, context_of
     from holdpoint.services.caller import Caller as C
+    from holdpoint.services.tokens import mint_client_token
 
     h = Harness()
     put_api_key("holdpoint", "hp_finance", "t1", "ann", "operator", groups=["finance", "ops"])
     caller = authenticate("Bearer hp_finance", h.store, lambda: None)
     assert caller is not None and caller.groups == ("finance", "ops")
-    assert C.from_context(caller.context()) == caller
+    assert caller_of(context_of(caller)) == caller
     put_api_key("holdpoint", "hp_plain", "t1", "bob", "operator")
     assert authenticate("Bearer hp_plain", h.store, lambda: None).groups == ()  # type: ignore[union-attr]
     token = mint_client_token("s" * 32, "t1", "zoe", groups=["finance"])
     caller = authenticate(f"Bearer {token}", h.store, lambda: "s" * 32)
     assert caller is not None and caller.groups == ("finance",)
-    assert C.from_context({"tenant": "t1", "groups": "not json"}).groups == ()
+    assert caller_of({"tenant": "t1", "groups": "not json"}).groups == ()
     # POST /v1/client-tokens: `identity.groups` become the token's `groups` claim.
-    from holdpoint.core.protocol import ClientTokenBody
     from holdpoint.services import tokens
 
     minter = C("t1", "backend", "machine")
-    body = ClientTokenBody.model_validate({"identity": {"id": "zoe", "groups": ["legal"]}})
-    issued = tokens.issue(h.store, lambda: "s" * 32, minter, body)
+    issued = tokens.issue(h.store, lambda: "s" * 32, minter, "zoe", ttl_seconds=900, groups=["legal"])
     assert authenticate(f"Bearer {issued['token']}", h.store, lambda: "s" * 32).groups == ("legal",)  # type: ignore[union-attr]
     assert main(["create-key", "--table", "holdpoint", "--tenant", "t1", "--subject", "cid", "--groups",
                  "finance, legal"]) == 0

@@ -14,12 +14,13 @@ from holdpoint.aws.signing import platform_secret
 from holdpoint.aws.store import Store
 from holdpoint.core.credentials import hash_key
 from holdpoint.core.errors import Refusal
+from holdpoint.http.credentials import authenticate, caller_of, context_of
 from holdpoint.outbound import netguard, workers
 from holdpoint.services import sessions
-from holdpoint.services.auth import authenticate, mint_client_token
 from holdpoint.services.caller import Caller
 from holdpoint.services.inbox import inbox
 from holdpoint.services.resume import resume
+from holdpoint.services.tokens import mint_client_token
 from tests.harness import Harness
 
 pytestmark = pytest.mark.usefixtures("aws")
@@ -120,5 +121,5 @@ def test_client_token_metadata_reaches_the_session_identity(jwt_secret: str) -> 
     token = mint_client_token(jwt_secret, "acme", "alice", metadata={"plan": "pro", "team": "ops"})
     caller = authenticate(f"Bearer {token}", Store(), platform_secret)
     assert caller is not None
-    assert Caller.from_context(caller.context()) == caller  # through the authorizer's flat context
+    assert caller_of(context_of(caller)) == caller  # through the authorizer's flat context
     assert caller.identity() == {"id": "alice", "metadata": {"plan": "pro", "team": "ops", "origin": "client"}}

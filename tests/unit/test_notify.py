@@ -24,10 +24,10 @@ from holdpoint.aws.outbox import session_of
 from holdpoint.aws.store import session_pk
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.messages import parse as work_message
-from holdpoint.core.protocol import AgentConfig
 from holdpoint.outbound.declared import check_agent
 from holdpoint.ports import DeliveryFailed
 from holdpoint.services import links, sessions
@@ -266,7 +266,7 @@ def test_n3_one_link_per_declared_option_answers_with_that_option(aws: dict[str,
     options = [{"label": "Ship it", "value": "ship"}, {"label": "Hold", "value": {"hold": 2}}]
     iid = sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id or "", reason="review",
                                    payload={"message": "Ship?", "metadata": {"options": options}}, global_=False,
-                                   interrupt_id=None, expires_in=None, request_id="r-options")["interrupt_id"]
+                                   interrupt_id=None, expires_in=None, request_id="r-options").interrupt_id
     interrupt = h.state().interrupts[iid]
     minted = links.mint(signing, "https://api.example.com", h.caller.tenant, h.session_id or "", interrupt,
                         "ann", time.time())

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from holdpoint.core.client_inputs import SettleBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import may_resume
-from holdpoint.core.protocol import SettleBody
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.settle import settle
@@ -142,7 +142,7 @@ def test_r4_api_can_raise_a_global_system_style_pause() -> None:
     out = sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id, reason="budget_exceeded",
                                    payload={"spent": 1.5}, global_=True, interrupt_id=None, expires_in=None,
                                    request_id="r1")
-    assert out["interrupt"]["origin"] == "operator" and "anchor" not in out["interrupt"]
+    assert out.interrupt["origin"] == "operator" and "anchor" not in out.interrupt
     with pytest.raises(Refusal):
         h.say("more")
 
@@ -157,7 +157,7 @@ def test_r5_operator_raises_through_the_api_at_the_head_with_origin_recorded() -
     head = h.view()["head_id"]
     out = sessions.raise_interrupt(h.store, h.queue, h.caller, h.session_id, reason="review", payload=None,
                                    global_=False, interrupt_id="op-1", expires_in=None, request_id="r2")
-    assert out["interrupt_id"] == "op-1"
+    assert out.interrupt_id == "op-1"
     view = h.view()
     assert view["status"] == "interrupted"
     assert view["interrupts"][0]["anchor"] == head and view["interrupts"][0]["origin"] == "operator"

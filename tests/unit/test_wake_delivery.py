@@ -14,8 +14,9 @@ import pytest
 from holdpoint import assembly
 from holdpoint.core import engine, wire
 from holdpoint.core import interrupts as rules
-from holdpoint.core.protocol import ClientMessageInput, ClientMessagesInput, WorkerSubmitBody
+from holdpoint.core.client_inputs import ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionState
+from holdpoint.core.worker_protocol import WorkerSubmitBody
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 from holdpoint.services import sessions, worker_answers
 from holdpoint.services.caller import Caller
@@ -143,7 +144,7 @@ def test_r8_a_worker_answering_202_may_submit_before_the_wake_is_recorded() -> N
 
     run = Run(submit_then_defer)
     run.h.resume(run.iid, APPROVED)
-    assert [s["noop"] for s in submitted] == [False]
+    assert [s.noop for s in submitted] == [False]
     assert (run.decision().status, run.decision().via) == ("delivered", "submit")
     assert len(run.h.events("session.interrupt_resumed")) == 1 and not run.h.events("decision.deferred")
     run.h.settle()

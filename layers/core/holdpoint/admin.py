@@ -21,7 +21,7 @@ from typing import Any
 from holdpoint.aws.keys import put_api_key, revoke_api_key
 from holdpoint.aws.signing import platform_secret
 from holdpoint.core.credentials import ORIGINS
-from holdpoint.services.auth import mint_client_token
+from holdpoint.services.tokens import mint_client_token
 
 
 def create_key(table: str, tenant: str, subject: str, origin: str = "client", client: Any = None,

@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from holdpoint.core import notify, schemas
+from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ID_PATTERN, ID_REGEX
-from holdpoint.core.protocol import A2aConfig
 from holdpoint.core.state import Interrupt, SessionState, Turn
 
 PROTOCOL_VERSION = "1.0"

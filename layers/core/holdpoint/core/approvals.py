@@ -52,7 +52,7 @@ class PolicyError(ValueError):
 
 
 class Policy(TypedDict, total=False):
-    """A policy as an interrupt stores it (the wire model is `protocol.ApprovalPolicy`, which
+    """A policy as an interrupt stores it (the wire model is `agent_config.ApprovalPolicy`, which
     checks it where it is declared): who may answer (origins AND (subjects OR groups), not the
     requester when `forbid_requester`) and how many must (`quorum`, default 1); the first denial
     decides unless `deny_resolves` is false. An absent field leaves callers unrestricted on it. An

@@ -17,19 +17,19 @@ from holdpoint.core import approvals, budget, calls, expiry, retry, subagents, w
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, arm_deadline, open_llm_call, open_tool_call, retry_tool, settle_tool
 from holdpoint.core.errors import Refusal
+from holdpoint.core.ids import first_error
 from holdpoint.core.outcomes import llm_failure
 from holdpoint.core.proposals import propose
-from holdpoint.core.protocol import (
+from holdpoint.core.shapes import Message
+from holdpoint.core.state import Call, Decision, DecisionVia, Effect, Interrupt, SessionState, derive, iso
+from holdpoint.core.turns import finish_turn, start_next_queued
+from holdpoint.core.worker_protocol import (
     UPSTREAM_ACTIONS,
     DecisionProposal,
     DecisionRequest,
     DecisionResponse,
-    Message,
     WireMessage,
-    first_error,
 )
-from holdpoint.core.state import Call, Decision, DecisionVia, Effect, Interrupt, SessionState, derive, iso
-from holdpoint.core.turns import finish_turn, start_next_queued
 
 
 @dataclass

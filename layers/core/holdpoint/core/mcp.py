@@ -15,9 +15,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from holdpoint.core import approvals, notify, schemas
+from holdpoint.core.agent_config import ApprovalPolicy
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
-from holdpoint.core.protocol import ApprovalPolicy, ExpiresIn
+from holdpoint.core.shapes import ExpiresIn
 from holdpoint.core.state import Interrupt
 
 PROTOCOL_VERSION = "2026-07-28"

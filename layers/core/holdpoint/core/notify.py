@@ -125,7 +125,7 @@ def notification(tenant: str, session_id: str, agent_id: str | None, event: dict
     return out
 
 
-# --- what an agent declares (the models are `core.protocol`'s NotifyEntry) -------------------
+# --- what an agent declares (the models are `core.agent_config`'s NotifyEntry) -------------------
 
 CHANNELS = {"url": "notify.webhook", "slack": "notify.slack"}
 """The key that names a `notify` entry's channel, and the channel (dotted, so an error's `param`

@@ -8,6 +8,7 @@ from typing import Any
 
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ID_PATTERN
+from holdpoint.http.credentials import caller_of
 from holdpoint.http.limits import MAX_PAYLOAD_BYTES
 from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services.caller import Caller
@@ -90,7 +91,7 @@ def caller(event: dict[str, Any]) -> Caller:
     lam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
     if not lam.get("tenant"):
         raise Refusal("unauthorized", "missing or invalid credentials")
-    return Caller.from_context(lam)
+    return caller_of(lam)
 
 
 def short(text: str, limit: int = 100) -> str:

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from holdpoint.assembly import get_live
+from holdpoint.http.credentials import caller_of
 from holdpoint.ports import MAX_SEQ
-from holdpoint.services.caller import Caller
 from holdpoint.services.live import error_frame
 
 MAX_SESSIONS_PER_MESSAGE = 10
@@ -51,7 +51,7 @@ def handle(event: dict[str, Any]) -> dict[str, Any]:
     if route == "$disconnect":
         live.disconnect(connection_id)
         return {"statusCode": 200}
-    caller = Caller.from_context(ctx.get("authorizer") or {})
+    caller = caller_of(ctx.get("authorizer") or {})
     if route == "$connect":
         live.connect(caller, connection_id, connected_at)
         return {"statusCode": 200}

@@ -10,7 +10,8 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from holdpoint.core.protocol import ID_REGEX, Error, GatewayError
+from holdpoint.core.ids import ID_REGEX
+from holdpoint.http.bodies import Error, GatewayError
 
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 """Every route but the OpenAPI document: an API key or token, checked by the Lambda authorizer."""

@@ -45,7 +45,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
 from holdpoint.core.interrupts import answerable_until
 from holdpoint.core.notify import CLOSING, declared_options
-from holdpoint.core.protocol import Wire
+from holdpoint.core.shapes import Wire
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import DeliveryFailed, PostedMessages, Sealer, Throttled, Unavailable
 
@@ -98,7 +98,7 @@ class SlackConfig(Wire):
 
 
 class SlackNotify(Wire):
-    """The Slack part of a notify entry `{slack: {...}, events?}` (`core.protocol.SlackEntry`)."""
+    """The Slack part of a notify entry `{slack: {...}, events?}` (`core.agent_config.SlackEntry`)."""
 
     slack: SlackConfig
 

@@ -12,11 +12,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from holdpoint.core import approvals, mcp, notify
+from holdpoint.core.client_inputs import RaiseInterruptBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
-from holdpoint.core.protocol import RaiseInterruptBody
 from holdpoint.core.state import Interrupt, SessionState, derive, iso_ms
 from holdpoint.ports import Clock, Parking, Sealer, SessionStore, WorkQueue
 from holdpoint.services import sessions
@@ -112,7 +112,7 @@ def request(store: SessionStore, queue: WorkQueue, sealer: Sealer, caller: Calle
         store, queue, caller, sid, reason=REASON, payload=body.payload, global_=False, interrupt_id=None,
         expires_in=body.expires_in, request_id=request_id, response_schema=body.declared_schema(),
         approval=approvals.declared(body.approval), declared=Declared.of(body), clock=clock)
-    sid_, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, raised["interrupt_id"]), "id")
+    sid_, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, raised.interrupt_id), "id")
     if form is not None:
         state = sealer.seal(STATE_PURPOSE, {"tenant": caller.tenant, "subject": caller.subject, "agent": agent_id,
                                             "id": mcp.approval_id(sid_, interrupt.interrupt_id)})

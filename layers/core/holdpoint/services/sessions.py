@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core.approvals import PolicyError
+from holdpoint.core.client_inputs import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
-from holdpoint.core.protocol import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.core.state import SessionState, mint
 from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, WorkQueue
@@ -117,10 +118,19 @@ def events(store: SessionStore, caller: Caller, session_id: str, after_seq: int,
     return {"events": items, "next_after_seq": next_after, "has_more": len(items) == limit}
 
 
+@dataclass(frozen=True)
+class Raised:
+    """An interrupt raised through the API (or, `noop`, the same raise again), as it now stands."""
+
+    interrupt_id: str
+    noop: bool
+    interrupt: dict[str, Any] | None
+
+
 def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
                     request_id: str, response_schema: Any = None, approval: dict[str, Any] | None = None,
-                    declared: Declared | None = None, clock: Clock = time.time) -> dict[str, Any]:
+                    declared: Declared | None = None, clock: Clock = time.time) -> Raised:
     """R5: an interrupt raised through the API, at the head (or global), with the caller's origin;
     A1: `response_schema` (already checked by the wire model) bounds what its resume may carry;
     A2: `approval` narrows the policy in force (400 naming the field where it would widen it);
@@ -137,8 +147,7 @@ def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, sessi
     if state.effects:
         queue.kick(caller.tenant, session_id, state.header.version)
     interrupt = state.interrupts.get(iid)
-    return {"ok": True, "interrupt_id": iid, "noop": not state.effects,
-            "interrupt": interrupt.view() if interrupt else None}
+    return Raised(iid, noop=not state.effects, interrupt=interrupt.view() if interrupt else None)
 
 
 def opened_cursor(sealer: Sealer, purpose: str, caller: Caller, cursor: str | None) -> str | None:

@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
 
 from holdpoint.core import budget
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, settle_tool
+from holdpoint.core.client_inputs import SettleBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.outcomes import llm_failure, llm_reply
-from holdpoint.core.protocol import SettleBody
 from holdpoint.core.state import Call, SessionState
 from holdpoint.ports import Clock, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.sessions import changed, owned
 
 
+@dataclass(frozen=True)
+class Settled:
+    """A call's outcome recorded (the edge renders it)."""
+
+    id: str
+
+
 def settle(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, body: SettleBody,
-           clock: Clock = time.time) -> dict[str, Any]:
+           clock: Clock = time.time) -> Settled:
     """Record the outcome on the call (its follow-on is held if the branch is parked, R10)."""
     state, _ = changed(store, lambda: owned(store, caller, session_id), lambda s: apply_settle(s, body), clock)
     queue.kick(caller.tenant, session_id, state.header.version)
-    return {"ok": True, "id": body.id}
+    return Settled(body.id)
 
 
 def open_call(state: SessionState, body: SettleBody) -> Call:

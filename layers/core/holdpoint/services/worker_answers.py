@@ -4,18 +4,27 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
 
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocol import WorkerSubmitBody
 from holdpoint.core.state import SessionState
+from holdpoint.core.worker_protocol import WorkerSubmitBody
 from holdpoint.ports import Clock, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.sessions import changed, owned
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """A deferred decision's answer applied, or (`noop`) one applied before."""
+
+    session_id: str
+    decision_id: str
+    noop: bool
+
+
 def submit(store: SessionStore, queue: WorkQueue, caller: Caller, body: WorkerSubmitBody,
-           clock: Clock = time.time) -> dict[str, Any]:
+           clock: Clock = time.time) -> Submitted:
     """Apply the answer if its decision is still pending; a repeat of an applied submit is a no-op.
     An answer that breaks the protocol is 400 naming the field, with nothing recorded (a worker
     answering in a response body fails its decision instead: here the worker can fix and resend)."""
@@ -35,4 +44,4 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, body: WorkerSu
     state, applied = changed(store, lambda: owned(store, caller, body.session_id), apply, clock)
     if applied:
         queue.kick(caller.tenant, body.session_id, state.header.version)
-    return {"ok": True, "session_id": body.session_id, "decision_id": body.decision_id, "noop": not applied}
+    return Submitted(body.session_id, body.decision_id, noop=not applied)

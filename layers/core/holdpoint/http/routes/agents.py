@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocol import AgentConfig
 from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.outbound.declared import check_agent

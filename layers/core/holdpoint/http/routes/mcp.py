@@ -20,9 +20,9 @@ from holdpoint.aws import signing
 from holdpoint.core import mcp as wire
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
-from holdpoint.core.protocol import Error, GatewayError
 from holdpoint.core.strictjson import JsonProblem, loads
 from holdpoint.http import edge
+from holdpoint.http.bodies import Error, GatewayError
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import logger
 from holdpoint.services import mcp

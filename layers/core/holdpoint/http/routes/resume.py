@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from holdpoint.core.protocol import ResumeBody
+from holdpoint.http.bodies import ResumeBody
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.resuming import PATH, resume_request
 

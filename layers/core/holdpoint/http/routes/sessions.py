@@ -12,17 +12,12 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core import approvals
+from holdpoint.core.client_inputs import ClientInput, InterruptResumeInput, RaiseInterruptBody, SettleBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
-from holdpoint.core.protocol import (
-    ID_REGEX,
-    ClientInput,
-    InterruptResumeInput,
-    NewSessionInput,
-    RaiseInterruptBody,
-    SettleBody,
-)
-from holdpoint.http import edge
+from holdpoint.core.ids import ID_REGEX
+from holdpoint.http import edge, rendering
+from holdpoint.http.bodies import NewSessionInput
 from holdpoint.http.numbers import ASCII_DIGITS
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import count, logger
@@ -54,8 +49,8 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
             count("InterruptsResumed")
         return _reply(200, out)
     if kind in ("tool.result", "tool.error") and session_id is not None:  # as POST /calls/settle
-        return _reply(200, settle(assembly.get_store(), assembly.get_queue(), who, session_id,
-                                  SettleBody.model_validate(body.wire())))
+        return _reply(200, rendering.settled(settle(assembly.get_store(), assembly.get_queue(), who, session_id,
+                                                    SettleBody.model_validate(body.wire()))))
     try:
         accepted = sessions.submit(assembly.get_store(), assembly.get_queue(), who, session_id, body)
     except TooManyChanges:
@@ -128,17 +123,17 @@ def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseIn
         expires_in=body.expires_in, request_id=event.request_context.request_id,
         response_schema=body.declared_schema(), approval=approvals.declared(body.approval),
         declared=Declared.of(body))
-    if not out["noop"]:
+    if not out.noop:
         count("InterruptsRaised")
-    return out
+    return rendering.raised(out)
 
 
 @router.post("/v1/sessions/<session_id>/calls/settle", security=BEARER,
              responses=answers(200, 400, 404, 409, 413), summary="Settle a deferred or client call")
 def post_settle(session_id: Annotated[str, id_path("session")], body: SettleBody) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
-    return settle(assembly.get_store(), assembly.get_queue(), who,
-                  edge.check_id(session_id, f"session {session_id}"), body)
+    return rendering.settled(settle(assembly.get_store(), assembly.get_queue(), who,
+                                    edge.check_id(session_id, f"session {session_id}"), body))
 
 
 @router.get("/v1/interrupts", security=BEARER, responses=answers(200, 400),

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
-from holdpoint.core.protocol import ID_REGEX
+from holdpoint.core.ids import ID_REGEX
 from holdpoint.http import edge, eventstream
 from holdpoint.http.numbers import ASCII_DIGITS, header_number
 from holdpoint.http.openapi import BEARER, answers, id_path

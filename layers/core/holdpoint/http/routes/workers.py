@@ -8,8 +8,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocol import WorkerSubmitBody
-from holdpoint.http import edge
+from holdpoint.core.worker_protocol import WorkerSubmitBody
+from holdpoint.http import edge, rendering
 from holdpoint.http.openapi import BEARER, answers
 from holdpoint.http.telemetry import count, logger
 from holdpoint.ports import TooManyChanges
@@ -27,6 +27,6 @@ def post_worker_submit(body: WorkerSubmitBody) -> dict[str, Any]:
                                     edge.caller(router.current_event.raw_event), body)
     except TooManyChanges:
         raise Refusal("too_many_messages", "this answer adds more than one commit can record", "messages") from None
-    if not out["noop"]:
+    if not out.noop:
         count("WorkerAnswersSubmitted")
-    return out
+    return rendering.submitted(out)

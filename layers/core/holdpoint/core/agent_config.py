@@ -1,0 +1,196 @@
+"""An agent's declaration (`PUT /v1/agents/{id}`): its LLM, tools, worker, sub-agents, budget,
+retries, notify channels, approver policy (A2), interrupt timers (A5), retention (A6) and A2A card.
+
+Open models (`extra="allow"`): the protocol lets a declaration grow.
+"""
+
+# No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
+# model class is created, and evaluating them from strings (compile, then eval) costs every cold
+# start (docs/PERFORMANCE.md, (c)).
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from holdpoint.core import approvals
+from holdpoint.core.notify import NotifyEvent, channel_of
+from holdpoint.core.shapes import ExpiresIn, Id, Open, Origin, RemindAfter, RetentionDays, Wire, integral, needs_one_of
+from holdpoint.core.state import OnExpiry
+
+
+def _timers_before_expiry(remind: list[int] | None, escalate: int | None, expires: int | None,
+                          prefix: str = "") -> None:
+    """A5: a reminder or escalation at or after the expiry could never fire: refused where declared."""
+    if expires is None:
+        return
+    for i, delay in enumerate(remind or []):
+        if delay >= expires:
+            raise ValueError(f"{prefix}remind_after[{i}] ({delay} s) is not before the expiry ({expires} s)")
+    if escalate is not None and escalate >= expires:
+        raise ValueError(f"{prefix}escalate_after ({escalate} s) is not before the expiry ({expires} s)")
+
+
+ApproverSubject = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+ApproverGroup = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
+class EscalateTo(BaseModel):
+    """Approvers added to the policy once the interrupt is escalated (the escalation timer sets it)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True, json_schema_extra=needs_one_of("subjects", "groups"))
+    subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
+    groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> "EscalateTo":
+        if not self.subjects and not self.groups:
+            raise ValueError("escalate_to names no one: give subjects or groups")
+        return self
+
+
+class ApprovalPolicy(BaseModel):
+    """A2: an approver policy as declared (agent `approval`, `tools[].approval`, an interrupt's
+    `approval`), checked where it is declared: an empty list would name no one, and a quorum larger
+    than the subjects named (with no group to draw on) could never be met."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    origins: Annotated[list[Origin], Field(min_length=1)] | None = None
+    subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
+    groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
+    forbid_requester: bool | None = Field(default=None, strict=True)
+    quorum: Annotated[int, Field(strict=True, ge=1, le=approvals.MAX_QUORUM), BeforeValidator(integral)] | None = None
+    deny_resolves: bool | None = Field(default=None, strict=True)
+    escalate_to: EscalateTo | None = None
+
+    @field_validator("quorum")
+    @classmethod
+    def _reachable(cls, quorum: int | None, info: ValidationInfo) -> int | None:
+        """A quorum larger than the named subjects (with no group to draw on) can never be met."""
+        problem = approvals.quorum_problem(quorum, info.data.get("subjects"), info.data.get("groups"))
+        if problem:
+            raise ValueError(problem)
+        return quorum
+
+
+class ToolSpec(Open):
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
+    description: Annotated[str, StringConstraints(max_length=16_384)] | None = None
+    input: dict[str, Any] | None = None
+    output: dict[str, Any] | None = None
+    handler: Literal["worker", "client"] | None = None
+    approval: ApprovalPolicy | None = None  # A2: this tool's own approver policy (replaces the agent's)
+
+
+class RetryPolicy(Wire):
+    attempt_timeout_secs: float | None = Field(default=None, gt=0)
+    total_timeout_secs: float | None = Field(default=None, gt=0)
+    max_attempts: int | None = Field(default=None, ge=1, le=100)
+    backoff_base_secs: float | None = Field(default=None, ge=1)
+    backoff_max_secs: float | None = Field(default=None, ge=0)
+
+
+class SubAgentSpec(Open):
+    """A sub-agent the model may call like a tool; the call starts a child session."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
+    agent_id: Id
+    description: str | None = None
+
+
+class Budget(Open):
+    max_cost: float = Field(ge=0)
+
+
+class LlmConfig(Open):
+    provider: Literal["scripted", "bedrock", "openai", "worker"] = "scripted"
+
+
+class WorkerConfig(Open):
+    """Where decisions go: an HTTPS url or a Lambda ARN. `python` names an in-process callable
+    registered in code (tests, benchmarks); the API refuses it from tenants."""
+
+    url: Annotated[str, StringConstraints(max_length=2_048)] | None = None
+    lambda_arn: Annotated[str, StringConstraints(max_length=256)] | None = None
+    python: Annotated[str, StringConstraints(max_length=256)] | None = None
+    secret: Annotated[str, StringConstraints(max_length=2_048)] | None = Field(
+        default=None, description="HMAC secret reference: `env:NAME` (allow-listed) or "
+        "`secretsmanager:NAME` under the tenant's prefix; never the secret itself")
+    timeout_secs: float = Field(default=30.0, gt=0, le=900, allow_inf_nan=False)
+
+
+class WebhookEntry(Wire):
+    """A `notify` webhook: each chosen event POSTed, signed like worker requests (§2.7)."""
+
+    url: Annotated[str, StringConstraints(max_length=2_048)]
+    secret: Annotated[str, StringConstraints(max_length=2_048)] | None = Field(
+        default=None, description="HMAC secret reference: `env:NAME` (allow-listed) or `secretsmanager:NAME`")
+    events: list[NotifyEvent] | None = Field(default=None, max_length=16, description="default: every event")
+    approver: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = Field(
+        default=None, description="The subject the one-click links are minted for (default: the session's owner)")
+
+
+class SlackEntry(Wire):
+    """A `notify` Slack channel; the fields of `slack` are the Slack channel's to define."""
+
+    slack: dict[str, Any]
+    events: list[NotifyEvent] | None = Field(default=None, max_length=16, description="default: every event")
+
+
+NotifyEntry = Annotated[
+    Annotated[WebhookEntry, Tag("notify.webhook")] | Annotated[SlackEntry, Tag("notify.slack")],
+    Discriminator(channel_of, custom_error_type="notify_channel",
+                  custom_error_message="a notify entry is {url, secret?, events?, approver?} or {slack: {...}}"),
+]
+"""One `notify` entry: a webhook or a Slack channel, by the key it has (`core.notify.channel_of`)."""
+
+
+class A2aConfig(Wire):
+    """An agent's A2A server (PROTOCOL.md §8): whether its Agent Card is served without
+    credentials (`public`), and what the card says of the agent."""
+
+    public: bool = Field(default=False, strict=True, description="serve the Agent Card without credentials")
+    name: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    description: Annotated[str, StringConstraints(max_length=4_096)] | None = None
+    skills: list[dict[str, Any]] | None = Field(default=None, max_length=64)
+    push_secret: Annotated[str, StringConstraints(max_length=1_024)] | None = Field(
+        default=None, description="the secret reference A2A push deliveries are signed with (as notify webhooks)")
+
+
+class AgentConfig(Open):
+    model: Annotated[str, StringConstraints(max_length=256)] | None = None
+    llm: LlmConfig | None = None
+    system: Annotated[str, StringConstraints(max_length=131_072)] | None = None
+    tools: list[ToolSpec] = Field(default_factory=list, max_length=256)
+    worker: WorkerConfig | None = None
+    interrupt_expires_in: ExpiresIn | None = None
+    interrupt_on_expiry: OnExpiry | None = None  # A5: the defaults of an interrupt's expiry outcome,
+    interrupt_remind_after: RemindAfter | None = None  # reminders and escalation
+    interrupt_escalate_after: ExpiresIn | None = None
+    retention_days: RetentionDays | None = None  # A6: how long closed interrupts stay listable
+    sub_agents: list[SubAgentSpec] | None = Field(default=None, max_length=64)
+    budget: Budget | None = None
+    retry: dict[str, RetryPolicy] | None = None
+    triggers: dict[str, bool] | None = None  # opt-in triggers beyond upstream: {"turn.finished": true}
+    notify: list[NotifyEntry] | None = Field(default=None, max_length=16)  # docs/NOTIFICATIONS.md
+    approval: ApprovalPolicy | None = None  # A2: the default approver policy of this agent's interrupts
+    a2a: A2aConfig | None = None  # PROTOCOL.md §8: the agent's A2A server and Agent Card
+
+    @field_validator("interrupt_remind_after", "interrupt_escalate_after")
+    @classmethod
+    def _before_expiry(cls, value: Any, info: ValidationInfo) -> Any:
+        expires = info.data.get("interrupt_expires_in")
+        if info.field_name == "interrupt_remind_after":
+            _timers_before_expiry(value, None, expires)
+        else:
+            _timers_before_expiry(None, value, expires)
+        return value

@@ -1,0 +1,92 @@
+"""What a client asks of a session (PROTOCOL.md §4): the inputs `core.inputs` applies, a call's
+settlement (`services.settle`), and an interrupt raised by a client (`POST .../interrupts` and
+MCP's `request_approval` check it with the same model). The HTTP-only bodies are
+`holdpoint.http.bodies`.
+"""
+
+# No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
+# model class is created, and evaluating them from strings (compile, then eval) costs every cold
+# start (docs/PERFORMANCE.md, (c)).
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
+
+from holdpoint.core.shapes import Attempt, Comment, ExpiresIn, Id, Message, Wire
+from holdpoint.core.worker_protocol import InterruptFields
+
+
+class ClientMessageInput(Wire):
+    type: Literal["client.message"]
+    agent_id: Id | None = None
+    turn_id: Id | None = None
+    message: Message
+    queue: bool = Field(default=False, strict=True)
+
+
+class ClientMessagesInput(Wire):
+    type: Literal["client.messages"]
+    agent_id: Id | None = None
+    turn_id: Id | None = None
+    messages: Annotated[list[Message], Field(min_length=1, max_length=10_000)]
+    client: dict[str, Any] | None = None
+
+
+class ClientActionInput(Wire):
+    type: Literal["client.action"]
+    agent_id: Id | None = None
+    turn_id: Id | None = None
+    name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    args: Any = None
+    queue: bool = Field(default=False, strict=True)
+
+
+class ToolResultInput(Wire):
+    type: Literal["tool.result"]
+    id: Id
+    attempt: Attempt | None = None
+    result: Any = None
+
+
+class ToolErrorInput(Wire):
+    type: Literal["tool.error"]
+    id: Id
+    attempt: Attempt | None = None
+    error: Any = None
+
+
+class InterruptResumeInput(Wire):
+    type: Literal["interrupt.resume"]
+    interrupt_id: Id
+    payload: Any = None
+    expect_fingerprint: str | None = None  # A3: else 409 stale_approval, as ResumeBody
+    comment: Comment | None = None  # A6: recorded with the answer
+
+
+ClientInput = Annotated[
+    ClientMessageInput
+    | ClientMessagesInput
+    | ClientActionInput
+    | InterruptResumeInput
+    | ToolResultInput
+    | ToolErrorInput,
+    Field(discriminator="type"),
+]
+
+
+class RaiseInterruptBody(InterruptFields):
+    expires_in: ExpiresIn | None = None
+    global_: bool = Field(default=False, alias="global", strict=True)
+
+
+class SettleBody(Wire):
+    """Settle a deferred or client call by id; `attempt` blocks results from a replaced attempt."""
+
+    type: Literal["tool.result", "tool.error", "llm.result", "llm.error"]
+    id: Id
+    attempt: Attempt | None = None
+    result: Any = None
+    error: Any = None
+    message: Message | None = None  # llm.result
+    usage: dict[str, Any] | None = None
+    cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    code: Annotated[str, StringConstraints(max_length=128)] | None = None

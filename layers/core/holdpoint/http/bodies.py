@@ -1,0 +1,94 @@
+"""Bodies only the HTTP API reads or writes: `POST /v1/sessions`' inputs (which name their agent),
+a resume, a client-token request, and the two error bodies (Holdpoint's `{"error": ...}` and
+API Gateway's own `{"message": ...}`).
+"""
+
+# No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
+# model class is created, and evaluating them from strings (compile, then eval) costs every cold
+# start (docs/PERFORMANCE.md, (c)).
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+
+from holdpoint.core.client_inputs import ClientActionInput, ClientMessageInput, ClientMessagesInput
+from holdpoint.core.shapes import Comment, Id, Wire, integral
+
+
+class NewSessionMessageInput(ClientMessageInput):
+    """A session is started for an agent, so `POST /v1/sessions` needs `agent_id`."""
+
+    agent_id: Id
+
+
+class NewSessionMessagesInput(ClientMessagesInput):
+    """`client.messages` that starts a session (names its agent)."""
+
+    agent_id: Id
+
+
+class NewSessionActionInput(ClientActionInput):
+    """`client.action` that starts a session (names its agent)."""
+
+    agent_id: Id
+
+
+NewSessionInput = Annotated[
+    NewSessionMessageInput | NewSessionMessagesInput | NewSessionActionInput,
+    Field(discriminator="type"),
+]
+"""What `POST /v1/sessions` accepts; the other inputs need an existing session."""
+
+
+class ResumeBody(Wire):
+    payload: Any = None
+    expect_fingerprint: str | None = Field(
+        default=None, description="A3: resume only if the interrupt's `action.fingerprint` is this "
+        "(else 409 `stale_approval`, nothing recorded)")
+    comment: Comment | None = Field(default=None, description="recorded with the answer (at most 2,000 characters)")
+
+
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+MetadataValue = Annotated[str, StringConstraints(max_length=256)]
+
+
+class TokenIdentity(Wire):
+    """Who a client token speaks for: the end user's id in the tenant's own terms."""
+
+    id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    metadata: Annotated[dict[MetadataKey, MetadataValue], Field(max_length=16)] | None = None
+    groups: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]],
+                      Field(max_length=32)] | None = None  # A2: the approver groups the token carries
+
+
+class ClientTokenBody(Wire):
+    """`POST /v1/client-tokens`: a short-lived token a backend hands a browser."""
+
+    identity: TokenIdentity
+    ttl_seconds: Annotated[int, Field(strict=True, ge=60, le=86_400), BeforeValidator(integral)] = 900
+    session_id: Id | None = None
+
+
+# --- errors ------------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    """`param` names the field at fault; some errors add fields (`interrupt_ids`, `turn_id`)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+    code: str
+    message: str
+    param: str | None = None
+
+
+class Error(BaseModel):
+    """Holdpoint's refusal."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    error: ErrorDetail
+
+
+class GatewayError(BaseModel):
+    """API Gateway's own answer (no route, no or refused credentials, body over 10 MiB)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    message: str
