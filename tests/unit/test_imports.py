@@ -77,9 +77,11 @@ DENY: dict[str, list[str]] = {
     + ["aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
 }
 
-ALLOW: dict[str, list[str]] = {"authorizer": ["holdpoint.http", "holdpoint.http.credentials"]}
+ALLOW: dict[str, list[str]] = {"authorizer": ["holdpoint.http", "holdpoint.http.credentials"],
+                               "protocols": ["holdpoint.outbound", "holdpoint.outbound.netguard"]}
 """Modules a denied package may lend: the authorizer reads the Bearer header with the edge's
-credentials module, and nothing else of the edge (no resolver, no routes)."""
+credentials module, and nothing else of the edge (no resolver, no routes); the protocols function
+checks an A2A push config's URL with the network guard, and nothing else of the engine's outbound."""
 
 _PROBE = """
 import importlib.util, json, sys
