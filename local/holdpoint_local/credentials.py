@@ -134,6 +134,8 @@ def iam_actions(service: str, operation: str, params: dict[str, Any]) -> list[st
         operation = _SQS_BATCH.get(operation, operation)
     if service == "bedrock":
         operation = _BEDROCK.get(operation, operation)
+    if service == "execute-api":  # PostToConnection, GetConnection, DeleteConnection
+        return ["execute-api:ManageConnections"]
     return [f"{service}:{operation}"]
 
 

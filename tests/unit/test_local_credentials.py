@@ -35,3 +35,4 @@ def test_iam_a_transaction_needs_its_items_actions() -> None:
         "dynamodb:ConditionCheckItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
     assert credentials.iam_actions("sqs", "DeleteMessageBatch", {}) == ["sqs:DeleteMessage"]
     assert credentials.iam_actions("bedrock", "Converse", {}) == ["bedrock:InvokeModel"]
+    assert credentials.iam_actions("execute-api", "PostToConnection", {}) == ["execute-api:ManageConnections"]
