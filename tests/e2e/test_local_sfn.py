@@ -101,7 +101,7 @@ def test_release_puts_the_wake_on_the_queue_then_ends_the_execution(park: tuple[
     inp = _input(300)
     arn, body = _park(sfn, sqs, prov, inp)
     interrupt = Interrupt("int-1", "tool", "approval", None, "2026-01-01T00:00:00Z", inp["dedup_key"],
-                          status="resolved", task_token=body["task_token"], generation=2)
+                          status="resolved", parking_key=body["task_token"], generation=2)
     parking = Parking(prov.env["PARK_STATE_MACHINE_ARN"], sfn, WorkQueue(prov.env["WORK_QUEUE_URL"], sqs))
     parking.release("dev", "s-1", interrupt)
     wake = _receive(sqs, prov.env["WORK_QUEUE_URL"])

@@ -90,7 +90,7 @@ def test_template_the_local_stack_has_the_routes_mappings_and_environments_the_t
     for logical, props in functions.items():
         spec = prov.functions[logical]
         declared = {k: _resolved(v, prov.resources, pseudo) for k, v in props["Environment"]["Variables"].items()
-                    if not (isinstance(v, dict) and "Fn::Sub" in v)}
+                    if not (isinstance(v, dict) and ("Fn::Sub" in v or "Fn::GetAtt" in v))}
         assert {k: spec.env[k] for k in declared} == declared, logical
         assert set(spec.env) == set(props["Environment"]["Variables"]), logical
         assert spec.role_arn.endswith(f":role/{prov.resources[props['Role']['Fn::GetAtt'][0]]}"), logical
