@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -87,6 +88,13 @@ class _Conn:
     user_agent: str
     authorizer: dict[str, Any] = field(default_factory=dict)
     last_active: float = field(default_factory=time.time)
+
+
+def expired(connections: Iterable[_Conn], now: float) -> list[_Conn]:
+    """What API Gateway closes at `now`: idle past `IDLE_SECS` (a message either way resets it: the
+    client's, or a frame posted to it) or open past `LIFETIME_SECS`, however busy."""
+    return [conn for conn in connections
+            if now - conn.last_active > IDLE_SECS or now - conn.connected_at > LIFETIME_SECS]
 
 
 def _epoch_ms(at: float) -> int:
@@ -296,10 +304,15 @@ class WebSocketGateway:
         """API Gateway closes a connection idle for 10 minutes, and any after 2 hours."""
         while True:
             await asyncio.sleep(SWEEP_SECS)
-            now = time.time()
-            for conn in list(self.connections.values()):
-                if now - conn.last_active > IDLE_SECS or now - conn.connected_at > LIFETIME_SECS:
-                    await conn.socket.close(1001, "Going away")
+            for conn in expired(self.connections.values(), time.time()):
+                await conn.socket.close(1001, "Going away")
+
+    def sweep(self, now: float) -> list[str]:
+        """The sweep as of `now` (a test's way to let ten minutes or two hours pass): the ids closed."""
+        closing = expired(self.connections.values(), now)
+        for conn in closing:
+            asyncio.run_coroutine_threadsafe(conn.socket.close(1001, "Going away"), self._loop).result(timeout=10)
+        return [conn.id for conn in closing]
 
     # -- the management API ---------------------------------------------------------------
     def post(self, connection_id: str, data: bytes) -> int:
@@ -320,6 +333,7 @@ class WebSocketGateway:
             future.result(timeout=10)
         except ConnectionClosed:
             return 410
+        conn.last_active = time.time()
         return 200
 
     def info(self, connection_id: str) -> dict[str, Any] | None:

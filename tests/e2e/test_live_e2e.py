@@ -7,6 +7,7 @@ from the log; a gone connection (410) stops following; an idle subscriber holds 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from holdpoint.aws.connections import Connections
 from holdpoint.services.live import Live
 from holdpoint_local.live_client import Follower
+from holdpoint_local.wsgateway import IDLE_SECS
 from tests.stack import Api
 from tests.waiting import wait_for
 
@@ -150,8 +152,10 @@ def test_live_idle_subscribers_hold_no_function(stack: Any, api: Api) -> None:
         for follower in followers:
             await subscribed(follower)
         before = check()
-        await asyncio.sleep(1.0)  # idle: nothing is sent, so nothing may run
+        # Ten minutes less a second of idleness pass at the gateway's sweep: nothing is closed, nothing runs.
+        closed = await asyncio.to_thread(stack.live.sweep, time.time() + IDLE_SECS - 1)
         after = check()
+        assert closed == []
         for follower in followers:
             await follower.__aexit__()
         return before, after
@@ -162,3 +166,26 @@ def test_live_idle_subscribers_hold_no_function(stack: Any, api: Api) -> None:
 
     before, after = run(scenario(counts))
     assert before == after and before["LiveFunction"] >= 40 and after["in_flight"] == 0
+
+
+def test_live_gateway_closes_a_connection_idle_for_ten_minutes_and_disconnect_stops_it_following(
+        stack: Any, api: Api) -> None:
+    """API Gateway's idle timeout, as the local gateway applies it: the socket is closed (1001),
+    `$disconnect` runs, and the connection's subscription items are deleted."""
+    sid = api.start("say hi")
+    first = settled(api, sid)
+    connections = Connections()
+
+    async def scenario() -> int | None:
+        async with Follower(stack.live.url, stack.api_key) as follower:
+            await follower.follow(sid, first)
+            await subscribed(follower)
+            assert len(connections.following("dev", sid)) == 1
+            closed = await asyncio.to_thread(stack.live.sweep, time.time() + IDLE_SECS + 1)
+            assert len(closed) == 1
+            assert follower.ws is not None
+            await follower.ws.wait_closed()
+            return follower.ws.close_code
+
+    assert run(scenario()) == 1001
+    wait_for(lambda: connections.following("dev", sid) == [], "$disconnect to delete the subscription", 30)

@@ -71,3 +71,21 @@ def test_live_a_commit_without_events_reads_no_connection() -> None:
             raise AssertionError("no events, no Query")
 
     Live(None, Refusing([]), FakeFrames(set())).publish(state_with_events(0))  # type: ignore[arg-type]
+
+
+def test_live_gateway_limits_idle_ten_minutes_and_two_hours_however_busy() -> None:
+    """The local gateway closes what API Gateway closes: a connection with no message either way
+    for 10 minutes, and every connection at 2 hours, even one that keeps talking."""
+    from holdpoint_local.wsgateway import IDLE_SECS, LIFETIME_SECS, _Conn, expired
+
+    def conn(name: str, connected: float, active: float) -> _Conn:
+        return _Conn(id=name, socket=None, connected_at=connected, source_ip="", user_agent="",  # type: ignore[arg-type]
+                     last_active=active)
+
+    now = 10_000.0
+    conns = [conn("fresh", now - 5, now - 5),
+             conn("idle-just-under", now - 700, now - IDLE_SECS + 1),
+             conn("idle-over", now - 700, now - IDLE_SECS - 1),
+             conn("busy-under-2h", now - LIFETIME_SECS + 1, now),
+             conn("busy-over-2h", now - LIFETIME_SECS - 1, now)]
+    assert [c.id for c in expired(conns, now)] == ["idle-over", "busy-over-2h"]
