@@ -29,10 +29,14 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
 
+    if args.port:  # the WebSocket API on the next port (HOLDPOINT_WS_PORT overrides; 0: a free one)
+        os.environ.setdefault("HOLDPOINT_WS_PORT", str(args.port + 1))
     stack = LocalStack(http_port=args.port, moto_port=args.moto_port, moto_endpoint=args.moto_endpoint)
     stack.start()
     try:
         print(f"Holdpoint local stack ready at {stack.base_url}", flush=True)
+        if stack.live is not None:
+            print(f"  live events (WebSocket): {stack.live.url}", flush=True)
         print(f"  moto (AWS) endpoint: {stack.moto_endpoint}", flush=True)
         print(f"  table: {stack.env.get('TABLE_NAME')}", flush=True)
         seeded = "" if stack.api_key_seeded else "  (NOT seeded: holdpoint.auth.put_api_key missing)"
