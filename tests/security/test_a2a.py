@@ -181,7 +181,8 @@ def test_ssrf_a2a_push_url_is_refused_naming_the_field_and_never_fetched(stack: 
     try:
         hostile = ["http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/",
                    "http://2852039166/", "http://0.0.0.0:1/", "file:///etc/passwd", "gopher://127.0.0.1/",
-                   f"http://user:pass@127.0.0.1:{listener.port}/", f"http://127.0.0.1:{listener.port}/ x"]
+                   f"http://user:pass@127.0.0.1:{listener.port}/", f"http://127.0.0.1:{listener.port}/ x",
+                   f"http://127.0.0.1:{listener.port}/caf\u00e9"]  # no HTTP client can send it
         before = table_count(stack)
         for url in hostile:
             rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url}), -32602, "url")
@@ -204,6 +205,12 @@ def test_bad_params_a2a_push_configs_get_invalid_params_and_record_nothing(stack
     rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "id": "a#b"}), -32602, "params.id")
     rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "url": 7}), -32602, "params.url")
     rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "token": ""}), -32602, "params.token")
+    for header_breaker in ("abc\r\nX-Injected: 1", "caf\u20ac", "two words"):  # no header value carries them
+        rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "token": header_breaker}), -32602,
+                  "params.token")
+        rpc_error(rpc(api, "CreateTaskPushNotificationConfig",
+                      {**good, "authentication": {"scheme": "Bearer", "credentials": header_breaker}}),
+                  -32602, "params.authentication.credentials")
     rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "authentication": {"scheme": "Bad scheme"}}),
               -32602, "params.authentication.scheme")
     rpc_error(rpc(api, "GetTaskPushNotificationConfig", {"taskId": task["id"]}), -32602, "params.id")
@@ -219,3 +226,17 @@ def test_bad_params_a2a_push_configs_get_invalid_params_and_record_nothing(stack
     assert "result" in rpc(api, "CreateTaskPushNotificationConfig", {**good, "id": "h3"}).json()  # the same again
     rpc_error(rpc(api, "CreateTaskPushNotificationConfig", {**good, "id": "h10"}), -32602, "id")
     assert len(rpc(api, "ListTaskPushNotificationConfigs", {"taskId": task["id"]}).json()["result"]["configs"]) == 10
+
+
+def test_bad_params_a2a_refused_send_message_keeps_no_push_config(stack: Any, api: Api) -> None:
+    """A SendMessage on a task that is refused (an agent's role, another context) keeps nothing,
+    not even the push config it carries: its checks come before the config is kept."""
+    task = rpc(api, "SendMessage", send("say hi")).json()["result"]["task"]
+    before = table_count(stack)
+    for change, param in (({"role": "ROLE_AGENT"}, "message.role"), ({"contextId": "ses_other"}, "message.contextId")):
+        bad = send("again")
+        bad["message"].update(taskId=task["id"], **change)
+        bad["configuration"] = {"taskPushNotificationConfig": {"id": "cfg1", "url": "http://127.0.0.1:9/hook"}}
+        rpc_error(rpc(api, "SendMessage", bad), -32602, param)
+    assert table_count(stack) == before
+    assert rpc(api, "ListTaskPushNotificationConfigs", {"taskId": task["id"]}).json()["result"] == {"configs": []}

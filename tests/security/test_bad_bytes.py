@@ -104,3 +104,21 @@ def test_cursor_is_tamper_evident_and_bound_to_its_tenant(api: Api, stack: Any, 
     refusal(api.http.get(f"{api.base}/v1/interrupts", params={"cursor": flipped}, timeout=30), 400, param="cursor")
     refusal(other_tenant.http.get(f"{api.base}/v1/interrupts", params={"cursor": cursor}, timeout=30), 400,
             param="cursor")
+
+
+def test_bad_bytes_a_url_no_http_client_can_send_is_refused_where_declared_and_fails_cleanly_if_sent(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A non-ASCII URL used to pass the declaration check and then make http.client raise
+    UnicodeEncodeError inside the engine's record, which failed that record and, with it, the rest
+    of its SQS batch. It is refused where it is declared, and a send that fails to encode anyway
+    is the worker's failure (`WorkerUnavailable`), never the engine's."""
+    from holdpoint.outbound import netguard
+    from holdpoint.outbound.workers import post_signed
+    from holdpoint.ports import WorkerUnavailable
+
+    monkeypatch.setenv(netguard.LOCAL_FLAG, "1")
+    assert netguard.check_url("https://93.184.215.14/caf\u00e9", "worker.url") == (
+        "worker.url must be ASCII: percent-encode the path, and give the host in its xn-- form")
+    assert netguard.check_url("https://93.184.215.14/caf%C3%A9", "worker.url") is None
+    with pytest.raises(WorkerUnavailable, match="could not be sent"):
+        post_signed("http://127.0.0.1:9/x", {}, None, "dev", "a2a.push", 2, headers={"X-Token": "a\r\nB: c"})

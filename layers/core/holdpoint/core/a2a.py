@@ -61,7 +61,9 @@ class Message(A2a):
 
 
 ConfigId = Annotated[str, StringConstraints(pattern=ID_REGEX)]
-Secret = Annotated[str, StringConstraints(min_length=1, max_length=4_096)]
+Secret = Annotated[str, StringConstraints(min_length=1, max_length=4_096, pattern=r"^[\x21-\x7e]+$")]
+"""A token or credential sent as an HTTP header value: visible ASCII only, so no CR/LF can add a
+header and every delivery can send it."""
 
 
 class Authentication(A2a):

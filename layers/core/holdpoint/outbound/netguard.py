@@ -195,6 +195,8 @@ def check_url(url: Any, field: str) -> str | None:
     local_ok = local_rules()
     if any(c.isspace() or ord(c) < 0x20 or c == "\\" for c in url):
         return f"{field} contains whitespace, control characters or backslashes"
+    if not url.isascii():
+        return f"{field} must be ASCII: percent-encode the path, and give the host in its xn-- form"
     try:
         parsed = urllib.parse.urlsplit(url)
         port = parsed.port

@@ -125,6 +125,8 @@ def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | No
         raise WorkerUnavailable(f"{field.split('[')[0]} answered HTTP {exc.code}") from exc
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise WorkerUnavailable(f"{field.split('[')[0]} unreachable: {exc}") from exc
+    except ValueError as exc:  # http.client refuses the URL or a header (InvalidURL, UnicodeEncodeError)
+        raise WorkerUnavailable(f"{field.split('[')[0]} could not be sent: {type(exc).__name__}") from exc
 
 
 def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:

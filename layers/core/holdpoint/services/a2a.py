@@ -61,6 +61,21 @@ def _task(store: SessionStore, caller: Caller, agent_id: str, value: str,
     return state, turn
 
 
+def _check_role(message: a2a.Message) -> None:
+    if message.role != "ROLE_USER":
+        raise Refusal("validation_error", "a client sends ROLE_USER messages", "message.role")
+
+
+def _message_task(store: SessionStore, caller: Caller, agent_id: str, message: a2a.Message) -> tuple[SessionState, Turn]:
+    """The task a message names, once the message may answer it: checked before anything the
+    request carries (a push config) is kept, so a refused message records nothing."""
+    _check_role(message)
+    state, turn = _task(store, caller, agent_id, str(message.taskId), "message.taskId")
+    if message.contextId and message.contextId != state.header.session_id:
+        raise Refusal("validation_error", "the task is in another context", "message.contextId")
+    return state, turn
+
+
 def _context(store: SessionStore, caller: Caller, agent_id: str, context_id: str) -> SessionState:
     try:
         state = sessions.owned(store, caller, context_id)
@@ -79,7 +94,7 @@ def send(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller
     deadline = streams.until(0 if body.configuration and body.configuration.returnImmediately else wait_secs, clock)
     spec = body.configuration.taskPushNotificationConfig if body.configuration else None
     if spec is not None and body.message.taskId:  # kept before the answer, so its next state is pushed
-        state, turn = _task(store, caller, agent_id, body.message.taskId, "message.taskId")
+        state, turn = _message_task(store, caller, agent_id, body.message)
         keep_push(_configs(configs), state.header.tenant, state.header.session_id, turn.id, spec)
     sid, turn_id = _apply(store, queue, parking, caller, agent_id, body.message)
     if spec is not None and not body.message.taskId:  # the task exists once the message is accepted
@@ -91,14 +106,11 @@ def send(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller
 def _apply(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
            message: a2a.Message) -> tuple[str, str]:
     """Record what the message says; (session_id, turn_id) of the task it is for."""
-    if message.role != "ROLE_USER":
-        raise Refusal("validation_error", "a client sends ROLE_USER messages", "message.role")
     if message.taskId:
-        state, turn = _task(store, caller, agent_id, message.taskId, "message.taskId")
-        if message.contextId and message.contextId != state.header.session_id:
-            raise Refusal("validation_error", "the task is in another context", "message.contextId")
+        state, turn = _message_task(store, caller, agent_id, message)
         _answer(store, parking, caller, state, turn, message)
         return state.header.session_id, turn.id
+    _check_role(message)
     existing = _context(store, caller, agent_id, message.contextId) if message.contextId else None
     inp = ClientMessageInput.model_validate({
         "type": "client.message", "agent_id": agent_id, "turn_id": a2a.turn_id_of(message),
