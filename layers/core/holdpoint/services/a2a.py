@@ -66,7 +66,8 @@ def _check_role(message: a2a.Message) -> None:
         raise Refusal("validation_error", "a client sends ROLE_USER messages", "message.role")
 
 
-def _message_task(store: SessionStore, caller: Caller, agent_id: str, message: a2a.Message) -> tuple[SessionState, Turn]:
+def _message_task(store: SessionStore, caller: Caller, agent_id: str,
+                  message: a2a.Message) -> tuple[SessionState, Turn]:
     """The task a message names, once the message may answer it: checked before anything the
     request carries (a push config) is kept, so a refused message records nothing."""
     _check_role(message)
