@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from holdpoint.core import agui as wire
 from holdpoint.core.errors import Refusal
 from holdpoint.services import agui
@@ -65,9 +67,10 @@ def post(path: str, payload: Any, **kw: Any) -> tuple[int, Any]:
     return reply["statusCode"], json.loads(text)
 
 
-def parked_thread(h: Harness, thread: str = "thread-1") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def parked_thread(h: Harness, thread: str = "thread-1",
+                  caller: Caller | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run "Email Bob" on a new thread, let the engine park it; the connect events and the interrupt."""
-    h.caller = Caller("dev", "dev-user", "client")
+    h.caller = caller or Caller("dev", "dev-user", "client")
     first = run(h, body(thread, "run-1", [{"id": "u1", "role": "user", "content": "Email Bob"}]))
     assert [e["type"] for e in first] == ["RUN_STARTED", "CUSTOM"]  # the cap (0 s here) came first
     assert first[-1]["name"] == "holdpoint.continue"
@@ -194,8 +197,8 @@ def test_agui_unknown_agent_and_other_tenants_get_404(api: dict[str, str]) -> No
 
 def test_agui_client_tokens_reach_only_their_own_thread(api: dict[str, str]) -> None:
     h = harness()
-    parked_thread(h)
     owner = Caller("dev", "dev-user", "client", own_only=True)
+    parked_thread(h, caller=owner)
     assert connect(h, "thread-1", owner)[-1]["outcome"]["type"] == "interrupt"
     for caller in (Caller("dev", "eve", "client", own_only=True),
                    Caller("dev", "dev-user", "client", session_id="other", own_only=True)):
@@ -205,6 +208,10 @@ def test_agui_client_tokens_reach_only_their_own_thread(api: dict[str, str]) -> 
             assert exc.code == "not_found"
         else:
             raise AssertionError("a client token followed another subject's thread")
+    parked_thread(h, "thread-2", caller=Caller("dev", "dev-user", "client"))  # the API key `dev-user`'s
+    with pytest.raises(Refusal) as refused:
+        connect(h, "thread-2", owner)
+    assert refused.value.code == "not_found"
 
 
 def test_agui_messages_map_both_ways() -> None:

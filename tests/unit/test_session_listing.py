@@ -120,9 +120,10 @@ def test_a_cursor_is_bound_to_its_tenant_and_refused_if_altered(api: dict[str, s
 
 def test_a_client_token_lists_only_its_own_sessions(api: dict[str, str]) -> None:
     h = Harness(tenant="dev")
-    mine = start(h, T0, caller=Caller("dev", "alice", "client"))
-    start(h, T0 + 1, caller=Caller("dev", "bob", "client"))
     token = Caller("dev", "alice", "client", own_only=True)
+    mine = start(h, T0, caller=token)
+    start(h, T0 + 1, caller=Caller("dev", "bob", "client", own_only=True))
+    start(h, T0 + 2, caller=Caller("dev", "alice", "client"))  # the API key `alice`: not the end user's
     out = sessions.listing(h.store, signing, token, 50, None, SessionFilters())
     assert ids(out) == [mine]
     bound = Caller("dev", "alice", "client", session_id="elsewhere", own_only=True)

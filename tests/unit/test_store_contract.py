@@ -46,10 +46,11 @@ def store(make: Any) -> Any:
 
 
 def new_session(store: Any, tenant: str = "t1", *, agent_id: str = "a1", owner: str | None = None,
-                ancestry: list[str] | None = None, at: float = T0) -> str:
+                ancestry: list[str] | None = None, at: float = T0, end_user: bool = False) -> str:
+    """A session whose subject is `owner`, started by that end user (`end_user`) or by an API key."""
     sid = f"ses_{next(_ids):06d}"
     state = SessionState.new(tenant, sid, agent_id, now=at, identity={"id": owner} if owner else {},
-                             ancestry=ancestry or [])
+                             ancestry=ancestry or [], end_user=owner if end_user else None)
     state.header.agent = {"worker": {"python": "w"}, "prompt": "be brief"}
     state.add_node("n1", None, {"role": "user", "content": "hi"})
     state.emit("session.created")
@@ -184,10 +185,12 @@ def test_store_events_page_after_a_seq(store: Any) -> None:
     assert set(store.events("t1", sid, 5, 1)[0]) == {"seq", "type", "at", "data"}
 
 
-def test_store_session_exists_checks_the_owner(store: Any) -> None:
-    sid = new_session(store, owner="alice")
+def test_store_session_exists_checks_the_end_user(store: Any) -> None:
+    sid = new_session(store, owner="alice", end_user=True)
     assert store.session_exists("t1", sid) and store.session_exists("t1", sid, "alice")
     assert not store.session_exists("t1", sid, "bob") and not store.session_exists("t1", "ses_none")
+    by_key = new_session(store, owner="alice")  # the API key `alice` started it: no end user reaches it
+    assert store.session_exists("t1", by_key) and not store.session_exists("t1", by_key, "alice")
 
 
 def test_r17_store_tenants_never_see_each_other(store: Any) -> None:
@@ -310,7 +313,7 @@ def test_a6_store_inbox_lists_open_closed_or_all_newest_first_by_cursor(store: A
 
 
 def test_store_sessions_list_newest_first_filtered_by_cursor(store: Any) -> None:
-    made = [new_session(store, agent_id=f"a{i % 2}", owner="alice" if i < 2 else None,
+    made = [new_session(store, agent_id=f"a{i % 2}", owner="alice" if i < 3 else None, end_user=i < 2,
                         ancestry=["ses_parent"] if i == 4 else None, at=T0 + i) for i in range(5)]
 
     def ids(filters: SessionFilters, limit: int = 2) -> list[str]:
@@ -318,13 +321,19 @@ def test_store_sessions_list_newest_first_filtered_by_cursor(store: Any) -> None
 
     assert ids(SessionFilters()) == list(reversed(made))
     assert ids(SessionFilters(agent_id="a1")) == [made[3], made[1]]
-    assert ids(SessionFilters(owner="alice"), 1) == [made[1], made[0]]
+    assert ids(SessionFilters(end_user="alice"), 1) == [made[1], made[0]]  # made[2]: the API key alice's
     assert ids(SessionFilters(top_level=False)) == [made[4]]
     assert ids(SessionFilters(top_level=True, agent_id="a0")) == [made[2], made[0]]
     assert ids(SessionFilters(status="idle")) == list(reversed(made))
-    [row] = store.sessions("t1", 1, None, SessionFilters(owner="alice"))[0]
+    [row] = store.sessions("t1", 1, None, SessionFilters(end_user="alice"))[0]
     assert row == {"session_id": made[1], "agent_id": "a1", "status": "idle", "created_at": "2023-11-14T22:13:21.000Z",
                    "owner": "alice", "top_level": True}
+    [key_row] = [r for r in walk(lambda n, c: store.sessions("t1", n, c, SessionFilters()), 5)
+                 if r["session_id"] == made[2]]
+    assert key_row["owner"] == "alice"  # the same subject, shown the same, never an end user's
+    assert store.session_exists("t1", made[1], end_user="alice")
+    assert not store.session_exists("t1", made[2], end_user="alice")
+    assert store.session_exists("t1", made[2])
 
 
 def test_store_the_listed_status_follows_the_session(store: Any) -> None:

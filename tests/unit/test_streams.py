@@ -157,14 +157,16 @@ def test_wait_answers_as_soon_as_an_event_is_committed(api: dict[str, str]) -> N
 
 def test_client_token_reaches_only_its_own_session(api: dict[str, str]) -> None:
     h = Harness(tenant="dev")
-    sid = start_session(h)
     mine = Caller("dev", "dev-user", "client", own_only=True)
+    h.caller = mine
+    sid = h.say("Email Bob that the report is ready.").session_id
     assert streams.page(Store(), mine, sid, 0, 5)["events"]
+    by_key = start_session(h)  # the API key `dev-user`'s session: not the end user's
     bound_elsewhere = Caller("dev", "dev-user", "client", session_id="ses_other", own_only=True)
     someone_else = Caller("dev", "eve", "client", own_only=True)
-    for caller in (bound_elsewhere, someone_else):
+    for caller, session in ((bound_elsewhere, sid), (someone_else, sid), (mine, by_key)):
         try:
-            streams.page(Store(), caller, sid, 0, 5)
+            streams.page(Store(), caller, session, 0, 5)
         except Exception as exc:  # noqa: BLE001 - the refusal is what is checked
             assert getattr(exc, "code", None) == "not_found"
         else:

@@ -32,7 +32,7 @@ class SessionFilters:
     agent_id: str | None = None
     status: str | None = None
     top_level: bool | None = None
-    owner: str | None = None  # a client token sees only its subject's sessions
+    end_user: str | None = None  # a client token sees only the sessions its subject started
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,8 @@ class SessionStore(Protocol):
 
     def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]: ...
 
-    def session_exists(self, tenant: str, session_id: str, owner: str | None = None) -> bool: ...
+    def session_exists(self, tenant: str, session_id: str, end_user: str | None = None) -> bool:
+        """Whether the session exists (and, with `end_user`, was started by that end user)."""
 
     def read_interrupt(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None: ...
 

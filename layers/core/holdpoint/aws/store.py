@@ -103,11 +103,11 @@ class Store:
         page = self.db.query_page(Limit=limit, ConsistentRead=True, **Expr().request(key_condition=key))
         return [self.codec.body(item) for item in page.get("Items", [])]
 
-    def session_exists(self, tenant: str, session_id: str, owner: str | None = None) -> bool:
+    def session_exists(self, tenant: str, session_id: str, end_user: str | None = None) -> bool:
         item = self.db.get({"PK": s(session_pk(tenant, session_id)), "SK": s(k.HEADER_SK)})
         if not item:
             return False
-        return owner is None or self.codec.body(item).get("identity", {}).get("id") == owner
+        return end_user is None or self.codec.body(item).get("end_user") == end_user
 
     # --- interrupts --------------------------------------------------------------------
 

@@ -182,6 +182,7 @@ def raise_interrupt(
         turn_id=turn_id,
         raised_by=raised_by,
         owner=(h.identity or {}).get("id"),
+        end_user=h.end_user,
         response_schema=response_schema,
         action=bound_action(state, call_id),
         policy=policy or None,

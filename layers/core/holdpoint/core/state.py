@@ -63,6 +63,7 @@ class Header:
     state: Any = None
     agent: dict[str, Any] | None = None
     identity: dict[str, Any] = field(default_factory=dict)
+    end_user: str | None = None  # the client token's subject that started it (None: an API key did)
     ancestry: list[str] = field(default_factory=list)
     created_at: str = ""
     active_turn: str | None = None
@@ -141,6 +142,7 @@ class Interrupt:
     woken: bool = False
     generation: int = 0
     owner: str | None = None
+    end_user: str | None = None  # the session's `end_user` at the raise: the only end user who reaches it
     response_schema: Any = None  # A1: the JSON Schema a resume payload must satisfy
     action: dict[str, Any] | None = None  # A3: {tool, arguments, agent_version, fingerprint} approved
     # A2: the effective approver policy frozen at raise time ({origins, subjects, groups,

@@ -92,6 +92,7 @@ class Session:
     created_at: str
     agent_id: str
     owner: str | None
+    end_user: str | None
     sub_agent: bool
     nodes: dict[str, str] = field(default_factory=dict)
     records: dict[tuple[str, str], Kept] = field(default_factory=dict)
@@ -269,7 +270,7 @@ class MemoryStore:
         owner = (h.identity or {}).get("id")
         if kept is None:
             kept = Session(h.tenant, h.session_id, 0, header, agent, status, h.created_at, h.agent_id,
-                           str(owner) if owner else None, bool(h.ancestry))
+                           str(owner) if owner else None, h.end_user, bool(h.ancestry))
             self._sessions[(h.tenant, h.session_id)] = kept
         kept.version, kept.header, kept.agent, kept.status = h.version + 1, header, agent, status
         kept.agent_id, kept.owner, kept.sub_agent = h.agent_id, str(owner) if owner else None, bool(h.ancestry)
@@ -290,12 +291,12 @@ class MemoryStore:
             seqs = sorted(seq for seq in kept.events if max(after_seq, 0) < seq <= MAX_SEQ)[:limit]
             return [json.loads(kept.events[seq]) for seq in seqs]
 
-    def session_exists(self, tenant: str, session_id: str, owner: str | None = None) -> bool:
+    def session_exists(self, tenant: str, session_id: str, end_user: str | None = None) -> bool:
         with self._lock:
             kept = self._sessions.get((tenant, session_id))
             if kept is None:
                 return False
-            return owner is None or json.loads(kept.header).get("identity", {}).get("id") == owner
+            return end_user is None or kept.end_user == end_user
 
     # --- interrupts --------------------------------------------------------------------
 
@@ -395,10 +396,11 @@ class MemoryStore:
                                     "created_at": kept.created_at, "owner": kept.owner,
                                     "top_level": not kept.sub_agent})
                     for kept in self._sessions.values() if kept.tenant == tenant]
-        wanted = {"agent_id": filters.agent_id, "status": filters.status, "owner": filters.owner,
-                  "top_level": filters.top_level}
+        wanted = {"agent_id": filters.agent_id, "status": filters.status, "top_level": filters.top_level}
+        ends = {kept.session_id: kept.end_user for kept in self._sessions.values() if kept.tenant == tenant}
         rows = [(key, row) for key, row in rows
-                if all(value is None or row[name] == value for name, value in wanted.items())]
+                if all(value is None or row[name] == value for name, value in wanted.items())
+                and (filters.end_user is None or ends.get(str(row["session_id"])) == filters.end_user)]
         return page(rows, limit, cursor)
 
     # --- agents and keys ---------------------------------------------------------------

@@ -28,7 +28,7 @@ def thread(store: SessionStore, caller: Caller, agent_id: str, thread_id: str) -
     state = store.load(caller.tenant, thread_id)
     if state is None:
         return None
-    if caller.own_only and (state.header.identity or {}).get("id") != caller.subject:
+    if not caller.owns(thread_id, state.header.end_user):
         raise Refusal("not_found", f"thread {thread_id} not found", "threadId")
     if state.header.agent_id != agent_id:  # a thread is one agent's: under another, it is unknown
         raise Refusal("not_found", f"thread {thread_id} not found for agent {agent_id}", "threadId")

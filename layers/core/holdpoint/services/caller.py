@@ -28,8 +28,19 @@ class Caller:
         return {"id": self.subject, "metadata": {**dict(self.metadata), "origin": self.origin}}
 
     def owner(self) -> str | None:
-        """The session owner this caller is limited to, if any."""
-        return self.subject if self.own_only else None
+        """The end user an unbound client token is: a session it starts records it as its
+        `end_user`, and it reaches only sessions whose `end_user` it is. (A bound token is limited
+        to its one session instead.)"""
+        return self.subject if self.own_only and not self.session_id else None
+
+    def owns(self, session_id: str, end_user: str | None) -> bool:
+        """Whether a session (or its interrupt) started by `end_user` is within reach: an API key
+        reaches every session of its tenant; a token bound to a session (the tenant's backend
+        granted it) that session only; an unbound client token only what its own subject started
+        with a client token, so an end user named `ann` never reaches what the API key `ann` started."""
+        if self.session_id:
+            return session_id == self.session_id
+        return not self.own_only or (end_user is not None and end_user == self.subject)
 
     def require_key(self, what: str) -> None:
         """Tenant-level routes (agents, keys, tokens) are for API keys; a client token reaches only

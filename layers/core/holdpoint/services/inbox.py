@@ -60,7 +60,7 @@ def _visible(caller: Caller, filters: InboxFilters, row: InboxRow) -> bool:
     """What the caller may see (its bound session, its own sessions) and, with `approver=me`, answer."""
     if caller.session_id and row.session_id != caller.session_id:
         return False
-    if caller.own_only and row.interrupt.owner != caller.subject:
+    if not caller.owns(row.session_id, row.interrupt.end_user):
         return False
     return not filters.approver_me or (row.interrupt.status == "open" and may_answer(caller, row.interrupt))
 

@@ -38,7 +38,7 @@ def agent_for(store: SessionStore, caller: Caller, agent_id: str) -> dict[str, A
 
 def session_id_of(caller: Caller, agent_id: str) -> str:
     """The caller's approvals session for this agent: the same id on every request (stateless)."""
-    return derive("ses", "mcp", caller.tenant, caller.subject, agent_id)
+    return derive("ses", "mcp", caller.tenant, "user" if caller.own_only else "key", caller.subject, agent_id)
 
 
 def _session(store: SessionStore, caller: Caller, agent_id: str, agent: dict[str, Any],
@@ -53,7 +53,8 @@ def _session(store: SessionStore, caller: Caller, agent_id: str, agent: dict[str
         found = store.load(caller.tenant, sid)
         if found is not None:
             return found
-        state = SessionState.new(caller.tenant, sid, agent_id, now=clock(), identity=caller.identity())
+        state = SessionState.new(caller.tenant, sid, agent_id, now=clock(), identity=caller.identity(),
+                                 end_user=caller.owner())
         start_session(state, agent)
         return state
 
@@ -167,7 +168,7 @@ def pending(store: SessionStore, sealer: Sealer, caller: Caller, agent_id: str,
                   else r["reason"], "created_at": r["created_at"]} for r in rows]
         return mcp.tool_result({"approvals": found})
     state = store.load(caller.tenant, session_id_of(caller, agent_id))
-    if state is None or (caller.own_only and (state.header.identity or {}).get("id") != caller.subject):
+    if state is None or not caller.owns(state.header.session_id, state.header.end_user):
         return mcp.tool_result({"approvals": []})
     sid = state.header.session_id
     opened = sorted(state.open_interrupts(), key=lambda i: (i.created_at, i.interrupt_id))[:args.limit]

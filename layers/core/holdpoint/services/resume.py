@@ -39,8 +39,7 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
         if not store.session_exists(caller.tenant, session_id, caller.owner()):
             raise Refusal("not_found", f"session {session_id} not found")
         return {"ok": True, "interrupt_id": interrupt_id, "noop": True}
-    owner = caller.owner()
-    if owner is not None and found.owner != owner:
+    if not caller.owns(session_id, found.end_user):
         raise Refusal("not_found", f"session {session_id} not found")
     if generation not in (None, found.generation):  # the raise a sealed link or button was for is gone
         return {"ok": True, "interrupt_id": interrupt_id, "noop": True}

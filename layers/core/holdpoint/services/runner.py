@@ -400,6 +400,7 @@ class Runner:
                     s, data["call_id"], False, None, {"code": "agent_not_found", "agent_id": data["agent_id"]}))
                 return
             child = SessionState.new(h.tenant, child_id, data["agent_id"], now=self.clock(), identity=h.identity,
+                                     end_user=h.end_user,
                                      ancestry=data["ancestry"],
                                      parent={"session_id": h.session_id, "call_id": data["call_id"]})
             start_session(child, agent)

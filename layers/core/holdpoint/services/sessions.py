@@ -27,7 +27,7 @@ def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
     state = store.load(caller.tenant, session_id)
-    if state is None or (caller.own_only and (state.header.identity or {}).get("id") != caller.subject):
+    if state is None or not caller.owns(session_id, state.header.end_user):
         raise Refusal("not_found", f"session {session_id} not found")
     return state
 
@@ -56,7 +56,8 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: st
         identity = caller.identity()
 
         def load() -> SessionState:
-            state = SessionState.new(caller.tenant, sid, inp.agent_id or "", now=clock(), identity=identity)
+            state = SessionState.new(caller.tenant, sid, inp.agent_id or "", now=clock(), identity=identity,
+                                     end_user=caller.owner())
             start_session(state, agent)
             return state
     else:
@@ -168,11 +169,11 @@ def sealed_cursor(sealer: Sealer, purpose: str, caller: Caller, at: str | None) 
 
 def listing(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,
             filters: SessionFilters) -> dict[str, Any]:
-    """The tenant's sessions, newest first (`GET /v1/sessions`). A client token lists only its
-    subject's sessions (the filter is applied in the query, so pages stay full), and a token bound
-    to one session only that one."""
-    if caller.own_only:
-        filters = SessionFilters(filters.agent_id, filters.status, filters.top_level, owner=caller.subject)
+    """The tenant's sessions, newest first (`GET /v1/sessions`). A client token lists only the
+    sessions its subject started (the filter is applied in the query, so pages stay full), and a
+    token bound to one session only that one."""
+    if caller.owner() is not None:
+        filters = SessionFilters(filters.agent_id, filters.status, filters.top_level, end_user=caller.subject)
     rows, last = store.sessions(caller.tenant, limit, opened_cursor(sealer, "sessions-cursor", caller, cursor),
                                 filters)
     if caller.session_id:

@@ -17,10 +17,11 @@ from holdpoint.services.caller import Caller
 def issue(store: SessionStore, secret: Callable[[], str | None], caller: Caller, subject: str, *,
           ttl_seconds: int, session_id: str | None = None, metadata: dict[str, str] | None = None,
           groups: list[str] | None = None, clock: Clock = time.time) -> dict[str, Any]:
-    """`{token, expires_at}` for the end user `subject`, bound to `session_id` when given (which must
-    be a session that subject owns: 404 otherwise)."""
+    """`{token, expires_at}` for the end user `subject`, bound to `session_id` when given: the
+    tenant's backend grants that user one session of its tenant, whoever started it (404 when the
+    tenant has no such session)."""
     caller.require_machine("mint client tokens")
-    if session_id and not store.session_exists(caller.tenant, session_id, owner=subject):
+    if session_id and not store.session_exists(caller.tenant, session_id):
         raise Refusal("not_found", f"session {session_id} not found for {subject[:64]}", "session_id")
     key = secret()
     if not key:

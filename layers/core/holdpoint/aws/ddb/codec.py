@@ -266,14 +266,21 @@ def listing_attrs(state: SessionState, status: str) -> dict[str, Any]:
                            k.LISTED_AGENT: s(h.agent_id), k.LISTED_STATUS: s(status)}
     owner = (h.identity or {}).get("id")
     if owner:
-        out[k.LISTED_OWNER] = s(str(owner))
+        out[k.LISTED_OWNER] = s(listed_owner(str(owner), h.end_user))
     if h.ancestry:
         out[k.SUB_AGENT] = {"BOOL": True}
     return out
 
 
+def listed_owner(owner: str, end_user: str | None) -> str:
+    """The listing's owner attribute: the session's subject, after `user:` when an end user
+    started it and `key:` when an API key did, so an end user's filter never matches a key's."""
+    return f"user:{owner}" if end_user is not None else f"key:{owner}"
+
+
 def session_row(item: dict[str, Any]) -> dict[str, Any]:
-    """A listing row, from the attributes the `Sessions` GSI projects."""
+    """A listing row, from the attributes the `Sessions` GSI projects (the owner without its kind)."""
+    owner = item.get(k.LISTED_OWNER, {}).get("S")
     return {"session_id": k.session_of(item["PK"]["S"]), "agent_id": item.get(k.LISTED_AGENT, {}).get("S"),
             "status": item.get(k.LISTED_STATUS, {}).get("S"), "created_at": item["GSI2SK"]["S"].split("#", 1)[0],
-            "owner": item.get(k.LISTED_OWNER, {}).get("S"), "top_level": k.SUB_AGENT not in item}
+            "owner": owner.split(":", 1)[1] if owner else None, "top_level": k.SUB_AGENT not in item}

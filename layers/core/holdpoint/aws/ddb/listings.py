@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from holdpoint.aws.ddb import schema as k
-from holdpoint.aws.ddb.codec import Codec, session_row
+from holdpoint.aws.ddb.codec import Codec, listed_owner, session_row
 from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, all_of, eq, s
 from holdpoint.aws.ddb.table import Table
 from holdpoint.ports import InboxQuery, InboxRow, SessionFilters
@@ -127,7 +127,8 @@ class Listings:
         filters, pages of 100 until `limit` rows match or `LIST_READS` pages are read."""
         conditions: list[Cond] = [eq(attr, s(value)) for attr, value in (
             (k.LISTED_AGENT, filters.agent_id), (k.LISTED_STATUS, filters.status),
-            (k.LISTED_OWNER, filters.owner)) if value is not None]
+            (k.LISTED_OWNER, None if filters.end_user is None else listed_owner(filters.end_user, filters.end_user)))
+            if value is not None]
         if filters.top_level is not None:
             conditions.append(Exists(k.SUB_AGENT, present=not filters.top_level))
         expr = Expr()
