@@ -184,9 +184,18 @@ class Codec:
         sk = f"{k.NODE}{node.id}"
         return {"PK": s(pk), "SK": s(sk), **self.body_attrs(pk, sk, body)}
 
-    def event_item(self, pk: str, event: Event) -> dict[str, Any]:
-        sk = k.event_sk(event.seq)
-        return {"PK": s(pk), "SK": s(sk), "etype": s(event.type), **self.body_attrs(pk, sk, event.wire())}
+    def events_item(self, pk: str, events: list[Event]) -> dict[str, Any]:
+        """A commit's events as one item (a commit writes one item for its events, however many:
+        DynamoDB bills a transaction 2 units for every item under 1 KB), keyed by the last seq."""
+        sk = k.event_sk(events[-1].seq)
+        return {"PK": s(pk), "SK": s(sk), "etype": s(k.log_type([e.type for e in events])),
+                **self.body_attrs(pk, sk, [e.wire() for e in events])}
+
+    def logged(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events of an event-log item, in seq order (an item of one event alone, its body
+        the event itself, is read as a list of one)."""
+        body = self.body(item)
+        return body if isinstance(body, list) else [body]
 
     def agent_item(self, pk: str, agent: Any) -> dict[str, Any]:
         return {"PK": s(pk), "SK": s(k.AGENT_SK), **self.body_attrs(pk, k.AGENT_SK, agent)}
