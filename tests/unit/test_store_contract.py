@@ -139,6 +139,28 @@ def test_store_a_record_written_since_the_load_conflicts(store: Any) -> None:
     assert store.load("t1", sid).interrupts[iid].parking_key == "tok-1"
 
 
+def test_store_keep_parked_as_marks_the_raise_once_without_a_commit(store: Any) -> None:
+    """`start_park`'s mark: one conditional write of the interrupt alone. The header is not
+    rewritten; the mark bumps the interrupt's revision (a commit that read it before conflicts);
+    a second mark, or one for another raise of the id, changes nothing."""
+    sid = new_session(store)
+    iid = raise_interrupt(store, "t1", sid)
+    state = store.load("t1", sid)
+    version, generation = state.header.version, state.interrupts[iid].generation
+    assert store.keep_parked_as("t1", sid, iid, "arn-1", generation + 1).parked_as is None
+    assert store.keep_parked_as("t1", sid, iid, "arn-1", generation).parked_as == "arn-1"
+    assert store.keep_parked_as("t1", sid, iid, "arn-2", generation).parked_as == "arn-1"
+    assert store.keep_parked_as("t1", sid, "int_none", "arn-1", generation) is None
+    state.interrupts[iid].woken = True
+    state.touch(state.interrupts[iid])
+    with pytest.raises(Conflict):
+        store.commit(state)
+    after = store.load("t1", sid)
+    assert after.header.version == version and after.interrupts[iid].parked_as == "arn-1"
+    assert not after.interrupts[iid].woken
+    assert store.read_interrupt("t1", sid, iid).parked_as == "arn-1"
+
+
 def test_store_too_many_changes_in_one_step_writes_nothing(store: Any) -> None:
     sid = new_session(store)
     state = store.load("t1", sid)

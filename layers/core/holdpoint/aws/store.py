@@ -154,6 +154,12 @@ class Store:
         writes = self.interrupt_writes
         return writes.keep_parking_key(writes.key(tenant, session_id, interrupt_id), key, generation)
 
+    def keep_parked_as(self, tenant: str, session_id: str, interrupt_id: str, parked_as: str,
+                       generation: int) -> Interrupt | None:
+        """The started park's execution, on its interrupt alone (no header write, no transaction)."""
+        writes = self.interrupt_writes
+        return writes.keep_parked_as(writes.key(tenant, session_id, interrupt_id), parked_as, generation)
+
     def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,
               keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], str | None]:
         return self.listings.inbox(tenant, limit, cursor, query or InboxQuery(), keep)

@@ -367,6 +367,21 @@ class MemoryStore:
                 record.rev, record.text = record.rev + 1, _text(data)
             return interrupt_of(data)
 
+    def keep_parked_as(self, tenant: str, session_id: str, interrupt_id: str, parked_as: str,
+                       generation: int) -> Interrupt | None:
+        """The started park's execution on its interrupt, bumping its revision (a commit that read
+        it before conflicts); one already marked or of another generation writes nothing."""
+        with self._lock:
+            found = self._interrupt(tenant, session_id, interrupt_id)
+            if found is None:
+                return None
+            record = found[1]
+            data = json.loads(record.text)
+            if data.get("parked_as") is None and data.get("generation") == generation:
+                data["parked_as"] = parked_as
+                record.rev, record.text = record.rev + 1, _text(data)
+            return interrupt_of(data)
+
     # --- listings ----------------------------------------------------------------------
 
     def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,

@@ -167,6 +167,8 @@ class Codec:
             body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
         if k.PARKING_KEY in item:  # set by the park message's conditional update
             body["parking_key"] = item[k.PARKING_KEY]["S"]
+        if k.PARKED_AS in item:  # set by `start_park`'s conditional update
+            body["parked_as"] = item[k.PARKED_AS]["S"]
         return body
 
     def interrupt(self, item: dict[str, Any]) -> Interrupt:
@@ -246,6 +248,8 @@ def interrupt_attrs(record: Interrupt, token: str | None, header: Header) -> dic
         out["approvals"] = {"L": [s(json.dumps(a)) for a in record.approvals]}
     if token:
         out[k.PARKING_KEY] = s(token)
+    if record.parked_as:
+        out[k.PARKED_AS] = s(record.parked_as)
     out.update(index_attrs(record, header.tenant, header.session_id, header.agent_id))
     return out
 

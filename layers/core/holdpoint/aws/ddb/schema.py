@@ -6,7 +6,7 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: `version`, `body` (head, seq, worker state), `tail_sum`, `changes`, the listing row |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `parking_key`, index keys (A6), `ttl`) |
+| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `parked_as`, `parking_key`, index keys, `ttl`) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
@@ -53,6 +53,7 @@ LISTING_ATTRS = (LISTED_AGENT, LISTED_STATUS, LISTED_OWNER, SUB_AGENT)
 # An interrupt item's top-level attributes, beside its body: what the conditional writes of the
 # resume and the park message test and set without reading the body.
 PARKING_KEY = "parking_key"  # the ParkBranch execution's task token
+PARKED_AS = "parked_as"  # the execution `start_park` began (its ARN)
 TTL = "ttl"  # the table's TTL attribute
 REV = "rev"
 
