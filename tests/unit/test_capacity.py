@@ -68,8 +68,8 @@ def test_capacity_requests_per_session_are_the_measured_ones(capacity: ModuleTyp
 def test_capacity_first_ceiling_is_the_quota_met_first(capacity: ModuleType) -> None:
     """StartExecution at 2/s against a limit of 10 breaks at 5x: nothing is past 1.0 at 1x, and at
     10x it is the first ceiling, SendMessage (6/s against 40, breaking at 6.67x) being over too. A
-    limit the baseline already exceeds (the largest commit's 10 items against 9) comes first at
-    every scale, though its ratio (1.11) is below StartExecution's at 10x (2.0)."""
+    limit the baseline already exceeds (the largest commit's 8 items against 7) comes first at
+    every scale, though its ratio (1.14) is below StartExecution's at 10x (2.0)."""
     small = ["--sessions-per-sec", "2", "--tenants", "1", "--top-tenant-share", "1", *QUIET,
              "--limit", "sfn_start_execution=10", "--limit", "sqs_send=40", "--limit", "hp_open_per_tenant=1e6"]
     rows = capacity.model(args(capacity, *small))
@@ -81,7 +81,7 @@ def test_capacity_first_ceiling_is_the_quota_met_first(capacity: ModuleType) -> 
     assert first is not None and first.quota.key == "sfn_start_execution"
     assert "10x: SFN StartExecution" in capacity.verdict(rows, 10)
     assert math.isinf(by_key["sqs_group"].breaks)
-    rows = capacity.model(args(capacity, *small, "--limit", "ddb_transaction_items=9"))
+    rows = capacity.model(args(capacity, *small, "--limit", "ddb_transaction_items=7"))
     for scale in (1, 10):
         first = capacity.first_ceiling(rows, scale)
         assert first is not None and first.quota.key == "ddb_transaction_items", scale

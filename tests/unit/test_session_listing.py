@@ -161,6 +161,6 @@ def test_the_index_row_changes_only_when_the_status_does(api: dict[str, str], mo
     start(h, T0, "Email Bob")
     h.resume(h.open_interrupt()["interrupt_id"], {"approved": True})
     changes = [row for before, row in zip([None, *rows], rows, strict=False) if row != before]
-    assert len(rows) > 10 and [dict(row)["status"] for row in changes] == [
+    assert len(rows) >= 10 and [dict(row)["status"] for row in changes] == [
         str({"S": s}) for s in ("running", "interrupted", "running", "done")]
     assert len({(dict(row)["GSI2PK"], dict(row)["GSI2SK"]) for row in rows}) == 1

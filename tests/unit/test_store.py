@@ -107,3 +107,79 @@ def test_an_interrupt_item_stores_each_field_once_and_loads_whole() -> None:
     state = h.state()
     assert state.interrupts[iid] == before and before.resolution == {"approved": True}
     assert (state.header.tenant, state.header.session_id) == ("t1", h.session_id)
+
+
+# --- the event log: one item per commit (docs/PERFORMANCE.md) ----------------------------------
+
+
+def _log_items(h: Harness) -> list[dict[str, Any]]:
+    from holdpoint.aws.store import session_pk
+
+    pk = session_pk(h.caller.tenant, h.session_id or "")
+    return boto3.client("dynamodb").query(
+        TableName="holdpoint", KeyConditionExpression="PK = :p AND begins_with(SK, :e)",
+        ExpressionAttributeValues={":p": {"S": pk}, ":e": {"S": "E#"}})["Items"]
+
+
+def test_event_log_writes_one_item_per_commit() -> None:
+    h = Harness()
+    h.say("Email Bob")
+    before = _log_items(h)
+    state = h.state()
+    for i in range(3):
+        state.emit("test.marker", i=i)
+    h.store.commit(state)
+    [item] = [i for i in _log_items(h) if i not in before]
+    assert item["SK"]["S"] == f"E#{state.header.seq:012d}"  # keyed by the last seq it holds
+    assert [e["data"]["i"] for e in json.loads(item["body"]["S"])] == [0, 1, 2]
+    assert len(before) < len(h.events())  # every earlier commit's events are one item too
+
+
+def test_event_log_reads_an_item_of_one_event_alone() -> None:
+    """An event-log item whose body is one event (not a list) reads as that event."""
+    h = Harness()
+    h.say("Email Bob")
+    seq = h.state().header.seq + 1
+    item = _log_items(h)[0]
+    event = {"seq": seq, "type": "test.single", "at": "2024-01-01T00:00:00.000Z", "data": {}}
+    boto3.client("dynamodb").put_item(TableName="holdpoint", Item={
+        "PK": item["PK"], "SK": {"S": f"E#{seq:012d}"}, "etype": {"S": "test.single"},
+        "body": {"S": json.dumps(event)}})
+    assert h.store.events(h.caller.tenant, h.session_id or "", seq - 1, 10) == [event]
+    assert h.events()[-1] == event
+
+
+def test_event_log_an_item_with_a_streamed_event_passes_the_outbox_filter() -> None:
+    """The stream filter reads one `etype` an item: the item's first streamed event's, so an item
+    whose streamed event is not its first still reaches the notifier, and only that event does."""
+    from pathlib import Path
+
+    from holdpoint.aws.outbox import events as outbox_events
+    from holdpoint_local.provision import load_template
+    from holdpoint_local.streams import matches
+
+    h = Harness()
+    h.say("Email Bob")
+    state = h.state()
+    state.emit("test.marker")
+    state.emit("interrupt.reminded", interrupt_id="int_x")
+    h.store.commit(state)
+    item = max(_log_items(h), key=lambda i: i["SK"]["S"])
+    template = load_template(Path(__file__).resolve().parents[2] / "template.yaml")
+    filters = template["Resources"]["NotifierFunction"]["Properties"]["Events"]["Outbox"]["Properties"][
+        "FilterCriteria"]["Filters"]
+    record = {"eventName": "INSERT", "dynamodb": {"NewImage": item, "SequenceNumber": "1"}}
+    assert any(matches(json.loads(f["Pattern"]), record) for f in filters)
+    assert [e.event["type"] for e in outbox_events({"Records": [record]}, h.store)] == ["interrupt.reminded"]
+
+
+def test_event_log_a_commit_of_events_over_the_item_limit_goes_to_s3() -> None:
+    h = Harness()
+    h.say("Email Bob")
+    state = h.state()
+    for i in range(4):
+        state.emit("test.marker", text=f"{i}" * 100_000)  # 400 KB together: over one item
+    h.store.commit(state)
+    item = max(_log_items(h), key=lambda i: i["SK"]["S"])
+    assert "body_ref" in item
+    assert [e["data"]["text"][0] for e in h.events("test.marker")] == ["0", "1", "2", "3"]

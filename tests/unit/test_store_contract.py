@@ -140,14 +140,52 @@ def test_store_a_record_written_since_the_load_conflicts(store: Any) -> None:
     assert store.load("t1", sid).interrupts[iid].parking_key == "tok-1"
 
 
+def test_store_keep_parked_as_marks_the_raise_once_without_a_commit(store: Any) -> None:
+    """`start_park`'s mark: one conditional write of the interrupt alone. The header is not
+    rewritten; the mark bumps the interrupt's revision (a commit that read it before conflicts);
+    a second mark, or one for another raise of the id, changes nothing."""
+    sid = new_session(store)
+    iid = raise_interrupt(store, "t1", sid)
+    state = store.load("t1", sid)
+    version, generation = state.header.version, state.interrupts[iid].generation
+    assert store.keep_parked_as("t1", sid, iid, "arn-1", generation + 1).parked_as is None
+    assert store.keep_parked_as("t1", sid, iid, "arn-1", generation).parked_as == "arn-1"
+    assert store.keep_parked_as("t1", sid, iid, "arn-2", generation).parked_as == "arn-1"
+    assert store.keep_parked_as("t1", sid, "int_none", "arn-1", generation) is None
+    state.interrupts[iid].woken = True
+    state.touch(state.interrupts[iid])
+    with pytest.raises(Conflict):
+        store.commit(state)
+    after = store.load("t1", sid)
+    assert after.header.version == version and after.interrupts[iid].parked_as == "arn-1"
+    assert not after.interrupts[iid].woken
+    assert store.read_interrupt("t1", sid, iid).parked_as == "arn-1"
+
+
 def test_store_too_many_changes_in_one_step_writes_nothing(store: Any) -> None:
     sid = new_session(store)
     state = store.load("t1", sid)
+    parent = "n1"
     for i in range(120):
-        state.emit("noise", i=i)
+        parent = state.add_node(f"m{i}", parent, {"role": "user", "content": f"m{i}"}).id
+    state.emit("noise")
     with pytest.raises(TooManyChanges):
         store.commit(state)
     assert len(store.events("t1", sid, 0, 500)) == 1
+    assert set(store.load("t1", sid).tree.nodes) == {"n1"}
+
+
+def test_store_events_of_one_commit_are_one_change(store: Any) -> None:
+    """The event log stores a commit's events together: a step may emit more events than it may
+    change items, and every one is read back in order."""
+    sid = new_session(store)
+    state = store.load("t1", sid)
+    for i in range(150):
+        state.emit("noise", i=i)
+    store.commit(state)
+    events = store.events("t1", sid, 0, 500)
+    assert [e["seq"] for e in events] == list(range(1, 152))
+    assert [e["data"].get("i") for e in events[1:]] == list(range(150))
 
 
 def test_store_an_answer_too_large_for_an_item_is_refused_and_the_interrupt_stays_open(store: Any) -> None:
@@ -183,6 +221,31 @@ def test_store_events_page_after_a_seq(store: Any) -> None:
     assert [e["data"].get("i") for e in store.events("t1", sid, 3, 10)] == [2, 3, 4]
     assert store.events("t1", sid, MAX_SEQ, 10) == [] and store.events("t1", "ses_none", 0, 10) == []
     assert set(store.events("t1", sid, 5, 1)[0]) == {"seq", "type", "at", "data"}
+
+
+def test_store_events_page_across_commits(store: Any) -> None:
+    """Pages start and end inside one commit's events and span several commits: each page is the
+    first `limit` events after its `after_seq`, whatever the commits were."""
+    sid = new_session(store)
+    for size in (3, 1, 4, 2):
+        while True:  # a poisoned cache makes a commit conflict: reload and redo it, as the services do
+            state = store.load("t1", sid)
+            for i in range(size):
+                state.emit("step", i=i)
+            try:
+                store.commit(state)
+                break
+            except Conflict:
+                continue
+    assert [e["seq"] for e in store.events("t1", sid, 0, 100)] == list(range(1, 12))
+    pages, after = [], 0
+    while page := store.events("t1", sid, after, 3):
+        pages.append([e["seq"] for e in page])
+        after = page[-1]["seq"]
+    assert pages == [[1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11]]
+    assert [e["seq"] for e in store.events("t1", sid, 2, 4)] == [3, 4, 5, 6]
+    assert [e["seq"] for e in store.events("t1", sid, 6, 1)] == [7]
+    assert store.events("t1", sid, 11, 5) == []
 
 
 def test_store_session_exists_checks_the_end_user(store: Any) -> None:

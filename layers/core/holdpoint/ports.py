@@ -131,6 +131,9 @@ class SessionStore(Protocol):
     def keep_parking_key(self, tenant: str, session_id: str, interrupt_id: str, key: str,
                          generation: int | None = None) -> Interrupt | None: ...
 
+    def keep_parked_as(self, tenant: str, session_id: str, interrupt_id: str, parked_as: str,
+                       generation: int) -> Interrupt | None: ...
+
     def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,
               keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], str | None]: ...
 

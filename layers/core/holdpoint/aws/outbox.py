@@ -1,6 +1,7 @@
-"""The outbox as DynamoDB Streams delivers it: the event-log items (`E#`) a session's own
-transaction wrote, and the answers a resume appended to an open interrupt (`I#`) without deciding
-it, read from a Lambda stream event (NEW_AND_OLD_IMAGES records)."""
+"""The outbox as DynamoDB Streams delivers it: the streamed events (`schema.streamed`) of the
+event-log items (`E#`, one a commit) a session's own transaction wrote, and the answers a resume
+appended to an open interrupt (`I#`) without deciding it, read from a Lambda stream event
+(NEW_AND_OLD_IMAGES records)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.store import Store
 
 
@@ -38,12 +40,13 @@ def events(stream_event: dict[str, Any], store: Store) -> Iterator[OutboxEvent]:
         owner = session_of(image.get("PK", {}).get("S", ""))
         if owner is None:
             continue
-        event = None
-        if record.get("eventName") == "INSERT" and sk.startswith("E#"):
-            event = store.codec.body(image)
+        found: list[dict[str, Any]] = []
+        if record.get("eventName") == "INSERT" and sk.startswith(k.EVENT):
+            found = [e for e in store.codec.logged(image) if k.streamed(str(e.get("type")))]
         elif record.get("eventName") == "MODIFY" and sk.startswith("I#"):
             event = answered(image, ddb.get("OldImage") or {}, store)
-        if event is not None:
+            found = [event] if event is not None else []
+        for event in found:
             yield OutboxEvent(str(ddb.get("SequenceNumber")), owner[0], owner[1], event)
 
 

@@ -96,12 +96,25 @@ class Store:
         return written
 
     def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
+        """The first `limit` events after `after_seq`. An event-log item holds one commit's events
+        and is keyed by the last, so the items from `after_seq + 1` on are the ones holding any
+        event after it (the first may hold some before it); each holds at least one, so reading
+        `limit` items, fewer as events come in, is enough."""
         if after_seq >= MAX_SEQ:  # nothing after the last key: never a BETWEEN whose bounds are inverted
             return []
+        after = max(after_seq, 0)
         key = eq("PK", s(session_pk(tenant, session_id))) & Between(
-            "SK", s(k.event_sk(max(after_seq, 0) + 1)), s(k.event_sk(MAX_SEQ)))
-        page = self.db.query_page(Limit=limit, ConsistentRead=True, **Expr().request(key_condition=key))
-        return [self.codec.body(item) for item in page.get("Items", [])]
+            "SK", s(k.event_sk(after + 1)), s(k.event_sk(MAX_SEQ)))
+        request: dict[str, Any] = {"ConsistentRead": True, **Expr().request(key_condition=key)}
+        out: list[dict[str, Any]] = []
+        while len(out) < limit:
+            page = self.db.query_page(Limit=limit - len(out), **request)
+            for item in page.get("Items", []):
+                out.extend(e for e in self.codec.logged(item) if after < int(e["seq"]) <= MAX_SEQ)
+            if "LastEvaluatedKey" not in page:
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return out[:limit]
 
     def session_exists(self, tenant: str, session_id: str, end_user: str | None = None) -> bool:
         item = self.db.get({"PK": s(session_pk(tenant, session_id)), "SK": s(k.HEADER_SK)})
@@ -140,6 +153,12 @@ class Store:
         """The park message's task token, on its interrupt alone (no header write, no transaction)."""
         writes = self.interrupt_writes
         return writes.keep_parking_key(writes.key(tenant, session_id, interrupt_id), key, generation)
+
+    def keep_parked_as(self, tenant: str, session_id: str, interrupt_id: str, parked_as: str,
+                       generation: int) -> Interrupt | None:
+        """The started park's execution, on its interrupt alone (no header write, no transaction)."""
+        writes = self.interrupt_writes
+        return writes.keep_parked_as(writes.key(tenant, session_id, interrupt_id), parked_as, generation)
 
     def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,
               keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], str | None]:

@@ -428,14 +428,6 @@ def apply_submit(state: SessionState, decision_id: str, response: DecisionRespon
     return True
 
 
-def mark_parked(state: SessionState, interrupt_id: str, parked_as: str) -> None:
-    interrupt = state.interrupts.get(interrupt_id)
-    if interrupt is None or interrupt.parked_as is not None:
-        return
-    interrupt.parked_as = parked_as
-    state.touch(interrupt)
-
-
 def mark_waiting(state: SessionState, interrupt_id: str, attempt: int) -> None:
     """Step Functions refused the park's execution (attempt `attempt`): the interrupt stays open and
     answerable in the table, and its `ParkRetry` timer, not the step loop, tries again."""

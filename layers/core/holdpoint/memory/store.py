@@ -187,7 +187,7 @@ class MemoryStore:
             kept = self._sessions.get((h.tenant, h.session_id))
             agent_op = kept is None or kept.agent != agent
             counters = self._quota_checks(state, held)
-            ops = 1 + int(agent_op) + len(nodes) + len(written) + len(events) + len(counters)
+            ops = 1 + int(agent_op) + len(nodes) + len(written) + int(bool(events)) + len(counters)  # one log item
             if ops > MAX_TRANSACT_ITEMS:
                 raise TooManyChanges(f"a step may change at most {MAX_TRANSACT_ITEMS} items, this one {ops}")
             self._check_sizes(header_text, agent if agent_op else "", written, nodes, events)
@@ -209,7 +209,9 @@ class MemoryStore:
         sizes = [item_bytes(header), item_bytes(agent)]
         sizes += [interrupt_bytes(json.loads(text)) if kind == "Interrupt" else item_bytes(text)
                   for _, kind, text in written]
-        sizes += [item_bytes(text) for text in (*nodes.values(), *events.values())]
+        sizes += [item_bytes(text) for text in nodes.values()]
+        if events:  # one event-log item holds the commit's events
+            sizes.append(item_bytes("[" + ",".join(events.values()) + "]"))
         if max(sizes) > ITEM_BYTES or sum(sizes) > TRANSACTION_BYTES:
             raise TooLarge("the item is too large to record")
 
@@ -363,6 +365,21 @@ class MemoryStore:
             data = json.loads(record.text)
             if data.get("parking_key") != key and (generation is None or data.get("generation") == generation):
                 data["parking_key"] = key
+                record.rev, record.text = record.rev + 1, _text(data)
+            return interrupt_of(data)
+
+    def keep_parked_as(self, tenant: str, session_id: str, interrupt_id: str, parked_as: str,
+                       generation: int) -> Interrupt | None:
+        """The started park's execution on its interrupt, bumping its revision (a commit that read
+        it before conflicts); one already marked or of another generation writes nothing."""
+        with self._lock:
+            found = self._interrupt(tenant, session_id, interrupt_id)
+            if found is None:
+                return None
+            record = found[1]
+            data = json.loads(record.text)
+            if data.get("parked_as") is None and data.get("generation") == generation:
+                data["parked_as"] = parked_as
                 record.rev, record.text = record.rev + 1, _text(data)
             return interrupt_of(data)
 

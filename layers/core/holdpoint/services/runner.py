@@ -227,8 +227,7 @@ class Runner:
         if arn is None:
             self._wait_for_capacity(state, interrupt, 1, refused, state)
             return
-        parked = arn
-        self.transact(h.tenant, h.session_id, lambda s: engine.mark_parked(s, interrupt_id, parked), state)
+        self.store.keep_parked_as(h.tenant, h.session_id, interrupt_id, arn, interrupt.generation)
 
     def _wait_for_capacity(self, state: SessionState, interrupt: Interrupt, attempt: int, why: str,
                            loaded: SessionState | None = None) -> None:
@@ -275,7 +274,7 @@ class Runner:
             self._wait_for_capacity(state, interrupt, message.attempt + 1, str(exc), state)
             return
         self.counters.add("parks_started_after_wait")
-        self.transact(tenant, session_id, lambda s: engine.mark_parked(s, iid, arn), state)
+        self.store.keep_parked_as(tenant, session_id, iid, arn, interrupt.generation)
 
     def _run_llm(self, state: SessionState, call_id: str) -> None:
         h = state.header

@@ -167,6 +167,8 @@ class Codec:
             body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
         if k.PARKING_KEY in item:  # set by the park message's conditional update
             body["parking_key"] = item[k.PARKING_KEY]["S"]
+        if k.PARKED_AS in item:  # set by `start_park`'s conditional update
+            body["parked_as"] = item[k.PARKED_AS]["S"]
         return body
 
     def interrupt(self, item: dict[str, Any]) -> Interrupt:
@@ -184,9 +186,18 @@ class Codec:
         sk = f"{k.NODE}{node.id}"
         return {"PK": s(pk), "SK": s(sk), **self.body_attrs(pk, sk, body)}
 
-    def event_item(self, pk: str, event: Event) -> dict[str, Any]:
-        sk = k.event_sk(event.seq)
-        return {"PK": s(pk), "SK": s(sk), "etype": s(event.type), **self.body_attrs(pk, sk, event.wire())}
+    def events_item(self, pk: str, events: list[Event]) -> dict[str, Any]:
+        """A commit's events as one item (a commit writes one item for its events, however many:
+        DynamoDB bills a transaction 2 units for every item under 1 KB), keyed by the last seq."""
+        sk = k.event_sk(events[-1].seq)
+        return {"PK": s(pk), "SK": s(sk), "etype": s(k.log_type([e.type for e in events])),
+                **self.body_attrs(pk, sk, [e.wire() for e in events])}
+
+    def logged(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events of an event-log item, in seq order (an item of one event alone, its body
+        the event itself, is read as a list of one)."""
+        body = self.body(item)
+        return body if isinstance(body, list) else [body]
 
     def agent_item(self, pk: str, agent: Any) -> dict[str, Any]:
         return {"PK": s(pk), "SK": s(k.AGENT_SK), **self.body_attrs(pk, k.AGENT_SK, agent)}
@@ -237,6 +248,8 @@ def interrupt_attrs(record: Interrupt, token: str | None, header: Header) -> dic
         out["approvals"] = {"L": [s(json.dumps(a)) for a in record.approvals]}
     if token:
         out[k.PARKING_KEY] = s(token)
+    if record.parked_as:
+        out[k.PARKED_AS] = s(record.parked_as)
     out.update(index_attrs(record, header.tenant, header.session_id, header.agent_id))
     return out
 

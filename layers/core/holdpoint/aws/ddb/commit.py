@@ -64,8 +64,8 @@ class Committer:
             if k.is_tail(item["SK"]["S"]):
                 tail[item["SK"]["S"]] = canonical(item)
             ops.append(put(item, new_item() if rev is None else eq(k.REV, n(rev))))
-        for event in state.events:
-            ops.append(put(self.codec.event_item(pk, event), new_item()))
+        if state.events:
+            ops.append(put(self.codec.events_item(pk, state.events), new_item()))
         stamp = self.reads.prepare(pk, exists=state.exists, version=h.version, written=tail)
         header.update(stamp.attrs)
         ops[header_at] = put(header, stamp.condition)

@@ -1,5 +1,6 @@
-"""The interrupt writes outside a commit: the resume (R7), a quorum's answer (A2) and the park
-message's task token, each one conditional UpdateItem of the interrupt item alone."""
+"""The interrupt writes outside a commit: the resume (R7), a quorum's answer (A2), the started
+park's execution and the park message's task token, each one conditional UpdateItem of the
+interrupt item alone."""
 
 from __future__ import annotations
 
@@ -113,5 +114,15 @@ class InterruptWrites:
             parts.append(same_generation(generation))
         update = Update(sets={k.PARKING_KEY: s(token)}, increments={k.REV: 1})
         new, old = self.update(key, update, all_of(parts))
+        item = new if new is not None else old
+        return self.codec.interrupt(item) if item else None
+
+    def keep_parked_as(self, key: dict[str, Any], parked_as: str, generation: int) -> Interrupt | None:
+        """Mark the interrupt parked as the execution `start_park` began, bumping its `rev` as the
+        token's write does. An interrupt already marked, or raised again since (another
+        generation), fails the condition and writes nothing; None when there is no such interrupt."""
+        condition = all_of([Exists("SK"), Exists(k.PARKED_AS, present=False), same_generation(generation)])
+        update = Update(sets={k.PARKED_AS: s(parked_as)}, increments={k.REV: 1})
+        new, old = self.update(key, update, condition)
         item = new if new is not None else old
         return self.codec.interrupt(item) if item else None

@@ -6,12 +6,12 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: `version`, `body` (head, seq, worker state), `tail_sum`, `changes`, the listing row |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `parking_key`, index keys (A6), `ttl`) |
+| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `parked_as`, `parking_key`, index keys, `ttl`) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
 | `T#{id}` | turn |
-| `E#{seq:012}` | event log, append-only; `etype` (its type) lets the stream filter pick interrupt events |
+| `E#{seq:012}` | event log, append-only: a commit's events (a list), keyed by the last seq; `etype` (`log_type`) |
 | `D#{event}#{n}` | a notification's delivery to the agent's `notify[n]` (`aws/deliveries.py`) |
 
 Quota partition `T#{tenant}#QUOTA` (docs/SECURITY.md, "Quotas"): `OPEN` (the tenant's interrupts
@@ -53,6 +53,7 @@ LISTING_ATTRS = (LISTED_AGENT, LISTED_STATUS, LISTED_OWNER, SUB_AGENT)
 # An interrupt item's top-level attributes, beside its body: what the conditional writes of the
 # resume and the park message test and set without reading the body.
 PARKING_KEY = "parking_key"  # the ParkBranch execution's task token
+PARKED_AS = "parked_as"  # the execution `start_park` began (its ARN)
 TTL = "ttl"  # the table's TTL attribute
 REV = "rev"
 
@@ -101,6 +102,22 @@ def key_pk(key_hash: str) -> str:
 
 def event_sk(seq: int) -> str:
     return f"{EVENT}{seq:012d}"
+
+
+STREAMED = ("interrupt.reminded", "interrupt.escalated", "turn.finished", "turn.failed")
+STREAMED_PREFIX = "session.interrupt"
+"""The event types the outbox's stream filter lets through (template.yaml, `Outbox`), so the
+notifier and the A2A push read them."""
+
+
+def streamed(event_type: str) -> bool:
+    return event_type.startswith(STREAMED_PREFIX) or event_type in STREAMED
+
+
+def log_type(types: list[str]) -> str:
+    """An event-log item's `etype`: its first streamed event's type, so the stream filter passes
+    the item when any of its events is one; otherwise its first event's."""
+    return next((t for t in types if streamed(t)), types[0])
 
 
 def is_tail(sk: str) -> bool:
