@@ -78,6 +78,23 @@ def test_stream_batcher_posts_at_1_kb_whatever_the_clock_and_splits_under_the_fr
     assert all(len(json.dumps(f).encode()) < 32 * 1024 for f in frames)
 
 
+def test_stream_batcher_times_its_50_ms_from_the_end_of_a_slow_post() -> None:
+    """A slow fan-out (posts to many connections) sends fewer, larger frames, not one per token."""
+    clock, posts = FakeClock(0.0), []
+
+    def slow(text: str) -> None:
+        posts.append(text)
+        clock.now += 0.25
+
+    batcher = Batcher(slow, clock)
+    batcher.add("a")
+    batcher.add("b")  # read at once after the 250 ms post: 0 ms since it ended
+    assert posts == ["a"]
+    clock.now += 0.0625
+    batcher.add("c")
+    assert posts == ["a", "bc"]
+
+
 # --- providers -------------------------------------------------------------------------------------
 
 

@@ -5,9 +5,10 @@ when the call starts (one Query), and with nobody there calls the provider whole
 WebSocket API. A subscriber that connects mid-reply gets the committed message, not the deltas.
 
 Deltas are batched (`Batcher`): the text is posted when `FLUSH_BYTES` of it wait, or when a delta
-arrives `FLUSH_SECS` or more after the last post (the first delta goes at once); the rest goes at
-the end. Each post is one `delta` frame per connection, `index` 0, 1, 2.. per call; the stream
-ends with one `delta_end` (`finished`, `voided`, `failed`). Deltas are ephemeral: the committed
+arrives `FLUSH_SECS` or more after the last post ended (the first delta goes at once); the rest
+goes at the end. There is no timer: text that waits goes with the next delta or at the end. Each
+post is one `delta` frame per connection, `index` 0, 1, 2.. per call; the stream ends with one
+`delta_end` (`finished`, `voided`, `failed`). Deltas are ephemeral: the committed
 message is the record, and a call that runs again (a retry, a redelivered step) streams again
 from index 0 after a `delta_end` `failed`.
 
@@ -50,16 +51,18 @@ class Batcher:
         self.size += len(text.encode())
         now = self.clock()
         if self.size >= self.max_bytes or self.posted_at is None or now - self.posted_at >= self.every:
-            self.flush(now)
+            self.flush()
 
-    def flush(self, now: float | None = None) -> None:
+    def flush(self) -> None:
         """Post what waits, in pieces of at most `PIECE_CHARS` characters."""
         if not self.waiting:
             return
         text, self.waiting, self.size = "".join(self.waiting), [], 0
-        self.posted_at = self.clock() if now is None else now
         for start in range(0, len(text), PIECE_CHARS):
             self.post(text[start:start + PIECE_CHARS])
+        # From the posts' end: while slow posts run, the provider's tokens wait in the socket and
+        # are read into the next batch, so a slow fan-out sends fewer, larger frames, not more.
+        self.posted_at = self.clock()
 
 
 class DeltaStream:
