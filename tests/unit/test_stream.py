@@ -408,3 +408,13 @@ def test_stream_void_checks_cost_at_most_one_read_a_second() -> None:
         assert stream.on_delta("x")
     assert 9 <= len(reads) == stream.checks <= 10  # the first one second in
     assert all(b - a >= 1.0 - 1e-9 for a, b in zip(reads, reads[1:], strict=False))
+
+
+def test_live_publish_delta_never_raises_and_a_gone_connection_stops_following() -> None:
+    connections = FakeConnections(["gone", "here"])
+    frame = {"type": "delta", "session_id": "s", "call_id": "c", "index": 0, "text": "x"}
+    live = Live(None, connections, FakeFrames({"gone"}))  # type: ignore[arg-type]
+    assert live.publish_delta("t", "s", ["gone", "here"], frame) == ["here"]
+    assert connections.dropped == ["gone"]
+    failing = Live(None, connections, FakeFrames(set(), fail=True))  # type: ignore[arg-type]
+    assert failing.publish_delta("t", "s", ["here"], frame) == ["here"]  # a failed post is not a gone connection
