@@ -334,8 +334,18 @@ def test_stream_engine_posts_batched_deltas_then_delta_end_and_commits_the_whole
     clock = FakeClock(time.time())
     h.runner.clock = clock
     h.runner.llm_stream = spaced(clock, 0.02)
+    commit = h.store.commit
+
+    def marked(state: Any) -> Any:  # where the commits fall among the frames
+        if any(e.type == "message.added" and e.data.get("role") == "assistant" for e in state.events):
+            frames.sent.append(("c1", {"type": "committed"}))
+        return commit(state)
+
+    h.store.commit = marked  # type: ignore[method-assign]
     h.say("go")
     sent = [f for c, f in frames.sent if c == "c1"]
+    assert [f["type"] for f in sent[-2:]] == ["committed", "delta_end"]  # every delta came before the message
+    sent.remove({"type": "committed"})
     deltas, end = sent[:-1], sent[-1]
     [call_id] = {f["call_id"] for f in sent}
     assert [f["index"] for f in deltas] == list(range(len(deltas)))

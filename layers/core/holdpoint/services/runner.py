@@ -320,6 +320,8 @@ class Runner:
 
         if stream is not None and stream.stopped:
             stream.end("voided")  # its subscribers are told at once; the commit below records nothing
+        elif stream is not None:
+            stream.drain()  # every delta before the committed message
         reason: EndReason = "failed"
         try:
             committed, _ = self.transact(h.tenant, h.session_id, apply, state)

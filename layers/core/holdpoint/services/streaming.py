@@ -6,9 +6,10 @@ WebSocket API. A subscriber that connects mid-reply gets the committed message, 
 
 Deltas are batched (`Batcher`): the text is posted when `FLUSH_BYTES` of it wait, or when a delta
 arrives `FLUSH_SECS` or more after the last post ended (the first delta goes at once); the rest
-goes at the end. There is no timer: text that waits goes with the next delta or at the end. Each
-post is one `delta` frame per connection, `index` 0, 1, 2.. per call; the stream ends with one
-`delta_end` (`finished`, `voided`, `failed`). Deltas are ephemeral: the committed
+goes when the provider is done, before the engine commits the reply. There is no timer: text that
+waits goes with the next delta or then. Each post is one `delta` frame per connection, `index` 0,
+1, 2.. per call; the stream ends with one `delta_end` (`finished`, `voided`, `failed`), after the
+commit of the call's outcome (a voided call's at once). Deltas are ephemeral: the committed
 message is the record, and a call that runs again (a retry, a redelivered step) streams again
 from index 0 after a `delta_end` `failed`.
 
@@ -89,10 +90,16 @@ class DeltaStream:
             self.stopped = not self.still_open()
         return not self.stopped
 
+    def drain(self) -> None:
+        """The text that waits, posted (the engine calls it before it commits the reply, so every
+        delta comes before the committed message)."""
+        if not self.stopped:
+            self.batcher.flush()
+
     def end(self, reason: EndReason) -> None:
         """The last frame; a voided call's waiting text is dropped, the others' posted first."""
         if reason != "voided":
-            self.batcher.flush()
+            self.drain()
         self._send({"type": "delta_end", "session_id": self.session_id, "call_id": self.call_id, "reason": reason})
 
     def _post(self, text: str) -> None:
