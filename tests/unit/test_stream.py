@@ -29,7 +29,7 @@ from tests.harness import Harness
 from tests.unit.test_live import FakeConnections, FakeFrames
 from tests.unit.test_llm_providers import TOOLS, USER, ChatServer, openai_agent
 
-LONG = " ".join(f"word{i}" for i in range(40)) + "."
+LONG = " ".join(f"word{i}" for i in range(41)) + "."  # 41 pieces: the last waits for the end
 
 
 class FakeClock:
