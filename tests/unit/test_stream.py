@@ -428,3 +428,29 @@ def test_live_publish_delta_never_raises_and_a_gone_connection_stops_following()
     assert connections.dropped == ["gone"]
     failing = Live(None, connections, FakeFrames(set(), fail=True))  # type: ignore[arg-type]
     assert failing.publish_delta("t", "s", ["here"], frame) == ["here"]  # a failed post is not a gone connection
+
+
+@pytest.mark.usefixtures("memory")
+def test_stream_engine_a_crashing_provider_ends_the_stream_failed_and_fails_the_step() -> None:
+    h, _, frames = streaming_harness(["c1"])
+
+    def crashing(agent: Any, request: Any, messages: Any, call_id: str, tenant: str, on_delta: Any) -> Any:
+        on_delta("partial ")
+        raise RuntimeError("a bug in a provider")
+
+    h.runner.llm_stream = crashing
+    with pytest.raises(RuntimeError):
+        h.say("go")  # the step fails (the message is redelivered), its subscribers are told
+    assert [(f["type"], f.get("reason")) for _, f in frames.sent] == [("delta", None), ("delta_end", "failed")]
+
+
+def test_stream_a_failed_void_check_stops_nothing() -> None:
+    clock = FakeClock()
+    live = Live(None, FakeConnections(["c1"]), FakeFrames(set()))  # type: ignore[arg-type]
+
+    def unreadable() -> bool:
+        raise RuntimeError("throttled")
+
+    stream = streaming.DeltaStream(live, "t", "s", "c", ["c1"], clock, unreadable)
+    clock.now += 2
+    assert stream.on_delta("x") and stream.checks == 1 and not stream.stopped

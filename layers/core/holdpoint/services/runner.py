@@ -300,17 +300,7 @@ class Runner:
                 if system:
                     messages = [{"role": "system", "content": system}, *messages]
             stream = self._delta_stream(state, call_id)
-            try:
-                if stream is not None and self.llm_stream is not None:
-                    result = self.llm_stream(h.agent, request, messages, call_id, h.tenant, stream.on_delta)
-                else:
-                    result = self.llm(h.agent, request, messages, call_id, h.tenant)
-            except LlmError as exc:
-                result = llm_failure(str(exc), exc.code, retryable=exc.retryable)
-            except StreamStopped:
-                self.counters.add("llm_streams_stopped")
-                result = llm_failure("the call was voided while its reply streamed", "voided")
-            result = priced(h.agent, result)
+            result = priced(h.agent, self._ask(state, request, messages, call_id, stream))
             self.counters.add("llm_calls")
 
         def apply(s: SessionState) -> None:
@@ -331,6 +321,25 @@ class Runner:
         finally:
             if stream is not None and not stream.stopped:
                 stream.end(reason)
+
+    def _ask(self, state: SessionState, request: dict[str, Any], messages: list[dict[str, Any]], call_id: str,
+             stream: DeltaStream | None) -> LlmOutcome:
+        """The provider's outcome: streamed when `stream` is given, whole otherwise. A provider
+        failure is the outcome; anything else ends the stream `failed` and fails the step."""
+        h = state.header
+        try:
+            if stream is not None and self.llm_stream is not None:
+                return self.llm_stream(h.agent, request, messages, call_id, h.tenant, stream.on_delta)
+            return self.llm(h.agent, request, messages, call_id, h.tenant)
+        except LlmError as exc:
+            return llm_failure(str(exc), exc.code, retryable=exc.retryable)
+        except StreamStopped:
+            self.counters.add("llm_streams_stopped")
+            return llm_failure("the call was voided while its reply streamed", "voided")
+        except Exception:
+            if stream is not None:
+                stream.end("failed")
+            raise
 
     def _delta_stream(self, state: SessionState, call_id: str) -> DeltaStream | None:
         """The call's deltas to the session's followers, looked up once now; None (the provider

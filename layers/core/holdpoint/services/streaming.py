@@ -20,11 +20,14 @@ whether the call is still open: one session load (the step's own read) per check
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Literal
 
 from holdpoint.ports import Clock
 from holdpoint.services.live import Live
+
+log = logging.getLogger("holdpoint.services.streaming")
 
 FLUSH_SECS = 0.05
 FLUSH_BYTES = 1024
@@ -87,7 +90,10 @@ class DeltaStream:
         now = self.clock()
         if now - self.checked_at >= VOID_CHECK_SECS:
             self.checked_at, self.checks = now, self.checks + 1
-            self.stopped = not self.still_open()
+            try:
+                self.stopped = not self.still_open()
+            except Exception:  # a failed read stops nothing: the commit still discards a voided reply
+                log.exception("checking call %s of %s failed", self.call_id, self.session_id)
         return not self.stopped
 
     def drain(self) -> None:
