@@ -385,10 +385,13 @@ def test_stream_engine_a_failed_call_ends_failed() -> None:
     assert frames.sent[-1][1]["reason"] == "failed"
 
 
-@pytest.mark.usefixtures("memory")
-def test_stream_engine_a_call_voided_by_a_park_stops_its_stream_and_ends_voided() -> None:
+@pytest.mark.parametrize("backend", ["memory", "aws"])
+def test_stream_engine_a_call_voided_by_a_park_stops_its_stream_and_ends_voided(
+        backend: str, request: pytest.FixtureRequest) -> None:
     """R6: an operator parks the branch while the reply streams. Within a second of the clock the
-    engine reads the call voided, stops reading the provider and tells the subscribers; nothing is recorded."""
+    engine reads the call voided, stops reading the provider and tells the subscribers; nothing is
+    recorded. On the in-memory store and on the DynamoDB store (moto)."""
+    request.getfixturevalue(backend)
     h, _, frames = streaming_harness(["c1"], origin="operator")
     clock = FakeClock(time.time())
     h.runner.clock = clock
