@@ -6,6 +6,9 @@
   client having the event: over the WebSocket (the commit's own process posts it) and over the
   JSON long-poll (`GET .../events?wait=25`, bench/event_stream.py's loop), N events each;
   the ratio of the medians against its target (the WebSocket at least 4x lower);
+- first token -> client: N streamed replies (the scripted provider, word by word) while a client
+  follows the session, from the provider handing its first token to the engine (a hook on the
+  provider's `on_delta` in this process) to the client having the `delta` frame that carries it;
 - idle subscribers: `--subscribers` WebSocket clients following sessions, then an idle window in
   which the function invocations of the whole stack are counted (the target is 0);
 - the cost of a thousand subscriber-hours, each way, from AWS list prices (bench/cost_model.py's).
@@ -108,6 +111,74 @@ def ws_delays(stack: Any, loop: Loop, n: int, timeline: rl.Timeline) -> list[flo
     return delays
 
 
+STREAM_REPLY = " ".join(f"token{i}" for i in range(50)) + "."
+
+
+def declare_streamer(stack: Any) -> None:
+    """The agent `streamer`: the seed's in-process worker, a scripted reply of 51 words to any message."""
+    from holdpoint.aws.store import Store
+
+    api = rl.Api(stack)
+    try:
+        stored = api.ok("PUT", "/v1/agents/streamer", {
+            "llm": {"provider": "scripted", "script": [{"reply": {"content": STREAM_REPLY}}]}})["agent"]
+    finally:
+        api.close()
+    Store(stack.env["TABLE_NAME"]).put_agent(stack.tenant, "streamer", {**stored, "worker": {"python": rl.WORKER_NAME}})
+
+
+def first_token_delays(stack: Any, loop: Loop, n: int) -> list[float]:
+    """`n` streamed replies while a WebSocket client follows: the provider's first token -> the client's delta."""
+    from holdpoint import llm
+    from holdpoint.llm.call import LlmCall
+
+    handed: dict[str, float] = {}
+    scripted = llm.STREAMERS["scripted"]
+
+    def timed(call: LlmCall, on_delta: Any) -> Any:
+        def first(text: str) -> bool:
+            handed.setdefault(call.call_id, time.perf_counter())
+            return bool(on_delta(text))
+
+        return scripted(call, first)
+
+    async def first_delta(follower: Follower) -> tuple[float, str]:
+        arrived: tuple[float, str] | None = None
+        while True:
+            at, frame = await follower.deltas.get()
+            if frame["type"] == "delta" and arrived is None:
+                arrived = (at, frame["call_id"])
+            if frame["type"] == "delta_end":
+                assert arrived is not None and frame["reason"] == "finished", frame
+                return arrived
+
+    api, delays, follower = rl.Api(stack), [], None
+    llm.STREAMERS["scripted"] = timed
+    try:
+        for i in range(n):
+            if i % es.PER_SESSION == 0:
+                sid = api.ok("POST", "/v1/sessions", {"type": "client.message", "agent_id": "streamer",
+                                                       "message": {"role": "user", "content": "hello"}})["session_id"]
+                api.wait(sid, lambda v: v["status"] == "done", timeout=60)
+                if follower is not None:
+                    loop.run(follower.__aexit__())
+                follower = Follower(stack.live.url, stack.api_key)
+                loop.run(follower.__aenter__())
+                loop.run(follower.follow(sid, es._last_seq(api, sid)))
+            assert follower is not None
+            api.ok("POST", f"/v1/sessions/{sid}/inputs", {"type": "client.message",
+                                                          "message": {"role": "user", "content": f"again {i}"}})
+            at, call_id = loop.run(first_delta(follower), timeout=60)
+            delays.append(at - handed[call_id])
+            api.wait(sid, lambda v: v["status"] == "done", timeout=60)
+    finally:
+        llm.STREAMERS["scripted"] = scripted
+        if follower is not None:
+            loop.run(follower.__aexit__())
+        api.close()
+    return delays
+
+
 def idle_subscribers(stack: Any, loop: Loop, count: int, idle_secs: float) -> dict[str, Any]:
     """`count` WebSocket subscribers (over 10 sessions), then an idle window: the stack's invocations in it."""
     api = rl.Api(stack)
@@ -192,14 +263,19 @@ def main() -> int:
         ws = ws_delays(stack, loop, args.n, timeline)
         lp: list[float] = []
         es.stream_delays(stack, args.n, "json", timeline, committed=lp)
+        declare_streamer(stack)
+        first_token_delays(stack, loop, 3)  # warm-up, not counted
+        tokens = first_token_delays(stack, loop, args.n)
         idle = idle_subscribers(stack, loop, args.subscribers, args.idle_secs)
     finally:
         loop.stop()
         stack.stop()
-    (ws_med, ws_p95), (lp_med, lp_p95) = summary(ws), summary(lp)
+    (ws_med, ws_p95), (lp_med, lp_p95), (tk_med, tk_p95) = summary(ws), summary(lp), summary(tokens)
     print("\n| commit -> client | N | median ms | p95 ms |\n|---|---|---|---|")
     print(f"| WebSocket (PostToConnection after the commit) | {len(ws)} | {rl.fmt_ms(ws_med)} | {rl.fmt_ms(ws_p95)} |")
     print(f"| JSON long-poll (`wait=25`) | {len(lp)} | {rl.fmt_ms(lp_med)} | {rl.fmt_ms(lp_p95)} |")
+    print(f"| first token from the provider -> client (`delta` frame, WebSocket) | {len(tokens)} | "
+          f"{rl.fmt_ms(tk_med)} | {rl.fmt_ms(tk_p95)} |")
     ratio = lp_med / ws_med if ws_med > 0 else float("inf")
     print()
     figure("commit -> client, long-poll median / WebSocket median (issue 23)",

@@ -40,6 +40,8 @@ METRIC_NAMES = {
     "decisions_deferred": "DecisionsDeferred",
     "parks_waiting_for_capacity": "ParksWaitingForCapacity",  # StartExecution refused; alarmed in template.yaml
     "parks_started_after_wait": "ParksStartedAfterWait",
+    "llm_streams": "LlmStreams",  # LLM calls streamed to a session's WebSocket followers
+    "llm_streams_stopped": "LlmStreamsStopped",  # of those, stopped because the call was voided
 }
 
 

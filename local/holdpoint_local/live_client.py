@@ -2,12 +2,14 @@
 session's events once and in order: frames are taken by `seq`, a repeat is dropped, and a gap
 (a post lost between a commit and its post, or live events overtaking the catch-up) is filled by
 subscribing again from the last seq it has, holding what came early until the gap is filled.
-The tests and bench/live_latency.py use it."""
+A streamed reply's `delta` and `delta_end` frames (ephemeral, no seq) go to `deltas` as they
+come, each with the `time.perf_counter()` of its arrival. The tests and bench/live_latency.py use it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +35,7 @@ class Follower:
         self.ws: ClientConnection | None = None
         self.sessions: dict[str, _Session] = {}
         self.ready: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        self.deltas: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue()
         self.errors: list[dict[str, Any]] = []
         self.subscribed: list[dict[str, Any]] = []
         self.duplicates = 0
@@ -80,6 +83,8 @@ class Follower:
             elif kind == "subscribed":
                 self.subscribed.append(frame)
                 await self._subscribed(frame)
+            elif kind in ("delta", "delta_end"):
+                self.deltas.put_nowait((time.perf_counter(), frame))
             elif kind == "error":
                 self.errors.append(frame)
 

@@ -17,7 +17,7 @@ from holdpoint.aws.connections import Connections
 from holdpoint.services.live import Live
 from holdpoint_local.live_client import Follower
 from holdpoint_local.wsgateway import IDLE_SECS
-from tests.stack import Api
+from tests.stack import Api, declare_agent
 from tests.waiting import wait_for
 
 INPUT = {"type": "client.message", "message": {"role": "user", "content": "say hi again"}}
@@ -189,3 +189,43 @@ def test_live_gateway_closes_a_connection_idle_for_ten_minutes_and_disconnect_st
 
     assert run(scenario()) == 1001
     wait_for(lambda: connections.following("dev", sid) == [], "$disconnect to delete the subscription", 30)
+
+
+STREAMED = " ".join(f"token{i}" for i in range(60)) + "."
+
+
+def test_live_stream_deltas_of_a_reply_then_its_committed_message(stack: Any, api: Api,
+                                                                  worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """Issue 23 item 3: a follower gets the scripted reply's text as `delta` frames (index 0, 1, ..),
+    the committed assistant message, and one `delta_end` `finished`; the deltas add up to the message."""
+    script = [{"when": {"role": "user", "contains": "stream"}, "reply": {"content": STREAMED}},
+              {"reply": {"content": "Hi!"}}]
+    declare_agent(api, worker[0], llm={"provider": "scripted", "script": script})
+    sid = api.start("say hi")
+    first = settled(api, sid)
+
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        async with Follower(stack.live.url, stack.api_key) as follower:
+            await follower.follow(sid, first)
+            await subscribed(follower)
+            await asyncio.to_thread(api.ok, "POST", f"/v1/sessions/{sid}/inputs",
+                                    {"type": "client.message", "message": {"role": "user", "content": "stream it"}})
+            frames: list[dict[str, Any]] = []
+            while not frames or frames[-1]["type"] != "delta_end":
+                frames.append((await asyncio.wait_for(follower.deltas.get(), 60))[1])
+            last = await asyncio.to_thread(settled, api, sid)
+            events = []
+            while not events or int(events[-1]["seq"]) < last:
+                events.append((await follower.next())[1])
+            return frames, events
+
+    frames, events = run(scenario())
+    deltas, end = frames[:-1], frames[-1]
+    [call_id] = {f["call_id"] for f in frames}
+    assert deltas and [f["index"] for f in deltas] == list(range(len(deltas)))
+    assert all(f["session_id"] == sid and f["type"] == "delta" for f in deltas)
+    assert end == {"type": "delta_end", "session_id": sid, "call_id": call_id, "reason": "finished"}
+    [added] = [e["data"] for e in events if e["type"] == "message.added" and e["data"].get("role") == "assistant"]
+    assert added["call_id"] == call_id  # the committed message of the streamed call
+    [message] = [m for m in api.view(sid)["messages"] if m.get("id") == added["message_id"]]
+    assert "".join(f["text"] for f in deltas) == STREAMED == message["content"]

@@ -1,7 +1,8 @@
 """The WebSocket API's walls (docs/SECURITY.md, "Live events"): `$connect` takes the same API keys
 and client tokens as the HTTP API and nothing else; a subscribe to another tenant's session, or
 to another end user's, is answered `not_found` as over HTTP and records nothing; a client token
-bound to one session follows only that one."""
+bound to one session follows only that one; a streamed reply's deltas reach only the connections
+that follow the session."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from websockets.exceptions import InvalidStatus
 from holdpoint.aws.connections import Connections
 from holdpoint.services.tokens import mint_client_token
 from holdpoint_local.live_client import Follower
-from tests.stack import Api
+from tests.stack import Api, declare_agent
 
 
 def _secret(stack: Any) -> str:
@@ -62,6 +63,33 @@ def test_end_user_a_client_token_follows_only_its_own_sessions(stack: Any, api: 
     assert answers(stack, bound, mine, query_token=True)[0]  # a browser's `?token=`
     other_of_alice = alice.start("say hi")
     assert answers(stack, bound, other_of_alice) == ([], ["not_found"])
+
+
+def test_tenant_wall_another_tenants_connection_gets_no_deltas(stack: Any, api: Api, other_tenant: Api,
+                                                               worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """Another tenant's connection that asked for the session (refused) gets none of its reply's
+    `delta` frames, which the owner's follower gets."""
+    script = [{"reply": {"content": "secret plans " * 20}}]
+    declare_agent(api, worker[0], llm={"provider": "scripted", "script": script})
+    sid = api.start("hello")
+    api.wait_status(sid, "done")
+
+    async def scenario() -> tuple[list[str], list[str], int]:
+        async with Follower(stack.live.url, stack.api_key) as owner, \
+                Follower(stack.live.url, "hp_other_tenant_key") as other:
+            await other.follow(sid, 0)
+            await owner.follow(sid, 0)
+            while not owner.subscribed or not other.errors:
+                await asyncio.sleep(0.01)
+            await asyncio.to_thread(api.ok, "POST", f"/v1/sessions/{sid}/inputs",
+                                    {"type": "client.message", "message": {"role": "user", "content": "again"}})
+            kinds: list[str] = []
+            while not kinds or kinds[-1] != "delta_end":
+                kinds.append((await asyncio.wait_for(owner.deltas.get(), 60))[1]["type"])
+            return kinds, [e["error"]["code"] for e in other.errors], other.deltas.qsize()
+
+    kinds, errors, leaked = asyncio.run(asyncio.wait_for(scenario(), 120))
+    assert "delta" in kinds and errors == ["not_found"] and leaked == 0
 
 
 @pytest.mark.parametrize("token", [None, "hp_not_a_key", "not-a-jwt.at.all"])

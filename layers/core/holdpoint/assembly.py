@@ -89,11 +89,17 @@ def get_slack() -> SlackChannel:
 def new_runner(store: Store | None = None, parking: Parking | None = None, queue: WorkQueue | None = None,
                timers: Timers | None = None, **options: Any) -> Runner:
     """An engine on DynamoDB, Step Functions and SQS, with the worker transports and LLM providers
-    (the given adapters, or the container's)."""
+    (the given adapters, or the container's); with a WebSocket API (`HOLDPOINT_LIVE_ENDPOINT`) its
+    LLM calls stream to the session's followers."""
+    import os
+
     from holdpoint import llm
+    from holdpoint.aws.frames import LIVE_ENV
     from holdpoint.outbound import workers
     from holdpoint.services.runner import Runner
 
+    if os.environ.get(LIVE_ENV):
+        options = {"live": get_live(), "llm_stream": llm.stream, **options}
     return Runner(store or get_store(), parking or get_parking(), queue or get_queue(), timers or get_timers(),
                   worker=workers.decide, llm=llm.complete, **options)
 

@@ -100,6 +100,10 @@ class LlmError(Exception):
         self.retryable = retryable
 
 
+class StreamStopped(Exception):  # noqa: N818 (a stop the caller asked for, not a failure)
+    """A streamed LLM call was stopped by its caller (its `OnDelta` answered False): no reply."""
+
+
 class SessionStore(Protocol):
     """Sessions, agents and API keys, every change one conditional write. The records are the
     core's; what a store keeps to write them back (revisions, digests, what it read) stays in the
@@ -256,6 +260,13 @@ Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any] |
 Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str, str], LlmOutcome]
 """Run one LLM call (agent config, request, prompt messages, call id, the session's tenant) to an
 `llm.finished`-shaped outcome; the tenant scopes the provider's secret references."""
+
+OnDelta = Callable[[str], bool]
+"""Takes the next piece of a streamed reply's text as the provider hands it over; False stops the
+stream (the provider stops reading and raises `StreamStopped`)."""
+
+LlmStream = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str, str, OnDelta], LlmOutcome]
+"""`Llm` with the reply's text handed to `OnDelta` as it arrives; the outcome is the same whole reply."""
 
 Clock = Callable[[], float]
 """Epoch seconds."""

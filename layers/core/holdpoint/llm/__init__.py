@@ -7,6 +7,10 @@ Beside the providers: `call` (the effective request every provider reads), `chat
 Every provider failure raises `LlmError(message, code, retryable)`: `retryable` is True for
 throttling, 5xx, timeouts and connection failures, False for requests the provider refused
 (validation, auth, unknown model) and for a bad `llm` block.
+
+Each provider also streams (`stream`: Bedrock ConverseStream, chat completions with `stream: true`,
+the scripted reply word by word): the same call and outcome, the text handed to `on_delta` as it
+arrives.
 """
 
 from __future__ import annotations
@@ -16,20 +20,29 @@ from typing import Any
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.llm import bedrock, openai, scripted
 from holdpoint.llm.bedrock import bedrock_client
-from holdpoint.llm.call import DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS, LlmCall, Provider, Tool
+from holdpoint.llm.call import DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS, LlmCall, Provider, Streamer, Tool
 from holdpoint.llm.chat import chat_message, chat_request
 from holdpoint.llm.converse import converse_messages, converse_request
-from holdpoint.ports import LlmError
+from holdpoint.ports import LlmError, OnDelta, StreamStopped
 
 __all__ = [
-    "DEFAULT_TIMEOUT_SECS", "MAX_TIMEOUT_SECS", "PROVIDERS", "LlmCall", "LlmError", "Provider", "Tool",
-    "bedrock", "bedrock_client", "chat_message", "chat_request", "complete", "converse_messages",
-    "converse_request", "openai", "scripted",
+    "DEFAULT_TIMEOUT_SECS", "MAX_TIMEOUT_SECS", "PROVIDERS", "STREAMERS", "LlmCall", "LlmError", "Provider",
+    "StreamStopped", "Streamer", "Tool", "bedrock", "bedrock_client", "chat_message", "chat_request", "complete",
+    "converse_messages", "converse_request", "openai", "scripted", "stream",
 ]
 
 PROVIDERS: dict[str, Provider] = {"scripted": scripted.complete, "bedrock": bedrock.complete,
                                   "openai": openai.complete}
 """The providers by the `provider` name of an agent's `llm` block."""
+
+STREAMERS: dict[str, Streamer] = {"scripted": scripted.stream, "bedrock": bedrock.stream, "openai": openai.stream}
+"""Their streaming entry points, by the same names."""
+
+
+def _call(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]], call_id: str,
+          tenant: str | None) -> tuple[str, LlmCall]:
+    config = (agent or {}).get("llm") or {"provider": "scripted"}
+    return config.get("provider", "scripted"), LlmCall(config, agent or {}, request or {}, messages, call_id, tenant)
 
 
 def complete(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]],
@@ -37,9 +50,19 @@ def complete(agent: dict[str, Any] | None, request: dict[str, Any], messages: li
     """Run one LLM call (the `ports.Llm` port); returns an `llm.finished`-shaped outcome (ok,
     message, usage, error). A provider failure raises `LlmError` (its `retryable` says whether
     another attempt may help). `tenant` (the session's) scopes the `llm.api_key` reference."""
-    config = (agent or {}).get("llm") or {"provider": "scripted"}
-    name = config.get("provider", "scripted")
+    name, call = _call(agent, request, messages, call_id, tenant)
     provider = PROVIDERS.get(name)
     if provider is None:
         return llm_failure(f"provider {name!r} is not available in this build", "provider_unavailable")
-    return provider(LlmCall(config, agent or {}, request or {}, messages, call_id, tenant))
+    return provider(call)
+
+
+def stream(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]], call_id: str,
+           tenant: str | None, on_delta: OnDelta) -> LlmOutcome:
+    """`complete` (the `ports.LlmStream` port), the reply's text handed to `on_delta` as it arrives;
+    `on_delta` answering False stops the call (`StreamStopped`)."""
+    name, call = _call(agent, request, messages, call_id, tenant)
+    streamer = STREAMERS.get(name)
+    if streamer is None:
+        return llm_failure(f"provider {name!r} is not available in this build", "provider_unavailable")
+    return streamer(call, on_delta)

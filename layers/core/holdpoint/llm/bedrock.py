@@ -1,4 +1,6 @@
-"""The `bedrock` provider: one Converse call on `bedrock-runtime`.
+"""The `bedrock` provider: one Converse call on `bedrock-runtime` (`complete`), or one ConverseStream
+call (`stream`, `bedrock:InvokeModelWithResponseStream`) whose events are gathered into the reply
+Converse would have answered.
 
 `{"provider": "bedrock", "region"?, "price_in"?, "price_out"?, "max_tokens"?, "temperature"?,
 "timeout_secs"?}`; the model id is the agent's `model` (or the `llm.call`'s).
@@ -14,10 +16,11 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from holdpoint.core.outcomes import LlmOutcome
-from holdpoint.llm.call import DEFAULT_TIMEOUT_SECS, LlmCall
+from holdpoint.llm.call import DEFAULT_TIMEOUT_SECS, LlmCall, hand_over
 from holdpoint.llm.converse import converse_request
 from holdpoint.llm.errors import from_bedrock
 from holdpoint.llm.reply import outcome, tool_call
+from holdpoint.ports import LlmError, OnDelta
 
 _CLIENTS: dict[tuple[str | None, float], Any] = {}
 
@@ -47,13 +50,73 @@ def _reply(call: LlmCall, prices: tuple[float, float], response: dict[str, Any])
                    int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0))
 
 
-def complete(call: LlmCall) -> LlmOutcome:
+def _request(call: LlmCall) -> tuple[tuple[float, float], dict[str, Any], Any]:
     prices = call.prices()
     temperature, max_tokens = call.sampling()
     params = converse_request(call.model(), call.tools(), temperature, max_tokens, call.messages)
-    client = bedrock_client(call.config.get("region"), call.timeout())
+    return prices, params, bedrock_client(call.config.get("region"), call.timeout())
+
+
+def complete(call: LlmCall) -> LlmOutcome:
+    prices, params, client = _request(call)
     try:
         response = client.converse(**params)
     except (ClientError, BotoCoreError) as exc:
         raise from_bedrock(exc) from exc
     return _reply(call, prices, response)
+
+
+class _Gathered:
+    """ConverseStream's events as Converse's response: content blocks by index, stop reason, usage."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.tool_inputs: dict[int, str] = {}
+        self.stop: str | None = None
+        self.usage: dict[str, Any] = {}
+
+    def take(self, event: dict[str, Any], on_delta: OnDelta) -> None:
+        if "contentBlockStart" in event:
+            start = event["contentBlockStart"]
+            use = (start.get("start") or {}).get("toolUse")
+            if use:
+                self.blocks[start["contentBlockIndex"]] = {"toolUse": {"toolUseId": use.get("toolUseId"),
+                                                                       "name": use.get("name")}}
+        elif "contentBlockDelta" in event:
+            index, delta = event["contentBlockDelta"]["contentBlockIndex"], event["contentBlockDelta"]["delta"]
+            if "text" in delta:
+                block = self.blocks.setdefault(index, {"text": ""})
+                block["text"] = block.get("text", "") + delta["text"]
+                hand_over(on_delta, delta["text"])
+            elif "toolUse" in delta:
+                self.tool_inputs[index] = self.tool_inputs.get(index, "") + (delta["toolUse"].get("input") or "")
+        elif "messageStop" in event:
+            self.stop = event["messageStop"].get("stopReason")
+        elif "metadata" in event:
+            self.usage = event["metadata"].get("usage") or {}
+
+    def response(self) -> dict[str, Any]:
+        for index, raw in self.tool_inputs.items():
+            try:
+                self.blocks.setdefault(index, {"toolUse": {}})["toolUse"]["input"] = json.loads(raw) if raw else {}
+            except ValueError as exc:
+                raise LlmError("bedrock streamed a tool call whose input is not JSON", "bad_response") from exc
+        content = [self.blocks[i] for i in sorted(self.blocks)]
+        return {"output": {"message": {"role": "assistant", "content": content}}, "stopReason": self.stop,
+                "usage": self.usage}
+
+
+def stream(call: LlmCall, on_delta: OnDelta) -> LlmOutcome:
+    """ConverseStream: each text delta to `on_delta` as it arrives; a stop closes the response stream."""
+    prices, params, client = _request(call)
+    gathered = _Gathered()
+    try:
+        events = client.converse_stream(**params)["stream"]
+        try:
+            for event in events:
+                gathered.take(event, on_delta)
+        finally:
+            events.close()
+    except (ClientError, BotoCoreError) as exc:
+        raise from_bedrock(exc) from exc
+    return _reply(call, prices, gathered.response())

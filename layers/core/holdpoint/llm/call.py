@@ -2,8 +2,10 @@
 the agent and the `llm.call` (model, tools, sampling, prices, timeout), each checked before the
 provider is asked, so a bad block never costs a paid reply.
 
-A provider is a function from an `LlmCall` to an `llm.finished`-shaped outcome (`Provider`); a
-provider that streams its reply adds its own entry point beside `complete`, over the same call.
+A provider is a function from an `LlmCall` to an `llm.finished`-shaped outcome (`Provider`), and
+its `stream(call, on_delta)` (`Streamer`) is the same call with the reply's text handed to
+`on_delta` piece by piece as it arrives; the outcome is the same whole reply. `on_delta`
+answering False stops the stream: the provider stops reading and raises `StreamStopped`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from holdpoint.core.outcomes import LlmOutcome
-from holdpoint.ports import LlmError
+from holdpoint.ports import LlmError, OnDelta, StreamStopped
 
 DEFAULT_TIMEOUT_SECS = 60.0
 # One provider request must fit in one engine invocation (Lambda timeout 100 s, below the work
@@ -104,3 +106,12 @@ class LlmCall:
 
 Provider = Callable[[LlmCall], LlmOutcome]
 """A provider's `complete`: one call to one reply, or `LlmError`."""
+
+Streamer = Callable[[LlmCall, OnDelta], LlmOutcome]
+"""A provider's `stream`: `Provider` with the reply's text handed to `OnDelta` as it arrives."""
+
+
+def hand_over(on_delta: OnDelta, text: str) -> None:
+    """One piece of the reply to `on_delta`; its False (the caller stops the call) is `StreamStopped`."""
+    if text and not on_delta(text):
+        raise StreamStopped("the caller stopped the stream")

@@ -22,6 +22,7 @@ _BEDROCK_RETRYABLE = {
     "InternalServerException": "provider_unavailable",
     "ModelNotReadyException": "provider_unavailable",
     "ModelTimeoutException": "timeout",
+    "ModelStreamErrorException": "provider_unavailable",
 }
 
 
@@ -43,6 +44,7 @@ def from_bedrock(exc: ClientError | BotoCoreError) -> LlmError:
     if isinstance(exc, ClientError):
         err = exc.response.get("Error") or {}
         code = err.get("Code") or "ClientError"
+        code = code[:1].upper() + code[1:]  # ConverseStream names its in-stream errors camelCase
         status = (exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0
         message = f"bedrock {code}: {err.get('Message') or exc}"
         if code in _BEDROCK_RETRYABLE:

@@ -3,17 +3,23 @@
 `{"provider": "scripted", "script": [{"when": {"role": "tool", "contains": "sent"}, "reply":
 {"content": "...", "tool_calls": [{"name": "send_email", "arguments": {...}}]}}]}`: the first
 rule whose `when` matches the last message answers; a rule without `when` always matches.
+`stream` hands the reply's content over one word at a time (each word with the whitespace after it).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from holdpoint.core.outcomes import LlmOutcome, llm_reply
-from holdpoint.llm.call import LlmCall
+from holdpoint.llm.call import LlmCall, hand_over
 from holdpoint.llm.chat import text
 from holdpoint.llm.reply import tool_call
+from holdpoint.ports import OnDelta
+
+_WORD = re.compile(r"(?<=\s)(?=\S)")
+"""Between a word's trailing whitespace and the next word: the points `stream` splits at."""
 
 
 def _matches(when: dict[str, Any] | None, last: dict[str, Any]) -> bool:
@@ -47,3 +53,16 @@ def complete(call: LlmCall) -> LlmOutcome:
                              cost=0.0)
     return llm_reply({"role": "assistant", "content": "ok"}, usage={"prompt_tokens": 0, "completion_tokens": 1},
                      cost=0.0)
+
+
+def words(content: str) -> list[str]:
+    """The content in the pieces `stream` hands over: each word with its trailing whitespace."""
+    return [piece for piece in _WORD.split(content) if piece]
+
+
+def stream(call: LlmCall, on_delta: OnDelta) -> LlmOutcome:
+    """`complete`'s reply, its content handed to `on_delta` word by word first."""
+    result = complete(call)
+    for piece in words(text((result.get("message") or {}).get("content"))):
+        hand_over(on_delta, piece)
+    return result

@@ -129,5 +129,22 @@ class Live:
                     self.connections.drop(h.tenant, h.session_id, connection_id)
                     break
 
+    def publish_delta(self, tenant: str, session_id: str, connection_ids: list[str],
+                      frame: dict[str, Any]) -> list[str]:
+        """An ephemeral frame (a streamed reply's `delta` or `delta_end`, services/streaming.py) to
+        the connections given, looked up once per call by its caller; returns those still open (a
+        410 stops a connection following the session). Never raises: deltas are not the record."""
+        kept: list[str] = []
+        for connection_id in connection_ids:
+            try:
+                if self.frames.post(connection_id, frame):
+                    kept.append(connection_id)
+                else:
+                    self.connections.drop(tenant, session_id, connection_id)
+            except Exception:
+                log.exception("posting a delta of %s failed", session_id)
+                kept.append(connection_id)
+        return kept
+
     def disconnect(self, connection_id: str) -> None:
         self.connections.disconnect(connection_id)

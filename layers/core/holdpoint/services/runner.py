@@ -22,7 +22,7 @@ from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
-from holdpoint.core.interrupts import park_retry_seconds
+from holdpoint.core.interrupts import llm_call_parked, park_retry_seconds
 from holdpoint.core.messages import Deadline, InterruptTimer, Kick, Park, ParkRetry, SessionMessage, Wake
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.quotas import QuotaExceeded
@@ -34,9 +34,11 @@ from holdpoint.ports import (
     Conflict,
     Llm,
     LlmError,
+    LlmStream,
     Parking,
     ParkRefused,
     SessionStore,
+    StreamStopped,
     Timers,
     Worker,
     WorkerDeferred,
@@ -46,6 +48,8 @@ from holdpoint.ports import (
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
+from holdpoint.services.live import Live
+from holdpoint.services.streaming import DeltaStream, EndReason
 
 log = Logger(child=True)  # shares the handler's JSON format and its session/interrupt keys
 T = TypeVar("T")
@@ -72,7 +76,8 @@ class Counters:
 @dataclass
 class Runner:
     """The engine's loop over one session, wired to its ports by the entry point (the engine
-    Lambda, or a test)."""
+    Lambda, or a test). With `live` and `llm_stream` (a WebSocket API), an LLM call streams its
+    reply's text to the session's followers (services/streaming.py)."""
 
     store: SessionStore
     parking: Parking
@@ -83,6 +88,8 @@ class Runner:
     counters: Counters = field(default_factory=Counters)
     max_steps: int = 40
     clock: Clock = time.time
+    live: Live | None = None
+    llm_stream: LlmStream | None = None
 
     def transact(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T],
                  loaded: SessionState | None = None, *, head_only: bool = False) -> tuple[SessionState, T]:
@@ -280,6 +287,7 @@ class Runner:
         h = state.header
         call = state.calls[call_id]
         request = call.request or {}
+        stream: DeltaStream | None = None
         if budget.exceeded(state):
             result = llm_failure(f"budget {budget.limit(state)} spent ({budget.spent(state)})", "budget_exceeded")
         else:
@@ -290,11 +298,8 @@ class Runner:
                 system = (h.agent or {}).get("system")
                 if system:
                     messages = [{"role": "system", "content": system}, *messages]
-            try:
-                result = self.llm(h.agent, request, messages, call_id, h.tenant)
-            except LlmError as exc:
-                result = llm_failure(str(exc), exc.code, retryable=exc.retryable)
-            result = priced(h.agent, result)
+            stream = self._delta_stream(state, call_id)
+            result = priced(h.agent, self._ask(state, request, messages, call_id, stream))
             self.counters.add("llm_calls")
 
         def apply(s: SessionState) -> None:
@@ -302,7 +307,63 @@ class Runner:
             if result.get("cost"):  # only spending crosses a budget; a refused call costs nothing
                 budget.check(s, raised_by=f"budget:{call_id}")
 
-        self.transact(h.tenant, h.session_id, apply, state)
+        if stream is not None and stream.stopped:
+            stream.end("voided")  # its subscribers are told at once; the commit below records nothing
+        elif stream is not None:
+            stream.drain()  # every delta before the committed message
+        reason: EndReason = "failed"
+        try:
+            committed, _ = self.transact(h.tenant, h.session_id, apply, state)
+            after = committed.calls.get(call_id)
+            reason = "voided" if after is not None and after.status == "voided" else \
+                "finished" if result.get("ok") else "failed"
+        finally:
+            if stream is not None and not stream.stopped:
+                stream.end(reason)
+
+    def _ask(self, state: SessionState, request: dict[str, Any], messages: list[dict[str, Any]], call_id: str,
+             stream: DeltaStream | None) -> LlmOutcome:
+        """The provider's outcome: streamed when `stream` is given, whole otherwise. A provider
+        failure is the outcome; anything else ends the stream `failed` and fails the step."""
+        h = state.header
+        try:
+            if stream is not None and self.llm_stream is not None:
+                return self.llm_stream(h.agent, request, messages, call_id, h.tenant, stream.on_delta)
+            return self.llm(h.agent, request, messages, call_id, h.tenant)
+        except LlmError as exc:
+            return llm_failure(str(exc), exc.code, retryable=exc.retryable)
+        except StreamStopped:
+            self.counters.add("llm_streams_stopped")
+            return llm_failure("the call was voided while its reply streamed", "voided")
+        except Exception:
+            if stream is not None:
+                stream.end("failed")
+            raise
+
+    def _delta_stream(self, state: SessionState, call_id: str) -> DeltaStream | None:
+        """The call's deltas to the session's followers, looked up once now; None (the provider
+        called whole) without a WebSocket API or with nobody following."""
+        if self.live is None or self.llm_stream is None:
+            return None
+        h = state.header
+        try:
+            followers = self.live.connections.following(h.tenant, h.session_id)
+        except Exception:  # live events are best effort: the call goes on whole
+            log.exception("looking up the followers of %s failed", h.session_id)
+            return None
+        if not followers:
+            return None
+        self.counters.add("llm_streams")
+        return DeltaStream(self.live, h.tenant, h.session_id, call_id, followers, self.clock,
+                           lambda: self._still_open(h.tenant, h.session_id, call_id))
+
+    def _still_open(self, tenant: str, session_id: str, call_id: str) -> bool:
+        """Whether the call may still be recorded (R6): one session load."""
+        state = self.store.load(tenant, session_id)
+        if state is None:
+            return False
+        call = state.calls.get(call_id)
+        return call is not None and call.status == "open" and not llm_call_parked(state, call)
 
     def _wake(self, tenant: str, session_id: str, interrupt_id: str, outcome: str, generation: int | None) -> None:
         """A resume or an expiry (R8). When the first thing the wake makes due is the
