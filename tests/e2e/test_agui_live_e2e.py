@@ -1,0 +1,82 @@
+"""Live events in `format: "ag-ui"` on the local stack, followed by AG-UI's own client library
+(`@ag-ui/client` 1.0.0's AbstractAgent over a WebSocket transport, tests/agui/live.mjs, `ws`
+pinned in tests/agui/package-lock.json): the library's event verification accepts what Holdpoint
+sends, each run it follows is the session's turn (RUN_STARTED .. RUN_FINISHED, an interrupt
+outcome for a park), every message's text arrives once, and a connection cut in the middle of a
+run reconnects from its last seq and loses nothing and repeats nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.test_agui_e2e import AGUI, NODE, agui_client
+from tests.stack import Api
+
+__all__ = ["agui_client"]
+AGAIN = {"type": "client.message", "message": {"role": "user", "content": "say hi again"}}
+
+
+def follow(stack: Any, sid: str, inputs: list[Any], drop_after: int | None = None) -> dict[str, Any]:
+    """live.mjs following `sid`, one run an entry of `inputs` (posted once that run is subscribed)."""
+    env = {**os.environ, "HP_LIVE": stack.live.url, "HP_BASE": stack.base_url, "HP_KEY": stack.api_key,
+           "HP_SESSION": sid, "HP_INPUTS": json.dumps(inputs)}
+    if drop_after is not None:
+        env["HP_DROP_AFTER"] = str(drop_after)
+    done = subprocess.run([str(NODE), str(AGUI / "live.mjs")], cwd=AGUI, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["errors"] == [] and report["stats"]["schemaErrors"] == [], report
+    return report
+
+
+def texts(report: dict[str, Any]) -> dict[str, str]:
+    """Each message's text as the TEXT_MESSAGE_CONTENT events the client saw spell it."""
+    out: dict[str, str] = {}
+    for event in report["textMessages"]:
+        if event["type"] == "TEXT_MESSAGE_CONTENT":
+            out[event["messageId"]] = out.get(event["messageId"], "") + event["delta"]
+    return out
+
+
+def assistant_texts(api: Api, sid: str) -> dict[str, str]:
+    return {m["id"]: m["content"] for m in api.view(sid)["messages"] if m["role"] == "assistant" and m.get("content")}
+
+
+def test_agui_live_the_ag_ui_client_follows_runs_over_the_websocket(stack: Any, api: Api, agui_client: Path) -> None:
+    sid = api.start("say hi")
+    api.wait_status(sid, "done")
+    report = follow(stack, sid, [None, AGAIN])  # the first run from the log, the second live
+    first, second = report["runs"]
+    for run in (first, second):
+        assert run["types"][0] == "RUN_STARTED" and run["types"][-1] == "RUN_FINISHED"
+        assert run["outcome"] == "success" and "TEXT_MESSAGE_CONTENT" in run["types"]
+    api.wait_status(sid, "done")
+    assert texts(report) == assistant_texts(api, sid)
+    assert [m["id"] for m in report["messages"] if m["role"] == "assistant"] == list(assistant_texts(api, sid))
+    assert report["stats"]["reconnects"] == 0
+
+
+def test_agui_live_a_park_ends_the_run_with_its_interrupt(stack: Any, api: Api, agui_client: Path) -> None:
+    sid = api.start("Email Bob")
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    report = follow(stack, sid, [None])
+    [run] = report["runs"]
+    assert run["outcome"] == "interrupt" and run["pending"] == [interrupt["interrupt_id"]]
+    assert {"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"} <= set(run["types"])
+
+
+def test_agui_live_a_reconnect_loses_nothing_and_repeats_nothing(stack: Any, api: Api, agui_client: Path) -> None:
+    sid = api.start("say hi")
+    api.wait_status(sid, "done")
+    report = follow(stack, sid, [None, AGAIN], drop_after=2)  # cut after the second run's first 2 events
+    assert report["stats"]["reconnects"] == 1 and report["stats"]["duplicates"] >= 1  # the catch-up overlapped
+    first, second = report["runs"]
+    assert second["types"][0] == "RUN_STARTED" and second["types"][-1] == "RUN_FINISHED"
+    assert second["types"].count("RUN_STARTED") == 1 and second["types"].count("TEXT_MESSAGE_START") == 1
+    api.wait_status(sid, "done")
+    assert texts(report) == assistant_texts(api, sid)  # each text once: a repeat would double it
