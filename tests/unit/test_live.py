@@ -176,3 +176,22 @@ def test_live_subscribe_records_the_format_and_catches_up_in_it(monkeypatch: pyt
     if fmt == "ag-ui":
         texts = [e.get("delta") for e in frames.sent[0][1]["events"] if e["type"] == "TEXT_MESSAGE_CONTENT"]
         assert texts == ["Hello"]
+
+
+def test_live_ag_ui_catch_up_stops_at_the_session_it_loaded() -> None:
+    """An event committed after the catch-up loaded the session names a message that load lacks:
+    it is left to the live post (the subscription is written first), not sent without its message."""
+    from tests.unit.test_agui_live import SID, committed
+
+    state, _ = committed("Hello")
+    later = {"seq": state.header.seq + 1, "type": "message.added", "at": "", "data": {"message_id": "m-later",
+                                                                                       "role": "assistant"}}
+
+    class Racing(OneSessionStore):
+        def events(self, tenant: str, session_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+            return [*super().events(tenant, session_id, after, limit), later][:limit]
+
+    frames = FakeFrames(set())
+    Live(Racing(state), RecordingConnections(), frames).catch_up("t", SID, "c1", 0, "ag-ui")  # type: ignore[arg-type]
+    [(_, agui_frame), (_, done)] = frames.sent
+    assert agui_frame["through_seq"] == done["through_seq"] == state.header.seq and not done["has_more"]

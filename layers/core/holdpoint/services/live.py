@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -76,6 +77,7 @@ class Live:
         self.streamed: dict[str, set[str]] = {}
         """call id -> the `ag-ui` connections this process sent its first delta (their text is
         streamed, so its committed message adds only its tool calls; `core.agui.live_frames`)."""
+        self._streams_lock = threading.Lock()  # the local stack runs several handlers in one process
 
     def connect(self, caller: Caller, connection_id: str, connected_at: float) -> None:
         """`$connect` (already authorized): the connection's item, gone with the connection's lifetime."""
@@ -104,12 +106,17 @@ class Live:
     def catch_up(self, tenant: str, session_id: str, connection_id: str, after_seq: int,
                  fmt: str = "events") -> None:
         """The log after `after_seq` (at most `MAX_CATCH_UP` events), then `subscribed`; in `ag-ui`
-        translated with the session as loaded once here (it holds every message an event names)."""
+        translated with the session as loaded once here, up to its seq (it holds every message those
+        events name; later ones come live, as the subscription is written before the load)."""
         through, sent, more = after_seq, 0, False
         state = self.store.load(tenant, session_id) if fmt == "ag-ui" else None
         while sent < MAX_CATCH_UP:
             events = self.store.events(tenant, session_id, through, PAGE)
-            for frame in self._formatted(fmt, list(frames_of(session_id, events)), state, ()):
+            if state is not None and events and int(events[-1]["seq"]) > state.header.seq:
+                events = [e for e in events if int(e["seq"]) <= state.header.seq]
+                if not events:
+                    break
+            for frame in self._formatted(fmt, list(frames_of(session_id, events)), state, set()):
                 if not self.frames.post(connection_id, frame):
                     self.connections.drop(tenant, session_id, connection_id)
                     return
@@ -137,35 +144,40 @@ class Live:
         self.fan_out(h.tenant, h.session_id, list(frames_of(h.session_id, [e.wire() for e in state.events])), state)
         for event in state.events:
             if event.type == "message.added" and event.data.get("call_id"):
-                self.streamed.pop(str(event.data["call_id"]), None)
+                with self._streams_lock:
+                    self.streamed.pop(str(event.data["call_id"]), None)
 
     def fan_out(self, tenant: str, session_id: str, frames: list[dict[str, Any]],
                 state: SessionState | None = None) -> None:
         """Frames (`events`, `delta`, `delta_end`) to every connection that follows the session, each
         in its subscription's format; a connection that is gone (410) stops following it."""
         for connection_id, fmt in self.connections.followers(tenant, session_id).items():
+            calls: set[str] = set()
             if fmt == "ag-ui":
                 self._note_stream(connection_id, frames)
-            calls = {c for c, conns in self.streamed.items() if connection_id in conns}
+                with self._streams_lock:
+                    calls = {c for c, conns in self.streamed.items() if connection_id in conns}
             for frame in self._formatted(fmt, frames, state, calls):
                 if not self.frames.post(connection_id, frame):
                     self.connections.drop(tenant, session_id, connection_id)
                     break
         for frame in frames:
             if frame.get("type") == "delta_end" and frame.get("reason") != "finished":
-                self.streamed.pop(str(frame.get("call_id")), None)  # no committed message follows
+                with self._streams_lock:
+                    self.streamed.pop(str(frame.get("call_id")), None)  # no committed message follows
 
     def _note_stream(self, connection_id: str, frames: list[dict[str, Any]]) -> None:
         """Remember the calls whose first delta goes to this `ag-ui` connection (at most `MAX_STREAMS`)."""
         for frame in frames:
             if frame.get("type") == "delta" and frame.get("index") == 0:
-                self.streamed.setdefault(str(frame.get("call_id")), set()).add(connection_id)
-                while len(self.streamed) > MAX_STREAMS:
-                    self.streamed.pop(next(iter(self.streamed)))
+                with self._streams_lock:
+                    self.streamed.setdefault(str(frame.get("call_id")), set()).add(connection_id)
+                    while len(self.streamed) > MAX_STREAMS:
+                        self.streamed.pop(next(iter(self.streamed)))
 
     @staticmethod
     def _formatted(fmt: str, frames: list[dict[str, Any]], state: SessionState | None,
-                   calls: set[str] | tuple[()]) -> list[dict[str, Any]]:
+                   calls: set[str]) -> list[dict[str, Any]]:
         if fmt != "ag-ui":
             return frames
         return [out for frame in frames for out in agui.live_frames(frame, state, calls)]
