@@ -13,6 +13,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from holdpoint.services.live import Live
 from tests.e2e.test_agui_e2e import AGUI, NODE, agui_client
 from tests.stack import Api
 
@@ -80,3 +83,35 @@ def test_agui_live_a_reconnect_loses_nothing_and_repeats_nothing(stack: Any, api
     assert second["types"].count("RUN_STARTED") == 1 and second["types"].count("TEXT_MESSAGE_START") == 1
     api.wait_status(sid, "done")
     assert texts(report) == assistant_texts(api, sid)  # each text once: a repeat would double it
+
+
+def test_agui_live_deltas_stream_to_the_ag_ui_client_and_the_commit_adds_no_second_text(
+        stack: Any, api: Api, agui_client: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deltas posted the way the engine posts them (`Live.fan_out` before the commit that
+    records the message): TEXT_MESSAGE_START/CONTENT/END under the committed message's id, then
+    the commit without its text, and the library's message holds the text once."""
+    sid = api.start("say hi")
+    api.wait_status(sid, "done")
+    real, streamed = Live.publish, []
+
+    def streaming(self: Live, state: Any) -> None:
+        added = [e for e in state.events if e.type == "message.added" and e.data.get("call_id")]
+        if state.header.session_id == sid and added and not streamed:
+            call = str(added[0].data["call_id"])
+            streamed.append(added[0].data["message_id"])
+            frames = [{"type": "delta", "session_id": sid, "call_id": call, "index": i, "text": t}
+                      for i, t in enumerate(["H", "i!"])]
+            frames.append({"type": "delta_end", "session_id": sid, "call_id": call, "reason": "finished"})
+            for frame in frames:
+                self.fan_out(state.header.tenant, sid, [frame])
+        real(self, state)
+
+    monkeypatch.setattr(Live, "publish", streaming)
+    report = follow(stack, sid, [None, AGAIN])
+    [mid] = streamed
+    mine = [(e["type"], e.get("delta")) for e in report["textMessages"] if e["messageId"] == mid]
+    assert mine == [("TEXT_MESSAGE_START", None), ("TEXT_MESSAGE_CONTENT", "H"), ("TEXT_MESSAGE_CONTENT", "i!"),
+                    ("TEXT_MESSAGE_END", None)]
+    assert [m["content"] for m in report["messages"] if m["id"] == mid] == ["Hi!"]
+    api.wait_status(sid, "done")
+    assert texts(report) == assistant_texts(api, sid)
