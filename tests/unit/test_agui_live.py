@@ -115,3 +115,18 @@ def test_agui_live_log_frame_without_agui_events_still_moves_through_seq() -> No
 def test_agui_live_subscribed_and_error_frames_pass_through() -> None:
     frame = {"type": "subscribed", "session_id": SID, "after_seq": 0, "through_seq": 3, "has_more": False}
     assert agui.live_frames(frame, None) == [frame]
+
+
+def test_agui_live_an_event_too_large_for_a_frame_is_cut_to_fit() -> None:
+    state, _ = committed("ok")
+    tool_mid = derive("msg", SID, "tool", "tc1")
+    state.add_node(tool_mid, MID, {"role": "tool", "tool_call_id": "tc1", "content": "r" * 200_000})
+    state.emit("call.settled", call_id="tc1", kind="tool_call", ok=True)
+    state.turns["turn-1"] = Turn(id="turn-1", order=1, status="done", data={"big": "d" * 100_000})
+    state.emit("turn.finished", turn_id="turn-1", data={"big": "..."})
+    frame = {"type": "events", "session_id": SID, "events": [e.wire() for e in state.events[-2:]]}
+    frames = agui.live_frames(frame, state)
+    assert all(len(json.dumps(f).encode()) <= 32 * 1024 for f in frames)
+    result, finished = events_of(frames)
+    assert result["type"] == "TOOL_CALL_RESULT" and result["content"].startswith("r") and len(result["content"]) < 5000
+    assert finished == {"type": "RUN_FINISHED", "threadId": SID, "runId": "turn-1", "outcome": {"type": "success"}}

@@ -310,11 +310,11 @@ def _from_events(events: list[dict[str, Any]], state: SessionState,
     park_seq, park_turn = None, ""
     for event in events:
         seq, kind, data = event.get("seq"), event.get("type"), event.get("data") or {}
-        turn_id = str(data.get("turn_id") or "")
+        turn_id = str(data.get("turn_id") or (state.header.last_turn if event.get("omitted") else "") or "")
         if kind in ("turn.started", "turn.resumed"):
             yield seq, started(sid, turn_id)
         elif kind in ("turn.finished", "turn.failed"):
-            yield seq, _bounded(ended(sid, turn_id, state.turns.get(turn_id)))
+            yield seq, ended(sid, turn_id, state.turns.get(turn_id))
         elif kind == "session.interrupted" and data.get("interrupt_id") in state.interrupts:
             interrupt = state.interrupts[str(data["interrupt_id"])]
             parks.append(interrupt)
@@ -332,10 +332,25 @@ def _from_events(events: list[dict[str, Any]], state: SessionState,
         yield park_seq, parked(sid, park_turn, parks)
 
 
-def _bounded(event: dict[str, Any]) -> dict[str, Any]:
-    """RUN_FINISHED without a `result` too large for a frame (the turn's data is in the session's view)."""
-    if "result" in event and len(json.dumps(event["result"])) > LIVE_BUDGET // 2:
-        return {k: v for k, v in event.items() if k != "result"}
+def _size(event: dict[str, Any]) -> int:
+    return len(json.dumps(event, separators=(",", ":")).encode())
+
+
+def fit(event: dict[str, Any], budget: int = LIVE_BUDGET) -> dict[str, Any]:
+    """An event that fits one frame: deltas are split before (`_split`); a tool result too large
+    is cut (its whole content is in the session's view), a run's end loses its `result` and its
+    interrupts' `metadata` (the interrupts are in the session's view)."""
+    if _size(event) <= budget:
+        return event
+    if event.get("type") == "TOOL_CALL_RESULT":
+        return {**event, "content": str(event.get("content", ""))[:budget // 8]}
+    if event.get("type") == "RUN_FINISHED":
+        out = {k: v for k, v in event.items() if k != "result"}
+        outcome = out.get("outcome")
+        if isinstance(outcome, dict) and isinstance(outcome.get("interrupts"), list):
+            out["outcome"] = {**outcome, "interrupts": [{k: v for k, v in i.items() if k != "metadata"}
+                                                        for i in outcome["interrupts"]]}
+        return out
     return event
 
 
@@ -352,10 +367,11 @@ def pack(session_id: str, events: list[tuple[int | None, dict[str, Any]]], *, af
     batch: list[dict[str, Any]] = []
     positions: list[list[int]] = []
     used, prev, k = 0, None, 0
-    for seq, event in events:
+    for seq, whole in events:
         k = k + 1 if seq == prev else 0
         prev = seq
-        size = len(json.dumps(event, separators=(",", ":")).encode()) + (24 if logged else 1)
+        event = fit(whole, budget - 200)
+        size = _size(event) + (24 if logged else 1)
         if batch and used + size > budget:
             out.append(_live(session_id, batch, positions, after, (seq or 1) - 1))
             batch, positions, used = [], [], 0
