@@ -195,3 +195,18 @@ def test_live_ag_ui_catch_up_stops_at_the_session_it_loaded() -> None:
     Live(Racing(state), RecordingConnections(), frames).catch_up("t", SID, "c1", 0, "ag-ui")  # type: ignore[arg-type]
     [(_, agui_frame), (_, done)] = frames.sent
     assert agui_frame["through_seq"] == done["through_seq"] == state.header.seq and not done["has_more"]
+
+
+def test_live_connections_keep_each_subscriptions_format(aws: dict[str, str]) -> None:
+    """On DynamoDB: the format is on the (session, connection) item; following again changes it."""
+    from holdpoint.aws.connections import Connections
+
+    connections = Connections(clock=lambda: 0.0)
+    for conn in ("c1", "c2"):
+        connections.open(conn, "t", 3600)
+    assert connections.subscribe("t", "s1", "c1", 3600)
+    assert connections.subscribe("t", "s1", "c2", 3600, "ag-ui")
+    assert connections.followers("t", "s1") == {"c1": "events", "c2": "ag-ui"}
+    assert connections.subscribe("t", "s1", "c1", 3600, "ag-ui")
+    assert connections.followers("t", "s1") == {"c1": "ag-ui", "c2": "ag-ui"}
+    assert sorted(connections.following("t", "s1")) == ["c1", "c2"] and connections.followers("u", "s1") == {}
