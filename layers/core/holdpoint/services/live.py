@@ -148,10 +148,13 @@ class Live:
                     self.streamed.pop(str(event.data["call_id"]), None)
 
     def fan_out(self, tenant: str, session_id: str, frames: list[dict[str, Any]],
-                state: SessionState | None = None) -> None:
+                state: SessionState | None = None, followers: dict[str, str] | None = None) -> None:
         """Frames (`events`, `delta`, `delta_end`) to every connection that follows the session, each
-        in its subscription's format; a connection that is gone (410) stops following it."""
-        for connection_id, fmt in self.connections.followers(tenant, session_id).items():
+        in its subscription's format; a connection that is gone (410) stops following it.
+        `followers` (`Connections.followers`, looked up once for a whole stream) saves the Query."""
+        if followers is None:
+            followers = self.connections.followers(tenant, session_id)
+        for connection_id, fmt in followers.items():
             calls: set[str] = set()
             if fmt == "ag-ui":
                 self._note_stream(connection_id, frames)
