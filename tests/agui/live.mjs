@@ -24,9 +24,24 @@ class WebSocketAgent extends AbstractAgent {
     this.token = token;
     this.through = 0; // every seq up to it is delivered
     this.seen = new Set(); // `${seq}:${k}` positions delivered
-    this.stats = { frames: 0, duplicates: 0, reconnects: 0, gaps: 0, schemaErrors: [] };
+    this.ended = new Set(); // messages whose TEXT_MESSAGE_END was delivered
+    this.again = new Set(); // messages being sent whole a second time (a reconnect after their deltas)
+    this.stats = { frames: 0, duplicates: 0, reconnects: 0, gaps: 0, repeatedMessages: 0, schemaErrors: [] };
     this.onSubscribed = null;
     this.dropAfter = null;
+  }
+
+  // A message this client has whole (its deltas ended) that comes again from the log after a
+  // reconnect (docs/PROTOCOL.md "Token deltas"): its text events are dropped, the text is the same.
+  repeated(event) {
+    const id = event.messageId;
+    if (event.type === "TEXT_MESSAGE_START" && this.ended.has(id)) { this.again.add(id); this.stats.repeatedMessages++; }
+    if (!event.type.startsWith("TEXT_MESSAGE_") || !this.again.has(id)) {
+      if (event.type === "TEXT_MESSAGE_END") this.ended.add(id);
+      return false;
+    }
+    if (event.type === "TEXT_MESSAGE_END") this.again.delete(id);
+    return true;
   }
 
   run(input) {
@@ -51,6 +66,7 @@ class WebSocketAgent extends AbstractAgent {
             if (this.seen.has(key)) { this.stats.duplicates++; continue; }
             this.seen.add(key);
           }
+          if (this.repeated(event)) continue;
           const checked = EventSchema.safeParse(event);
           if (!checked.success) this.stats.schemaErrors.push({ event, issues: checked.error.issues });
           subscriber.next(event);

@@ -115,3 +115,34 @@ def test_agui_live_deltas_stream_to_the_ag_ui_client_and_the_commit_adds_no_seco
     assert [m["content"] for m in report["messages"] if m["id"] == mid] == ["Hi!"]
     api.wait_status(sid, "done")
     assert texts(report) == assistant_texts(api, sid)
+
+
+def test_agui_live_a_reconnect_between_the_deltas_and_the_commit_repeats_no_text(
+        stack: Any, api: Api, agui_client: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway drops the client's connection after a message's last delta and before its
+    commit: the message comes again whole from the log under the same id, and the client (which
+    has it whole) hands on no second text."""
+    sid = api.start("say hi")
+    api.wait_status(sid, "done")
+    real, streamed = Live.publish, []
+
+    def streaming(self: Live, state: Any) -> None:
+        added = [e for e in state.events if e.type == "message.added" and e.data.get("call_id")]
+        if state.header.session_id == sid and added and not streamed:
+            call = str(added[0].data["call_id"])
+            streamed.append(added[0].data["message_id"])
+            for frame in ({"type": "delta", "session_id": sid, "call_id": call, "index": 0, "text": "Hi!"},
+                          {"type": "delta_end", "session_id": sid, "call_id": call, "reason": "finished"}):
+                self.fan_out(state.header.tenant, sid, [frame])
+            for connection_id in list(stack.live.connections):
+                stack.live.close(connection_id)
+        real(self, state)
+
+    monkeypatch.setattr(Live, "publish", streaming)
+    report = follow(stack, sid, [None, AGAIN])
+    [mid] = streamed
+    assert report["stats"]["reconnects"] == 1 and report["stats"]["repeatedMessages"] == 1
+    mine = [(e["type"], e.get("delta")) for e in report["textMessages"] if e["messageId"] == mid]
+    assert mine == [("TEXT_MESSAGE_START", None), ("TEXT_MESSAGE_CONTENT", "Hi!"), ("TEXT_MESSAGE_END", None)]
+    assert [m["content"] for m in report["messages"] if m["id"] == mid] == ["Hi!"]
+    assert report["runs"][1]["types"][-1] == "RUN_FINISHED"
