@@ -33,9 +33,13 @@ class WebSocketAgent extends AbstractAgent {
 
   // A message this client has whole (its deltas ended) that comes again from the log after a
   // reconnect (docs/PROTOCOL.md "Token deltas"): its text events are dropped, the text is the same.
-  repeated(event) {
+  // A START in a delta frame (no positions) is a call streaming again (a retry): it is handed on.
+  repeated(event, fromLog) {
     const id = event.messageId;
-    if (event.type === "TEXT_MESSAGE_START" && this.ended.has(id)) { this.again.add(id); this.stats.repeatedMessages++; }
+    if (event.type === "TEXT_MESSAGE_START" && fromLog && this.ended.has(id)) {
+      this.again.add(id);
+      this.stats.repeatedMessages++;
+    }
     if (!event.type.startsWith("TEXT_MESSAGE_") || !this.again.has(id)) {
       if (event.type === "TEXT_MESSAGE_END") this.ended.add(id);
       return false;
@@ -66,7 +70,7 @@ class WebSocketAgent extends AbstractAgent {
             if (this.seen.has(key)) { this.stats.duplicates++; continue; }
             this.seen.add(key);
           }
-          if (this.repeated(event)) continue;
+          if (this.repeated(event, Boolean(positions))) continue;
           const checked = EventSchema.safeParse(event);
           if (!checked.success) this.stats.schemaErrors.push({ event, issues: checked.error.issues });
           subscriber.next(event);

@@ -1,6 +1,7 @@
 """The session page (`GET /inbox/session?id=...`, linked from each inbox card) in a real headless
 Chromium against the local stack: it follows a session live over the WebSocket API, renders the
-committed events once each, shows the growing text of a message from its `delta` frames and
+committed events once each, shows the growing text of a message from its `delta` frames (a stream
+that failed marked stopped, a retry starting the draft again) and
 replaces it with the committed message; after the gateway drops its connection it reconnects,
 subscribes from its last seq, and still shows every event exactly once. The deltas are posted the
 way the engine posts them (`Live.fan_out` before the commit that records the message)."""
@@ -61,29 +62,38 @@ def test_session_page_shows_the_growing_text_then_the_committed_message(
         session: tuple[Page, str], api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     page, sid = session
     expect(page.locator("#live")).to_have_text("live", timeout=WAIT_MS)
-    steps = [threading.Event(), threading.Event()]
+    steps = [threading.Event() for _ in range(3)]
     real = Live.publish
 
     def streaming(self: Live, state: Any) -> None:
-        """The LLM call's deltas, each held until the page shows it, then the commit."""
+        """A failed attempt's stream, then the retry's deltas, each held until the page shows it,
+        then the commit."""
         added = [e for e in state.events if e.type == "message.added" and e.data.get("call_id")]
         if state.header.session_id == sid and added and not steps[0].is_set():
             call, h = str(added[0].data["call_id"]), state.header
+
+            def post(**frame: Any) -> None:
+                self.fan_out(h.tenant, sid, [{"session_id": sid, "call_id": call, **frame}])
+
+            post(type="delta", index=0, text="Oops")
+            post(type="delta_end", reason="failed")
+            steps[0].wait(30)
             for index, text in enumerate(["H", "i!"]):
-                self.fan_out(h.tenant, sid, [{"type": "delta", "session_id": sid, "call_id": call, "index": index,
-                                              "text": text}])
-                steps[index].wait(30)
-            self.fan_out(h.tenant, sid, [{"type": "delta_end", "session_id": sid, "call_id": call,
-                                          "reason": "finished"}])
+                post(type="delta", index=index, text=text)
+                steps[index + 1].wait(30)
+            post(type="delta_end", reason="finished")
         real(self, state)
 
     monkeypatch.setattr(Live, "publish", streaming)
     api.ok("POST", f"/v1/sessions/{sid}/inputs", AGAIN)
     draft = page.locator(".turn.draft .text")
-    expect(draft).to_have_text("H", timeout=WAIT_MS)
+    expect(page.locator(".turn.draft.stopped .text")).to_have_text("Oops", timeout=WAIT_MS)
     steps[0].set()
-    expect(draft).to_have_text("Hi!", timeout=WAIT_MS)
+    expect(draft).to_have_text("H", timeout=WAIT_MS)
+    expect(page.locator(".turn.draft.stopped")).to_have_count(0)
     steps[1].set()
+    expect(draft).to_have_text("Hi!", timeout=WAIT_MS)
+    steps[2].set()
     expect(page.locator(".turn.draft")).to_have_count(0, timeout=WAIT_MS)
     expect(page.locator(".turn.assistant .text")).to_have_text(["Hi!", "Hi!"], timeout=WAIT_MS)
     api.wait_status(sid, "done")

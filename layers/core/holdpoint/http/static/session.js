@@ -99,6 +99,11 @@ function onDelta(frame) {
     if (frame.reason !== "finished") { node.classList.add("stopped"); node.dataset.reason = frame.reason; }
     return;
   }
+  if (frame.index === 0) { // the call streams (again, after a failed attempt): a fresh draft
+    node.querySelector(".text").textContent = "";
+    node.dataset.next = "0";
+    node.classList.remove("stopped");
+  }
   if (frame.index !== Number(node.dataset.next)) return; // the deltas come in order; a repeat adds nothing
   node.dataset.next = String(frame.index + 1);
   node.querySelector(".text").textContent += frame.text;
