@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from holdpoint.services.live import Live
-from tests.e2e.test_inbox_page import WAIT_MS, open_inbox
+from tests.e2e.test_inbox_page import WAIT_MS, card, open_inbox, parked
 from tests.stack import Api
 
 AGAIN = {"type": "client.message", "message": {"role": "user", "content": "say hi again"}}
@@ -116,3 +116,17 @@ def test_session_page_reconnects_and_shows_every_event_exactly_once(session: tup
     expect(page.locator("li.event")).to_have_count(len(logged_seqs(api, sid)), timeout=WAIT_MS)
     assert shown_seqs(page) == logged_seqs(api, sid)
     expect(page.locator(".turn.assistant .text")).to_have_text(["Hi!", "Hi!", "Hi!"], timeout=WAIT_MS)
+
+
+def test_session_page_is_linked_from_the_inbox_card(browser: Browser, stack: Any, api: Api) -> None:
+    sid, iid = parked(api, stack)
+    errors: list[str] = []
+    tab = open_inbox(browser, stack, stack.api_key, errors)
+    link = card(tab, iid).locator("a.follow")
+    expect(link).to_have_attribute("href", f"/inbox/session?id={sid}", timeout=WAIT_MS)
+    link.click()
+    expect(tab.locator("#session-id")).to_have_text(sid, timeout=WAIT_MS)
+    expect(tab.locator("li.event")).to_have_count(len(logged_seqs(api, sid)), timeout=WAIT_MS)
+    expect(tab.locator(".turn.assistant .text")).to_contain_text(["send_email"], timeout=WAIT_MS)
+    tab.context.close()
+    assert errors == [], errors
