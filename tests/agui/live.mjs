@@ -92,11 +92,14 @@ class WebSocketAgent extends AbstractAgent {
         this.stats.frames++;
         if (frame.type === "error") { subscriber.error(new Error(JSON.stringify(frame.error))); return; }
         if (frame.type === "subscribed") {
-          this.through = Math.max(this.through, frame.through_seq);
+          // What came during the catch-up, in log order (a live post can overtake the catch-up),
+          // deltas last; only then is the catch-up's `through_seq` taken.
           filling = false;
-          const waiting = held;
+          const order = (f) => (f.after_seq === undefined ? Infinity : f.after_seq);
+          const waiting = held.sort((a, b) => order(a) - order(b));
           held = [];
           for (const f of waiting) if (!accept(f)) return;
+          if (!filling && !done) this.through = Math.max(this.through, frame.through_seq);
           if (this.onSubscribed) { const hook = this.onSubscribed; this.onSubscribed = null; hook(); }
         } else if (frame.type === "ag-ui") {
           accept(frame);

@@ -141,7 +141,7 @@ def test_agui_live_a_reconnect_between_the_deltas_and_the_commit_repeats_no_text
     monkeypatch.setattr(Live, "publish", streaming)
     report = follow(stack, sid, [None, AGAIN])
     [mid] = streamed
-    assert report["stats"]["reconnects"] == 1 and report["stats"]["repeatedMessages"] == 1
+    assert report["stats"]["reconnects"] == 1 and report["stats"]["repeatedMessages"] == 1, report
     mine = [(e["type"], e.get("delta")) for e in report["textMessages"] if e["messageId"] == mid]
     assert mine == [("TEXT_MESSAGE_START", None), ("TEXT_MESSAGE_CONTENT", "Hi!"), ("TEXT_MESSAGE_END", None)]
     assert [m["content"] for m in report["messages"] if m["id"] == mid] == ["Hi!"]
