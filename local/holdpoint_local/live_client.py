@@ -30,14 +30,17 @@ class _Session:
 class Follower:
     """`async with Follower(url, token) as f: await f.follow(sid); sid, event = await f.next()`."""
 
-    def __init__(self, url: str, token: str | None = None, *, query_token: bool = False) -> None:
-        self.url, self.token, self.query_token = url, token, query_token
+    def __init__(self, url: str, token: str | None = None, *, query_token: bool = False,
+                 fmt: str | None = None) -> None:
+        self.url, self.token, self.query_token, self.fmt = url, token, query_token, fmt
         self.ws: ClientConnection | None = None
         self.sessions: dict[str, _Session] = {}
         self.ready: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         self.deltas: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue()
         self.errors: list[dict[str, Any]] = []
         self.subscribed: list[dict[str, Any]] = []
+        self.agui: list[dict[str, Any]] = []
+        """`ag-ui` frames as they came (`fmt="ag-ui"`: this client neither orders nor dedupes them)."""
         self.duplicates = 0
         self.gaps = 0
         self.frames = 0
@@ -66,7 +69,10 @@ class Follower:
 
     async def _subscribe(self, session_id: str, after_seq: int) -> None:
         assert self.ws is not None
-        await self.ws.send(json.dumps({"action": "subscribe", "session_ids": [session_id], "after_seq": after_seq}))
+        message: dict[str, Any] = {"action": "subscribe", "session_ids": [session_id], "after_seq": after_seq}
+        if self.fmt is not None:
+            message["format"] = self.fmt
+        await self.ws.send(json.dumps(message))
 
     async def next(self, timeout: float = 60) -> tuple[str, dict[str, Any]]:
         """The next event of a followed session, in seq order."""
@@ -87,6 +93,8 @@ class Follower:
                 self.deltas.put_nowait((time.perf_counter(), frame))
             elif kind == "error":
                 self.errors.append(frame)
+            elif kind == "ag-ui":
+                self.agui.append(frame)
 
     async def _events(self, session_id: str, events: list[dict[str, Any]]) -> None:
         state = self.sessions.get(session_id)

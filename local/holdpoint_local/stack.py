@@ -29,6 +29,7 @@ DEFAULT_SUBJECT = "dev-user"
 DEFAULT_ORIGIN = "client"
 LINK_BASE_ENV = "HOLDPOINT_LINK_BASE_URL"
 LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
+LIVE_URL_ENV = "HOLDPOINT_LIVE_URL"
 SECRET_ENV_PATTERN = "HOLDPOINT_*WORKER_SECRET"
 """`env:` secrets the local stack lets its tenant's agents reference: the demo's, the tests' and the
 README walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
@@ -127,6 +128,7 @@ class LocalStack:
             os.environ.update(self.env)
             self.live = WebSocketGateway(port=port_from_env())
             os.environ[LIVE_ENV] = self.live.management_url  # PostToConnection reaches this gateway
+            os.environ[LIVE_URL_ENV] = self.live.url  # the session page connects here
             credentials.install(self.moto_endpoint)  # each function signs with its own role
             assembly.reset()  # the container-wide adapters follow this stack's environment
             self.functions = self._functions(self.provisioned)

@@ -5,6 +5,7 @@ and every event body parsed with the library's schemas. Also bad input and other
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -28,11 +29,14 @@ CONNECT = "/v1/channels/ag-ui/agents/assistant/connect"
 
 @pytest.fixture(scope="session")
 def agui_client() -> Path:
-    """The pinned AG-UI packages, installed from the lock file once (a fresh machine has none)."""
+    """The pinned AG-UI packages, installed from the lock file (again whenever the lock changed)."""
     assert NODE is not None and NPM is not None, "node and npm are needed (`make test` installs them)"
-    if not (AGUI / "node_modules" / "@ag-ui" / "client" / "package.json").exists():
+    lock = hashlib.sha256((AGUI / "package-lock.json").read_bytes()).hexdigest()
+    stamp = AGUI / "node_modules" / ".holdpoint-lock"
+    if not stamp.exists() or stamp.read_text() != lock:
         subprocess.run([NPM, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=AGUI, check=True,
                        timeout=600)
+        stamp.write_text(lock)
     return AGUI / "roundtrip.mjs"
 
 

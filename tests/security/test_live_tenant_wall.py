@@ -23,30 +23,34 @@ def _secret(stack: Any) -> str:
     return secret
 
 
-def answers(stack: Any, token: str | None, sid: str, *, query_token: bool = False) -> tuple[list[int], list[str]]:
-    """Subscribe with `token` from seq 0: (the seqs the log sent, the error codes answered)."""
+def answers(stack: Any, token: str | None, sid: str, *, query_token: bool = False,
+            fmt: str | None = None) -> tuple[list[int], list[str]]:
+    """Subscribe with `token` from seq 0 (in `fmt`): (the seqs the log sent, the error codes answered)."""
 
     async def scenario() -> tuple[list[int], list[str]]:
-        async with Follower(stack.live.url, token, query_token=query_token) as follower:
+        async with Follower(stack.live.url, token, query_token=query_token, fmt=fmt) as follower:
             await follower.follow(sid, 0)
             while not follower.subscribed and not follower.errors:
                 await asyncio.sleep(0.01)
             seqs = []
             while not follower.ready.empty():
                 seqs.append(int((await follower.next())[1]["seq"]))
+            seqs += sorted({p[0] for f in follower.agui for p in f["positions"]})
             return seqs, [e["error"]["code"] for e in follower.errors]
 
     result: tuple[list[int], list[str]] = asyncio.run(asyncio.wait_for(scenario(), 60))
     return result
 
 
-def test_tenant_wall_another_tenants_session_cannot_be_subscribed_to(stack: Any, api: Api, other_tenant: Api) -> None:
+@pytest.mark.parametrize("fmt", [None, "ag-ui"])
+def test_tenant_wall_another_tenants_session_cannot_be_subscribed_to(stack: Any, api: Api, other_tenant: Api,
+                                                                     fmt: str | None) -> None:
     sid = api.start("say hi")
     api.wait_status(sid, "done")
-    seqs, errors = answers(stack, "hp_other_tenant_key", sid)
+    seqs, errors = answers(stack, "hp_other_tenant_key", sid, fmt=fmt)
     assert (seqs, errors) == ([], ["not_found"])
     assert Connections().following("other", sid) == [] and Connections().following("dev", sid) == []
-    assert answers(stack, stack.api_key, sid)[0]  # the owner's tenant does follow it
+    assert answers(stack, stack.api_key, sid, fmt=fmt)[0]  # the owner's tenant does follow it
 
 
 def test_end_user_a_client_token_follows_only_its_own_sessions(stack: Any, api: Api) -> None:

@@ -11,7 +11,8 @@ from tests.unit.test_api import API, CONTEXT, http_event, parse
 
 
 @pytest.mark.parametrize(("path", "kind"), [("/inbox", "text/html"), ("/inbox/app.js", "text/javascript"),
-                                            ("/inbox/app.css", "text/css")])
+                                            ("/inbox/app.css", "text/css"), ("/inbox/session", "text/html"),
+                                            ("/inbox/session.js", "text/javascript")])
 def test_inbox_page_is_served_without_a_caller_under_a_strict_csp(path: str, kind: str) -> None:
     reply = API.handler(http_event("GET", path, tenant=None), CONTEXT)
     headers = {k.lower(): v for k, v in reply["headers"].items()}
@@ -22,10 +23,12 @@ def test_inbox_page_is_served_without_a_caller_under_a_strict_csp(path: str, kin
     assert reply["body"].strip()
 
 
-def test_inbox_page_has_no_inline_script_and_writes_no_markup() -> None:
-    html = API.handler(http_event("GET", "/inbox", tenant=None), CONTEXT)["body"]
-    script = API.handler(http_event("GET", "/inbox/app.js", tenant=None), CONTEXT)["body"]
-    assert re.findall(r"<script[^>]*>", html) == ['<script src="/inbox/app.js" defer>']
+@pytest.mark.parametrize(("page", "script_path"), [("/inbox", "/inbox/app.js"),
+                                                   ("/inbox/session", "/inbox/session.js")])
+def test_inbox_page_has_no_inline_script_and_writes_no_markup(page: str, script_path: str) -> None:
+    html = API.handler(http_event("GET", page, tenant=None), CONTEXT)["body"]
+    script = API.handler(http_event("GET", script_path, tenant=None), CONTEXT)["body"]
+    assert re.findall(r"<script[^>]*>", html) == [f'<script src="{script_path}" defer>']
     assert not re.search(r"\son[a-z]+\s*=", html) and "style=" not in html  # no inline handlers or styles
     assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "eval(" not in script
 
@@ -33,3 +36,19 @@ def test_inbox_page_has_no_inline_script_and_writes_no_markup() -> None:
 def test_inbox_data_still_needs_a_caller() -> None:
     status, body = parse(API.handler(http_event("GET", "/v1/interrupts", tenant=None), CONTEXT))
     assert status == 401 and body["error"]["code"] == "unauthorized"
+
+
+def test_inbox_session_page_may_connect_only_to_the_websocket_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session page's CSP adds the WebSocket API's origin to connect-src, and `/inbox/live.json`
+    names its URL; a value that is not a ws(s) URL names nothing."""
+    monkeypatch.setenv("HOLDPOINT_LIVE_URL", "wss://abc.execute-api.eu-west-1.amazonaws.com/live")
+    reply = API.handler(http_event("GET", "/inbox/session", tenant=None), CONTEXT)
+    csp = {k.lower(): v for k, v in reply["headers"].items()}["content-security-policy"]
+    assert "connect-src 'self' wss://abc.execute-api.eu-west-1.amazonaws.com;" in csp
+    assert parse(API.handler(http_event("GET", "/inbox/live.json", tenant=None), CONTEXT)) == (
+        200, {"url": "wss://abc.execute-api.eu-west-1.amazonaws.com/live"})
+    for bad in ("https://evil.example/live", "wss://x.example/live?a=1", "javascript:alert(1)"):
+        monkeypatch.setenv("HOLDPOINT_LIVE_URL", bad)
+        assert parse(API.handler(http_event("GET", "/inbox/live.json", tenant=None), CONTEXT)) == (200, {"url": None})
+        reply = API.handler(http_event("GET", "/inbox/session", tenant=None), CONTEXT)
+        assert "connect-src 'self';" in {k.lower(): v for k, v in reply["headers"].items()}["content-security-policy"]

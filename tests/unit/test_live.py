@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from holdpoint.core.state import SessionState
 from holdpoint.services.live import FRAME_BUDGET, Live, frames_of
 
@@ -18,6 +20,9 @@ class FakeConnections:
 
     def following(self, tenant: str, session_id: str) -> list[str]:
         return list(self.ids)
+
+    def followers(self, tenant: str, session_id: str) -> dict[str, str]:
+        return dict.fromkeys(self.ids, "events")
 
     def drop(self, tenant: str, session_id: str, connection_id: str) -> None:
         self.dropped.append(connection_id)
@@ -89,3 +94,137 @@ def test_live_gateway_limits_idle_ten_minutes_and_two_hours_however_busy() -> No
              conn("busy-under-2h", now - LIFETIME_SECS + 1, now),
              conn("busy-over-2h", now - LIFETIME_SECS - 1, now)]
     assert [c.id for c in expired(conns, now)] == ["idle-over", "busy-over-2h"]
+
+
+class FormatConnections(FakeConnections):
+    def __init__(self, formats: dict[str, str]) -> None:
+        super().__init__(list(formats))
+        self.formats = formats
+
+    def followers(self, tenant: str, session_id: str) -> dict[str, str]:
+        return dict(self.formats)
+
+
+def test_live_ag_ui_subscriber_gets_deltas_as_text_messages_and_the_commit_without_its_text() -> None:
+    """Each connection in its own format; one that joined mid-message gets the committed text whole."""
+    from tests.unit.test_agui_live import CALL, MID, SID, committed, delta, end
+
+    connections = FormatConnections({"raw": "events", "agui": "ag-ui"})
+    frames = FakeFrames(set())
+    live = Live(None, connections, frames)  # type: ignore[arg-type]
+    live.fan_out("t", SID, [delta(0, "Hel")])
+    connections.formats["late"] = "ag-ui"
+    live.fan_out("t", SID, [delta(1, "lo")])
+    live.fan_out("t", SID, [end()])
+    state, _ = committed("Hello")
+    live.publish(state)
+
+    def got(conn: str) -> list[tuple[str, str]]:
+        return [(e["type"], e.get("delta", "")) for c, f in frames.sent if c == conn for e in f["events"]
+                if f["type"] == "ag-ui" and e.get("messageId") == MID]
+
+    assert got("agui") == [("TEXT_MESSAGE_START", ""), ("TEXT_MESSAGE_CONTENT", "Hel"),
+                           ("TEXT_MESSAGE_CONTENT", "lo"), ("TEXT_MESSAGE_END", "")]
+    assert got("late") == [("TEXT_MESSAGE_START", ""), ("TEXT_MESSAGE_CONTENT", "Hello"), ("TEXT_MESSAGE_END", "")]
+    assert [f["type"] for c, f in frames.sent if c == "raw"] == ["delta", "delta", "delta_end", "events"]
+    assert CALL not in live.streamed
+
+
+class RecordingConnections(FakeConnections):
+    def __init__(self) -> None:
+        super().__init__([])
+        self.subscribed: list[tuple[str, str, str]] = []
+
+    def subscribe(self, tenant: str, session_id: str, connection_id: str, expires: int, fmt: str = "events") -> bool:
+        self.subscribed.append((tenant, session_id, fmt))
+        return True
+
+
+@pytest.mark.parametrize("fmt", ["AG-UI", "agui", 1, None, ""])
+def test_live_subscribe_with_a_bad_format_is_refused_naming_format_and_records_nothing(
+        monkeypatch: pytest.MonkeyPatch, fmt: Any) -> None:
+    from holdpoint.http import live as edge
+
+    connections, frames = RecordingConnections(), FakeFrames(set())
+    monkeypatch.setattr(edge, "get_live", lambda: Live(None, connections, frames))  # type: ignore[arg-type]
+    body = {"action": "subscribe", "session_ids": ["s1"], "after_seq": 0, "format": fmt}
+    event = {"requestContext": {"routeKey": "subscribe", "connectionId": "c1", "connectedAt": 0,
+                                "authorizer": {"tenant": "t"}}, "body": json.dumps(body)}
+    assert edge.handle(event) == {"statusCode": 400}
+    [(_, frame)] = frames.sent
+    assert frame["type"] == "error" and frame["error"]["code"] == "invalid_request"
+    assert frame["error"]["param"] == "format" and connections.subscribed == []
+
+
+class OneSessionStore:
+    """The store's reads `subscribe` makes, over one session's state."""
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+
+    def session_exists(self, tenant: str, session_id: str, owner: Any = None) -> bool:
+        return session_id == self.state.header.session_id
+
+    def load(self, tenant: str, session_id: str) -> SessionState:
+        return self.state
+
+    def events(self, tenant: str, session_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+        return [e.wire() for e in self.state.events if e.seq > after][:limit]
+
+
+@pytest.mark.parametrize(("fmt", "frame_type"), [(None, "events"), ("events", "events"), ("ag-ui", "ag-ui")])
+def test_live_subscribe_records_the_format_and_catches_up_in_it(monkeypatch: pytest.MonkeyPatch, fmt: str | None,
+                                                                 frame_type: str) -> None:
+    from holdpoint.http import live as edge
+    from tests.unit.test_agui_live import SID, committed
+
+    state, _ = committed("Hello")
+    connections, frames = RecordingConnections(), FakeFrames(set())
+    live = Live(OneSessionStore(state), connections, frames)  # type: ignore[arg-type]
+    monkeypatch.setattr(edge, "get_live", lambda: live)
+    body: dict[str, Any] = {"action": "subscribe", "session_ids": [SID], "after_seq": 0}
+    if fmt is not None:
+        body["format"] = fmt
+    event = {"requestContext": {"routeKey": "subscribe", "connectionId": "c1", "connectedAt": 0,
+                                "authorizer": {"tenant": "t"}}, "body": json.dumps(body)}
+    assert edge.handle(event) == {"statusCode": 200}
+    assert connections.subscribed == [("t", SID, fmt or "events")]
+    kinds = [f["type"] for _, f in frames.sent]
+    assert kinds == [frame_type, "subscribed"]
+    if fmt == "ag-ui":
+        texts = [e.get("delta") for e in frames.sent[0][1]["events"] if e["type"] == "TEXT_MESSAGE_CONTENT"]
+        assert texts == ["Hello"]
+
+
+def test_live_ag_ui_catch_up_stops_at_the_session_it_loaded() -> None:
+    """An event committed after the catch-up loaded the session names a message that load lacks:
+    it is left to the live post (the subscription is written first), not sent without its message."""
+    from tests.unit.test_agui_live import SID, committed
+
+    state, _ = committed("Hello")
+    later = {"seq": state.header.seq + 1, "type": "message.added", "at": "", "data": {"message_id": "m-later",
+                                                                                       "role": "assistant"}}
+
+    class Racing(OneSessionStore):
+        def events(self, tenant: str, session_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+            return [*super().events(tenant, session_id, after, limit), later][:limit]
+
+    frames = FakeFrames(set())
+    Live(Racing(state), RecordingConnections(), frames).catch_up("t", SID, "c1", 0, "ag-ui")  # type: ignore[arg-type]
+    [(_, agui_frame), (_, done)] = frames.sent
+    assert agui_frame["through_seq"] == done["through_seq"] == state.header.seq and not done["has_more"]
+
+
+def test_live_connections_keep_each_subscriptions_format(aws: dict[str, str]) -> None:
+    """On DynamoDB: the format is on the (session, connection) item; following again changes it."""
+    from holdpoint.aws.connections import Connections
+
+    connections = Connections(clock=lambda: 0.0)
+    for conn in ("c1", "c2"):
+        connections.open(conn, "t", 3600)
+    assert connections.subscribe("t", "s1", "c1", 3600)
+    assert connections.subscribe("t", "s1", "c2", 3600, "ag-ui")
+    assert connections.followers("t", "s1") == {"c1": "events", "c2": "ag-ui"}
+    assert connections.subscribe("t", "s1", "c1", 3600, "ag-ui")
+    assert connections.followers("t", "s1") == {"c1": "ag-ui", "c2": "ag-ui"}
+    assert sorted(connections.following("t", "s1")) == ["c1", "c2"] and connections.followers("u", "s1") == {}

@@ -304,6 +304,10 @@ class CountingConnections(FakeConnections):
         self.lookups += 1
         return super().following(tenant, session_id)
 
+    def followers(self, tenant: str, session_id: str) -> dict[str, str]:
+        self.lookups += 1
+        return super().followers(tenant, session_id)
+
 
 def streaming_harness(followers: list[str], content: str = LONG, **kw: Any) -> tuple[Harness, Any, FakeFrames]:
     h = Harness(agent={"llm": {"provider": "scripted", "script": [{"reply": {"content": content}}]}}, **kw)
@@ -427,10 +431,10 @@ def test_live_publish_delta_never_raises_and_a_gone_connection_stops_following()
     connections = FakeConnections(["gone", "here"])
     frame = {"type": "delta", "session_id": "s", "call_id": "c", "index": 0, "text": "x"}
     live = Live(None, connections, FakeFrames({"gone"}))  # type: ignore[arg-type]
-    assert live.publish_delta("t", "s", ["gone", "here"], frame) == ["here"]
+    assert live.publish_delta("t", "s", {"gone": "events", "here": "events"}, frame) == {"here": "events"}
     assert connections.dropped == ["gone"]
     failing = Live(None, connections, FakeFrames(set(), fail=True))  # type: ignore[arg-type]
-    assert failing.publish_delta("t", "s", ["here"], frame) == ["here"]  # a failed post is not a gone connection
+    assert failing.publish_delta("t", "s", {"here": "events"}, frame) == {"here": "events"}  # not a gone connection
 
 
 @pytest.mark.usefixtures("memory")

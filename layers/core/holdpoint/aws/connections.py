@@ -3,7 +3,8 @@
 - `L#{connection_id}` / `C`: the connection, written by `$connect`: its tenant and `s`, the set of
   sessions it follows (at most `MAX_FOLLOWED`, so the item stays small and a commit's fan-out bounded).
 - `T#{tenant}#L#{session_id}` / `C#{connection_id}`: one item per (session, connection), found by
-  the session with one Query of its own partition, so the tenant is in the key that finds it.
+  the session with one Query of its own partition, so the tenant is in the key that finds it; its
+  `f` is the subscription's format (`events` or `ag-ui`, docs/PROTOCOL.md "Live events").
 
 Every item carries `ttl`, the connection's end (API Gateway closes a connection after 2 hours), so
 a connection whose `$disconnect` never ran leaves nothing behind; reads skip items past their
@@ -51,9 +52,10 @@ class Connections:
         self.client.put_item(TableName=self.table, Item={
             **connection_key(connection_id), "tenant": _s(tenant), "ttl": {"N": str(expires)}})
 
-    def subscribe(self, tenant: str, session_id: str, connection_id: str, expires: int) -> bool:
-        """Follow the session; False when the connection is not open for `tenant` or follows
-        `MAX_FOLLOWED` sessions already (following one again changes nothing)."""
+    def subscribe(self, tenant: str, session_id: str, connection_id: str, expires: int,
+                  fmt: str = "events") -> bool:
+        """Follow the session in format `fmt`; False when the connection is not open for `tenant` or
+        follows `MAX_FOLLOWED` sessions already (following one again sets its format)."""
         member = f"{tenant}{_SEP}{session_id}"
         try:
             self.client.update_item(
@@ -66,18 +68,24 @@ class Connections:
                 return False
             raise
         self.client.put_item(TableName=self.table, Item={
-            "PK": _s(following_pk(tenant, session_id)), "SK": _s(f"C#{connection_id}"), "ttl": {"N": str(expires)}})
+            "PK": _s(following_pk(tenant, session_id)), "SK": _s(f"C#{connection_id}"), "ttl": {"N": str(expires)},
+            "f": _s(fmt)})
         return True
 
     def following(self, tenant: str, session_id: str) -> list[str]:
-        """The connections that follow the session now (one strongly consistent Query)."""
-        now, out = self.clock(), []
+        """The connections that follow the session now."""
+        return list(self.followers(tenant, session_id))
+
+    def followers(self, tenant: str, session_id: str) -> dict[str, str]:
+        """Each connection that follows the session now, with its format (one strongly consistent Query)."""
+        now, out = self.clock(), {}
         kwargs: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": "PK = :pk",
                                   "ExpressionAttributeValues": {":pk": _s(following_pk(tenant, session_id))},
                                   "ConsistentRead": True}
         while True:
             page = self.client.query(**kwargs)
-            out += [item["SK"]["S"][2:] for item in page.get("Items", []) if float(item["ttl"]["N"]) > now]
+            out.update({item["SK"]["S"][2:]: item.get("f", {}).get("S", "events")
+                        for item in page.get("Items", []) if float(item["ttl"]["N"]) > now})
             if "LastEvaluatedKey" not in page:
                 return out
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

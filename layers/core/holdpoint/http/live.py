@@ -3,7 +3,8 @@
 
 A message is JSON with `action` (the route selection expression is `$request.body.action`):
 `{"action": "subscribe", "session_ids": [...], "after_seq": 0}`; `after_seq` may instead map each
-session id to its own. A bad message is answered with an `error` frame naming the field.
+session id to its own; `"format": "ag-ui"` asks for AG-UI events (`ag-ui` frames) instead of the
+log's events. A bad message is answered with an `error` frame naming the field.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Subscribe(BaseModel):
     action: Literal["subscribe"]
     session_ids: Annotated[list[SessionId], Field(min_length=1, max_length=MAX_SESSIONS_PER_MESSAGE)]
     after_seq: Seq | dict[SessionId, Seq] = 0
+    format: Literal["events", "ag-ui"] = "events"
 
     def after(self) -> dict[str, int]:
         """Each session id with the seq it follows from."""
@@ -68,5 +70,5 @@ def handle(event: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         live.frames.post(connection_id, error_frame("invalid_request", exc.errors()[0]["msg"], _param(exc)))
         return {"statusCode": 400}
-    live.subscribe(caller, connection_id, connected_at, message.after())
+    live.subscribe(caller, connection_id, connected_at, message.after(), message.format)
     return {"statusCode": 200}

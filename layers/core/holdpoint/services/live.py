@@ -5,6 +5,9 @@ API Gateway holds the connections; nothing waits. The process that commits a ses
 (`publish`, the store's `committed` hook). A subscriber first gets what it missed from the event
 log (`subscribe` with `after_seq`), then the live frames. Every event carries its `seq`, so:
 
+A subscription in `format: "ag-ui"` gets the same frames translated by `core.agui.live_frames`
+(the one mapping, the HTTP channel's): catch-up, committed events and deltas alike.
+
 - a frame that arrives twice (an event in both the catch-up and a live post) is dropped by seq;
 - a post lost to a crash between a commit and its post shows as a gap at the session's next
   event, and the client subscribes again from the last seq it has, which the log fills; a crash
@@ -16,10 +19,12 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from holdpoint.core import agui
 from holdpoint.core.errors import Refusal
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Connections, Frames, SessionStore
@@ -34,6 +39,8 @@ MAX_CATCH_UP = 1000
 """Events one subscribe sends from the log; past it `has_more` asks the client to subscribe again."""
 FRAME_BUDGET = 30 * 1024
 """Below API Gateway's 32 KB frame, with room for the frame's own fields."""
+MAX_STREAMS = 256
+"""LLM calls whose `ag-ui` subscribers this process remembers (`Live.streamed`); the oldest go first."""
 
 
 def _size(value: Any) -> int:
@@ -67,13 +74,17 @@ class Live:
     def __init__(self, store: SessionStore, connections: Connections, frames: Frames,
                  clock: Callable[[], float] = time.time) -> None:
         self.store, self.connections, self.frames, self.clock = store, connections, frames, clock
+        self.streamed: dict[str, set[str]] = {}
+        """call id -> the `ag-ui` connections this process sent its first delta (their text is
+        streamed, so its committed message adds only its tool calls; `core.agui.live_frames`)."""
+        self._streams_lock = threading.Lock()  # the local stack runs several handlers in one process
 
     def connect(self, caller: Caller, connection_id: str, connected_at: float) -> None:
         """`$connect` (already authorized): the connection's item, gone with the connection's lifetime."""
         self.connections.open(connection_id, caller.tenant, int(connected_at) + LIFETIME_SECS)
 
     def subscribe(self, caller: Caller, connection_id: str, connected_at: float,
-                  after: dict[str, int]) -> None:
+                  after: dict[str, int], fmt: str = "events") -> None:
         """Follow each session (`session id -> after_seq`) the caller may read, then send it the
         events after `after_seq` from the log and a `subscribed` frame. A session the caller may
         not read is answered `not_found`, as over HTTP, and nothing is recorded for it."""
@@ -85,19 +96,27 @@ class Live:
                 self.frames.post(connection_id, error_frame(exc.code, exc.message, "session_ids",
                                                             session_id=session_id))
                 continue
-            if not self.connections.subscribe(caller.tenant, session_id, connection_id, expires):
+            if not self.connections.subscribe(caller.tenant, session_id, connection_id, expires, fmt):
                 self.frames.post(connection_id, error_frame(
                     "limit_exceeded", "this connection follows as many sessions as it may", "session_ids",
                     session_id=session_id))
                 continue
-            self.catch_up(caller.tenant, session_id, connection_id, after_seq)
+            self.catch_up(caller.tenant, session_id, connection_id, after_seq, fmt)
 
-    def catch_up(self, tenant: str, session_id: str, connection_id: str, after_seq: int) -> None:
-        """The log after `after_seq` (at most `MAX_CATCH_UP` events), then `subscribed`."""
+    def catch_up(self, tenant: str, session_id: str, connection_id: str, after_seq: int,
+                 fmt: str = "events") -> None:
+        """The log after `after_seq` (at most `MAX_CATCH_UP` events), then `subscribed`; in `ag-ui`
+        translated with the session as loaded once here, up to its seq (it holds every message those
+        events name; later ones come live, as the subscription is written before the load)."""
         through, sent, more = after_seq, 0, False
+        state = self.store.load(tenant, session_id) if fmt == "ag-ui" else None
         while sent < MAX_CATCH_UP:
             events = self.store.events(tenant, session_id, through, PAGE)
-            for frame in frames_of(session_id, events):
+            if state is not None and events and int(events[-1]["seq"]) > state.header.seq:
+                events = [e for e in events if int(e["seq"]) <= state.header.seq]
+                if not events:
+                    break
+            for frame in self._formatted(fmt, list(frames_of(session_id, events)), state, set()):
                 if not self.frames.post(connection_id, frame):
                     self.connections.drop(tenant, session_id, connection_id)
                     return
@@ -122,29 +141,68 @@ class Live:
 
     def _publish(self, state: SessionState) -> None:
         h = state.header
-        events = [event.wire() for event in state.events]
-        for connection_id in self.connections.following(h.tenant, h.session_id):
-            for frame in frames_of(h.session_id, events):
-                if not self.frames.post(connection_id, frame):
-                    self.connections.drop(h.tenant, h.session_id, connection_id)
-                    break
+        self.fan_out(h.tenant, h.session_id, list(frames_of(h.session_id, [e.wire() for e in state.events])), state)
+        for event in state.events:
+            if event.type == "message.added" and event.data.get("call_id"):
+                with self._streams_lock:
+                    self.streamed.pop(str(event.data["call_id"]), None)
 
-    def publish_delta(self, tenant: str, session_id: str, connection_ids: list[str],
-                      frame: dict[str, Any]) -> list[str]:
-        """An ephemeral frame (a streamed reply's `delta` or `delta_end`, services/streaming.py) to
-        the connections given, looked up once per call by its caller; returns those still open (a
-        410 stops a connection following the session). Never raises: deltas are not the record."""
-        kept: list[str] = []
-        for connection_id in connection_ids:
+    def fan_out(self, tenant: str, session_id: str, frames: list[dict[str, Any]],
+                state: SessionState | None = None, followers: dict[str, str] | None = None) -> dict[str, str]:
+        """Frames (`events`, `delta`, `delta_end`) to every connection that follows the session, each
+        in its subscription's format; a connection that is gone (410) stops following it. The
+        followers still there. `followers` (`Connections.followers`, looked up once for a whole
+        stream) saves the Query."""
+        if followers is None:
+            followers = self.connections.followers(tenant, session_id)
+        kept = dict(followers)
+        for connection_id, fmt in followers.items():
+            calls: set[str] = set()
+            if fmt == "ag-ui":
+                self._note_stream(connection_id, frames)
+                with self._streams_lock:
+                    calls = {c for c, conns in self.streamed.items() if connection_id in conns}
             try:
-                if self.frames.post(connection_id, frame):
-                    kept.append(connection_id)
-                else:
-                    self.connections.drop(tenant, session_id, connection_id)
-            except Exception:
-                log.exception("posting a delta of %s failed", session_id)
-                kept.append(connection_id)
+                for frame in self._formatted(fmt, frames, state, calls):
+                    if not self.frames.post(connection_id, frame):
+                        self.connections.drop(tenant, session_id, connection_id)
+                        kept.pop(connection_id)
+                        break
+            except Exception:  # one connection's failure is not the others': a lost post is a gap
+                log.exception("posting to %s of %s failed", connection_id, session_id)
+        for frame in frames:
+            if frame.get("type") == "delta_end" and frame.get("reason") != "finished":
+                with self._streams_lock:
+                    self.streamed.pop(str(frame.get("call_id")), None)  # no committed message follows
         return kept
+
+    def _note_stream(self, connection_id: str, frames: list[dict[str, Any]]) -> None:
+        """Remember the calls whose first delta goes to this `ag-ui` connection (at most `MAX_STREAMS`)."""
+        for frame in frames:
+            if frame.get("type") == "delta" and frame.get("index") == 0:
+                with self._streams_lock:
+                    self.streamed.setdefault(str(frame.get("call_id")), set()).add(connection_id)
+                    while len(self.streamed) > MAX_STREAMS:
+                        self.streamed.pop(next(iter(self.streamed)))
+
+    @staticmethod
+    def _formatted(fmt: str, frames: list[dict[str, Any]], state: SessionState | None,
+                   calls: set[str]) -> list[dict[str, Any]]:
+        if fmt != "ag-ui":
+            return frames
+        return [out for frame in frames for out in agui.live_frames(frame, state, calls)]
+
+    def publish_delta(self, tenant: str, session_id: str, followers: dict[str, str],
+                      frame: dict[str, Any]) -> dict[str, str]:
+        """An ephemeral frame (a streamed reply's `delta` or `delta_end`, services/streaming.py) to
+        the followers given (connection -> format, looked up once per call by its caller), each in
+        its format; returns those still open (a 410 stops a connection following the session).
+        Never raises: deltas are not the record."""
+        try:
+            return self.fan_out(tenant, session_id, [frame], followers=followers)
+        except Exception:
+            log.exception("posting a delta of %s failed", session_id)
+            return followers
 
     def disconnect(self, connection_id: str) -> None:
         self.connections.disconnect(connection_id)

@@ -347,7 +347,7 @@ class Runner:
             return None
         h = state.header
         try:
-            followers = self.live.connections.following(h.tenant, h.session_id)
+            followers = self.live.connections.followers(h.tenant, h.session_id)
         except Exception:  # live events are best effort: the call goes on whole
             log.exception("looking up the followers of %s failed", h.session_id)
             return None

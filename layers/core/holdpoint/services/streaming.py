@@ -72,7 +72,7 @@ class Batcher:
 class DeltaStream:
     """One call's deltas to the connections that followed the session when it started."""
 
-    def __init__(self, live: Live, tenant: str, session_id: str, call_id: str, followers: list[str],
+    def __init__(self, live: Live, tenant: str, session_id: str, call_id: str, followers: dict[str, str],
                  clock: Clock, still_open: Callable[[], bool]) -> None:
         self.live, self.tenant, self.session_id, self.call_id = live, tenant, session_id, call_id
         self.followers, self.clock, self.still_open = followers, clock, still_open

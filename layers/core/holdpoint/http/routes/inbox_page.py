@@ -1,13 +1,19 @@
 """`GET /inbox`: the inbox page, a static HTML page with its script and style sheet, served without
 credentials (they are the page itself, nothing of a tenant's); every call it makes for data carries
 the signed-in caller's bearer token. A strict Content-Security-Policy allows only this origin's
-script, style and API, and no inline script, so text from an interrupt can never run as code."""
+script, style and API, and no inline script, so text from an interrupt can never run as code.
+
+`GET /inbox/session?id=...` follows one session live over the WebSocket API: the same kind of page,
+its CSP also allowing the WebSocket API's origin (`HOLDPOINT_LIVE_URL`), which `/inbox/live.json`
+names for its script. The WebSocket's `$connect` authorizer checks the same bearer token (`?token=`)."""
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
@@ -20,7 +26,10 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'se
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "X-Frame-Options": "DENY", "Cache-Control": "no-cache"}
 FILES = {"inbox.html": "text/html; charset=utf-8", "inbox.js": "text/javascript; charset=utf-8",
-         "inbox.css": "text/css; charset=utf-8"}
+         "inbox.css": "text/css; charset=utf-8", "session.html": "text/html; charset=utf-8",
+         "session.js": "text/javascript; charset=utf-8"}
+LIVE_URL_ENV = "HOLDPOINT_LIVE_URL"
+"""The WebSocket API's URL (`wss://.../live`, template.yaml); unset: no live page."""
 
 
 @cache
@@ -28,8 +37,24 @@ def _text(name: str) -> str:
     return (STATIC / name).read_text(encoding="utf-8")
 
 
-def _file(name: str) -> Response[str]:
-    return Response(status_code=200, content_type=FILES[name], body=_text(name), headers=dict(HEADERS))
+def _file(name: str, headers: dict[str, str] | None = None) -> Response[str]:
+    return Response(status_code=200, content_type=FILES[name], body=_text(name), headers=headers or dict(HEADERS))
+
+
+def live_url() -> str | None:
+    """The WebSocket API's URL if it is a ws(s) URL with a host (anything else: none)."""
+    url = os.environ.get(LIVE_URL_ENV) or ""
+    parts = urlsplit(url)
+    return url if parts.scheme in ("wss", "ws") and parts.hostname and not parts.query else None
+
+
+def _live_csp() -> dict[str, str]:
+    """The session page's headers: connect-src also allows the WebSocket API's origin."""
+    url = live_url()
+    if url is None:
+        return dict(HEADERS)
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
+    return {**HEADERS, "Content-Security-Policy": CSP.replace("connect-src 'self'", f"connect-src 'self' {origin}")}
 
 
 def _documented(name: str) -> dict[int, Any]:
@@ -50,3 +75,22 @@ def inbox_script() -> Response[str]:
 @router.get("/inbox/app.css", summary="The inbox page's style sheet", responses=_documented("inbox.css"))
 def inbox_style() -> Response[str]:
     return _file("inbox.css")
+
+
+@router.get("/inbox/session", summary="The session page: one session followed live (static HTML, no credentials)",
+            responses=_documented("session.html"))
+def session_page() -> Response[str]:
+    return _file("session.html", _live_csp())
+
+
+@router.get("/inbox/session.js", summary="The session page's script", responses=_documented("session.js"))
+def session_script() -> Response[str]:
+    return _file("session.js")
+
+
+@router.get("/inbox/live.json", summary="The WebSocket API's URL the session page connects to (no credentials)",
+            responses={200: {"description": "`{\"url\": \"wss://...\"}` (null without a WebSocket API)",
+                             "content": {"application/json": {"schema": {"type": "object"}}}}})
+def live_config() -> Response[dict[str, Any]]:
+    return Response(status_code=200, content_type="application/json", body={"url": live_url()},
+                    headers=dict(HEADERS))

@@ -150,6 +150,7 @@ function card(item, key) {
   if (item.agent_id) meta.unshift(`agent ${item.agent_id}`);
   if (item.expires_at) meta.push(`expires ${item.expires_at}`);
   node.querySelector(".meta").textContent = meta.join(" · ");
+  node.querySelector(".follow").href = `/inbox/session?id=${encodeURIComponent(item.session_id)}`;
   node.querySelector(".message").textContent =
     typeof payload.message === "string" ? payload.message : JSON.stringify(item.payload);
   if (item.action) {
