@@ -67,7 +67,8 @@ def test_agui_live_deltas_are_text_message_start_content_end_under_the_committed
 
 def test_agui_live_a_stream_that_ends_without_its_message_ends_at_delta_end() -> None:
     for reason in ("failed", "voided"):
-        assert events_of(agui.live_frames(end(reason), None, {CALL})) == [{"type": "TEXT_MESSAGE_END", "messageId": MID}]
+        ended = events_of(agui.live_frames(end(reason), None, {CALL}))
+        assert ended == [{"type": "TEXT_MESSAGE_END", "messageId": MID}]
 
 
 def test_agui_live_committed_message_after_its_deltas_adds_only_its_tool_calls() -> None:
