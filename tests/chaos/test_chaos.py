@@ -13,6 +13,7 @@ was a 2xx, a 4xx, or a 503/429 with `Retry-After`, never a 500.
 from __future__ import annotations
 
 import random
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,14 +31,16 @@ CLIENT_RETRIES = 20  # a client's retries of one request answered 503/429 (bound
 
 
 class ChaosApi(Api):
-    """A client that sends a request again when told to retry later, and records every answer."""
+    """A client that sends a request again when told to retry later, with the same
+    `Idempotency-Key` (one per request, as a careful client sends), and records every answer."""
 
     statuses: Counter[int]
     bad: list[str]
 
     def req(self, method: str, path: str, body: Any = None) -> requests.Response:
+        headers = {"Idempotency-Key": uuid.uuid4().hex} if method == "POST" else {}
         for _ in range(CLIENT_RETRIES):
-            resp = super().req(method, path, body)
+            resp = self.http.request(method, self.base + path, json=body, headers=headers, timeout=60)
             self.statuses[resp.status_code] += 1
             if resp.status_code >= 500 and not (resp.status_code == 503 and resp.headers.get("Retry-After")):
                 self.bad.append(f"{method} {path}: {resp.status_code} {resp.text[:200]}")
@@ -142,3 +145,26 @@ def test_chaos_aws_refusals_at_every_call_site_lose_and_double_nothing(
     print(f"\n{scenario}: {len(sites)} call sites, {fired} refusals injected, answers {dict(faulted.statuses)}")
     for site, (code, count) in sorted(plan.items(), key=str):
         print(f"  {site}: {code} x{count}")
+
+
+@pytest.mark.timeout(120)
+def test_chaos_kick_refused_past_its_attempts_records_nothing_twice_on_the_resend(
+        chaos_stack: Any, faults: Faults, worker: Any) -> None:
+    """The kick after a new session's commit refused on every attempt: a 503 with `Retry-After`
+    for an input that was recorded. The resend with the same `Idempotency-Key` finds that session
+    (no second one), kicks it, and it runs to its end."""
+    api = chaos_api(chaos_stack)
+    declare_agent(api, worker[0])
+    faults.inject("sqs", "SendMessage", "ThrottlingException", function="ApiFunction",
+                  first=clients.POLICIES["sqs"].attempts)
+    body = {"type": "client.message", "agent_id": "assistant", "message": {"role": "user", "content": "Email Bob"}}
+    first = api.http.post(api.base + "/v1/sessions", json=body, headers={"Idempotency-Key": "kick-1"}, timeout=60)
+    assert first.status_code == 503 and first.headers.get("Retry-After"), first.text
+    again = api.http.post(api.base + "/v1/sessions", json=body, headers={"Idempotency-Key": "kick-1"}, timeout=60)
+    assert again.status_code == 202, again.text
+    sid = again.json()["session_id"]
+    assert [row["session_id"] for row in api.ok("GET", "/v1/sessions")["sessions"]] == [sid]
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    assert api.resume(sid, interrupt["interrupt_id"], {"approved": True}).status_code == 200
+    api.wait_status(sid, "done")
+    assert [row["session_id"] for row in api.ok("GET", "/v1/sessions")["sessions"]] == [sid]

@@ -14,12 +14,13 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.quotas import QuotaExceeded
-from holdpoint.core.state import SessionState, mint
+from holdpoint.core.state import SessionState, derive, mint
 from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
 
 T = TypeVar("T")
+TurnInput = ClientMessageInput | ClientMessagesInput | ClientActionInput
 
 
 def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
@@ -45,17 +46,26 @@ def changed(store: SessionStore, load: Callable[[], SessionState], mutate: Calla
 
 
 def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str | None,
-           inp: ClientMessageInput | ClientMessagesInput | ClientActionInput,
-           clock: Clock = time.time, new_session_id: str | None = None) -> Accepted:
+           inp: TurnInput, clock: Clock = time.time, new_session_id: str | None = None,
+           idempotency_key: str | None = None) -> Accepted:
     """Apply a client input with a conditional commit; retried on a concurrent change. A new
-    session gets a minted id, or `new_session_id` (an AG-UI thread names its session)."""
+    session gets a minted id, `new_session_id` (an AG-UI thread names its session), or one
+    derived from the caller's `idempotency_key`, which also names the turn when the input does
+    not: the retry of a request answered 503 finds what the first one recorded (`known`)."""
+    if idempotency_key is not None:
+        inp = keyed(caller, session_id, inp, idempotency_key)
     if session_id is None:
         caller.require_unbound()
-        sid = new_session_id or mint("ses")
+        sid = new_session_id or (derive("ses", caller.tenant, caller.subject, idempotency_key)
+                                 if idempotency_key is not None else mint("ses"))
         agent = _agent_for(store, caller, inp)
         identity = caller.identity()
 
         def load() -> SessionState:
+            if idempotency_key is not None:
+                made = store.load(caller.tenant, sid)
+                if made is not None:
+                    return _made_by_key(made, inp)
             state = SessionState.new(caller.tenant, sid, inp.agent_id or "", now=clock(), identity=identity)
             start_session(state, agent)
             return state
@@ -70,10 +80,29 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: st
             return accept_view(state, inp, requester=caller.subject)
         return accept_turn(state, inp, requester=caller.subject)
 
-    state, accepted = changed(store, load, accept, clock, retry=session_id is not None)
-    if state.effects:
+    state, accepted = changed(store, load, accept, clock,
+                              retry=session_id is not None or idempotency_key is not None)
+    if state.effects or accepted.known:
+        # A known input is a retry: its first kick may have been refused after the commit, so it
+        # is sent again (at the same version the FIFO deduplicates it; later, it is a no-op step).
         queue.kick(caller.tenant, sid, state.header.version)
     return accepted
+
+
+def keyed(caller: Caller, session_id: str | None, inp: TurnInput, key: str) -> TurnInput:
+    """The input with the turn id the caller's idempotency key derives, unless it names one."""
+    if inp.turn_id is not None:
+        return inp
+    return inp.model_copy(update={"turn_id": derive("turn", caller.tenant, caller.subject, session_id, key)})
+
+
+def _made_by_key(state: SessionState, inp: Any) -> SessionState:
+    """The session an earlier request with this idempotency key made (the key is the caller's:
+    the id derives from its subject): its retry finds its turn; another request reusing the key
+    is refused (409) rather than added to that session."""
+    if inp.turn_id not in state.turns or state.header.agent_id != inp.agent_id:
+        raise Refusal("conflict", "this Idempotency-Key was used for another request", param="Idempotency-Key")
+    return state
 
 
 def _agent_for(store: SessionStore, caller: Caller, inp: Any) -> dict[str, Any]:

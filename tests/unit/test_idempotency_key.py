@@ -1,0 +1,85 @@
+"""A kick refused after an input's commit (docs/OPERATIONS.md, "Failures AWS returns"): the client
+got a 503 for an input that was recorded. Its retry with the same `Idempotency-Key` finds the
+session and turn the first request recorded, records nothing twice, and sends the kick again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from holdpoint.core.client_inputs import ClientMessageInput
+from holdpoint.core.errors import Refusal
+from holdpoint.core.messages import Kick
+from holdpoint.ports import Throttled
+from holdpoint.services import sessions
+from holdpoint.services.caller import Caller
+from tests.harness import Harness
+
+
+def message(text: str, **extra: Any) -> ClientMessageInput:
+    return ClientMessageInput.model_validate({"type": "client.message", "agent_id": "assistant",
+                                              "message": {"role": "user", "content": text}, **extra})
+
+
+class RefusingQueue:
+    """The work queue with its first `refuse` kicks refused past the client's attempts."""
+
+    def __init__(self, queue: Any, refuse: int) -> None:
+        self.queue, self.refuse = queue, refuse
+
+    def kick(self, tenant: str, session_id: str, version: int) -> None:
+        if self.refuse:
+            self.refuse -= 1
+            raise Throttled("ThrottlingException: Rate exceeded")
+        self.queue.kick(tenant, session_id, version)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.queue, name)
+
+
+def kicks(h: Harness, sid: str) -> int:
+    return sum(isinstance(m, Kick) and m.session_id == sid for m in h.queue.sent)
+
+
+def test_idempotency_key_retry_after_a_refused_kick_finds_the_session_and_kicks_it(memory: Any) -> None:
+    h = Harness()
+    queue = RefusingQueue(h.queue, refuse=1)
+    with pytest.raises(Throttled):
+        sessions.submit(h.store, queue, h.caller, None, message("Email Bob"), idempotency_key="k-1")
+    [sid] = [row["session_id"] for row in h.store.sessions("t1", 10, None, sessions.SessionFilters())[0]]
+    assert kicks(h, sid) == 0  # the input is recorded, and nothing will run it
+    again = sessions.submit(h.store, queue, h.caller, None, message("Email Bob"), idempotency_key="k-1")
+    assert again.session_id == sid and again.known
+    assert kicks(h, sid) == 1
+    rows, _ = h.store.sessions("t1", 10, None, sessions.SessionFilters())
+    assert [row["session_id"] for row in rows] == [sid]
+    h.session_id = sid
+    h.settle()
+    assert h.view()["status"] == "interrupted"  # the seed: send_email parks on its confirmation
+
+
+def test_idempotency_key_retry_of_an_input_kicks_its_turn_once_recorded(memory: Any) -> None:
+    h = Harness()
+    h.say("say hi")
+    assert h.session_id
+    queue = RefusingQueue(h.queue, refuse=1)
+    with pytest.raises(Throttled):
+        sessions.submit(h.store, queue, h.caller, h.session_id, message("Email Bob"), idempotency_key="k-2")
+    turns = dict(h.state().turns)
+    before = kicks(h, h.session_id)
+    again = sessions.submit(h.store, queue, h.caller, h.session_id, message("Email Bob"), idempotency_key="k-2")
+    assert again.known and h.state().turns.keys() == turns.keys()
+    assert kicks(h, h.session_id) == before + 1
+
+
+def test_idempotency_key_reused_for_another_request_is_a_409_naming_it(memory: Any) -> None:
+    h = Harness()
+    first = sessions.submit(h.store, h.queue, h.caller, None, message("Email Bob"), idempotency_key="k-3")
+    with pytest.raises(Refusal) as err:
+        sessions.submit(h.store, h.queue, h.caller, None, message("Email Bob", turn_id="other"),
+                        idempotency_key="k-3")
+    assert err.value.code == "conflict" and err.value.param == "Idempotency-Key"
+    theirs = sessions.submit(h.store, h.queue, Caller("t1", "user-2", "client"), None, message("Email Bob"),
+                             idempotency_key="k-3")
+    assert theirs.session_id != first.session_id  # a key is its caller's: another subject's is another session
