@@ -83,3 +83,33 @@ def test_idempotency_key_reused_for_another_request_is_a_409_naming_it(memory: A
     theirs = sessions.submit(h.store, h.queue, Caller("t1", "user-2", "client"), None, message("Email Bob"),
                              idempotency_key="k-3")
     assert theirs.session_id != first.session_id  # a key is its caller's: another subject's is another session
+
+
+def test_backstop_a_kick_the_queue_refuses_becomes_a_timer_and_the_input_is_accepted(memory: Any) -> None:
+    h = Harness()
+    queue = RefusingQueue(h.queue, refuse=2)
+    out = sessions.submit(h.store, queue, h.caller, None, message("Email Bob"), backstop=lambda: h.timers)
+    assert not out.known
+    [(key, (seconds, kick))] = h.timers.scheduled.items()
+    assert isinstance(kick, Kick) and kick.session_id == out.session_id and seconds == sessions.BACKSTOP_SECS
+    assert key[2] == f"kick/{h.store.load('t1', out.session_id).header.version}"  # type: ignore[union-attr]
+    assert kicks(h, out.session_id) == 0
+    h.session_id = out.session_id
+    h.settle()  # what the timer's kick runs
+    assert h.view()["status"] == "interrupted"
+
+
+def test_backstop_refused_too_is_the_callers_503_and_the_keyed_resend_recovers(memory: Any) -> None:
+    h = Harness()
+
+    class Refusing:
+        def schedule(self, seconds: float, message: Any, key: str) -> None:
+            raise Throttled("ThrottlingException")
+
+    queue = RefusingQueue(h.queue, refuse=1)
+    with pytest.raises(Throttled):
+        sessions.submit(h.store, queue, h.caller, None, message("Email Bob"), idempotency_key="k-4",
+                        backstop=Refusing)
+    again = sessions.submit(h.store, queue, h.caller, None, message("Email Bob"), idempotency_key="k-4",
+                            backstop=Refusing)
+    assert again.known and kicks(h, again.session_id) == 1

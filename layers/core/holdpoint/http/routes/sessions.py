@@ -59,7 +59,7 @@ def _submit(session_id: str | None, body: Any, idempotency_key: str | None = Non
                                                     SettleBody.model_validate(body.wire()))))
     try:
         accepted = sessions.submit(assembly.get_store(), assembly.get_queue(), who, session_id, body,
-                                   idempotency_key=idempotency_key)
+                                   idempotency_key=idempotency_key, backstop=assembly.get_timers)
     except TooManyChanges:
         raise Refusal("too_many_messages", "this input adds more messages than one request can record; "
                       "send them in smaller inputs", "messages") from None
@@ -131,7 +131,7 @@ def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseIn
         payload=edge.check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
         expires_in=body.expires_in, request_id=event.request_context.request_id,
         response_schema=body.declared_schema(), approval=approvals.declared(body.approval),
-        declared=Declared.of(body))
+        declared=Declared.of(body), backstop=assembly.get_timers)
     if not out.noop:
         count("InterruptsRaised")
     return rendering.raised(out)
