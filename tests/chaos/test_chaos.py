@@ -30,6 +30,7 @@ import requests
 from holdpoint.aws import clients
 from holdpoint.aws.keys import put_api_key
 from holdpoint_local.faults import Faults, refusals_for
+from tests.chaos.sites import REFUSED
 from tests.stack import Api, declare_agent, seed_worker
 from tests.waiting import wait_for
 
@@ -320,7 +321,6 @@ def test_chaos_aws_refusals_at_every_call_site_lose_and_double_nothing(
     baseline = outcome(clean, plot.run(clean), before)
     sites = sorted(site for site in faults.sites if site[0] is not None)
     assert sites, "the discovery pass saw no AWS call"
-    record_sites(scenario, faults.sites)
     rng = random.Random(f"{SEED}/{scenario}")
     plan = {}
     for function, service, operation in sites:
@@ -337,6 +337,7 @@ def test_chaos_aws_refusals_at_every_call_site_lose_and_double_nothing(
     assert not clean.bad, clean.bad
     fired = sum(faults.injected.values())
     assert fired, "no fault was injected"
+    record_sites(scenario, faults.sites)
     statuses = sum((c.statuses for c in faulted.clients), Counter())
     print(f"\n{scenario}: {len(sites)} call sites, {fired} refusals injected, answers {dict(statuses)}")
     for site, (code, count) in sorted(plan.items(), key=str):
@@ -344,8 +345,12 @@ def test_chaos_aws_refusals_at_every_call_site_lose_and_double_nothing(
 
 
 def record_sites(scenario: str, sites: Counter[tuple[str | None, str, str]]) -> None:
-    """Where the suite writes the call sites each scenario reached, for docs/OPERATIONS.md's table
-    (`HOLDPOINT_CHAOS_SITES`: a JSON-lines file; unset, nothing is written)."""
+    """Every call site a scenario reached (both passes: a refusal's fallback is reached only in the
+    faulted one) must be described in tests/chaos/sites.py; with `HOLDPOINT_CHAOS_SITES` set (a
+    JSON-lines file) they are written there, for docs/OPERATIONS.md's table."""
+    reached = sorted((f, svc, op) for f, svc, op in sites if f is not None)
+    undescribed = [site for site in reached if site not in REFUSED]
+    assert not undescribed, f"call sites with no line in tests/chaos/sites.py (and docs/OPERATIONS.md): {undescribed}"
     path = os.environ.get("HOLDPOINT_CHAOS_SITES")
     if path:
         with open(path, "a") as out:
@@ -382,6 +387,7 @@ def test_chaos_kick_refused_past_its_attempts_is_a_timer_and_the_session_runs_wi
     assert first.status_code == 202, first.text
     assert faults.sites[("ApiFunction", "scheduler", "CreateSchedule")] == 1
     run_to_end(api, first.json()["session_id"])
+    record_sites("kick", faults.sites)
 
 
 @pytest.mark.timeout(120)
@@ -401,3 +407,4 @@ def test_chaos_kick_and_its_timer_refused_is_a_503_and_the_keyed_resend_records_
     again = post_start(api, "kick-2")
     assert again.status_code == 202, again.text
     run_to_end(api, again.json()["session_id"])
+    record_sites("kick", faults.sites)
