@@ -113,3 +113,16 @@ def test_backstop_refused_too_is_the_callers_503_and_the_keyed_resend_recovers(m
     again = sessions.submit(h.store, queue, h.caller, None, message("Email Bob"), idempotency_key="k-4",
                             backstop=Refusing)
     assert again.known and kicks(h, again.session_id) == 1
+
+
+def test_backstop_an_interrupt_raised_through_the_api_whose_kick_is_refused_gets_a_timer(memory: Any) -> None:
+    h = Harness()
+    h.say("say hi")
+    assert h.session_id
+    queue = RefusingQueue(h.queue, refuse=1)
+    out = sessions.raise_interrupt(h.store, queue, h.caller, h.session_id, reason="review", payload=None,
+                                   global_=False, interrupt_id="int-1", expires_in=None, request_id="r-1",
+                                   backstop=lambda: h.timers)
+    assert not out.noop
+    [(_, (_, kick))] = h.timers.scheduled.items()
+    assert isinstance(kick, Kick) and kick.session_id == h.session_id
