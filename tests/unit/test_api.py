@@ -67,7 +67,7 @@ def sample(name: str) -> dict[str, Any]:
 def http_event(method: str, path: str, body: Any = None, *, raw_body: str | None = None,
                query: dict[str, str] | None = None, tenant: str | None = "dev", subject: str = "dev-user",
                origin: str = "client", route_key: str | None = None,
-               path_params: dict[str, str] | None = None) -> dict[str, Any]:
+               path_params: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> dict[str, Any]:
     """An HTTP API v2 event shaped like events/api_*.json, for `method path`."""
     event = copy.deepcopy(sample("api_create_session.json"))
     event["rawPath"] = path
@@ -82,6 +82,7 @@ def http_event(method: str, path: str, body: Any = None, *, raw_body: str | None
     else:
         event.pop("body", None)
     event["headers"].pop("content-length", None)
+    event["headers"].update(headers or {})
     if query:
         event["rawQueryString"] = urlencode(query)
         event["queryStringParameters"] = dict(query)
@@ -222,6 +223,30 @@ def test_create_session_needs_a_declared_agent(api: dict[str, str]) -> None:
     status, body = call_api("POST", "/v1/sessions", {"type": "client.message", "agent_id": "ghost",
                                                      "message": {"role": "user", "content": "hi"}})
     assert_error(status, body, 404, code="not_found", param="agent_id")
+    assert table_items() == before
+
+
+def test_idempotency_key_resend_of_a_new_session_finds_the_one_it_made(api: dict[str, str]) -> None:
+    Harness(tenant="dev")  # declares the agent
+    start = {"type": "client.message", "agent_id": "assistant", "message": {"role": "user", "content": "hi"}}
+    key = {"idempotency-key": "3f0c2a8e-5b1d-4c7e-9a2f-1d6b8e4c0a97"}
+    status, first = call_api("POST", "/v1/sessions", start, headers=key)
+    assert status == 202, first
+    before = table_items()
+    status, again = call_api("POST", "/v1/sessions", start, headers=key)
+    assert (status, again) == (202, first)
+    assert table_items() == before
+    status, other = call_api("POST", "/v1/sessions", start, headers={"idempotency-key": "another"})
+    assert status == 202 and other["session_id"] != first["session_id"]
+
+
+def test_idempotency_key_malformed_is_a_400_naming_it_and_records_nothing(api: dict[str, str]) -> None:
+    Harness(tenant="dev")
+    before = table_items()
+    status, body = call_api("POST", "/v1/sessions", {"type": "client.message", "agent_id": "assistant",
+                                                     "message": {"role": "user", "content": "hi"}},
+                            headers={"idempotency-key": "not a key!"})
+    assert_error(status, body, 400, code="validation_error", param="idempotency-key")
     assert table_items() == before
 
 
@@ -458,6 +483,9 @@ def test_openapi_document(api: dict[str, str]) -> None:
     assert {"ClientMessageInput", "ClientMessagesInput", "InterruptResumeInput", "RaiseInterruptBody",
             "SettleBody", "AgentConfig"} <= set(schemas)
     assert "reason" in schemas["RaiseInterruptBody"]["required"]
+    for path in ("/v1/sessions", "/v1/sessions/{session_id}/inputs"):
+        headers = {p["name"]: p for p in paths[path]["post"]["parameters"] if p["in"] == "header"}
+        assert headers["idempotency-key"]["schema"]["anyOf"][0]["maxLength"] == 255
 
 
 def test_openapi_document_states_auth_statuses_and_ids(api: dict[str, str]) -> None:

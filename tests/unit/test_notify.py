@@ -11,12 +11,14 @@ import json
 import time
 from collections.abc import Iterator
 from typing import Any
+from unittest.mock import Mock
 
 import boto3
 import pytest
 from pydantic import ValidationError
 
 from holdpoint.aws import signing
+from holdpoint.aws.clients import ThrottledCall, UnavailableCall
 from holdpoint.aws.deliveries import DeliveryLog
 from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
@@ -401,3 +403,53 @@ def test_n3_a_token_the_router_cannot_match_is_an_invalid_link_as_documented(acc
     out = links_api.build().resolve(event, None)
     assert out["statusCode"] == 400
     assert ("invalid_link" in out["body"]) and ("statusCode" not in out["body"])
+
+
+def test_n4_a_refused_timer_after_a_failed_attempt_is_set_by_the_redelivered_record(
+        aws: dict[str, str], bus: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scheduler refuses the retry's timer after the failure is recorded: the stream hands the
+    record back, and the redelivery sets the timer (once) instead of leaving the delivery stranded."""
+    h = parked(aws)
+    channel = Recording(fail=1)
+    n = notifier(h, channel)
+    real = n.timers.schedule
+    monkeypatch.setattr(n.timers, "schedule", Mock(side_effect=UnavailableCall(
+        {"Error": {"Code": "ServiceUnavailable", "Message": "down"}}, "CreateSchedule")))
+    with pytest.raises(UnavailableCall):
+        raised(h, n)
+    assert Timers().pending() == []
+    monkeypatch.setattr(n.timers, "schedule", real)
+    raised(h, n)  # the stream's retry of the record
+    raised(h, n)  # and a duplicate of it: still one timer
+    [timer] = Timers().pending()
+    n.retry(work_message(timer.message))
+    assert len(channel.got) == 2
+    key = timer.message["key"]
+    assert DeliveryLog().read("t1", h.session_id or "", key)["status"] == "delivered"  # type: ignore[index]
+
+
+def test_n4_a_refused_record_of_a_failed_attempt_still_sets_its_retry(
+        aws: dict[str, str], bus: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DynamoDB refuses to record a failed attempt: the timer is set anyway, and its attempt runs
+    from the record still `sending` at the failed attempt."""
+    h = parked(aws)
+    channel = Recording(fail=1)
+    n = notifier(h, channel)
+    real = n.deliveries.finish
+
+    def refuse_retrying(tenant: str, session_id: str, key: str, attempt: int, status: str,
+                        error: str | None = None) -> None:
+        if status == "retrying":
+            raise ThrottledCall({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem")
+        real(tenant, session_id, key, attempt, status, error)
+
+    monkeypatch.setattr(n.deliveries, "finish", refuse_retrying)
+    raised(h, n)
+    [timer] = Timers().pending()
+    key = timer.message["key"]
+    assert DeliveryLog().read("t1", h.session_id or "", key)["status"] == "sending"  # type: ignore[index]
+    raised(h, n)  # a redelivered stream record starts nothing more
+    n.retry(work_message(timer.message))
+    n.retry(work_message(timer.message))  # a repeated timer message runs nothing
+    assert len(channel.got) == 2
+    assert DeliveryLog().read("t1", h.session_id or "", key)["status"] == "delivered"  # type: ignore[index]

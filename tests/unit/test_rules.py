@@ -15,6 +15,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import may_resume
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
+from holdpoint.services.resume import resume
 from holdpoint.services.settle import settle
 from tests.harness import Harness, seed_worker
 
@@ -302,6 +303,25 @@ def test_r10_results_on_a_parked_branch_are_recorded_and_follow_ons_delivered_af
     assert after[0] == "interrupt.resumed"
     assert finished == ["lookup", "send_email"]  # arrival order
     assert kinds.count("llm.finished") == 2
+    assert h.view()["status"] == "done"
+
+
+def test_r10_a_step_between_the_resume_and_its_wake_delivers_no_held_follow_on() -> None:
+    """The resume closes the interrupt in the table, then its wake is sent: an engine step that
+    runs in between (a kick already queued) must not deliver the held `tool.finished` ahead of
+    `interrupt.resumed`."""
+    log: list[dict[str, Any]] = []
+    h = Harness(seed_worker(log))
+    h.say("do two things")
+    iid = h.open_interrupt()["interrupt_id"]
+    out = resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})
+    assert out["noop"] is False
+    h.runner.run(h.caller.tenant, h.session_id or "")  # the step a kick runs before the wake arrives
+    assert "tool.finished" not in [r["trigger"]["type"] for r in log]
+    h.wake(iid, "resumed")
+    kinds = [r["trigger"]["type"] for r in log]
+    assert kinds[kinds.index("interrupt.resumed") + 1:].count("tool.finished") == 2
+    assert "tool.finished" not in kinds[:kinds.index("interrupt.resumed")]
     assert h.view()["status"] == "done"
 
 

@@ -224,6 +224,10 @@ class Deliveries(Protocol):
     def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
                error: str | None = None) -> None: ...
 
+    def waiting(self, tenant: str, session_id: str, key: str) -> tuple[dict[str, Any], int] | None:
+        """The record and its failed attempt when it waits for its retry (`retrying`), else None."""
+        ...
+
     def dead_letter(self, record: dict[str, Any]) -> None: ...
 
 

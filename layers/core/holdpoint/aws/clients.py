@@ -45,7 +45,8 @@ POLICIES: dict[str, Policy] = {
                        "backoff) the API answers 503 Retry-After and the engine's record comes back from SQS, "
                        "rather than holding a FIFO group or a client's request on a throttled partition"),
     "sqs": Policy(5, 3, 10, "a kick or wake is sent after a commit that cannot be undone: more attempts, "
-                  "since a refused send leaves the work to the timer behind it (a wake) or to a retried request"),
+                  "since a refused send leaves the work to the timer behind it (a wake, a refused kick's "
+                  "one-time timer) or to a retried request"),
     "stepfunctions": Policy(5, 3, 10, "StartExecution is named (a retry finds ExecutionAlreadyExists) and "
                             "SendTaskSuccess follows the resume's commit: both are idempotent, so retry more"),
     "scheduler": Policy(5, 3, 10, "CreateSchedule is named by the timer (a retry finds ConflictException, a "

@@ -8,7 +8,8 @@ once (the first kept wins), so the channel can update it when the interrupt clos
 Every step is a conditional write: `claim` creates the record only if it does not exist (a
 redelivered stream record starts nothing), `begin` moves it to the next attempt only from the
 attempt before (a repeated timer message runs nothing), and `finish` records the outcome of the
-attempt that is running.
+attempt that is running. `waiting` reads a record that waits for its retry, for a redelivery
+that finds its timer was refused.
 """
 
 from __future__ import annotations
@@ -71,12 +72,14 @@ class DeliveryLog:
         return True
 
     def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> dict[str, Any] | None:
-        """Move a `retrying` record from `attempt - 1` to `attempt`; its body, or None if it was not there."""
+        """Move a record from `attempt - 1` to `attempt`; its body, or None if it was not there. The
+        record is `retrying`, or still `sending` when recording that attempt's failure was refused:
+        only a failed attempt sets the timer that asks for the next, so either way it failed."""
         try:
             out = self.client.update_item(
                 TableName=self.table, Key=self._key(tenant, session_id, key),
                 UpdateExpression="SET #s = :sending, attempt = :n",
-                ConditionExpression="#s = :retrying AND attempt = :prev",
+                ConditionExpression="(#s = :retrying OR #s = :sending) AND attempt = :prev",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={":sending": _s("sending"), ":retrying": _s("retrying"),
                                            ":n": _n(attempt), ":prev": _n(attempt - 1)},
@@ -102,6 +105,14 @@ class DeliveryLog:
         except ClientError as exc:
             if not _failed_condition(exc):
                 raise
+
+    def waiting(self, tenant: str, session_id: str, key: str) -> tuple[dict[str, Any], int] | None:
+        """The record's body and its failed attempt while it is `retrying` (one consistent read)."""
+        got = self.client.get_item(TableName=self.table, Key=self._key(tenant, session_id, key), ConsistentRead=True)
+        item = got.get("Item")
+        if not item or item["status"]["S"] != "retrying":
+            return None
+        return json.loads(item["body"]["S"]), int(item["attempt"]["N"])
 
     def read(self, tenant: str, session_id: str, key: str) -> dict[str, Any] | None:
         """The record's state: {status, attempt, last_error} (tests and operators)."""

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"
 ID_PATTERN = re.compile(ID_REGEX)
+IDEMPOTENCY_KEY_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,254}$"
+"""An `Idempotency-Key` header: an id's alphabet, up to 255 characters (a UUID fits)."""
 
 
 def error_param(loc: tuple[Any, ...], tags: frozenset[str] = frozenset()) -> str:

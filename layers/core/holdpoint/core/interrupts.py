@@ -34,11 +34,7 @@ def resumable_origins(caller_origin: str) -> list[str]:
 
 def parks(state: SessionState, interrupt: Interrupt, node_id: str | None) -> bool:
     """An open interrupt parks the branch through `node_id` when global or its anchor is on it."""
-    if interrupt.status != "open":
-        return False
-    if interrupt.anchor is None:
-        return True
-    return state.tree.is_ancestor_or_self(interrupt.anchor, node_id)
+    return interrupt.status == "open" and _anchored(state, interrupt, node_id)
 
 
 def parking(state: SessionState, node_id: str | None) -> list[Interrupt]:
@@ -51,9 +47,17 @@ def active_parking(state: SessionState) -> list[Interrupt]:
 
 
 def is_held(state: SessionState, decision: Decision) -> bool:
+    """R10: a follow-on on a parked branch waits for the resume, and after it for the wake that
+    queues `interrupt.resumed`: an interrupt the resume closed in the table whose wake the engine
+    has not applied yet still holds it, so a step that runs in between delivers nothing early."""
     if decision.trigger.get("type") not in HOLDABLE:
         return False
-    return bool(parking(state, decision.anchor))
+    return bool(parking(state, decision.anchor)) or any(
+        i.status != "open" and not i.woken and _anchored(state, i, decision.anchor) for i in state.interrupts.values())
+
+
+def _anchored(state: SessionState, interrupt: Interrupt, node_id: str | None) -> bool:
+    return interrupt.anchor is None or state.tree.is_ancestor_or_self(interrupt.anchor, node_id)
 
 
 def park_seconds(expires_in: int | None) -> int:

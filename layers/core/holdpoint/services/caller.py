@@ -33,6 +33,12 @@ class Caller:
         to its one session instead.)"""
         return self.subject if self.own_only and not self.session_id else None
 
+    def principal(self) -> str:
+        """Who the caller is, with its kind: `user:NAME` (a client token) or `key:NAME` (an API key),
+        so what derives from it (an idempotency key's session, an MCP approvals session) is never
+        shared by an end user and the key of the same name."""
+        return f"user:{self.subject}" if self.own_only else f"key:{self.subject}"
+
     def owns(self, session_id: str, end_user: str | None) -> bool:
         """Whether a session (or its interrupt) started by `end_user` is within reach: an API key
         reaches every session of its tenant; a token bound to a session (the tenant's backend

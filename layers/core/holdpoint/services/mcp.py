@@ -38,7 +38,7 @@ def agent_for(store: SessionStore, caller: Caller, agent_id: str) -> dict[str, A
 
 def session_id_of(caller: Caller, agent_id: str) -> str:
     """The caller's approvals session for this agent: the same id on every request (stateless)."""
-    return derive("ses", "mcp", caller.tenant, "user" if caller.own_only else "key", caller.subject, agent_id)
+    return derive("ses", "mcp", caller.tenant, caller.principal(), agent_id)
 
 
 def _session(store: SessionStore, caller: Caller, agent_id: str, agent: dict[str, Any],

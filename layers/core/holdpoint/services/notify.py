@@ -7,7 +7,9 @@ each `notify` entry of the agent config in force.
 - Each (event, entry) delivery is one record, claimed with a conditional write, so a redelivered
   stream record never starts it twice; a failed attempt is retried on a durable timer (the work
   queue brings it back as a `notify` message), each attempt begun by a conditional write, and the
-  last failure is dead-lettered.
+  last failure is dead-lettered. A refused write between the steps never strands a failed
+  delivery: the timer is set even when recording the failure was refused, and a redelivered
+  record or message of a delivery waiting for its retry sets its timer again.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from holdpoint.ports import (
     NotifyChannel,
     Sealer,
     SessionStore,
+    Throttled,
     Timers,
+    Unavailable,
 )
 from holdpoint.services import links
 
@@ -61,6 +65,8 @@ class Notifier:
         for record in self.pushes(tenant, session_id, event) if self.pushes is not None else []:
             if self.deliveries.claim(tenant, session_id, record["key"], record):  # A2A push configs (§8)
                 self._attempt(record, 1)
+            else:
+                self._rearm(tenant, session_id, record["key"])
         kind = notify.kind_of(event)
         if kind is None:
             return None
@@ -103,12 +109,26 @@ class Notifier:
                   "entry": entry, "event": body, "policy": asdict(retry.policy(h.agent, "webhook"))}
         if self.deliveries.claim(h.tenant, h.session_id, key, record):
             self._attempt(record, 1)
+        else:
+            self._rearm(h.tenant, h.session_id, key)
 
     def retry(self, message: NotifyRetry) -> None:
         """A `notify` work message (a durable timer fired): run that attempt, once."""
         record = self.deliveries.begin(message.tenant, message.session_id, message.key, message.attempt)
         if record is not None:
             self._attempt(record, message.attempt)
+        else:
+            self._rearm(message.tenant, message.session_id, message.key)
+
+    def _rearm(self, tenant: str, session_id: str, key: str) -> None:
+        """A redelivered stream record or timer message of a delivery already under way. If it
+        waits for its next attempt, its timer may never have been set (Scheduler refused it after
+        the failure was recorded, and the record or message came back for that): ask again (the
+        timer is named, so a pending one stays the one)."""
+        waiting = self.deliveries.waiting(tenant, session_id, key)
+        if waiting is not None:
+            record, attempt = waiting
+            self._schedule(record, attempt)
 
     def _attempt(self, record: dict[str, Any], attempt: int) -> None:
         tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
@@ -127,9 +147,19 @@ class Notifier:
         tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
         policy = retry.Policy(**record["policy"])
         if attempt >= policy.max_attempts:
-            self.deliveries.finish(tenant, session_id, key, attempt, "dead", error)
             self.deliveries.dead_letter({**record, "attempts": attempt, "error": error})
+            self.deliveries.finish(tenant, session_id, key, attempt, "dead", error)
             return
-        self.deliveries.finish(tenant, session_id, key, attempt, "retrying", error)
-        self.timers.schedule(policy.backoff(attempt), NotifyRetry(tenant, session_id, key, attempt + 1),
-                             f"notify/{key}/{attempt + 1}")
+        try:
+            self.deliveries.finish(tenant, session_id, key, attempt, "retrying", error)
+        except (Throttled, Unavailable) as exc:
+            # The table refused to record the failure: the timer alone carries the retry (`begin`
+            # also moves a record still `sending` at this attempt, which only a timer can ask for).
+            log.warning("delivery %s: recording attempt %d's failure was refused (%s)", key, attempt, exc)
+        self._schedule(record, attempt)
+
+    def _schedule(self, record: dict[str, Any], attempt: int) -> None:
+        """The timer of the attempt after `attempt`, after the policy's backoff."""
+        tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
+        self.timers.schedule(retry.Policy(**record["policy"]).backoff(attempt),
+                             NotifyRetry(tenant, session_id, key, attempt + 1), f"notify/{key}/{attempt + 1}")

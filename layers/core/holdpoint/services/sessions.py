@@ -13,13 +13,18 @@ from holdpoint.core.client_inputs import ClientActionInput, ClientMessageInput, 
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
+from holdpoint.core.messages import Kick
 from holdpoint.core.quotas import QuotaExceeded
-from holdpoint.core.state import SessionState, mint
-from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, WorkQueue
+from holdpoint.core.state import SessionState, derive, mint
+from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, Throttled, Timers, Unavailable, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
 
 T = TypeVar("T")
+Backstop = Callable[[], Timers]
+"""The durable timers, built only when a kick needs them (an API container never does otherwise)."""
+BACKSTOP_SECS = 1
+TurnInput = ClientMessageInput | ClientMessagesInput | ClientActionInput
 
 
 def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
@@ -45,17 +50,27 @@ def changed(store: SessionStore, load: Callable[[], SessionState], mutate: Calla
 
 
 def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str | None,
-           inp: ClientMessageInput | ClientMessagesInput | ClientActionInput,
-           clock: Clock = time.time, new_session_id: str | None = None) -> Accepted:
+           inp: TurnInput, clock: Clock = time.time, new_session_id: str | None = None,
+           idempotency_key: str | None = None, backstop: Backstop | None = None) -> Accepted:
     """Apply a client input with a conditional commit; retried on a concurrent change. A new
-    session gets a minted id, or `new_session_id` (an AG-UI thread names its session)."""
+    session gets a minted id, `new_session_id` (an AG-UI thread names its session), or one
+    derived from the caller's `idempotency_key`, which also names the turn when the input does
+    not: the retry of a request answered 503 finds what the first one recorded (`known`).
+    `backstop` gives the timers a refused kick falls back on (`kick`)."""
+    if idempotency_key is not None:
+        inp = keyed(caller, session_id, inp, idempotency_key)
     if session_id is None:
         caller.require_unbound()
-        sid = new_session_id or mint("ses")
+        sid = new_session_id or (derive("ses", caller.tenant, caller.principal(), idempotency_key)
+                                 if idempotency_key is not None else mint("ses"))
         agent = _agent_for(store, caller, inp)
         identity = caller.identity()
 
         def load() -> SessionState:
+            if idempotency_key is not None:
+                made = store.load(caller.tenant, sid)
+                if made is not None:
+                    return _made_by_key(made, inp)
             state = SessionState.new(caller.tenant, sid, inp.agent_id or "", now=clock(), identity=identity,
                                      end_user=caller.owner())
             start_session(state, agent)
@@ -71,10 +86,42 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: st
             return accept_view(state, inp, requester=caller.subject)
         return accept_turn(state, inp, requester=caller.subject)
 
-    state, accepted = changed(store, load, accept, clock, retry=session_id is not None)
-    if state.effects:
-        queue.kick(caller.tenant, sid, state.header.version)
+    state, accepted = changed(store, load, accept, clock,
+                              retry=session_id is not None or idempotency_key is not None)
+    if state.effects or accepted.known:
+        # A known input is a retry: its first kick may have been refused after the commit, so it
+        # is sent again (at the same version the FIFO deduplicates it; later, it is a no-op step).
+        kick(queue, backstop, caller.tenant, sid, state.header.version)
     return accepted
+
+
+def kick(queue: WorkQueue, backstop: Backstop | None, tenant: str, session_id: str, version: int) -> None:
+    """Tell the engine a committed input is due. A kick the queue refuses (past its client's
+    attempts) is set as a one-time timer instead, so the input runs a moment later though the
+    client never resends: the timer is named by the version, so asking twice is one timer, and it
+    costs nothing unless the queue refused. Only a refusal of both is the caller's 503."""
+    try:
+        queue.kick(tenant, session_id, version)
+    except (Throttled, Unavailable):
+        if backstop is None:
+            raise
+        backstop().schedule(BACKSTOP_SECS, Kick(tenant, session_id), f"kick/{version}")
+
+
+def keyed(caller: Caller, session_id: str | None, inp: TurnInput, key: str) -> TurnInput:
+    """The input with the turn id the caller's idempotency key derives, unless it names one."""
+    if inp.turn_id is not None:
+        return inp
+    return inp.model_copy(update={"turn_id": derive("turn", caller.tenant, caller.principal(), session_id, key)})
+
+
+def _made_by_key(state: SessionState, inp: Any) -> SessionState:
+    """The session an earlier request with this idempotency key made (the key is the caller's:
+    the id derives from its subject): its retry finds its turn; another request reusing the key
+    is refused (409) rather than added to that session."""
+    if inp.turn_id not in state.turns or state.header.agent_id != inp.agent_id:
+        raise Refusal("conflict", "this Idempotency-Key was used for another request", param="Idempotency-Key")
+    return state
 
 
 def _agent_for(store: SessionStore, caller: Caller, inp: Any) -> dict[str, Any]:
@@ -131,7 +178,8 @@ class Raised:
 def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
                     request_id: str, response_schema: Any = None, approval: dict[str, Any] | None = None,
-                    declared: Declared | None = None, clock: Clock = time.time) -> Raised:
+                    declared: Declared | None = None, clock: Clock = time.time,
+                    backstop: Backstop | None = None) -> Raised:
     """R5: an interrupt raised through the API, at the head (or global), with the caller's origin;
     A1: `response_schema` (already checked by the wire model) bounds what its resume may carry;
     A2: `approval` narrows the policy in force (400 naming the field where it would widen it);
@@ -146,7 +194,7 @@ def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, sessi
 
     state, iid = changed(store, lambda: owned(store, caller, session_id), raise_it, clock)
     if state.effects:
-        queue.kick(caller.tenant, session_id, state.header.version)
+        kick(queue, backstop, caller.tenant, session_id, state.header.version)
     interrupt = state.interrupts.get(iid)
     return Raised(iid, noop=not state.effects, interrupt=interrupt.view() if interrupt else None)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
@@ -15,7 +15,7 @@ from holdpoint.core import approvals
 from holdpoint.core.client_inputs import ClientInput, InterruptResumeInput, RaiseInterruptBody, SettleBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
-from holdpoint.core.ids import ID_REGEX
+from holdpoint.core.ids import ID_REGEX, IDEMPOTENCY_KEY_REGEX
 from holdpoint.http import edge, rendering
 from holdpoint.http.bodies import NewSessionInput
 from holdpoint.http.numbers import ASCII_DIGITS
@@ -35,7 +35,13 @@ def _reply(status: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
 
 
-def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
+IdempotencyKey = Annotated[str | None, Header(
+    pattern=IDEMPOTENCY_KEY_REGEX, max_length=255,
+    description="the caller's key for this input: a retry with the same key finds the session and turn the "
+                "first request recorded (and kicks it again) instead of recording them twice")]
+
+
+def _submit(session_id: str | None, body: Any, idempotency_key: str | None = None) -> Response[dict[str, Any]]:
     """Every client input: resumes and settles apply now (200); turns are accepted (202)."""
     who = edge.caller(router.current_event.raw_event)
     kind = getattr(body, "type", None)
@@ -52,7 +58,8 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
         return _reply(200, rendering.settled(settle(assembly.get_store(), assembly.get_queue(), who, session_id,
                                                     SettleBody.model_validate(body.wire()))))
     try:
-        accepted = sessions.submit(assembly.get_store(), assembly.get_queue(), who, session_id, body)
+        accepted = sessions.submit(assembly.get_store(), assembly.get_queue(), who, session_id, body,
+                                   idempotency_key=idempotency_key, backstop=assembly.get_timers)
     except TooManyChanges:
         raise Refusal("too_many_messages", "this input adds more messages than one request can record; "
                       "send them in smaller inputs", "messages") from None
@@ -63,8 +70,9 @@ def _submit(session_id: str | None, body: Any) -> Response[dict[str, Any]]:
 
 @router.post("/v1/sessions", status_code=202, security=BEARER, responses=answers(202, 400, 404, 409, 413, 422, 429),
              summary="Start a session with a client input for a declared agent")
-def create_session(body: Annotated[NewSessionInput, Body()]) -> Response[dict[str, Any]]:
-    return _submit(None, body)
+def create_session(body: Annotated[NewSessionInput, Body()],
+                   idempotency_key: IdempotencyKey = None) -> Response[dict[str, Any]]:
+    return _submit(None, body, idempotency_key)
 
 
 @router.get("/v1/sessions", security=BEARER, responses=answers(200, 400),
@@ -86,9 +94,10 @@ def list_sessions(
                         200: {"description": "interrupt.resume, tool.result or tool.error: applied now"}},
              summary="Send a client input to a session")
 def post_input(session_id: Annotated[str, id_path("session")],
-               body: Annotated[ClientInput, Body()]) -> Response[dict[str, Any]]:
+               body: Annotated[ClientInput, Body()],
+               idempotency_key: IdempotencyKey = None) -> Response[dict[str, Any]]:
     logger.append_keys(session_id=session_id)
-    return _submit(edge.check_id(session_id, f"session {session_id}"), body)
+    return _submit(edge.check_id(session_id, f"session {session_id}"), body, idempotency_key)
 
 
 @router.get("/v1/sessions/<session_id>", security=BEARER, responses=answers(200, 404),
@@ -122,7 +131,7 @@ def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseIn
         payload=edge.check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
         expires_in=body.expires_in, request_id=event.request_context.request_id,
         response_schema=body.declared_schema(), approval=approvals.declared(body.approval),
-        declared=Declared.of(body))
+        declared=Declared.of(body), backstop=assembly.get_timers)
     if not out.noop:
         count("InterruptsRaised")
     return rendering.raised(out)
