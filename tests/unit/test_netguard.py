@@ -317,7 +317,7 @@ def test_internal_addresses_redirects_are_not_followed() -> None:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()  # shutdown waits one poll
     try:
         with pytest.raises(urllib.error.HTTPError) as info:
             netguard.urlopen(urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/start"),
