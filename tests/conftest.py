@@ -88,10 +88,9 @@ def shared_client(service: str, *args: Any, **kwargs: Any) -> Any:
     return _CLIENTS[key]
 
 
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """moto's in-process AWS with the resources the template declares (the end-to-end tests use
-    the real ones, created from template.yaml on the moto server)."""
+def moto_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Inside: moto's in-process AWS with the resources the template declares, for as long as
+    `monkeypatch` lasts (a test, or a module's `pytest.MonkeyPatch.context()`)."""
     from botocore.retries.standard import ExponentialBackoff
     from moto import mock_aws
 
@@ -110,6 +109,13 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         yield env
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """moto's in-process AWS with the resources the template declares, one for each test (the
+    end-to-end tests use the real ones, created from template.yaml on the moto server)."""
+    yield from moto_aws(monkeypatch)
 
 
 @pytest.fixture
