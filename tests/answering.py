@@ -26,5 +26,5 @@ def answering(answers: Iterable[tuple[int, bytes]]) -> ThreadingHTTPServer:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()  # shutdown waits one poll
     return server

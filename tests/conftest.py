@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from collections.abc import Iterator
@@ -17,6 +18,18 @@ for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
                    "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
                    "POWERTOOLS_METRICS_NAMESPACE": "Holdpoint", "POWERTOOLS_DEV": "false"}.items():
     os.environ.setdefault(key, value)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What the collection imported (moto, botocore's models, hypothesis, the handlers' modules) is
+    live for the whole run: frozen out of the collector. And a full collection runs after 100
+    collections of the middle generation, not 10: the tests load modules lazily too (moto's
+    backends, botocore's service models), and each full collection walked all of it, about a
+    quarter of the unit tier's CPU. The young generations collect a test's cycles as before."""
+    gc.collect()
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, 100)
 
 
 HISTORY = {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["status", "agent_id", "reason", "expires_at"]}
@@ -75,10 +88,10 @@ def shared_client(service: str, *args: Any, **kwargs: Any) -> Any:
     return _CLIENTS[key]
 
 
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """moto's in-process AWS with the resources the template declares (the end-to-end tests use
-    the real ones, created from template.yaml on the moto server)."""
+def moto_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Inside: moto's in-process AWS with the resources the template declares, for as long as
+    `monkeypatch` lasts (a test, or a module's `pytest.MonkeyPatch.context()`)."""
+    from botocore.retries.standard import ExponentialBackoff
     from moto import mock_aws
 
     from holdpoint_local import moto_fixes
@@ -88,11 +101,21 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     monkeypatch.setattr(harness, "BACKEND", "dynamodb")  # a test on moto runs its Harness there too
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.setattr(boto3, "client", shared_client)
+    # botocore's retries still make every attempt (and a test counts them), without sleeping its
+    # jittered backoff between them (1 s, 2 s, 4 s... for a throttle): nothing here is loaded.
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0.0)
     with mock_aws():
         env = make_resources()
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         yield env
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """moto's in-process AWS with the resources the template declares, one for each test (the
+    end-to-end tests use the real ones, created from template.yaml on the moto server)."""
+    yield from moto_aws(monkeypatch)
 
 
 @pytest.fixture

@@ -45,7 +45,8 @@ class SlackFake:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # A short poll: `stop()` (shutdown) waits for the loop to see it, up to one poll interval.
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
 
     @property
     def url(self) -> str:

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holdpoint import assembly
+from tests.conftest import moto_aws
 from tests.harness import Harness
 from tests.unit.test_api import (
     API,
@@ -35,15 +36,35 @@ from tests.unit.test_api import (
 MIB = 1_048_576
 
 
-@pytest.fixture
-def sid(aws: dict[str, str]) -> Iterator[str]:
-    """A live session of tenant `dev`, parked on the seed's `confirm` interrupt."""
-    assembly.reset()
+@pytest.fixture(scope="module")
+def aws() -> Iterator[dict[str, str]]:
+    """One moto AWS for this module: every test here but two only sends what must be refused and
+    checks the table did not change, so they share one parked session (`sid`) rather than run the
+    engine to park one each (most of this module's time)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield from moto_aws(monkeypatch)
+
+
+def parked_session() -> str:
+    """A new live session of tenant `dev`, parked on the seed's `confirm` interrupt."""
     h = Harness(tenant="dev")
     session_id = start_session(h)
     assert h.view()["interrupts"]
-    yield session_id
+    return session_id
+
+
+@pytest.fixture(scope="module")
+def sid(aws: dict[str, str]) -> Iterator[str]:
+    """The module's parked session, for the tests whose requests are refused (or leave it parked)."""
     assembly.reset()
+    yield parked_session()
+    assembly.reset()
+
+
+@pytest.fixture
+def own_sid(sid: str) -> str:
+    """A parked session of the test's own, for a test that answers or raises an interrupt."""
+    return parked_session()
 
 
 def refused(method: str, path: str, body: Any = None, *, status: int | None = None, code: str | None = None,
@@ -231,7 +252,8 @@ def test_base64_bodies_are_decoded(sid: str) -> None:
     assert table_items() == before
 
 
-def test_items_too_large_to_store_are_413_or_go_to_s3(sid: str) -> None:
+def test_items_too_large_to_store_are_413_or_go_to_s3(own_sid: str) -> None:
+    sid = own_sid
     # Under 1 MiB as UTF-8, but over DynamoDB's 400 KB per item once stored JSON-escaped: a
     # message goes to S3 by reference; an interrupt payload (kept on the item) is refused.
     wide = json.dumps({**msg(content="é" * 200_000), "agent_id": "assistant"}, ensure_ascii=False)
@@ -296,7 +318,8 @@ def test_deep_nesting_never_crashes(sid: str, depth: int) -> None:
     assert table_items() == before
 
 
-def test_brackets_inside_strings_do_not_count_as_nesting(sid: str) -> None:
+def test_brackets_inside_strings_do_not_count_as_nesting(own_sid: str) -> None:
+    sid = own_sid
     status, body = call_api("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "[" * 5_000, "payload": "{" * 9_000})
     assert_error(status, body, 400, param="reason")  # refused for its length, not its "depth"
     status, body = call_api("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "r[{", "payload": "{[" * 9_000})

@@ -13,9 +13,14 @@ from holdpoint.coldstart import Deferred, loading
 
 @pytest.fixture(autouse=True)
 def _restore_gc() -> object:
-    was = gc.isenabled()
+    """Nothing frozen when a test starts (so `get_freeze_count` counts what `loading()` froze), and
+    the run's freeze (tests/conftest.py) back after it."""
+    was, frozen = gc.isenabled(), gc.get_freeze_count()
+    gc.unfreeze()
     yield None
     gc.unfreeze()
+    if frozen:
+        gc.freeze()
     if was:
         gc.enable()
     else:

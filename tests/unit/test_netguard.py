@@ -18,6 +18,7 @@ import pytest
 from holdpoint import llm
 from holdpoint.outbound import netguard, workers
 from tests.harness import Harness
+from tests.waiting import wait_for
 
 METADATA_FORMS = [
     "169.254.169.254",
@@ -216,6 +217,12 @@ class Listener:
         self.sock.close()
 
 
+def accepted(listener: Listener) -> None:
+    """Wait for the listener's thread to take the connection the client made (and dropped): the
+    kernel completes a connect before `accept` returns it, so closing at once can lose it."""
+    wait_for(lambda: listener.accepted, "the listener accepted the connection", timeout=10)
+
+
 @pytest.fixture
 def listener() -> Iterator[Listener]:
     server = Listener()
@@ -246,6 +253,7 @@ def test_internal_addresses_connected_address_is_rechecked_dns_rebinding(
         netguard.urlopen(request, "worker.url", timeout=5)
     assert seen == ["93.184.215.14", "127.0.0.1"]  # the check passed; the connect reached 127.0.0.1
     assert str(info.value) == "worker.url points at a loopback address (connected address 127.0.0.1)"
+    accepted(listener)
     listener.close()
     listener.thread.join(timeout=5)
     assert listener.accepted == 1 and listener.received == b""  # connected, then closed before a byte
@@ -272,6 +280,7 @@ def test_internal_addresses_engine_worker_call_uses_the_connected_address_check(
     h.say("say hi")
     retries = h.events("decision.retry")
     assert retries and "connected address 127.0.0.1" in retries[0]["data"]["error"], h.events()
+    accepted(listener)
     listener.close()
     listener.thread.join(timeout=5)
     assert listener.accepted == 1 and listener.received == b""
@@ -317,7 +326,7 @@ def test_internal_addresses_redirects_are_not_followed() -> None:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()  # shutdown waits one poll
     try:
         with pytest.raises(urllib.error.HTTPError) as info:
             netguard.urlopen(urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/start"),
