@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
-from typing import Any
+from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
@@ -25,6 +26,10 @@ COUNT = "D#AN#"
 """The count item's prefix (outside `PREFIX`, so no list sees it)."""
 ATTEMPTS = 5
 FAILED = "ConditionalCheckFailed"
+CONFLICT = "TransactionConflict"
+"""Another transaction wrote one of the items at the same moment: nothing was written, send it again."""
+
+Created = Literal["created", "exists", "full", "interfered"]
 
 
 def _s(value: str) -> dict[str, str]:
@@ -35,11 +40,16 @@ def _body(config: dict[str, Any]) -> str:
     return json.dumps(config, separators=(",", ":"), sort_keys=True)
 
 
-def _reasons(exc: ClientError) -> list[str]:
-    """A cancelled transaction's per-item codes (in the order written); any other failure re-raised."""
+def _reasons(exc: ClientError) -> tuple[str, str]:
+    """A cancelled transaction's codes for (the config, the count); any other failure re-raised."""
     if exc.response["Error"]["Code"] != "TransactionCanceledException":
         raise exc
-    return [r.get("Code") or "None" for r in exc.response.get("CancellationReasons") or []] + ["None", "None"]
+    codes = [r.get("Code") or "None" for r in exc.response.get("CancellationReasons") or []] + ["None", "None"]
+    return codes[0], codes[1]
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, 0.02 * 2 ** attempt))  # noqa: S311 - jitter, not a secret
 
 
 class PushConfigLog:
@@ -57,16 +67,18 @@ class PushConfigLog:
 
     def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> bool:
         """Keep the config; False (nothing written) when it is new and the task holds `limit`."""
-        for _ in range(ATTEMPTS):
+        for attempt in range(ATTEMPTS):
             created = self._create(tenant, session_id, turn_id, config, limit)
-            if created is not None:
-                return created
-            if self._replace(tenant, session_id, turn_id, config):
-                return True
+            if created != "interfered":
+                if created != "exists":
+                    return created == "created"
+                if self._replace(tenant, session_id, turn_id, config):
+                    return True
+            _backoff(attempt)  # another write interfered, or the config went between the two writes
         raise Throttled("the push config kept changing under this write")
 
-    def _create(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> bool | None:
-        """Put a new config and take a slot, in one transaction; None when the config exists."""
+    def _create(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> Created:
+        """Put a new config and take a slot, in one transaction."""
         ttl = {"N": str(int(time.time()) + POSTED_KEEP_SECS)}
         item = {**self._key(tenant, session_id, turn_id, str(config["id"])), "body": _s(_body(config)), "ttl": ttl}
         try:
@@ -79,13 +91,15 @@ class PushConfigLog:
                             "ExpressionAttributeValues": {":one": {"N": "1"}, ":ttl": ttl,
                                                           ":limit": {"N": str(limit)}}}}])
         except ClientError as exc:
-            config_code, count_code = _reasons(exc)[:2]
+            config_code, count_code = _reasons(exc)
             if config_code == FAILED:
-                return None
+                return "exists"
             if count_code == FAILED:
-                return False
+                return "full"
+            if CONFLICT in (config_code, count_code):
+                return "interfered"
             raise
-        return True
+        return "created"
 
     def _replace(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any]) -> bool:
         """Change an existing config's body in its slot (its ttl kept, so the count outlives it);
@@ -127,19 +141,25 @@ class PushConfigLog:
         """Delete the config and give its slot back, in one transaction; a config that is gone is a
         no-op (a second delete gives nothing back)."""
         key = self._key(tenant, session_id, turn_id, config_id)
-        try:
-            self.client.transact_write_items(TransactItems=[
-                {"Delete": {"TableName": self.table, "Key": key, "ConditionExpression": "attribute_exists(SK)"}},
-                {"Update": {"TableName": self.table, "Key": self._count_key(tenant, session_id, turn_id),
-                            "UpdateExpression": "ADD n :minus", "ConditionExpression": "n > :zero",
-                            "ExpressionAttributeValues": {":minus": {"N": "-1"}, ":zero": {"N": "0"}}}}])
-        except ClientError as exc:
-            config_code, count_code = _reasons(exc)[:2]
-            if config_code == FAILED:
+        for attempt in range(ATTEMPTS):
+            try:
+                self.client.transact_write_items(TransactItems=[
+                    {"Delete": {"TableName": self.table, "Key": key, "ConditionExpression": "attribute_exists(SK)"}},
+                    {"Update": {"TableName": self.table, "Key": self._count_key(tenant, session_id, turn_id),
+                                "UpdateExpression": "ADD n :minus", "ConditionExpression": "n > :zero",
+                                "ExpressionAttributeValues": {":minus": {"N": "-1"}, ":zero": {"N": "0"}}}}])
                 return
-            if count_code != FAILED:
-                raise
-            self._delete_uncounted(key)
+            except ClientError as exc:
+                config_code, count_code = _reasons(exc)
+                if config_code == FAILED:
+                    return
+                if count_code == FAILED:
+                    self._delete_uncounted(key)
+                    return
+                if CONFLICT not in (config_code, count_code):
+                    raise
+            _backoff(attempt)
+        raise Throttled("the push config kept changing under this delete")
 
     def _delete_uncounted(self, key: dict[str, Any]) -> None:
         """A config no count holds (its count item expired before it was swept): delete it alone."""
