@@ -139,6 +139,10 @@ def iam_actions(service: str, operation: str, params: dict[str, Any]) -> list[st
     return [f"{service}:{operation}"]
 
 
+DENIED = {"execute-api": ("ForbiddenException",)}
+"""The error code of an IAM refusal where it is not AccessDenied (the management API, wsgateway.py)."""
+
+
 class CallLog:
     """Every call of the default session: (function or "", IAM service prefix, operation, error code or "")."""
 
@@ -188,7 +192,7 @@ class CallLog:
         """The (function, service, operation) calls that IAM refused."""
         with self._lock:
             keys = list(self.calls)
-        return [k[:3] for k in keys if k[3] in ("AccessDenied", "AccessDeniedException")
+        return [k[:3] for k in keys if k[3] in DENIED.get(k[1], ("AccessDenied", "AccessDeniedException"))
                 and (function is None or k[0] == function)]
 
 

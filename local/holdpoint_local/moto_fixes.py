@@ -1,7 +1,7 @@
 """Sixteen fixes to moto 5.2.5 here (six to its DynamoDB emulation, one to SQS FIFO, one to how it
 writes DynamoDB answers, eight to its CloudFormation, which creates the translated template.yaml;
-fixes 16-21, to its IAM checks, are in moto_iam.py), applied inside the moto server (and the
-unit tests' in-process moto) so the emulator keeps the guarantees the real service gives, at a
+fixes 16-21 and 23-24, to its IAM checks, are in moto_iam.py), applied inside the moto server (and
+the unit tests' in-process moto) so the emulator keeps the guarantees the real service gives, at a
 cost per request that does not hide the product's own.
 
 1. **Atomic conditional writes.** The moto server handles requests on threads and its DynamoDB
@@ -357,7 +357,7 @@ def apply() -> None:
     _apply_cloudformation()
     from . import moto_iam
 
-    moto_iam.apply()  # fixes 16-21: IAM checked against the resource a call names
+    moto_iam.apply()  # fixes 16-21, 23-24: IAM checked against the resource a call names
 
 
 # ----------------------------------------------------------------------------- CloudFormation (9-11)

@@ -1,7 +1,8 @@
 """IAM enforcement for the moto server: the fixes that make moto 5.2.5 check a call against the
 resource it names, and the identities the local stack calls with.
 
-Fixes (applied by `moto_fixes.apply`, each tested by tests/unit/test_moto_iam.py on stock moto):
+Fixes (applied by `moto_fixes.apply`, each tested by tests/unit/test_moto_iam.py on stock moto, but
+23, the server's routing, by tests/security/test_management_api.py):
 
 16. **A call is checked against the resource it names.** moto checks IAM against the real ARN only
     for SQS, IAM, STS and S3; every other service was checked against `*`, so a grant scoped to a
@@ -35,6 +36,18 @@ Fixes (applied by `moto_fixes.apply`, each tested by tests/unit/test_moto_iam.py
 21. **A role's inline policy from CloudFormation is evaluated.** moto's CloudFormation stores a
     role's `Policies` documents as parsed JSON, and its IAM evaluator expected a string, so every
     call by such a role failed with a KeyError (HTTP 500).
+
+23. **A management API call under a stage path reaches the management API.** moto routed a
+    signed `execute-api` request to its management API only for a path starting `/@connections`;
+    `/{stage}/@connections/{id}` (the SDK's path under a stage URL) went to IoT, and the server's
+    router could not match moto's own pattern for it.
+24. **A management API call is authorised.** moto never checked `PostToConnection`,
+    `GetConnection` or `DeleteConnection`; each is now checked, signature first, as
+    `execute-api:ManageConnections` on `arn:aws:execute-api:{region}:{account}:{api}/{stage}/{VERB}/
+    @connections/{id}`, the API id taken from the host (`{api}.execute-api...`) or, for the local
+    gateway that forwards the caller's signed request here, from its `X-Holdpoint-Api-Id` header.
+    moto only authorises: the local gateway (wsgateway.py) holds the connections and delivers, so
+    moto's own store of posted data is not written.
 
 `seed_identities` installs the identities (`enforce` turns enforcement on):
 - the operator: IAM user `holdpoint-operator` with the access key `testing`/`testing` of
@@ -160,6 +173,62 @@ def _scheduler(svc: Any) -> list[str]:
         return [_arn(svc, "scheduler", f"schedule-group/{parts[1]}")]
     group = _body(svc).get("GroupName") or (parse_qs(url.query).get("groupName") or ["default"])[0]
     return [_arn(svc, "scheduler", f"schedule/{group}/{parts[1]}")]
+
+
+STAGE_PATH = "{0}/(?P<stage_name>[^/]+)/@connections/(?P<connection_id>.+)$"
+"""The stage path as the moto server's router can take it (its own `(.+/)+` loses the `+` there; an id
+may hold a `/`, base64)."""
+API_ID_HEADER = "X-Holdpoint-Api-Id"
+"""The header the local gateway names its WebSocket API with when it forwards a call (fix 24)."""
+
+
+def _management_routed(original: Callable[..., str | None]) -> Callable[..., str | None]:
+    """Fix 23: a signed `execute-api` call to `.../@connections/{id}` is the management API's."""
+
+    @functools.wraps(original)
+    def infer(self: Any, environ: dict[str, Any], path: str) -> str | None:
+        scope = str(environ.get("HTTP_AUTHORIZATION") or "").partition("Credential=")[2].split(",")[0].split("/")
+        if len(scope) == 5 and scope[3] == "execute-api" and "/@connections/" in path:
+            return f"execute-api.{scope[2]}.amazonaws.com"
+        return original(self, environ, path)
+
+    return infer
+
+
+def _connection_arn(svc: Any) -> str:
+    """The ARN API Gateway authorises a management call on (its verb, stage and connection)."""
+    from urllib.parse import unquote, urlsplit
+
+    stage, _, connection = urlsplit(svc.uri).path.strip("/").partition("@connections/")
+    host = str(svc.headers.get("Host") or "")
+    api_id = svc.headers.get(API_ID_HEADER) or (host.split(".", 1)[0] if ".execute-api." in host else "*")
+    return _arn(svc, "execute-api", f"{api_id}/{stage.strip('/')}/{svc.method}/@connections/{unquote(connection)}")
+
+
+def _management_authorised(request: Any, full_url: str, headers: Any) -> tuple[int, dict[str, str], str]:
+    """Fix 24: authorise a management API call as `execute-api:ManageConnections`; nothing else."""
+    from moto.apigatewaymanagementapi.responses import ApiGatewayManagementApiResponse
+
+    svc: Any = ApiGatewayManagementApiResponse()
+    svc.setup_class(request)
+    svc._get_action = lambda: "ManageConnections"
+    svc._authenticate_and_authorize_normal_action(_connection_arn(svc))
+    return 200, {}, "{}"
+
+
+def _patch_management() -> None:
+    from moto.apigatewaymanagementapi import urls
+    from moto.apigatewaymanagementapi.responses import ApiGatewayManagementApiResponse
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    dispatcher: Any = DomainDispatcherApplication
+    dispatcher.infer_service_region_host = _management_routed(dispatcher.infer_service_region_host)
+    original = ApiGatewayManagementApiResponse.connect_to_apigateway
+    ApiGatewayManagementApiResponse.connect_to_apigateway = staticmethod(_management_authorised)  # type: ignore[method-assign]
+    for path, view in list(urls.url_paths.items()):
+        if view is original:
+            urls.url_paths[path] = _management_authorised
+    urls.url_paths[STAGE_PATH] = _management_authorised
 
 
 def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
@@ -331,7 +400,7 @@ def _document_as_given(original: Callable[..., None]) -> Callable[..., None]:
 
 
 def apply() -> None:
-    """Install fixes 16-21 (moto_fixes.apply calls this once)."""
+    """Install fixes 16-21 and 23-24 (moto_fixes.apply calls this once)."""
     from moto.core.authorization import ActionAuthenticatorMixin
     from moto.iam.access_control import IAMPolicy, IAMRequestBase
     from moto.iam.models import Role
@@ -345,6 +414,7 @@ def apply() -> None:
     Role.create_from_cloudformation_json = _role_managed_policies(  # type: ignore[method-assign]
         Role.create_from_cloudformation_json)
     _patch_role_signed()
+    _patch_management()
 
 
 def seed_identities(account_id: str, region: str = "us-east-1") -> None:

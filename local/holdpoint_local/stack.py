@@ -150,7 +150,7 @@ class LocalStack:
             self.scheduler = SchedulerFirer(self.moto_endpoint, self.env["TIMER_SCHEDULE_GROUP"]).start()
             live = read_live(self.moto_endpoint, self.provisioned)
             if live is not None:
-                self.live.start(live, self.functions)
+                self.live.start(live, self.functions, self.moto_endpoint)
             return self
 
     def stop(self, *, keep_moto: bool = False) -> None:

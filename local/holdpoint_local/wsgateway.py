@@ -3,6 +3,9 @@ only for a route: `$connect` (after the REQUEST authorizer's IAM policy), each m
 its `action`, `$request.body.action`), `$disconnect`. It serves the `@connections` management API
 that `PostToConnection` calls, delivering each frame to its socket (410 GoneException for one that
 is gone), and API Gateway's limits: 32 KB frames, a 10-minute idle timeout, 2-hour connections.
+A management call must be SigV4-signed by a caller whose IAM policies allow
+`execute-api:ManageConnections` on the connection (the moto server checks the signed request as
+it checks every other call, moto_iam.py fixes 23-24); any other is 403 ForbiddenException.
 
 Nothing here runs while a connection is idle: `LocalFunction.invocations` does not move.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import http.client
 import json
 import logging
 import os
@@ -33,6 +37,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from . import ACCOUNT_ID, FAKE_ENV, REGION
+from .moto_iam import API_ID_HEADER
 from .provision import Provisioned
 from .runtime import LocalFunction
 
@@ -112,6 +117,7 @@ class WebSocketGateway:
         self._management.gateway = self  # type: ignore[attr-defined]
         self.routes: LiveRoutes | None = None
         self.functions: dict[str, LocalFunction] = {}
+        self.iam_endpoint = ""  # the moto server that authorises each management call
         self.connections: dict[str, _Conn] = {}
         self._pending: dict[int, _Conn] = {}
         self._loop = asyncio.new_event_loop()
@@ -134,8 +140,8 @@ class WebSocketGateway:
         return f"http://{self.host}:{self._management.server_address[1]}/{STAGE}"
 
     # -- lifecycle ------------------------------------------------------------------
-    def start(self, routes: LiveRoutes, functions: dict[str, LocalFunction]) -> WebSocketGateway:
-        self.routes, self.functions = routes, functions
+    def start(self, routes: LiveRoutes, functions: dict[str, LocalFunction], iam_endpoint: str) -> WebSocketGateway:
+        self.routes, self.functions, self.iam_endpoint = routes, functions, iam_endpoint
         ready = threading.Event()
         self._threads = [threading.Thread(target=self._run, args=(ready,), name="holdpoint-ws", daemon=True),
                          threading.Thread(target=self._management.serve_forever, name="holdpoint-ws-mgmt",
@@ -352,8 +358,35 @@ class WebSocketGateway:
         return True
 
 
+def iam_refusal(endpoint: str, api_id: str, method: str, path: str, headers: Any, body: bytes) -> str | None:
+    """Why IAM refuses this management call (None when it allows it): the caller's signed request
+    goes as it came to the moto server (`endpoint`), which checks its signature and the caller's
+    `execute-api:ManageConnections` on the connection of the API `api_id` (moto_iam.py fix 24)."""
+    if not str(headers.get("Authorization") or "").startswith("AWS4-HMAC-SHA256 "):
+        return "Missing Authentication Token"
+    target = urlsplit(endpoint)
+    conn = http.client.HTTPConnection(target.hostname or "127.0.0.1", target.port, timeout=10)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers.items():  # the signed Host among them
+            if name.lower() not in ("content-length", "connection", "transfer-encoding", API_ID_HEADER.lower()):
+                conn.putheader(name, value)
+        conn.putheader(API_ID_HEADER, api_id)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        answer = conn.getresponse()
+        text = answer.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+    if answer.status < 300:
+        return None
+    message = text.partition("<Message>")[2].partition("</Message>")[0]
+    return message or f"Forbidden (the IAM check answered {answer.status})"
+
+
 class _ManagementHandler(BaseHTTPRequestHandler):
-    """`POST/GET/DELETE /{stage}/@connections/{id}`, answered in the management API's rest-json shapes."""
+    """`POST/GET/DELETE /{stage}/@connections/{id}`, answered in the management API's rest-json
+    shapes, each only for a signed request IAM allows (403 ForbiddenException otherwise)."""
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -380,11 +413,25 @@ class _ManagementHandler(BaseHTTPRequestHandler):
     def _gone(self) -> None:
         self._answer(410, {"message": "Connection is gone"}, "GoneException")
 
-    def do_POST(self) -> None:  # noqa: N802 - the base class's naming
+    def _allowed(self) -> tuple[str | None, bytes]:
+        """The call's connection id and body, once IAM allows the call; an id of None when it was
+        answered here (404 for a path that names no connection, 403 for a refused call)."""
         data = self.rfile.read(int(self.headers.get("content-length") or 0))
         connection_id = self._connection_id()
         if connection_id is None:
             self._answer(404, {"message": "Not Found"})
+            return None, data
+        gateway = self.gateway
+        refusal = iam_refusal(gateway.iam_endpoint, gateway.routes.api_id if gateway.routes else "", self.command,
+                              self.path, self.headers, data)
+        if refusal is not None:
+            self._answer(403, {"message": refusal}, "ForbiddenException")
+            return None, data
+        return connection_id, data
+
+    def do_POST(self) -> None:  # noqa: N802 - the base class's naming
+        connection_id, data = self._allowed()
+        if connection_id is None:
             return
         status = self.gateway.post(connection_id, data)
         if status == 410:
@@ -395,16 +442,20 @@ class _ManagementHandler(BaseHTTPRequestHandler):
             self._answer(200)
 
     def do_GET(self) -> None:  # noqa: N802
-        connection_id = self._connection_id()
-        info = self.gateway.info(connection_id) if connection_id else None
+        connection_id, _ = self._allowed()
+        if connection_id is None:
+            return
+        info = self.gateway.info(connection_id)
         if info is None:
             self._gone()
         else:
             self._answer(200, info)
 
     def do_DELETE(self) -> None:  # noqa: N802
-        connection_id = self._connection_id()
-        if connection_id and self.gateway.close(connection_id):
+        connection_id, _ = self._allowed()
+        if connection_id is None:
+            return
+        if self.gateway.close(connection_id):
             self._answer(204)
         else:
             self._gone()

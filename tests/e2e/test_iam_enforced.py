@@ -75,3 +75,43 @@ def test_iam_each_function_signs_with_its_own_role(stack: Any) -> None:
             denied = exc
     assert fn.role_arn.rsplit("/", 1)[-1] in who and ":assumed-role/" in who
     assert denied is not None and "AccessDenied" in str(denied)  # the authorizer only reads the table
+
+
+def test_iam_a_function_without_manage_connections_is_refused_by_the_management_api(stack: Any) -> None:
+    """The local gateway's `@connections` API is checked as API Gateway checks it: the authorizer
+    (no `execute-api:ManageConnections`) may not post, the live function (granted POST on
+    `@connections/*` only) may post but not delete, and each refusal is a denial the IAM log shows."""
+    import asyncio
+
+    import boto3
+    from botocore.exceptions import ClientError
+    from websockets.asyncio.client import connect
+
+    def call(function: str, op: str, connection_id: str) -> str:
+        with stack.functions[function].acting():
+            client = boto3.client("apigatewaymanagementapi", endpoint_url=stack.live.management_url)
+            try:
+                if op == "post":
+                    client.post_to_connection(ConnectionId=connection_id, Data=b'{"type":"ping"}')
+                else:
+                    client.delete_connection(ConnectionId=connection_id)
+            except ClientError as exc:
+                return str(exc.response["Error"]["Code"])
+        return "ok"
+
+    async def scenario() -> list[str]:
+        before = set(stack.live.connections)
+        async with connect(stack.live.url, additional_headers={"Authorization": f"Bearer {stack.api_key}"},
+                           open_timeout=30, ping_interval=None, compression=None) as ws:
+            new = await asyncio.to_thread(wait_for, lambda: set(stack.live.connections) - before, "the connection")
+            (connection_id,) = new
+            answers = [await asyncio.to_thread(call, fn, op, connection_id) for fn, op in (
+                ("AuthorizerFunction", "post"), ("LiveFunction", "delete"), ("LiveFunction", "post"))]
+            assert await asyncio.wait_for(ws.recv(), 30) == '{"type":"ping"}'  # the one allowed post
+            assert connection_id in stack.live.connections
+            return answers
+
+    denials = set(credentials.CALLS.denied())
+    assert asyncio.run(scenario()) == ["ForbiddenException", "ForbiddenException", "ok"]
+    assert _denials_since(denials) == {("AuthorizerFunction", "execute-api", "PostToConnection"),
+                                      ("LiveFunction", "execute-api", "DeleteConnection")}

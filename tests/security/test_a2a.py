@@ -1,12 +1,14 @@
 """Attacks on the A2A server (PROTOCOL.md §8), over HTTP on the local stack: another tenant's agent
 path and another tenant's or user's task are 404 (or TaskNotFound), and so are its push configs; a
 push config URL to an internal address, `file:` or with credentials is refused naming the field and
-never fetched; a card is public only when its agent says so, and a request that is not JSON-RPC gets
-JSON-RPC's error codes, never a 5xx, and records nothing."""
+never fetched; a task's 10-config cap holds under concurrent creates, re-puts and deletes; a card is
+public only when its agent says so, and a request that is not JSON-RPC gets JSON-RPC's error codes,
+never a 5xx, and records nothing."""
 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -240,3 +242,51 @@ def test_bad_params_a2a_refused_send_message_keeps_no_push_config(stack: Any, ap
         rpc_error(rpc(api, "SendMessage", bad), -32602, param)
     assert table_count(stack) == before
     assert rpc(api, "ListTaskPushNotificationConfigs", {"taskId": task["id"]}).json()["result"] == {"configs": []}
+
+
+def _configs_of(api: Api, task: dict[str, Any]) -> list[dict[str, Any]]:
+    configs: list[dict[str, Any]] = rpc(api, "ListTaskPushNotificationConfigs",
+                                        {"taskId": task["id"]}).json()["result"]["configs"]
+    return configs
+
+
+def _create_all(api: Api, task: dict[str, Any], ids: list[str]) -> list[dict[str, Any]]:
+    """Create a config of each id at once (one thread each); the JSON-RPC answers, in order."""
+    def create(config_id: str) -> dict[str, Any]:
+        answer: dict[str, Any] = rpc(api, "CreateTaskPushNotificationConfig", {
+            "taskId": task["id"], "id": config_id, "url": f"http://127.0.0.1:9/{config_id}"}).json()
+        return answer
+
+    with ThreadPoolExecutor(len(ids)) as pool:
+        return list(pool.map(create, ids))
+
+
+def test_quota_a2a_push_configs_stay_at_most_ten_under_concurrent_creates(stack: Any, api: Api) -> None:
+    task = rpc(api, "SendMessage", send("say hi")).json()["result"]["task"]
+    answers = _create_all(api, task, [f"cfg{i}" for i in range(40)])
+    accepted = [a for a in answers if "result" in a]
+    assert len(accepted) == 10, f"{len(accepted)} of 40 concurrent creates accepted"
+    for refused in (a for a in answers if "result" not in a):
+        assert refused["error"]["code"] == -32602 and refused["error"]["data"][0]["metadata"]["param"] == "id"
+    assert sorted(c["id"] for c in _configs_of(api, task)) == sorted(a["result"]["id"] for a in accepted)
+
+
+def test_quota_a2a_push_config_slots_are_counted_once_under_concurrent_reputs_and_deletes(
+        stack: Any, api: Api) -> None:
+    """Re-putting a kept config takes no second slot, and a config deleted by many callers at once
+    gives its one slot back once: afterwards exactly one more config fits."""
+    task = rpc(api, "SendMessage", send("say hi")).json()["result"]["task"]
+    assert all("result" in a for a in _create_all(api, task, [f"h{i}" for i in range(10)]))
+
+    def churn(n: int) -> Any:
+        if n % 2:
+            return rpc(api, "DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "h0"}).json()
+        return rpc(api, "CreateTaskPushNotificationConfig",  # a changed config of a kept id
+                   {"taskId": task["id"], "id": f"h{1 + n % 9}", "url": f"http://127.0.0.1:9/again{n}"}).json()
+
+    with ThreadPoolExecutor(24) as pool:
+        assert all("result" in a for a in pool.map(churn, range(24)))
+    assert len(_configs_of(api, task)) == 9
+    answers = _create_all(api, task, [f"new{i}" for i in range(8)])
+    assert sum(1 for a in answers if "result" in a) == 1, answers
+    assert len(_configs_of(api, task)) == 10

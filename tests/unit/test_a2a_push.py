@@ -32,3 +32,37 @@ def test_a2a_push_only_turn_ends_and_parks_push_a_task() -> None:
     assert a2a.pushed_turn(state, {"type": "session.interrupted", "data": {"interrupt_id": "nope"}}) is None
     assert sorted(a2a.PUSHED_STATES) == ["TASK_STATE_CANCELED", "TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
                                          "TASK_STATE_INPUT_REQUIRED"]
+
+
+class _Interfering:
+    """A DynamoDB client whose first `interfere` transactions are cancelled by another writer
+    (`TransactionConflict`), as DynamoDB cancels concurrent transactions on one count item."""
+
+    def __init__(self, interfere: int, reasons: tuple[str, str] = ("None", "TransactionConflict")) -> None:
+        self.interfere, self.reasons, self.sent = interfere, reasons, 0
+
+    def transact_write_items(self, TransactItems: list[dict[str, object]]) -> None:  # noqa: N803 - boto3's name
+        from botocore.exceptions import ClientError
+
+        self.sent += 1
+        if self.sent <= self.interfere:
+            raise ClientError({"Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                               "CancellationReasons": [{"Code": c} for c in self.reasons]}, "TransactWriteItems")
+
+
+def test_quota_a2a_push_config_write_interfered_with_is_sent_again_then_refused_as_busy() -> None:
+    import pytest
+
+    from holdpoint.aws.pushconfigs import ATTEMPTS, PushConfigLog
+    from holdpoint.ports import Throttled
+
+    config = {"id": "c1", "url": "https://r.example/hook"}
+    client = _Interfering(2)
+    assert PushConfigLog("t", client).put("dev", "ses-1", "turn-1", config, 10) is True and client.sent == 3
+    client = _Interfering(1)
+    PushConfigLog("t", client).delete("dev", "ses-1", "turn-1", "c1")
+    assert client.sent == 2
+    with pytest.raises(Throttled):  # a 503 with Retry-After at the edge
+        PushConfigLog("t", _Interfering(ATTEMPTS)).put("dev", "ses-1", "turn-1", config, 10)
+    full = _Interfering(1, ("None", "ConditionalCheckFailed"))
+    assert PushConfigLog("t", full).put("dev", "ses-1", "turn-1", config, 10) is False and full.sent == 1

@@ -1,7 +1,8 @@
-"""The IAM fixes in holdpoint_local.moto_iam (16-21): with enforcement on, a call is checked
+"""The IAM fixes in holdpoint_local.moto_iam (16-21, 24): with enforcement on, a call is checked
 against the resource it names, a transaction and an SQS batch as the actions AWS checks, a role
 trusted by a service is assumed by that service only, a CloudFormation role keeps its managed and
-inline policies, and a bodiless GET verifies. Each fails on stock moto 5.2.5."""
+inline policies, a bodiless GET verifies, and a management API call is checked as
+`execute-api:ManageConnections` on its connection. Each fails on stock moto 5.2.5."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def op(service: str) -> Any:
     return boto3.client(service, **OPERATOR)
 
 
-def role_client(service: str, statements: list[dict[str, Any]]) -> Any:
+def role_client(service: str, statements: list[dict[str, Any]], **client_args: Any) -> Any:
     """A client signed by a session of a new role, assumed as the Lambda service."""
     iam = op("iam")
     name = f"r{len(iam.list_roles()['Roles'])}"
@@ -54,7 +55,8 @@ def role_client(service: str, statements: list[dict[str, Any]]) -> Any:
                        aws_secret_access_key=moto_iam.LAMBDA_SERVICE_SECRET, region_name=REGION)
     creds = sts.assume_role(RoleArn=arn, RoleSessionName=name)["Credentials"]
     return boto3.client(service, region_name=REGION, aws_access_key_id=creds["AccessKeyId"],
-                        aws_secret_access_key=creds["SecretAccessKey"], aws_session_token=creds["SessionToken"])
+                        aws_secret_access_key=creds["SecretAccessKey"], aws_session_token=creds["SessionToken"],
+                        **client_args)
 
 
 def allow(actions: list[str], *resources: str) -> dict[str, Any]:
@@ -162,6 +164,20 @@ def test_moto_iam_an_sqs_batch_is_checked_as_its_single_action(iam_aws: None) ->
     out = sqs.delete_message_batch(QueueUrl=queue, Entries=[{"Id": "0", "ReceiptHandle": message["ReceiptHandle"]}])
     assert out["Successful"] == [{"Id": "0"}]
     assert denied(lambda: sqs.send_message_batch(QueueUrl=queue, Entries=[{"Id": "0", "MessageBody": "m"}]))
+
+
+def test_moto_iam_a_management_api_call_is_checked_on_its_verb_and_connection(iam_aws: None) -> None:
+    stage = "https://abc123.execute-api.us-east-1.amazonaws.com/live"
+    posts = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:abc123/live/POST/@connections/*"
+    granted = role_client("apigatewaymanagementapi", [allow(["execute-api:ManageConnections"], posts)],
+                          endpoint_url=stage)
+    granted.post_to_connection(ConnectionId="c1=", Data=b"{}")
+    assert denied(lambda: granted.delete_connection(ConnectionId="c1="))  # POST only
+    other = role_client("apigatewaymanagementapi", [allow(["execute-api:ManageConnections"], posts)],
+                        endpoint_url=stage.replace("abc123", "zzz999"))
+    assert denied(lambda: other.post_to_connection(ConnectionId="c1=", Data=b"{}"))  # another API
+    none = role_client("apigatewaymanagementapi", [allow(["dynamodb:GetItem"], "*")], endpoint_url=stage)
+    assert denied(lambda: none.post_to_connection(ConnectionId="c1=", Data=b"{}"))
 
 
 def test_moto_iam_a_role_trusted_by_a_service_is_assumed_by_that_service_only(iam_aws: None) -> None:

@@ -245,7 +245,10 @@ class PushConfigs(Protocol):
     task's session: `{id, url, token?, authentication?}`. Setting the same config again is a
     no-op, a changed one replaces it; deleting a missing one is a no-op."""
 
-    def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any]) -> None: ...
+    def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> bool:
+        """Keep the config; False (nothing written) when it is a new id and the task holds `limit`
+        already. Atomic with concurrent puts and deletes: the task never holds more than `limit`."""
+        ...
 
     def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any] | None: ...
 

@@ -1,22 +1,35 @@
 """A2A push notification configs (PROTOCOL.md §8) in the task's session partition, `D#A#{turn}#{id}`:
 before the events and the state, so no session read ever sees them (as the delivery records,
-`aws/deliveries.py`). Each write is conditional: a config written again unchanged writes nothing,
-a delete of one that is gone is a no-op. They expire with the longest an interrupt can park."""
+`aws/deliveries.py`). A task's count item `D#AN#{turn}` holds how many it has: a new config is
+put in one transaction with `ADD n 1` under `n < limit`, so concurrent creates cannot pass the cap,
+and a delete takes its config and `ADD n -1` in one too. Each write is conditional: a config written
+again unchanged writes nothing, one changed keeps its slot, a delete of one that is gone is a
+no-op. They expire with the longest an interrupt can park (the count with the newest of them)."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import time
-from typing import Any
+from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
 from holdpoint.aws import clients
 from holdpoint.aws.deliveries import POSTED_KEEP_SECS
 from holdpoint.aws.store import session_pk
+from holdpoint.ports import Throttled
 
 PREFIX = "D#A#"
+COUNT = "D#AN#"
+"""The count item's prefix (outside `PREFIX`, so no list sees it)."""
+ATTEMPTS = 5
+FAILED = "ConditionalCheckFailed"
+CONFLICT = "TransactionConflict"
+"""Another transaction wrote one of the items at the same moment: nothing was written, send it again."""
+
+Created = Literal["created", "exists", "full", "interfered"]
 
 
 def _s(value: str) -> dict[str, str]:
@@ -25,6 +38,18 @@ def _s(value: str) -> dict[str, str]:
 
 def _body(config: dict[str, Any]) -> str:
     return json.dumps(config, separators=(",", ":"), sort_keys=True)
+
+
+def _reasons(exc: ClientError) -> tuple[str, str]:
+    """A cancelled transaction's codes for (the config, the count); any other failure re-raised."""
+    if exc.response["Error"]["Code"] != "TransactionCanceledException":
+        raise exc
+    codes = [r.get("Code") or "None" for r in exc.response.get("CancellationReasons") or []] + ["None", "None"]
+    return codes[0], codes[1]
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, 0.02 * 2 ** attempt))  # noqa: S311 - jitter, not a secret
 
 
 class PushConfigLog:
@@ -37,17 +62,58 @@ class PushConfigLog:
     def _key(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any]:
         return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"{PREFIX}{turn_id}#{config_id}")}
 
-    def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any]) -> None:
-        """Write the config unless the same one is there already (a retried create writes nothing)."""
-        item = {**self._key(tenant, session_id, turn_id, str(config["id"])), "body": _s(_body(config)),
-                "ttl": {"N": str(int(time.time()) + POSTED_KEEP_SECS)}}
+    def _count_key(self, tenant: str, session_id: str, turn_id: str) -> dict[str, Any]:
+        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"{COUNT}{turn_id}")}
+
+    def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> bool:
+        """Keep the config; False (nothing written) when it is new and the task holds `limit`."""
+        for attempt in range(ATTEMPTS):
+            created = self._create(tenant, session_id, turn_id, config, limit)
+            if created != "interfered":
+                if created != "exists":
+                    return created == "created"
+                if self._replace(tenant, session_id, turn_id, config):
+                    return True
+            _backoff(attempt)  # another write interfered, or the config went between the two writes
+        raise Throttled("the push config kept changing under this write")
+
+    def _create(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> Created:
+        """Put a new config and take a slot, in one transaction."""
+        ttl = {"N": str(int(time.time()) + POSTED_KEEP_SECS)}
+        item = {**self._key(tenant, session_id, turn_id, str(config["id"])), "body": _s(_body(config)), "ttl": ttl}
         try:
-            self.client.put_item(TableName=self.table, Item=item,
-                                 ConditionExpression="attribute_not_exists(SK) OR body <> :body",
-                                 ExpressionAttributeValues={":body": item["body"]})
+            self.client.transact_write_items(TransactItems=[
+                {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": "attribute_not_exists(SK)"}},
+                {"Update": {"TableName": self.table, "Key": self._count_key(tenant, session_id, turn_id),
+                            "UpdateExpression": "ADD n :one SET #ttl = :ttl",
+                            "ConditionExpression": "attribute_not_exists(n) OR n < :limit",
+                            "ExpressionAttributeNames": {"#ttl": "ttl"},
+                            "ExpressionAttributeValues": {":one": {"N": "1"}, ":ttl": ttl,
+                                                          ":limit": {"N": str(limit)}}}}])
+        except ClientError as exc:
+            config_code, count_code = _reasons(exc)
+            if config_code == FAILED:
+                return "exists"
+            if count_code == FAILED:
+                return "full"
+            if CONFLICT in (config_code, count_code):
+                return "interfered"
+            raise
+        return "created"
+
+    def _replace(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any]) -> bool:
+        """Change an existing config's body in its slot (its ttl kept, so the count outlives it);
+        True when it is there (changed, or the same already), False when it is gone."""
+        try:
+            self.client.update_item(
+                TableName=self.table, Key=self._key(tenant, session_id, turn_id, str(config["id"])),
+                UpdateExpression="SET body = :body", ConditionExpression="attribute_exists(SK) AND body <> :body",
+                ExpressionAttributeValues={":body": _s(_body(config))}, ReturnValuesOnConditionCheckFailure="ALL_OLD")
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
+            return bool(exc.response.get("Item"))
+        return True
 
     def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any] | None:
         got = self.client.get_item(TableName=self.table, Key=self._key(tenant, session_id, turn_id, config_id),
@@ -72,4 +138,33 @@ class PushConfigLog:
             args["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def delete(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> None:
-        self.client.delete_item(TableName=self.table, Key=self._key(tenant, session_id, turn_id, config_id))
+        """Delete the config and give its slot back, in one transaction; a config that is gone is a
+        no-op (a second delete gives nothing back)."""
+        key = self._key(tenant, session_id, turn_id, config_id)
+        for attempt in range(ATTEMPTS):
+            try:
+                self.client.transact_write_items(TransactItems=[
+                    {"Delete": {"TableName": self.table, "Key": key, "ConditionExpression": "attribute_exists(SK)"}},
+                    {"Update": {"TableName": self.table, "Key": self._count_key(tenant, session_id, turn_id),
+                                "UpdateExpression": "ADD n :minus", "ConditionExpression": "n > :zero",
+                                "ExpressionAttributeValues": {":minus": {"N": "-1"}, ":zero": {"N": "0"}}}}])
+                return
+            except ClientError as exc:
+                config_code, count_code = _reasons(exc)
+                if config_code == FAILED:
+                    return
+                if count_code == FAILED:
+                    self._delete_uncounted(key)
+                    return
+                if CONFLICT not in (config_code, count_code):
+                    raise
+            _backoff(attempt)
+        raise Throttled("the push config kept changing under this delete")
+
+    def _delete_uncounted(self, key: dict[str, Any]) -> None:
+        """A config no count holds (its count item expired before it was swept): delete it alone."""
+        try:
+            self.client.delete_item(TableName=self.table, Key=key, ConditionExpression="attribute_exists(SK)")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise

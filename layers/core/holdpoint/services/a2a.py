@@ -206,13 +206,12 @@ def _configs(configs: PushConfigs | None) -> PushConfigs:
 
 def keep_push(configs: PushConfigs, tenant: str, session_id: str, turn_id: str, spec: a2a.PushSpec) -> dict[str, Any]:
     """Keep a config for the task (the same one again changes nothing; one of an id it has
-    replaces it), up to `MAX_PUSH_CONFIGS` a task. The URL was checked by the edge (netguard)."""
+    replaces it), up to `MAX_PUSH_CONFIGS` a task, counted by the store in the same write as the
+    config (so concurrent creates cannot pass it). The URL was checked by the edge (netguard)."""
     stored = a2a.stored_config(spec, turn_id)
-    kept = configs.list(tenant, session_id, turn_id)
-    if stored["id"] not in {c["id"] for c in kept} and len(kept) >= a2a.MAX_PUSH_CONFIGS:
+    if not configs.put(tenant, session_id, turn_id, stored, a2a.MAX_PUSH_CONFIGS):
         raise Refusal("validation_error", f"a task has at most {a2a.MAX_PUSH_CONFIGS} push notification configs",
                       "id")
-    configs.put(tenant, session_id, turn_id, stored)
     return a2a.config_out(session_id, {**stored, "turn_id": turn_id})
 
 
