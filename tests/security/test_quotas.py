@@ -56,7 +56,7 @@ def test_quota_one_callers_stream_waits_stop_at_its_limit_and_another_tenant_is_
     stack, api = limited(QuotaStreamWaitsPerCaller=2)
     sid = idle_session(api)
     after = api.events(sid)[-1]["seq"]
-    mallory = client_token_api(stack, "dev-user")
+    mallory = client_token_api(stack, "dev-user", session_id=sid)  # the backend granted it this session
     url = f"/v1/sessions/{sid}/events?after_seq={after}&wait=12"
     other = Api(stack.base_url, "hp_other_tenant_key")
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -80,7 +80,7 @@ def test_quota_one_callers_stream_waits_stop_at_its_limit_and_another_tenant_is_
 def test_quota_raises_on_one_session_stop_at_the_session_limit_and_record_nothing(limited: Limited) -> None:
     stack, api = limited(QuotaOpenInterruptsPerSession=5)
     sid = idle_session(api)
-    mallory = client_token_api(stack, "dev-user")
+    mallory = client_token_api(stack, "dev-user", session_id=sid)  # the backend granted it this session
     answers = [raise_on(mallory, sid) for _ in range(5)]
     assert [a.status_code for a in answers] == [200] * 5
     before = table_count(stack)
