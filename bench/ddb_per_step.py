@@ -116,7 +116,7 @@ class Rig:
                     rig.in_run -= 1
 
             def handle(self, message: Any) -> None:
-                how = "conditional update" if message.KIND == "park" else "transact"
+                how = "conditional put of the token" if message.KIND == "park" else "transact"
                 rig.begin(f"{message.KIND} message ({how})")
                 super().handle(message)
 

@@ -250,12 +250,12 @@ def setup(stack: LocalStack) -> SeedWorker:
 
 
 def token_stored(ddb: Any, stack: LocalStack, sid: str, iid: str) -> bool:
-    """The engine has stored ParkBranch's task token on the interrupt item, as a top-level attribute
-    (the execution is waiting)."""
+    """The engine has stored ParkBranch's task token in the interrupt's token item (the execution
+    is waiting)."""
     from holdpoint.aws.store import session_pk
 
     item = ddb.get_item(TableName=stack.env["TABLE_NAME"], ConsistentRead=True,
-                        Key={"PK": {"S": session_pk(stack.tenant, sid)}, "SK": {"S": f"I#{iid}"}}).get("Item")
+                        Key={"PK": {"S": session_pk(stack.tenant, sid)}, "SK": {"S": f"G#{iid}"}}).get("Item")
     return bool(item and "parking_key" in item)
 
 

@@ -159,11 +159,17 @@ class Harness:
 
     # --- the state machine's messages ------------------------------------------------------
 
+    def token(self, interrupt_id: str) -> str | None:
+        """The task token the store keeps for the interrupt's raise now open (loads do not carry it)."""
+        found = self.store.read_interrupt(self.caller.tenant, self.session_id or "", interrupt_id)
+        return found.parking_key if found is not None else None
+
     def park_tokens(self) -> None:
         """Play ParkBranch's waitForTaskToken message for every started execution."""
         state = self.state()
         for interrupt in state.interrupts.values():
-            if interrupt.parked_as and not interrupt.parking_key and interrupt.interrupt_id not in self.tokens:
+            iid = interrupt.interrupt_id
+            if interrupt.parked_as and iid not in self.tokens and not self.token(iid):
                 token = f"token-{interrupt.interrupt_id}-{interrupt.generation}"
                 self.tokens[interrupt.interrupt_id] = token
                 self.runner.handle(Park(self.caller.tenant, self.session_id or "", interrupt.interrupt_id, token))

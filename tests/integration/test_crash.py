@@ -131,7 +131,8 @@ class CrashRun:
         assert state is not None
         for interrupt in state.interrupts.values():
             token = f"token-{interrupt.interrupt_id}"
-            if interrupt.parked_as and interrupt.parking_key is None:
+            kept = Store().read_interrupt("t1", self.sid, interrupt.interrupt_id)
+            if interrupt.parked_as and kept is not None and kept.parking_key is None:
                 self.engine({"kind": "park", "interrupt_id": interrupt.interrupt_id, "task_token": token})
         for message in self.queued("wake"):
             self.engine(message)
@@ -292,7 +293,7 @@ def test_crash_around_a_park_message_after_the_resume_stores_one_token_and_ends_
         token = f"token-{iid}"
         run.engine({"kind": "park", "interrupt_id": iid, "task_token": token})
         assert run.faults.fired
-        assert Store().load("t1", run.sid).interrupts[iid].parking_key == token  # type: ignore[union-attr]
+        assert Store().read_interrupt("t1", run.sid, iid).parking_key == token  # type: ignore[union-attr]
         assert 1 <= run.task_success.count(token) <= 2 and set(run.task_success) == {token}
         for _ in range(2):  # ParkBranch ends; the wake is delivered and the turn runs to its end
             run.play_state_machine()

@@ -108,7 +108,7 @@ def test_capacity_the_retry_starts_the_execution_once_there_is_room(cap: Any) ->
     fire(h, second[0])
     [execution] = executions()
     interrupt = h.state().interrupts[iid]
-    assert interrupt.parked_as == execution["executionArn"] and interrupt.parking_key
+    assert interrupt.parked_as == execution["executionArn"] and h.token(iid)
     assert h.runner.counters.counts["parks_started_after_wait"] == 1
     fire(h, first)  # a stale attempt's timer changes nothing
     assert len(executions()) == 1

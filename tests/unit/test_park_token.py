@@ -1,6 +1,7 @@
-"""R13 and R7 for the task token that holds a parked branch: the `park` message stores it with one
-conditional UpdateItem of the interrupt item (no load, no header write, no transaction), a repeat
-writes nothing, and a token that lands once the interrupt is no longer open ends its execution.
+"""R13 and R7 for the task token that holds a parked branch: the `park` message stores it in its own
+item with one conditional PutItem (no load, no header write, no transaction, the interrupt item
+untouched), a repeat writes nothing, and a token that lands once the interrupt is no longer open
+ends its execution.
 Over HTTP on the local stack: tests/e2e/test_park_token_e2e.py (and test_races.py for the resume
 racing the token)."""
 
@@ -16,7 +17,7 @@ import pytest
 
 from holdpoint.aws import signing
 from holdpoint.aws.parking import Parking
-from holdpoint.aws.store import Conflict, Store
+from holdpoint.aws.store import Store
 from holdpoint.core.messages import parse as work_message
 from holdpoint.services import inbox as inbox_service
 from holdpoint.services.inbox import InboxFilters
@@ -56,9 +57,9 @@ def completed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]
     return calls
 
 
-def park(h: Harness, interrupt_id: str, token: str) -> None:
+def park(h: Harness, interrupt_id: str, token: str, generation: int | None = None) -> None:
     h.runner.handle(work_message({"kind": "park", "tenant": h.caller.tenant, "session_id": h.session_id,
-                     "interrupt_id": interrupt_id, "task_token": token}))
+                     "interrupt_id": interrupt_id, "task_token": token, "generation": generation}))
 
 
 def raw_item(h: Harness, interrupt_id: str) -> dict[str, Any] | None:
@@ -68,46 +69,57 @@ def raw_item(h: Harness, interrupt_id: str) -> dict[str, Any] | None:
     return item
 
 
+def token_item(h: Harness, interrupt_id: str) -> dict[str, Any] | None:
+    got = boto3.client("dynamodb").get_item(TableName="holdpoint", Key={
+        "PK": {"S": f"T#{h.caller.tenant}#S#{h.session_id}"}, "SK": {"S": f"G#{interrupt_id}"}})
+    item: dict[str, Any] | None = got.get("Item")
+    return item
+
+
+def stored_token(h: Harness, interrupt_id: str) -> str | None:
+    found = h.store.read_interrupt(h.caller.tenant, h.session_id or "", interrupt_id)
+    return found.parking_key if found is not None else None
+
+
 def parked() -> tuple[Harness, str]:
     """A session parked on the seed's `confirm` interrupt, its execution started, no token yet."""
     h = Harness()
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
-    boto3.client("dynamodb").update_item(  # undo the harness's own park message
-        TableName="holdpoint", Key={"PK": {"S": f"T#{h.caller.tenant}#S#{h.session_id}"}, "SK": {"S": f"I#{iid}"}},
-        UpdateExpression="REMOVE parking_key")
-    assert h.state().interrupts[iid].parking_key is None
+    boto3.client("dynamodb").delete_item(  # undo the harness's own park message
+        TableName="holdpoint", Key={"PK": {"S": f"T#{h.caller.tenant}#S#{h.session_id}"}, "SK": {"S": f"G#{iid}"}})
+    assert stored_token(h, iid) is None
     return h, iid
 
 
-def test_r13_the_park_message_stores_the_token_with_one_conditional_update_and_no_header_write(
+def test_r13_the_park_message_stores_the_token_in_its_own_item_and_leaves_the_interrupt_alone(
         completed: list[Any]) -> None:
     h, iid = parked()
-    before = h.state()
-    rev_before = int((raw_item(h, iid) or {})["rev"]["N"])
+    before, interrupt_before = h.state(), raw_item(h, iid)
     with dynamodb_requests(h.store) as ops:
-        park(h, iid, "token-1")
-    assert ops == ["UpdateItem"]  # no load, no Query, no TransactWriteItems
+        park(h, iid, "token-1", before.interrupts[iid].generation)
+    assert ops == ["PutItem", "BatchGetItem"]  # no load, no Query, no TransactWriteItems, no UpdateItem
     after = h.state()
-    assert after.interrupts[iid].parking_key == "token-1"
+    assert stored_token(h, iid) == "token-1"
+    assert after.interrupts[iid].parking_key is None  # a load does not read it
     assert after.header.version == before.header.version  # the header is not written
     assert after.tree.nodes.keys() == before.tree.nodes.keys() and after.calls == before.calls
     assert completed == []  # open: nothing to end
-    item = raw_item(h, iid)
-    assert item is not None and item["parking_key"] == {"S": "token-1"}
-    assert int(item["rev"]["N"]) == rev_before + 1
-    assert "parking_key" not in item["body"]["S"]  # one place for it: the attribute the update sets
+    assert raw_item(h, iid) == interrupt_before  # nor the interrupt (nor its Inbox entry)
+    item = token_item(h, iid)
+    assert item is not None and item["parking_key"] == {"S": "token-1"} and "ttl" in item
+    assert item["generation"] == {"N": str(after.interrupts[iid].generation)}
 
 
 def test_r13_a_redelivered_park_message_writes_nothing(completed: list[Any]) -> None:
     h, iid = parked()
     park(h, iid, "token-1")
-    stored = raw_item(h, iid)
+    stored = token_item(h, iid)
     with dynamodb_requests(h.store) as ops:
         park(h, iid, "token-1")
         park(h, iid, "token-1")
-    assert ops == ["UpdateItem", "UpdateItem"]  # each refused by its condition
-    assert raw_item(h, iid) == stored
+    assert ops == ["PutItem", "BatchGetItem"] * 2  # each put refused by its condition
+    assert token_item(h, iid) == stored
     assert completed == []
 
 
@@ -117,21 +129,21 @@ def test_r13_a_park_message_for_an_unknown_interrupt_or_session_creates_nothing(
     park(h, "int-unknown", "token-x")
     h.runner.handle(work_message({"kind": "park", "tenant": h.caller.tenant, "session_id": "ses-unknown",
                      "interrupt_id": "int-unknown", "task_token": "token-y"}))
-    assert raw_item(h, "int-unknown") is None
+    assert raw_item(h, "int-unknown") is None and token_item(h, "int-unknown") is None
     items = boto3.client("dynamodb").scan(TableName="holdpoint")["Items"]
     assert not [i for i in items if "ses-unknown" in i["PK"]["S"]]
     assert h.state().header.version == version and completed == []
 
 
-def test_r13_an_engine_commit_that_read_the_interrupt_before_the_token_conflicts_and_keeps_it() -> None:
+def test_r13_an_engine_commit_that_read_the_interrupt_before_the_token_lands_and_keeps_it() -> None:
     h, iid = parked()
     stale = h.state()
     park(h, iid, "token-1")
     stale.interrupts[iid].reminded = [0]  # any rewrite of the item read before the token landed
     stale.touch(stale.interrupts[iid])
-    with pytest.raises(Conflict):
-        h.store.commit(stale)
-    assert h.state().interrupts[iid].parking_key == "token-1"
+    h.store.commit(stale)  # the token moved nothing the commit read
+    assert stored_token(h, iid) == "token-1"
+    assert "parking_key" not in (raw_item(h, iid) or {})
 
 
 def test_r13_later_rewrites_of_the_interrupt_keep_the_token() -> None:
@@ -139,11 +151,12 @@ def test_r13_later_rewrites_of_the_interrupt_keep_the_token() -> None:
     h = Harness(seed_worker(log))
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
-    token = h.state().interrupts[iid].parking_key
+    token = stored_token(h, iid)
     assert token
     h.resume(iid, {"approved": True})  # the wake commit rewrites the interrupt (woken)
     interrupt = h.state().interrupts[iid]
-    assert interrupt.woken and interrupt.parking_key == token
+    assert interrupt.woken and stored_token(h, iid) == token  # a retried resume still finds it
+    assert "parking_key" not in (raw_item(h, iid) or {})  # the wake's write does not carry it
     assert [r["trigger"]["type"] for r in log].count("interrupt.resumed") == 1
 
 
@@ -153,7 +166,7 @@ def test_r7_a_token_landing_after_the_resume_ends_its_execution(completed: list[
     assert answer["noop"] is False and completed == []  # no token yet: nothing for the resume to end
     park(h, iid, "late-token")
     assert completed == [("late-token", {"interrupt_id": iid})]
-    assert h.state().interrupts[iid].parking_key == "late-token"
+    assert stored_token(h, iid) == "late-token"
     park(h, iid, "late-token")  # redelivered, e.g. after a crash before SendTaskSuccess: sent again
     assert [t for t, _ in completed] == ["late-token", "late-token"]  # a spent token is a no-op to AWS
 
@@ -181,6 +194,7 @@ def test_a6_the_inbox_lists_an_interrupt_with_its_token_stored_and_shows_no_toke
 
 
 def test_r13_an_item_that_keeps_the_token_in_its_body_is_still_read_and_moved_on_rewrite() -> None:
+    """Interrupt items written before the token had its own item still release with theirs."""
     h, iid = parked()
     item = raw_item(h, iid)
     assert item is not None
@@ -192,3 +206,27 @@ def test_r13_an_item_that_keeps_the_token_in_its_body_is_still_read_and_moved_on
     rewritten = raw_item(h, iid)
     assert rewritten is not None and rewritten["parking_key"] == {"S": "token-in-body"}
     assert "parking_key" not in json.loads(rewritten["body"]["S"])
+
+
+def test_r7_a_resume_between_the_token_write_and_its_read_ends_the_execution(
+        completed: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The park message stores the token, then reads the interrupt; the resume resolves, then reads
+    the token. Whichever order the four land in, one of the two sees the other and ends the execution."""
+    h, iid = parked()
+    writes = h.store.interrupt_writes
+    real = writes.read_with_token
+    answered: list[dict[str, Any]] = []
+    started: list[bool] = []
+
+    def resume_first(tenant: str, session_id: str, interrupt_id: str) -> Any:
+        if not started:  # the resume lands after the park's PutItem, before its read
+            started.append(True)
+            answered.append(resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True}))
+            answered.append({"ended_by_the_resume": list(completed)})
+        return real(tenant, session_id, interrupt_id)
+
+    monkeypatch.setattr(writes, "read_with_token", resume_first)
+    park(h, iid, "token-1")
+    assert answered[0]["noop"] is False
+    assert answered[1]["ended_by_the_resume"] == [("token-1", {"interrupt_id": iid})]  # read after its write
+    assert completed == [("token-1", {"interrupt_id": iid})] * 2  # and the park's read saw the resolve

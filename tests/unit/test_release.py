@@ -110,12 +110,12 @@ def test_r16_an_earlier_generations_execution_neither_parks_nor_expires_the_rais
     raised_again(h, iid)
     stale = {"tenant": "t1", "session_id": h.session_id, "interrupt_id": iid, "generation": 0}
     h.runner.handle(work_message({"kind": "park", "task_token": "token-of-generation-0", **stale}))
-    assert h.state().interrupts[iid].parking_key is None  # not stored on generation 1
+    assert h.token(iid) is None  # not stored on generation 1
     assert tokens == ["token-of-generation-0"]  # that execution is ended instead
     h.runner.handle(work_message({"kind": "wake", "outcome": "expired", **stale}))  # its timeout, had it run
     assert h.state().interrupts[iid].status == "open" and h.events("interrupt.expired") == []
     h.runner.handle(work_message({"kind": "park", "task_token": "token-of-generation-1", **stale, "generation": 1}))
-    assert h.state().interrupts[iid].parking_key == "token-of-generation-1"
+    assert h.token(iid) == "token-of-generation-1"
     h.runner.handle(work_message({"kind": "wake", "outcome": "expired", **stale, "generation": 1}))
     assert h.state().interrupts[iid].status == "expired"
 
@@ -125,6 +125,6 @@ def test_r16_park_and_wake_messages_without_a_generation_still_apply() -> None:
     h, log, iid = parked(token=False)
     old = {"tenant": "t1", "session_id": h.session_id, "interrupt_id": iid}
     h.runner.handle(work_message({"kind": "park", "task_token": "token-old", **old}))
-    assert h.state().interrupts[iid].parking_key == "token-old"
+    assert h.token(iid) == "token-old"
     h.runner.handle(work_message({"kind": "wake", "outcome": "expired", **old}))
     assert h.state().interrupts[iid].status == "expired"

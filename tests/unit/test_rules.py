@@ -382,7 +382,7 @@ def test_r13_the_pause_is_persisted_state_that_survives_new_processes() -> None:
     fresh.session_id, fresh.caller = h.session_id, h.caller
     fresh.store.put_agent(h.caller.tenant, "assistant", h.store.get_agent(h.caller.tenant, "assistant") or {})
     assert fresh.view()["status"] == "interrupted"
-    assert fresh.state().interrupts[iid].parking_key  # the token was stored with the interrupt
+    assert fresh.token(iid)  # the token was stored for the interrupt
     fresh.resume(iid, {"approved": True})
     assert len([r for r in log if r["trigger"]["type"] == "interrupt.resumed"]) == 1
     assert fresh.view()["status"] == "done"

@@ -32,7 +32,7 @@ def test_redelivered_wake_and_park_messages_do_nothing_twice() -> None:
     h = Harness(seed_worker(log))
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
-    token = h.state().interrupts[iid].parking_key
+    token = h.token(iid)
     h.runner.handle(work_message({"kind": "park", "tenant": "t1", "session_id": h.session_id, "interrupt_id": iid,
                      "task_token": token}))
     h.resume(iid, {"approved": True})

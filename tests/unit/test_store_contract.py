@@ -126,18 +126,22 @@ def test_store_a_new_session_created_twice_conflicts(store: Any) -> None:
         store.commit(SessionState.new("t1", "ses_twice", "a1", now=T0))
 
 
-def test_store_a_record_written_since_the_load_conflicts(store: Any) -> None:
-    """The park message's token (written outside a commit) bumps the interrupt's revision: a
-    commit that read the interrupt before it must not write it back without it."""
+def test_store_task_token_is_kept_apart_from_the_interrupt(store: Any) -> None:
+    """The park message's token is written outside a commit and outside the interrupt: a commit
+    that read the interrupt before it still lands (nothing it read moved), loads do not carry
+    it, and the consistent read and the resolve that releases the execution return it."""
     sid = new_session(store)
     iid = raise_interrupt(store, "t1", sid)
     state = store.load("t1", sid)
-    assert store.keep_parking_key("t1", sid, iid, "tok-1") is not None
-    state.interrupts[iid].woken = True
+    assert store.keep_parking_key("t1", sid, iid, "tok-1", generation=0).parking_key == "tok-1"
+    state.interrupts[iid].reminded = [0]
     state.touch(state.interrupts[iid])
-    with pytest.raises(Conflict):
-        store.commit(state)
-    assert store.load("t1", sid).interrupts[iid].parking_key == "tok-1"
+    store.commit(state)
+    assert store.load("t1", sid).interrupts[iid].parking_key is None
+    assert store.read_interrupt("t1", sid, iid).parking_key == "tok-1"
+    outcome, resolved = resolve(store, "t1", sid, iid)
+    assert outcome == "resolved" and resolved is not None and resolved.parking_key == "tok-1"
+    assert store.read_interrupt("t1", sid, iid).parking_key == "tok-1"  # a retried resume still finds it
 
 
 def test_store_keep_parked_as_marks_the_raise_once_without_a_commit(store: Any) -> None:
@@ -318,17 +322,25 @@ def test_a2_store_answers_to_a_quorum_append_once_per_answers_seen(store: Any) -
 
 
 def test_r13_store_keeps_one_task_token_per_generation(store: Any) -> None:
+    """A later raise's token replaces an earlier one's; an earlier raise's, or the same token
+    again, writes nothing; a token of another raise than the one open is not the open one's."""
     sid = new_session(store)
     iid = raise_interrupt(store, "t1", sid)
     assert store.keep_parking_key("t1", sid, "int_missing", "tok") is None
-    assert store.keep_parking_key("t1", sid, iid, "tok-old", generation=3).parking_key is None
-    assert store.keep_parking_key("t1", sid, iid, "tok-1", generation=0).parking_key == "tok-1"
+    assert store.keep_parking_key("t1", sid, iid, "tok-new", generation=3).parking_key is None
+    assert store.keep_parking_key("t1", sid, iid, "tok-old", generation=2).parking_key is None
     state = store.load("t1", sid)
-    assert store.keep_parking_key("t1", sid, iid, "tok-1").parking_key == "tok-1"  # the same token: no write
-    state.emit("after")
+    state.interrupts[iid].generation = 3  # raised again
     state.touch(state.interrupts[iid])
-    store.commit(state)  # so the load before it still commits
-    assert store.load("t1", sid).interrupts[iid].parking_key == "tok-1"
+    store.commit(state)
+    assert store.read_interrupt("t1", sid, iid).parking_key == "tok-new"
+    assert store.keep_parking_key("t1", sid, iid, "tok-new", generation=3).parking_key == "tok-new"
+    state = store.load("t1", sid)
+    state.interrupts[iid].generation = 4
+    state.touch(state.interrupts[iid])
+    store.commit(state)
+    assert store.read_interrupt("t1", sid, iid).parking_key is None  # generation 3's is not this raise's
+    assert store.keep_parking_key("t1", sid, iid, "tok-4", generation=4).parking_key == "tok-4"
 
 
 # --- listings ---------------------------------------------------------------------------------

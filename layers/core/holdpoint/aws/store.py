@@ -125,9 +125,10 @@ class Store:
     # --- interrupts --------------------------------------------------------------------
 
     def read_interrupt(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
-        """The interrupt as it is now (one strongly consistent GetItem): the resume checks its
-        status, owner, origin and response schema before it writes anything."""
-        return self.interrupt_writes.read(tenant, session_id, interrupt_id)
+        """The interrupt and its task token as they are now (one strongly consistent BatchGetItem):
+        the resume checks its status, owner, origin and response schema before it writes anything,
+        and a retried resume releases a resolved one with the token."""
+        return self.interrupt_writes.read_with_token(tenant, session_id, interrupt_id)
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
@@ -136,9 +137,13 @@ class Store:
                           kept_until: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: flip `open -> resolved` exactly once (`ports.SessionStore.resolve_interrupt`)."""
         writes = self.interrupt_writes
-        return writes.resolve(writes.key(tenant, session_id, interrupt_id), resolution=resolution,
-                              responder=responder, at=at, kept_until=kept_until,
-                              checked=Checked(allowed_origins, owner, generation, seen), approval=approval)
+        outcome, interrupt = writes.resolve(writes.key(tenant, session_id, interrupt_id), resolution=resolution,
+                                            responder=responder, at=at, kept_until=kept_until,
+                                            checked=Checked(allowed_origins, owner, generation, seen),
+                                            approval=approval)
+        if outcome == "resolved":  # the release ends the execution with the token (read after the write)
+            interrupt = writes.token_of(tenant, session_id, interrupt)
+        return outcome, interrupt
 
     def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
                         seen: int, allowed_origins: list[str], owner: str | None = None,
@@ -150,9 +155,9 @@ class Store:
 
     def keep_parking_key(self, tenant: str, session_id: str, interrupt_id: str, key: str,
                          generation: int | None = None) -> Interrupt | None:
-        """The park message's task token, on its interrupt alone (no header write, no transaction)."""
-        writes = self.interrupt_writes
-        return writes.keep_parking_key(writes.key(tenant, session_id, interrupt_id), key, generation)
+        """The park message's task token, in its own item (no header write, no transaction), then
+        the interrupt as it is now."""
+        return self.interrupt_writes.keep_parking_key(tenant, session_id, interrupt_id, key, generation, time.time())
 
     def keep_parked_as(self, tenant: str, session_id: str, interrupt_id: str, parked_as: str,
                        generation: int) -> Interrupt | None:

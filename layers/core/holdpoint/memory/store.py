@@ -131,6 +131,7 @@ class MemoryStore:
         self._keys: dict[str, dict[str, Any]] = {}
         self._open: dict[str, int] = {}  # the tenant's interrupts holding a slot
         self._created: dict[tuple[str, int], int] = {}  # top-level sessions created per tenant and second
+        self._tokens: dict[tuple[str, str, str], tuple[int | None, str]] = {}  # (generation, task token)
 
     # --- sessions --------------------------------------------------------------------
 
@@ -310,7 +311,15 @@ class MemoryStore:
     def read_interrupt(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
         with self._lock:
             found = self._interrupt(tenant, session_id, interrupt_id)
-            return interrupt_of(json.loads(found[1].text)) if found else None
+            return self._with_token(tenant, session_id, interrupt_of(json.loads(found[1].text))) if found else None
+
+    def _with_token(self, tenant: str, session_id: str, interrupt: Interrupt) -> Interrupt:
+        """The interrupt with its task token, if one is kept for this raise (as the DynamoDB store's
+        `G#` item)."""
+        kept = self._tokens.get((tenant, session_id, interrupt.interrupt_id))
+        if kept is not None and kept[0] in (None, interrupt.generation):
+            interrupt.parking_key = kept[1]
+        return interrupt
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
@@ -322,8 +331,12 @@ class MemoryStore:
                                    "resolved_at": at}
         if kept_until is not None:
             changes["kept_until"] = kept_until
-        return self._answer(tenant, session_id, interrupt_id, changes, allowed_origins, owner, generation, seen,
-                            approval, "resolved")
+        with self._lock:
+            outcome, interrupt = self._answer(tenant, session_id, interrupt_id, changes, allowed_origins, owner,
+                                              generation, seen, approval, "resolved")
+            if outcome == "resolved" and interrupt is not None:
+                interrupt = self._with_token(tenant, session_id, interrupt)
+            return outcome, interrupt
 
     def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
                         seen: int, allowed_origins: list[str], owner: str | None = None,
@@ -355,18 +368,16 @@ class MemoryStore:
 
     def keep_parking_key(self, tenant: str, session_id: str, interrupt_id: str, key: str,
                          generation: int | None = None) -> Interrupt | None:
-        """The park message's task token on its interrupt, bumping its revision (a commit that
-        read it before conflicts); a token already held or of another generation writes nothing."""
+        """The park message's task token, kept apart from its interrupt (no revision moves): a later
+        raise's replaces an earlier one's, the same or an earlier raise's writes nothing."""
         with self._lock:
-            found = self._interrupt(tenant, session_id, interrupt_id)
-            if found is None:
+            at = (tenant, session_id, interrupt_id)
+            if self._interrupt(tenant, session_id, interrupt_id) is None:  # leave nothing behind
                 return None
-            record = found[1]
-            data = json.loads(record.text)
-            if data.get("parking_key") != key and (generation is None or data.get("generation") == generation):
-                data["parking_key"] = key
-                record.rev, record.text = record.rev + 1, _text(data)
-            return interrupt_of(data)
+            kept = self._tokens.get(at)
+            if kept is None or (generation is not None and (kept[0] is None or kept[0] < generation)):
+                self._tokens[at] = (generation, key)
+            return self.read_interrupt(tenant, session_id, interrupt_id)
 
     def keep_parked_as(self, tenant: str, session_id: str, interrupt_id: str, parked_as: str,
                        generation: int) -> Interrupt | None:

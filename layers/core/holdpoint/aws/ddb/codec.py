@@ -165,7 +165,7 @@ class Codec:
             body["kept_until"] = int(item[k.TTL]["N"])
         if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
             body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
-        if k.PARKING_KEY in item:  # set by the park message's conditional update
+        if k.PARKING_KEY in item:  # an item written before the task token had its own (`G#`) item
             body["parking_key"] = item[k.PARKING_KEY]["S"]
         if k.PARKED_AS in item:  # set by `start_park`'s conditional update
             body["parked_as"] = item[k.PARKED_AS]["S"]
@@ -215,7 +215,7 @@ class Codec:
         """A call, decision, turn or interrupt as the item written at revision `rev + 1`."""
         body = asdict(record)
         body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
-        token = body.pop("parking_key", None)  # so does its task token (the park message's write)
+        token = body.pop("parking_key", None)  # so does an older item's task token (kept as it was)
         sk = k.PREFIX[type(record)] + record_key(record)[1]
         attrs: dict[str, Any] = {}
         status = getattr(record, "status", None)
@@ -233,7 +233,7 @@ class Codec:
 
 
 def interrupt_attrs(record: Interrupt, token: str | None, header: Header) -> dict[str, Any]:
-    """An interrupt's top-level attributes: what the resume's and the park message's conditional
+    """An interrupt's top-level attributes: what the resume's and `start_park`'s conditional
     writes test and set, and the index attributes (A6)."""
     out: dict[str, Any] = {"origin": s(record.origin), "generation": n(record.generation)}
     if record.owner:

@@ -1,10 +1,11 @@
-"""The interrupt writes outside a commit: the resume (R7), a quorum's answer (A2), the started
-park's execution and the park message's task token, each one conditional UpdateItem of the
-interrupt item alone."""
+"""The interrupt writes outside a commit: the resume (R7), a quorum's answer (A2) and the started
+park's execution, each one conditional UpdateItem of the interrupt item alone, and the park
+message's task token, one conditional PutItem of its own item."""
 
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,23 +105,64 @@ class InterruptWrites:
         return self.answer(key, Update(sets=sets, removes=["GSI1PK", "GSI1SK"]), checked, approval=approval,
                            done="resolved")
 
-    def keep_parking_key(self, key: dict[str, Any], token: str, generation: int | None) -> Interrupt | None:
-        """Keep the ParkBranch execution's task token on its interrupt, bumping its `rev` so an
-        engine commit that read the item before the token landed conflicts instead of writing it
-        back without it. A token it already holds, or from an execution of another generation,
-        fails the condition and writes nothing; None when there is no such interrupt."""
-        parts: list[Cond] = [Exists("SK"), absent_or(k.PARKING_KEY, Compare(k.PARKING_KEY, "<>", s(token)))]
+    def token_key(self, tenant: str, session_id: str, interrupt_id: str) -> dict[str, Any]:
+        return {"PK": s(k.session_pk(tenant, session_id)), "SK": s(f"{k.TOKEN}{interrupt_id}")}
+
+    def with_token(self, interrupt: Interrupt | None, token_item: dict[str, Any] | None) -> Interrupt | None:
+        """The interrupt with its task token, if its token item holds one for this raise (an item
+        of no generation is an execution's older than generations). An interrupt item written
+        before the token had its own item may still carry it as an attribute."""
+        if interrupt is None or not token_item or k.PARKING_KEY not in token_item:
+            return interrupt
+        if "generation" in token_item and int(token_item["generation"]["N"]) != interrupt.generation:
+            return interrupt
+        interrupt.parking_key = token_item[k.PARKING_KEY]["S"]
+        return interrupt
+
+    def read_with_token(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
+        """The interrupt and its task token as they are now: one strongly consistent BatchGetItem."""
+        key, token_key = self.key(tenant, session_id, interrupt_id), self.token_key(tenant, session_id, interrupt_id)
+        items = {item["SK"]["S"]: item for item in self.table.batch_get([key, token_key], consistent=True)}
+        found = items.get(key["SK"]["S"])
+        return self.with_token(self.codec.interrupt(found) if found else None, items.get(token_key["SK"]["S"]))
+
+    def token_of(self, tenant: str, session_id: str, interrupt: Interrupt | None) -> Interrupt | None:
+        """`interrupt` (just written) with its task token, read after the write (strongly
+        consistent): a park message's token stored before the write is seen here, and one stored
+        after it sees the write (`keep_parking_key` reads the interrupt after storing)."""
+        if interrupt is None or interrupt.parking_key:
+            return interrupt
+        return self.with_token(interrupt, self.table.get(self.token_key(tenant, session_id, interrupt.interrupt_id)))
+
+    def keep_parking_key(self, tenant: str, session_id: str, interrupt_id: str, token: str,
+                         generation: int | None, now: float) -> Interrupt | None:
+        """Keep the ParkBranch execution's task token in its own small item (one conditional
+        PutItem: the interrupt item, its Inbox entry and any commit that read it are untouched),
+        then read the interrupt. The token of a later raise replaces an earlier one's; the same one
+        again, or an earlier raise's, fails the condition and writes nothing. Stored before the
+        read, so a resume that resolves after the read finds the token (`token_of`). The item
+        expires past the longest park, when its token is spent; nothing deletes it sooner (the
+        TTL's delete is free). None when there is no such interrupt."""
+        item = {**self.token_key(tenant, session_id, interrupt_id), k.PARKING_KEY: s(token),
+                k.TTL: n(int(now) + k.TOKEN_TTL_SECONDS)}
+        condition: Cond = Exists("SK", present=False)
         if generation is not None:
-            parts.append(same_generation(generation))
-        update = Update(sets={k.PARKING_KEY: s(token)}, increments={k.REV: 1})
-        new, old = self.update(key, update, all_of(parts))
-        item = new if new is not None else old
-        return self.codec.interrupt(item) if item else None
+            item["generation"] = n(generation)
+            condition = condition | absent_or("generation", Compare("generation", "<", n(generation)))
+        with suppress(ConditionFailed):
+            self.table.put(item, **Expr().request(condition=condition))
+        found = self.read_with_token(tenant, session_id, interrupt_id)
+        if found is None:  # no such interrupt (or session): leave nothing behind
+            with suppress(ConditionFailed):
+                self.table.delete(self.token_key(tenant, session_id, interrupt_id),
+                                  **Expr().request(condition=eq(k.PARKING_KEY, s(token))))
+        return found
 
     def keep_parked_as(self, key: dict[str, Any], parked_as: str, generation: int) -> Interrupt | None:
-        """Mark the interrupt parked as the execution `start_park` began, bumping its `rev` as the
-        token's write does. An interrupt already marked, or raised again since (another
-        generation), fails the condition and writes nothing; None when there is no such interrupt."""
+        """Mark the interrupt parked as the execution `start_park` began, bumping its `rev` so an
+        engine commit that read the item before the mark conflicts. An interrupt already marked,
+        or raised again since (another generation), fails the condition and writes nothing; None
+        when there is no such interrupt."""
         condition = all_of([Exists("SK"), Exists(k.PARKED_AS, present=False), same_generation(generation)])
         update = Update(sets={k.PARKED_AS: s(parked_as)}, increments={k.REV: 1})
         new, old = self.update(key, update, condition)

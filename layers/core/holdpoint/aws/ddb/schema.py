@@ -6,7 +6,8 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: `version`, `body` (head, seq, worker state), `tail_sum`, `changes`, the listing row |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `parked_as`, `parking_key`, index keys, `ttl`) |
+| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `parked_as`, index keys, `ttl`) |
+| `G#{id}` | its task token: `parking_key`, `generation`, `ttl` (the park message's; outside the state) |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
@@ -25,11 +26,13 @@ interrupts; the *tail* (after `I$`) is calls, nodes, decisions and turns.
 
 from __future__ import annotations
 
+from holdpoint.core.interrupts import DEFAULT_PARK_SECONDS
 from holdpoint.core.state import Call, Decision, Interrupt, Turn
 
 HEADER_SK = "H"
 AGENT_SK = "H#A"  # sorts right after the header, inside the state range a step loads
 HEAD_END = "I$"  # the head range is `H` .. `I$`; the tail sorts after it
+TOKEN = "G#"  # an interrupt's task token: sorts before `H`, so no load reads it
 NODE = "N#"
 EVENT = "E#"
 PREFIX: dict[type, str] = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
@@ -52,7 +55,8 @@ LISTING_ATTRS = (LISTED_AGENT, LISTED_STATUS, LISTED_OWNER, SUB_AGENT)
 
 # An interrupt item's top-level attributes, beside its body: what the conditional writes of the
 # resume and the park message test and set without reading the body.
-PARKING_KEY = "parking_key"  # the ParkBranch execution's task token
+PARKING_KEY = "parking_key"  # the ParkBranch execution's task token (on its `G#` item)
+TOKEN_TTL_SECONDS = DEFAULT_PARK_SECONDS + 86_400  # past the longest park: by then the token is spent
 PARKED_AS = "parked_as"  # the execution `start_park` began (its ARN)
 TTL = "ttl"  # the table's TTL attribute
 REV = "rev"

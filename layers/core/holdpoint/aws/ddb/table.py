@@ -76,6 +76,10 @@ class Table:
         with translated():
             self.client.put_item(TableName=self.name, Item=item, **expression)
 
+    def delete(self, key: dict[str, Any], **expression: Any) -> None:
+        with translated():
+            self.client.delete_item(TableName=self.name, Key=key, **expression)
+
     def update(self, key: dict[str, Any], **expression: Any) -> dict[str, Any]:
         """UpdateItem returning the item as written; `ConditionFailed` carries it as it was."""
         with translated():
