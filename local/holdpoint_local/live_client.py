@@ -122,8 +122,10 @@ class Follower:
         if state is None:
             return
         state.filling = False
+        if self.fmt == "ag-ui":  # no events to count by: the catch-up went through `through_seq`
+            state.last = max(state.last, int(frame.get("through_seq", state.last)))
         self._drain(frame["session_id"], state)
-        if frame.get("has_more") or state.early:
+        if frame.get("has_more") or state.early:  # one page per subscribe: the next from the last seq
             state.filling = True
             await self._subscribe(frame["session_id"], state.last)
 

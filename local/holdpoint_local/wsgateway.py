@@ -268,11 +268,12 @@ class WebSocketGateway:
             await self._disconnect(conn)
 
     def _route_of(self, message: str | bytes) -> str | None:
-        """`$request.body.action`, else `$default` (None when the API has neither)."""
+        """`$request.body.action`, else `$default` (None when the API has neither); a message too
+        deeply nested for Python's parser has no action either."""
         assert self.routes is not None
         try:
             body = json.loads(message)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         action = body.get("action") if isinstance(body, dict) else None
         if isinstance(action, str) and action in self.routes.routes and not action.startswith("$"):

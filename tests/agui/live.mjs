@@ -120,6 +120,7 @@ class WebSocketAgent extends AbstractAgent {
           held = [];
           for (const f of waiting) if (!accept(f)) return;
           if (!filling && !done) this.through = Math.max(this.through, frame.through_seq);
+          if (frame.has_more && !filling && !done) subscribe(); // one page per subscribe: the next from `through`
           if (this.onSubscribed) { const hook = this.onSubscribed; this.onSubscribed = null; hook(); }
         } else if (frame.type === "ag-ui") {
           accept(frame);

@@ -3,7 +3,8 @@
 pinned in tests/agui/package-lock.json): the library's event verification accepts what Holdpoint
 sends, each run it follows is the session's turn (RUN_STARTED .. RUN_FINISHED, an interrupt
 outcome for a park), every message's text arrives once, and a connection cut in the middle of a
-run reconnects from its last seq and loses nothing and repeats nothing."""
+run reconnects from its last seq and loses nothing and repeats nothing; a catch-up a page per
+subscribe is followed on with `has_more`."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from holdpoint.services import live as live_service
 from holdpoint.services.live import Live
 from tests.e2e.streaming import HeldStream, no_engine_stream
 from tests.e2e.test_agui_e2e import AGUI, NODE, agui_client
@@ -63,6 +65,18 @@ def test_agui_live_the_ag_ui_client_follows_runs_over_the_websocket(stack: Any, 
     assert texts(report) == assistant_texts(api, sid)
     assert [m["id"] for m in report["messages"] if m["role"] == "assistant"] == list(assistant_texts(api, sid))
     assert report["stats"]["reconnects"] == 0
+
+
+def test_agui_live_a_catch_up_in_pages_gives_the_whole_run(stack: Any, api: Api, agui_client: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """One subscribe sends one page of the log; the client follows `has_more` from `through_seq`."""
+    monkeypatch.setattr(live_service, "MAX_CATCH_UP", 2)
+    sid = api.start("say hi")
+    api.wait_status(sid, "done")
+    report = follow(stack, sid, [None])
+    [run] = report["runs"]
+    assert run["types"][0] == "RUN_STARTED" and run["types"][-1] == "RUN_FINISHED"
+    assert run["outcome"] == "success" and texts(report) == assistant_texts(api, sid)
 
 
 def test_agui_live_a_park_ends_the_run_with_its_interrupt(stack: Any, api: Api, agui_client: Path) -> None:

@@ -2,7 +2,8 @@
 subscriber gets the log after its `after_seq` and then every committed event as it is committed,
 once and in order; a reconnect with `after_seq` loses nothing and repeats nothing; a post lost
 between a commit and its post (a crash) shows as a gap at the next event, which the client fills
-from the log; a gone connection (410) stops following; an idle subscriber holds no function."""
+from the log; a long log comes one page per subscribe, paged on with `has_more`; a gone
+connection (410) stops following; an idle subscriber holds no function."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.connections import Connections
+from holdpoint.services import live as live_service
 from holdpoint.services.live import Live
 from holdpoint_local.live_client import Follower
 from holdpoint_local.wsgateway import IDLE_SECS
@@ -231,3 +233,28 @@ def test_live_stream_deltas_of_a_reply_then_its_committed_message(stack: Any, ap
     assert added["call_id"] == call_id  # the committed message of the streamed call
     [message] = [m for m in api.view(sid)["messages"] if m.get("id") == added["message_id"]]
     assert "".join(f["text"] for f in deltas) == STREAMED == message["content"]
+
+
+@pytest.mark.parametrize("fmt", [None, "ag-ui"])
+def test_live_a_catch_up_in_pages_loses_nothing_and_repeats_nothing(stack: Any, api: Api, fmt: str | None,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """One subscribe sends one page of the log; the client follows `has_more` from the last seq it has."""
+    monkeypatch.setattr(live_service, "MAX_CATCH_UP", 2)
+    sid = api.start("say hi")
+    last = settled(api, sid)
+
+    async def scenario() -> tuple[list[int], Follower]:
+        async with Follower(stack.live.url, stack.api_key, fmt=fmt) as follower:
+            await follower.follow(sid, 0)
+            seqs = await collect(follower, sid, last) if fmt is None else []
+            while not follower.subscribed or follower.subscribed[-1]["has_more"]:
+                await asyncio.sleep(0.01)
+            return seqs, follower
+
+    seqs, follower = run(scenario())
+    assert [f["after_seq"] for f in follower.subscribed] == list(range(0, last + 1, 2))
+    if fmt is None:
+        assert seqs == [e["seq"] for e in api.events(sid)] and follower.duplicates == 0
+    else:
+        positions = [tuple(p) for f in follower.agui for p in f["positions"]]
+        assert positions == sorted(set(positions)) and positions[-1][0] <= last

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from holdpoint.services import live as live_service
 from holdpoint.services.live import Live
 from tests.e2e.streaming import HeldStream, no_engine_stream
 from tests.e2e.test_inbox_page import WAIT_MS, card, open_inbox, parked
@@ -139,6 +140,18 @@ def test_session_page_reconnects_and_shows_every_event_exactly_once(session: tup
     expect(page.locator("li.event")).to_have_count(len(logged_seqs(api, sid)), timeout=WAIT_MS)
     assert shown_seqs(page) == logged_seqs(api, sid)
     expect(page.locator(".turn.assistant .text")).to_have_text(["Hi!", "Hi!", "Hi!"], timeout=WAIT_MS)
+
+
+def test_session_page_pages_through_the_log_on_has_more(session: tuple[Page, str], api: Api,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One subscribe sends one page of the log; the page subscribes again from its last seq."""
+    page, sid = session
+    monkeypatch.setattr(live_service, "MAX_CATCH_UP", 2)
+    page.reload()  # a fresh catch-up, two events a page
+    expect(page.locator("#live")).to_have_text("live", timeout=WAIT_MS)
+    expect(page.locator("li.event")).to_have_count(len(logged_seqs(api, sid)), timeout=WAIT_MS)
+    assert shown_seqs(page) == logged_seqs(api, sid)
+    expect(page.locator(".turn.assistant .text")).to_have_text(["Hi!"], timeout=WAIT_MS)
 
 
 def test_session_page_is_linked_from_the_inbox_card(browser: Browser, stack: Any, api: Api) -> None:

@@ -287,10 +287,14 @@ class Connections(Protocol):
     """WebSocket connections and the sessions each follows (`aws/connections.py`): one item per
     (session, connection), found by the session, gone with the connection's 2-hour lifetime."""
 
-    def open(self, connection_id: str, tenant: str, expires: int) -> None: ...
+    def open(self, connection_id: str, tenant: str, expires: int, caller: str = "") -> None:
+        """`QuotaExceeded` when `caller` holds its limit of open connections."""
+        ...
 
     def subscribe(self, tenant: str, session_id: str, connection_id: str, expires: int,
-                  fmt: str = "events") -> bool: ...
+                  fmt: str = "events") -> bool:
+        """`QuotaExceeded` when the session has its limit of followers."""
+        ...
 
     def following(self, tenant: str, session_id: str) -> list[str]: ...
 
@@ -307,3 +311,7 @@ class Frames(Protocol):
     """API Gateway's `@connections` management API: `post` is False when the connection is gone (410)."""
 
     def post(self, connection_id: str, frame: dict[str, Any]) -> bool: ...
+
+    def close(self, connection_id: str) -> None:
+        """DeleteConnection: API Gateway closes the socket (a gone one is no error)."""
+        ...

@@ -5,6 +5,14 @@
 - `T#{tenant}#L#{session_id}` / `C#{connection_id}`: one item per (session, connection), found by
   the session with one Query of its own partition, so the tenant is in the key that finds it; its
   `f` is the subscription's format (`events` or `ag-ui`, docs/PROTOCOL.md "Live events").
+- `T#{tenant}#LC#{digest of the caller}` / `C#{connection_id}`: one item per open connection of a
+  caller, so `$connect` counts them (quota `live_connections_per_caller`).
+
+Quotas (docs/SECURITY.md, "Quotas") count items, not a counter: a new item is written first, then
+its partition's live items are counted (one strongly consistent Query); past the limit the writer
+deletes its own item and is refused. Racing writers may all see the excess and all back out, so
+the limit is never exceeded, and a slot is given back by deleting its item (`drop`, `disconnect`)
+or by its `ttl` passing. Writing an item that is already there (a re-subscribe) counts nothing.
 
 Every item carries `ttl`, the connection's end (API Gateway closes a connection after 2 hours), so
 a connection whose `$disconnect` never ran leaves nothing behind; reads skip items past their
@@ -13,6 +21,7 @@ a connection whose `$disconnect` never ran leaves nothing behind; reads skip ite
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -20,6 +29,8 @@ from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
+
+from holdpoint.core import quotas
 
 LIFETIME_SECS = 2 * 3600
 """API Gateway's limit on one WebSocket connection's duration."""
@@ -39,23 +50,62 @@ def following_pk(tenant: str, session_id: str) -> str:
     return f"T#{tenant}#L#{session_id}"
 
 
+def caller_pk(tenant: str, caller: str) -> str:
+    return f"T#{tenant}#LC#{hashlib.sha256(caller.encode()).hexdigest()[:32]}"
+
+
 class Connections:
     """`ports.Connections` on DynamoDB."""
 
-    def __init__(self, table: str | None = None, client: Any = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, table: str | None = None, client: Any = None, clock: Callable[[], float] = time.time,
+                 limits: quotas.Quotas | None = None) -> None:
         self.table = table or os.environ["TABLE_NAME"]
         self.client = client or boto3.client("dynamodb")
         self.clock = clock
+        self.limits = limits or quotas.from_env(os.environ)
 
-    def open(self, connection_id: str, tenant: str, expires: int) -> None:
-        """The connection's own item (a repeated `$connect` rewrites it with the same values)."""
+    def open(self, connection_id: str, tenant: str, expires: int, caller: str = "") -> None:
+        """The connection's own item and its slot among the caller's connections (a repeated
+        `$connect` rewrites them with the same values); `QuotaExceeded` when the caller has
+        `live_connections_per_caller` open already."""
+        pk = caller_pk(tenant, caller)
+        self._take(pk, connection_id, expires, "live_connections_per_caller", self.limits.live_connections_per_caller)
         self.client.put_item(TableName=self.table, Item={
-            **connection_key(connection_id), "tenant": _s(tenant), "ttl": {"N": str(expires)}})
+            **connection_key(connection_id), "tenant": _s(tenant), "ttl": {"N": str(expires)}, "k": _s(pk)})
+
+    def _take(self, pk: str, connection_id: str, expires: int, limit: str, allowed: int,
+              extra: dict[str, Any] | None = None) -> bool:
+        """Write the slot `pk` / `C#{connection_id}`; True when it was not held before. Past the
+        limit the new slot is deleted again and `QuotaExceeded` raised (see the module's docstring)."""
+        key = {"PK": _s(pk), "SK": _s(f"C#{connection_id}")}
+        old = self.client.put_item(TableName=self.table, Item={**key, "ttl": {"N": str(expires)}, **(extra or {})},
+                                   ReturnValues="ALL_OLD").get("Attributes")
+        if old and float(old["ttl"]["N"]) > self.clock():
+            return False
+        if self._count(pk) > allowed:
+            self.client.delete_item(TableName=self.table, Key=key)
+            raise quotas.QuotaExceeded(limit, allowed)
+        return True
+
+    def _count(self, pk: str) -> int:
+        """The partition's items whose `ttl` has not passed (strongly consistent)."""
+        kwargs: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": "PK = :pk",
+                                  "FilterExpression": "#ttl > :now", "ExpressionAttributeNames": {"#ttl": "ttl"},
+                                  "ExpressionAttributeValues": {":pk": _s(pk), ":now": {"N": str(int(self.clock()))}},
+                                  "ConsistentRead": True, "Select": "COUNT"}
+        count = 0
+        while True:
+            page = self.client.query(**kwargs)
+            count += int(page.get("Count", 0))
+            if "LastEvaluatedKey" not in page:
+                return count
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def subscribe(self, tenant: str, session_id: str, connection_id: str, expires: int,
                   fmt: str = "events") -> bool:
-        """Follow the session in format `fmt`; False when the connection is not open for `tenant` or
-        follows `MAX_FOLLOWED` sessions already (following one again sets its format)."""
+        """Follow the session in format `fmt` until `expires`; False when the connection is not open
+        for `tenant` or follows `MAX_FOLLOWED` sessions already (following one again sets its format
+        and `expires`); `QuotaExceeded` when the session has `live_followers_per_session` already."""
         member = f"{tenant}{_SEP}{session_id}"
         try:
             self.client.update_item(
@@ -67,9 +117,13 @@ class Connections:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 return False
             raise
-        self.client.put_item(TableName=self.table, Item={
-            "PK": _s(following_pk(tenant, session_id)), "SK": _s(f"C#{connection_id}"), "ttl": {"N": str(expires)},
-            "f": _s(fmt)})
+        try:
+            self._take(following_pk(tenant, session_id), connection_id, expires, "live_followers_per_session",
+                       self.limits.live_followers_per_session, {"f": _s(fmt)})
+        except quotas.QuotaExceeded:
+            self.client.update_item(TableName=self.table, Key=connection_key(connection_id),
+                                    UpdateExpression="DELETE s :m", ExpressionAttributeValues={":m": {"SS": [member]}})
+            raise
         return True
 
     def following(self, tenant: str, session_id: str) -> list[str]:
@@ -101,4 +155,6 @@ class Connections:
         for member in (got.get("s") or {}).get("SS", []):
             tenant, _, session_id = member.partition(_SEP)
             self.drop(tenant, session_id, connection_id)
+        if "k" in got:
+            self.client.delete_item(TableName=self.table, Key={"PK": got["k"], "SK": _s(f"C#{connection_id}")})
         self.client.delete_item(TableName=self.table, Key=connection_key(connection_id))

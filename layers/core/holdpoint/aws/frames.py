@@ -1,4 +1,4 @@
-"""API Gateway's `@connections` management API (PostToConnection), at the WebSocket API's stage
+"""API Gateway's `@connections` management API (PostToConnection, DeleteConnection), at the WebSocket API's stage
 URL (`HOLDPOINT_LIVE_ENDPOINT`, template.yaml)."""
 
 from __future__ import annotations
@@ -43,3 +43,11 @@ class ManagementFrames:
                 return False
             log.warning("post to %s failed: %s", connection_id, exc)
         return True
+
+    def close(self, connection_id: str) -> None:
+        """DeleteConnection; a connection already gone is closed enough."""
+        try:
+            self.client.delete_connection(ConnectionId=connection_id)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "GoneException":
+                log.warning("closing %s failed: %s", connection_id, exc)

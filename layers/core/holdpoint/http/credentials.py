@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from holdpoint.core.credentials import JWT_AUDIENCE, hash_key
+from holdpoint.core.digits import parse_digits
 from holdpoint.ports import SessionStore
 from holdpoint.services.caller import Caller
 
@@ -27,11 +28,12 @@ def authenticate(authorization: str | None, store: SessionStore,
         return None
     if token.count(".") == 2:
         return _client_token(token, secret)
-    found = store.get_api_key(hash_key(token))
+    key_hash = hash_key(token)
+    found = store.get_api_key(key_hash)
     if found is None:
         return None
     return Caller(tenant=found["tenant"], subject=found["subject"], origin=found["origin"],
-                  groups=groups_of(found.get("groups")))
+                  groups=groups_of(found.get("groups")), key_hash=key_hash)
 
 
 def _client_token(token: str, secret: Callable[[], str | None]) -> Caller | None:
@@ -48,7 +50,7 @@ def _client_token(token: str, secret: Callable[[], str | None]) -> Caller | None
         return None
     return Caller(tenant=str(claims["tenant"]), subject=str(claims["sub"]), origin="client",
                   session_id=claims.get("session_id"), own_only=True, metadata=metadata_of(claims.get("md")),
-                  groups=groups_of(claims.get("groups")))
+                  groups=groups_of(claims.get("groups")), expires=int(claims["exp"]))
 
 
 def context_of(caller: Caller) -> dict[str, str]:
@@ -62,6 +64,10 @@ def context_of(caller: Caller) -> dict[str, str]:
         out["metadata"] = json.dumps(dict(caller.metadata), separators=(",", ":"))
     if caller.groups:
         out["groups"] = json.dumps(list(caller.groups), separators=(",", ":"))
+    if caller.expires is not None:
+        out["exp"] = str(caller.expires)
+    if caller.key_hash:
+        out["key_hash"] = caller.key_hash
     return out
 
 
@@ -85,7 +91,8 @@ def caller_of(ctx: dict[str, Any]) -> Caller:
     return Caller(tenant=str(ctx["tenant"]), subject=str(ctx.get("subject") or ""),
                   origin=str(ctx.get("origin") or "client"), session_id=ctx.get("session_id") or None,
                   own_only=str(ctx.get("own_only", "")) in ("1", "true", "True"),
-                  metadata=metadata_of(ctx.get("metadata")), groups=groups_of(ctx.get("groups")))
+                  metadata=metadata_of(ctx.get("metadata")), groups=groups_of(ctx.get("groups")),
+                  expires=parse_digits(ctx.get("exp")), key_hash=str(ctx.get("key_hash") or "") or None)
 
 
 def _decoded(raw: Any) -> Any:

@@ -9,13 +9,15 @@ log's events. A bad message is answered with an `error` frame naming the field.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from holdpoint.assembly import get_live
+from holdpoint.core.errors import Refusal
+from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.http.credentials import caller_of
+from holdpoint.http.limits import body_bytes, strict_body
 from holdpoint.ports import MAX_SEQ
 from holdpoint.services.live import error_frame
 
@@ -55,12 +57,15 @@ def handle(event: dict[str, Any]) -> dict[str, Any]:
         return {"statusCode": 200}
     caller = caller_of(ctx.get("authorizer") or {})
     if route == "$connect":
-        live.connect(caller, connection_id, connected_at)
+        try:
+            live.connect(caller, connection_id, connected_at)
+        except QuotaExceeded:
+            return {"statusCode": 429}  # API Gateway refuses the handshake
         return {"statusCode": 200}
-    try:
-        body = json.loads(event.get("body") or "")
-    except ValueError:
-        live.frames.post(connection_id, error_frame("invalid_request", "a message is a JSON object", "body"))
+    try:  # the HTTP edge's limits and strict parser: size, depth, no duplicate keys, no NaN
+        body = strict_body(body_bytes(event))
+    except Refusal as exc:
+        live.frames.post(connection_id, error_frame("invalid_request", exc.message, exc.param or "body"))
         return {"statusCode": 400}
     if route != "subscribe" or not isinstance(body, dict):
         live.frames.post(connection_id, error_frame("invalid_request", "unknown action; send subscribe", "action"))

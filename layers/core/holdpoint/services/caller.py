@@ -4,7 +4,7 @@ caller is read from a credential or carried in API Gateway's context is the edge
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from holdpoint.core.errors import Refusal
@@ -21,6 +21,10 @@ class Caller:
     own_only: bool = False  # a client token touches only its subject's own sessions
     metadata: tuple[tuple[str, str], ...] = ()  # a client token's identity metadata, as its issuer set it
     groups: tuple[str, ...] = ()  # A2: approver groups (an API key's attribute, a client token's claim)
+    # How the caller proved itself, not who it is (so not compared): the live API, authorized only
+    # at `$connect`, checks them again on every message (docs/SECURITY.md, "Live events").
+    expires: int | None = field(default=None, compare=False)  # a client token's `exp` (epoch seconds)
+    key_hash: str | None = field(default=None, compare=False)  # an API key's stored hash
 
     def identity(self) -> dict[str, Any]:
         """The identity a session this caller starts records: the subject, its origin, and the

@@ -26,17 +26,21 @@ from typing import Any
 
 from holdpoint.core import agui
 from holdpoint.core.errors import Refusal
+from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Connections, Frames, SessionStore
 from holdpoint.services.caller import Caller
-from holdpoint.services.streams import visible
+from holdpoint.services.streams import holder, visible
 
 log = logging.getLogger("holdpoint.services.live")
 
 LIFETIME_SECS = 2 * 3600
-PAGE = 100
-MAX_CATCH_UP = 1000
-"""Events one subscribe sends from the log; past it `has_more` asks the client to subscribe again."""
+KEY_LEASE_SECS = 600
+"""An API key's subscription lasts this long unless a subscribe (the client's 5-minute keep-alive)
+renews it after checking the key again: a revoked key's live posts stop within it."""
+MAX_CATCH_UP = 100
+"""Events one subscribe sends per session from the log (one Query page); past it `has_more` asks
+the client to subscribe again from `through_seq`."""
 FRAME_BUDGET = 30 * 1024
 """Below API Gateway's 32 KB frame, with room for the frame's own fields."""
 MAX_STREAMS = 256
@@ -80,15 +84,25 @@ class Live:
         self._streams_lock = threading.Lock()  # the local stack runs several handlers in one process
 
     def connect(self, caller: Caller, connection_id: str, connected_at: float) -> None:
-        """`$connect` (already authorized): the connection's item, gone with the connection's lifetime."""
-        self.connections.open(connection_id, caller.tenant, int(connected_at) + LIFETIME_SECS)
+        """`$connect` (already authorized): the connection's item, gone at the connection's end;
+        `QuotaExceeded` when the caller has `live_connections_per_caller` connections open."""
+        self.connections.open(connection_id, caller.tenant, self._ends(caller, connected_at), holder(caller))
+
+    @staticmethod
+    def _ends(caller: Caller, connected_at: float) -> int:
+        """The connection's end: API Gateway's 2 hours, or its client token's `exp` if sooner."""
+        ends = int(connected_at) + LIFETIME_SECS
+        return min(ends, caller.expires) if caller.expires is not None else ends
 
     def subscribe(self, caller: Caller, connection_id: str, connected_at: float,
                   after: dict[str, int], fmt: str = "events") -> None:
         """Follow each session (`session id -> after_seq`) the caller may read, then send it the
         events after `after_seq` from the log and a `subscribed` frame. A session the caller may
-        not read is answered `not_found`, as over HTTP, and nothing is recorded for it."""
-        expires = int(connected_at) + LIFETIME_SECS
+        not read is answered `not_found`, as over HTTP, and nothing is recorded for it. A
+        credential that expired or was revoked since `$connect` is refused and the connection closed."""
+        expires = self._admitted(caller, connection_id, connected_at)
+        if expires is None:
+            return
         for session_id, after_seq in after.items():
             try:
                 visible(self.store, caller, session_id)
@@ -96,35 +110,54 @@ class Live:
                 self.frames.post(connection_id, error_frame(exc.code, exc.message, "session_ids",
                                                             session_id=session_id))
                 continue
-            if not self.connections.subscribe(caller.tenant, session_id, connection_id, expires, fmt):
+            try:
+                followed = self.connections.subscribe(caller.tenant, session_id, connection_id, expires, fmt)
+            except QuotaExceeded as exc:
+                self.frames.post(connection_id, error_frame("quota_exceeded", str(exc), "session_ids",
+                                                            session_id=session_id, limit=exc.limit))
+                continue
+            if not followed:
                 self.frames.post(connection_id, error_frame(
                     "limit_exceeded", "this connection follows as many sessions as it may", "session_ids",
                     session_id=session_id))
                 continue
             self.catch_up(caller.tenant, session_id, connection_id, after_seq, fmt)
 
+    def _admitted(self, caller: Caller, connection_id: str, connected_at: float) -> int | None:
+        """When the subscriptions of this message end; None, with the connection refused and
+        closed, for a client token past its `exp` or an API key revoked (one GetItem per message).
+        A key's subscriptions last `KEY_LEASE_SECS`, renewed by each subscribe (the keep-alive)."""
+        now = self.clock()
+        ends = self._ends(caller, connected_at)
+        lapsed = caller.expires is not None and now >= caller.expires
+        if caller.key_hash is not None:
+            ends = min(ends, int(now) + KEY_LEASE_SECS)
+            lapsed = self.store.get_api_key(caller.key_hash) is None
+        if not lapsed:
+            return ends
+        self.frames.post(connection_id, error_frame(
+            "unauthorized", "the credential this connection opened with has expired or was revoked; "
+            "connect again with a valid one", "authorization"))
+        self.frames.close(connection_id)
+        return None
+
     def catch_up(self, tenant: str, session_id: str, connection_id: str, after_seq: int,
                  fmt: str = "events") -> None:
-        """The log after `after_seq` (at most `MAX_CATCH_UP` events), then `subscribed`; in `ag-ui`
-        translated with the session as loaded once here, up to its seq (it holds every message those
-        events name; later ones come live, as the subscription is written before the load)."""
-        through, sent, more = after_seq, 0, False
+        """One page of the log after `after_seq` (`MAX_CATCH_UP` events, one Query), then
+        `subscribed`, whose `has_more` asks for the next page (a subscribe from `through_seq`). In
+        `ag-ui` translated with the session as loaded once here, up to its seq (it holds every
+        message those events name; later ones come live, as the subscription is written before the load)."""
         state = self.store.load(tenant, session_id) if fmt == "ag-ui" else None
-        while sent < MAX_CATCH_UP:
-            events = self.store.events(tenant, session_id, through, PAGE)
-            if state is not None and events and int(events[-1]["seq"]) > state.header.seq:
-                events = [e for e in events if int(e["seq"]) <= state.header.seq]
-                if not events:
-                    break
-            for frame in self._formatted(fmt, list(frames_of(session_id, events)), state, set()):
-                if not self.frames.post(connection_id, frame):
-                    self.connections.drop(tenant, session_id, connection_id)
-                    return
-            if events:
-                through, sent = int(events[-1]["seq"]), sent + len(events)
-            more = len(events) == PAGE
-            if not more:
-                break
+        events = self.store.events(tenant, session_id, after_seq, MAX_CATCH_UP)
+        more = len(events) == MAX_CATCH_UP
+        if state is not None and events and int(events[-1]["seq"]) > state.header.seq:
+            events = [e for e in events if int(e["seq"]) <= state.header.seq]
+            more = False  # what is past the load comes live
+        for frame in self._formatted(fmt, list(frames_of(session_id, events)), state, set()):
+            if not self.frames.post(connection_id, frame):
+                self.connections.drop(tenant, session_id, connection_id)
+                return
+        through = int(events[-1]["seq"]) if events else after_seq
         self.frames.post(connection_id, {"type": "subscribed", "session_id": session_id, "after_seq": after_seq,
                                          "through_seq": through, "has_more": more})
 
