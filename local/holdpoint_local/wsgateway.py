@@ -314,9 +314,10 @@ class WebSocketGateway:
             for conn in expired(self.connections.values(), time.time()):
                 await conn.socket.close(1001, "Going away")
 
-    def sweep(self, now: float) -> list[str]:
-        """The sweep as of `now` (a test's way to let ten minutes or two hours pass): the ids closed."""
-        closing = expired(self.connections.values(), now)
+    def sweep(self, now: float, among: set[str] | None = None) -> list[str]:
+        """The sweep as of `now` (a test's way to let ten minutes or two hours pass), of the
+        connections `among` names (all by default): the ids closed."""
+        closing = expired([c for c in self.connections.values() if among is None or c.id in among], now)
         for conn in closing:
             asyncio.run_coroutine_threadsafe(conn.socket.close(1001, "Going away"), self._loop).result(timeout=10)
         return [conn.id for conn in closing]

@@ -79,8 +79,9 @@ def test_iam_each_function_signs_with_its_own_role(stack: Any) -> None:
 
 def test_iam_a_function_without_manage_connections_is_refused_by_the_management_api(stack: Any) -> None:
     """The local gateway's `@connections` API is checked as API Gateway checks it: the authorizer
-    (no `execute-api:ManageConnections`) may not post, the live function (granted POST on
-    `@connections/*` only) may post but not delete, and each refusal is a denial the IAM log shows."""
+    (no `execute-api:ManageConnections`) may not post, the engine (granted POST on `@connections/*`
+    only) may post but not delete (only the live function closes connections), and each refusal is
+    a denial the IAM log shows."""
     import asyncio
 
     import boto3
@@ -106,7 +107,7 @@ def test_iam_a_function_without_manage_connections_is_refused_by_the_management_
             new = await asyncio.to_thread(wait_for, lambda: set(stack.live.connections) - before, "the connection")
             (connection_id,) = new
             answers = [await asyncio.to_thread(call, fn, op, connection_id) for fn, op in (
-                ("AuthorizerFunction", "post"), ("LiveFunction", "delete"), ("LiveFunction", "post"))]
+                ("AuthorizerFunction", "post"), ("EngineFunction", "delete"), ("EngineFunction", "post"))]
             assert await asyncio.wait_for(ws.recv(), 30) == '{"type":"ping"}'  # the one allowed post
             assert connection_id in stack.live.connections
             return answers
@@ -114,4 +115,4 @@ def test_iam_a_function_without_manage_connections_is_refused_by_the_management_
     denials = set(credentials.CALLS.denied())
     assert asyncio.run(scenario()) == ["ForbiddenException", "ForbiddenException", "ok"]
     assert _denials_since(denials) == {("AuthorizerFunction", "execute-api", "PostToConnection"),
-                                      ("LiveFunction", "execute-api", "DeleteConnection")}
+                                      ("EngineFunction", "execute-api", "DeleteConnection")}

@@ -147,17 +147,20 @@ def test_live_idle_subscribers_hold_no_function(stack: Any, api: Api) -> None:
     first = settled(api, sid)
 
     async def scenario(check: Callable[[], dict[str, int]]) -> tuple[dict[str, int], dict[str, int]]:
+        earlier = set(stack.live.connections)
         followers = [Follower(stack.live.url, stack.api_key) for _ in range(20)]
         for follower in followers:
             await follower.__aenter__()
             await follower.follow(sid, first)
         for follower in followers:
             await subscribed(follower)
+        ours = set(stack.live.connections) - earlier
         while check()["in_flight"]:  # the session's last steps (the notifier's stream record) finish
             await asyncio.sleep(0.01)
         before = check()
         # Ten minutes less a second of idleness pass at the gateway's sweep: nothing is closed, nothing runs.
-        closed = await asyncio.to_thread(stack.live.sweep, time.time() + IDLE_SECS - 1)
+        quiet_since = min(stack.live.connections[c].last_active for c in ours)
+        closed = await asyncio.to_thread(stack.live.sweep, quiet_since + IDLE_SECS - 1, ours)
         after = check()
         assert closed == []
         for follower in followers:
@@ -181,12 +184,14 @@ def test_live_gateway_closes_a_connection_idle_for_ten_minutes_and_disconnect_st
     connections = Connections()
 
     async def scenario() -> int | None:
+        earlier = set(stack.live.connections)
         async with Follower(stack.live.url, stack.api_key) as follower:
             await follower.follow(sid, first)
             await subscribed(follower)
             assert len(connections.following("dev", sid)) == 1
-            closed = await asyncio.to_thread(stack.live.sweep, time.time() + IDLE_SECS + 1)
-            assert len(closed) == 1
+            [ours] = [c for c in stack.live.connections if c not in earlier]
+            closed = await asyncio.to_thread(stack.live.sweep, time.time() + IDLE_SECS + 1, {ours})
+            assert closed == [ours]
             assert follower.ws is not None
             await follower.ws.wait_closed()
             return follower.ws.close_code
