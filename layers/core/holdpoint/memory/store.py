@@ -5,19 +5,35 @@ so a caller never shares an object with the store and what cannot be stored ther
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import MISSING, asdict, fields
 from typing import Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
-from holdpoint.core.state import Call, Decision, Header, Interrupt, SessionState, Turn
+from holdpoint.core.state import Header, Interrupt, SessionState
 from holdpoint.core.tree import Node, Tree
+from holdpoint.memory.records import (
+    ITEM_BYTES,
+    KINDS,
+    MAX_TRANSACT_ITEMS,
+    TRANSACTION_BYTES,
+    Kept,
+    Session,
+    Snapshot,
+    as_text,
+    interrupt_bytes,
+    interrupt_of,
+    item_bytes,
+    listed,
+    page,
+    record_of,
+    refusal,
+)
 from holdpoint.ports import (
     MAX_SEQ,
     Conflict,
@@ -28,94 +44,6 @@ from holdpoint.ports import (
     TooLarge,
     TooManyChanges,
 )
-
-ITEM_BYTES = 400_000  # DynamoDB's item limit
-OFFLOAD_BYTES = 300_000  # bodies above this go to S3 by reference in the DynamoDB store: never too large
-TRANSACTION_BYTES = 4_000_000
-MAX_TRANSACT_ITEMS = 100
-KINDS: dict[str, type] = {"Call": Call, "Decision": Decision, "Interrupt": Interrupt, "Turn": Turn}
-OUTSIDE_BODY = ("resolution", "responder", "approvals", "parking_key")
-"""An interrupt's fields the DynamoDB store keeps as top-level attributes (they count whole)."""
-
-
-def _text(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _load(cls: type, body: dict[str, Any]) -> Any:
-    names = {f.name for f in fields(cls)}
-    return cls(**{key: v for key, v in body.items() if key in names})
-
-
-def interrupt_of(data: dict[str, Any]) -> Interrupt:
-    interrupt: Interrupt = _load(Interrupt, data)
-    return interrupt
-
-
-def item_bytes(body: str, outside: Iterable[Any] = ()) -> int:
-    """The size of an item as the DynamoDB store writes it: a body too large for an item goes to
-    S3 (a short reference stays), the attributes outside the body count in full."""
-    size = len(body.encode()) if len(body.encode()) <= OFFLOAD_BYTES else 200
-    return size + sum(len(_text(v).encode()) for v in outside if v is not None)
-
-
-def interrupt_bytes(data: dict[str, Any]) -> int:
-    body = {key: v for key, v in data.items() if key not in OUTSIDE_BODY}
-    return item_bytes(_text(body), (data.get(key) for key in OUTSIDE_BODY))
-
-
-@dataclass
-class Snapshot:
-    """What a load read: the header's version is the state's; each record's revision here."""
-
-    revs: dict[tuple[str, str], int] = field(default_factory=dict)
-    head_only: bool = False
-    listed_status: str | None = None
-
-
-@dataclass
-class Kept:
-    """One stored record: its revision and its JSON text."""
-
-    rev: int
-    text: str
-
-
-@dataclass
-class Session:
-    tenant: str
-    session_id: str
-    version: int
-    header: str  # the header without its agent and version
-    agent: str
-    status: str
-    created_at: str
-    agent_id: str
-    owner: str | None
-    end_user: str | None
-    sub_agent: bool
-    nodes: dict[str, str] = field(default_factory=dict)
-    records: dict[tuple[str, str], Kept] = field(default_factory=dict)
-    events: dict[int, str] = field(default_factory=dict)
-
-    def order(self) -> str:
-        return f"{self.created_at}#{self.session_id}"
-
-
-def encode_cursor(key: str | None) -> str | None:
-    return base64.urlsafe_b64encode(key.encode()).decode() if key else None
-
-
-def decode_cursor(cursor: str | None) -> str | None:
-    return base64.urlsafe_b64decode(cursor.encode()).decode() if cursor else None
-
-
-def page(rows: list[tuple[str, Any]], limit: int, cursor: str | None) -> tuple[list[Any], str | None]:
-    """Rows (order key, row) newest first, after the cursor's key; a cursor when more are left."""
-    after = decode_cursor(cursor)
-    left = [(key, row) for key, row in sorted(rows, key=lambda r: r[0], reverse=True) if after is None or key < after]
-    out = left[:limit]
-    return [row for _, row in out], encode_cursor(out[-1][0]) if len(left) > limit else None
 
 
 class MemoryStore:
@@ -140,7 +68,7 @@ class MemoryStore:
             kept = self._sessions.get((tenant, session_id))
             if kept is None:
                 return None
-            header = _load(Header, json.loads(kept.header))
+            header = record_of(Header, json.loads(kept.header))
             header.version, header.agent = kept.version, json.loads(kept.agent)
             snap = Snapshot(head_only=head_only, listed_status=kept.status)
             state = SessionState(header=header, tree=Tree(head_id=header.head_id), snapshot=snap)
@@ -160,7 +88,7 @@ class MemoryStore:
 
     @staticmethod
     def _put(state: SessionState, kind: str, body: dict[str, Any]) -> None:
-        record = _load(KINDS[kind], body)
+        record = record_of(KINDS[kind], body)
         if kind == "Interrupt":
             state.interrupts[record.interrupt_id] = record
         else:
@@ -177,12 +105,12 @@ class MemoryStore:
         status = snap.listed_status if snap.head_only and snap.listed_status else rules.status(state)
         header_body = asdict(h)
         header_body.pop("version", None)
-        agent = _text(header_body.pop("agent", None))
-        header_text = _text(header_body)
-        written = [(key, type(record).__name__, _text(asdict(record))) for key, record in state.dirty.items()]
-        nodes = {node.id: _text({"id": node.id, "parent_id": node.parent_id, "message": node.message,
+        agent = as_text(header_body.pop("agent", None))
+        header_text = as_text(header_body)
+        written = [(key, type(record).__name__, as_text(asdict(record))) for key, record in state.dirty.items()]
+        nodes = {node.id: as_text({"id": node.id, "parent_id": node.parent_id, "message": node.message,
                                  "order": node.order}) for node in state.new_nodes}
-        events = {e.seq: _text(e.wire()) for e in state.events}
+        events = {e.seq: as_text(e.wire()) for e in state.events}
         held = quotas.slots(state)
         with self._lock:
             kept = self._sessions.get((h.tenant, h.session_id))
@@ -358,12 +286,12 @@ class MemoryStore:
             why = refusal(data, allowed_origins, owner, generation, seen)
             if why is not None:
                 return why, (None if why == "not_found" else interrupt_of(data))
-            data.update(json.loads(_text(changes)))
+            data.update(json.loads(as_text(changes)))
             if approval is not None:
-                data["approvals"] = [*data.get("approvals", []), json.loads(_text(approval))]
+                data["approvals"] = [*data.get("approvals", []), json.loads(as_text(approval))]
             if interrupt_bytes(data) > ITEM_BYTES:
                 raise TooLarge("the item is too large to record")
-            record.rev, record.text = record.rev + 1, _text(data)
+            record.rev, record.text = record.rev + 1, as_text(data)
             return done, interrupt_of(data)
 
     def keep_parking_key(self, tenant: str, session_id: str, interrupt_id: str, key: str,
@@ -391,7 +319,7 @@ class MemoryStore:
             data = json.loads(record.text)
             if data.get("parked_as") is None and data.get("generation") == generation:
                 data["parked_as"] = parked_as
-                record.rev, record.text = record.rev + 1, _text(data)
+                record.rev, record.text = record.rev + 1, as_text(data)
             return interrupt_of(data)
 
     # --- listings ----------------------------------------------------------------------
@@ -435,7 +363,7 @@ class MemoryStore:
 
     def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None:
         with self._lock:
-            self._agents[(tenant, agent_id)] = _text(config)
+            self._agents[(tenant, agent_id)] = as_text(config)
 
     def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None:
         with self._lock:
@@ -466,38 +394,3 @@ class MemoryStore:
 
 INTERRUPT_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}
 INTERRUPT_DEFAULTS["reminded"] = []
-
-
-def refusal(data: dict[str, Any], allowed_origins: list[str], owner: str | None, generation: int | None,
-            seen: int | None) -> ResolveOutcome | None:
-    """Why an answer may not be written to the interrupt as it is now, or None when it may."""
-    if owner is not None and data.get("owner") != owner:
-        return "not_found"
-    if data.get("status") != "open":
-        return "noop"
-    if generation is not None and data.get("generation", 0) != generation:
-        return "changed"
-    if seen is not None and len(data.get("approvals") or []) != seen:
-        return "raced"
-    if data.get("origin") not in allowed_origins:
-        return "forbidden"
-    return None
-
-
-def listed(query: InboxQuery, row: InboxRow, order: str) -> bool:
-    """Whether the inbox query lists the interrupt (the DynamoDB store's index and filters)."""
-    interrupt = row.interrupt
-    if query.status == "open" and interrupt.status != "open":
-        return False
-    if query.status in ("resolved", "expired") and interrupt.status != query.status:
-        return False
-    if query.created_before is not None and not order < query.created_before:
-        return False
-    if query.agent_id is not None and row.agent_id != query.agent_id:
-        return False
-    if query.reason is not None and interrupt.reason != query.reason:
-        return False
-    if query.expiring_by is not None:
-        return interrupt.expires_at is not None and interrupt.expires_at <= query.expiring_by
-    return True
-
