@@ -17,8 +17,10 @@ from holdpoint import assembly
 from holdpoint.aws.store import agent_digest
 from holdpoint.core import schemas
 from holdpoint.core.errors import Refusal
+from holdpoint.http import rendering
 from holdpoint.services import sessions
-from holdpoint.services.resume import Resumed
+from holdpoint.services.links import Followed
+from holdpoint.services.resume import Answered, Cleared, Progress, Resumed
 from tests.harness import TOOLS, Harness, spent_tokens
 from tests.unit.test_api import (
     API,
@@ -230,6 +232,28 @@ def test_a4_a_repeated_resume_says_who_cleared_it_when_and_with_what() -> None:
     assert h.resume("int-ok", {"approved": False}).cleared == replace(resolved, same_payload=False)
     # An unknown id is a no-op with nothing to tell.
     assert h.resume("int-unknown", {}) == Resumed("int-unknown", noop=True)
+
+
+def test_a4_each_resume_outcome_renders_as_its_wire_body_field_for_field_and_in_order() -> None:
+    """The edge says a resume's outcome in the JSON the API has always sent (the key order too)."""
+    def wire(body: dict[str, Any]) -> str:
+        return json.dumps(body)
+
+    assert wire(rendering.resumed(Resumed("i", noop=False))) == '{"ok": true, "interrupt_id": "i", "noop": false}'
+    recorded = Resumed("i", noop=False, progress=Progress(approvals=1, quorum=2))
+    assert wire(rendering.resumed(recorded)) == (
+        '{"ok": true, "interrupt_id": "i", "noop": false, "status": "open", "approvals": 1, "quorum": 2}')
+    repeat = Resumed("i", noop=True, progress=Progress(1, 2), answered=Answered("2026-01-01T00:00:00.000Z", "approved",
+                                                                                 same_payload=False))
+    assert wire(rendering.resumed(repeat)) == (
+        '{"ok": true, "interrupt_id": "i", "noop": true, "status": "open", "approvals": 1, "quorum": 2, '
+        '"answered": {"at": "2026-01-01T00:00:00.000Z", "status": "approved", "same_payload": false}}')
+    cleared = Resumed("i", noop=True, cleared=Cleared("ann", "client", "2026-01-01T00:00:00.000Z", "resolved", True))
+    assert wire(rendering.resumed(cleared)) == (
+        '{"ok": true, "interrupt_id": "i", "noop": true, "resolved": {"by": {"subject": "ann", "origin": "client"}, '
+        '"at": "2026-01-01T00:00:00.000Z", "status": "resolved", "same_payload": true}}')
+    assert wire(rendering.followed(Followed(Resumed("i", noop=True), "deny"))) == (
+        '{"ok": true, "interrupt_id": "i", "noop": true, "option": "deny"}')
 
 
 def test_a4_a_resume_after_expiry_says_it_expired() -> None:
