@@ -42,11 +42,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Meter, Totals, mocked_aws, ratio, table  # noqa: E402
 from figures import figure  # noqa: E402
+
+if TYPE_CHECKING:
+    from holdpoint.services.resume import Resumed
 
 TOOLS = [
     {"name": "send_email", "input": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}},
@@ -223,7 +226,7 @@ class Rig:
         self.runner.handle(Park(self.tenant, self.session_id or "", interrupt.interrupt_id, token))
         return interrupt.interrupt_id
 
-    def resume(self, interrupt_id: str) -> dict[str, Any]:
+    def resume(self, interrupt_id: str) -> Resumed:
         from holdpoint.services.resume import resume
 
         assert self.session_id
@@ -304,8 +307,10 @@ def measure_size(n: int, build: str, reads: str = "cold") -> dict[str, Any]:
     iid = rig.play_park()
     park = rig.collect()
 
+    from holdpoint.services.resume import Resumed
+
     out = rig.resume(iid)
-    assert out == {"ok": True, "interrupt_id": iid, "noop": False}, out
+    assert out == Resumed(iid, noop=False), out
     resume_api = rig.collect()
 
     rig.wake(iid)

@@ -28,7 +28,7 @@ from holdpoint.memory.store import MemoryStore
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
-from holdpoint.services.resume import resume
+from holdpoint.services.resume import Resumed, resume
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from seed_worker import decide as seed_decide  # noqa: E402
@@ -149,11 +149,11 @@ class Harness:
         self.settle()
         return out
 
-    def resume(self, interrupt_id: str, payload: Any, caller: Caller | None = None) -> dict[str, Any]:
+    def resume(self, interrupt_id: str, payload: Any, caller: Caller | None = None) -> Resumed:
         assert self.session_id
         InterruptResumeInput(type="interrupt.resume", interrupt_id=interrupt_id, payload=payload)
         out = resume(self.store, self.parking, caller or self.caller, self.session_id, interrupt_id, payload)
-        if not out["noop"]:
+        if not out.noop:
             self.wake(interrupt_id, "resumed")
         return out
 

@@ -10,7 +10,7 @@ import pytest
 
 from holdpoint.aws.store import Store
 from holdpoint.services.caller import Caller
-from holdpoint.services.resume import resume
+from holdpoint.services.resume import Resumed, resume
 from tests.harness import SEND_EMAIL_SCRIPT, TOOLS
 from tests.integration.test_crash import CrashRun, final_shape, fresh_aws  # noqa: F401 (a fixture)
 
@@ -25,13 +25,13 @@ class QuorumRun(CrashRun):
         super().__init__(fail_at, mode)
         Store().put_agent("t1", "assistant", {"worker": {"python": "crash-seed"}, "tools": TOOLS, "approval": QUORUM,
                                               "llm": {"provider": "scripted", "script": SEND_EMAIL_SCRIPT}})
-        self.outcomes: list[dict[str, Any]] = []
+        self.outcomes: list[Resumed] = []
 
     def answer(self, iid: str) -> None:
         for subject in ("ann", "ann", "bob"):
             self.outcomes.append(self.retry(self.answer_as, subject, iid))
 
-    def answer_as(self, subject: str, iid: str) -> dict[str, Any]:
+    def answer_as(self, subject: str, iid: str) -> Resumed:
         return resume(self.store, self.parking, Caller("t1", subject, "client"), self.sid, iid, {"approved": True},
                       comment=f"from {subject}")
 
@@ -53,7 +53,7 @@ def test_a2_crash_at_every_write_of_a_quorum_repeats_nothing(fresh_aws: Any, mod
     mock.stop()
     assert expected["messages"][-1] == ("assistant", "Email sent.")
     assert expected["answers"] == [("ann", "approved", "from ann"), ("bob", "approved", "from bob")]
-    assert [o["noop"] for o in reference.outcomes] == [False, True, False]
+    assert [o.noop for o in reference.outcomes] == [False, True, False]
     for n in range(1, writes + 1):
         mock = fresh_aws()
         try:

@@ -120,7 +120,7 @@ def click(body: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
 
 def answered_then_raised_again(h: Harness, *, deleted: bool = False) -> None:
     """The open raise answered through the API, (its closed item deleted by TTL,) and the id raised again."""
-    assert h.resume(IID, {"approved": True})["noop"] is False
+    assert h.resume(IID, {"approved": True}).noop is False
     if deleted:
         forget(h)
     ask(h)
@@ -253,7 +253,7 @@ def test_sealed_link_after_ttl_deletion_resumes_nothing(fake: SlackFake) -> None
     answered_then_raised_again(h, deleted=True)
     assert links.show(h.store, signing, token)["status"] == "closed"
     out = links.follow(h.store, h.parking, signing, token, "approve")
-    assert out["noop"] is True
+    assert out.resumed.noop is True
     untouched(h, fake)
 
 

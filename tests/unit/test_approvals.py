@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,7 +17,10 @@ from holdpoint import assembly
 from holdpoint.aws.store import agent_digest
 from holdpoint.core import schemas
 from holdpoint.core.errors import Refusal
+from holdpoint.http import rendering
 from holdpoint.services import sessions
+from holdpoint.services.links import Followed
+from holdpoint.services.resume import Answered, Cleared, Progress, Resumed
 from tests.harness import TOOLS, Harness, spent_tokens
 from tests.unit.test_api import (
     API,
@@ -109,7 +113,7 @@ def test_a1_bad_answer_is_refused_and_nothing_changes_then_a_good_one_resumes() 
         assert (err.code, err.param) == ("invalid_resume", param), err.body()
     assert h.view()["status"] == "interrupted" and len(h.events()) == events and table_items() == items
     assert tokens == []
-    assert h.resume("int-ok", {"approved": True})["noop"] is False
+    assert h.resume("int-ok", {"approved": True}).noop is False
     assert tokens == [f"token-int-ok-{h.state().interrupts['int-ok'].generation}"]
     [resumed] = h.events("session.interrupt_resumed")
     assert h.view()["interrupts"] == [] and resumed["data"]["payload"] == {"approved": True}
@@ -129,7 +133,7 @@ def test_a1_agui_payload_response_schema_is_read_and_checked_on_the_inner_payloa
     err = refused(h, {"status": "resolved", "payload": {"approved": "no"}})
     assert (err.code, err.param) == ("invalid_resume", "payload.payload.approved")
     # A cancelled AG-UI answer is not checked against the schema.
-    assert h.resume("int-ok", {"status": "cancelled", "payload": None})["noop"] is False
+    assert h.resume("int-ok", {"status": "cancelled", "payload": None}).noop is False
 
 
 def test_a1_invalid_agui_schema_on_a_worker_action_fails_validation() -> None:
@@ -219,15 +223,37 @@ def test_a4_a_repeated_resume_says_who_cleared_it_when_and_with_what() -> None:
     h = Harness(asking({}))
     h.say("Email Bob")
     first = h.resume("int-ok", {"approved": True, "note": "ok"})
-    assert first == {"ok": True, "interrupt_id": "int-ok", "noop": False}
+    assert first == Resumed("int-ok", noop=False)
     again = h.resume("int-ok", {"note": "ok", "approved": True})
-    assert again["noop"] is True and again["interrupt_id"] == "int-ok"
-    resolved = again["resolved"]
-    assert resolved["by"] == {"subject": "user-1", "origin": "client"}
-    assert resolved["status"] == "resolved" and resolved["at"].endswith("Z") and resolved["same_payload"] is True
-    assert h.resume("int-ok", {"approved": False})["resolved"]["same_payload"] is False
+    assert again.noop is True and again.interrupt_id == "int-ok"
+    resolved = again.cleared
+    assert resolved is not None and (resolved.subject, resolved.origin) == ("user-1", "client")
+    assert resolved.status == "resolved" and (resolved.at or "").endswith("Z") and resolved.same_payload is True
+    assert h.resume("int-ok", {"approved": False}).cleared == replace(resolved, same_payload=False)
     # An unknown id is a no-op with nothing to tell.
-    assert h.resume("int-unknown", {}) == {"ok": True, "interrupt_id": "int-unknown", "noop": True}
+    assert h.resume("int-unknown", {}) == Resumed("int-unknown", noop=True)
+
+
+def test_a4_each_resume_outcome_renders_as_its_wire_body_field_for_field_and_in_order() -> None:
+    """The edge says a resume's outcome in the JSON the API has always sent (the key order too)."""
+    def wire(body: dict[str, Any]) -> str:
+        return json.dumps(body)
+
+    assert wire(rendering.resumed(Resumed("i", noop=False))) == '{"ok": true, "interrupt_id": "i", "noop": false}'
+    recorded = Resumed("i", noop=False, progress=Progress(approvals=1, quorum=2))
+    assert wire(rendering.resumed(recorded)) == (
+        '{"ok": true, "interrupt_id": "i", "noop": false, "status": "open", "approvals": 1, "quorum": 2}')
+    repeat = Resumed("i", noop=True, progress=Progress(1, 2), answered=Answered("2026-01-01T00:00:00.000Z", "approved",
+                                                                                 same_payload=False))
+    assert wire(rendering.resumed(repeat)) == (
+        '{"ok": true, "interrupt_id": "i", "noop": true, "status": "open", "approvals": 1, "quorum": 2, '
+        '"answered": {"at": "2026-01-01T00:00:00.000Z", "status": "approved", "same_payload": false}}')
+    cleared = Resumed("i", noop=True, cleared=Cleared("ann", "client", "2026-01-01T00:00:00.000Z", "resolved", True))
+    assert wire(rendering.resumed(cleared)) == (
+        '{"ok": true, "interrupt_id": "i", "noop": true, "resolved": {"by": {"subject": "ann", "origin": "client"}, '
+        '"at": "2026-01-01T00:00:00.000Z", "status": "resolved", "same_payload": true}}')
+    assert wire(rendering.followed(Followed(Resumed("i", noop=True), "deny"))) == (
+        '{"ok": true, "interrupt_id": "i", "noop": true, "option": "deny"}')
 
 
 def test_a4_a_resume_after_expiry_says_it_expired() -> None:
@@ -235,9 +261,9 @@ def test_a4_a_resume_after_expiry_says_it_expired() -> None:
     h.say("Email Bob")
     h.wake("int-ok", "expired")
     again = h.resume("int-ok", {"approved": True})
-    assert again["noop"] is True
-    assert again["resolved"]["status"] == "expired" and again["resolved"]["same_payload"] is False
-    assert again["resolved"]["by"] == {"subject": "expiry", "origin": "system"}
+    assert again.noop is True and again.cleared is not None
+    assert again.cleared.status == "expired" and again.cleared.same_payload is False
+    assert (again.cleared.subject, again.cleared.origin) == ("expiry", "system")
 
 
 def test_a4_a_repeat_is_not_checked_against_the_schema() -> None:
@@ -246,7 +272,7 @@ def test_a4_a_repeat_is_not_checked_against_the_schema() -> None:
     h.say("Email Bob")
     h.resume("int-ok", {"approved": True})
     again = h.resume("int-ok", {"approved": "yes"})
-    assert again["noop"] is True and again["resolved"]["same_payload"] is False
+    assert again.noop is True and again.cleared is not None and again.cleared.same_payload is False
 
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
@@ -260,7 +286,7 @@ def test_a1_an_interrupt_stored_before_generation_was_an_attribute_still_resumes
                                                              "SK": {"S": "I#int-ok"}},
                                UpdateExpression="REMOVE generation")
     assert refused(h, {"approved": 1}).code == "invalid_resume"
-    assert h.resume("int-ok", {"approved": True})["noop"] is False
+    assert h.resume("int-ok", {"approved": True}).noop is False
 
 
 # --- A3 -------------------------------------------------------------------------------------
@@ -334,7 +360,7 @@ def test_a3_a_stale_fingerprint_is_refused_and_nothing_changes_then_the_right_on
     assert tokens == []
     calls.clear()
     out = resume(h.store, h.parking, h.caller, h.session_id, "int-ok", True, expect_fingerprint=fingerprint)
-    assert out["noop"] is False and calls == ["GetItem", "UpdateItem"] and len(tokens) == 1
+    assert out.noop is False and calls == ["GetItem", "UpdateItem"] and len(tokens) == 1
     h.wake("int-ok", "resumed")
     assert h.view()["interrupts"] == [] and h.view()["status"] == "done"
 
@@ -350,7 +376,7 @@ def test_a3_an_interrupt_without_an_action_refuses_any_expected_fingerprint() ->
     with pytest.raises(Refusal) as info:
         resume(h.store, h.parking, h.caller, h.session_id, "int-op", None, expect_fingerprint="0" * 64)
     assert info.value.code == "stale_approval"
-    assert resume(h.store, h.parking, h.caller, h.session_id, "int-op", None)["noop"] is False
+    assert resume(h.store, h.parking, h.caller, h.session_id, "int-op", None).noop is False
 
 
 def test_a3_a_session_keeps_the_agent_config_it_started_with_across_an_agent_update() -> None:

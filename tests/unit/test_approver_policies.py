@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from holdpoint.core import approvals
 from holdpoint.core.approvals import PolicyError, narrow, refusal_reason, verdict
 from holdpoint.core.errors import Refusal
 from holdpoint.services.caller import Caller
-from holdpoint.services.resume import resume
+from holdpoint.services.resume import Progress, Resumed, resume
 from tests.harness import TOOLS, Harness
 from tests.unit.test_api import call_api, call_resume, http_event, parse, start_session, table_items
 from tests.unit.test_approvals import spent_tokens
@@ -212,7 +213,7 @@ def test_a2_a_caller_outside_the_policy_gets_403_not_an_approver_and_nothing_cha
     assert len(h.events()) == events and table_items() == items and h.view()["status"] == "interrupted"
     # A member of an allowed group may answer.
     out = h.resume("int-ok", {"approved": True}, caller=Caller("t1", "zoe", "operator", groups=("finance",)))
-    assert out == {"ok": True, "interrupt_id": "int-ok", "noop": False} and h.view()["status"] == "done"
+    assert out == Resumed("int-ok", noop=False) and h.view()["status"] == "done"
 
 
 # --- quorums ----------------------------------------------------------------------------------
@@ -225,22 +226,21 @@ def test_a2_a_quorum_records_each_answer_once_and_resolves_when_reached() -> Non
     assert h.session_id
     calls.clear()
     first = resume(h.store, h.parking, ANN, h.session_id, "int-ok", {"approved": True})
-    assert first == {"ok": True, "interrupt_id": "int-ok", "noop": False, "status": "open", "approvals": 1,
-                     "quorum": 2}
+    assert first == Resumed("int-ok", noop=False, progress=Progress(approvals=1, quorum=2))
     assert calls == ["GetItem", "UpdateItem"] and tokens == []  # recorded, nothing woken
     assert h.view()["status"] == "interrupted"
     # A second answer by the same subject is a no-op, whatever it says.
     items = table_items()
     calls.clear()
     again = resume(h.store, h.parking, ANN, h.session_id, "int-ok", {"approved": False})
-    assert again["noop"] is True and again["status"] == "open" and again["approvals"] == 1
-    assert again["answered"]["status"] == "approved" and again["answered"]["same_payload"] is False
+    assert again.noop is True and again.progress == Progress(approvals=1, quorum=2)
+    assert again.answered is not None and (again.answered.status, again.answered.same_payload) == ("approved", False)
     assert calls == ["GetItem"] and table_items() == items and tokens == []
     [recorded] = h.open_interrupt()["approvals"]
     assert recorded["subject"] == "ann" and recorded["status"] == "approved" and recorded["at"].endswith("Z")
     calls.clear()
     done = resume(h.store, h.parking, BOB, h.session_id, "int-ok", {"approved": True})
-    assert done == {"ok": True, "interrupt_id": "int-ok", "noop": False}
+    assert done == Resumed("int-ok", noop=False)
     assert calls == ["GetItem", "UpdateItem"] and len(tokens) == 1
     h.wake("int-ok", "resumed")
     assert h.view()["status"] == "done"
@@ -251,23 +251,24 @@ def test_a2_a_quorum_records_each_answer_once_and_resolves_when_reached() -> Non
     assert [(a["subject"], a["status"]) for a in payload["approvals"]] == [("ann", "approved"), ("bob", "approved")]
     assert len(h.events("session.interrupt_resumed")) == 1
     late = h.resume("int-ok", {"approved": True}, caller=CID)
-    assert late["noop"] is True and late["resolved"]["by"] == {"subject": "bob", "origin": "operator"}
-    assert h.resume("int-ok", {"approved": True}, caller=ANN)["resolved"]["same_payload"] is True
+    assert late.noop is True and late.cleared is not None and (late.cleared.subject, late.cleared.origin) == (
+        "bob", "operator")
+    assert h.resume("int-ok", {"approved": True}, caller=ANN).cleared == replace(late.cleared, same_payload=True)
 
 
 def test_a2_the_first_denial_resolves_as_denied_unless_the_policy_says_otherwise() -> None:
     h = board()
     h.resume("int-ok", {"approved": True}, caller=ANN)
     out = h.resume("int-ok", {"approved": False}, caller=BOB)
-    assert out == {"ok": True, "interrupt_id": "int-ok", "noop": False}
+    assert out == Resumed("int-ok", noop=False)
     [resumed] = h.triggers("interrupt.resumed")
     assert resumed["payload"]["status"] == "cancelled"
     assert resumed["payload"]["responder"] == {"subject": "bob", "origin": "operator"}
     # With deny_resolves false a denial is recorded and the interrupt waits for the quorum.
     h = board({**BOARD, "deny_resolves": False})
-    assert h.resume("int-ok", {"status": "cancelled", "payload": None}, caller=ANN)["status"] == "open"
-    assert h.resume("int-ok", {"approved": True}, caller=BOB)["status"] == "open"
-    assert h.resume("int-ok", {"approved": True}, caller=CID)["noop"] is False
+    assert h.resume("int-ok", {"status": "cancelled", "payload": None}, caller=ANN).progress is not None
+    assert h.resume("int-ok", {"approved": True}, caller=BOB).progress is not None
+    assert h.resume("int-ok", {"approved": True}, caller=CID).noop is False
     [resumed] = h.triggers("interrupt.resumed")
     assert [a["status"] for a in resumed["payload"]["approvals"]] == ["denied", "approved", "approved"]
 
@@ -287,7 +288,7 @@ def test_a2_an_escalated_interrupt_admits_its_escalation_approvers() -> None:
     h.store.commit(state)
     assert h.store.read_interrupt("t1", h.session_id, "int-ok").escalated  # type: ignore[union-attr]
     assert session_pk("t1", h.session_id)
-    assert h.resume("int-ok", True, caller=boss)["noop"] is False
+    assert h.resume("int-ok", True, caller=boss).noop is False
 
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
@@ -304,7 +305,7 @@ def test_a2_an_approver_who_loses_the_race_decides_again_on_what_won() -> None:
     calls = dynamodb_calls(h)
     out = resume(h.store, h.parking, BOB, h.session_id, "int-ok", {"approved": True})
     h.store.read_interrupt = read  # type: ignore[method-assign]
-    assert out == {"ok": True, "interrupt_id": "int-ok", "noop": False}
+    assert out == Resumed("int-ok", noop=False)
     assert calls == ["UpdateItem", "UpdateItem"] and len(tokens) == 1  # the lost write, then the resolve
     found = h.store.read_interrupt("t1", h.session_id, "int-ok")
     assert found is not None and found.status == "resolved"
@@ -316,7 +317,7 @@ def test_a2_an_approver_who_loses_the_race_decides_again_on_what_won() -> None:
     h2.resume("int-ok", {"approved": True}, caller=ANN)
     h2.store.read_interrupt = lambda *a: stale  # type: ignore[method-assign,assignment,return-value]
     again = resume(h2.store, h2.parking, ANN, h2.session_id, "int-ok", {"approved": True})
-    assert again["noop"] is True and again["answered"]["same_payload"] is True
+    assert again.noop is True and again.answered is not None and again.answered.same_payload is True
 
 
 def test_a2_an_interrupt_without_a_policy_resumes_as_before_and_records_the_answer() -> None:
@@ -324,7 +325,7 @@ def test_a2_an_interrupt_without_a_policy_resumes_as_before_and_records_the_answ
     h.log = log
     h.say("Email Bob")
     assert "policy" not in h.open_interrupt() and h.open_interrupt()["requester"] == "user-1"
-    assert h.resume("int-ok", {"approved": True}) == {"ok": True, "interrupt_id": "int-ok", "noop": False}
+    assert h.resume("int-ok", {"approved": True}) == Resumed("int-ok", noop=False)
     [resumed] = h.triggers("interrupt.resumed")
     assert resumed["payload"] == {"approved": True}
     found = h.store.read_interrupt("t1", h.session_id or "", "int-ok")
@@ -376,7 +377,7 @@ def test_a6_a_comment_is_recorded_with_the_answer() -> None:
     h = board()
     assert h.session_id
     out = resume(h.store, h.parking, ANN, h.session_id, "int-ok", {"approved": True}, comment="looks right")
-    assert out["status"] == "open"
+    assert out.progress is not None
     [recorded] = h.open_interrupt()["approvals"]
     assert recorded["comment"] == "looks right"
     resume(h.store, h.parking, BOB, h.session_id, "int-ok", {"approved": False}, comment="not to Bob")
@@ -496,4 +497,5 @@ def test_a2_an_approver_beaten_every_round_gets_409_conflict_and_nothing_of_thei
     assert found is not None and [a["subject"] for a in found.approvals] == [
         f"member-{i}" for i in range(resume_service.ROUNDS)]
     writes.answer = write  # type: ignore[method-assign]
-    assert resume(h.store, h.parking, bob, sid, "int-ok", {"approved": True})["approvals"] == resume_service.ROUNDS + 1
+    assert resume(h.store, h.parking, bob, sid, "int-ok", {"approved": True}).progress == Progress(
+        approvals=resume_service.ROUNDS + 1, quorum=5)

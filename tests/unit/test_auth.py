@@ -78,7 +78,7 @@ def test_client_token_touches_only_its_own_sessions(jwt_secret: str) -> None:
     assert refused_resume.value.code == "not_found"
     assert inbox(h.store, signing, other, 10, None)["interrupts"] == []
     assert [i["interrupt_id"] for i in inbox(h.store, signing, h.caller, 10, None)["interrupts"]] == [iid]
-    assert h.resume(iid, {"approved": True})["noop"] is False
+    assert h.resume(iid, {"approved": True}).noop is False
 
 
 def test_worker_signature_verifies_and_fails_on_a_tampered_body() -> None:

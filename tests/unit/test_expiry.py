@@ -86,7 +86,7 @@ def test_a5_agent_on_expiry_resolves_with_the_declared_answer_and_tells_the_work
     assert cleared["data"]["expired"] is True and cleared["data"]["responder"] == {"origin": "system",
                                                                                    "subject": "expiry"}
     again = h.resume(interrupt["interrupt_id"], {"approved": True})
-    assert again["noop"] is True and again["resolved"]["status"] == "expired"
+    assert again.noop is True and again.cleared is not None and again.cleared.status == "expired"
 
 
 def test_a5_the_interrupt_action_overrides_the_agent_default() -> None:

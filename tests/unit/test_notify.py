@@ -218,11 +218,11 @@ def test_n3_opening_a_link_changes_nothing_and_following_it_resumes_once(aws: di
     assert (page["status"], page["option"], page["approver"], page["reason"]) == ("open", "deny", "user-1", "confirm")
     assert h.state().header.version == before and h.view()["status"] == "interrupted"
     out = links.follow(h.store, h.parking, signing, token, "deny")
-    assert out["noop"] is False
+    assert out.resumed.noop is False
     h.wake(body["interrupt_id"], "resumed")
     assert [t["payload"] for t in h.triggers("interrupt.resumed")] == [{"approved": False}]
-    assert links.follow(h.store, h.parking, signing, token, "deny")["noop"] is True
-    assert links.follow(h.store, h.parking, signing, link_token(body, "approve"), "approve")["noop"] is True
+    assert links.follow(h.store, h.parking, signing, token, "deny").resumed.noop is True
+    assert links.follow(h.store, h.parking, signing, link_token(body, "approve"), "approve").resumed.noop is True
     assert links.show(h.store, signing, token)["status"] == "resolved"
 
 
@@ -257,7 +257,7 @@ def test_n3_a_link_is_useless_for_the_interrupt_raised_again_under_its_id(aws: d
     assert [i["interrupt_id"] for i in h.view()["interrupts"]] == [iid]  # open again, a new generation
     old = link_token(body, "approve")
     assert links.show(h.store, signing, old)["status"] == "closed"
-    assert links.follow(h.store, h.parking, signing, old, "approve")["noop"] is True
+    assert links.follow(h.store, h.parking, signing, old, "approve").resumed.noop is True
     assert [i["interrupt_id"] for i in h.view()["interrupts"]] == [iid]  # still open
 
 
@@ -279,7 +279,7 @@ def test_n3_one_link_per_declared_option_answers_with_that_option(aws: dict[str,
     with pytest.raises(Refusal) as err:  # signed, but for an option this interrupt does not offer
         links.follow(h.store, h.parking, signing, stray, "option-7")
     assert (err.value.code, err.value.param) == ("invalid_link", "token")
-    assert links.follow(h.store, h.parking, signing, token, "option-1")["noop"] is False
+    assert links.follow(h.store, h.parking, signing, token, "option-1").resumed.noop is False
     assert h.state().interrupts[iid].resolution == {"status": "resolved", "payload": {"hold": 2}}
 
 
@@ -366,7 +366,7 @@ def test_n1_an_answer_short_of_the_quorum_is_published_once_as_answered(aws: dic
     h = board(notify=[{"url": "https://hooks.example.com/h"}])
     before = interrupt_item(h, "int-ok")
     assert resume(h.store, h.parking, ANN, h.session_id or "", "int-ok", {"approved": True},
-                  comment="fine by me")["noop"] is False
+                  comment="fine by me").noop is False
     after = interrupt_item(h, "int-ok")
     channel = Recording()
     n = notifier(h, channel)

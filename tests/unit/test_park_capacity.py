@@ -89,7 +89,7 @@ def test_capacity_a_refused_park_leaves_the_interrupt_open_and_sets_a_retry_time
 def test_capacity_a_resume_before_any_execution_wakes_the_branch_exactly_once(cap: Any) -> None:
     h, iid = waiting(cap)
     out = h.resume(iid, {"approved": True})
-    assert out["noop"] is False
+    assert out.noop is False
     [retry] = park_retries(h)
     cap(None)
     fire(h, retry)  # the retry finds it answered: no execution, no second wake

@@ -163,7 +163,7 @@ def test_r13_later_rewrites_of_the_interrupt_keep_the_token() -> None:
 def test_r7_a_token_landing_after_the_resume_ends_its_execution(completed: list[Any]) -> None:
     h, iid = parked()
     answer = resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})
-    assert answer["noop"] is False and completed == []  # no token yet: nothing for the resume to end
+    assert answer.noop is False and completed == []  # no token yet: nothing for the resume to end
     park(h, iid, "late-token")
     assert completed == [("late-token", {"interrupt_id": iid})]
     assert stored_token(h, iid) == "late-token"

@@ -53,19 +53,19 @@ def test_r7_a_resume_releases_with_one_wake_then_ends_the_execution() -> None:
     h.park_tokens()
     taken("wake")
     tokens = spent_tokens(h)
-    assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is False
+    assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True}).noop is False
     [wake] = taken("wake")
     assert wake == {"kind": "wake", "outcome": "resumed", "tenant": "t1", "session_id": h.session_id,
                     "interrupt_id": iid, "generation": h.state().interrupts[iid].generation}
     assert tokens == [h.tokens[iid]]
     # A retried resume before the engine woke the branch (its release may have been lost) releases again.
-    assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is True
+    assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True}).noop is True
     assert taken("wake") == [wake] and tokens == [h.tokens[iid]] * 2
     h.runner.handle(work_message(wake))
     h.runner.handle(work_message(wake))  # the same wake twice (past SQS's deduplication window): applied once
     assert resumed(log) == 1 and h.view()["messages"][-1]["content"] == "Email sent."
     # Once woken, a repeat releases nothing.
-    assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})["noop"] is True
+    assert resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True}).noop is True
     assert taken("wake") == [] and tokens == [h.tokens[iid]] * 2
 
 

@@ -15,7 +15,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import may_resume
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
-from holdpoint.services.resume import resume
+from holdpoint.services.resume import Resumed, resume
 from holdpoint.services.settle import settle
 from tests.harness import Harness, seed_worker
 
@@ -230,10 +230,10 @@ def test_r7_resume_clears_exactly_once_and_stale_or_unknown_ids_are_noops() -> N
     h = Harness(seed_worker(log))
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
-    assert h.resume("int-unknown", {"approved": True}) == {"ok": True, "interrupt_id": "int-unknown", "noop": True}
+    assert h.resume("int-unknown", {"approved": True}) == Resumed("int-unknown", noop=True)
     first = h.resume(iid, {"approved": True})
     again = h.resume(iid, {"approved": False})
-    assert first["noop"] is False and again["noop"] is True
+    assert first.noop is False and again.noop is True
     assert len([r for r in log if r["trigger"]["type"] == "interrupt.resumed"]) == 1
     assert len(h.events("session.interrupt_resumed")) == 1
     assert h.view()["messages"][-1]["content"] == "Email sent."
@@ -258,7 +258,7 @@ def test_r8_clearing_an_interrupt_on_an_abandoned_branch_delivers_nothing() -> N
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
     h.view_input([{"role": "user", "content": "never mind, just say hi"}])
-    assert h.resume(iid, {"approved": True})["noop"] is False
+    assert h.resume(iid, {"approved": True}).noop is False
     assert not [r for r in log if r["trigger"]["type"] == "interrupt.resumed"]
     assert len(h.events("session.interrupt_resumed")) == 1
     assert h.view()["interrupts"] == []
@@ -315,7 +315,7 @@ def test_r10_a_step_between_the_resume_and_its_wake_delivers_no_held_follow_on()
     h.say("do two things")
     iid = h.open_interrupt()["interrupt_id"]
     out = resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True})
-    assert out["noop"] is False
+    assert out.noop is False
     h.runner.run(h.caller.tenant, h.session_id or "")  # the step a kick runs before the wake arrives
     assert "tool.finished" not in [r["trigger"]["type"] for r in log]
     h.wake(iid, "resumed")
@@ -433,7 +433,7 @@ def test_r16_expiry_clears_as_cancelled_and_tells_the_worker() -> None:
     [resumed] = [r["trigger"] for r in log if r["trigger"]["type"] == "interrupt.resumed"]
     assert resumed["payload"] == {"status": "cancelled", "reason": "expired"}
     assert h.view()["messages"][-1]["content"] == "I did not send it."
-    assert h.resume(interrupt["interrupt_id"], {"approved": True})["noop"] is True
+    assert h.resume(interrupt["interrupt_id"], {"approved": True}).noop is True
 
 
 # --- R17 ----------------------------------------------------------------------------------

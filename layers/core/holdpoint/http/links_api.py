@@ -24,6 +24,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core.errors import Refusal
+from holdpoint.http import rendering
 from holdpoint.http.edge import INTERNAL_BODY, headers_of, load_refusal, status_of
 from holdpoint.http.telemetry import logger
 from holdpoint.ports import Throttled, Unavailable
@@ -124,8 +125,8 @@ def build() -> APIGatewayHttpResolver:
         except Refusal as exc:
             return _refused(exc, _wants_json(headers))
         if _wants_json(headers):
-            return _json(200, out)
-        done = "Already answered; nothing changed." if out.get("noop") else "Thank you: your answer is recorded."
+            return _json(200, rendering.followed(out))
+        done = "Already answered; nothing changed." if out.resumed.noop else "Thank you: your answer is recorded."
         return _page(200, "Done", f"<p>{html.escape(done)}</p>")
 
     @app.exception_handler(Throttled)

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from holdpoint import assembly
 from holdpoint.core.approvals import MAX_COMMENT
-from holdpoint.http import edge
+from holdpoint.http import edge, rendering
 from holdpoint.http.edge import short
 from holdpoint.http.resolver import bad_path_id, error, param_of
 from holdpoint.http.telemetry import count, logger
@@ -31,10 +31,10 @@ def resume_request(event: dict[str, Any], session_id: str, interrupt_id: str, pa
     logger.append_keys(session_id=session_id, interrupt_id=interrupt_id)
     out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, interrupt_id,
                  edge.check_payload(payload), expect_fingerprint=expect_fingerprint, comment=comment)
-    logger.info("resume", extra={"noop": out["noop"]})
-    if not out["noop"]:
+    logger.info("resume", extra={"noop": out.noop})
+    if not out.noop:
         count("InterruptsResumed")
-    return out
+    return rendering.resumed(out)
 
 
 def request_problem(body_text: str | None, session_id: str, interrupt_id: str) -> Response[dict[str, Any]] | None:

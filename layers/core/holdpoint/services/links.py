@@ -21,7 +21,7 @@ from holdpoint.core.notify import LINK_ORIGINS, link_choices, summary
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import Clock, Parking, Sealer, SessionStore
 from holdpoint.services.caller import Caller
-from holdpoint.services.resume import resume
+from holdpoint.services.resume import Resumed, resume
 
 PURPOSE = "link"
 LINK_TTL_SECS = 7 * 24 * 3600
@@ -55,6 +55,14 @@ class Link:
         except (KeyError, TypeError, ValueError):
             return None
         return link if OPTION_KEY.fullmatch(link.option) else None
+
+
+@dataclass(frozen=True)
+class Followed:
+    """A link's button pressed (the edge renders it): the resume's outcome and the option it answered."""
+
+    resumed: Resumed
+    option: str
 
 
 def mint(sealer: Sealer, base_url: str, tenant: str, session_id: str, interrupt: Interrupt,
@@ -102,7 +110,7 @@ def show(store: SessionStore, sealer: Sealer, token: str, clock: Clock = time.ti
 
 
 def follow(store: SessionStore, parking: Parking, sealer: Sealer, token: str, confirm: str | None,
-           clock: Clock = time.time) -> dict[str, Any]:
+           clock: Clock = time.time) -> Followed:
     """The page's button: resume with the link's option as the link's approver. `confirm` must
     name the option (the form sends it), so a bare POST of the URL does nothing."""
     link = read(sealer, token, clock())
@@ -111,11 +119,11 @@ def follow(store: SessionStore, parking: Parking, sealer: Sealer, token: str, co
                       param="confirm")
     interrupt = _current(store, link)
     if interrupt is None:
-        return {"ok": True, "interrupt_id": link.interrupt_id, "noop": True, "option": link.option}
+        return Followed(Resumed(link.interrupt_id, noop=True), link.option)
     choice = link_choices(interrupt.payload).get(link.option)
     if choice is None:  # signed, but for an option this interrupt does not offer
         raise Refusal("invalid_link", "this link is not valid for this request", param="token")
     caller = Caller(tenant=link.tenant, subject=link.approver, origin=LINK_ORIGIN)
     out = resume(store, parking, caller, link.session_id, link.interrupt_id, choice["answer"], clock,
                  generation=link.generation)
-    return {**out, "option": link.option}
+    return Followed(out, link.option)

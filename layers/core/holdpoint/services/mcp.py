@@ -190,7 +190,7 @@ def answer(store: SessionStore, parking: Parking, caller: Caller, args: mcp.Answ
     interrupt = state.interrupts.get(iid)
     if interrupt is None:
         raise Refusal("not_found", f"approval {args.id[:100]} not found", "arguments.id")
-    return mcp.tool_result({**mcp.approval_out(sid, interrupt), "noop": bool(out.get("noop"))})
+    return mcp.tool_result({**mcp.approval_out(sid, interrupt), "noop": out.noop})
 
 
 def _param(param: str | None) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from holdpoint.core import approvals, schemas
@@ -21,9 +22,55 @@ ROUNDS = 3
 then was (the failed write returns it), at most this many times in all; then 409 `conflict`."""
 
 
+@dataclass(frozen=True)
+class Progress:
+    """Where an open quorum stands: approvals so far, of how many (A2)."""
+
+    approvals: int
+    quorum: int
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A2: this subject's own earlier answer to a still-open interrupt, which stands."""
+
+    at: str | None
+    status: str | None
+    same_payload: bool
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """A4: who cleared the interrupt a repeated resume names, when and how."""
+
+    subject: str | None
+    origin: str | None
+    at: str | None
+    status: str
+    same_payload: bool
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A resume's outcome (the edge renders it): `noop` when it changed nothing (A4); `progress`
+    when the interrupt stays open under a quorum, with `answered` for this subject's repeat; and
+    `cleared` for a repeat on an interrupt already closed."""
+
+    interrupt_id: str
+    noop: bool
+    progress: Progress | None = None
+    answered: Answered | None = None
+    cleared: Cleared | None = None
+
+    @property
+    def decided(self) -> bool:
+        """This resume closed the interrupt (a quorum answer that decides nothing yet did not)."""
+        return not self.noop and self.progress is None
+
+
 def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: str, interrupt_id: str,
            payload: Any, clock: Clock = time.time, expect_fingerprint: str | None = None,
-           comment: str | None = None, generation: int | None = None) -> dict[str, Any]:
+           comment: str | None = None, generation: int | None = None) -> Resumed:
     """Clear an interrupt exactly once. Stale, unknown and duplicate ids are no-ops (200) that say
     how the interrupt was cleared (A4); an answer its response schema refuses changes nothing (A1),
     nor does an `expect_fingerprint` that is not the fingerprint of the action it approves (A3), nor
@@ -38,11 +85,11 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     if found is None:
         if not store.session_exists(caller.tenant, session_id, caller.owner()):
             raise Refusal("not_found", f"session {session_id} not found")
-        return {"ok": True, "interrupt_id": interrupt_id, "noop": True}
+        return Resumed(interrupt_id, noop=True)
     if not caller.owns(session_id, found.end_user):
         raise Refusal("not_found", f"session {session_id} not found")
     if generation not in (None, found.generation):  # the raise a sealed link or button was for is gone
-        return {"ok": True, "interrupt_id": interrupt_id, "noop": True}
+        return Resumed(interrupt_id, noop=True)
     if found.status != "open":
         return _noop(parking, caller.tenant, session_id, found, payload, caller.subject)
     _check(caller, found, payload)
@@ -88,29 +135,29 @@ def _write(store: SessionStore, caller: Caller, session_id: str, found: Interrup
 
 
 def _written(parking: Parking, tenant: str, session_id: str, outcome: ResolveOutcome,
-             interrupt: Interrupt) -> dict[str, Any]:
+             interrupt: Interrupt) -> Resumed:
     """The answer to a resume whose write landed: resolved (the branch wakes) or recorded (open)."""
     if outcome == "resolved":
         parking.release(tenant, session_id, interrupt)
-        return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": False}
-    return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": False, **_progress(interrupt)}
+        return Resumed(interrupt.interrupt_id, noop=False)
+    return Resumed(interrupt.interrupt_id, noop=False, progress=_progress(interrupt))
 
 
-def _progress(interrupt: Interrupt) -> dict[str, Any]:
+def _progress(interrupt: Interrupt) -> Progress:
     """Where an open quorum stands: approvals so far, of how many."""
-    return {"status": "open", "approvals": sum(1 for a in interrupt.approvals if a["status"] == "approved"),
-            "quorum": approvals.quorum_of(interrupt.policy)}
+    return Progress(approvals=sum(1 for a in interrupt.approvals if a["status"] == "approved"),
+                    quorum=approvals.quorum_of(interrupt.policy))
 
 
 def _own_answer(interrupt: Interrupt, subject: str) -> dict[str, Any] | None:
     return next((a for a in interrupt.approvals if a.get("subject") == subject), None)
 
 
-def _noop_open(interrupt: Interrupt, own: dict[str, Any], payload: Any) -> dict[str, Any]:
+def _noop_open(interrupt: Interrupt, own: dict[str, Any], payload: Any) -> Resumed:
     """A2: the subject has answered this still-open interrupt already; its answer stands."""
-    return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": True, **_progress(interrupt),
-            "answered": {"at": own.get("at"), "status": own.get("status"),
-                         "same_payload": _canonical(payload) == _canonical(own.get("payload"))}}
+    return Resumed(interrupt.interrupt_id, noop=True, progress=_progress(interrupt),
+                   answered=Answered(at=own.get("at"), status=own.get("status"),
+                                     same_payload=_canonical(payload) == _canonical(own.get("payload"))))
 
 
 def _check_size(interrupt: Interrupt, payload: Any) -> None:
@@ -147,19 +194,16 @@ def _check_fingerprint(interrupt: Interrupt, expected: str | None) -> None:
 
 
 def _noop(parking: Parking, tenant: str, session_id: str, interrupt: Interrupt, payload: Any,
-          subject: str | None = None) -> dict[str, Any]:
+          subject: str | None = None) -> Resumed:
     """A4: a repeated resume changes nothing and says who cleared the interrupt, when, and how."""
     if interrupt.status == "resolved" and not interrupt.woken:
         # A resume whose release was lost (crash) is completed by the retry: the engine applies
         # one wake per interrupt generation, and a spent token answers InvalidToken.
         parking.release(tenant, session_id, interrupt)
     who = interrupt.responder or {}
-    return {"ok": True, "interrupt_id": interrupt.interrupt_id, "noop": True, "resolved": {
-        "by": {"subject": who.get("subject"), "origin": who.get("origin")},
-        "at": interrupt.resolved_at,
-        "status": interrupt.status,
-        "same_payload": _canonical(payload) == _canonical(_answered_with(interrupt, subject)),
-    }}
+    return Resumed(interrupt.interrupt_id, noop=True, cleared=Cleared(
+        subject=who.get("subject"), origin=who.get("origin"), at=interrupt.resolved_at, status=interrupt.status,
+        same_payload=_canonical(payload) == _canonical(_answered_with(interrupt, subject))))
 
 
 def _answered_with(interrupt: Interrupt, subject: str | None) -> Any:

@@ -32,11 +32,11 @@ def slack_interaction() -> dict[str, Any]:
     who = Caller(tenant=click.tenant, subject=click.subject, origin="client")
     out = resume(assembly.get_store(), assembly.get_parking(), who, click.session_id, click.interrupt_id,
                  edge.check_payload(click.resume_payload()), generation=click.generation)
-    if not out["noop"]:
+    if not out.noop:
         count("InterruptsResumed")
-    if not out["noop"] and out.get("status") != "open":  # a quorum still short keeps its buttons
+    if out.decided:  # a quorum still short keeps its buttons
         try:
             slack.show_decision(click, datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
         except Exception:  # noqa: BLE001 - the resume stands; the message keeps its buttons
             logger.exception("slack message update failed")
-    return {"ok": True, "interrupt_id": click.interrupt_id, "noop": out["noop"]}
+    return {"ok": True, "interrupt_id": click.interrupt_id, "noop": out.noop}

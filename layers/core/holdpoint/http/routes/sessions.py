@@ -51,9 +51,9 @@ def _submit(session_id: str | None, body: Any, idempotency_key: str | None = Non
         out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, body.interrupt_id,
                      edge.check_payload(body.payload), expect_fingerprint=body.expect_fingerprint,
                      comment=body.comment)
-        if not out["noop"]:
+        if not out.noop:
             count("InterruptsResumed")
-        return _reply(200, out)
+        return _reply(200, rendering.resumed(out))
     if kind in ("tool.result", "tool.error") and session_id is not None:  # as POST /calls/settle
         return _reply(200, rendering.settled(settle(assembly.get_store(), assembly.get_queue(), who, session_id,
                                                     SettleBody.model_validate(body.wire()))))
