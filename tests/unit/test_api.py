@@ -402,7 +402,9 @@ def test_settle_unknown_call_is_404(api: dict[str, str]) -> None:
 def test_authorizer_accepts_a_stored_api_key(api: dict[str, str]) -> None:
     put_api_key("holdpoint", "hp_dev_local_key", "dev", "dev-user", "operator")
     out = AUTHORIZER.handler(sample("authorizer_request.json"), CONTEXT)
-    assert out == {"isAuthorized": True, "context": {"tenant": "dev", "subject": "dev-user", "origin": "operator"}}
+    context = out["context"]
+    assert out["isAuthorized"] is True and len(context.pop("key_hash")) == 64  # each subscribe re-reads the key
+    assert context == {"tenant": "dev", "subject": "dev-user", "origin": "operator"}
     # identitySource alone (no Authorization header) works too.
     event = sample("authorizer_request.json")
     event["headers"].pop("authorization")

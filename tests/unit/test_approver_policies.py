@@ -209,7 +209,7 @@ def test_a2_a_caller_outside_the_policy_gets_403_not_an_approver_and_nothing_cha
     for caller, why in cases:
         err = refused(h, caller, {"approved": True})
         assert (err.code, err.param) == ("not_an_approver", "interrupt_id") and why in err.message, err.message
-    assert calls == ["GetItem"] * 3 and tokens == []
+    assert calls == ["BatchGetItem"] * 3 and tokens == []
     assert len(h.events()) == events and table_items() == items and h.view()["status"] == "interrupted"
     # A member of an allowed group may answer.
     out = h.resume("int-ok", {"approved": True}, caller=Caller("t1", "zoe", "operator", groups=("finance",)))
@@ -227,7 +227,7 @@ def test_a2_a_quorum_records_each_answer_once_and_resolves_when_reached() -> Non
     calls.clear()
     first = resume(h.store, h.parking, ANN, h.session_id, "int-ok", {"approved": True})
     assert first == Resumed("int-ok", noop=False, progress=Progress(approvals=1, quorum=2))
-    assert calls == ["GetItem", "UpdateItem"] and tokens == []  # recorded, nothing woken
+    assert calls == ["BatchGetItem", "UpdateItem"] and tokens == []  # recorded, nothing woken
     assert h.view()["status"] == "interrupted"
     # A second answer by the same subject is a no-op, whatever it says.
     items = table_items()
@@ -235,13 +235,13 @@ def test_a2_a_quorum_records_each_answer_once_and_resolves_when_reached() -> Non
     again = resume(h.store, h.parking, ANN, h.session_id, "int-ok", {"approved": False})
     assert again.noop is True and again.progress == Progress(approvals=1, quorum=2)
     assert again.answered is not None and (again.answered.status, again.answered.same_payload) == ("approved", False)
-    assert calls == ["GetItem"] and table_items() == items and tokens == []
+    assert calls == ["BatchGetItem"] and table_items() == items and tokens == []
     [recorded] = h.open_interrupt()["approvals"]
     assert recorded["subject"] == "ann" and recorded["status"] == "approved" and recorded["at"].endswith("Z")
     calls.clear()
     done = resume(h.store, h.parking, BOB, h.session_id, "int-ok", {"approved": True})
     assert done == Resumed("int-ok", noop=False)
-    assert calls == ["GetItem", "UpdateItem"] and len(tokens) == 1
+    assert calls == ["BatchGetItem", "UpdateItem", "GetItem"] and len(tokens) == 1
     h.wake("int-ok", "resumed")
     assert h.view()["status"] == "done"
     [resumed] = h.triggers("interrupt.resumed")
@@ -306,7 +306,8 @@ def test_a2_an_approver_who_loses_the_race_decides_again_on_what_won() -> None:
     out = resume(h.store, h.parking, BOB, h.session_id, "int-ok", {"approved": True})
     h.store.read_interrupt = read  # type: ignore[method-assign]
     assert out == Resumed("int-ok", noop=False)
-    assert calls == ["UpdateItem", "UpdateItem"] and len(tokens) == 1  # the lost write, then the resolve
+    # the lost write, then the resolve, then the task token read after it
+    assert calls == ["UpdateItem", "UpdateItem", "GetItem"] and len(tokens) == 1
     found = h.store.read_interrupt("t1", h.session_id, "int-ok")
     assert found is not None and found.status == "resolved"
     assert [a["subject"] for a in found.approvals] == ["ann", "bob"]

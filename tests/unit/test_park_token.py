@@ -215,7 +215,7 @@ def test_r7_a_resume_between_the_token_write_and_its_read_ends_the_execution(
     h, iid = parked()
     writes = h.store.interrupt_writes
     real = writes.read_with_token
-    answered: list[dict[str, Any]] = []
+    answered: list[Any] = []
     started: list[bool] = []
 
     def resume_first(tenant: str, session_id: str, interrupt_id: str) -> Any:
@@ -227,6 +227,6 @@ def test_r7_a_resume_between_the_token_write_and_its_read_ends_the_execution(
 
     monkeypatch.setattr(writes, "read_with_token", resume_first)
     park(h, iid, "token-1")
-    assert answered[0]["noop"] is False
+    assert answered[0].noop is False
     assert answered[1]["ended_by_the_resume"] == [("token-1", {"interrupt_id": iid})]  # read after its write
     assert completed == [("token-1", {"interrupt_id": iid})] * 2  # and the park's read saw the resolve
