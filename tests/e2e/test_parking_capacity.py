@@ -20,9 +20,12 @@ from tests.waiting import wait_for
 
 
 def running(stack: Any) -> int:
+    """Every open execution, page by page (a whole suite's parks are far more than one page)."""
     sfn = stack.client("stepfunctions")
-    return sum(len(sfn.list_executions(stateMachineArn=m["stateMachineArn"], statusFilter="RUNNING")["executions"])
-               for m in sfn.list_state_machines()["stateMachines"])
+    machines = [m for page in sfn.get_paginator("list_state_machines").paginate() for m in page["stateMachines"]]
+    executions = sfn.get_paginator("list_executions")
+    return sum(len(page["executions"]) for m in machines
+               for page in executions.paginate(stateMachineArn=m["stateMachineArn"], statusFilter="RUNNING"))
 
 
 @pytest.fixture
