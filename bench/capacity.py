@@ -159,10 +159,10 @@ class Measured:
     interrupt_wru: float = 34.0   # cost_model.marginal: raise, start_park, park, resume, wake (+GSI)
     interrupt_rru: float = 10.5
     interrupt_gsi_wru: float = 8.0  # of interrupt_wru, the index writes (Inbox, History, Sessions)
-    turn_wru: float = 106.0       # cost_model.whole_turn: submit ... resume ... turn end (+GSI)
+    turn_wru: float = 96.0        # cost_model.whole_turn: submit ... resume ... turn end (+GSI)
     turn_rru: float = 25.0
     turn_gsi_wru: float = 10.0
-    step_wru: float = 8.46        # ddb_per_step.mean_step: mean engine step
+    step_wru: float = 7.38        # ddb_per_step.mean_step: mean engine step
     step_rru: float = 1.62
     commit_items: float = 8.0     # the most items one measured step writes (the wake's commit)
 

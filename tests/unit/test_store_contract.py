@@ -6,11 +6,14 @@ all of them."""
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from holdpoint.core import quotas
 from holdpoint.core.state import Call, Interrupt, SessionState
@@ -96,6 +99,52 @@ def test_store_a_commit_round_trips_every_record_and_moves_the_version(store: An
     head = store.load("t1", sid, head_only=True)
     assert head.interrupts[iid].status == "open" and not head.calls and not head.tree.nodes
     assert store.commit(again) == 0  # nothing changed: nothing written
+
+
+ANSWER_EXAMPLES = max(5, int(os.environ.get("HOLDPOINT_FUZZ_EXAMPLES") or 150) // 5)  # 5 in make test-unit
+ANSWERS = st.lists(st.tuples(st.sampled_from(["queue", "worker", "submit", "fail", "retry"]), st.integers(0, 7)),
+                   min_size=1, max_size=10)
+
+
+def decide(state: SessionState, op: str, pick: int, key: tuple[str, int]) -> SessionState:
+    """One step of the decision queue: queue one (`key`), or answer, fail or retry a pending one."""
+    pending = sorted((d for d in state.decisions.values() if d.status == "pending"), key=lambda d: d.order)
+    if op == "queue" or not pending:
+        state.enqueue({"type": "tool.finished", "id": f"c{pick}"}, anchor="n1", turn_id=None, key=key,
+                      priority=pick % 2)
+        return state
+    decision = pending[pick % len(pending)]
+    decision.attempts += 1
+    if op in ("worker", "submit"):
+        decision.status, decision.via = "delivered", op
+    elif op == "fail":
+        decision.status = "failed"
+    else:
+        decision.not_before = T0 + decision.attempts
+    state.touch(decision)
+    return state
+
+
+@settings(max_examples=ANSWER_EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=ANSWERS)
+def test_store_decisions_load_as_committed_whatever_answers_them_and_in_what_order(make: Any, steps: Any) -> None:
+    """Each step queues a decision (at the front or the back) or answers, fails or retries one of
+    the pending ones, in any order, and commits; the same store and another one (a container that
+    never saw the session) load every decision exactly as committed."""
+    store = make()
+    other = store if isinstance(store, MemoryStore) else make()  # a memory store's data is its own
+    sid = new_session(store)
+    for op, pick in steps:
+        key = ("step", next(_ids))
+        try:
+            state = decide(store.load("t1", sid), op, pick, key)
+            store.commit(state)
+        except Conflict:  # a poisoned cache's commit: the reload reads everything (as `Runner.transact`)
+            state = decide(store.load("t1", sid), op, pick, key)
+            store.commit(state)
+        for reader in (store, other):
+            assert reader.load("t1", sid).decisions == state.decisions
 
 
 def test_store_a_loaded_state_is_a_copy(store: Any) -> None:

@@ -44,6 +44,35 @@ class Snapshot:
     agent_digest: str | None = None
     head_only: bool = False
     listed_status: str | None = None
+    done_through: int = 0  # the header's `done_through` as loaded
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # decisions stored pending, as stored
+
+
+def answered(stored: dict[str, Any]) -> dict[str, Any]:
+    """A pending decision once the worker's own response has answered it (`engine.apply_response`
+    with `via="worker"`). The commit that answers a decision stored pending does not rewrite it
+    when every decision of its order or lower is then answered: the header's `done_through` says
+    so, and loading reads each decision stored pending at or below it as this. A transaction bills
+    2 write units for every decision item, and most decisions are answered by the next step."""
+    return {**stored, "status": "delivered", "via": "worker", "attempts": stored.get("attempts", 0) + 1}
+
+
+def done_through(state: SessionState) -> int:
+    """The highest order at or below which no decision is pending. Decisions leave `pending` for
+    good and a new one takes the next order, so it never goes down; a head-only state has no
+    decisions to say, and keeps what it loaded."""
+    snap = snapshot_of(state)
+    if snap.head_only:
+        return snap.done_through
+    pending = [d.order for d in state.decisions.values() if d.status == "pending"]
+    return max(snap.done_through, min(pending) - 1 if pending else state.header.counter)
+
+
+def answered_in_place(state: SessionState, decision: Decision, done: int) -> bool:
+    """The commit may leave this decision's item as it is: stored pending, at or below `done`,
+    and changed only by being answered (so loading reads it back exactly)."""
+    stored = snapshot_of(state).pending.get(decision.id)
+    return stored is not None and decision.order <= done and asdict(decision) == answered(stored)
 
 
 def snapshot_of(state: SessionState) -> Snapshot:
@@ -115,7 +144,8 @@ class Codec:
         tenant, session_id = k.session_key(items[0]["PK"]["S"])
         header = _load(Header, {"tenant": tenant, "session_id": session_id, **self.body(items[0])})
         header.version = int(items[0][k.VERSION]["N"])
-        snap = Snapshot(head_only=head_only, listed_status=items[0].get(k.LISTED_STATUS, {}).get("S"))
+        snap = Snapshot(head_only=head_only, listed_status=items[0].get(k.LISTED_STATUS, {}).get("S"),
+                        done_through=int(items[0].get(k.DONE_THROUGH, {"N": "0"})["N"]))
         state = SessionState(header=header, tree=Tree(head_id=header.head_id), snapshot=snap)
         for item in items[1:]:
             sk = item["SK"]["S"]
@@ -143,6 +173,11 @@ class Codec:
         if kind == "Call":
             state.calls[body["id"]] = _load(Call, body)
         elif kind == "Decision":
+            if body.get("status") == "pending":
+                if body["order"] <= snap.done_through:
+                    body = answered(body)
+                else:
+                    snap.pending[body["id"]] = asdict(_load(Decision, body))
             state.decisions[body["id"]] = _load(Decision, body)
         else:
             state.turns[body["id"]] = _load(Turn, body)

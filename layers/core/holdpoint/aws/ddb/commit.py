@@ -4,16 +4,25 @@ the quota counters it moves (docs/SECURITY.md, "Quotas")."""
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.cache import Reads, canonical
-from holdpoint.aws.ddb.codec import Codec, agent_digest, listing_attrs, record_key, snapshot_of
+from holdpoint.aws.ddb.codec import (
+    Codec,
+    agent_digest,
+    answered_in_place,
+    done_through,
+    listing_attrs,
+    record_key,
+    snapshot_of,
+)
 from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Update, absent_or, eq, n, s
 from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
-from holdpoint.core.state import SessionState
+from holdpoint.core.state import Decision, SessionState
 from holdpoint.ports import Conflict, Interfered, TooManyChanges
 
 Counted = tuple[dict[str, Any], str, int]
@@ -57,7 +66,11 @@ class Committer:
             tail[item["SK"]["S"]] = canonical(item)
             ops.append(put(item, new_item()))
         revs = {}
+        done = done_through(state)
+        header[k.DONE_THROUGH] = n(done)
         for dirty_key, record in state.dirty.items():
+            if isinstance(record, Decision) and answered_in_place(state, record, done):
+                continue
             rev = snap.revs.get(record_key(record))
             item = self.codec.record_item(pk, record, rev or 0, h)
             revs[dirty_key] = (rev or 0) + 1
@@ -92,8 +105,10 @@ class Committer:
             raise
         h.version += 1
         state.held = held
-        snap.agent_digest, snap.listed_status = digest, status
+        snap.agent_digest, snap.listed_status, snap.done_through = digest, status, done
         snap.revs.update(revs)
+        snap.pending = {d.id: asdict(d) for d in state.decisions.values()
+                        if d.status == "pending" and d.order > done}
         self.reads.committed(pk, header, stamp.after)
         return len(ops)
 

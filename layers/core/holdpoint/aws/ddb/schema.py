@@ -4,7 +4,7 @@ Session partition `T#{tenant}#S#{session}`:
 
 | SK | item |
 | --- | --- |
-| `H` | header: `version`, `body` (head, seq, worker state), `tail_sum`, `changes`, the listing row |
+| `H` | header: `version`, `body` (head, seq, worker state), `tail_sum`, `changes`, `done_through`, the listing row |
 | `H#A` | the agent config in force (written only when it changes) |
 | `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `parked_as`, index keys, `ttl`) |
 | `G#{id}` | its task token: `parking_key`, `generation`, `ttl` (the park message's; outside the state) |
@@ -47,6 +47,7 @@ SESSION_COUNT_TTL = 3600  # seconds a per-second creation counter is kept before
 VERSION = "version"
 TAIL_SUM = "tail_sum"  # XOR of the tail items' hashes (aws/ddb/cache.py)
 CHANGES = "changes"  # the tail keys each of the last versions wrote (aws/ddb/cache.py)
+DONE_THROUGH = "done_through"  # no decision of this order or lower is pending (aws/ddb/codec.py, `answered`)
 LISTED_AGENT = "agent_id"
 LISTED_STATUS = "status"
 LISTED_OWNER = "owner"
