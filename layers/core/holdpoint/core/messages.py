@@ -40,14 +40,16 @@ class Kick:
 
 @dataclass(frozen=True)
 class Park:
-    """ParkBranch's execution holds this interrupt's task token: store it (no run follows).
-    `generation` is the raise the execution was started for (None: an execution older than it)."""
+    """The pause started for this interrupt holds it by `parking_key` (what `Parking.complete`
+    ends it with): store it (no run follows). `generation` is the raise the pause was started for
+    (None: one older than it). On the queue the key is `task_token`, as ParkBranch writes it."""
 
     KIND: ClassVar[str] = "park"
+    WIRE: ClassVar[dict[str, str]] = {"parking_key": "task_token"}
     tenant: str
     session_id: str
     interrupt_id: str
-    task_token: str
+    parking_key: str
     generation: int | None = None
 
 
@@ -123,9 +125,15 @@ BY_KIND: dict[str, type[WorkMessage]] = {cls.KIND: cls for cls in CLASSES}
 _HINTS: dict[type[WorkMessage], dict[str, Any]] = {}
 
 
+def _wire(cls: type[WorkMessage] | WorkMessage, name: str) -> str:
+    """A field's key on the queue: its name, unless the class says otherwise (`WIRE`)."""
+    wire: dict[str, str] = getattr(cls, "WIRE", {})
+    return wire.get(name, name)
+
+
 def body(message: WorkMessage) -> dict[str, Any]:
     """The message as the JSON object the queue carries: its `kind`, then its fields."""
-    return {"kind": message.KIND, **dataclasses.asdict(message)}
+    return {"kind": message.KIND, **{_wire(message, k): v for k, v in dataclasses.asdict(message).items()}}
 
 
 def _value(name: str, hint: Any, raw: Any) -> Any:
@@ -159,8 +167,9 @@ def parse(data: Mapping[str, Any]) -> WorkMessage:
     hints = _HINTS.get(cls) or _HINTS.setdefault(cls, typing.get_type_hints(cls))
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if f.name in data:
-            values[f.name] = _value(f.name, hints[f.name], data[f.name])
+        key = _wire(cls, f.name)
+        if key in data:
+            values[f.name] = _value(key, hints[f.name], data[key])
         elif f.default is dataclasses.MISSING:
-            raise MessageError(f"{cls.KIND} message has no {f.name}")
+            raise MessageError(f"{cls.KIND} message has no {key}")
     return cls(**values)

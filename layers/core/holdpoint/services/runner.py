@@ -141,7 +141,7 @@ class Runner:
         tenant, session_id = message.tenant, message.session_id
         match message:
             case Park():
-                self._park(tenant, session_id, message.interrupt_id, message.task_token, message.generation)
+                self._park(tenant, session_id, message.interrupt_id, message.parking_key, message.generation)
                 return
             case InterruptTimer():
                 self._interrupt_timer(message)
