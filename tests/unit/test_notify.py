@@ -317,6 +317,31 @@ def test_n4_a_failed_delivery_retries_on_a_timer_once_per_attempt_then_dead_lett
     assert (letter["kind"], letter["attempts"], letter["error"], letter["key"]) == ("notify.dead", 2, "HTTP 500", key)
 
 
+def test_n4_a_refused_dead_letter_send_is_retried_on_a_timer_and_delivers_nothing_more(
+        aws: dict[str, str], bus: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = parked(aws, retry={"webhook": {"max_attempts": 2}})
+    channel = Recording(fail=5)
+    n = notifier(h, channel)
+    key = f"{raised(h, n)['event_id']}#0"
+    [timer] = Timers().pending()
+    real = n.deliveries.dead_letter
+    monkeypatch.setattr(n.deliveries, "dead_letter", Mock(side_effect=ThrottledCall(
+        {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "SendMessage")))
+    n.retry(work_message(timer.message))  # the last attempt fails, and so does its dead letter's send
+    log = DeliveryLog()
+    assert log.read("t1", h.session_id or "", key) == {"status": "retrying", "attempt": 2, "last_error": "HTTP 500"}
+    [again] = [t for t in Timers().pending() if t.message["attempt"] == 3]
+    monkeypatch.setattr(n.deliveries, "dead_letter", real)
+    n.retry(work_message(again.message))
+    n.retry(work_message(again.message))  # a repeated timer message sends nothing twice
+    assert len(channel.got) == 2  # the dead letter's retry called the webhook no more
+    assert log.read("t1", h.session_id or "", key)["status"] == "dead"  # type: ignore[index]
+    got = boto3.client("sqs").receive_message(QueueUrl=bus.replace("watch", "notify-dlq"),
+                                              MaxNumberOfMessages=10).get("Messages", [])
+    [letter] = [json.loads(m["Body"]) for m in got]
+    assert (letter["kind"], letter["attempts"], letter["error"], letter["key"]) == ("notify.dead", 2, "HTTP 500", key)
+
+
 def test_n4_a_bus_failure_raises_so_the_stream_retries(aws: dict[str, str], bus: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     h = parked(aws)

@@ -232,6 +232,10 @@ class Deliveries(Protocol):
         """The record and its failed attempt when it waits for its retry (`retrying`), else None."""
         ...
 
+    def read(self, tenant: str, session_id: str, key: str) -> dict[str, Any] | None:
+        """The record's `status`, `attempt` and `last_error`, or None."""
+        ...
+
     def dead_letter(self, record: dict[str, Any]) -> None: ...
 
 

@@ -132,6 +132,10 @@ class Notifier:
 
     def _attempt(self, record: dict[str, Any], attempt: int) -> None:
         tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
+        if attempt > retry.Policy(**record["policy"]).max_attempts:  # every attempt failed; the dead letter did not go
+            last = self.deliveries.read(tenant, session_id, key) or {}
+            self._bury(record, attempt, str(last.get("last_error") or ""))
+            return
         channel = self.channels.get(record["channel"])
         try:
             if channel is None:
@@ -147,8 +151,7 @@ class Notifier:
         tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
         policy = retry.Policy(**record["policy"])
         if attempt >= policy.max_attempts:
-            self.deliveries.dead_letter({**record, "attempts": attempt, "error": error})
-            self.deliveries.finish(tenant, session_id, key, attempt, "dead", error)
+            self._bury(record, attempt, error)
             return
         try:
             self.deliveries.finish(tenant, session_id, key, attempt, "retrying", error)
@@ -157,6 +160,21 @@ class Notifier:
             # also moves a record still `sending` at this attempt, which only a timer can ask for).
             log.warning("delivery %s: recording attempt %d's failure was refused (%s)", key, attempt, exc)
         self._schedule(record, attempt)
+
+    def _bury(self, record: dict[str, Any], attempt: int, error: str) -> None:
+        """Put the delivery out of attempts on the dead-letter queue, then record it `dead`. A
+        refused send is retried on the same durable timers, as one more attempt that delivers
+        nothing and sends the dead letter again (with the last delivery's error)."""
+        tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
+        attempts = min(attempt, retry.Policy(**record["policy"]).max_attempts)
+        try:
+            self.deliveries.dead_letter({**record, "attempts": attempts, "error": error})
+        except (Throttled, Unavailable) as exc:
+            log.warning("delivery %s: the dead-letter send was refused (%s); it is retried", key, exc)
+            self.deliveries.finish(tenant, session_id, key, attempt, "retrying", error)
+            self._schedule(record, attempt)
+            return
+        self.deliveries.finish(tenant, session_id, key, attempt, "dead", error)
 
     def _schedule(self, record: dict[str, Any], attempt: int) -> None:
         """The timer of the attempt after `attempt`, after the policy's backoff."""
