@@ -1,7 +1,8 @@
 """A client of the WebSocket API (docs/PROTOCOL.md, "Live events") that hands its caller each
 session's events once and in order: frames are taken by `seq`, a repeat is dropped, and a gap
 (a post lost between a commit and its post, or live events overtaking the catch-up) is filled by
-subscribing again from the last seq it has, holding what came early until the gap is filled.
+subscribing again from the last seq it has, holding what came early until the gap is filled; a
+subscribe AWS refused (a `throttled` or `unavailable` error frame) is sent again after `retry_after`.
 A streamed reply's `delta` and `delta_end` frames (ephemeral, no seq) go to `deltas` as they
 come, each with the `time.perf_counter()` of its arrival. The tests and bench/live_latency.py use it."""
 
@@ -27,6 +28,10 @@ class _Session:
     filling: bool = False
 
 
+RETRIED = ("throttled", "unavailable")
+"""The error frames of a subscribe AWS refused about load: the client subscribes again."""
+
+
 class Follower:
     """`async with Follower(url, token) as f: await f.follow(sid); sid, event = await f.next()`."""
 
@@ -45,6 +50,7 @@ class Follower:
         self.gaps = 0
         self.frames = 0
         self._reader: asyncio.Task[None] | None = None
+        self._retry: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Follower:
         url, headers = self.url, {}
@@ -93,6 +99,8 @@ class Follower:
                 self.deltas.put_nowait((time.perf_counter(), frame))
             elif kind == "error":
                 self.errors.append(frame)
+                if frame["error"]["code"] in RETRIED:
+                    self._retry = asyncio.create_task(self._again(float(frame.get("retry_after") or 1)))
             elif kind == "ag-ui":
                 self.agui.append(frame)
 
@@ -128,6 +136,14 @@ class Follower:
         if frame.get("has_more") or state.early:  # one page per subscribe: the next from the last seq
             state.filling = True
             await self._subscribe(frame["session_id"], state.last)
+
+    async def _again(self, after: float) -> None:
+        """AWS refused part of a subscribe (about load): subscribe again, after `retry_after`, to
+        every session whose catch-up has not been confirmed."""
+        await asyncio.sleep(after)
+        for session_id, state in self.sessions.items():
+            if state.filling:
+                await self._subscribe(session_id, state.last)
 
     async def keepalive(self) -> None:
         """Subscribe again to every session from its last seq (run every `KEEPALIVE_SECS`)."""

@@ -14,6 +14,10 @@ Site = tuple[str, str, str]
 
 RETRIED_RECORD = "the record fails and SQS hands it back; the step is recomputed from the table"
 STREAM = "the stream batch is retried (bisected, 5 retries, then NotifyDLQ's on-failure record)"
+RESUBSCRIBE = ("`subscribe`: an error frame `throttled`/`unavailable` with `retry_after`, and the client "
+               "subscribes again from its last seq")
+GAP = ("the client sees the gap at its next event (or gets no `subscribed` frame) and subscribes again from its "
+       "last seq; its keep-alive fills a gap at the log's end")
 
 REFUSED: dict[Site, str] = {
     ("AuthorizerFunction", "dynamodb", "GetItem"): "503 with `Retry-After` (the API key)",
@@ -69,6 +73,19 @@ REFUSED: dict[Site, str] = {
     + " (or the `notify` message comes back), and the redelivery sets the timer",
     ("NotifierFunction", "secretsmanager", "GetSecretValue"): STREAM + " (the links' signing key, read before "
     "anything is claimed)",
+    ("LiveFunction", "dynamodb", "PutItem"): "`$connect`: the handshake is refused with 503 (the caller's slot is "
+    "given back when AWS lets it) and the client connects again; " + RESUBSCRIBE,
+    ("LiveFunction", "dynamodb", "GetItem"): RESUBSCRIBE + " (the API key's check, the connection's item)",
+    ("LiveFunction", "dynamodb", "Query"): "`$connect`: the handshake is refused with 503 (the caller's count); "
+    + RESUBSCRIBE + " (a session's followers, its catch-up page)",
+    ("LiveFunction", "dynamodb", "UpdateItem"): RESUBSCRIBE + "; following a session again sets the same item",
+    ("LiveFunction", "dynamodb", "DeleteItem"): "`$disconnect`: the connection's items are left to their `ttl` "
+    "(they stop counting then)",
+    ("LiveFunction", "apigatewaymanagementapi", "PostToConnection"): "the frame is lost to that connection: " + GAP,
+    ("EngineFunction", "apigatewaymanagementapi", "PostToConnection"): "a commit's events are lost to one "
+    "follower: " + GAP,
+    ("ApiFunction", "apigatewaymanagementapi", "PostToConnection"): "a commit's events are lost to one "
+    "follower: " + GAP,
 }
 
 
@@ -77,7 +94,8 @@ def table(rows: list[dict[str, object]]) -> str:
     scenarios: dict[Site, set[str]] = defaultdict(set)
     for row in rows:
         scenarios[(str(row["function"]), str(row["service"]), str(row["operation"]))].add(str(row["scenario"]))
-    order = ["AuthorizerFunction", "ApiFunction", "ResumeFunction", "EngineFunction", "NotifierFunction"]
+    order = ["AuthorizerFunction", "ApiFunction", "ResumeFunction", "EngineFunction", "NotifierFunction",
+             "LiveFunction"]
     lines = ["| function | call | scenarios | refused: what happens |", "| --- | --- | --- | --- |"]
     for site in sorted(scenarios, key=lambda s: (order.index(s[0]) if s[0] in order else 99, s[1], s[2])):
         function, service, operation = site

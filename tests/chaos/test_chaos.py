@@ -12,6 +12,7 @@ was a 2xx, a 4xx, or a 503/429 with `Retry-After`, never a 500.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -26,10 +27,12 @@ from typing import Any
 import boto3
 import pytest
 import requests
+from websockets.exceptions import InvalidStatus
 
 from holdpoint.aws import clients
 from holdpoint.aws.keys import put_api_key
 from holdpoint_local.faults import Faults, refusals_for
+from holdpoint_local.live_client import Follower
 from tests.chaos.sites import REFUSED
 from tests.stack import Api, declare_agent, seed_worker
 from tests.waiting import wait_for
@@ -357,6 +360,86 @@ def record_sites(scenario: str, sites: Counter[tuple[str | None, str, str]]) -> 
             for function, service, operation in sorted(site for site in sites if site[0] is not None):
                 out.write(json.dumps({"scenario": scenario, "function": function, "service": service,
                                       "operation": operation}) + "\n")
+
+
+async def connected(url: str, key: str) -> Follower:
+    """A follower's connection, connecting again while the handshake is refused (the authorizer's
+    read refused is a 500; the `$connect` route's, a 503), as a client does after `Retry-After`."""
+    for _ in range(CLIENT_RETRIES):
+        follower = Follower(url, key)
+        try:
+            return await follower.__aenter__()
+        except InvalidStatus:
+            await asyncio.sleep(0.2)
+    raise AssertionError(f"the handshake was refused {CLIENT_RETRIES} times")
+
+
+async def followed(run: Run, url: str) -> tuple[str, list[dict[str, Any]], Follower]:
+    """The seed scenario with a live follower subscribed from its first event: what it handed over
+    once the session is done, its gaps filled by subscribing again (the keep-alive) until it has
+    the log's last event."""
+    follower = await connected(url, run.stack.api_key)
+    try:
+        sid = await asyncio.to_thread(run.api.start)
+        await follower.follow(sid, 0)
+        [interrupt] = (await asyncio.to_thread(run.api.wait_status, sid, "interrupted"))["interrupts"]
+        await asyncio.to_thread(resume, run.api, sid, interrupt["interrupt_id"], {"approved": True})
+        await asyncio.to_thread(run.api.wait_status, sid, "done")
+        last = (await asyncio.to_thread(run.api.ok, "GET", f"/v1/sessions/{sid}/events?limit=500"))["events"][-1]
+        got: list[dict[str, Any]] = []
+        while not got or got[-1]["seq"] < last["seq"]:
+            try:
+                got.append((await follower.next(timeout=2))[1])
+            except TimeoutError:
+                await follower.keepalive()  # a post lost at the log's end shows no gap: ask again
+        return sid, got, follower
+    finally:
+        await follower.__aexit__(None, None, None)
+
+
+@pytest.mark.timeout(150)
+def test_chaos_a_live_follower_gets_every_event_once_and_in_order_through_aws_refusals(
+        chaos_stack: Any, faults: Faults, chaos_worker: str, hook: Hook) -> None:
+    """The seed scenario followed over the WebSocket API, once fault-free and once with a burst of
+    AWS's refusals at every call site both reach (the live function's, and the posts of every
+    committing function): the follower ends with the log, each event once and in order."""
+    assert chaos_stack.live is not None
+    clean = Run(chaos_stack, hook)
+    declare(clean.api, Scenario(seed_scenario), chaos_worker, hook)
+    faults.sites.clear()
+    sid, got, _ = asyncio.run(followed(clean, chaos_stack.live.url))
+    assert got == clean.api.ok("GET", f"/v1/sessions/{sid}/events?limit=500")["events"]
+    # Its `$disconnect` (the followed session's slot, the caller's, the connection's item) is
+    # over before the faults start, so their bursts fall on the faulted run's own calls.
+    wait_for(lambda: faults.sites[("LiveFunction", "dynamodb", "DeleteItem")] >= 3, "the clean run's $disconnect", 30)
+    sites = sorted(site for site in faults.sites if site[0] is not None)
+    read = ("LiveFunction", "dynamodb", "GetItem")
+    posts = [site for site in sites if site[1] == "apigatewaymanagementapi" and site[0] != "LiveFunction"]
+    assert read in sites and posts, sites
+    rng = random.Random(f"{SEED}/live")
+    # Past the client's retries at two sites: a subscribe's read (its API key's check: an error
+    # frame, then the client's subscribe again) and a commit's post to the follower (a lost post).
+    surfaced = {read, posts[0]}
+    for function, service, operation in sites:
+        code, count = burst(rng, service, operation)
+        if (function, service, operation) in surfaced:
+            count = clients.POLICIES.get(service, clients.POLICIES["dynamodb"]).attempts + 1
+        faults.inject(service, operation, code, function=function, first=count)
+    faulted = Run(chaos_stack, hook)
+    sid, got, follower = asyncio.run(followed(faulted, chaos_stack.live.url))
+    faults.stop()
+    assert got == faulted.api.ok("GET", f"/v1/sessions/{sid}/events?limit=500")["events"]
+    assert not faulted.bad and not clean.bad, faulted.bad + clean.bad
+    assert sum(faults.injected.values()), "no fault was injected"
+    # The subscribe's read was refused past the client's retries (the posts may all come before
+    # the follower subscribes again, and then none is refused: tests/e2e/test_live_e2e.py loses one).
+    refused = sum(n for (f, svc, op, _), n in faults.injected.items() if (f, svc, op) == read)
+    assert refused > clients.POLICIES["dynamodb"].attempts, faults.injected
+    # (The error frame itself may be refused too: the keep-alive is then what subscribes again.)
+    assert all(e["error"]["code"] in ("throttled", "unavailable") for e in follower.errors), follower.errors
+    record_sites("live", faults.sites)
+    print(f"\nlive: {len(sites)} call sites, {sum(faults.injected.values())} refusals injected, "
+          f"{follower.gaps} gaps filled, {follower.duplicates} repeats dropped, {len(follower.errors)} error frames")
 
 
 START = {"type": "client.message", "agent_id": "assistant", "message": {"role": "user", "content": "Email Bob"}}

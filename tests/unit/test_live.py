@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from holdpoint.core.state import SessionState
+from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services.live import FRAME_BUDGET, Live, frames_of
 
 
@@ -228,3 +229,36 @@ def test_live_connections_keep_each_subscriptions_format(aws: dict[str, str]) ->
     assert connections.subscribe("t", "s1", "c1", 3600, "ag-ui")
     assert connections.followers("t", "s1") == {"c1": "ag-ui", "c2": "ag-ui"}
     assert sorted(connections.following("t", "s1")) == ["c1", "c2"] and connections.followers("u", "s1") == {}
+
+
+class RefusedConnections(RecordingConnections):
+    """AWS refusing every call about load, past the client's retries."""
+
+    def open(self, *args: Any) -> None:
+        raise Throttled("Rate exceeded")
+
+    def subscribe(self, *args: Any, **kw: Any) -> bool:
+        raise Unavailable("Service unavailable")
+
+    def disconnect(self, connection_id: str) -> None:
+        raise Throttled("Rate exceeded")
+
+
+@pytest.mark.parametrize(("route", "status"), [("$connect", 503), ("subscribe", 503), ("$disconnect", 200)])
+def test_live_aws_refusing_a_route_is_a_503_or_an_error_frame_to_retry_never_a_crash(
+        monkeypatch: pytest.MonkeyPatch, route: str, status: int) -> None:
+    from holdpoint.http import live as edge
+    from tests.unit.test_agui_live import SID, committed
+
+    frames = FakeFrames(set())
+    live = Live(OneSessionStore(committed("Hello")[0]), RefusedConnections(), frames)  # type: ignore[arg-type]
+    monkeypatch.setattr(edge, "get_live", lambda: live)
+    body = {"action": "subscribe", "session_ids": [SID], "after_seq": 0}
+    event = {"requestContext": {"routeKey": route, "connectionId": "c1", "connectedAt": 0,
+                                "authorizer": {"tenant": "t"}}, "body": json.dumps(body)}
+    assert edge.handle(event) == {"statusCode": status}
+    if route == "subscribe":  # the client subscribes again after `retry_after`
+        [(_, frame)] = frames.sent
+        assert (frame["type"], frame["error"]["code"], frame["retry_after"]) == ("error", "unavailable", 1)
+    else:
+        assert frames.sent == []

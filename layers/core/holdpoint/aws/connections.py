@@ -21,6 +21,7 @@ a connection whose `$disconnect` never ran leaves nothing behind; reads skip ite
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -70,8 +71,15 @@ class Connections:
         `live_connections_per_caller` open already."""
         pk = caller_pk(tenant, caller)
         self._take(pk, connection_id, expires, "live_connections_per_caller", self.limits.live_connections_per_caller)
-        self.client.put_item(TableName=self.table, Item={
-            **connection_key(connection_id), "tenant": _s(tenant), "ttl": {"N": str(expires)}, "k": _s(pk)})
+        try:
+            self.client.put_item(TableName=self.table, Item={
+                **connection_key(connection_id), "tenant": _s(tenant), "ttl": {"N": str(expires)}, "k": _s(pk)})
+        except ClientError:
+            # The handshake is refused, so no `$disconnect` will come: give the slot back if AWS
+            # lets us (else it counts until its `ttl`).
+            with contextlib.suppress(ClientError):
+                self.client.delete_item(TableName=self.table, Key={"PK": _s(pk), "SK": _s(f"C#{connection_id}")})
+            raise
 
     def _take(self, pk: str, connection_id: str, expires: int, limit: str, allowed: int,
               extra: dict[str, Any] | None = None) -> bool:

@@ -9,6 +9,7 @@ log's events. A bad message is answered with an `error` frame naming the field.
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -17,9 +18,12 @@ from holdpoint.assembly import get_live
 from holdpoint.core.errors import Refusal
 from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.http.credentials import caller_of
+from holdpoint.http.edge import load_refusal
 from holdpoint.http.limits import body_bytes, strict_body
-from holdpoint.ports import MAX_SEQ
+from holdpoint.ports import MAX_SEQ, Throttled, Unavailable
 from holdpoint.services.live import error_frame
+
+log = logging.getLogger(__name__)
 
 MAX_SESSIONS_PER_MESSAGE = 10
 SessionId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")]
@@ -47,9 +51,27 @@ def _param(exc: ValidationError) -> str:
 
 
 def handle(event: dict[str, Any]) -> dict[str, Any]:
-    """One WebSocket route invocation: `$connect`, `$disconnect`, `subscribe` or `$default`."""
+    """One WebSocket route invocation: `$connect`, `$disconnect`, `subscribe` or `$default`. AWS
+    refusing a call about load refuses the handshake with 503, or answers a subscribe with a
+    `throttled`/`unavailable` error frame (`retry_after`): subscribing again is safe, as a
+    subscribe writes only what it would write the same way again. A `$disconnect` refused is
+    left to the connection item's `ttl`."""
     ctx = event.get("requestContext") or {}
     route, connection_id = ctx.get("routeKey"), str(ctx.get("connectionId") or "")
+    try:
+        return _route(event, ctx, route, connection_id)
+    except (Throttled, Unavailable) as exc:
+        log.warning("%s refused by AWS: %s", route, exc)
+        if route == "$disconnect":
+            return {"statusCode": 200}
+        if route != "$connect":
+            refusal = load_refusal(exc)
+            get_live().frames.post(connection_id, error_frame(refusal.code, refusal.message, "session_ids",
+                                                              retry_after=refusal.retry_after))
+        return {"statusCode": 503}
+
+
+def _route(event: dict[str, Any], ctx: dict[str, Any], route: Any, connection_id: str) -> dict[str, Any]:
     connected_at = float(ctx.get("connectedAt") or 0) / 1000
     live = get_live()
     if route == "$disconnect":
