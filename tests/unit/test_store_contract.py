@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -145,6 +145,77 @@ def test_store_decisions_load_as_committed_whatever_answers_them_and_in_what_ord
             store.commit(state)
         for reader in (store, other):
             assert reader.load("t1", sid).decisions == state.decisions
+
+
+MIXED = st.lists(st.tuples(st.sampled_from(["queue", "worker", "submit", "fail", "retry", "head", "race"]),
+                           st.integers(0, 7)), min_size=1, max_size=12)
+
+
+def settle(store: Any, step: Callable[..., SessionState], *args: Any) -> SessionState:
+    """Commit the state `step(store, *args)` makes from a fresh load, reloading on a conflict (as
+    `contention.transact`: a poisoned cache's commit conflicts, its reload reads everything)."""
+    for _ in range(8):
+        state = step(store, *args)
+        try:
+            store.commit(state)
+        except Conflict:
+            continue
+        return state
+    raise AssertionError("the commit conflicted on every reload")
+
+
+def full_step(store: Any, sid: str, op: str, pick: int, key: tuple[str, int]) -> SessionState:
+    return decide(store.load("t1", sid), op, pick, key)
+
+
+def head_step(store: Any, sid: str, iid: str, pick: int, key: tuple[str, int]) -> SessionState:
+    """A head-only step: a reminder on the open interrupt, or a decision queued without the tail."""
+    state = store.load("t1", sid, head_only=True)
+    if pick % 2:
+        state.enqueue({"type": "tool.finished", "id": f"h{pick}"}, anchor="n1", turn_id=None, key=key)
+        return state
+    interrupt = state.interrupts[iid]
+    interrupt.reminded = [*interrupt.reminded, len(interrupt.reminded)]
+    state.touch(interrupt)
+    state.emit("interrupt.reminded", interrupt_id=iid)
+    return state
+
+
+@settings(max_examples=ANSWER_EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=MIXED)
+def test_store_decisions_load_as_committed_across_head_only_commits_containers_and_conflicts(
+        make: Any, steps: Any) -> None:
+    """The steps above from two containers in turn (each with its own warm cache), with head-only
+    commits among them (a reminder, or a decision queued: they keep the header's `done_through`)
+    and races (both containers load one version and answer: the second commit conflicts and is
+    recomputed on a reload, which must not answer again what the first answered in place). Every
+    load, by either container, full or head-only, reads each decision as last committed."""
+    first = make()
+    stores = [first, first] if isinstance(first, MemoryStore) else [first, make()]
+    sid = new_session(first)
+    iid = raise_interrupt(first, "t1", sid)
+    expected: dict[str, Any] = {}
+    for i, (op, pick) in enumerate(steps):
+        store, other = stores[i % 2], stores[(i + 1) % 2]
+        key = ("step", next(_ids))
+        if op == "head":
+            state = settle(store, head_step, sid, iid, pick, key)
+            expected.update(state.decisions)  # a head-only state holds only the decisions it queued
+        elif op == "race":
+            late_key = ("step", next(_ids))
+            late = decide(other.load("t1", sid), "submit", pick + 1, late_key)
+            settle(store, full_step, sid, "worker", pick, key)
+            with pytest.raises(Conflict):
+                other.commit(late)
+            state = settle(other, full_step, sid, "submit", pick + 1, late_key)
+            expected = dict(state.decisions)
+        else:
+            state = settle(store, full_step, sid, op, pick, key)
+            expected = dict(state.decisions)
+        for reader in stores:
+            assert reader.load("t1", sid).decisions == expected
+            assert not reader.load("t1", sid, head_only=True).decisions
 
 
 def test_store_a_loaded_state_is_a_copy(store: Any) -> None:
