@@ -137,6 +137,18 @@ def moto_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
         yield env
 
 
+@pytest.fixture(scope="session", autouse=True)
+def slack_retries_do_not_sleep() -> Iterator[None]:
+    """slack_sdk retries a refused connection once after its backoff (0.5 s and a jitter of up to
+    1 s): the retry is still made (and a test sees it), without the sleep, as botocore's are in
+    `moto_aws`. The local stack's own processes are not patched."""
+    from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(BackoffRetryIntervalCalculator, "calculate_sleep_duration", lambda self, attempt: 0.0)
+        yield
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """moto's in-process AWS with the resources the template declares, one for each test (the
