@@ -99,13 +99,15 @@ def make_resources() -> dict[str, str]:
 
 _CLIENTS: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
 _REAL_CLIENT = boto3.client
-_SHARED_SERVICES = frozenset({"dynamodb", "sqs", "stepfunctions", "s3", "secretsmanager", "scheduler"})
+_SHARED_SERVICES = frozenset({"dynamodb", "sqs", "stepfunctions", "s3", "secretsmanager", "scheduler", "events",
+                              "cloudformation", "lambda"})
 
 
 def shared_client(service: str, *args: Any, **kwargs: Any) -> Any:
     """boto3.client, built once per service and options for the whole run. moto intercepts every
     client at botocore's send hook, so a client outlives `mock_aws` sessions safely, and building
-    one (loading its service model) was most of each unit test's setup."""
+    one (loading its service model) was most of each unit test's setup: mock_aws clears boto3's default
+    session, so each test's first client of a service made a new session and parsed its JSON again."""
     if args or service not in _SHARED_SERVICES:
         return _REAL_CLIENT(service, *args, **kwargs)
     key = (service, tuple(sorted((k, id(v) if k == "config" else v) for k, v in kwargs.items())))
