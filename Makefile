@@ -29,14 +29,16 @@ test: system-packages venv
 
 # The fast tier (README, "Tests"): the core, the services and the rules R1-R17/A1-A6 on the in-memory
 # store, the store contract on both stores, the DynamoDB adapter's own tests on moto's in-process AWS;
-# no server. The bad-input fuzz runs 25 examples a route here, 150 in `make test`. About 44 s of CPU in
-# one process, spread over UNIT_WORKERS processes (pytest-xdist, one per core; each test has its own
-# moto or in-memory store and its servers bind free ports; a file's tests stay in one process, so a
-# module-scoped fixture is built once). Under xdist the kernel's share grows (about 20 s of page
-# faults, most in the hypothesis fuzz), so it pays only with two cores free. UNIT_WORKERS=0: one process.
+# no server. The bad-input fuzz runs 25 examples a route here, 150 in `make test`. Spread over
+# UNIT_WORKERS processes (pytest-xdist, one per core; each test has its own moto or in-memory store and
+# its servers bind free ports; a file's tests stay in one process, so a module-scoped fixture is built
+# once). Each process starts pytest and collects the tier, so the start is kept short: bytecode is
+# cached even where PYTHONDONTWRITEBYTECODE is set (pytest's rewritten test modules included, else
+# recompiled by every process of every run), and schemathesis's pytest plugin, which no unit test
+# uses, is not loaded. UNIT_WORKERS=0: one process.
 UNIT_WORKERS ?= 2
 test-unit: venv
-	HOLDPOINT_FUZZ_EXAMPLES=25 $(PY) -m pytest -q -n $(UNIT_WORKERS) --dist loadfile tests/unit
+	PYTHONDONTWRITEBYTECODE= HOLDPOINT_FUZZ_EXAMPLES=25 $(PY) -m pytest -q -p no:schemathesis -n $(UNIT_WORKERS) --dist loadfile tests/unit
 
 serve: venv
 	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.serve

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
+import moto.core.responses as moto_responses
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +32,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, 100)
+
+
+def _on_a_wide_frame(run: Callable[[], object]) -> object:
+    return run()
+
+
+_on_a_wide_frame.__code__ = _on_a_wide_frame.__code__.replace(co_stacksize=1 << 17)
+"""CPython 3.11 keeps the Python call stack in 16 KiB chunks, mapped when a call crosses into a
+new one and unmapped when it returns out of it: a loop whose calls cross a chunk's edge maps and
+unmaps 16 KiB each time (four page faults). Under pytest-xdist the tests run a few frames deeper
+(execnet's worker loop), which put that edge inside moto's and hypothesis's hot loops: about 2
+million page faults and 15 s of system time in the unit tier (`strace -f -c`: 16 KiB mmap/munmap).
+A frame of 1 MiB (its slots are never touched, so never faulted in) gets a 2 MiB chunk of its own;
+a test runs on it, in the other 1 MiB, and crosses no edge unless it nests some thousands of calls
+deep."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+    """pytest's own protocol (setup, call, teardown, each reported), run on the wide frame."""
+    from _pytest.runner import runtestprotocol
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    _on_a_wide_frame(lambda: runtestprotocol(item, nextitem=nextitem))
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
 
 
 HISTORY = {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["status", "agent_id", "reason", "expires_at"]}
@@ -73,19 +101,25 @@ def make_resources() -> dict[str, str]:
 
 _CLIENTS: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
 _REAL_CLIENT = boto3.client
-_SHARED_SERVICES = frozenset({"dynamodb", "sqs", "stepfunctions", "s3", "secretsmanager", "scheduler"})
+_SHARED_SERVICES = frozenset({"dynamodb", "sqs", "stepfunctions", "s3", "secretsmanager", "scheduler", "events",
+                              "cloudformation", "lambda"})
 
 
 def shared_client(service: str, *args: Any, **kwargs: Any) -> Any:
     """boto3.client, built once per service and options for the whole run. moto intercepts every
     client at botocore's send hook, so a client outlives `mock_aws` sessions safely, and building
-    one (loading its service model) was most of each unit test's setup."""
+    one (loading its service model) was most of each unit test's setup: mock_aws clears boto3's default
+    session, so each test's first client of a service made a new session and parsed its JSON again."""
     if args or service not in _SHARED_SERVICES:
         return _REAL_CLIENT(service, *args, **kwargs)
     key = (service, tuple(sorted((k, id(v) if k == "config" else v) for k, v in kwargs.items())))
     if key not in _CLIENTS:
         _CLIENTS[key] = _REAL_CLIENT(service, **kwargs)
     return _CLIENTS[key]
+
+
+_METHOD_NAMES = functools.cache(moto_responses.method_names_from_class)
+_UNDERSCORED = functools.cache(moto_responses.camelcase_to_underscores)
 
 
 def moto_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
@@ -104,11 +138,27 @@ def moto_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     # botocore's retries still make every attempt (and a test counts them), without sleeping its
     # jittered backoff between them (1 s, 2 s, 4 s... for a throttle): nothing here is loaded.
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0.0)
+    # moto lists its response class's methods (inspect.getmembers) and converts the action's name on
+    # every request: the same answers each time, for about 3% of the tier's CPU. Each is now worked out once.
+    monkeypatch.setattr(moto_responses, "method_names_from_class", _METHOD_NAMES)
+    monkeypatch.setattr(moto_responses, "camelcase_to_underscores", _UNDERSCORED)
     with mock_aws():
         env = make_resources()
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         yield env
+
+
+@pytest.fixture(scope="session", autouse=True)
+def slack_retries_do_not_sleep() -> Iterator[None]:
+    """slack_sdk retries a refused connection once after its backoff (0.5 s and a jitter of up to
+    1 s): the retry is still made (and a test sees it), without the sleep, as botocore's are in
+    `moto_aws`. The local stack's own processes are not patched."""
+    from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(BackoffRetryIntervalCalculator, "calculate_sleep_duration", lambda self, attempt: 0.0)
+        yield
 
 
 @pytest.fixture

@@ -10,9 +10,10 @@ T = TypeVar("T")
 POLL_SECS = 0.05
 
 
-def wait_for(check: Callable[[], T], what: str, timeout: float = 60.0, describe: Callable[[], Any] | None = None) -> T:
-    """Poll `check` until it returns something truthy and return that; fail naming `what` (and
-    `describe()`, the state last seen) after `timeout` seconds."""
+def wait_for(check: Callable[[], T], what: str, timeout: float = 60.0, describe: Callable[[], Any] | None = None,
+             poll: float = POLL_SECS) -> T:
+    """Poll `check` (every `poll` seconds) until it returns something truthy and return that; fail
+    naming `what` (and `describe()`, the state last seen) after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         out = check()
@@ -21,7 +22,7 @@ def wait_for(check: Callable[[], T], what: str, timeout: float = 60.0, describe:
         if time.monotonic() >= deadline:
             seen = f"; last seen: {describe()}" if describe is not None else ""
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
-        time.sleep(POLL_SECS)
+        time.sleep(poll)
 
 
 def wait_quiet(stack: Any, timeout: float = 60.0, stable: int = 3) -> None:

@@ -9,6 +9,7 @@ code called during a test run (credentials.CallLog, written to `HOLDPOINT_IAM_CA
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,10 +39,17 @@ def _actions_of(node: Any) -> Iterator[str]:
             yield from _actions_of(item)
 
 
-def _managed(arn: str) -> set[str]:
+@functools.cache
+def _managed_policies() -> dict[str, Any]:
+    """moto's copy of the AWS managed policies (megabytes of JSON), parsed once, not once per role's ARN."""
     from moto.iam.aws_managed_policies import aws_managed_policies_data
 
-    data = json.loads(aws_managed_policies_data).get(arn.rsplit("/", 1)[-1], {})
+    policies: dict[str, Any] = json.loads(aws_managed_policies_data)
+    return policies
+
+
+def _managed(arn: str) -> set[str]:
+    data = _managed_policies().get(arn.rsplit("/", 1)[-1], {})
     return set(_actions_of(data.get("Document", {})))
 
 

@@ -16,13 +16,12 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlencode
 
-import boto3
 import pytest
 
 from holdpoint import assembly
 from holdpoint.aws.keys import put_api_key
 from tests.harness import Harness
-from tests.tables import count_items
+from tests.tables import moto_item_count
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -118,8 +117,8 @@ def call_resume(session_id: str, interrupt_id: str, body: Any = None, **kw: Any)
 
 
 def table_items() -> int:
-    """How many items the table holds (everything any request recorded)."""
-    return count_items(boto3.client("dynamodb"), "holdpoint")
+    """How many items the table holds (everything any request recorded), counted in moto's in-process AWS."""
+    return moto_item_count("holdpoint")
 
 
 def assert_error(status: int, body: Any, expected: int | None = None, *, code: str | None = None,

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holdpoint import assembly
+from holdpoint.services import streams
 from tests.conftest import moto_aws
 from tests.harness import Harness
 from tests.unit.test_api import (
@@ -40,8 +41,11 @@ MIB = 1_048_576
 def aws() -> Iterator[dict[str, str]]:
     """One moto AWS for this module: every test here but two only sends what must be refused and
     checks the table did not change, so they share one parked session (`sid`) rather than run the
-    engine to park one each (most of this module's time)."""
+    engine to park one each (most of this module's time). No long poll waits here (the cap at 0 s):
+    a fuzzed AG-UI run valid enough to start a turn, which no engine runs here, waited out the
+    25 s cap for its end."""
     with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv(streams.CAP_ENV, "0")
         yield from moto_aws(monkeypatch)
 
 

@@ -1,18 +1,14 @@
 """`make deploy` (holdpoint_local/deploy.py) with the SAM CLI recorded and CloudFormation and
 DynamoDB from moto: guided only the first time, the API URL printed, the first operator key
-stored by its hash; a failing step stops everything after it; bad arguments are refused; the SAM CLI
-command lines and samconfig.toml's deploy keys parse in the pinned SAM CLI (when .venv-sam holds it:
-`make sam-check` installs it). tests/e2e/test_deploy_emulated.py runs the post-deploy step against the
-stack the local stack creates from template.yaml. (Not run against a real AWS account: there are no
-credentials here.)"""
+stored by its hash; a failing step stops everything after it; bad arguments are refused. That the
+SAM CLI command lines and samconfig.toml's deploy keys parse in the pinned SAM CLI is checked in
+tests/integration/test_sam_cli.py (`make test`). tests/e2e/test_deploy_emulated.py runs the
+post-deploy step against the stack the local stack creates from template.yaml. (Not run against a
+real AWS account: there are no credentials here.)"""
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -107,34 +103,3 @@ def test_make_deploy_and_smoke_are_targets() -> None:
     makefile = (deploy.REPO_ROOT / "Makefile").read_text(encoding="utf-8")
     assert "\ndeploy: " in makefile and "-m holdpoint_local.deploy" in makefile
     assert "\nsmoke: " in makefile and "-m holdpoint_local.smoke" in makefile
-
-
-
-
-SAM_CLI = deploy.REPO_ROOT / ".venv-sam" / "bin" / "sam"
-
-
-def sam_parses(*args: str) -> int:
-    """The pinned SAM CLI's exit code for `sam <args> --help`: click rejects an unknown option (2)
-    before the eager --help prints and exits 0, and nothing is run against AWS."""
-    env = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
-    return subprocess.run([str(SAM_CLI), *args, "--help"], cwd=deploy.REPO_ROOT, env=env, capture_output=True,
-                          check=False, timeout=120).returncode
-
-
-@pytest.mark.skipif(not SAM_CLI.exists(), reason="no .venv-sam (make sam-check installs the pinned SAM CLI)")
-def test_sam_command_lines_parse_in_the_pinned_sam_cli() -> None:
-    pin = re.search(r"^aws-sam-cli==(\S+)$", (deploy.REPO_ROOT / "requirements-sam.txt").read_text(), re.M)
-    version = subprocess.run([str(SAM_CLI), "--version"], capture_output=True, text=True, check=True, timeout=120)
-    assert pin and version.stdout.split()[-1] == pin[1]
-    assert sam_parses("deploy", "--not-a-sam-option") == 2  # the check itself can fail
-    for region in ("eu-west-1", None):
-        for guided in (True, False):
-            for cmd in deploy.sam_commands(str(SAM_CLI), "holdpoint", region, guided):
-                assert sam_parses(*cmd[1:]) == 0, cmd
-    saved = tomllib.loads((deploy.REPO_ROOT / "samconfig.toml").read_text())["default"]["deploy"]["parameters"]
-    args: list[str] = []  # each key SAM reads from samconfig.toml, as the option it stands for
-    for name, value in saved.items():
-        flag = name.replace("_", "-")
-        args += [f"--{flag}"] if value is True else [f"--no-{flag}"] if value is False else [f"--{flag}", str(value)]
-    assert sam_parses("deploy", *args) == 0, args

@@ -9,6 +9,7 @@ variables (dummies), in a fresh interpreter so nothing another test imported cou
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -97,15 +98,16 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-def _probe(handler: str) -> list[str]:
+@functools.cache
+def _probe(handler: str) -> tuple[str, ...]:
     """The probe's output lines: the collector's state, then `sys.modules`, in a fresh interpreter
-    right after the handler's `app.py` is loaded."""
+    right after the handler's `app.py` is loaded. Once per handler: its two tests read one load."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_"))}
     env.update(LAMBDA_ENV, PYTHONPATH=str(ROOT / "layers" / "core"))
     proc = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT / "functions" / handler)], env=env,
                           cwd=ROOT / "functions" / handler, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout.strip().splitlines()
+    return tuple(proc.stdout.strip().splitlines())
 
 
 def loaded_modules(handler: str) -> list[str]:

@@ -58,7 +58,7 @@ def next_millisecond() -> None:
     """Wait until the clock has moved into a later millisecond, so the next interrupt's `created_at`
     sorts after the last one's."""
     start = int(time.time() * 1000)
-    wait_for(lambda: int(time.time() * 1000) > start, "the next millisecond", timeout=5)
+    wait_for(lambda: int(time.time() * 1000) > start, "the next millisecond", timeout=5, poll=0.001)
 
 
 @pytest.fixture

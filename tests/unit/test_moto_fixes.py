@@ -21,6 +21,7 @@ from moto.dynamodb.models import table as table_module
 from moto.sqs.models import Queue
 
 from holdpoint_local import moto_fixes
+from tests.tables import count_items, moto_item_count
 
 RACE_WINDOW_SECS = 0.003  # long enough for a second request to interleave, were nothing locked
 
@@ -511,3 +512,16 @@ def test_cfn_creates_a_websocket_api_with_its_routes_integration_and_authorizer(
     assert routes["subscribe"]["Target"] == f"integrations/{res['Int']}"
     assert api.get_integration(ApiId=res["Ws"], IntegrationId=res["Int"])["IntegrationUri"] == uri.format("live")
     assert api.get_authorizer(ApiId=res["Ws"], AuthorizerId=res["Auth"])["AuthorizerUri"] == uri.format("auth")
+
+
+def test_moto_item_count_is_what_a_count_scan_gives(aws: dict[str, str]) -> None:
+    """tests/tables.py's two counts of what a table holds agree: moto's own (the unit tier's
+    'nothing recorded' checks) and a paged COUNT scan (the end-to-end tier's)."""
+    ddb, name = table(aws)
+    counts = [(moto_item_count(name), count_items(ddb, name))]
+    for sk in ("a", "b", "c"):
+        ddb.put_item(TableName=name, Item=key(sk))
+    counts.append((moto_item_count(name), count_items(ddb, name)))
+    ddb.delete_item(TableName=name, Key=key("b"))
+    counts.append((moto_item_count(name), count_items(ddb, name)))
+    assert counts == [(0, 0), (3, 3), (2, 2)]

@@ -6,6 +6,7 @@ inline policies, a bodiless GET verifies, and a management API call is checked a
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -40,7 +41,9 @@ def iam_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             ActionAuthenticatorMixin.request_count = 0
 
 
+@functools.cache
 def op(service: str) -> Any:
+    """The operator's client, built once per service (its keys are fixed; moto checks each request)."""
     return boto3.client(service, **OPERATOR)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from holdpoint.aws.store import Store
 from holdpoint.services import streams
 from holdpoint.services.caller import Caller
@@ -106,7 +108,10 @@ def test_stream_bad_input_names_the_field_and_other_tenants_get_404(api: dict[st
     assert table_items() == before
 
 
-def test_json_long_poll_wait_is_bounded_and_validated(api: dict[str, str]) -> None:
+def test_json_long_poll_wait_is_bounded_and_validated(api: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()  # the route's wait runs on the fake clock: the empty page's second, without waiting it
+    monkeypatch.setitem(streams.wait_events.__kwdefaults__, "clock", clock)
+    monkeypatch.setitem(streams.wait_events.__kwdefaults__, "sleep", clock.sleep)
     h = Harness(tenant="dev")
     sid = start_session(h)
     last = h.events()[-1]["seq"]
@@ -117,6 +122,7 @@ def test_json_long_poll_wait_is_bounded_and_validated(api: dict[str, str]) -> No
     assert_error(*call_api("GET", f"/v1/sessions/{sid}/events", query={"wait": "1"}, tenant="other"), 404)
     status, page = call_api("GET", f"/v1/sessions/{sid}/events", query={"after_seq": str(last), "wait": "1"})
     assert status == 200 and page == {"events": [], "next_after_seq": last, "has_more": False}
+    assert clock.now == pytest.approx(1) and len(clock.sleeps) > 1  # polled for its second, then answered
 
 
 def test_wait_polls_with_a_bounded_backoff_under_the_cap(api: dict[str, str]) -> None:
