@@ -1,7 +1,7 @@
 """IAM enforcement for the moto server: the fixes that make moto 5.2.5 check a call against the
 resource it names, and the identities the local stack calls with.
 
-Fixes (applied by `moto_fixes.apply`, each tested by tests/unit/test_moto_iam.py on stock moto, but
+Fixes (applied by `moto_fixes.apply`, each tested by tests/integration/test_moto_iam.py on stock moto, but
 23, the server's routing, by tests/security/test_management_api.py):
 
 16. **A call is checked against the resource it names.** moto checks IAM against the real ARN only
