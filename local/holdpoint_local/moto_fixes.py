@@ -71,8 +71,8 @@ unless set), standing in for the account-region's ceiling so tests can reach it.
 Fixes 1-8 and 12-15 change no answer moto gives; 9-11 and 22 make its CloudFormation create what AWS's
 would (11: moto's own delivery is left to the local stack). They are checked by
 tests/integration/test_moto_fixes.py, and tests/e2e/test_moto_server.py proves the moto server
-child process runs with them. They patch moto internals, so `apply` refuses any moto but the pinned one (`PINNED`): a new moto must be
-read against each fix before the pin moves.
+child process runs with them. They patch moto internals, so `apply` refuses any moto but the
+pinned one (`PINNED`): a new moto must be read against each fix before the pin moves.
 """
 
 from __future__ import annotations
