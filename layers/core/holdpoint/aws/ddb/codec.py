@@ -173,12 +173,12 @@ class Codec:
         if kind == "Call":
             state.calls[body["id"]] = _load(Call, body)
         elif kind == "Decision":
-            if body.get("status") == "pending":
-                if body["order"] <= snap.done_through:
-                    body = answered(body)
-                else:
-                    snap.pending[body["id"]] = asdict(_load(Decision, body))
-            state.decisions[body["id"]] = _load(Decision, body)
+            if body.get("status") == "pending" and body["order"] <= snap.done_through:
+                body = answered(body)
+            decision: Decision = _load(Decision, body)
+            if decision.status == "pending":
+                snap.pending[decision.id] = asdict(decision)
+            state.decisions[decision.id] = decision
         else:
             state.turns[body["id"]] = _load(Turn, body)
         record = {"id": body["id"]}
