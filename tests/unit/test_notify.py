@@ -342,6 +342,31 @@ def test_n4_a_refused_dead_letter_send_is_retried_on_a_timer_and_delivers_nothin
     assert (letter["kind"], letter["attempts"], letter["error"], letter["key"]) == ("notify.dead", 2, "HTTP 500", key)
 
 
+def test_n4_a_dead_letter_goes_even_when_its_record_and_its_error_cannot_be_read_or_written(
+        aws: dict[str, str], bus: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dead letter's send refused, then the record of that refused too, then the read of the
+    last error on the retry: the timer still brings the retry, and the letter goes (without its error)."""
+    h = parked(aws, retry={"webhook": {"max_attempts": 1}})
+    n = notifier(h, Recording(fail=5))
+    throttled = ThrottledCall({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "x")
+    real_letter, real_finish, real_read = n.deliveries.dead_letter, n.deliveries.finish, n.deliveries.read
+    monkeypatch.setattr(n.deliveries, "dead_letter", Mock(side_effect=throttled))
+    monkeypatch.setattr(n.deliveries, "finish", Mock(side_effect=throttled))
+    key = f"{raised(h, n)['event_id']}#0"
+    [timer] = Timers().pending()
+    assert timer.message["attempt"] == 2 and DeliveryLog().read("t1", h.session_id or "", key)["status"] == "sending"  # type: ignore[index]
+    monkeypatch.setattr(n.deliveries, "dead_letter", real_letter)
+    monkeypatch.setattr(n.deliveries, "finish", real_finish)
+    monkeypatch.setattr(n.deliveries, "read", Mock(side_effect=throttled))
+    n.retry(work_message(timer.message))
+    monkeypatch.setattr(n.deliveries, "read", real_read)
+    assert DeliveryLog().read("t1", h.session_id or "", key)["status"] == "dead"  # type: ignore[index]
+    got = boto3.client("sqs").receive_message(QueueUrl=bus.replace("watch", "notify-dlq"),
+                                              MaxNumberOfMessages=10).get("Messages", [])
+    [letter] = [json.loads(m["Body"]) for m in got]
+    assert (letter["kind"], letter["attempts"], letter["error"], letter["key"]) == ("notify.dead", 1, "", key)
+
+
 def test_n4_a_bus_failure_raises_so_the_stream_retries(aws: dict[str, str], bus: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     h = parked(aws)

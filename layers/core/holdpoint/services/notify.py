@@ -14,6 +14,7 @@ each `notify` entry of the agent config in force.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -133,8 +134,7 @@ class Notifier:
     def _attempt(self, record: dict[str, Any], attempt: int) -> None:
         tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
         if attempt > retry.Policy(**record["policy"]).max_attempts:  # every attempt failed; the dead letter did not go
-            last = self.deliveries.read(tenant, session_id, key) or {}
-            self._bury(record, attempt, str(last.get("last_error") or ""))
+            self._bury(record, attempt, self._last_error(tenant, session_id, key))
             return
         channel = self.channels.get(record["channel"])
         try:
@@ -171,10 +171,20 @@ class Notifier:
             self.deliveries.dead_letter({**record, "attempts": attempts, "error": error})
         except (Throttled, Unavailable) as exc:
             log.warning("delivery %s: the dead-letter send was refused (%s); it is retried", key, exc)
-            self.deliveries.finish(tenant, session_id, key, attempt, "retrying", error)
+            with contextlib.suppress(Throttled, Unavailable):  # as in `_failed`: the timer alone carries it
+                self.deliveries.finish(tenant, session_id, key, attempt, "retrying", error)
             self._schedule(record, attempt)
             return
         self.deliveries.finish(tenant, session_id, key, attempt, "dead", error)
+
+    def _last_error(self, tenant: str, session_id: str, key: str) -> str:
+        """The last delivery's error, for the dead letter sent again; empty if AWS refuses the read
+        (the letter still goes: losing it would be worse than losing its error text)."""
+        try:
+            return str((self.deliveries.read(tenant, session_id, key) or {}).get("last_error") or "")
+        except (Throttled, Unavailable) as exc:
+            log.warning("delivery %s: reading its last error was refused (%s)", key, exc)
+            return ""
 
     def _schedule(self, record: dict[str, Any], attempt: int) -> None:
         """The timer of the attempt after `attempt`, after the policy's backoff."""
