@@ -28,6 +28,7 @@ DEFAULT_TENANT = "dev"
 DEFAULT_SUBJECT = "dev-user"
 DEFAULT_ORIGIN = "client"
 LINK_BASE_ENV = "HOLDPOINT_LINK_BASE_URL"
+PUBLIC_URL_ENV = "HOLDPOINT_PUBLIC_API_URL"
 LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
 LIVE_URL_ENV = "HOLDPOINT_LIVE_URL"
 SECRET_ENV_PATTERN = "HOLDPOINT_*WORKER_SECRET"
@@ -139,6 +140,9 @@ class LocalStack:
             # One-click links in notifications point at this front end (the template's API URL on AWS);
             # not in `env`, which names the resources (a restarted stack has the same, on another port).
             os.environ[LINK_BASE_ENV] = self.frontend.url
+            # The template's `PublicApiUrl` (A2A cards): a deploy sets it for a custom domain; here
+            # it is the front end, which API Gateway's own domain stands for.
+            os.environ[PUBLIC_URL_ENV] = self.frontend.url
             self.pollers = PollerGroup()
             for mapping in self.provisioned.sqs_mappings:
                 self.pollers.add(mapping, self.functions[mapping.function], self.moto_endpoint,

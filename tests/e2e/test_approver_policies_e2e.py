@@ -37,7 +37,7 @@ def test_a2_a6_a_policy_and_a_quorum_over_http(api: Api, stack: Any, worker: tup
     sid = api.start()
     [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
     iid = interrupt["interrupt_id"]
-    assert interrupt["policy"] == BOARD and interrupt["requester"] == stack.subject
+    assert interrupt["policy"] == BOARD and interrupt["requester"] == f"key:{stack.subject}"
     wait_execution(stack, sid, iid, "RUNNING")
     before, events = table_count(stack), len(api.events(sid))
     # The requester (and anyone else outside the policy) may not answer: 403, nothing recorded.

@@ -248,7 +248,7 @@ def test_sealed_button_value_fits_slacks_cap(fake: SlackFake) -> None:
 def test_sealed_link_after_ttl_deletion_resumes_nothing(fake: SlackFake) -> None:
     h = session()
     first = h.state().interrupts[IID]
-    minted = links.mint(signing, "https://api.example.com", "t1", h.session_id or "", first, "user-1", time.time())
+    minted = links.mint(signing, "https://api.example.com", "t1", h.session_id or "", first, "key:user-1", time.time())
     token = minted["approve"].rsplit("/", 1)[-1]
     answered_then_raised_again(h, deleted=True)
     assert links.show(h.store, signing, token)["status"] == "closed"

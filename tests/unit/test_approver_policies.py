@@ -112,10 +112,16 @@ def test_a2_core_refusal_reason_origins_subjects_groups_requester_and_escalation
     assert refusal_reason({"forbid_requester": True}, "ann", "client", (), "ann", False) is not None
     # An escalated interrupt also admits its escalation approvers (the interrupt's, else the policy's).
     assert refusal_reason(policy, "boss", "operator", (), None, False, {"subjects": ["boss"]}) is not None
-    assert refusal_reason(policy, "boss", "operator", (), None, True, {"subjects": ["boss"]}) is None
-    assert refusal_reason(policy, "vp", "operator", ("execs",), None, True, {"groups": ["execs"]}) is None
-    assert refusal_reason({**policy, "escalate_to": {"subjects": ["boss"]}}, "boss", "operator", (), None,
-                          True) is None
+    assert refusal_reason(policy, "boss", "operator", (), "key:bob", True, {"subjects": ["boss"]}) is None
+    assert refusal_reason(policy, "vp", "operator", ("execs",), "key:bob", True, {"groups": ["execs"]}) is None
+    assert refusal_reason({**policy, "escalate_to": {"subjects": ["boss"]}}, "boss", "operator", (),
+                          "key:bob", True) is None
+    # The requester is a principal: the key `ann` is not the end user `ann`, and an unknown
+    # requester never lets the rule be skipped (issue 29: an MCP requester approving itself).
+    assert refusal_reason({"forbid_requester": True}, "ann", "client", (), "user:ann", False) is None
+    assert refusal_reason({"forbid_requester": True}, "ann", "client", (), "user:ann", False, end_user=True)
+    assert refusal_reason({"forbid_requester": True}, "ann", "operator", (), "key:ann", False)
+    assert refusal_reason({"forbid_requester": True}, "ann", "operator", (), None, False)
 
 
 def test_a2_core_denials_verdicts_and_the_agui_resolution() -> None:
@@ -187,7 +193,7 @@ def test_a2_the_policy_in_force_is_frozen_on_the_interrupt_with_its_requester() 
     h = board(interrupt={"subjects": ["ann", "bob"], "quorum": 2})
     [interrupt] = h.view()["interrupts"]
     assert interrupt["policy"] == {"subjects": ["ann", "bob"], "quorum": 2, "forbid_requester": True}
-    assert interrupt["requester"] == "user-1"
+    assert interrupt["requester"] == "key:user-1"
     # A tool's own policy replaces the agent's for interrupts bound to its calls.
     tools = [{**TOOLS[0], "approval": {"groups": ["mail"]}}, TOOLS[1]]
     h = board(tools=tools)
@@ -325,7 +331,7 @@ def test_a2_an_interrupt_without_a_policy_resumes_as_before_and_records_the_answ
     h = Harness(asking(None, log := []))
     h.log = log
     h.say("Email Bob")
-    assert "policy" not in h.open_interrupt() and h.open_interrupt()["requester"] == "user-1"
+    assert "policy" not in h.open_interrupt() and h.open_interrupt()["requester"] == "key:user-1"
     assert h.resume("int-ok", {"approved": True}) == Resumed("int-ok", noop=False)
     [resumed] = h.triggers("interrupt.resumed")
     assert resumed["payload"] == {"approved": True}

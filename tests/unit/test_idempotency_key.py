@@ -135,4 +135,4 @@ def test_idempotency_key_of_an_end_user_is_not_the_api_keys_of_the_same_name() -
     assert key_ann.principal() == "key:ann" and user_ann.principal() == "user:ann"
     inp = ClientMessageInput.model_validate({"type": "client.message", "agent_id": "assistant",
                                              "message": {"role": "user", "content": "hi"}})
-    assert sessions.keyed(key_ann, None, inp, "k1").turn_id != sessions.keyed(user_ann, None, inp, "k1").turn_id
+    assert sessions.keyed(key_ann, None, inp, "k1")[0].turn_id != sessions.keyed(user_ann, None, inp, "k1")[0].turn_id

@@ -271,7 +271,7 @@ def test_n3_one_link_per_declared_option_answers_with_that_option(aws: dict[str,
                                    interrupt_id=None, expires_in=None, request_id="r-options").interrupt_id
     interrupt = h.state().interrupts[iid]
     minted = links.mint(signing, "https://api.example.com", h.caller.tenant, h.session_id or "", interrupt,
-                        "ann", time.time())
+                        "key:ann", time.time())
     assert set(minted) == {"option-0", "option-1"}
     token = minted["option-1"].rsplit("/", 1)[1]
     assert links.show(h.store, signing, token)["label"] == "Hold"
@@ -287,9 +287,9 @@ def test_n3_links_are_minted_only_for_interrupts_a_client_may_clear(aws: dict[st
     h = parked(aws)
     interrupt = h.state().interrupts[h.open_interrupt()["interrupt_id"]]
     interrupt.origin = "operator"
-    assert links.mint(signing, "https://api.example.com", "t1", "s", interrupt, "ann", time.time()) == {}
+    assert links.mint(signing, "https://api.example.com", "t1", "s", interrupt, "key:ann", time.time()) == {}
     interrupt.origin = "worker"
-    assert links.mint(signing, "", "t1", "s", interrupt, "ann", time.time()) == {}  # no API to point at
+    assert links.mint(signing, "", "t1", "s", interrupt, "key:ann", time.time()) == {}  # no API to point at
 
 
 # --- retries and the DLQ ----------------------------------------------------------------------

@@ -211,9 +211,22 @@ def refusal_reason(policy: dict[str, Any] | None, caller_subject: str, caller_or
         if _principal(caller_subject, end_user) not in subjects and not groups.intersection(mine):
             who = _principal(caller_subject, end_user) if end_user else caller_subject
             return f"{who} is not one of the policy's approvers (subjects or groups)"
-    if policy.get("forbid_requester") and requester is not None and caller_subject == requester:
+    if policy.get("forbid_requester") and is_requester(requester, caller_subject, end_user):
         return f"{caller_subject} requested this action and the policy forbids approving one's own request"
     return None
+
+
+def is_requester(requester: str | None, caller_subject: str, end_user: bool) -> bool:
+    """Whether the caller is the interrupt's requester: the same principal (`user:NAME` or
+    `key:NAME`). An interrupt with no requester refuses everyone the rule applies to (its raise
+    is refused, `interrupts.raise_interrupt`, so only a record written before requesters were
+    always kept has none); one recorded before principals were, by a bare name, stands for
+    either kind of that name."""
+    if requester is None:
+        return True
+    if requester.startswith((END_USER, _KEY)):
+        return requester == _principal(caller_subject, end_user)
+    return requester == caller_subject
 
 
 def interrupt_refusal(interrupt: Interrupt, caller_subject: str, caller_origin: str,

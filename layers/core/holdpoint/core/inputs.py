@@ -54,7 +54,7 @@ def _known_turn(state: SessionState, turn_id: str | None) -> Accepted | None:
 
 
 def accept_turn(state: SessionState, inp: ClientMessageInput | ClientActionInput,
-                requester: str | None = None) -> Accepted:
+                requester: str | None = None, digest: str | None = None) -> Accepted:
     """`client.message` (one message at the head) or `client.action`: a new turn, queued if asked."""
     known = _known_turn(state, inp.turn_id)
     if known:
@@ -72,14 +72,15 @@ def accept_turn(state: SessionState, inp: ClientMessageInput | ClientActionInput
     if state.header.active_turn or state.header.turn_queue:
         if not inp.queue:
             _refuse_if_turn_active(state)
-        start_turn(state, turn_id, queued_input=payload, requester=requester)
+        start_turn(state, turn_id, queued_input=payload, requester=requester, digest=digest)
         return Accepted(state.header.session_id, turn_id, queued=True)
-    start_turn(state, turn_id, requester=requester)
+    start_turn(state, turn_id, requester=requester, digest=digest)
     add_user_input(state, turn_id, payload)
     return Accepted(state.header.session_id, turn_id)
 
 
-def accept_view(state: SessionState, inp: ClientMessagesInput, requester: str | None = None) -> Accepted:
+def accept_view(state: SessionState, inp: ClientMessagesInput, requester: str | None = None,
+                digest: str | None = None) -> Accepted:
     """`client.messages`: the client's full view, merged by id from the root (R11)."""
     known = _known_turn(state, inp.turn_id)
     if known:
@@ -109,7 +110,7 @@ def accept_view(state: SessionState, inp: ClientMessagesInput, requester: str | 
     if state.tree.head_id != merge.head_id:
         state.move_head(merge.head_id)
     rules.void_llm_calls_off_path(state, old_head)
-    start_turn(state, turn_id, requester=requester)
+    start_turn(state, turn_id, requester=requester, digest=digest)
     trigger: dict[str, Any] = {"type": "client.messages", "new_from": merge.new_from or 0}
     if inp.client is not None:
         trigger["client"] = inp.client
@@ -130,15 +131,16 @@ def _suspend_active_turn(state: SessionState) -> None:
 def raise_from_api(state: SessionState, *, reason: str, payload: Any, origin: str, global_: bool,
                    interrupt_id: str | None, expires_in: int | None, request_id: str,
                    response_schema: Any = None, approval: dict[str, Any] | None = None,
-                   declared: Declared | None = None) -> str:
-    """R5: an operator or client pause at the current head (or global when asked); A5: a
-    reminder or escalation that would come after the expiry is 400 naming its field."""
+                   declared: Declared | None = None, requester: str | None = None) -> str:
+    """R5: an operator or client pause at the current head (or global when asked), asked for by
+    `requester` (the caller's principal); A5: a reminder or escalation that would come after the
+    expiry is 400 naming its field."""
     anchor = None if global_ or not state.tree.nodes else state.tree.head_id
     try:
         interrupt = rules.raise_interrupt(
             state, interrupt_id=interrupt_id, reason=reason, payload=payload, origin=origin, anchor=anchor,
             expires_in=expires_in, call_id=None, turn_id=state.header.active_turn, raised_by=f"api:{request_id}",
-            response_schema=response_schema, approval=approval, declared=declared)
+            response_schema=response_schema, approval=approval, declared=declared, requester=requester)
     except LateTimer as exc:
         raise Refusal("validation_error", str(exc), exc.field) from None
     if interrupt is None:

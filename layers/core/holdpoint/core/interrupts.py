@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from holdpoint.core import approvals
+from holdpoint.core import approvals, claims
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared, apply_declared
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, epoch, iso_ms
@@ -154,11 +154,15 @@ def raise_interrupt(
     response_schema: Any = None,
     approval: dict[str, Any] | None = None,
     declared: Declared | None = None,
+    requester: str | None = None,
 ) -> Interrupt | None:
     """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1). Its
     approver policy (A2) is `approval` narrowing the policy in force (`PolicyError` if it widens).
     A5's expiry outcome, reminders and escalation come from `declared`, else the agent's defaults;
-    one that could only fire after the expiry raises `expiry.LateTimer` before anything changes."""
+    one that could only fire after the expiry raises `expiry.LateTimer` before anything changes.
+    `requester` is who asked (an API raise's caller); else the principal whose input started the
+    turn. A policy that forbids the requester to approve refuses a raise whose requester is unknown
+    (`PolicyError`), so the rule is never skipped."""
     h = state.header
     iid = interrupt_id or derive("int", h.tenant, h.session_id, raised_by)
     existing = state.interrupts.get(iid)
@@ -169,6 +173,10 @@ def raise_interrupt(
         generation = existing.generation + 1  # a closed id raised again by a new step reopens it
         keep_answer(state, existing)
     policy = effective_policy(state, origin, call_id, approval)
+    requester = requester or requester_of(state, turn_id)
+    if policy and policy.get("forbid_requester") and not requester:
+        raise approvals.PolicyError("forbid_requester", "the policy forbids the requester to approve, and this "
+                                    "interrupt's requester is not known")
     escalate_to = policy.pop("escalate_to", None) if policy else None
     seconds = expires_in or (h.agent or {}).get("interrupt_expires_in")
     interrupt = Interrupt(
@@ -190,7 +198,7 @@ def raise_interrupt(
         response_schema=response_schema,
         action=bound_action(state, call_id),
         policy=policy or None,
-        requester=requester_of(state, turn_id),
+        requester=requester,
         escalate_to=escalate_to,
     )
     apply_declared(state, interrupt, declared or Declared())
@@ -238,11 +246,12 @@ def effective_policy(state: SessionState, origin: str, call_id: str | None,
 
 
 def requester_of(state: SessionState, turn_id: str | None) -> str | None:
-    """A2: the subject that started the turn (the session's owner for a turn that did not say)."""
+    """A2: the principal that started the turn; the session's owner for a turn that did not say,
+    or for an interrupt raised outside any turn."""
     turn = state.turns.get(turn_id or "")
-    if turn is None:
-        return None
-    return turn.requester or (state.header.identity or {}).get("id")
+    if turn is not None and turn.requester:
+        return turn.requester
+    return claims.principal_of(state.header) if (state.header.identity or {}).get("id") else None
 
 
 def llm_call_parked(state: SessionState, call: Call) -> bool:

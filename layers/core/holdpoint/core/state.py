@@ -26,6 +26,9 @@ DecisionStatus = Literal["pending", "delivered", "failed"]
 DecisionVia = Literal["worker", "submit"]
 TurnStatus = Literal["queued", "running", "suspended", "done", "failed"]
 EffectKind = Literal["start_park", "kick", "timer", "spawn", "notify_parent", "send"]
+SessionKind = Literal["conversation", "approvals"]
+"""A conversation runs turns on the engine; an approvals session only holds the interrupts an
+agent elsewhere raises over MCP (PROTOCOL.md §9)."""
 
 def iso(epoch_secs: float) -> str:
     return datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -64,6 +67,7 @@ class Header:
     agent: dict[str, Any] | None = None
     identity: dict[str, Any] = field(default_factory=dict)
     end_user: str | None = None  # the client token's subject that started it (None: an API key did)
+    kind: SessionKind = "conversation"
     ancestry: list[str] = field(default_factory=list)
     created_at: str = ""
     active_turn: str | None = None
@@ -220,7 +224,8 @@ class Turn:
     data: Any = None
     error: Any = None
     input: dict[str, Any] | None = None  # a queued turn's input, started when the turn before it ends
-    requester: str | None = None  # A2: the subject whose input started the turn
+    requester: str | None = None  # A2: the principal (`key:NAME`, `user:NAME`) whose input started the turn
+    digest: str | None = None  # the request body's digest, for a turn an `Idempotency-Key` named
 
 
 @dataclass

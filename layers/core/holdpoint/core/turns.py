@@ -9,11 +9,12 @@ from holdpoint.core.state import Effect, SessionState, Turn, derive, iso_ms
 
 
 def start_turn(state: SessionState, turn_id: str, *, queued_input: dict[str, Any] | None = None,
-               requester: str | None = None) -> Turn:
+               requester: str | None = None, digest: str | None = None) -> Turn:
     """Start a turn now, or queue it (with its input) behind the running one; `requester` is the
-    subject whose input it is (A2: the policy may forbid it to approve the turn's actions)."""
+    principal whose input it is (A2: the policy may forbid it to approve the turn's actions), and
+    `digest` that of the request an `Idempotency-Key` named it for."""
     turn = Turn(id=turn_id, order=state.tick(), input=queued_input, created_at=iso_ms(state.now),
-                requester=requester)
+                requester=requester, digest=digest)
     if queued_input is not None:
         turn.status = "queued"
         state.put(turn)

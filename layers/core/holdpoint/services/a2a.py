@@ -79,10 +79,10 @@ def _message_task(store: SessionStore, caller: Caller, agent_id: str,
 
 def _context(store: SessionStore, caller: Caller, agent_id: str, context_id: str) -> SessionState:
     try:
-        state = sessions.owned(store, caller, context_id)
+        state = sessions.claim(store, caller, context_id, agent_id=agent_id, kind="conversation", chosen=True)
     except Refusal:
         state = None
-    if state is None or state.header.agent_id != agent_id:
+    if state is None:
         raise Refusal("not_found", f"context {context_id[:100]} not found", "message.contextId")
     return state
 

@@ -21,18 +21,11 @@ from holdpoint.services.resume import precheck, resume
 
 
 def thread(store: SessionStore, caller: Caller, agent_id: str, thread_id: str) -> SessionState | None:
-    """The session a thread names, if it exists and the caller may see it (404 otherwise, as for
-    any session), and it runs `agent_id`; None for a new thread."""
-    if caller.session_id and caller.session_id != thread_id:
-        raise Refusal("not_found", f"thread {thread_id} not found", "threadId")
-    state = store.load(caller.tenant, thread_id)
-    if state is None:
-        return None
-    if not caller.owns(thread_id, state.header.end_user):
-        raise Refusal("not_found", f"thread {thread_id} not found", "threadId")
-    if state.header.agent_id != agent_id:  # a thread is one agent's: under another, it is unknown
-        raise Refusal("not_found", f"thread {thread_id} not found for agent {agent_id}", "threadId")
-    return state
+    """The session a thread names, if it exists and the caller may see it, and it is a
+    conversation of `agent_id` (404 otherwise, as for any session); None for a new thread, whose
+    id may not have the shape of Holdpoint's own (`sessions.claim`)."""
+    return sessions.claim(store, caller, thread_id, agent_id=agent_id, kind="conversation", chosen=True,
+                          param="threadId")
 
 
 def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
@@ -50,8 +43,12 @@ def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller,
     _resume_all(store, parking, caller, body, exists=state is not None)
     watch = None
     if inp is not None:
-        accepted = sessions.submit(store, queue, caller, body.threadId if state is not None else None, inp,
-                                   new_session_id=body.threadId)
+        try:
+            accepted = sessions.submit(store, queue, caller, body.threadId if state is not None else None, inp,
+                                       new_session_id=body.threadId)
+        except Refusal as exc:
+            exc.param = "runId" if exc.param == "turn_id" else exc.param  # the run names its turn
+            raise
         watch = accepted.turn_id
     elif state is None:  # a new thread with nothing to say: nothing to record
         if store.get_agent(caller.tenant, agent_id) is None:

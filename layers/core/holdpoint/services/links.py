@@ -30,6 +30,9 @@ LINK_ORIGIN = "client"
 """Who a link resumes as: the intended approver, at the lowest origin (R17)."""
 PATH = "/v1/links/"
 OPTION_KEY = re.compile(r"approve|deny|option-\d{1,2}")
+PRINCIPAL = re.compile(r"(?:user|key):.+", re.DOTALL)
+"""A link's approver: a principal with its kind (`Caller.principal`). A token without one was
+signed before links carried it and is refused as never issued."""
 """What a link's option may be (`core.notify.link_choices`); which it answers is read from the interrupt."""
 
 
@@ -54,7 +57,18 @@ class Link:
                        str(raw["a"]), int(raw["x"]))
         except (KeyError, TypeError, ValueError):
             return None
-        return link if OPTION_KEY.fullmatch(link.option) else None
+        return link if OPTION_KEY.fullmatch(link.option) and PRINCIPAL.fullmatch(link.approver) else None
+
+    def caller(self) -> Caller:
+        """Exactly the principal the link was minted for: an end user (`user:NAME`) reaches and
+        matches as a client token of that subject would, an API key's subject (`key:NAME`) as
+        that key, so a policy's `ann` (a key) never admits a link minted for the end user `ann`."""
+        kind, _, name = self.approver.partition(":")
+        return Caller(tenant=self.tenant, subject=name, origin=LINK_ORIGIN, own_only=kind == "user")
+
+    @property
+    def approver_name(self) -> str:
+        return self.approver.partition(":")[2]
 
 
 @dataclass(frozen=True)
@@ -65,10 +79,17 @@ class Followed:
     option: str
 
 
+def declared_approver(name: str) -> str:
+    """The principal a notify entry's `approver` names, read as a policy's `subjects` are: a bare
+    name is an API key's subject, `user:NAME` an end user (`core.approvals.END_USER`)."""
+    return name if name.startswith(("user:", "key:")) else f"key:{name}"
+
+
 def mint(sealer: Sealer, base_url: str, tenant: str, session_id: str, interrupt: Interrupt,
          approver: str, now: float) -> dict[str, str]:
-    """One link per option, for `approver`; none for an interrupt a `client` may not clear."""
-    if not base_url or interrupt.origin not in LINK_ORIGINS:
+    """One link per option, for the principal `approver` (`user:NAME` or `key:NAME`); none for an
+    interrupt a `client` may not clear."""
+    if not base_url or interrupt.origin not in LINK_ORIGINS or not PRINCIPAL.fullmatch(approver):
         return {}
     expires = min(now + LINK_TTL_SECS, answerable_until(interrupt))
     out = {}
@@ -103,7 +124,7 @@ def show(store: SessionStore, sealer: Sealer, token: str, clock: Clock = time.ti
     status = interrupt.status if interrupt is not None else "closed"
     choice = link_choices(interrupt.payload).get(link.option) if interrupt is not None else None
     return {"option": link.option, "label": choice["label"] if choice else link.option,
-            "approver": link.approver, "status": status,
+            "approver": link.approver_name, "status": status,
             "interrupt_id": link.interrupt_id, "session_id": link.session_id,
             "reason": interrupt.reason if interrupt is not None else None,
             "summary": summary(interrupt.payload, 512) if interrupt is not None else None}
@@ -123,7 +144,6 @@ def follow(store: SessionStore, parking: Parking, sealer: Sealer, token: str, co
     choice = link_choices(interrupt.payload).get(link.option)
     if choice is None:  # signed, but for an option this interrupt does not offer
         raise Refusal("invalid_link", "this link is not valid for this request", param="token")
-    caller = Caller(tenant=link.tenant, subject=link.approver, origin=LINK_ORIGIN)
-    out = resume(store, parking, caller, link.session_id, link.interrupt_id, choice["answer"], clock,
+    out = resume(store, parking, link.caller(), link.session_id, link.interrupt_id, choice["answer"], clock,
                  generation=link.generation)
     return Followed(out, link.option)

@@ -43,18 +43,19 @@ def session_id_of(caller: Caller, agent_id: str) -> str:
 
 def _session(store: SessionStore, caller: Caller, agent_id: str, agent: dict[str, Any],
              clock: Clock) -> str:
-    """The approvals session, created (with the agent's config in force) on first use."""
+    """The approvals session, created on first use; one found at its id is reused only when it is
+    this caller's own approvals session for this agent (`sessions.claim`)."""
     caller.require_unbound()
     sid = session_id_of(caller, agent_id)
-    if store.load(caller.tenant, sid) is not None:
+    if sessions.claim(store, caller, sid, agent_id=agent_id, kind="approvals", chosen=False) is not None:
         return sid
 
     def load() -> SessionState:
-        found = store.load(caller.tenant, sid)
+        found = sessions.claim(store, caller, sid, agent_id=agent_id, kind="approvals", chosen=False)
         if found is not None:
             return found
         state = SessionState.new(caller.tenant, sid, agent_id, now=clock(), identity=caller.identity(),
-                                 end_user=caller.owner())
+                                 end_user=caller.owner(), kind="approvals")
         start_session(state, agent)
         return state
 
@@ -69,10 +70,10 @@ def _own(store: SessionStore, caller: Caller, agent_id: str, value: str, param: 
     if sid != session_id_of(caller, agent_id):
         raise missing
     try:
-        state = sessions.owned(store, caller, sid)
+        state = sessions.claim(store, caller, sid, agent_id=agent_id, kind="approvals", chosen=False)
     except Refusal:
         raise missing from None
-    interrupt = state.interrupts.get(iid)
+    interrupt = state.interrupts.get(iid) if state is not None else None
     if interrupt is None:
         raise missing
     return sid, interrupt
@@ -112,7 +113,7 @@ def request(store: SessionStore, queue: WorkQueue, sealer: Sealer, caller: Calle
     raised = sessions.raise_interrupt(
         store, queue, caller, sid, reason=REASON, payload=body.payload, global_=False, interrupt_id=None,
         expires_in=body.expires_in, request_id=request_id, response_schema=body.declared_schema(),
-        approval=approvals.declared(body.approval), declared=Declared.of(body), clock=clock)
+        approval=approvals.declared(body.approval), declared=Declared.of(body), clock=clock, agent=agent)
     sid_, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, raised.interrupt_id), "id")
     if form is not None:
         state = sealer.seal(STATE_PURPOSE, {"tenant": caller.tenant, "subject": caller.subject, "agent": agent_id,
@@ -167,8 +168,12 @@ def pending(store: SessionStore, sealer: Sealer, caller: Caller, agent_id: str,
                   "question": (r.get("payload") or {}).get("message") if isinstance(r.get("payload"), dict)
                   else r["reason"], "created_at": r["created_at"]} for r in rows]
         return mcp.tool_result({"approvals": found})
-    state = store.load(caller.tenant, session_id_of(caller, agent_id))
-    if state is None or not caller.owns(state.header.session_id, state.header.end_user):
+    try:
+        state = sessions.claim(store, caller, session_id_of(caller, agent_id), agent_id=agent_id, kind="approvals",
+                               chosen=False)
+    except Refusal:
+        state = None
+    if state is None:
         return mcp.tool_result({"approvals": []})
     sid = state.header.session_id
     opened = sorted(state.open_interrupts(), key=lambda i: (i.created_at, i.interrupt_id))[:args.limit]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from holdpoint.core import notify, retry
+from holdpoint.core import claims, notify, retry
 from holdpoint.core.messages import NotifyRetry
 from holdpoint.core.state import SessionState
 from holdpoint.ports import (
@@ -89,8 +89,8 @@ class Notifier:
         interrupt = state.interrupts.get(str((event.get("data") or {}).get("interrupt_id")))
         minted: dict[str, str] = {}
         if notify.kind_of(event) in notify.WAITING and interrupt is not None and interrupt.status == "open":
-            who = approver or interrupt.owner or str((h.identity or {}).get("id") or "")
-            if who:
+            who = links.declared_approver(approver) if approver else claims.principal_of(h)
+            if who.partition(":")[2]:
                 minted = links.mint(self.sealer, self.link_base, h.tenant, h.session_id, interrupt, who,
                                     self.clock())
         return notify.notification(h.tenant, h.session_id, h.agent_id, event, minted)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, assert_never
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
-from holdpoint.core import budget, calls, engine, expiry, subagents
+from holdpoint.core import budget, calls, claims, engine, expiry, subagents
 from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
@@ -453,7 +453,16 @@ class Runner:
         data = effect.data or {}
         h = parent.header
         child_id = data["session_id"]
-        if self.store.load(h.tenant, child_id) is None:
+        parent_ref = {"session_id": h.session_id, "call_id": data["call_id"]}
+        found = self.store.load(h.tenant, child_id)
+        why = claims.reuse_refusal(found.header, agent_id=data["agent_id"], kind="conversation",
+                                   principal=claims.principal_of(h), parent=parent_ref) if found else None
+        if why is not None:  # an id the worker chose names a session that is not this call's child
+            self.transact(h.tenant, h.session_id, lambda s: subagents.apply_child_result(
+                s, data["call_id"], False, None, {"code": "session_taken", "session_id": child_id,
+                                                  "message": f"session {child_id} cannot be this call's child: {why}"}))
+            return
+        if found is None:
             agent = self.store.get_agent(h.tenant, data["agent_id"])
             if agent is None:
                 self.transact(h.tenant, h.session_id, lambda s: subagents.apply_child_result(
@@ -462,7 +471,7 @@ class Runner:
             child = SessionState.new(h.tenant, child_id, data["agent_id"], now=self.clock(), identity=h.identity,
                                      end_user=h.end_user,
                                      ancestry=data["ancestry"],
-                                     parent={"session_id": h.session_id, "call_id": data["call_id"]})
+                                     parent=parent_ref)
             start_session(child, agent)
             turn_id = derive("turn", child_id, "first")
             start_turn(child, turn_id)
@@ -515,7 +524,7 @@ class Runner:
         inp = ClientMessageInput(type="client.message", message=data["message"], queue=True,
                                  turn_id=derive("turn", state.header.session_id, data.get("key")))
         try:
-            sessions.submit(self.store, self.queue, who, data["session_id"], inp, clock=self.clock)
+            sessions.submit(self.store, self.queue, who, data["session_id"], inp, clock=self.clock, derived_turn=True)
         except Refusal as exc:
             log.warning("message.send refused: %s", exc.message, extra={"session_id": state.header.session_id})
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from holdpoint.core import claims
 from holdpoint.core import interrupts as rules
 from holdpoint.core.approvals import PolicyError
 from holdpoint.core.client_inputs import ClientActionInput, ClientMessageInput, ClientMessagesInput
@@ -15,7 +18,7 @@ from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.messages import Kick
 from holdpoint.core.quotas import QuotaExceeded
-from holdpoint.core.state import SessionState, derive, mint
+from holdpoint.core.state import SessionKind, SessionState, derive, mint
 from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, Throttled, Timers, Unavailable, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
@@ -37,6 +40,44 @@ def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
     return state
 
 
+def claim(store: SessionStore, caller: Caller, session_id: str, *, agent_id: str, kind: SessionKind,
+          chosen: bool, param: str | None = None) -> SessionState | None:
+    """The one rule for a path that creates a session by id or reuses the session an id names
+    (`core.claims`): None when there is none yet (the path creates it), the session when this
+    caller may reuse it as a `kind` session of `agent_id`. `chosen`: the caller picked the id (an
+    AG-UI `threadId`), so a new one may not have the shape of Holdpoint's own ids, and a session
+    there is reused under the usual reach (R17; another's is 404, as if absent). Otherwise the id
+    was derived for `caller.principal()`, and what is found there must be that principal's own:
+    anything else is 409 naming `param`, and nothing is reused."""
+    if caller.session_id and caller.session_id != session_id:
+        raise Refusal("not_found", f"session {session_id} not found", param)
+    state = store.load(caller.tenant, session_id)
+    if state is None:
+        if chosen and claims.reserved(session_id):
+            raise Refusal("validation_error", f"{session_id} has the shape of an id Holdpoint makes (ses_, turn_ "
+                          "or int_ and 24 hex digits), which a caller may not choose for a new session; "
+                          "choose another", param)
+        return None
+    if not caller.owns(session_id, state.header.end_user):
+        raise Refusal("not_found", f"session {session_id} not found", param)
+    why = claims.reuse_refusal(state.header, agent_id=agent_id, kind=kind,
+                               principal=None if chosen else caller.principal())
+    if why is not None:
+        if chosen:
+            raise Refusal("not_found", f"session {session_id} not found for agent {agent_id}", param)
+        raise Refusal("conflict", f"the session this request derives cannot be used: {why}", param)
+    return state
+
+
+def chosen_turn(state: SessionState, turn_id: str | None) -> None:
+    """A `turn_id` a caller names (or an AG-UI `runId`, an A2A `messageId`) that does not exist
+    yet may not have the shape of Holdpoint's own ids: those of other principals' keyed inputs are
+    derived, and so predictable (`core.claims`)."""
+    if turn_id is not None and turn_id not in state.turns and claims.reserved(turn_id):
+        raise Refusal("validation_error", f"{turn_id} has the shape of an id Holdpoint makes (turn_ and 24 hex "
+                      "digits), which a caller may not choose; choose another", "turn_id")
+
+
 def changed(store: SessionStore, load: Callable[[], SessionState], mutate: Callable[[SessionState], T],
             clock: Clock, *, retry: bool = True) -> tuple[SessionState, T]:
     """`contention.transact`, with losing every round answered as 409 `conflict`, and a quota that
@@ -51,14 +92,19 @@ def changed(store: SessionStore, load: Callable[[], SessionState], mutate: Calla
 
 def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str | None,
            inp: TurnInput, clock: Clock = time.time, new_session_id: str | None = None,
-           idempotency_key: str | None = None, backstop: Backstop | None = None) -> Accepted:
+           idempotency_key: str | None = None, backstop: Backstop | None = None,
+           derived_turn: bool = False) -> Accepted:
     """Apply a client input with a conditional commit; retried on a concurrent change. A new
     session gets a minted id, `new_session_id` (an AG-UI thread names its session), or one
     derived from the caller's `idempotency_key`, which also names the turn when the input does
     not: the retry of a request answered 503 finds what the first one recorded (`known`).
-    `backstop` gives the timers a refused kick falls back on (`kick`)."""
+    `backstop` gives the timers a refused kick falls back on (`kick`). A `turn_id` the caller
+    chose may not have the shape of Holdpoint's own ids (`chosen_turn`) unless Holdpoint itself
+    derived it (`derived_turn`: the engine's `message.send`)."""
+    chosen = None if derived_turn else inp.turn_id
+    digest = None
     if idempotency_key is not None:
-        inp = keyed(caller, session_id, inp, idempotency_key)
+        inp, digest = keyed(caller, session_id, inp, idempotency_key)
     if session_id is None:
         caller.require_unbound()
         sid = new_session_id or (derive("ses", caller.tenant, caller.principal(), idempotency_key)
@@ -67,10 +113,11 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: st
         identity = caller.identity()
 
         def load() -> SessionState:
-            if idempotency_key is not None:
-                made = store.load(caller.tenant, sid)
-                if made is not None:
-                    return _made_by_key(made, inp)
+            made = claim(store, caller, sid, agent_id=inp.agent_id or "", kind="conversation",
+                         chosen=new_session_id is not None,
+                         param="threadId" if new_session_id is not None else "Idempotency-Key")
+            if made is not None:
+                return made if new_session_id is not None else _made_by_key(made, inp)
             state = SessionState.new(caller.tenant, sid, inp.agent_id or "", now=clock(), identity=identity,
                                      end_user=caller.owner())
             start_session(state, agent)
@@ -82,9 +129,13 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: st
             return owned(store, caller, sid)
 
     def accept(state: SessionState) -> Accepted:
+        if state.header.kind != "conversation":
+            raise Refusal("invalid_request", f"session {sid} holds MCP approvals and takes no input")
+        chosen_turn(state, chosen)
+        _same_request(state, inp.turn_id, digest)
         if isinstance(inp, ClientMessagesInput):
-            return accept_view(state, inp, requester=caller.subject)
-        return accept_turn(state, inp, requester=caller.subject)
+            return accept_view(state, inp, requester=caller.principal(), digest=digest)
+        return accept_turn(state, inp, requester=caller.principal(), digest=digest)
 
     state, accepted = changed(store, load, accept, clock,
                               retry=session_id is not None or idempotency_key is not None)
@@ -108,18 +159,36 @@ def kick(queue: WorkQueue, backstop: Backstop | None, tenant: str, session_id: s
         backstop().schedule(BACKSTOP_SECS, Kick(tenant, session_id), f"kick/{version}")
 
 
-def keyed(caller: Caller, session_id: str | None, inp: TurnInput, key: str) -> TurnInput:
-    """The input with the turn id the caller's idempotency key derives, unless it names one."""
+def keyed(caller: Caller, session_id: str | None, inp: TurnInput, key: str) -> tuple[TurnInput, str]:
+    """The input with the turn id the caller's idempotency key derives, unless it names one, and
+    the digest of the request the key stands for (its body as checked, so a resend that differs
+    only in spacing or key order is the same request)."""
+    digest = request_digest(inp)
     if inp.turn_id is not None:
-        return inp
-    return inp.model_copy(update={"turn_id": derive("turn", caller.tenant, caller.principal(), session_id, key)})
+        return inp, digest
+    return inp.model_copy(update={"turn_id": derive("turn", caller.tenant, caller.principal(), session_id, key)}
+                          ), digest
+
+
+def request_digest(inp: TurnInput) -> str:
+    body = json.dumps(inp.model_dump(mode="json", exclude_none=True), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
+
+
+def _same_request(state: SessionState, turn_id: str | None, digest: str | None) -> None:
+    """A key resent with another body is refused (409), as Stripe's API does: the first request's
+    turn records the digest of its body, and only the same body finds it again."""
+    turn = state.turns.get(turn_id or "")
+    if digest is not None and turn is not None and turn.digest is not None and turn.digest != digest:
+        raise Refusal("conflict", "this Idempotency-Key was used with a different request body; send the same "
+                      "body to retry it, or a new key for a new request", param="Idempotency-Key")
 
 
 def _made_by_key(state: SessionState, inp: Any) -> SessionState:
     """The session an earlier request with this idempotency key made (the key is the caller's:
-    the id derives from its subject): its retry finds its turn; another request reusing the key
+    the id derives from its principal): its retry finds its turn; another request reusing the key
     is refused (409) rather than added to that session."""
-    if inp.turn_id not in state.turns or state.header.agent_id != inp.agent_id:
+    if inp.turn_id not in state.turns:
         raise Refusal("conflict", "this Idempotency-Key was used for another request", param="Idempotency-Key")
     return state
 
@@ -179,16 +248,24 @@ def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, sessi
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
                     request_id: str, response_schema: Any = None, approval: dict[str, Any] | None = None,
                     declared: Declared | None = None, clock: Clock = time.time,
-                    backstop: Backstop | None = None) -> Raised:
-    """R5: an interrupt raised through the API, at the head (or global), with the caller's origin;
+                    backstop: Backstop | None = None, agent: dict[str, Any] | None = None) -> Raised:
+    """R5: an interrupt raised through the API, at the head (or global), with the caller's origin
+    and principal as its requester (`agent`: the config an approvals session raises under, read
+    at this raise, so a re-declared agent's policy and notify apply to it);
     A1: `response_schema` (already checked by the wire model) bounds what its resume may carry;
     A2: `approval` narrows the policy in force (400 naming the field where it would widen it);
     A5: `declared` is its expiry outcome, reminders and escalation."""
     def raise_it(state: SessionState) -> str:
         try:
+            if agent is not None:  # an approvals session raises under the agent as declared now
+                state.header.agent = agent
+            if interrupt_id not in state.interrupts and claims.reserved(interrupt_id):
+                raise Refusal("validation_error", f"{interrupt_id} has the shape of an id Holdpoint makes (int_ "
+                              "and 24 hex digits), which a caller may not choose; choose another", "interrupt_id")
             return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
                                   interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
-                                  response_schema=response_schema, approval=approval, declared=declared)
+                                  response_schema=response_schema, approval=approval, declared=declared,
+                                  requester=caller.principal())
         except PolicyError as exc:
             raise Refusal("validation_error", str(exc), param=exc.at("approval")) from None
 

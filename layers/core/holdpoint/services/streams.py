@@ -63,9 +63,10 @@ def visible(store: SessionStore, caller: Caller, session_id: str) -> None:
 
 
 def holder(caller: Caller) -> str:
-    """Who a wait lease is counted against: the caller's origin and subject (every token of one
-    end user is one caller)."""
-    return f"{caller.origin}:{caller.subject}"
+    """Who a wait lease (or a live connection) is counted against: the caller's principal, so
+    every token of one end user is one caller, and an end user never shares a count with the API
+    key of the same name."""
+    return caller.principal()
 
 
 def leased(leases: WaitLeases | None, caller: Caller, wait: Callable[[], T]) -> T:

@@ -34,7 +34,7 @@ documented = APIGatewayHttpRouter()
 
 CARD = "/a2a/<tenant>/<agent_id>/.well-known/agent-card.json"
 RPC = "/a2a/<tenant>/<agent_id>"
-LINK_BASE_ENV = "HOLDPOINT_LINK_BASE_URL"
+PUBLIC_URL_ENV = "HOLDPOINT_PUBLIC_API_URL"
 _VERSIONS = ("1.0", "1")
 
 
@@ -43,13 +43,14 @@ def _json(status: int, body: Any) -> Response[Any]:
 
 
 def base_url(event: dict[str, Any]) -> str:
-    """Where this API is reached: the deployment's public base (as links use), else the request's host."""
-    configured = os.environ.get(LINK_BASE_ENV)
+    """Where this API is reached, from configuration only: the deployment's `PublicApiUrl`, else
+    the domain API Gateway received the request on (`requestContext.domainName`, set by API
+    Gateway, one of the API's own). Never the `Host` or `X-Forwarded-Proto` a caller sends, so a
+    card cannot be made to send its readers elsewhere."""
+    configured = os.environ.get(PUBLIC_URL_ENV)
     if configured:
-        return configured
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    host = headers.get("host") or (event.get("requestContext") or {}).get("domainName") or "localhost"
-    return f"{headers.get('x-forwarded-proto') or 'https'}://{host}"
+        return configured.rstrip("/")
+    return f"https://{(event.get('requestContext') or {}).get('domainName') or 'localhost'}"
 
 
 @router.get(CARD)
