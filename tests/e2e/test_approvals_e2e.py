@@ -101,7 +101,7 @@ def test_a4_a_repeated_resume_tells_the_truth_over_http(api: Api, stack: Any) ->
     other = api.resume(sid, iid, {"approved": False}).json()
     assert other["noop"] is True and other["resolved"]["same_payload"] is False
     unknown = api.resume(sid, "int-unknown", {}).json()
-    assert unknown == {"ok": True, "interrupt_id": "int-unknown", "noop": True}
+    assert unknown == {"ok": True, "interrupt_id": "int-unknown", "noop": True, "known": False}
     assert len([e for e in api.events(sid) if e["type"] == "session.interrupt_resumed"]) == 1
 
 

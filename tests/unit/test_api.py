@@ -329,7 +329,8 @@ def test_resume_route(api: dict[str, str]) -> None:
     # Resuming again, or an unknown id, is a no-op; a repeat says how it was cleared (A4).
     status, again = call_resume(sid, iid, {"payload": {"approved": True}})
     assert status == 200 and again["noop"] is True and again["resolved"]["same_payload"] is True
-    assert call_resume(sid, "int-unknown", {}) == (200, {"ok": True, "interrupt_id": "int-unknown", "noop": True})
+    assert call_resume(sid, "int-unknown", {}) == (200, {"ok": True, "interrupt_id": "int-unknown", "noop": True,
+                                                         "known": False})
     # An unknown session is 404; the resume was recorded with its responder.
     assert_error(*call_resume("ses-nope", iid, {}), 404, code="not_found")
     resumed = h.triggers("interrupt.resumed")
@@ -364,7 +365,7 @@ def test_interrupt_resume_as_an_input(api: dict[str, str]) -> None:
     assert call_api("POST", f"/v1/sessions/{sid}/inputs", resume)[1]["noop"] is True
     status, body = call_api("POST", f"/v1/sessions/{sid}/inputs",
                             {"type": "interrupt.resume", "interrupt_id": "int-unknown"})
-    assert (status, body) == (200, {"ok": True, "interrupt_id": "int-unknown", "noop": True})
+    assert (status, body) == (200, {"ok": True, "interrupt_id": "int-unknown", "noop": True, "known": False})
     # interrupt.resume cannot create a session.
     assert_error(*call_api("POST", "/v1/sessions", resume), 400, param="type")
     assert h.triggers("interrupt.resumed")[0]["payload"] == {"approved": False}
@@ -450,7 +451,8 @@ def test_sample_events_are_accepted(api: dict[str, str]) -> None:
     event["pathParameters"]["session_id"] = created["session_id"]
     event["rawPath"] = event["requestContext"]["http"]["path"] = \
         f"/v1/sessions/{created['session_id']}/interrupts/int-1/resume"
-    assert parse(RESUME.handler(event, CONTEXT)) == (200, {"ok": True, "interrupt_id": "int-1", "noop": True})
+    assert parse(RESUME.handler(event, CONTEXT)) == (200, {"ok": True, "interrupt_id": "int-1", "noop": True,
+                                                           "known": False})
 
 
 # --- OpenAPI -------------------------------------------------------------------------------------------

@@ -119,3 +119,13 @@ def test_cli_tail_follows_until_there_is_nothing_more() -> None:
     with pytest.raises(KeyboardInterrupt):
         list(client.tail("sess-1", follow=True, poll=0.5, sleep=stop))
     assert slept == [0.5]
+
+
+def test_cli_an_unknown_interrupt_is_reported_and_exits_non_zero() -> None:
+    """Issue 32: the API keeps a resume of an id the session never had a no-op (A4) but says
+    `known: false`; the client raises it and the CLI says so and exits 1, never "answered"."""
+    path = "/v1/sessions/sess-1/interrupts/null/resume"
+    client = Canned({("POST", path): {"ok": True, "interrupt_id": "null", "noop": True, "known": False}})
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["approve", "sess-1", "null"], client=client, stdout=out, stderr=err) == 1
+    assert out.getvalue() == "" and err.getvalue().startswith("error: unknown_interrupt: session sess-1 has no")

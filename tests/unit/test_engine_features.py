@@ -123,9 +123,13 @@ def test_worker_failing_twice_then_answering_is_retried_with_backoff() -> None:
     assert calls["n"] == 1 and h.view()["status"] == "running"
     retries = h.events("decision.retry")
     assert retries[0]["data"]["delay_secs"] == 2.0
+    # Issue 32: the view says why a running session is not moving, not a silent `running`.
+    waiting = h.view()["retrying"]
+    assert (waiting["attempt"], waiting["reason"], waiting["decision_id"]) == (
+        1, "HTTP 503", retries[0]["data"]["decision_id"]) and waiting["next_at"]
     later(h, 3)
     later(h, 10)
-    assert h.view()["status"] == "done"
+    assert h.view()["status"] == "done" and h.view()["retrying"] is None
     assert [e["data"]["attempt"] for e in h.events("decision.retry")] == [1, 2]
 
 

@@ -230,7 +230,7 @@ def test_r7_resume_clears_exactly_once_and_stale_or_unknown_ids_are_noops() -> N
     h = Harness(seed_worker(log))
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
-    assert h.resume("int-unknown", {"approved": True}) == Resumed("int-unknown", noop=True)
+    assert h.resume("int-unknown", {"approved": True}) == Resumed("int-unknown", noop=True, known=False)
     first = h.resume(iid, {"approved": True})
     again = h.resume(iid, {"approved": False})
     assert first.noop is False and again.noop is True

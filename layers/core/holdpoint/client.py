@@ -133,13 +133,20 @@ class Client:
     # -- answers ------------------------------------------------------------------------------
     def resume(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
                expect_fingerprint: str | None = None) -> Json:
-        """Resume once; a repeat answers `noop: true` with who cleared it (A4)."""
+        """Resume once; a repeat answers `noop: true` with who cleared it (A4). An id the session
+        never had is a no-op on the API too (`known: false`), which this raises as
+        `unknown_interrupt`, so a typo'd id is never taken for an answer."""
         body: Json = {"payload": payload}
         if comment is not None:
             body["comment"] = comment
         if expect_fingerprint is not None:
             body["expect_fingerprint"] = expect_fingerprint
-        return self.request("POST", f"/v1/sessions/{_seg(session_id)}/interrupts/{_seg(interrupt_id)}/resume", body)
+        out = self.request("POST", f"/v1/sessions/{_seg(session_id)}/interrupts/{_seg(interrupt_id)}/resume", body)
+        if out.get("known") is False:
+            raise HoldpointError("unknown_interrupt", f"session {session_id} has no interrupt {interrupt_id}; "
+                                 "see its open ones with `holdpoint inbox` or GET /v1/sessions/{session_id}",
+                                 status=200, param="interrupt_id")
+        return out
 
     def approve(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
                 expect_fingerprint: str | None = None) -> Json:

@@ -365,6 +365,10 @@ def fail_decision(state: SessionState, decision: Decision, error: str, param: st
     finish_turn(state, decision.turn_id, ok=False, error=detail, notify=False)
 
 
+RETRY_REASON_CHARS = 300
+"""How much of a failed delivery's error a waiting decision keeps for the session view."""
+
+
 def retry_decision(state: SessionState, decision: Decision, error: str, now: float) -> bool:
     """A delivery failed (timeout, 5xx, bad JSON): back off on a durable timer, or fail once the
     policy's attempts or total time are spent. False when the decision failed."""
@@ -378,6 +382,7 @@ def retry_decision(state: SessionState, decision: Decision, error: str, now: flo
                       code="deadline_exceeded")
         return False
     decision.attempts = attempt
+    decision.last_error = error[:RETRY_REASON_CHARS]
     delay = policy.backoff(attempt)
     decision.not_before = now + delay
     state.touch(decision)

@@ -213,6 +213,7 @@ class Decision:
     not_before: float | None = None
     first_at: float | None = None
     via: DecisionVia | None = None  # how the answer arrived, once it has
+    last_error: str | None = None  # why its last delivery failed, while it waits to be retried
 
 
 @dataclass

@@ -27,6 +27,8 @@ def raised(out: Raised) -> dict[str, Any]:
 def resumed(out: Resumed) -> dict[str, Any]:
     """A resume's body: a quorum's progress, a repeat's own earlier answer (A2) or who cleared it (A4)."""
     body: dict[str, Any] = {"ok": True, "interrupt_id": out.interrupt_id, "noop": out.noop}
+    if not out.known:  # still a no-op (A4), but said, so a typo'd id is not taken for an answer
+        body["known"] = False
     if out.progress is not None:
         body.update(status="open", approvals=out.progress.approvals, quorum=out.progress.quorum)
     if out.answered is not None:

@@ -61,6 +61,7 @@ class Resumed:
     progress: Progress | None = None
     answered: Answered | None = None
     cleared: Cleared | None = None
+    known: bool = True  # False: this session never had an interrupt of this id (still a no-op, A4)
 
     @property
     def decided(self) -> bool:
@@ -85,7 +86,7 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     if found is None:
         if not store.session_exists(caller.tenant, session_id, caller.owner()):
             raise Refusal("not_found", f"session {session_id} not found")
-        return Resumed(interrupt_id, noop=True)
+        return Resumed(interrupt_id, noop=True, known=False)
     if not caller.owns(session_id, found.end_user):
         raise Refusal("not_found", f"session {session_id} not found")
     if generation not in (None, found.generation):  # the raise a sealed link or button was for is gone

@@ -18,7 +18,7 @@ from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.messages import Kick
 from holdpoint.core.quotas import QuotaExceeded
-from holdpoint.core.state import SessionKind, SessionState, derive, mint
+from holdpoint.core.state import SessionKind, SessionState, derive, iso_ms, mint
 from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, Throttled, Timers, Unavailable, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
@@ -220,12 +220,23 @@ def view(store: SessionStore, caller: Caller, session_id: str) -> dict[str, Any]
         "messages": [n.message for n in state.tree.active_path()],
         "message_tree": state.tree.wire(),
         "calls": [c.wire() for c in state.open_calls()],
+        "retrying": retrying(state),
         "usage": h.usage,
         "state": h.state,
         "agent": h.agent,
         "created_at": h.created_at,
         "version": h.version,
     }
+
+
+def retrying(state: SessionState) -> dict[str, Any] | None:
+    """The delivery the session waits to retry, and why the last one failed (a worker that is
+    down, a secret that is not set), so a stuck `running` says what it is waiting for."""
+    for decision in state.pending_decisions():
+        if decision.last_error and decision.attempts:
+            return {"decision_id": decision.id, "attempt": decision.attempts, "reason": decision.last_error,
+                    "next_at": iso_ms(decision.not_before) if decision.not_before else None}
+    return None
 
 
 def events(store: SessionStore, caller: Caller, session_id: str, after_seq: int, limit: int) -> dict[str, Any]:
