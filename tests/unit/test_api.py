@@ -548,3 +548,24 @@ def test_tool_result_input_settles_like_calls_settle(api: dict[str, str]) -> Non
         assert_error(*call_api("POST", f"/v1/sessions/{sid}/inputs", body), 404, param="id")
         assert_error(*call_api("POST", f"/v1/sessions/{sid}/calls/settle", body), 404, param="id")
         assert_error(*call_api("POST", "/v1/sessions", body), 400, param="type")
+
+
+def test_errors_a_person_meets_first_name_what_to_do() -> None:
+    """Issue 32: an answer sent without its `payload` wrapper, and a plain-text `message`, get a
+    400 that says what to send instead, not only pydantic's words."""
+    from pydantic import ValidationError
+
+    from holdpoint.core.client_inputs import ClientMessageInput
+    from holdpoint.core.ids import first_error
+    from holdpoint.http.bodies import ResumeBody
+
+    for model, body, param, hint in (
+            (ResumeBody, {"approved": True}, "approved", "goes inside `payload`"),
+            (ClientMessageInput, {"type": "client.message", "message": "hi"}, "message", '"role": "user"')):
+        try:
+            model.model_validate(body)
+        except ValidationError as exc:
+            got = first_error(exc)
+            assert got[0] == param and hint in got[1], got
+        else:
+            raise AssertionError(body)

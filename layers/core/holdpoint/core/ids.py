@@ -45,4 +45,22 @@ def first_error(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
         param = f"{param}.type" if param else "type"
     if prefix:
         param = f"{prefix}.{param}" if param else prefix
-    return param, err["msg"]
+    return param, next_step(err["type"], param, err["msg"])
+
+
+def next_step(kind: str, param: str, message: str) -> str:
+    """Pydantic's message with what to do about it, for the errors a person meets first: a field
+    the body does not have (most often an answer sent without its `payload` wrapper), and a
+    string where an object belongs (a plain-text `message`)."""
+    field = param.rsplit(".", 1)[-1]
+    if kind == "extra_forbidden":
+        hint = (f"`{field}` is not a field of this body; remove it or check its spelling")
+        if "." not in param and "[" not in param:
+            hint += " (an interrupt's answer goes inside `payload`: {\"payload\": {...}})"
+        return hint
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        hint = f"{param or 'the body'} must be a JSON object"
+        if field == "message":
+            hint += ', such as {"role": "user", "content": "Email Bob"}'
+        return hint
+    return message

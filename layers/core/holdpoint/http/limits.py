@@ -38,14 +38,16 @@ def body_bytes(event: dict[str, Any]) -> bytes:
     raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)
     if event.get("isBase64Encoded") and raw:
         if len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
-            raise Refusal("payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+            raise Refusal("payload_too_large", f"body is over {MAX_BODY_BYTES} bytes (the limit of one request); "
+                          "send less, or large content by reference")
         try:
             raw = base64.b64decode(raw, validate=True)
             raw.decode("utf-8")
         except (binascii.Error, ValueError):
             raise Refusal("validation_error", "body is not valid base64-encoded UTF-8", "body") from None
     if len(raw) > MAX_BODY_BYTES:
-        raise Refusal("payload_too_large", f"body is over {MAX_BODY_BYTES} bytes")
+        raise Refusal("payload_too_large", f"body is over {MAX_BODY_BYTES} bytes (the limit of one request); "
+                      "send less, or large content by reference")
     if json_depth(raw) > MAX_JSON_DEPTH:
         raise Refusal("validation_error", f"body is nested deeper than {MAX_JSON_DEPTH} levels", "body")
     return raw

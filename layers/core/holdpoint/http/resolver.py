@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from holdpoint.coldstart import Deferred
 from holdpoint.core.errors import Code, Refusal
-from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error
+from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error, next_step
 from holdpoint.http.edge import (
     INTERNAL_BODY,
     authorizer_refusal,
@@ -100,7 +100,8 @@ def _field_error(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> Respon
         return error("validation_error", "body must be a JSON object", "body")
     if kind == "missing" and not loc:
         return error("validation_error", "a JSON object body is required", "body")
-    return error("validation_error", str(err.get("msg") or "invalid"), short(param_of(loc) or "body"))
+    param = short(param_of(loc) or "body")
+    return error("validation_error", next_step(kind, param, str(err.get("msg") or "invalid")), param)
 
 
 def new_resolver(validate: bool = True) -> APIGatewayHttpResolver:
@@ -138,7 +139,8 @@ def new_resolver(validate: bool = True) -> APIGatewayHttpResolver:
     @app.exception_handler(TooLarge)
     def on_too_large(exc: TooLarge) -> Response[dict[str, Any]]:
         """The store refused a record over its size limit (an item over 400 KB) and wrote nothing."""
-        return error("payload_too_large", "the input is too large to record")
+        return error("payload_too_large", "the input is too large to record (a record is at most 400 KB); send "
+                     "smaller messages, or large content by reference")
 
     @app.exception_handler(Throttled)
     @app.exception_handler(Unavailable)

@@ -190,8 +190,9 @@ def _check_fingerprint(interrupt: Interrupt, expected: str | None) -> None:
         return
     actual = (interrupt.action or {}).get("fingerprint")
     if expected != actual:
-        raise Refusal("stale_approval", "the interrupt no longer approves the action this resume expects",
-                      param="expect_fingerprint", fingerprint=actual)
+        raise Refusal("stale_approval", "expect_fingerprint is not the fingerprint of the action this interrupt "
+                      "approves now (the action changed, or the value has a typo): read `action.fingerprint` "
+                      "from the interrupt again and resend", param="expect_fingerprint", fingerprint=actual)
 
 
 def _noop(parking: Parking, tenant: str, session_id: str, interrupt: Interrupt, payload: Any,
