@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -569,3 +570,25 @@ def test_errors_a_person_meets_first_name_what_to_do() -> None:
             assert got[0] == param and hint in got[1], got
         else:
             raise AssertionError(body)
+
+
+def test_session_view_waits_until_a_status(api: dict[str, str]) -> None:
+    """Issue 32: `GET /v1/sessions/{id}?until=interrupted&wait=N` answers once the session's status
+    is one of those named, so a script need not poll; a status that is not one is 400 naming
+    `until`. Another thread resumes while the request waits for `done`."""
+    h = Harness(tenant="dev")
+    sid = start_session(h)
+    status, view = call_api("GET", f"/v1/sessions/{sid}", query={"until": "interrupted,done", "wait": "20"})
+    assert status == 200 and view["status"] == "interrupted", view
+    iid = view["interrupts"][0]["interrupt_id"]
+    assert_error(*call_api("GET", f"/v1/sessions/{sid}", query={"until": "parked"}), 400, param="until")
+    got: list[tuple[int, Any]] = []
+    waiter = threading.Thread(target=lambda: got.append(
+        call_api("GET", f"/v1/sessions/{sid}", query={"until": "done", "wait": "20"})))
+    waiter.start()
+    call_resume(sid, iid, {"payload": {"approved": True}})
+    h.wake(iid, "resumed")  # what the resume's SendTaskSuccess becomes (ParkBranch's wake message)
+    h.settle()
+    waiter.join(30)
+    [(status, view)] = got
+    assert status == 200 and view["status"] == "done", view

@@ -21,6 +21,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.ports import SessionStore, WaitLeases
 from holdpoint.services.caller import Caller
+from holdpoint.services.sessions import owned, view
 
 T = TypeVar("T")
 
@@ -127,3 +128,29 @@ def stream(store: SessionStore, caller: Caller, session_id: str, after_seq: int,
     visible(store, caller, session_id)
     items = leased(leases, caller, lambda: wait_events(store, caller.tenant, session_id, after_seq, limit, cap()))
     return until_turn_ends(items, turn_id)
+
+
+STATUSES = frozenset({"idle", "running", "interrupted", "done"})
+"""What `GET /v1/sessions/{id}?until=` may wait for (the view's `status`, R14)."""
+
+
+def view_when(store: SessionStore, caller: Caller, session_id: str, statuses: frozenset[str], wait_secs: float,
+              leases: WaitLeases | None = None, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """`GET /v1/sessions/{id}?until=interrupted&wait=20`: the view as soon as its status is one of
+    `statuses`, or as it stands once `wait_secs` have passed (under a wait lease while it waits):
+    so a script can say "wait until it parks" without a loop of its own. Woken by the event log."""
+    current = view(store, caller, session_id)
+    if not statuses or current["status"] in statuses or wait_secs <= 0:
+        return current
+    deadline = until(wait_secs, clock)
+
+    def wait() -> dict[str, Any]:
+        now = current
+        seq = owned(store, caller, session_id).header.seq
+        while now["status"] not in statuses and clock() < deadline:
+            items = wait_events(store, caller.tenant, session_id, seq, 100, deadline - clock(), clock=clock)
+            seq = items[-1]["seq"] if items else seq
+            now = view(store, caller, session_id)
+        return now
+
+    return leased(leases, caller, wait)

@@ -100,11 +100,25 @@ def post_input(session_id: Annotated[str, id_path("session")],
     return _submit(edge.check_id(session_id, f"session {session_id}"), body, idempotency_key)
 
 
-@router.get("/v1/sessions/<session_id>", security=BEARER, responses=answers(200, 404),
+@router.get("/v1/sessions/<session_id>", security=BEARER, responses=answers(200, 400, 404, 429),
             summary="The session at its head")
-def get_session(session_id: Annotated[str, id_path("session")]) -> dict[str, Any]:
+def get_session(
+    session_id: Annotated[str, id_path("session")],
+    until: Annotated[str | None, Query(max_length=64, description="comma-separated statuses (idle, running, "
+                                       "interrupted, done): answer once the session's status is one of them")] = None,
+    wait: Annotated[int, Query(ge=0, le=25, description="with `until`: seconds to wait for it (long-poll)"),
+                    ASCII_DIGITS] = 0,
+) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
-    return sessions.view(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"))
+    sid = edge.check_id(session_id, f"session {session_id}")
+    wanted = frozenset(s.strip() for s in until.split(",")) if until else frozenset()
+    unknown = sorted(wanted - streams.STATUSES)
+    if unknown:
+        raise Refusal("validation_error", f"until names {', '.join(unknown)[:100]}, which is no status; use "
+                      f"{', '.join(sorted(streams.STATUSES))}", "until")
+    if not wanted:
+        return sessions.view(assembly.get_store(), who, sid)
+    return streams.view_when(assembly.get_store(), who, sid, wanted, wait, assembly.get_leases())
 
 
 @router.get("/v1/sessions/<session_id>/events", security=BEARER, responses=answers(200, 400, 404, 429),
