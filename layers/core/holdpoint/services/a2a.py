@@ -79,7 +79,8 @@ def _message_task(store: SessionStore, caller: Caller, agent_id: str,
 
 def _context(store: SessionStore, caller: Caller, agent_id: str, context_id: str) -> SessionState:
     try:
-        state = sessions.claim(store, caller, context_id, agent_id=agent_id, kind="conversation", chosen=True)
+        state = sessions.claim(store, caller, context_id, agent_id=agent_id, kind="conversation", chosen=True,
+                               creates=False)
     except Refusal:
         state = None
     if state is None:

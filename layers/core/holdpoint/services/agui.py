@@ -25,7 +25,7 @@ def thread(store: SessionStore, caller: Caller, agent_id: str, thread_id: str) -
     conversation of `agent_id` (404 otherwise, as for any session); None for a new thread, whose
     id may not have the shape of Holdpoint's own (`sessions.claim`)."""
     return sessions.claim(store, caller, thread_id, agent_id=agent_id, kind="conversation", chosen=True,
-                          param="threadId")
+                          param="threadId", creates=False)
 
 
 def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,

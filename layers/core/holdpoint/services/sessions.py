@@ -41,19 +41,20 @@ def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
 
 
 def claim(store: SessionStore, caller: Caller, session_id: str, *, agent_id: str, kind: SessionKind,
-          chosen: bool, param: str | None = None) -> SessionState | None:
+          chosen: bool, param: str | None = None, creates: bool = True) -> SessionState | None:
     """The one rule for a path that creates a session by id or reuses the session an id names
     (`core.claims`): None when there is none yet (the path creates it), the session when this
     caller may reuse it as a `kind` session of `agent_id`. `chosen`: the caller picked the id (an
     AG-UI `threadId`), so a new one may not have the shape of Holdpoint's own ids, and a session
     there is reused under the usual reach (R17; another's is 404, as if absent). Otherwise the id
     was derived for `caller.principal()`, and what is found there must be that principal's own:
-    anything else is 409 naming `param`, and nothing is reused."""
+    anything else is 409 naming `param`, and nothing is reused. `creates=False`: a path that only
+    looks (AG-UI's connect, an A2A context), where an absent id is the caller's 404 to give."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found", param)
     state = store.load(caller.tenant, session_id)
     if state is None:
-        if chosen and claims.reserved(session_id):
+        if chosen and creates and claims.reserved(session_id):
             raise Refusal("validation_error", f"{session_id} has the shape of an id Holdpoint makes (ses_, turn_ "
                           "or int_ and 24 hex digits), which a caller may not choose for a new session; "
                           "choose another", param)
