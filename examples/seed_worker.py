@@ -17,10 +17,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-def decide(trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Pause before a sensitive action, then act on the answer (the seed, line for line)."""
+def decide(trigger: dict[str, Any], proposed: dict[str, Any] | None,
+           calls: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """Pause before a sensitive action, then act on the answer (the seed, line for line). An
+    interrupt someone raised through the API (no `send_email` call of ours waits on it, as the
+    request's open `calls` show) has nothing to send or decline: its answer goes on as proposed."""
     if trigger["type"] == "tool.execute" and trigger["name"] == "send_email":
         return {"actions": [{"type": "interrupt", "reason": "confirm", "payload": {"message": "Send the email?"}}]}
+    if trigger["type"] == "interrupt.resumed" and calls is not None and not any(
+            c.get("kind") == "tool_call" and c.get("name") == "send_email" for c in calls):
+        return proposed or {"actions": []}
     if trigger["type"] == "interrupt.resumed":
         if (trigger.get("payload") or {}).get("approved"):
             return {"actions": [{"type": "tool.result", "result": "sent"}]}
@@ -47,9 +53,10 @@ its answer to `POST /v1/workers/submit` (PROTOCOL.md §2.9)."""
 class WorkerHandler(BaseHTTPRequestHandler):
     secret: str | None = None
     seen: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] | None = None  # the open calls of the request being answered
 
     def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> Any:
-        return decide(trigger, proposed)
+        return decide(trigger, proposed, self.calls)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -60,6 +67,7 @@ class WorkerHandler(BaseHTTPRequestHandler):
             return
         request = json.loads(body)
         self.seen.append(request)
+        self.calls = request.get("calls")
         decided = self.answer(request["trigger"], request.get("proposed"))
         if decided is LATER:
             self.send_response(202)

@@ -106,9 +106,11 @@ class Scenario:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m holdpoint_local.smoke", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=os.environ.get("URL") or "http://127.0.0.1:8787",
-                        help="the API's base URL (make deploy prints it)")
-    parser.add_argument("--key", default=os.environ.get("KEY") or "hp_dev_local_key",
+    local = f"http://127.0.0.1:{os.environ.get('HOLDPOINT_PORT') or 8787}"  # `make serve`'s
+    parser.add_argument("--url", default=os.environ.get("URL") or local,
+                        help="the API's base URL (make deploy prints it; default: make serve's)")
+    parser.add_argument("--key", default=os.environ.get("KEY") or os.environ.get("HOLDPOINT_API_KEY")
+                        or "hp_dev_local_key",
                         help="an API key of the tenant (not a client token: it declares an agent)")
     parser.add_argument("--worker-url", default=os.environ.get("WORKER_URL") or None,
                         help="a worker the deployment can reach (default: the seed worker, here, on 127.0.0.1)")
