@@ -73,6 +73,19 @@ def execution_status(stack: LocalStack, session_id: str, interrupt_id: str) -> s
     return "NOT FOUND"
 
 
+def expect_execution(stack: LocalStack, session_id: str, interrupt_id: str, want: str, secs: float = 30) -> str:
+    """The ParkBranch execution's status once it is `want`; otherwise the demo stops, naming what
+    it saw and where to look (exit 1), instead of printing a wrong line and going on."""
+    deadline = time.monotonic() + secs
+    while (got := execution_status(stack, session_id, interrupt_id)) != want and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if got != want:
+        raise SystemExit(f"demo: FAIL: the ParkBranch execution of {interrupt_id} is {got}, wanted {want} after "
+                         f"{secs:.0f} s; the engine's log (\"record failed\", at ERROR) says why, for example a "
+                         "StartExecution that template.yaml does not grant")
+    return got
+
+
 def run_once(stack: LocalStack, client: Client, approved: bool) -> None:
     label = "approved" if approved else "declined"
     show(f"[{label}] the user asks; the model wants send_email; the worker interrupts")
@@ -85,20 +98,15 @@ def run_once(stack: LocalStack, client: Client, approved: bool) -> None:
     [interrupt] = view["interrupts"]
     show(f"[{label}] GET /v1/sessions/{sid}: status={view['status']}, open interrupt", interrupt)
     iid = interrupt["interrupt_id"]
-    deadline = time.monotonic() + 30
-    while execution_status(stack, sid, iid) != "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    print(f"ParkBranch execution: {execution_status(stack, sid, iid)} (holding the task token, no compute)")
+    parked = expect_execution(stack, sid, iid, "RUNNING")
+    print(f"ParkBranch execution: {parked} (holding the task token, no compute)")
     body = {"payload": {"approved": approved}}
     show(f"[{label}] a person resumes: POST /v1/sessions/{sid}/interrupts/{iid}/resume", body)
     print(json.dumps(client.call("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", body)))
     again = client.call("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", body)
     print(f"resume again (duplicate) -> {json.dumps(again)}")
     view = client.wait(sid, "done")
-    deadline = time.monotonic() + 30
-    while execution_status(stack, sid, iid) == "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    print(f"ParkBranch execution: {execution_status(stack, sid, iid)}")
+    print(f"ParkBranch execution: {expect_execution(stack, sid, iid, 'SUCCEEDED')}")
     show(f"[{label}] final messages (status={view['status']})")
     for message in view["messages"]:
         text = message.get("content")

@@ -15,8 +15,14 @@ from holdpoint.aws.fifobatch import EntireBatchFailed, Record, process_fifo_batc
 class _Log:
     def __init__(self) -> None:
         self.lines: list[tuple[str, dict[str, Any]]] = []
+        self.levels: list[str] = []
 
-    def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.levels.append("WARNING")
+        self.lines.append((msg, kwargs.get("extra") or {}))
+
+    def error(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.levels.append("ERROR")
         self.lines.append((msg, kwargs.get("extra") or {}))
 
 
@@ -48,6 +54,18 @@ def test_fifo_batch_first_failure_fails_it_and_everything_after_unrun() -> None:
     assert seen == ["a", "b"]  # c and d never ran: they come back after b, in order
     assert log.lines == [("record failed; it and the rest of its group come back",
                           {"message_id": "b", "error": "RuntimeError: store busy"})]
+    assert log.levels == ["ERROR"]  # issue 32: the cause shows where an operator looks
+
+
+def test_fifo_batch_an_aws_refusal_is_a_warning_not_an_error() -> None:
+    from holdpoint.ports import Throttled
+
+    def handle(record: Record) -> None:
+        raise Throttled("ProvisionedThroughputExceededException")
+
+    log = _Log()
+    process_fifo_batch(_event("a", "b", groups="ab"), lambda r: None if r["messageId"] == "a" else handle(r), log)
+    assert log.levels == ["WARNING"]
 
 
 def test_fifo_batch_that_fails_whole_fails_the_invocation() -> None:

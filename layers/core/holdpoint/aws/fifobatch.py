@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from holdpoint.ports import Throttled, Unavailable
+
 Record = Mapping[str, Any]
 """One record of the SQS event as Lambda sends it (`messageId`, `body`, `attributes`...)."""
 
 
 class Log(Protocol):
-    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+
+    def error(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
 
 class EntireBatchFailed(Exception):
@@ -41,8 +45,11 @@ def process_fifo_batch(event: Mapping[str, Any], handle: Callable[[Record], None
         try:
             handle(record)
         except Exception as exc:  # noqa: BLE001 - any failure is the record's: SQS redelivers it
-            log.info("record failed; it and the rest of its group come back",
-                     extra={"message_id": record["messageId"], "error": f"{type(exc).__name__}: {exc}"})
+            # AWS saying "not now" is retried and expected under load (WARNING); anything else (an
+            # AccessDenied, a bug) will fail again, so it is an ERROR with its cause.
+            say = log.warning if isinstance(exc, (Throttled, Unavailable)) else log.error
+            say("record failed; it and the rest of its group come back",
+                extra={"message_id": record["messageId"], "error": f"{type(exc).__name__}: {exc}"})
             failed.append(record["messageId"])
             stopped.add(group)
     if records and len(failed) == len(records):
