@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Holdpoint local stack ready at {stack.base_url}", flush=True)
         if stack.live is not None:
             print(f"  live events (WebSocket): {stack.live.url}", flush=True)
+        print(f"  approver's inbox (paste the API key into it): {stack.base_url}/inbox", flush=True)
         print(f"  moto (AWS) endpoint: {stack.moto_endpoint}", flush=True)
         print(f"  table: {stack.env.get('TABLE_NAME')}", flush=True)
         seeded = "" if stack.api_key_seeded else "  (NOT seeded: holdpoint.auth.put_api_key missing)"

@@ -52,3 +52,10 @@ def test_inbox_session_page_may_connect_only_to_the_websocket_api(monkeypatch: p
         assert parse(API.handler(http_event("GET", "/inbox/live.json", tenant=None), CONTEXT)) == (200, {"url": None})
         reply = API.handler(http_event("GET", "/inbox/session", tenant=None), CONTEXT)
         assert "connect-src 'self';" in {k.lower(): v for k, v in reply["headers"].items()}["content-security-policy"]
+
+
+def test_the_root_leads_to_the_inbox() -> None:
+    """Issue 32: `/` answered a bare 404; it now sends a person to the approver's console."""
+    reply = API.handler(http_event("GET", "/", tenant=None), CONTEXT)
+    headers = {k.lower(): v for k, v in reply["headers"].items()}
+    assert reply["statusCode"] == 302 and headers["location"] == "/inbox"

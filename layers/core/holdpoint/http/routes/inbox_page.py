@@ -62,6 +62,14 @@ def _documented(name: str) -> dict[int, Any]:
     return {200: {"description": name, "content": {FILES[name].split(";")[0]: {"schema": {"type": "string"}}}}}
 
 
+@router.get("/", summary="The API's root: a redirect to the inbox page (no credentials)",
+            responses={302: {"description": "to /inbox"}})
+def root() -> Response[str]:
+    """`/` leads somewhere a person can start: the approver's console."""
+    return Response(status_code=302, content_type="text/plain; charset=utf-8", body="see /inbox\n",
+                    headers={**HEADERS, "Location": "/inbox"})
+
+
 @router.get("/inbox", summary="The inbox page (static HTML, no credentials)", responses=_documented("inbox.html"))
 def inbox_page() -> Response[str]:
     return _file("inbox.html")
