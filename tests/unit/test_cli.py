@@ -129,3 +129,37 @@ def test_cli_an_unknown_interrupt_is_reported_and_exits_non_zero() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["approve", "sess-1", "null"], client=client, stdout=out, stderr=err) == 1
     assert out.getvalue() == "" and err.getvalue().startswith("error: unknown_interrupt: session sess-1 has no")
+
+
+def test_client_turns_api_gateways_own_answers_into_next_steps() -> None:
+    """Issue 32: where API Gateway answers by itself (its body cannot be changed), the client
+    says what it means: a refused key, missing credentials, a path with no route (and the route
+    it is near), a body over its limit."""
+    import urllib.error
+    from email.message import Message
+
+    from holdpoint.client import _http_error
+
+    def gateway(status: int, message: str) -> urllib.error.HTTPError:
+        body = io.BytesIO(json.dumps({"message": message}).encode())
+        return urllib.error.HTTPError("http://x", status, message, Message(), body)
+
+    assert "Authorization: Bearer <key>" in _http_error(gateway(401, "Unauthorized")).message
+    assert "check the key" in _http_error(gateway(403, "Forbidden")).message
+    typo = _http_error(gateway(404, "Not Found"), "GET", "/v1/sessions/ses_1/interupts")
+    assert typo.code == "no_route" and "did you mean /v1/sessions/{session_id}/interrupts?" in typo.message
+    assert "openapi.json" in _http_error(gateway(404, "Not Found"), "GET", "/v2/nothing").message
+    assert "10 MiB" in _http_error(gateway(413, "Request Entity Too Large")).message
+
+
+def test_client_routes_are_the_templates() -> None:
+    """`client.ROUTES` (what a typo is compared with) lists the template's API routes."""
+    import re
+    from pathlib import Path
+
+    from holdpoint.client import ROUTES
+
+    paths = set(re.findall(r"^\s+Path: (/\S*)$", (Path(__file__).parents[2] / "template.yaml").read_text(), re.M))
+    served = {p for p in paths if not p.startswith("/inbox/") and p not in ("/", "/a2a/{tenant}/{agent_id}/"
+                                                                                ".well-known/agent-card.json")}
+    assert set(ROUTES) == served

@@ -6,6 +6,7 @@ caller (the `holdpoint` command among them) can say in one line what went wrong.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import time
@@ -72,7 +73,7 @@ class Client:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the configured API
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
-            raise _http_error(exc) from None
+            raise _http_error(exc, method, path) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise HoldpointError("unreachable", f"cannot reach {self.url}: {reason}") from None
@@ -163,8 +164,44 @@ def _seg(value: str) -> str:
     return urllib.parse.quote(value, safe="")
 
 
-def _http_error(exc: urllib.error.HTTPError) -> HoldpointError:
-    """The API's `{"error": {code, message, param}}`, or API Gateway's `{"message"}`."""
+ROUTES = (
+    "/v1/agents/{agent_id}", "/v1/client-tokens", "/v1/interrupts", "/v1/links/{token}", "/v1/openapi.json",
+    "/v1/sessions", "/v1/sessions/{session_id}", "/v1/sessions/{session_id}/calls/settle",
+    "/v1/sessions/{session_id}/events", "/v1/sessions/{session_id}/events/stream",
+    "/v1/sessions/{session_id}/inputs", "/v1/sessions/{session_id}/interrupts",
+    "/v1/sessions/{session_id}/interrupts/{interrupt_id}/resume", "/v1/workers/submit",
+    "/v1/channels/ag-ui/agents/{agent_id}/run", "/v1/channels/ag-ui/agents/{agent_id}/connect",
+    "/v1/channels/slack/interactions", "/a2a/{tenant}/{agent_id}", "/mcp/{agent_id}", "/inbox")
+"""The API's route templates (template.yaml's; a test keeps the two the same): where a path with
+no route is near one, API Gateway's bare 404 becomes the routes to try."""
+GATEWAY = {
+    401: "no credentials reached the API: send the key as `Authorization: Bearer <key>` "
+         f"(the CLI reads {KEY_ENV})",
+    403: "the API's authorizer refused these credentials: a key that is wrong, revoked or another "
+         "deployment's, or a client token that expired; check the key",
+    413: "the body is over API Gateway's 10 MiB (Holdpoint takes at most 1 MiB): send less",
+}
+"""API Gateway answers these by itself with a bare `{"message"}` it will not let anyone change:
+what each means and what to do next."""
+
+
+def _near(path: str) -> str:
+    """The route templates closest to `path`: each template with the path's own segments in its
+    placeholders, compared with the path as text (so a typo'd word is near, an id is not)."""
+    asked = path.split("?")[0].rstrip("/")
+    parts = asked.split("/")
+
+    def score(route: str) -> float:
+        filled = [parts[i] if seg.startswith("{") and i < len(parts) else seg for i, seg in enumerate(route.split("/"))]
+        return difflib.SequenceMatcher(None, asked, "/".join(filled)).ratio()
+
+    best = max(ROUTES, key=score)
+    return f"; did you mean {best}?" if score(best) >= 0.8 else "; see GET /v1/openapi.json for the routes"
+
+
+def _http_error(exc: urllib.error.HTTPError, method: str = "", path: str = "") -> HoldpointError:
+    """The API's `{"error": {code, message, param}}`, or API Gateway's `{"message"}`, turned into
+    the next step (`GATEWAY`, or the routes near a path with none)."""
     try:
         body = json.loads(exc.read() or b"{}")
     except ValueError:
@@ -174,4 +211,8 @@ def _http_error(exc: urllib.error.HTTPError) -> HoldpointError:
         return HoldpointError(str(err.get("code", "error")), str(err.get("message", "")), exc.code,
                               err.get("param"))
     message = body.get("message") if isinstance(body, dict) else None
+    if exc.code == 404 and message == "Not Found":
+        return HoldpointError("no_route", f"no route for {method} {path}{_near(path)}", 404)
+    if exc.code in GATEWAY:
+        return HoldpointError(f"http_{exc.code}", f"{message or exc.reason}: {GATEWAY[exc.code]}", exc.code)
     return HoldpointError(f"http_{exc.code}", str(message or exc.reason), exc.code)
