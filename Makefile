@@ -133,3 +133,20 @@ bench-quick:
 	$(MAKE) --no-print-directory bench BENCH_SIZES=10,100 BENCH_HISTORY=10 BENCH_PAIRS=7 BENCH_RESUMES=20 \
 		BENCH_PARKED=40 BENCH_LOCAL_ARGS="--warmup 2" BENCH_EVENTS=20 BENCH_EVENT_ARGS="--resumes 5 --no-idle" \
 		BENCH_LIVE_ARGS="--n 20 --subscribers 100 --idle-secs 2"
+
+# `make help`: each command in one line (README.md, "The two commands", has the longer list).
+.PHONY: help
+help:
+	@printf '%s\n' \
+	  'make demo         the seed example (approved, then declined) on the embedded local stack' \
+	  'make serve        the local stack until Ctrl-C: API, inbox page, WebSocket API (HOLDPOINT_PORT, default 8787)' \
+	  'make test         the whole suite (installs what it needs: venvs, chromium, node)' \
+	  'make test-unit    the fast tier, no server' \
+	  'make lint         ruff, the import contracts, mypy' \
+	  'make sam-check    sam validate --lint and sam build' \
+	  'make smoke        the seed scenario against a running deployment (URL=... KEY=...)' \
+	  'make deploy       the first run on AWS (sam build, sam deploy, the first key)' \
+	  'make bench        the performance figures (about 12 minutes)' \
+	  'make bench-quick  the same figures at small sizes (under 3 minutes)' \
+	  'make capacity     the capacity model' \
+	  'make clean        remove the venvs and build output'
