@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import signal
 import threading
+from pathlib import Path
 
 from .stack import LocalStack
 
@@ -17,6 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--moto-port", type=int, default=None, help="default: a free port")
     parser.add_argument("--moto-endpoint", default=os.environ.get("HOLDPOINT_MOTO_ENDPOINT"),
                         help="reuse a running moto server instead of starting one")  # fmt: skip
+    parser.add_argument("--env-file", default=os.environ.get("HOLDPOINT_ENV_FILE", ENV_FILE),
+                        help=f"where to write the stack's settings for a shell to source (default {ENV_FILE}; "
+                             "empty: none)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -43,12 +48,33 @@ def main(argv: list[str] | None = None) -> int:
         seeded = "" if stack.api_key_seeded else "  (NOT seeded: holdpoint.auth.put_api_key missing)"
         print(f"  API key: {stack.api_key}{seeded}", flush=True)
         print(f"  try: curl -H 'Authorization: Bearer {stack.api_key}' {stack.base_url}/v1/interrupts", flush=True)
+        if args.env_file:
+            write_env(Path(args.env_file), stack)
+            print(f"  settings for a shell: set -a; . ./{args.env_file}; set +a", flush=True)
         print("Ctrl-C to stop.", flush=True)
         stop.wait()
     finally:
         print("stopping...", flush=True)
+        if args.env_file:
+            Path(args.env_file).unlink(missing_ok=True)
         stack.stop()
     return 0
+
+
+ENV_FILE = ".holdpoint/local.env"
+"""What `make serve` writes while it runs (git ignores it): the stack's API, key, moto endpoint and
+table, so a shell (the README's walkthrough, the admin CLI) reads them instead of copying them."""
+
+
+def write_env(path: Path, stack: LocalStack) -> None:
+    settings = {
+        "HOLDPOINT_API_URL": stack.base_url, "HOLDPOINT_API_KEY": stack.api_key,
+        "AWS_ENDPOINT_URL": stack.moto_endpoint or "", "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+        "TABLE_NAME": stack.env.get("TABLE_NAME", ""),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in settings.items()), encoding="utf-8")
 
 
 if __name__ == "__main__":
