@@ -163,3 +163,20 @@ def test_client_routes_are_the_templates() -> None:
     served = {p for p in paths if not p.startswith("/inbox/") and p not in ("/", "/a2a/{tenant}/{agent_id}/"
                                                                                 ".well-known/agent-card.json")}
     assert set(ROUTES) == served
+
+
+def test_cli_wait_asks_until_the_status_and_reports_the_interrupts() -> None:
+    """Issue 32: `holdpoint wait SESSION` waits for a park with the API's `?until=` long-poll."""
+    path = "/v1/sessions/sess-1"
+    view = {"status": "interrupted", "interrupts": [{"interrupt_id": "int-1", "reason": "confirm",
+                                                      "payload": {"message": "Send the email?"}}]}
+    client = Canned({("GET", path): view})
+    out = io.StringIO()
+    assert cli.main(["wait", "sess-1"], client=client, stdout=out) == 0
+    assert client.calls[-1][3]["until"] == "interrupted"
+    assert out.getvalue().splitlines() == ["sess-1 is interrupted", "  int-1  confirm  Send the email?"]
+    client = Canned({("GET", path): {"status": "running"}})
+    err = io.StringIO()
+    assert cli.main(["wait", "sess-1", "--until", "done", "--timeout", "0"], client=client, stdout=out,
+                    stderr=err) == 1
+    assert err.getvalue().startswith("error: timed_out: session sess-1 is running, not done")

@@ -140,6 +140,19 @@ def cmd_sessions(client: Client, args: argparse.Namespace, out: Out) -> None:
                for s in page.get("sessions", [])])
 
 
+def cmd_wait(client: Client, args: argparse.Namespace, out: Out) -> None:
+    """`holdpoint wait SESSION --until interrupted`: exit 0 once it is (printing its open
+    interrupts), 1 with `timed_out` if it is not within `--timeout`."""
+    view = client.wait_for(args.session, [s.strip() for s in args.until.split(",") if s.strip()], args.timeout)
+    if out.as_json:
+        out.json(view)
+        return
+    out.stream.write(f"{args.session} is {view.get('status')}\n")
+    for item in view.get("interrupts") or []:
+        message = (item.get("payload") or {}).get("message") if isinstance(item.get("payload"), dict) else None
+        out.stream.write(f"  {item.get('interrupt_id')}  {item.get('reason')}  {message or ''}\n")
+
+
 # -- the parser -------------------------------------------------------------------------------
 
 
@@ -172,6 +185,12 @@ def parser() -> argparse.ArgumentParser:
     tail.add_argument("--after", type=int, default=0, metavar="SEQ")
     tail.add_argument("--no-follow", action="store_true", help="print what is there and stop")
     tail.set_defaults(run=cmd_tail)
+    wait = sub.add_parser("wait", help="wait until a session's status is one of those named")
+    wait.add_argument("session")
+    wait.add_argument("--until", default="interrupted", help="comma-separated statuses (idle, running, "
+                      "interrupted, done); default interrupted")
+    wait.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS")
+    wait.set_defaults(run=cmd_wait)
     sessions = sub.add_parser("sessions", help="the tenant's sessions")
     sessions.add_argument("--status")
     sessions.add_argument("--agent")

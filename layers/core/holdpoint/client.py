@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 URL_ENV = "HOLDPOINT_URL"
@@ -110,6 +110,21 @@ class Client:
 
     def session(self, session_id: str) -> Json:
         return self.request("GET", f"/v1/sessions/{_seg(session_id)}")
+
+    def wait_for(self, session_id: str, statuses: Sequence[str], timeout: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> Json:
+        """The session view once its status is one of `statuses` (the API's `?until=` long-poll,
+        asked again until `timeout`); `timed_out` with the status it has otherwise."""
+        deadline = clock() + timeout
+        while True:
+            left = max(0, min(25, int(deadline - clock())))
+            view = self.request("GET", f"/v1/sessions/{_seg(session_id)}",
+                                params={"until": ",".join(statuses), "wait": left})
+            if view.get("status") in statuses:
+                return view
+            if clock() >= deadline:
+                raise HoldpointError("timed_out", f"session {session_id} is {view.get('status')}, not "
+                                     f"{' or '.join(statuses)}, after {timeout:.0f} s")
 
     def events(self, session_id: str, after_seq: int = 0, limit: int = 100, wait: int | None = None) -> Json:
         """A page of the session's event log after `after_seq` (`wait` long-polls where served)."""
