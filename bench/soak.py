@@ -1,0 +1,612 @@
+"""Soak: the whole approval flow under sustained, open-loop load on the local stack, over HTTP,
+optionally with AWS refusals and killed invocations injected while it runs; what it promises is
+checked at the end from the table and the worker's own log, not from the API's answers.
+
+Sessions arrive at `--rate` a second (Poisson) for `--duration` seconds. Each does what an
+approval session does: a turn whose `send_email` call the seed worker interrupts, the approval
+resumed after a human-like delay, the turn ending "Email sent.". Shares of them also take the
+harder paths (`--mix`): duplicate and concurrent resumes, an edit that branches away from the
+parked question and back, an interrupt left to expire, a quorum of two approvers, and a follower on
+the WebSocket API from start to end.
+
+Invariants (each a line `INVARIANT name: held|BROKEN (detail)`):
+- every session reached its expected final state (its messages, read from the table);
+- every `interrupt.resumed` decision reached the worker once per decision id (a redelivery of the
+  same id is counted apart: it is at-least-once, and the worker deduplicates on it), and every tool
+  ran once (one tool message in the session);
+- no interrupt of a soak session is left open in the table;
+- every follower got each event of its session once, in the table's order;
+- no 5xx answer;
+- the table's items per session are the same for every session of a kind.
+
+Figures (`FIGURE` lines, bench/figures.py): achieved against offered rate; p50/p95/p99 of submit ->
+interrupt visible, resume -> worker, and commit -> WebSocket; each long-lived process's RSS and
+open descriptors over the run with their slope per thousand sessions.
+
+    .venv/bin/python bench/soak.py [--rate 2] [--duration 600] [--faults 0.01] [--kills 0.002]
+    .venv/bin/python bench/soak.py --knee 1,2,4,8 --duration 60      # step the rate up
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for _p in (ROOT / "bench", ROOT / "local", ROOT / "layers" / "core", ROOT / "examples", ROOT):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+import requests  # noqa: E402
+from figures import figure  # noqa: E402
+from resume_latency import SCRIPT, start_stack  # noqa: E402
+
+KINDS = ("plain", "duplicate", "branch", "expire", "quorum", "follow")
+DEFAULT_MIX = "plain=0.55,duplicate=0.1,branch=0.1,expire=0.08,quorum=0.09,follow=0.08"
+WORKER = "soak_seed"
+EXPIRES_SECS = 3
+JUDGED = 300
+"""A slope per thousand sessions means something only over a few hundred of them (warm-up and
+caches fill first)."""
+RETRIED = (409, 429, 503)
+"""Answers a client retries after a pause (a lost race, a quota, AWS refusing): not failures."""
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# --------------------------------------------------------------------------- the worker's own log
+
+
+class Worker:
+    """The seed's `decide`, in process, logging every decision it is handed (a redelivery of a
+    decision id shows as a second entry) and when each `interrupt.resumed` arrived."""
+
+    def __init__(self) -> None:
+        import seed_worker
+
+        self.decide = seed_worker.decide
+        self.lock = threading.Lock()
+        self.log: list[tuple[str, str, str]] = []  # (session, decision id, trigger type)
+        self.resumed_at: dict[str, float] = {}
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        trigger = request["trigger"]
+        with self.lock:
+            self.log.append((request["session_id"], request["decision_id"], trigger["type"]))
+            if trigger["type"] == "interrupt.resumed":
+                self.resumed_at.setdefault(request["session_id"], time.perf_counter())
+        out: dict[str, Any] = self.decide(trigger, request.get("proposed") or {}, request.get("calls")) or {}
+        return out
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+@dataclass
+class Http:
+    """The soak's client: retries what a client retries, counts every 5xx (an invariant)."""
+
+    base: str
+    key: str
+    errors: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def call(self, method: str, path: str, body: Any = None, key: str | None = None,
+             ok: tuple[int, ...] = (200, 202)) -> Any:
+        headers = {"Authorization": f"Bearer {key or self.key}"}
+        for attempt in range(30):
+            resp = requests.request(method, self.base + path, json=body, headers=headers, timeout=60)
+            if resp.status_code >= 500:
+                with self.lock:
+                    self.errors[f"{method} {path.split('?')[0].rsplit('/', 1)[-1]} {resp.status_code}"] += 1
+            if resp.status_code in ok:
+                return resp.json()
+            if resp.status_code not in RETRIED and resp.status_code < 500:
+                raise RuntimeError(f"{method} {path}: {resp.status_code} {resp.text[:300]}")
+            time.sleep(min(2.0, 0.1 * (attempt + 1)))
+        raise RuntimeError(f"{method} {path}: still {resp.status_code} after 30 tries")
+
+    def until(self, sid: str, statuses: str, timeout: float = 120) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            view = self.call("GET", f"/v1/sessions/{sid}?until={statuses}&wait=20")
+            if view["status"] in statuses.split(","):
+                return dict(view)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"session {sid} stayed {view['status']}, wanted {statuses}")
+
+
+# --------------------------------------------------------------------------- one session
+
+
+@dataclass
+class Outcome:
+    kind: str
+    session_id: str = ""
+    submitted: float = 0.0
+    visible: float | None = None
+    resumed: float | None = None
+    finished: float | None = None
+    error: str | None = None
+    followed: list[int] | None = None
+    lags: list[float] = field(default_factory=list)
+
+
+class Sessions:
+    """The session flows; each returns its outcome (an exception becomes `error`)."""
+
+    def __init__(self, http: Http, keys: dict[str, str], live_url: str | None, rng: random.Random,
+                 delay: tuple[float, float]) -> None:
+        self.http, self.keys, self.live_url, self.rng, self.delay = http, keys, live_url, rng, delay
+
+    def start(self, out: Outcome, agent: str = "assistant") -> str:
+        out.submitted = time.perf_counter()
+        sid = str(self.http.call("POST", "/v1/sessions", {
+            "type": "client.message", "agent_id": agent,
+            "message": {"role": "user", "content": "Email Bob that the report is ready"}})["session_id"])
+        out.session_id = sid
+        return sid
+
+    def parked(self, out: Outcome, sid: str) -> str:
+        view = self.http.until(sid, "interrupted")
+        out.visible = time.perf_counter()
+        return str(view["interrupts"][0]["interrupt_id"])
+
+    def think(self) -> None:
+        time.sleep(self.rng.uniform(*self.delay))
+
+    def resume(self, out: Outcome, sid: str, iid: str, key: str | None = None) -> Any:
+        out.resumed = out.resumed or time.perf_counter()
+        return self.http.call("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume",
+                              {"payload": {"approved": True}}, key=key)
+
+    def run(self, kind: str) -> Outcome:
+        out = Outcome(kind)
+        try:
+            getattr(self, kind)(out)
+        except Exception as exc:  # noqa: BLE001 - a failed session is a finding, reported at the end
+            out.error = f"{type(exc).__name__}: {exc}"[:300]
+        out.finished = time.perf_counter()
+        return out
+
+    def plain(self, out: Outcome) -> None:
+        sid = self.start(out)
+        iid = self.parked(out, sid)
+        self.think()
+        self.resume(out, sid, iid)
+        self.http.until(sid, "done")
+
+    def duplicate(self, out: Outcome) -> None:
+        sid = self.start(out)
+        iid = self.parked(out, sid)
+        self.think()
+        with ThreadPoolExecutor(3) as pool:
+            answers = list(pool.map(lambda _: self.resume(out, sid, iid), range(3)))
+        answers.append(self.resume(out, sid, iid))
+        if sum(1 for a in answers if a.get("noop") is False) != 1:
+            raise AssertionError(f"not exactly one resume took effect: {answers}")
+        self.http.until(sid, "done")
+
+    def branch(self, out: Outcome) -> None:
+        sid = self.start(out)
+        iid = self.parked(out, sid)
+        view = self.http.call("GET", f"/v1/sessions/{sid}")
+        first, anchor = view["message_tree"]["nodes"][0]["message"]["id"], view["interrupts"][0]["anchor"]
+        self.http.call("POST", f"/v1/sessions/{sid}/inputs", {"type": "client.messages", "messages": [
+            {"role": "user", "content": "Actually, just say hi"}]})
+        self.http.until(sid, "done")
+        self.http.call("POST", f"/v1/sessions/{sid}/inputs", {"type": "client.messages", "messages": [
+            {"id": first, "role": "user"}, {"id": anchor, "role": "assistant"}]})
+        self.http.until(sid, "interrupted")
+        self.think()
+        self.resume(out, sid, iid)
+        self.http.until(sid, "done")
+
+    def expire(self, out: Outcome) -> None:
+        sid = self.start(out, "assistant-expiring")
+        self.parked(out, sid)
+        self.http.until(sid, "done", timeout=EXPIRES_SECS + 120)
+
+    def quorum(self, out: Outcome) -> None:
+        sid = self.start(out, "assistant-quorum")
+        iid = self.parked(out, sid)
+        self.think()
+        first = self.resume(out, sid, iid, key=self.keys["ann"])
+        if first.get("status") != "open":
+            raise AssertionError(f"the first of two approvals decided: {first}")
+        self.resume(out, sid, iid, key=self.keys["bob"])
+        self.http.until(sid, "done")
+
+    def follow(self, out: Outcome) -> None:
+        if not self.live_url:
+            raise RuntimeError("no WebSocket API")
+        asyncio.run(self._follow(out))
+
+    async def _follow(self, out: Outcome) -> None:
+        from holdpoint.core.state import epoch
+        from holdpoint_local.live_client import Follower
+
+        async with Follower(self.live_url or "", self.http.key) as follower:
+            sid = await asyncio.to_thread(self.start, out)
+            await follower.follow(sid, 0)
+            seqs: list[int] = []
+            loop = asyncio.get_running_loop()
+            task = loop.run_in_executor(None, self.plain_rest, out, sid)
+            while True:
+                try:
+                    _, event = await follower.next(timeout=120)
+                except TimeoutError:
+                    break
+                seqs.append(int(event["seq"]))
+                out.lags.append(time.time() - epoch(event["at"]))
+                if event["type"] == "turn.finished":
+                    break
+            await task
+            out.followed = seqs
+
+    def plain_rest(self, out: Outcome, sid: str) -> None:
+        iid = self.parked(out, sid)
+        self.think()
+        self.resume(out, sid, iid)
+        self.http.until(sid, "done")
+
+
+# --------------------------------------------------------------------------- processes
+
+
+class Sampler:
+    """RSS and open descriptors of this process (every handler, the front end, the pollers) and
+    the moto server child, against the sessions finished so far, every `every` seconds."""
+
+    def __init__(self, pids: dict[str, int], finished: Callable[[], int], every: float = 2.0) -> None:
+        self.pids, self.finished, self.every = pids, finished, every
+        self.samples: dict[str, list[tuple[int, float, int]]] = defaultdict(list)
+        self.cpu_start = {name: cpu_secs(pid) for name, pid in pids.items()}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every):
+            done = self.finished()
+            for name, pid in self.pids.items():
+                try:
+                    rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                               if line.startswith("VmRSS:"))
+                    fds = len(os.listdir(f"/proc/{pid}/fd"))
+                except (OSError, StopIteration):
+                    continue
+                self.samples[name].append((done, rss / 1024, fds))
+
+    def cores(self, seconds: float) -> dict[str, float]:
+        """Each process's CPU over the run, in cores (1.0: one core busy throughout; a Python
+        process's threads share one interpreter lock, so about 1.0 is its ceiling)."""
+        return {name: (cpu_secs(pid) - self.cpu_start[name]) / seconds for name, pid in self.pids.items()}
+
+    @staticmethod
+    def slope(points: list[tuple[float, float]]) -> float:
+        """Least squares, per thousand sessions."""
+        if len(points) < 3 or len({x for x, _ in points}) < 2:
+            return 0.0
+        mx, my = statistics.fmean(x for x, _ in points), statistics.fmean(y for _, y in points)
+        sxx = sum((x - mx) ** 2 for x, _ in points)
+        return 1000 * sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+
+
+def cpu_secs(pid: int) -> float:
+    """User + system CPU seconds of a process (and its finished threads) from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def inject(stack: Any, rate: float, kills: float, seed: int) -> Any:
+    """The chaos suite's injector at `rate` on every AWS call a handler makes (throttles and 5xx,
+    which botocore retries first), and `kills`: a share of the engine's and notifier's AWS calls
+    that abort their invocation instead (the record comes back, as after a crash)."""
+    import boto3
+
+    from holdpoint_local.faults import COMMON, Faults
+
+    faults = Faults(seed=seed).install(boto3.DEFAULT_SESSION or boto3._get_default_session())
+    for service in ("dynamodb", "sqs", "stepfunctions", "scheduler", "events", "s3", "secretsmanager"):
+        for code in COMMON:
+            if rate:
+                faults.inject(service, None, code, probability=rate / len(COMMON))
+    if kills:
+        rng = random.Random(seed + 1)
+        hooked = boto3.DEFAULT_SESSION or boto3._get_default_session()
+
+        def kill(event_name: str = "", **_: Any) -> None:
+            from holdpoint_local.faults import calling_function
+
+            if calling_function() in ("EngineFunction", "NotifierFunction") and rng.random() < kills:
+                raise Killed(event_name)
+
+        hooked.events.register_first("before-send", kill, unique_id="soak-kills")
+    return faults
+
+
+class Killed(RuntimeError):
+    """An invocation aborted mid-way, as if its execution environment died there."""
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def setup(stack: Any, worker: Worker) -> dict[str, str]:
+    """The agents (plain, expiring, a quorum of two) with the in-process worker, and two approvers."""
+    from holdpoint.aws.keys import put_api_key
+    from holdpoint.aws.store import Store
+    from holdpoint.outbound import workers
+
+    workers.register(WORKER, worker)
+    http = Http(stack.base_url, stack.api_key)
+    base = {"llm": {"provider": "scripted", "script": SCRIPT},
+            "tools": [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}]}
+    agents = {"assistant": base, "assistant-expiring": {**base, "interrupt_expires_in": EXPIRES_SECS},
+              "assistant-quorum": {**base, "approval": {"subjects": ["ann", "bob"], "quorum": 2}}}
+    store = Store(stack.env["TABLE_NAME"])
+    for name, agent in agents.items():
+        stored = http.call("PUT", f"/v1/agents/{name}", agent)["agent"]
+        store.put_agent(stack.tenant, name, {**stored, "worker": {"python": WORKER}})
+    keys = {}
+    for who in ("ann", "bob"):
+        keys[who] = f"hp_soak_{who}_{uuid.uuid4().hex[:8]}"
+        put_api_key(stack.env["TABLE_NAME"], keys[who], stack.tenant, who, "operator")
+    return keys
+
+
+def mix_of(text: str) -> list[tuple[str, float]]:
+    shares = [(k, float(v)) for k, v in (part.split("=") for part in text.split(",") if part)]
+    bad = [k for k, _ in shares if k not in KINDS]
+    if bad or not shares:
+        raise SystemExit(f"--mix names {bad or 'nothing'}; kinds: {', '.join(KINDS)}")
+    return shares
+
+
+@dataclass
+class Run:
+    outcomes: list[Outcome]
+    offered: float
+    seconds: float
+    duration: float
+    samples: dict[str, list[tuple[int, float, int]]]
+    errors: Counter[str]
+    cores: dict[str, float]
+    backlog: int
+
+    @property
+    def achieved(self) -> float:
+        """Sessions finished per second, over the arrivals' window plus one median session: an
+        open-loop stack that keeps up drains within about one session's length."""
+        spans = [o.finished - o.submitted for o in self.outcomes if o.finished and o.submitted and not o.error]
+        done = len(spans)
+        return done / (self.duration + statistics.median(spans)) if spans else 0.0
+
+
+def soak(stack: Any, worker: Worker, keys: dict[str, str], rate: float, duration: float, mix: list[tuple[str, float]],
+         seed: int, delay: tuple[float, float]) -> Run:
+    """Open-loop arrivals for `duration` s, then every session is let finish."""
+    rng = random.Random(seed)
+    http = Http(stack.base_url, stack.api_key)
+    flows = Sessions(http, keys, stack.live.url if stack.live else None, random.Random(seed + 7), delay)
+    kinds, weights = zip(*mix, strict=True)
+    outcomes: list[Outcome] = []
+    done = [0]
+    lock = threading.Lock()
+
+    def one(kind: str) -> None:
+        out = flows.run(kind)
+        with lock:
+            outcomes.append(out)
+            done[0] += 1
+
+    pids = {"stack (handlers, front end, pollers)": os.getpid()}
+    moto = getattr(stack.moto, "_proc", None)
+    if moto is not None:
+        pids["moto server"] = moto.pid
+    sampler = Sampler(pids, lambda: done[0])
+    sampler.thread.start()
+    start = time.monotonic()
+    arrivals = 0
+    with ThreadPoolExecutor(max_workers=256) as pool:
+        at = start
+        while True:
+            at += rng.expovariate(rate)
+            if at - start > duration:
+                break
+            time.sleep(max(0.0, at - time.monotonic()))
+            pool.submit(one, rng.choices(kinds, weights)[0])
+            arrivals += 1
+    seconds = time.monotonic() - start
+    sampler.stop.set()
+    sqs = stack.client("sqs")
+    depth = sqs.get_queue_attributes(QueueUrl=stack.env["WORK_QUEUE_URL"], AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    return Run(outcomes, arrivals / duration, seconds, duration, dict(sampler.samples), http.errors,
+               sampler.cores(seconds), sum(int(v) for v in depth.values()))
+
+
+def invariants(stack: Any, worker: Worker, run: Run) -> dict[str, str | None]:
+    """Each invariant: None when it held, else what broke (read from the table and the worker's log)."""
+    from holdpoint.aws.store import Store, session_pk
+
+    store = Store(stack.env["TABLE_NAME"])
+    ddb = stack.client("dynamodb")
+    broken: dict[str, list[str]] = defaultdict(list)
+    items_by_kind: dict[str, Counter[int]] = defaultdict(Counter)
+    per_decision = Counter((s, d) for s, d, t in worker.log if t == "interrupt.resumed")
+    for out in run.outcomes:
+        if out.error or not out.session_id:
+            broken["final state"].append(f"{out.kind} {out.session_id or '-'}: {out.error}")
+            continue
+        state = store.load(stack.tenant, out.session_id)
+        assert state is not None
+        messages = [n.message for n in state.tree.active_path()]
+        want = "I did not send it." if out.kind == "expire" else "Email sent."
+        if not messages or messages[-1].get("content") != want:
+            broken["final state"].append(f"{out.kind} {out.session_id}: ends {messages[-1:]}")
+        tools = [m for m in messages if m.get("role") == "tool"]
+        if len(tools) != 1:
+            broken["each tool once"].append(f"{out.session_id}: {len(tools)} tool messages")
+        resumed = {d for (s, d) in per_decision if s == out.session_id}
+        if len(resumed) != 1:
+            broken["each decision once"].append(f"{out.session_id}: {len(resumed)} interrupt.resumed decisions")
+        if any(i.status == "open" for i in state.interrupts.values()):
+            broken["no open interrupt"].append(out.session_id)
+        if out.followed is not None:
+            logged = [e["seq"] for e in store.events(stack.tenant, out.session_id, 0, 1000)]
+            if out.followed != logged[:len(out.followed)] or len(out.followed) != len(set(out.followed)):
+                broken["followers in order"].append(f"{out.session_id}: got {out.followed[:8]}..., log {logged[:8]}...")
+        pk = session_pk(stack.tenant, out.session_id)
+        count = ddb.query(TableName=stack.env["TABLE_NAME"], KeyConditionExpression="PK = :pk",
+                          ExpressionAttributeValues={":pk": {"S": pk}}, Select="COUNT")["Count"]
+        items_by_kind[out.kind][count] += 1
+    if run.errors:
+        broken["zero 5xx"] = [f"{k} x{v}" for k, v in run.errors.items()]
+    for kind, counts in items_by_kind.items():
+        if len(counts) > 1:
+            broken["items per session"].append(f"{kind}: {dict(counts)}")
+    names = ("final state", "each tool once", "each decision once", "no open interrupt", "followers in order",
+             "zero 5xx", "items per session")
+    return {name: "; ".join(broken[name][:5]) + (f" (+{len(broken[name]) - 5})" if len(broken[name]) > 5 else "")
+            if broken.get(name) else None for name in names}
+
+
+def report(run: Run, worker: Worker, held: dict[str, str | None], redelivered: int) -> bool:
+    done = [o for o in run.outcomes if not o.error]
+    visible = [o.visible - o.submitted for o in done if o.visible]
+    to_worker = [worker.resumed_at[o.session_id] - o.resumed for o in done
+                 if o.resumed and o.session_id in worker.resumed_at]
+    lags = [lag for o in done for lag in o.lags]
+    achieved = run.achieved
+    print(f"\n{len(run.outcomes)} sessions ({dict(Counter(o.kind for o in run.outcomes))}) in {run.seconds:.0f} s "
+          f"({run.duration:.0f} s of arrivals); work queue left: {run.backlog}")
+    print("  CPU over the run, in cores: " + ", ".join(f"{k} {v:.2f}" for k, v in run.cores.items()))
+    figure("soak achieved / offered rate", f"{achieved:.2f} / {run.offered:.2f} sessions/s",
+           "achieved within 10% of offered", achieved >= 0.9 * run.offered)
+    for name, values in (("submit -> interrupt visible", visible), ("resume -> worker", to_worker),
+                         ("commit -> WebSocket", lags)):
+        ms = [v * 1000 for v in values]
+        print(f"  {name}: n={len(ms)} p50 {pct(ms, .5):.0f} ms, p95 {pct(ms, .95):.0f} ms, p99 {pct(ms, .99):.0f} ms")
+    for proc, samples in run.samples.items():
+        rss = Sampler.slope([(d, r) for d, r, _ in samples])
+        fds = Sampler.slope([(d, f) for d, _, f in samples])
+        first, last = samples[0] if samples else (0, 0, 0), samples[-1] if samples else (0, 0, 0)
+        judged = len(run.outcomes) >= JUDGED
+        figure(f"soak {proc} RSS / fds", f"{first[1]:.0f} -> {last[1]:.0f} MiB ({rss:+.1f} MiB per 1,000 sessions), "
+               f"{first[2]} -> {last[2]} fds ({fds:+.1f} per 1,000)"
+               + ("" if judged else f" (fewer than {JUDGED} sessions: not judged)"),
+               "flat within noise (|slope| < 20 MiB, < 20 fds per 1,000 sessions)",
+               judged and abs(rss) < 20 and abs(fds) < 20)
+    print(f"  redelivered decisions (same id to the worker again): {redelivered}")
+    for name, why in held.items():
+        print(f"INVARIANT {name}: {'held' if why is None else 'BROKEN (' + why + ')'}")
+    return all(why is None for why in held.values())
+
+
+def saturated(run: Run, rate: float) -> str:
+    """Which part gave way: the busiest process if it is near its one-core ceiling, else the
+    engine if the work queue was left behind, else none (the latency bound came first)."""
+    name, busiest = max(run.cores.items(), key=lambda kv: kv[1])
+    if busiest >= 0.85:
+        return f"{name} ({busiest:.2f} cores: CPU-bound under one interpreter lock)"
+    if run.backlog > 5 * rate:
+        return f"the engine (work queue left {run.backlog} messages)"
+    return "none near its ceiling (the latency bound came first)"
+
+
+def knee(stack: Any, worker: Worker, keys: dict[str, str], rates: list[float], args: argparse.Namespace,
+         delay: tuple[float, float]) -> int:
+    """Step the offered rate up until p99 of submit -> interrupt visible passes `--bound` or an
+    invariant breaks; the highest rate held, and what saturated at the first that was not."""
+    held_rate, why = 0.0, "every rate held"
+    for rate in rates:
+        print(f"\n== knee step: {rate}/s for {args.duration:.0f} s", flush=True)
+        run = soak(stack, worker, keys, rate, args.duration, mix_of(args.mix), args.seed, delay)
+        held = invariants(stack, worker, run)
+        report(run, worker, held, 0)
+        visible = [1000 * (o.visible - o.submitted) for o in run.outcomes if o.visible and not o.error]
+        p99 = pct(visible, 0.99)
+        kept_up = run.achieved >= 0.9 * run.offered
+        if p99 > args.bound or not kept_up or any(held.values()):
+            why = (f"at {rate}/s: p99 {p99:.0f} ms (bound {args.bound:.0f}), achieved {run.achieved:.2f}/s, "
+                   f"invariants {'held' if not any(held.values()) else 'BROKEN'}; first to saturate: "
+                   f"{saturated(run, rate)}")
+            break
+        held_rate = rate
+    figure("soak knee: the highest rate the local stack holds", f"{held_rate}/s ({why})",
+           "printed with the part that saturated first", True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=float, default=2.0, help="sessions started per second (default 2)")
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds of arrivals (default 600)")
+    parser.add_argument("--mix", default=DEFAULT_MIX, help=f"kind=share,... (default {DEFAULT_MIX})")
+    parser.add_argument("--faults", type=float, default=0.0, help="share of AWS calls refused (e.g. 0.01)")
+    parser.add_argument("--kills", type=float, default=0.0, help="share of engine/notifier AWS calls that abort "
+                        "their invocation (e.g. 0.002)")
+    parser.add_argument("--delay", default="0.2,2.0", help="a person's answer comes after uniform(a, b) s")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--knee", help="rates to step through (e.g. 1,2,4,8), each for --duration s, until p99 "
+                        "passes --bound or an invariant breaks")
+    parser.add_argument("--bound", type=float, default=5000.0, help="the p99 bound of submit -> interrupt "
+                        "visible, in ms (default 5000)")
+    parser.add_argument("--json", help="write the outcomes here")
+    args = parser.parse_args(argv)
+    if not 0 < args.rate <= 50 or not 0 < args.duration <= 7200:
+        parser.error("--rate must be in (0, 50] and --duration in (0, 7200]")
+    delay = tuple(float(x) for x in args.delay.split(","))
+    stack = start_stack()
+    try:
+        worker = Worker()
+        keys = setup(stack, worker)
+        faults = inject(stack, args.faults, args.kills, args.seed) if args.faults or args.kills else None
+        if args.knee:
+            return knee(stack, worker, keys, [float(r) for r in args.knee.split(",")], args, (delay[0], delay[1]))
+        print(f"soak: {args.rate}/s for {args.duration:.0f} s, faults {args.faults}, kills {args.kills}, "
+              f"seed {args.seed}", flush=True)
+        run = soak(stack, worker, keys, args.rate, args.duration, mix_of(args.mix), args.seed,
+                   (delay[0], delay[1]))
+        if faults is not None:
+            faults.stop()
+            print(f"  injected: {sum(faults.injected.values())} refusals at "
+                  f"{len({k[:3] for k in faults.injected})} sites", flush=True)
+        held = invariants(stack, worker, run)
+        redelivered = sum(c - 1 for c in Counter((s, d) for s, d, _ in worker.log).values() if c > 1)
+        ok = report(run, worker, held, redelivered)
+        if args.json:
+            Path(args.json).write_text(json.dumps([o.__dict__ for o in run.outcomes]), encoding="utf-8")
+    finally:
+        stack.stop()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
