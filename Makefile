@@ -148,5 +148,23 @@ help:
 	  'make deploy       the first run on AWS (sam build, sam deploy, the first key)' \
 	  'make bench        the performance figures (about 12 minutes)' \
 	  'make bench-quick  the same figures at small sizes (under 3 minutes)' \
+	  'make soak         sustained load with faults, invariants, then the knee (about 16 minutes)' \
+	  'make soak-quick   the same at a small size (under 3 minutes)' \
 	  'make capacity     the capacity model' \
 	  'make clean        remove the venvs and build output'
+
+# The soak (bench/soak.py, docs/CAPACITY.md "Under sustained load"): open-loop approval sessions over
+# HTTP on the local stack with AWS refusals and killed invocations injected, invariants checked from
+# the table and the worker's log, then the rate stepped up to the knee. `make soak-quick`: the same
+# FIGURE and INVARIANT lines at a small size, in under 3 minutes. A 60 s version is in `make test`.
+SOAK_RATE ?= 2
+SOAK_SECS ?= 600
+SOAK_FAULTS ?= --faults 0.01 --kills 0.002
+SOAK_KNEE ?= 1,2,4,8,16
+.PHONY: soak soak-quick
+soak: venv
+	$(BENCH_ENV) $(PY) bench/soak.py --rate $(SOAK_RATE) --duration $(SOAK_SECS) $(SOAK_FAULTS)
+	$(BENCH_ENV) $(PY) bench/soak.py --knee $(SOAK_KNEE) --duration 60
+
+soak-quick: venv
+	$(BENCH_ENV) $(PY) bench/soak.py --rate 1 --duration 90 $(SOAK_FAULTS)

@@ -344,10 +344,15 @@ def inject(stack: Any, rate: float, kills: float, seed: int) -> Any:
             from holdpoint_local.faults import calling_function
 
             if calling_function() in ("EngineFunction", "NotifierFunction") and rng.random() < kills:
+                KILLED[event_name.split(".")[-1]] += 1
                 raise Killed(event_name)
 
         hooked.events.register_first("before-send", kill, unique_id="soak-kills")
     return faults
+
+
+KILLED: Counter[str] = Counter()
+"""The invocations the soak aborted, by the AWS operation they were about to call."""
 
 
 class Killed(RuntimeError):
@@ -597,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
         if faults is not None:
             faults.stop()
             print(f"  injected: {sum(faults.injected.values())} refusals at "
-                  f"{len({k[:3] for k in faults.injected})} sites", flush=True)
+                  f"{len({k[:3] for k in faults.injected})} sites; {sum(KILLED.values())} invocations killed "
+                  f"({dict(KILLED)})", flush=True)
         held = invariants(stack, worker, run)
         redelivered = sum(c - 1 for c in Counter((s, d) for s, d, _ in worker.log).values() if c > 1)
         ok = report(run, worker, held, redelivered)
