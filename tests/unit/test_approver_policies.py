@@ -476,7 +476,7 @@ def test_a2_an_approver_beaten_every_round_gets_409_conflict_and_nothing_of_thei
     """Each time Bob's write is about to land, another member's answer lands first (a real
     conditional failure): after ROUNDS tries Bob is told 409 `conflict`, and a retry records him."""
     from holdpoint.aws.ddb.expr import Update
-    from holdpoint.aws.ddb.interrupts import Checked
+    from holdpoint.core.interrupts import Checked
     from holdpoint.services import resume as resume_service
 
     h = board({"groups": ["board"], "quorum": 5})

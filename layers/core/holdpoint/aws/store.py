@@ -18,12 +18,13 @@ from holdpoint.aws.ddb.cache import Cached, Head, Reads, StateCache, cache_from_
 from holdpoint.aws.ddb.codec import Codec, agent_digest
 from holdpoint.aws.ddb.commit import Committer, quota_refusal
 from holdpoint.aws.ddb.expr import Between, Exists, Expr, Update, eq, s
-from holdpoint.aws.ddb.interrupts import Checked, InterruptWrites
+from holdpoint.aws.ddb.interrupts import InterruptWrites
 from holdpoint.aws.ddb.listings import Listings
 from holdpoint.aws.ddb.schema import quota_pk, session_pk
 from holdpoint.aws.ddb.table import ConditionFailed, Table
 from holdpoint.aws.ddb.warm import WarmReads
 from holdpoint.core import quotas
+from holdpoint.core.interrupts import Checked
 from holdpoint.core.state import Interrupt, SessionState
 from holdpoint.ports import MAX_SEQ, Conflict, InboxQuery, InboxRow, ResolveOutcome, SessionFilters
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from holdpoint.core import approvals, claims
 from holdpoint.core.errors import Refusal
@@ -252,6 +253,37 @@ def requester_of(state: SessionState, turn_id: str | None) -> str | None:
     if turn is not None and turn.requester:
         return turn.requester
     return claims.principal_of(state.header) if (state.header.identity or {}).get("id") else None
+
+
+WriteRefusal = Literal["noop", "forbidden", "not_found", "changed", "raced"]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What a resume checked on the interrupt it read, and its one write is conditioned on."""
+
+    allowed_origins: list[str]
+    owner: str | None = None
+    generation: int | None = None
+    seen: int | None = None  # A2: the answers the caller read
+
+
+def write_refusal(found: Interrupt | None, checked: Checked) -> WriteRefusal | None:
+    """Why an answer may not be written to the interrupt as it is now (None: it may): the one rule
+    both stores apply, the DynamoDB one to the item its failed condition returns."""
+    if found is None:
+        return "noop"
+    if checked.owner is not None and found.owner != checked.owner:
+        return "not_found"
+    if found.status != "open":
+        return "noop"
+    if checked.generation is not None and found.generation != checked.generation:
+        return "changed"
+    if checked.seen is not None and len(found.approvals) != checked.seen:
+        return "raced"
+    if found.origin not in checked.allowed_origins:
+        return "forbidden"
+    return None
 
 
 def llm_call_parked(state: SessionState, call: Call) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from holdpoint.core.state import Call, Decision, Interrupt, Turn
-from holdpoint.ports import InboxQuery, InboxRow, ResolveOutcome
+from holdpoint.ports import InboxQuery, InboxRow
 
 ITEM_BYTES = 400_000  # DynamoDB's item limit
 OFFLOAD_BYTES = 300_000  # bodies above this go to S3 by reference in the DynamoDB store: never too large
@@ -100,22 +100,6 @@ def page(rows: list[tuple[str, Any]], limit: int, cursor: str | None) -> tuple[l
     left = [(key, row) for key, row in sorted(rows, key=lambda r: r[0], reverse=True) if after is None or key < after]
     out = left[:limit]
     return [row for _, row in out], encode_cursor(out[-1][0]) if len(left) > limit else None
-
-
-def refusal(data: dict[str, Any], allowed_origins: list[str], owner: str | None, generation: int | None,
-            seen: int | None) -> ResolveOutcome | None:
-    """Why an answer may not be written to the interrupt as it is now, or None when it may."""
-    if owner is not None and data.get("owner") != owner:
-        return "not_found"
-    if data.get("status") != "open":
-        return "noop"
-    if generation is not None and data.get("generation", 0) != generation:
-        return "changed"
-    if seen is not None and len(data.get("approvals") or []) != seen:
-        return "raced"
-    if data.get("origin") not in allowed_origins:
-        return "forbidden"
-    return None
 
 
 def listed(query: InboxQuery, row: InboxRow, order: str) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
+from holdpoint.core.interrupts import Checked, write_refusal
 from holdpoint.core.state import Header, Interrupt, SessionState
 from holdpoint.core.tree import Node, Tree
 from holdpoint.memory.records import (
@@ -32,7 +33,6 @@ from holdpoint.memory.records import (
     listed,
     page,
     record_of,
-    refusal,
 )
 from holdpoint.ports import (
     MAX_SEQ,
@@ -283,7 +283,7 @@ class MemoryStore:
                 return "noop", None
             record = found[1]
             data = json.loads(record.text)
-            why = refusal(data, allowed_origins, owner, generation, seen)
+            why = write_refusal(interrupt_of(data), Checked(allowed_origins, owner, generation, seen))
             if why is not None:
                 return why, (None if why == "not_found" else interrupt_of(data))
             data.update(json.loads(as_text(changes)))

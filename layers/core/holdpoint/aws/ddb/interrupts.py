@@ -6,25 +6,15 @@ from __future__ import annotations
 
 import json
 from contextlib import suppress
-from dataclasses import dataclass
 from typing import Any
 
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.codec import Codec
 from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Never, OneOf, Update, absent_or, all_of, eq, n, s
 from holdpoint.aws.ddb.table import ConditionFailed, Table
+from holdpoint.core.interrupts import Checked, write_refusal
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import ResolveOutcome
-
-
-@dataclass(frozen=True)
-class Checked:
-    """What the caller checked on the interrupt it read, and the write is conditioned on."""
-
-    allowed_origins: list[str]
-    owner: str | None = None
-    generation: int | None = None
-    seen: int | None = None  # A2: the answers the caller read
 
 
 def same_generation(generation: int) -> Cond:
@@ -82,17 +72,11 @@ class InterruptWrites:
         return done, self.codec.interrupt(new)
 
     def unresolved(self, old: dict[str, Any], checked: Checked) -> tuple[ResolveOutcome, Interrupt | None]:
-        """Why the answer's conditional update failed, from the item as it was."""
-        if checked.owner is not None and old and old.get("owner", {}).get("S") != checked.owner:
-            return "not_found", None
+        """Why the answer's conditional update failed, from the item as it was (`write_refusal`;
+        the condition is that rule's, so one of its refusals holds)."""
         found = self.codec.interrupt(old) if old else None
-        if found is not None and found.status == "open":
-            if checked.generation is not None and found.generation != checked.generation:
-                return "changed", found
-            if checked.seen is not None and len(found.approvals) != checked.seen:
-                return "raced", found
-            return "forbidden", found
-        return "noop", found
+        why = write_refusal(found, checked) or "forbidden"
+        return why, (None if why == "not_found" else found)
 
     def resolve(self, key: dict[str, Any], *, resolution: Any, responder: dict[str, Any], at: str,
                 kept_until: int | None, checked: Checked,
