@@ -178,7 +178,7 @@ def test_n3_tampered_expired_and_misused_links_are_4xx_and_change_nothing(
     body, mac = token.split(".")
     tampered = f"{stack.base_url}/v1/links/{body[:-2] + ('A' if body[-2] != 'A' else 'B') + body[-1]}.{mac}"
     expired_claims = {"t": "dev", "s": sid, "i": interrupt["interrupt_id"], "g": 1, "o": "approve",
-                      "a": "dev-user", "x": int(time.time()) - 5}
+                      "a": "key:dev-user", "x": int(time.time()) - 5}
     expired = f"{stack.base_url}/v1/links/{signing.seal('link', expired_claims)}"
     before, events = table_count(stack), len(api.events(sid))
     for url, status, code in [(tampered, 400, "invalid_link"), (expired, 410, "link_expired"),

@@ -90,7 +90,7 @@ def test_the_api_is_what_its_document_says(stack: Any, api: Api, monkeypatch: py
     # A link this deployment sealed, for an interrupt the session never had: its page says closed
     # (200), and its form with the link's own option answers a no-op.
     token = signing.seal(links.PURPOSE, {"t": stack.tenant, "s": sid, "i": "never-raised", "g": 1, "o": "approve",
-                                         "a": stack.subject, "x": int(time.time()) + 3600})
+                                         "a": f"key:{stack.subject}", "x": int(time.time()) + 3600})
     live = {"session_id": sid, "agent_id": "assistant", "token": token, "tenant": stack.tenant}
     started = time.monotonic()
     cases = 0
