@@ -63,7 +63,8 @@ def _documented(name: str) -> dict[int, Any]:
 
 
 @router.get("/", summary="The API's root: a redirect to the inbox page (no credentials)",
-            responses={302: {"description": "to /inbox"}})
+            responses={302: {"description": "to /inbox (`Location`)",
+                             "content": {"text/plain": {"schema": {"type": "string"}}}}})
 def root() -> Response[str]:
     """`/` leads somewhere a person can start: the approver's console."""
     return Response(status_code=302, content_type="text/plain; charset=utf-8", body="see /inbox\n",
