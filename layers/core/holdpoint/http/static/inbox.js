@@ -170,6 +170,7 @@ function answerItems(answers) {
 // "expired" and its card (data-card) turns expired: its answer buttons are disabled.
 function tick() {
   const now = Date.now();
+  for (const node of document.querySelectorAll("[data-since]")) node.textContent = `(${ago(node.dataset.since)})`;
   for (const node of document.querySelectorAll("[data-expires]")) {
     const left = (Date.parse(node.dataset.expires) - now) / 1000;
     const owner = node.closest("[data-card]");
@@ -517,6 +518,7 @@ async function loadOpen() {
     removeCard(node);
   }
   $("empty").hidden = list.children.length > 0;
+  document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || 0) + 1);
   for (const [sid, sig] of bySession) loadExcerpt(sid, sig.sort().join(","));
 }
 
@@ -579,7 +581,7 @@ function card(item, key) {
     : (item.action ? `Run ${item.action.tool}?` : brief(item.payload) || item.reason);
   node.setAttribute("aria-labelledby", message.id);
   const raised = node.querySelector(".raised");
-  raised.append("asked ", timeEl(item.created_at), ` (${ago(item.created_at)})`);
+  raised.append("asked ", timeEl(item.created_at), " ", el("span", { className: "ago", dataset: { since: item.created_at } }));
   if (item.action) {
     node.querySelector(".action").hidden = false;
     node.querySelector(".tool").textContent = item.action.tool || "";
@@ -618,6 +620,8 @@ function answered(node, item, result, form) {
     let note = node.querySelector(".mine");
     if (!note) { note = el("p", { className: "mine", role: "status" }); form.before(note); }
     note.textContent = text;
+    if (!result.noop) form.elements.comment.value = "";
+    form.hidden = true; // a second answer by the same person changes nothing (A2)
     sessions.delete(item.session_id);
     refresh(true);
     return;
@@ -741,7 +745,7 @@ function renderHistory() {
     what.append(el("span", { textContent: r.question }), " ",
       el("a", { href: `/inbox/session?id=${encodeURIComponent(r.session_id)}`, textContent: "session",
         ariaLabel: `session ${r.session_id}` }));
-    const row = el("tr", { className: `decision ${r.status}` },
+    const row = el("tr", { className: `decision ${r.status}${r.answer.startsWith("Denied") ? " denied" : ""}` },
       el("td", { className: "when" }, timeEl(r.decided_at, true)), what,
       el("td", { className: "answer-cell", textContent: r.answer }), el("td", { className: "by", textContent: r.by }),
       el("td", { className: "comment", textContent: r.comment }),

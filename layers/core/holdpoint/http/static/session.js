@@ -169,7 +169,7 @@ async function loadDecisions() {
       el("b", { className: "verdict", textContent: H.answerText(i.resolution, i.status) }), " ",
       el("span", { className: "asked", textContent: typeof payload.message === "string" ? payload.message : i.reason }),
       ` ${who} at `, H.timeEl(i.resolved_at),
-      comments.length ? el("q", { className: "comment", textContent: comments.join(" | ") }) : "");
+      comments.length ? " " : "", comments.length ? el("q", { className: "comment", textContent: comments.join(" | ") }) : "");
     node.dataset.interruptId = i.interrupt_id;
     return node;
   }));
@@ -178,7 +178,9 @@ async function loadDecisions() {
 function showMessages(view) {
   for (const message of view.messages || []) {
     if (page.shown.has(message.id)) continue;
-    if (!page.added.has(message.id)) break; // shown once its event is here (a draft it replaces is known)
+    // While a reply streams, an assistant message waits for its `message.added` event, which names
+    // the call whose draft it replaces (the view can be read before that event arrives).
+    if (message.role === "assistant" && !page.added.has(message.id) && H.$("messages").querySelector(".draft")) break;
     page.shown.add(message.id);
     const text = H.messageText(message);
     const node = el("div", { className: `turn ${message.role}` }, el("b", { textContent: `${H.roleName(message)}: ` }),
