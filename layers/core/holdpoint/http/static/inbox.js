@@ -1,20 +1,22 @@
-// The Holdpoint inbox: open interrupts across sessions, answered with the caller's own bearer
-// token (kept in sessionStorage), and the history of decisions from the audit query
+// The Holdpoint approver's console: open interrupts across sessions, answered with the caller's
+// own bearer token (kept in sessionStorage), and the history of decisions from the audit query
 // (`GET /v1/interrupts?status=all`: resolved and expired interrupts with who, what and how fast).
-// Everything the API returns is rendered as text (textContent), never as markup.
+// The first half of this script is shared with the session page (/inbox/session loads it before
+// session.js): the API client, readable principals, policies and answers, local times, and the
+// answer form. Everything the API returns is rendered as text (textContent), never as markup.
 "use strict";
 
 const TOKEN_KEY = "holdpoint.token";
-const REFRESH_MS = 2000;
-let refreshTimer = null;
-let busy = false;
-
 const $ = (id) => document.getElementById(id);
+const token = () => sessionStorage.getItem(TOKEN_KEY) || "";
 
 function el(tag, props, ...children) {
   const node = document.createElement(tag);
-  Object.assign(node, props || {});
-  for (const child of children) node.append(child);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (k === "dataset") Object.assign(node.dataset, v);
+    else node[k] = v; // ariaLabel, role: the ARIA properties Chromium and Firefox reflect
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
   return node;
 }
 
@@ -28,21 +30,397 @@ class ApiError extends Error {
   }
 }
 
+let onRefused = () => {};
+
 async function api(method, path, body) {
-  const headers = { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}` };
+  const headers = { Authorization: `Bearer ${token()}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await resp.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
-  if (resp.status === 401 || (resp.status === 403 && !(data && data.error))) {
-    signOut("Those credentials were refused.");
-  }
+  if (resp.status === 401 || (resp.status === 403 && !(data && data.error))) onRefused("Those credentials were refused.");
   if (!resp.ok) throw new ApiError(resp.status, data);
   return data;
 }
 
-// -- sign in --------------------------------------------------------------------------------
+// -- readable values ------------------------------------------------------------------------
+
+// `key:dev-user` is an API key's subject, `user:ann` an end user's (client token); a bare name
+// is an API key's subject or one a declaration maps (A2).
+function principal(p) {
+  if (typeof p !== "string" || !p) return "unknown";
+  const m = /^(key|user):(.+)$/.exec(p);
+  if (!m) return p;
+  return m[1] === "key" ? `${m[2]} (API key)` : `${m[2]} (user)`;
+}
+
+function brief(value, max = 160) {
+  if (value === null || value === undefined) return "";
+  let text = typeof value === "string" ? value
+    : (typeof value === "object" && typeof value.message === "string") ? value.message : JSON.stringify(value);
+  text = text.replace(/\s+/g, " ").trim();
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function parseJson(value) {
+  if (typeof value !== "string") return value;
+  try { return JSON.parse(value); } catch (e) { return value; }
+}
+
+// One value as a person reads it: strings bare, yes/no, the rest compact JSON.
+function plain(value) {
+  if (typeof value === "string") return value;
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  return JSON.stringify(value);
+}
+
+// Tool arguments (canonical JSON text, what the fingerprint covers) as name/value pairs.
+function argumentPairs(args) {
+  const parsed = parseJson(args);
+  if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) {
+    return Object.entries(parsed).map(([k, v]) => [k, typeof v === "object" && v !== null ? JSON.stringify(v, null, 2) : plain(v)]);
+  }
+  return [["arguments", plain(parsed)]];
+}
+
+function callText(name, args) {
+  const pairs = argumentPairs(args).map(([k, v]) => `${k}: ${v}`);
+  return `${name}(${pairs.join(", ")})`;
+}
+
+// What an answer means: Approved/Denied, an option's value, Cancelled, Expired, or its fields.
+function answerText(resolution, status) {
+  const r = resolution && typeof resolution === "object" ? resolution : null;
+  let text;
+  if (r && r.reason === "expired") text = `Expired${r.on_expiry ? ` (${r.on_expiry})` : ""}`;
+  else if (r && typeof r.approved === "boolean") text = r.approved ? "Approved" : "Denied";
+  else if (r && r.status === "cancelled") text = "Cancelled";
+  else if (r && r.status === "resolved" && "payload" in r) text = answerText(r.payload);
+  else if (r && !Array.isArray(r)) text = Object.entries(r).map(([k, v]) => `${k}: ${plain(v)}`).join(", ");
+  else text = resolution === undefined ? "" : plain(resolution);
+  if (r && r.approved !== undefined && r.payload && typeof r.payload === "object") {
+    const extra = Object.entries(r.payload).filter(([k]) => k !== "approved").map(([k, v]) => `${k}: ${plain(v)}`);
+    if (extra.length) text += ` (${extra.join(", ")})`;
+  }
+  return status === "expired" && !text.startsWith("Expired") ? `Expired: ${text}` : text;
+}
+
+const sameDay = (d) => d.toDateString() === new Date().toDateString();
+
+function localTime(iso, withDate) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  if (!withDate && sameDay(d)) return d.toLocaleTimeString();
+  return d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+}
+
+function timeEl(iso, withDate) {
+  return el("time", { dateTime: iso || "", textContent: localTime(iso, withDate), title: iso || "" });
+}
+
+function span(secs) {
+  secs = Math.max(0, Math.floor(secs));
+  const d = Math.floor(secs / 86400), h = Math.floor((secs % 86400) / 3600);
+  const m = Math.floor((secs % 3600) / 60), s = secs % 60;
+  if (d) return `${d}d ${h}h`;
+  if (h) return `${h}h ${m}m`;
+  if (m) return `${m}m ${String(s).padStart(2, "0")}s`;
+  return `${s}s`;
+}
+
+function ago(iso) {
+  return `${span((Date.now() - Date.parse(iso)) / 1000)} ago`;
+}
+
+// Who may answer, from the frozen policy (A2) and the requester.
+function policyText(policy, requester) {
+  const p = policy || {};
+  const who = [];
+  if (p.subjects) who.push(p.subjects.map(principal).join(", "));
+  if (p.groups) who.push(`group ${p.groups.map(principal).join(", ")}`);
+  const parts = [`Who may answer: ${who.length ? who.join(" or ") : "anyone allowed to resume it"}`];
+  if (p.origins) parts.push(`via ${p.origins.join(", ")}`);
+  if ((p.quorum || 1) > 1) parts.push(`${p.quorum} approvals needed`);
+  if (p.forbid_requester) parts.push(`not the requester (${principal(requester)})`);
+  if (p.deny_resolves === false) parts.push("a denial does not end it");
+  return `${parts.join(" · ")}.`;
+}
+
+function quorumText(item) {
+  const quorum = (item.policy && item.policy.quorum) || 1;
+  const answers = item.approvals || [];
+  const yes = answers.filter((a) => a.status === "approved").map((a) => a.subject);
+  const no = answers.filter((a) => a.status === "denied").map((a) => a.subject);
+  if (quorum <= 1 && !answers.length) return "";
+  let text = `${yes.length} of ${quorum} approval${quorum === 1 ? "" : "s"}${yes.length ? `: ${yes.join(", ")}` : ""}`;
+  if (no.length) text += ` · denied: ${no.join(", ")}`;
+  return text;
+}
+
+function answerItems(answers) {
+  return (answers || []).map((a) => el("li", { className: `answered ${a.status}` },
+    `${a.status === "denied" ? "Denied" : "Approved"} by ${principal(a.subject)}`, a.at ? " at " : "",
+    a.at ? timeEl(a.at) : "", a.comment ? el("q", { textContent: a.comment }) : ""));
+}
+
+// -- countdowns -----------------------------------------------------------------------------
+
+// A node with data-expires (an ISO time) shows the time left, every second; at zero it reads
+// "expired" and its card (data-card) turns expired: its answer buttons are disabled.
+function tick() {
+  const now = Date.now();
+  for (const node of document.querySelectorAll("[data-since]")) node.textContent = `(${ago(node.dataset.since)})`;
+  for (const node of document.querySelectorAll("[data-expires]")) {
+    const left = (Date.parse(node.dataset.expires) - now) / 1000;
+    const owner = node.closest("[data-card]");
+    if (left <= 0) {
+      node.textContent = `expired (${localTime(node.dataset.expires)})`;
+      node.classList.add("expired");
+      if (owner && owner.dataset.state !== "expired") {
+        owner.dataset.state = "expired";
+        owner.querySelectorAll(".answer button").forEach((b) => { b.disabled = true; });
+      }
+    } else {
+      node.textContent = `expires in ${span(Math.ceil(left))} (${localTime(node.dataset.expires)})`;
+      node.classList.toggle("soon", left < 60);
+    }
+  }
+}
+
+// -- the answer form ------------------------------------------------------------------------
+
+// The form's fields: one per top-level property of an object schema (A1), by its type; a boolean
+// `approved` is not a field but the Approve/Deny buttons. Other schemas: one JSON answer.
+function schemaFields(schema, container, prefix) {
+  const props = schema.type === "object" || schema.properties ? (schema.properties || {}) : null;
+  const required = new Set(schema.required || []);
+  if (props === null) {
+    const input = el("textarea", { name: "payload", rows: 3, id: `${prefix}-payload` });
+    input.dataset.field = "payload";
+    const field = { name: null, kind: "json", input, prop: schema, required: true };
+    container.append(fieldBox(field, "Answer (JSON)"));
+    return [field];
+  }
+  const fields = [];
+  for (const [name, prop] of Object.entries(props)) {
+    const kind = Array.isArray(prop.enum) ? "enum" : (prop.type || "json");
+    if (name === "approved" && kind === "boolean") continue;
+    let input;
+    if (kind === "boolean") input = el("input", { type: "checkbox" });
+    else if (kind === "enum") {
+      input = el("select", {}, el("option", { value: "", textContent: "—" }));
+      prop.enum.forEach((v, i) => input.append(el("option", { value: String(i), textContent: plain(v) })));
+    } else if (kind === "integer" || kind === "number") input = el("input", { type: "text", inputMode: "decimal" });
+    else if (kind === "string") input = prop.maxLength > 200 ? el("textarea", { rows: 2 }) : el("input", { type: "text" });
+    else input = el("textarea", { rows: 2, placeholder: "JSON" });
+    input.name = name;
+    input.id = `${prefix}-f-${name}`;
+    input.dataset.field = name;
+    if (required.has(name)) input.setAttribute("aria-required", "true");
+    const field = { name, kind, input, prop, required: required.has(name) };
+    container.append(fieldBox(field, `${prop.title || name}${required.has(name) ? " (required)" : ""}`));
+    fields.push(field);
+  }
+  return fields;
+}
+
+function fieldBox(field, title) {
+  const error = el("span", { className: "field-error", id: `${field.input.id}-error` });
+  field.error = error;
+  field.input.setAttribute("aria-describedby", error.id);
+  const hint = field.prop && field.prop.description ? el("span", { className: "hint", textContent: ` ${field.prop.description}` }) : null;
+  if (field.kind === "boolean") {
+    return el("div", { className: "field" }, el("label", { htmlFor: field.input.id }, field.input, ` ${title}`), hint, error);
+  }
+  return el("div", { className: "field" }, el("label", { htmlFor: field.input.id, textContent: title }), hint, field.input, error);
+}
+
+// The answer the fields hold and what is wrong with it, field by field (the simple checks of the
+// types the form renders; the server checks the whole schema and names what it refuses).
+function readFields(fields) {
+  const out = {};
+  const problems = [];
+  for (const f of fields) {
+    const raw = f.kind === "boolean" ? null : f.input.value;
+    const p = f.prop || {};
+    let value;
+    let bad = null;
+    if (f.kind === "boolean") value = f.input.checked;
+    else if (raw.trim() === "") { if (f.required) bad = "required"; }
+    else if (f.kind === "enum") value = p.enum[Number(raw)];
+    else if (f.kind === "integer" || f.kind === "number") {
+      value = Number(raw.trim());
+      if (!Number.isFinite(value)) bad = "not a number";
+      else if (f.kind === "integer" && !Number.isInteger(value)) bad = "must be a whole number";
+      else if (typeof p.minimum === "number" && value < p.minimum) bad = `at least ${p.minimum}`;
+      else if (typeof p.maximum === "number" && value > p.maximum) bad = `at most ${p.maximum}`;
+      else if (typeof p.exclusiveMinimum === "number" && value <= p.exclusiveMinimum) bad = `more than ${p.exclusiveMinimum}`;
+      else if (typeof p.exclusiveMaximum === "number" && value >= p.exclusiveMaximum) bad = `less than ${p.exclusiveMaximum}`;
+    } else if (f.kind === "string") {
+      value = raw;
+      if (typeof p.minLength === "number" && raw.length < p.minLength) bad = `at least ${p.minLength} characters`;
+      else if (typeof p.maxLength === "number" && raw.length > p.maxLength) bad = `at most ${p.maxLength} characters`;
+      else if (typeof p.pattern === "string") {
+        try { if (!new RegExp(p.pattern, "u").test(raw)) bad = `must match ${p.pattern}`; } catch (e) { /* the server checks */ }
+      }
+    } else {
+      try { value = JSON.parse(raw); } catch (e) { bad = "not valid JSON"; }
+    }
+    if (bad) problems.push([f, bad]);
+    else if (value !== undefined) { if (f.name === null) return { value, problems }; out[f.name] = value; }
+  }
+  return { value: fields.length === 1 && fields[0].name === null ? null : out, problems };
+}
+
+function mark(input, errorNode, message) {
+  input.setAttribute("aria-invalid", "true");
+  input.classList.add("invalid");
+  if (errorNode) errorNode.textContent = message;
+}
+
+function clearMarks(form) {
+  for (const bad of form.querySelectorAll("[aria-invalid]")) {
+    bad.removeAttribute("aria-invalid");
+    bad.classList.remove("invalid");
+  }
+  for (const node of form.querySelectorAll(".field-error")) node.textContent = "";
+  form.querySelector(".error").textContent = "";
+}
+
+// The server names one `param`: `payload.note` is the field `note` (`payload.payload.note` under
+// an AG-UI answer), `comment` the comment box, `payload` alone the whole answer.
+function serverMark(form, fields, err) {
+  const parts = (err.param || "").split(".");
+  let targets = [];
+  if (parts[0] === "payload" && parts.length > 1) {
+    const name = parts[1] === "payload" && parts.length > 2 ? parts[2] : parts[1];
+    targets = fields.filter((f) => f.name === name);
+  } else if (parts[0] === "payload") targets = fields;
+  if (parts[0] === "comment") mark(form.elements.comment, form.querySelector(".comment-error"), err.message);
+  for (const f of targets) mark(f.input, f.error, err.message);
+}
+
+// An answer form for one interrupt: the schema's fields, a comment, and one clear kind of action:
+// the payload's options; or Approve/Deny (no schema, or a schema with a boolean `approved`, which
+// they set); or one Submit. `done(result)` gets the resume's answer.
+function answerForm(item, done) {
+  const prefix = `a-${item.session_id}-${item.interrupt_id}`.replace(/[^A-Za-z0-9_-]/g, "_");
+  const form = el("form", { className: "answer", noValidate: true, ariaLabel: "Answer" });
+  const fieldsBox = el("div", { className: "fields" });
+  const payload = item.payload && typeof item.payload === "object" ? item.payload : {};
+  const schema = item.response_schema && typeof item.response_schema === "object" ? item.response_schema : null;
+  const fields = schema ? schemaFields(schema, fieldsBox, prefix) : [];
+  const approvedProp = schema && schema.properties && schema.properties.approved;
+  const approveDeny = !schema || (approvedProp && approvedProp.type === "boolean");
+  const options = payload.metadata && Array.isArray(payload.metadata.options) ? payload.metadata.options : [];
+  const comment = el("textarea", { name: "comment", rows: 2, id: `${prefix}-comment`, maxLength: 2000 });
+  const commentError = el("span", { className: "field-error comment-error", id: `${prefix}-comment-error` });
+  comment.setAttribute("aria-describedby", commentError.id);
+  const buttons = el("div", { className: "buttons" });
+  form.append(fieldsBox, el("div", { className: "field" },
+    el("label", { htmlFor: comment.id, textContent: "Comment (optional)" }), comment, commentError),
+  el("p", { className: "error", role: "alert" }), buttons);
+
+  const send = async (build) => {
+    clearMarks(form);
+    const { value, problems } = readFields(fields);
+    if (problems.length) {
+      for (const [f, message] of problems) mark(f.input, f.error, message);
+      form.querySelector(".error").textContent = `Check ${problems.length === 1 ? "this field" : `these ${problems.length} fields`}.`;
+      problems[0][0].input.focus();
+      return;
+    }
+    const body = { payload: build(value) };
+    if (comment.value.trim()) body.comment = comment.value.trim();
+    if (item.action && item.action.fingerprint) body.expect_fingerprint = item.action.fingerprint;
+    const all = form.querySelectorAll("button");
+    all.forEach((b) => { b.disabled = true; });
+    try {
+      const path = `/v1/sessions/${encodeURIComponent(item.session_id)}/interrupts/${encodeURIComponent(item.interrupt_id)}/resume`;
+      const result = await api("POST", path, body);
+      all.forEach((b) => { b.disabled = false; });
+      done(result, form);
+    } catch (err) {
+      all.forEach((b) => { b.disabled = false; });
+      form.querySelector(".error").textContent = `${err.code}: ${err.message}`;
+      serverMark(form, fields, err);
+    }
+  };
+
+  if (options.length) {
+    options.forEach((option, i) => {
+      const isObj = typeof option === "object" && option !== null;
+      const label = isObj ? (option.label ?? option.value) : option;
+      const value = isObj && "value" in option ? option.value : option;
+      buttons.append(el("button", { type: "button", className: "option", textContent: String(label),
+        title: i < 9 ? `key ${i + 1}` : "", onclick: () => send(() => ({ status: "resolved", payload: value })) }));
+    });
+  } else if (approveDeny) {
+    buttons.append(
+      el("button", { type: "button", className: "approve primary", textContent: "Approve", title: "key a",
+        onclick: () => send((v) => (schema ? { ...v, approved: true } : { approved: true })) }),
+      el("button", { type: "button", className: "deny", textContent: "Deny", title: "key d",
+        onclick: () => send((v) => (schema ? { ...v, approved: false } : { approved: false })) }));
+  } else {
+    buttons.append(el("button", { type: "submit", className: "submit primary", textContent: "Submit" }));
+  }
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    if (!options.length && !approveDeny) send((v) => v);
+  });
+  return form;
+}
+
+// What a resume's answer means for the person who gave it.
+function resultText(result) {
+  if (result.status === "open") {
+    const left = Math.max(0, (result.quorum || 1) - (result.approvals || 0));
+    const mine = result.noop ? "You had already answered" : "Your answer is recorded";
+    return `${mine}: ${result.approvals} of ${result.quorum} approvals; waiting for ${left} more.`;
+  }
+  if (result.noop) return "Already answered.";
+  return "Answered.";
+}
+
+// The last few messages up to the interrupt's anchor (the call it asks about), readable: an
+// assistant turn with no text shows the tool call it made, never an empty string.
+function messageText(message) {
+  const content = message.content;
+  let text = "";
+  if (typeof content === "string") text = content;
+  else if (Array.isArray(content)) text = content.map((p) => (p && typeof p.text === "string" ? p.text : "")).join(" ");
+  else if (content !== null && content !== undefined) text = JSON.stringify(content);
+  const calls = (message.tool_calls || []).map((c) => `→ ${callText(c.function.name, c.function.arguments || "{}")}`);
+  return [text.trim(), ...calls].filter(Boolean).join("\n") || "(no text)";
+}
+
+function roleName(message) {
+  return { user: "user", assistant: "assistant", tool: "tool result", system: "system" }[message.role] || message.role;
+}
+
+function excerpt(messages, anchor, count = 4) {
+  const end = anchor ? messages.findIndex((m) => m.id === anchor) : -1;
+  const upto = end >= 0 ? messages.slice(0, end + 1) : messages;
+  return upto.slice(-count);
+}
+
+window.Holdpoint = { TOKEN_KEY, $, el, api, ApiError, principal, brief, plain, answerText, callText, localTime,
+                     timeEl, span, ago, policyText, quorumText, answerItems, tick, answerForm, resultText,
+                     messageText, roleName, argumentPairs, setRefused: (fn) => { onRefused = fn; } };
+
+// == the inbox page =========================================================================
+
+const REFRESH_MS = 2000;
+const HISTORY_EVERY = 5; // refreshes: the history is read again every 10 s while it is shown
+const EXCERPT_TTL_MS = 60000;
+const EXPIRED_KEEP_MS = 30000;
+let refreshTimer = null;
+let tickTimer = null;
+let busy = false;
+let ticks = 0;
+const sessions = new Map(); // session_id -> {sig, at, view|null, pending}
+let historyRows = [];
 
 function signOut(message) {
   sessionStorage.removeItem(TOKEN_KEY);
@@ -57,9 +435,11 @@ function signedIn() {
   $("sign-in").hidden = true;
   $("app").hidden = false;
   $("sign-out").hidden = false;
-  refresh();
+  refresh(true);
   clearInterval(refreshTimer);
-  refreshTimer = setInterval(refresh, REFRESH_MS);
+  refreshTimer = setInterval(() => refresh(false), REFRESH_MS);
+  clearInterval(tickTimer);
+  tickTimer = setInterval(tick, 1000);
 }
 
 // -- filters --------------------------------------------------------------------------------
@@ -76,9 +456,9 @@ function filters() {
   };
 }
 
-function query(params) {
-  const q = new URLSearchParams({ status: "open", limit: "100" });
-  for (const [k, v] of Object.entries(params)) if (v !== null) q.set(k, String(v));
+function query(params, status) {
+  const q = new URLSearchParams({ status: status || "open", limit: "100" });
+  for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined) q.set(k, String(v));
   return q.toString();
 }
 
@@ -95,15 +475,17 @@ function keep(item, f, now) {
 
 // -- the open list --------------------------------------------------------------------------
 
-async function refresh() {
+async function refresh(force) {
   if (busy) return;
   busy = true;
+  ticks += 1;
   try {
     if (!$("open").hidden) await loadOpen();
-    else await loadHistory();
-    $("status").textContent = "";
+    else if (force || ticks % HISTORY_EVERY === 0) await loadHistory();
+    if ($("status").dataset.kind === "error") { $("status").textContent = ""; $("status").dataset.kind = ""; }
   } catch (err) {
     $("status").textContent = `Could not load: ${err.code || "error"}: ${err.message}`;
+    $("status").dataset.kind = "error";
   } finally {
     busy = false;
   }
@@ -116,193 +498,291 @@ async function loadOpen() {
   const items = (page.interrupts || []).filter((i) => keep(i, f, now));
   const list = $("items");
   const shown = new Set();
+  const bySession = new Map();
   for (const item of items) {
     const key = `${item.session_id}/${item.interrupt_id}`;
     shown.add(key);
-    if (!list.querySelector(`[data-key="${CSS.escape(key)}"]`)) list.append(card(item, key));
+    const sig = bySession.get(item.session_id) || [];
+    sig.push(`${item.interrupt_id}:${(item.approvals || []).length}`);
+    bySession.set(item.session_id, sig);
+    const existing = list.querySelector(`[data-key="${CSS.escape(key)}"]`);
+    if (existing) updateCard(existing, item);
+    else list.append(card(item, key));
   }
-  for (const node of Array.from(list.children)) if (!shown.has(node.dataset.key)) node.remove();
-  $("empty").hidden = items.length > 0;
+  for (const node of Array.from(list.children)) {
+    if (shown.has(node.dataset.key)) continue;
+    if (node.dataset.state === "expired") { // expired here first: kept a while, marked, then gone
+      node.dataset.gone = node.dataset.gone || String(now);
+      if (now - Number(node.dataset.gone) < EXPIRED_KEEP_MS) continue;
+    }
+    removeCard(node);
+  }
+  $("empty").hidden = list.children.length > 0;
+  document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || 0) + 1);
+  for (const [sid, sig] of bySession) loadExcerpt(sid, sig.sort().join(","));
 }
 
-function ago(iso) {
-  const secs = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
-  if (secs < 60) return `${secs}s ago`;
-  if (secs < 3600) return `${Math.round(secs / 60)}m ago`;
-  return `${Math.round(secs / 3600)}h ago`;
+// The conversation of each session, read once and again only when its open interrupts or their
+// answers change (or after a minute), not every refresh for every card.
+async function loadExcerpt(sid, sig) {
+  const now = Date.now();
+  let entry = sessions.get(sid);
+  if (entry && (entry.pending || (entry.sig === sig && now - entry.at < EXCERPT_TTL_MS))) {
+    if (entry.view) renderExcerpts(sid, entry.view);
+    return;
+  }
+  entry = { sig, at: now, view: entry ? entry.view : null, pending: true };
+  sessions.set(sid, entry);
+  try {
+    entry.view = await api("GET", `/v1/sessions/${encodeURIComponent(sid)}`);
+    document.body.dataset.viewReads = String(Number(document.body.dataset.viewReads || 0) + 1);
+  } catch (err) {
+    entry.view = null;
+  } finally {
+    entry.pending = false;
+    entry.at = Date.now();
+  }
+  if (entry.view) renderExcerpts(sid, entry.view);
 }
 
-// Tool arguments arrive as canonical JSON text (what the fingerprint covers): shown indented.
-function pretty(value) {
-  if (typeof value === "string") {
-    try { return JSON.stringify(JSON.parse(value), null, 2); } catch (e) { return value; }
+function renderExcerpts(sid, view) {
+  for (const node of $("items").querySelectorAll(`[data-session-id="${CSS.escape(sid)}"]`)) {
+    const messages = excerpt(view.messages || [], node.dataset.anchor || null);
+    const box = node.querySelector(".excerpt");
+    const sig = messages.map((m) => m.id).join(",");
+    if (box.dataset.sig === sig) continue;
+    box.dataset.sig = sig;
+    box.hidden = messages.length === 0;
+    box.querySelector(".turns").replaceChildren(...messages.map((m) => el("li", { className: `turn-line ${m.role}` },
+      el("span", { className: "role", textContent: `${roleName(m)}: ` }), el("span", { className: "said", textContent: messageText(m) }))));
   }
-  return JSON.stringify(value, null, 2);
 }
 
 function card(item, key) {
   const node = $("card").content.firstElementChild.cloneNode(true);
+  const id = `c-${item.session_id}-${item.interrupt_id}`.replace(/[^A-Za-z0-9_-]/g, "_");
   node.dataset.key = key;
+  node.dataset.card = "";
   node.dataset.interruptId = item.interrupt_id;
+  node.dataset.sessionId = item.session_id;
+  if (item.anchor) node.dataset.anchor = item.anchor;
+  node.id = id;
   const payload = item.payload && typeof item.payload === "object" ? item.payload : {};
   node.querySelector(".reason").textContent = item.reason;
-  const meta = [`session ${item.session_id}`, `interrupt ${item.interrupt_id}`, ago(item.created_at)];
-  if (item.agent_id) meta.unshift(`agent ${item.agent_id}`);
-  if (item.expires_at) meta.push(`expires ${item.expires_at}`);
+  node.querySelector(".requester").textContent = `asked by ${principal(item.requester || (item.owner ? `key:${item.owner}` : ""))}`;
+  const meta = [];
+  if (item.agent_id) meta.push(`agent ${item.agent_id}`);
+  meta.push(`session ${item.session_id}`);
   node.querySelector(".meta").textContent = meta.join(" · ");
   node.querySelector(".follow").href = `/inbox/session?id=${encodeURIComponent(item.session_id)}`;
-  node.querySelector(".message").textContent =
-    typeof payload.message === "string" ? payload.message : JSON.stringify(item.payload);
+  const message = node.querySelector(".message");
+  message.id = `${id}-message`;
+  message.textContent = typeof payload.message === "string" ? payload.message
+    : (item.action ? `Run ${item.action.tool}?` : brief(item.payload) || item.reason);
+  node.setAttribute("aria-labelledby", message.id);
+  const raised = node.querySelector(".raised");
+  raised.append("asked ", timeEl(item.created_at), " ", el("span", { className: "ago", dataset: { since: item.created_at } }));
   if (item.action) {
     node.querySelector(".action").hidden = false;
     node.querySelector(".tool").textContent = item.action.tool || "";
+    node.querySelector(".arguments").replaceChildren(...argumentPairs(item.action.arguments).flatMap(([k, v]) => [
+      el("dt", { textContent: k }), el("dd", { textContent: v })]));
     node.querySelector(".fingerprint").textContent = item.action.fingerprint || "";
-    node.querySelector(".arguments").textContent = pretty(item.action.arguments);
+    node.querySelector(".agent-version").textContent = item.action.agent_version || "";
   }
-  const form = node.querySelector("form.answer");
-  const schema = item.response_schema && typeof item.response_schema === "object" ? item.response_schema : null;
-  const fields = schema ? schemaFields(schema, form.querySelector(".fields")) : [];
-  const answer = (payload_) => submit(item, form, payload_);
-  const options = (payload.metadata && Array.isArray(payload.metadata.options)) ? payload.metadata.options : [];
-  for (const option of options) {
-    const label = typeof option === "object" && option !== null ? (option.label ?? option.value) : option;
-    const value = typeof option === "object" && option !== null && "value" in option ? option.value : option;
-    node.querySelector(".options").append(el("button", {
-      type: "button", className: "option", textContent: String(label),
-      onclick: () => answer({ status: "resolved", payload: value }),
-    }));
-  }
-  const buttons = form.querySelector(".buttons");
-  const approvedField = fields.find((f) => f.name === "approved" && f.kind === "boolean");
-  if (!schema || approvedField) {
-    for (const [text, value] of [["Approve", true], ["Deny", false]]) {
-      buttons.append(el("button", {
-        type: "button", className: value ? "approve" : "deny", textContent: text,
-        onclick: () => answer(schema ? { ...collect(fields, form), approved: value } : { approved: value }),
-      }));
-    }
-  }
-  if (schema) {
-    buttons.append(el("button", { type: "button", className: "submit", textContent: "Submit",
-                                  onclick: () => answer(collect(fields, form)) }));
-  }
+  node.querySelector(".who").textContent = policyText(item.policy, item.requester);
+  node.querySelector(".answer-box").append(answerForm(item, (result, form) => answered(node, item, result, form)));
+  updateCard(node, item);
   return node;
 }
 
-// A form for the top level of a response schema: one input per property, by its type. The
-// server checks the answer (A1); the page only collects it.
-function schemaFields(schema, container) {
-  const props = schema.type === "object" || schema.properties ? (schema.properties || {}) : null;
-  if (props === null) {
-    const input = el("textarea", { name: "payload", rows: 3, placeholder: "JSON answer" });
-    container.append(el("label", { className: "field" }, "Answer (JSON) ", input));
-    return [{ name: null, kind: "json", input }];
+// What changes while a card is open, updated in place (its form, and what is typed, stay).
+function updateCard(node, item) {
+  const countdown = node.querySelector(".countdown");
+  if (item.expires_at) countdown.dataset.expires = item.expires_at;
+  node.querySelector(".progress").textContent = quorumText(item);
+  const sig = JSON.stringify(item.approvals || []);
+  const list = node.querySelector(".answers");
+  if (list.dataset.sig !== sig) {
+    list.dataset.sig = sig;
+    list.replaceChildren(...answerItems(item.approvals));
+    node.dataset.answers = String((item.approvals || []).length);
   }
-  const required = new Set(schema.required || []);
-  return Object.entries(props).map(([name, prop]) => {
-    const kind = Array.isArray(prop.enum) ? "enum" : (prop.type || "json");
-    let input;
-    if (kind === "boolean") input = el("input", { type: "checkbox" });
-    else if (kind === "enum") {
-      input = el("select", {}, el("option", { value: "", textContent: "—" }));
-      prop.enum.forEach((v, i) => input.append(el("option", { value: String(i), textContent: JSON.stringify(v) })));
-    } else if (kind === "integer" || kind === "number") input = el("input", { type: "number", step: "any" });
-    else if (kind === "string") input = el("input", { type: "text" });
-    else input = el("textarea", { rows: 2, placeholder: "JSON" });
-    input.name = name;
-    input.dataset.field = name;
-    const title = `${prop.title || name}${required.has(name) ? " *" : ""}`;
-    container.append(el("label", { className: "field" }, `${title} `, input));
-    return { name, kind, input, prop };
-  });
+  node.classList.toggle("escalated", Boolean(item.escalated));
+  tick();
 }
 
-function collect(fields, form) {
-  const out = {};
-  for (const f of fields) {
-    const v = f.input.value;
-    if (f.kind === "boolean") out[f.name] = f.input.checked;
-    else if (f.kind === "enum") { if (v !== "") out[f.name] = f.prop.enum[Number(v)]; }
-    else if (f.kind === "integer" || f.kind === "number") { if (v !== "") out[f.name] = Number(v); }
-    else if (f.kind === "string") { if (v !== "") out[f.name] = v; }
-    else if (v.trim() !== "") {
-      try { const parsed = JSON.parse(v); if (f.name === null) return parsed; out[f.name] = parsed; }
-      catch (e) { out[f.name ?? "payload"] = v; }
-    }
+function answered(node, item, result, form) {
+  const text = resultText(result);
+  if (result.status === "open") { // one answer of a quorum: the card stays and shows the progress
+    form.querySelector(".error").textContent = "";
+    node.dataset.mine = "answered";
+    let note = node.querySelector(".mine");
+    if (!note) { note = el("p", { className: "mine", role: "status" }); form.before(note); }
+    note.textContent = text;
+    if (!result.noop) form.elements.comment.value = "";
+    form.hidden = true; // a second answer by the same person changes nothing (A2)
+    sessions.delete(item.session_id);
+    refresh(true);
+    return;
   }
-  return fields.length === 1 && fields[0].name === null ? null : out;
+  $("status").textContent = `${text} ${item.payload && item.payload.message ? `“${brief(item.payload.message, 60)}”` : item.interrupt_id}`;
+  removeCard(node);
 }
 
-async function submit(item, form, payload) {
-  const body = { payload };
-  const comment = form.elements.comment.value.trim();
-  if (comment) body.comment = comment;
-  if (item.action && item.action.fingerprint) body.expect_fingerprint = item.action.fingerprint;
-  for (const bad of form.querySelectorAll("[aria-invalid]")) {
-    bad.removeAttribute("aria-invalid");
-    bad.classList.remove("invalid");
-  }
-  const error = form.querySelector(".error");
-  error.textContent = "";
-  const buttons = form.closest(".card").querySelectorAll("button");
-  buttons.forEach((b) => { b.disabled = true; });
-  try {
-    const path = `/v1/sessions/${encodeURIComponent(item.session_id)}/interrupts/${encodeURIComponent(item.interrupt_id)}/resume`;
-    await api("POST", path, body);
-    form.closest(".card").remove();
-    $("empty").hidden = $("items").children.length > 0;
-    $("status").textContent = `Answered ${item.interrupt_id}.`;
-  } catch (err) {
-    buttons.forEach((b) => { b.disabled = false; });
-    error.textContent = `${err.code}: ${err.message}`;
-    highlight(form, err.param);
-  }
+function removeCard(node) {
+  const focused = node.contains(document.activeElement);
+  const next = node.nextElementSibling || node.previousElementSibling;
+  node.remove();
+  $("empty").hidden = $("items").children.length > 0;
+  if (focused && next) next.focus();
 }
 
-// `payload.note` names the form field `note`; `comment` the comment box; `payload` the whole form.
-function highlight(form, param) {
-  if (!param) return;
-  const parts = param.split(".");
-  let target = null;
-  if (parts[0] === "payload" && parts.length > 1) {
-    const name = parts[1] === "payload" && parts.length > 2 ? parts[2] : parts[1];
-    target = form.querySelector(`[data-field="${CSS.escape(name)}"]`);
-  } else if (parts[0] === "comment") {
-    target = form.elements.comment;
+// -- keyboard -------------------------------------------------------------------------------
+
+function cards() { return Array.from($("items").children); }
+
+function currentCard() {
+  const active = document.activeElement;
+  return active && active.closest ? active.closest("#items > .card") : null;
+}
+
+function move(step) {
+  const all = cards();
+  if (!all.length) return;
+  const at = all.indexOf(currentCard());
+  const next = all[at < 0 ? (step > 0 ? 0 : all.length - 1) : Math.min(all.length - 1, Math.max(0, at + step))];
+  next.focus();
+  next.scrollIntoView({ block: "nearest" });
+}
+
+function onKey(ev) {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || $("app").hidden) return;
+  const target = ev.target;
+  const typing = target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT"
+    || (target.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(target.type)));
+  if (typing) {
+    if (ev.key === "Escape" && target.closest(".card")) { ev.preventDefault(); target.closest(".card").focus(); }
+    return;
   }
-  for (const node of target ? [target] : Array.from(form.querySelectorAll(".fields [data-field], .fields textarea"))) {
-    node.setAttribute("aria-invalid", "true");
-    node.classList.add("invalid");
-  }
+  if (ev.key === "h") { ev.preventDefault(); show("history"); return; }
+  if (ev.key === "i") { ev.preventDefault(); show("open"); return; }
+  if ($("open").hidden) return;
+  const here = currentCard();
+  const click = (selector) => {
+    const button = here && here.querySelector(selector);
+    if (button && !button.disabled) { ev.preventDefault(); button.click(); }
+  };
+  if (ev.key === "j" || ev.key === "ArrowDown") { ev.preventDefault(); move(1); }
+  else if (ev.key === "k" || ev.key === "ArrowUp") { ev.preventDefault(); move(-1); }
+  else if (ev.key === "a") click("button.approve");
+  else if (ev.key === "d") click("button.deny");
+  else if (/^[1-9]$/.test(ev.key)) click(`button.option:nth-of-type(${ev.key})`);
+  else if (ev.key === "c" && here) { ev.preventDefault(); here.querySelector("textarea[name=comment]").focus(); }
+  else if (ev.key === "o" && here) { ev.preventDefault(); location.href = here.querySelector("a.follow").href; }
 }
 
 // -- history --------------------------------------------------------------------------------
 
 async function loadHistory() {
   const f = filters();
-  const page = await api("GET", `/v1/interrupts?${query({ agent_id: f.agent_id, reason: f.reason, status: "all" })}`);
-  const rows = (page.interrupts || []).filter((i) => i.status !== "open").map(decision);
-  rows.sort((a, b) => (a.at < b.at ? 1 : -1));
-  const body = $("history-rows");
-  body.replaceChildren(...rows.map((r) => el("tr", { className: "decision" },
-    el("td", { textContent: r.at }), el("td", { textContent: r.by }),
-    el("td", { textContent: JSON.stringify(r.answer) }), el("td", { textContent: r.reason }),
-    el("td", { textContent: r.interrupt_id }), el("td", { textContent: r.session_id }),
-    el("td", { textContent: r.took }))));
-  $("history-empty").hidden = rows.length > 0;
+  const rows = [];
+  let cursor = null;
+  for (let pages = 0; pages < 5; pages += 1) { // at most 500 decisions
+    const params = { agent_id: f.agent_id, reason: f.reason, cursor };
+    const page = await api("GET", `/v1/interrupts?${query(params, "all")}`);
+    rows.push(...(page.interrupts || []).filter((i) => i.status !== "open").map(decision));
+    cursor = page.next_cursor;
+    if (!cursor) break;
+  }
+  rows.sort((a, b) => (a.decided_at < b.decided_at ? 1 : -1));
+  historyRows = rows;
+  renderHistory();
 }
 
-// One closed interrupt of the audit trail as a history row (A6): who, what, when, how fast.
+// One closed interrupt of the audit trail (A6) as a record: what was asked, the answer, who, when.
 function decision(item) {
   const responder = item.responder || {};
-  const approvers = (item.approvals || []).map((a) => a.subject).filter(Boolean);
-  const by = item.status === "expired" ? `(expired: ${responder.subject || "system"})`
-    : approvers.length > 1 ? approvers.join(", ") : (responder.subject || responder.user || "");
+  const answers = item.approvals || [];
+  const payload = item.payload && typeof item.payload === "object" ? item.payload : {};
+  const expired = item.status === "expired";
+  const mixed = new Set(answers.map((a) => a.status)).size > 1;
+  const by = expired ? [] : (answers.length ? answers.map((a) => (mixed ? `${a.subject} (${a.status})` : a.subject))
+    : [responder.subject || responder.user || ""].filter(Boolean));
+  const comments = answers.filter((a) => a.comment).map((a) => (answers.length > 1 ? `${a.subject}: ${a.comment}` : a.comment));
+  if (!comments.length && item.comment) comments.push(item.comment);
   return {
-    at: item.resolved_at || "", session_id: item.session_id, interrupt_id: item.interrupt_id,
-    reason: item.reason || "", by, answer: item.resolution,
-    took: typeof item.decision_secs === "number" ? `${item.decision_secs.toFixed(1)} s` : "",
+    decided_at: item.resolved_at || "", status: item.status, answer: answerText(item.resolution, item.status),
+    by: expired ? "expired (no one)" : by.join(", "), comment: comments.join(" | "),
+    question: typeof payload.message === "string" ? payload.message : brief(item.payload),
+    tool: item.action ? item.action.tool : "", arguments: item.action ? item.action.arguments : "",
+    reason: item.reason || "", requester: item.requester || "", session_id: item.session_id,
+    interrupt_id: item.interrupt_id, decision_secs: typeof item.decision_secs === "number" ? item.decision_secs : null,
   };
+}
+
+function took(secs) {
+  if (secs === null) return "";
+  return secs < 60 ? `${secs.toFixed(1)} s` : span(secs);
+}
+
+function matches(row, words) {
+  const hay = [row.answer, row.by, row.comment, row.question, row.tool, row.arguments, row.reason, row.requester,
+    row.session_id, row.interrupt_id, row.status, localTime(row.decided_at, true)].join(" ").toLowerCase();
+  return words.every((w) => hay.includes(w));
+}
+
+function visibleRows() {
+  const words = $("history-search").value.toLowerCase().split(/\s+/).filter(Boolean);
+  return historyRows.filter((r) => matches(r, words));
+}
+
+function renderHistory() {
+  const rows = visibleRows();
+  $("history-rows").replaceChildren(...rows.map((r) => {
+    const what = el("td", { className: "what" });
+    if (r.tool) what.append(el("code", { textContent: callText(r.tool, r.arguments) }), el("br"));
+    what.append(el("span", { textContent: r.question }), " ",
+      el("a", { href: `/inbox/session?id=${encodeURIComponent(r.session_id)}`, textContent: "session",
+        ariaLabel: `session ${r.session_id}` }));
+    const row = el("tr", { className: `decision ${r.status}${r.answer.startsWith("Denied") ? " denied" : ""}` },
+      el("td", { className: "when" }, timeEl(r.decided_at, true)), what,
+      el("td", { className: "answer-cell", textContent: r.answer }), el("td", { className: "by", textContent: r.by }),
+      el("td", { className: "comment", textContent: r.comment }),
+      el("td", { className: "took", textContent: took(r.decision_secs) }));
+    row.dataset.interruptId = r.interrupt_id;
+    return row;
+  }));
+  $("history-empty").hidden = rows.length > 0;
+  $("history-empty").textContent = historyRows.length ? "No decision matches the search." : "No decisions yet.";
+  $("history-count").textContent = `${rows.length} of ${historyRows.length} decisions`;
+}
+
+// The rows the search shows, downloaded as a file built here (a Blob and an <a download>).
+function download(name, type, text) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = el("a", { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+const CSV_COLUMNS = ["decided_at", "status", "answer", "by", "comment", "question", "tool", "arguments", "reason",
+  "requester", "session_id", "interrupt_id", "decision_secs"];
+
+function csvCell(value) {
+  const text = value === null || value === undefined ? "" : String(value);
+  return /[",\r\n]/.test(text) || /^[=+\-@]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+function exportRows(kind) {
+  const rows = visibleRows();
+  if (kind === "json") download("holdpoint-decisions.json", "application/json", `${JSON.stringify(rows, null, 2)}\n`);
+  else {
+    const lines = [CSV_COLUMNS.join(","), ...rows.map((r) => CSV_COLUMNS.map((c) => csvCell(r[c])).join(","))];
+    download("holdpoint-decisions.csv", "text/csv", `${lines.join("\r\n")}\r\n`);
+  }
 }
 
 // -- tabs and start -------------------------------------------------------------------------
@@ -312,10 +792,12 @@ function show(tab) {
     $(name).hidden = name !== tab;
     $(`tab-${name}`).setAttribute("aria-selected", String(name === tab));
   }
-  refresh();
+  refresh(true);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  if (document.body.dataset.page !== "inbox") return;
+  Holdpoint.setRefused(signOut);
   $("sign-in").addEventListener("submit", (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
@@ -323,9 +805,13 @@ document.addEventListener("DOMContentLoaded", () => {
     signedIn();
   });
   $("sign-out").addEventListener("click", () => signOut(""));
-  $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); $("items").replaceChildren(); refresh(); });
+  $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); $("items").replaceChildren(); refresh(true); });
   $("tab-open").addEventListener("click", () => show("open"));
   $("tab-history").addEventListener("click", () => show("history"));
-  if (sessionStorage.getItem(TOKEN_KEY)) signedIn();
+  $("history-search").addEventListener("input", renderHistory);
+  $("export-csv").addEventListener("click", () => exportRows("csv"));
+  $("export-json").addEventListener("click", () => exportRows("json"));
+  document.addEventListener("keydown", onKey);
+  if (token()) signedIn();
   else signOut("");
 });
