@@ -125,7 +125,10 @@ def main() -> None:
     worker_url = f"http://127.0.0.1:{worker.server_address[1]}/"
     quiet = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
     warnings.filterwarnings("ignore", message="No application metrics to publish")
-    with LocalStack(http_port=int(os.environ.get("HOLDPOINT_PORT", "0")), extra_env=quiet) as stack:
+    # HOLDPOINT_TEMPLATE: another template (a test's copy with a grant removed) with this checkout's code.
+    template = os.environ.get("HOLDPOINT_TEMPLATE")
+    where: dict[str, Any] = {"template_path": template, "code_root": ROOT} if template else {}
+    with LocalStack(http_port=int(os.environ.get("HOLDPOINT_PORT", "0")), extra_env=quiet, **where) as stack:
         print(f"local stack: API {stack.base_url}, moto {stack.moto_endpoint}, worker {worker_url}")
         client = Client(stack.base_url, stack.api_key)
         agent = {
