@@ -23,22 +23,29 @@ $(STAMP): requirements.txt requirements-dev.txt
 system-packages:
 	@bash local/system-packages.sh
 
+# Every pytest run (pytest-randomly) shuffles the modules and the tests in each, from a new seed
+# each time, printed at the end (`--randomly-seed=N`): SEED=N replays that order (`make test SEED=N`,
+# `make test-unit SEED=N`); `-p no:randomly` runs the files' own order.
+SEED ?=
+ORDER = $(if $(SEED),--randomly-seed=$(SEED))
+
 # Everything: unit, integration (in-process, exhaustive), e2e and security (over HTTP on the local stack).
 test: system-packages venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(ORDER)
 
 # The fast tier (README, "Tests"): the core, the services and the rules R1-R17/A1-A6 on the in-memory
 # store, the store contract on both stores, the DynamoDB adapter's own tests on moto's in-process AWS;
 # no server. The bad-input fuzz runs 25 examples a route here, 150 in `make test`. Spread over
 # UNIT_WORKERS processes (pytest-xdist, one per core; each test has its own moto or in-memory store and
 # its servers bind free ports; a file's tests stay in one process, so a module-scoped fixture is built
-# once). Each process starts pytest and collects the tier, so the start is kept short: bytecode is
+# once; every process shuffles with the one seed, so they agree on the order and a file stays whole).
+# Each process starts pytest and collects the tier, so the start is kept short: bytecode is
 # cached even where PYTHONDONTWRITEBYTECODE is set (pytest's rewritten test modules included, else
 # recompiled by every process of every run), and schemathesis's pytest plugin, which no unit test
 # uses, is not loaded. UNIT_WORKERS=0: one process.
 UNIT_WORKERS ?= 2
 test-unit: venv
-	PYTHONDONTWRITEBYTECODE= HOLDPOINT_FUZZ_EXAMPLES=25 $(PY) -m pytest -q -p no:schemathesis -n $(UNIT_WORKERS) --dist loadfile tests/unit
+	PYTHONDONTWRITEBYTECODE= HOLDPOINT_FUZZ_EXAMPLES=25 $(PY) -m pytest -q -p no:schemathesis -n $(UNIT_WORKERS) --dist loadfile $(ORDER) tests/unit
 
 serve: venv
 	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.serve

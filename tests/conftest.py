@@ -34,6 +34,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.set_threshold(young, middle, 100)
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The order's seed, last (pytest-randomly prints it in the header, which `-q` hides): the
+    order of a failing run comes back with `make test SEED=N` (or `--randomly-seed=N`)."""
+    if config.pluginmanager.hasplugin("randomly"):
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(f"tests in a shuffled order, --randomly-seed={seed}: replay it with SEED={seed}")
+
+
 def _on_a_wide_frame(run: Callable[[], object]) -> object:
     return run()
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from holdpoint import assembly
+
 from . import FAKE_ENV
 from .moto_server import MotoServer
 from .stack import LocalStack
@@ -66,6 +68,9 @@ def local_stack_factory(moto_server: MotoServer, stack_name: str) -> Iterator[Ca
         stack.stop(keep_moto=True)
     os.environ.clear()
     os.environ.update(saved_env)
+    # What `assembly` built from the stacks' environment (the stacks' own adapters are dropped by
+    # stop(); this drops any a request still in flight built after it) is not the environment restored.
+    assembly.reset()
 
 
 @pytest.fixture

@@ -174,6 +174,10 @@ class LocalStack:
             if self.moto and not keep_moto:
                 self.moto.stop()
                 self.moto = None
+            # start() bound the container-wide adapters to this stack's environment (its table, timer
+            # group and moto endpoint): none outlives it, or the next user of `assembly` in this process
+            # (a later test, a restarted stack) would call a stack that is gone.
+            assembly.reset()
 
     def __enter__(self) -> LocalStack:
         return self.start()

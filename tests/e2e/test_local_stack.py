@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import requests
 
+from holdpoint import assembly
 from holdpoint_local.stack import LocalStack
 from tests.waiting import wait_quiet
 
@@ -234,3 +235,14 @@ def test_concurrent_requests_use_separate_module_instances(stack: LocalStack) ->
     assert [r.status_code for r in results] == [200] * 12
     modules = {r.headers["x-module"] for r in results}
     assert 1 <= len(modules) <= stack.max_instances
+
+
+def test_a_stopped_stack_leaves_no_container_wide_adapter_behind(stack: LocalStack) -> None:
+    """start() binds holdpoint.assembly's container-wide adapters to the stack's environment (its
+    timer group, its moto endpoint); stop() drops them, so a later test in the process (the unit
+    tier's, on moto in-process) builds its own instead of scheduling its timers on a stack that is gone."""
+    factories = (assembly.get_timers, assembly.get_store, assembly.get_queue)
+    assert assembly.get_timers().group == stack.env["TIMER_SCHEDULE_GROUP"]
+    assembly.get_store(), assembly.get_queue()
+    stack.stop(keep_moto=True)
+    assert [factory.cache_info().currsize for factory in factories] == [0, 0, 0]
