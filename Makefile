@@ -1,5 +1,10 @@
 # Holdpoint developer commands. Everything installs into local venvs from pinned files.
-PYTHON ?= python3
+# Lambda's runtime (template.yaml: python3.13), for every venv: the tests run the version the functions
+# run, and `sam build` runs the `python3.13` it finds on PATH (.venv-sam's bin leads PATH there). A pyenv
+# 3.13 is taken when python3.13 is not on PATH.
+PYTHON313 ?= $(shell command -v python3.13 >/dev/null 2>&1 && python3.13 -c '' 2>/dev/null && command -v python3.13 || \
+	PYENV_VERSION=$$(pyenv latest 3.13 2>/dev/null) pyenv which python3.13 2>/dev/null)
+PYTHON ?= $(PYTHON313)
 VENV := .venv
 VENV_SAM := .venv-sam
 PY := $(VENV)/bin/python
@@ -13,7 +18,8 @@ venv: $(STAMP)
 
 # The stamp depends on the pinned files, so editing a pin reinstalls; otherwise `make venv` is a no-op.
 $(STAMP): requirements.txt requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -n "$(PYTHON)" || { echo "the venvs need python3.13 (Lambda's runtime); install it or set PYTHON" >&2; exit 1; }
+	test -x $(VENV)/bin/python3.13 || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
@@ -29,8 +35,9 @@ system-packages:
 SEED ?=
 ORDER = $(if $(SEED),--randomly-seed=$(SEED))
 
-# Everything: unit, integration (in-process, exhaustive), e2e and security (over HTTP on the local stack).
-test: system-packages venv
+# Everything: unit, integration (in-process, exhaustive), e2e and security (over HTTP on the local stack),
+# and the container tier (tests/sam/: `sam build`'s artifact run by `sam local invoke`, so it needs .venv-sam).
+test: system-packages venv $(SAM_STAMP)
 	$(PY) -m pytest -q $(ORDER)
 
 # The fast tier (README, "Tests"): the core, the services and the rules R1-R17/A1-A6 on the in-memory
@@ -68,22 +75,24 @@ lint: venv
 	$(VENV)/bin/mypy
 
 $(SAM_STAMP): requirements-sam.txt
-	test -x $(VENV_SAM)/bin/python || $(PYTHON) -m venv $(VENV_SAM)
+	@test -n "$(PYTHON)" || { echo "the venvs need python3.13 (Lambda's runtime); install it or set PYTHON" >&2; exit 1; }
+	test -x $(VENV_SAM)/bin/python3.13 || { rm -rf $(VENV_SAM); $(PYTHON) -m venv $(VENV_SAM); }
 	$(VENV_SAM)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV_SAM)/bin/python -m pip install --quiet -r requirements-sam.txt
 	touch $(SAM_STAMP)
 
 # sam build resolves the layer for arm64 from manylinux wheels, so it needs no container.
+SAM_ENV := SAM_CLI_TELEMETRY=0 PATH=$(CURDIR)/$(VENV_SAM)/bin:$$PATH
 sam-check: $(SAM_STAMP)
-	SAM_CLI_TELEMETRY=0 $(VENV_SAM)/bin/sam validate --lint --region us-east-1
-	SAM_CLI_TELEMETRY=0 $(VENV_SAM)/bin/sam build --region us-east-1
+	$(SAM_ENV) $(VENV_SAM)/bin/sam validate --lint --region us-east-1
+	$(SAM_ENV) $(VENV_SAM)/bin/sam build --region us-east-1
 
 # First run on AWS (README): sam build, sam deploy (guided the first time), the API URL, and the
 # first operator key for $(TENANT). Needs AWS credentials; tear down with `sam delete`.
 STACK ?= holdpoint
 TENANT ?= default
 deploy: venv $(SAM_STAMP)
-	SAM_CLI_TELEMETRY=0 PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.deploy --sam $(CURDIR)/$(VENV_SAM)/bin/sam \
+	$(SAM_ENV) PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.deploy --sam $(CURDIR)/$(VENV_SAM)/bin/sam \
 		--stack-name $(STACK) --tenant $(TENANT) $(if $(REGION),--region $(REGION)) $(if $(NEW_KEY),--new-key)
 
 clean:
@@ -120,7 +129,7 @@ capacity: venv
 venv-runtime: $(RUNTIME_STAMP)
 
 $(RUNTIME_STAMP): requirements.txt
-	test -x $(VENV_RUNTIME)/bin/python || $(PYTHON) -m venv $(VENV_RUNTIME)
+	test -x $(VENV_RUNTIME)/bin/python3.13 || { rm -rf $(VENV_RUNTIME); $(PYTHON) -m venv $(VENV_RUNTIME); }
 	$(VENV_RUNTIME)/bin/python -m pip install --quiet -r requirements.txt
 	touch $(RUNTIME_STAMP)
 

@@ -1,0 +1,49 @@
+"""The architecture AWS runs: template.yaml's arm64. `sam build` of the template itself puts the arm64
+wheels in the layer (checked in their ELF headers and wheel tags), and they import for real in the
+arm64 image under qemu-user-static. The invocations (test_invoke.py) run on x86_64 (conftest.ARCHITECTURE)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import Built
+
+pytestmark = pytest.mark.timeout(2400)  # the first test builds the base images (arm64 under qemu: minutes)
+
+EM_AARCH64 = 183
+
+
+def elf_machine(path: Path) -> int:
+    header = path.read_bytes()[:20]
+    assert header[:4] == b"\x7fELF", path
+    return int.from_bytes(header[18:20], "little")
+
+
+def test_the_layer_holds_the_arm64_wheels(arm64_build: Built) -> None:
+    layer = arm64_build.build_dir / "CoreLayer" / "python"
+    native = sorted(layer.rglob("*.so"))
+    packages = {p.relative_to(layer).parts[0] for p in native}
+    assert {"pydantic_core", "re2", "rpds"} <= packages | {p.name.split(".")[0] for p in native}, packages
+    wrong = [str(p.relative_to(layer)) for p in native if elf_machine(p) != EM_AARCH64]
+    assert wrong == [], wrong
+    for wheel in layer.glob("*.dist-info/WHEEL"):
+        text = wheel.read_text()
+        if "Root-Is-Purelib: false" in text:
+            tags = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Tag:")]
+            assert tags and all(t.startswith("cp313-") and t.endswith("aarch64") for t in tags), (wheel, tags)
+
+
+def test_the_arm64_wheels_import_in_the_arm64_image(arm64_image: str, arm64_build: Built) -> None:
+    """The layer, read-only at /opt as Lambda mounts it, imported by the arm64 image's python3.13."""
+    layer = arm64_build.build_dir / "CoreLayer"
+    probe = ("import platform, pydantic_core, re2, rpds, holdpoint.core.schemas; "
+             "print(platform.machine(), re2.compile('a+b').fullmatch('aab') is not None, pydantic_core.__version__)")
+    done = subprocess.run(["docker", "run", "--rm", "--platform", "linux/arm64", "-v", f"{layer}:/opt:ro",
+                           "-e", "PYTHONPATH=/opt/python", "--entrypoint", "/usr/bin/python3.13", arm64_image, "-c",
+                           probe], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    machine, matched, _version = done.stdout.split()
+    assert (machine, matched) == ("aarch64", "True"), done.stdout
