@@ -107,6 +107,7 @@ class Http:
 
     base: str
     key: str
+    long_poll: bool = False
     errors: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -126,13 +127,19 @@ class Http:
         raise RuntimeError(f"{method} {path}: still {resp.status_code} after 30 tries")
 
     def until(self, sid: str, statuses: str, timeout: float = 120) -> dict[str, Any]:
+        """The view once its status is one of `statuses`: with `long_poll`, the API's `?until=`
+        long-poll (each wait holds an API function instance: docs/CAPACITY.md, "Under sustained
+        load"); otherwise a plain read every 250 ms."""
         deadline = time.monotonic() + timeout
         while True:
-            view = self.call("GET", f"/v1/sessions/{sid}?until={statuses}&wait=20")
+            query = f"?until={statuses}&wait=20" if self.long_poll else ""
+            view = self.call("GET", f"/v1/sessions/{sid}{query}")
             if view["status"] in statuses.split(","):
                 return dict(view)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"session {sid} stayed {view['status']}, wanted {statuses}")
+            if not self.long_poll:
+                time.sleep(0.25)
 
 
 # --------------------------------------------------------------------------- one session
@@ -414,10 +421,10 @@ class Run:
 
 
 def soak(stack: Any, worker: Worker, keys: dict[str, str], rate: float, duration: float, mix: list[tuple[str, float]],
-         seed: int, delay: tuple[float, float]) -> Run:
+         seed: int, delay: tuple[float, float], long_poll: bool = False) -> Run:
     """Open-loop arrivals for `duration` s, then every session is let finish."""
     rng = random.Random(seed)
-    http = Http(stack.base_url, stack.api_key)
+    http = Http(stack.base_url, stack.api_key, long_poll)
     flows = Sessions(http, keys, stack.live.url if stack.live else None, random.Random(seed + 7), delay)
     kinds, weights = zip(*mix, strict=True)
     outcomes: list[Outcome] = []
@@ -552,7 +559,7 @@ def knee(stack: Any, worker: Worker, keys: dict[str, str], rates: list[float], a
     held_rate, why = 0.0, "every rate held"
     for rate in rates:
         print(f"\n== knee step: {rate}/s for {args.duration:.0f} s", flush=True)
-        run = soak(stack, worker, keys, rate, args.duration, mix_of(args.mix), args.seed, delay)
+        run = soak(stack, worker, keys, rate, args.duration, mix_of(args.mix), args.seed, delay, args.long_poll)
         held = invariants(stack, worker, run)
         report(run, worker, held, 0)
         visible = [1000 * (o.visible - o.submitted) for o in run.outcomes if o.visible and not o.error]
@@ -579,6 +586,8 @@ def main(argv: list[str] | None = None) -> int:
                         "their invocation (e.g. 0.002)")
     parser.add_argument("--delay", default="0.2,2.0", help="a person's answer comes after uniform(a, b) s")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--long-poll", action="store_true", help="wait with GET ...?until= long-polls (each holds an "
+                        "API function instance while it waits) instead of plain reads every 250 ms")
     parser.add_argument("--knee", help="rates to step through (e.g. 1,2,4,8), each for --duration s, until p99 "
                         "passes --bound or an invariant breaks")
     parser.add_argument("--bound", type=float, default=5000.0, help="the p99 bound of submit -> interrupt "
@@ -598,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"soak: {args.rate}/s for {args.duration:.0f} s, faults {args.faults}, kills {args.kills}, "
               f"seed {args.seed}", flush=True)
         run = soak(stack, worker, keys, args.rate, args.duration, mix_of(args.mix), args.seed,
-                   (delay[0], delay[1]))
+                   (delay[0], delay[1]), args.long_poll)
         if faults is not None:
             faults.stop()
             print(f"  injected: {sum(faults.injected.values())} refusals at "
