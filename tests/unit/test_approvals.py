@@ -232,8 +232,8 @@ def test_a4_a_repeated_resume_says_who_cleared_it_when_and_with_what() -> None:
     assert resolved is not None and (resolved.subject, resolved.origin) == ("user-1", "client")
     assert resolved.status == "resolved" and (resolved.at or "").endswith("Z") and resolved.same_payload is True
     assert h.resume("int-ok", {"approved": False}).cleared == replace(resolved, same_payload=False)
-    # An unknown id is a no-op with nothing to tell.
-    assert h.resume("int-unknown", {}) == Resumed("int-unknown", noop=True)
+    # An unknown id is a no-op that says the session never had it.
+    assert h.resume("int-unknown", {}) == Resumed("int-unknown", noop=True, known=False)
 
 
 def test_a4_each_resume_outcome_renders_as_its_wire_body_field_for_field_and_in_order() -> None:

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from holdpoint import assembly
 from holdpoint.core.approvals import MAX_COMMENT
+from holdpoint.core.ids import next_step
 from holdpoint.http import edge, rendering
 from holdpoint.http.edge import short
 from holdpoint.http.resolver import bad_path_id, error, param_of
@@ -54,5 +55,7 @@ def request_problem(body_text: str | None, session_id: str, interrupt_id: str) -
         return error("validation_error", f"String should have at most {MAX_COMMENT} characters", "comment")
     for key in body:  # after the fields' own errors, as pydantic reports them
         if key not in BODY_FIELDS:
-            return error("validation_error", "Extra inputs are not permitted", short(param_of((key,)) or "body"))
+            param = short(param_of((key,)) or "body")
+            return error("validation_error", next_step("extra_forbidden", param, "Extra inputs are not permitted"),
+                         param)
     return bad_path_id("POST", "session_id", session_id) or bad_path_id("POST", "interrupt_id", interrupt_id)

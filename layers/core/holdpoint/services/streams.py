@@ -21,7 +21,6 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.ports import SessionStore, WaitLeases
 from holdpoint.services.caller import Caller
-from holdpoint.services.sessions import owned, view
 
 T = TypeVar("T")
 
@@ -139,6 +138,8 @@ def view_when(store: SessionStore, caller: Caller, session_id: str, statuses: fr
     """`GET /v1/sessions/{id}?until=interrupted&wait=20`: the view as soon as its status is one of
     `statuses`, or as it stands once `wait_secs` have passed (under a wait lease while it waits):
     so a script can say "wait until it parks" without a loop of its own. Woken by the event log."""
+    from holdpoint.services.sessions import owned, view  # only the API function waits on a view
+
     current = view(store, caller, session_id)
     if not statuses or current["status"] in statuses or wait_secs <= 0:
         return current
