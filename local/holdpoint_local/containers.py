@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .processes import end
+
 SUITE = "trixie"
 """Debian's release with python3.13 (Lambda's python3.13 runs on Amazon Linux 2023)."""
 MIRROR = "http://deb.debian.org/debian"
@@ -119,12 +121,7 @@ class Engine:
         """Stop the engine only if `start()` started it."""
         if self._proc is None:
             return
-        self._proc.terminate()
-        try:
-            self._proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait(timeout=10)
+        end(self._proc)
         self._proc = None
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ACCOUNT_ID, FAKE_ENV
+from .processes import end
 
 # The child runs moto.server and exits when its parent goes away (killed test run, Ctrl-C twice),
 # so a moto server is never left orphaned holding a port. It applies moto_fixes first (atomic
@@ -150,13 +151,7 @@ class MotoServer:
         atexit.unregister(self.stop)
         if self._proc is None:
             return
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=10)
+        end(self._proc, grace=10)
         self._proc = None
 
     def __enter__(self) -> MotoServer:

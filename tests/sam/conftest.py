@@ -32,6 +32,7 @@ from botocore.config import Config
 from holdpoint_local import FAKE_ENV, REGION, containers
 from holdpoint_local.credentials import RoleSessions
 from holdpoint_local.moto_server import MotoServer, free_port
+from holdpoint_local.processes import end
 from holdpoint_local.provision import REPO_ROOT, TEMPLATE_PATH, Provisioned, provision
 from holdpoint_local.wsgateway import WebSocketGateway, read_live
 from tests.waiting import wait_for
@@ -319,12 +320,7 @@ class LambdaEndpoint:
         """Ctrl-C, as SAM CLI expects: it then removes the warm containers it started."""
         if self._proc is None:
             return
-        self._proc.send_signal(signal.SIGINT)
-        try:
-            self._proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait(timeout=10)
+        end(self._proc, sig=signal.SIGINT, grace=60)
         self._proc = None
 
 
