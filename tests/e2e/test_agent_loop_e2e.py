@@ -529,10 +529,11 @@ def test_r10_lookup_result_recorded_while_parked_and_its_tool_finished_waits_for
     _, seen = worker
     original = seed_worker.decide
 
-    def decide(trigger: dict[str, Any], proposed: dict[str, Any]) -> dict[str, Any]:
+    def decide(trigger: dict[str, Any], proposed: dict[str, Any],
+               calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         if trigger["type"] == "tool.execute" and trigger["name"] == "lookup":
             return {"actions": [{"type": "tool.result", "result": "bob@example.com"}]}
-        return original(trigger, proposed)
+        return original(trigger, proposed, calls)
 
     monkeypatch.setattr(seed_worker, "decide", decide)
     script = [

@@ -65,7 +65,8 @@ def test_cli_errors_are_one_line_with_the_api_code(api: Api, stack: Any) -> None
     assert code == 1 and err == "error: not_found: no open interrupt int-none (interrupt_id)\n"
     bad = cli.main(["inbox"], client=Client(stack.base_url, "hp_wrong_key"), stdout=io.StringIO(),
                    stderr=(wrong := io.StringIO()))
-    assert bad == 1 and wrong.getvalue() == "error: http_403: Forbidden\n"
+    assert bad == 1 and wrong.getvalue().startswith("error: http_403: Forbidden: the API's authorizer refused")
+    assert wrong.getvalue().endswith("check the key\n")  # API Gateway's bare 403, with the next step
     assert api.view(sid)["status"] == "interrupted"  # nothing was answered
 
 

@@ -377,3 +377,14 @@ def deployment(docker_engine: containers.Engine, base_image: str, sam_build: Bui
     report = os.environ.get("HOLDPOINT_SAM_REPORT")
     if report:
         Path(report).write_text("\n".join([f"sam build {sam_build.seconds:.1f} s", *summary]) + "\n")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tier's tests share one deployment and one answered session, and some read what an
+    earlier one left (the notifier test publishes the operator interrupt's events): they run in
+    their files' own order, in the places the shuffle (pytest-randomly, which reorders before this
+    hook) gave the tier."""
+    slots = [n for n, item in enumerate(items) if "tests/sam/" in item.nodeid]
+    ordered = sorted((items[n] for n in slots), key=lambda item: (str(item.path), item.reportinfo()[1] or 0))
+    for n, item in zip(slots, ordered, strict=True):
+        items[n] = item
