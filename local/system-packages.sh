@@ -12,6 +12,9 @@ command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+for tool in curl jq openssl; do  # the README's walkthrough, which tests/e2e/test_readme_walkthrough.py runs
+  command -v "$tool" >/dev/null 2>&1 || need+=("$tool")
+done
 if [ "$(uname -m)" != aarch64 ]; then
   command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
   command -v update-binfmts >/dev/null 2>&1 || need+=(binfmt-support)

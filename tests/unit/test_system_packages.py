@@ -27,6 +27,8 @@ def run_with_path(bin_dir: Path) -> subprocess.CompletedProcess[str]:
 CONTAINER_TOOLS = {"dockerd": "docker.io", "debootstrap": "debootstrap", "qemu-aarch64-static": "qemu-user-static",
                    "update-binfmts": "binfmt-support"}
 """The container tier's commands (tests/sam/) and the Debian package of each."""
+WALKTHROUGH_TOOLS = ("curl", "jq", "openssl")
+"""What the README's walkthrough runs (tests/e2e/test_readme_walkthrough.py): each its own package."""
 
 
 def link(bin_dir: Path, *tools: str) -> None:
@@ -47,13 +49,13 @@ def test_without_apt_the_missing_packages_are_named_in_one_line(tmp_path: Path) 
     assert "nodejs" in lines[0] and "npm" in lines[0] and "apt-get install" in lines[0]
     expected = [pkg for tool, pkg in CONTAINER_TOOLS.items()
                 if platform.machine() != "aarch64" or pkg not in ("qemu-user-static", "binfmt-support")]
-    assert all(pkg in lines[0].replace(";", " ").split() for pkg in expected), lines[0]
+    assert all(pkg in lines[0].replace(";", " ").split() for pkg in [*expected, *WALKTHROUGH_TOOLS]), lines[0]
     assert done.stdout == ""
 
 
 def test_a_missing_docker_engine_alone_is_named(tmp_path: Path) -> None:
     """Everything but the Docker engine present: the line names docker.io and nothing else."""
-    link(tmp_path, "id", "uname", "node", "npm", *(t for t in CONTAINER_TOOLS if t != "dockerd"))
+    link(tmp_path, "id", "uname", "node", "npm", *WALKTHROUGH_TOOLS, *(t for t in CONTAINER_TOOLS if t != "dockerd"))
     done = run_with_path(tmp_path)
     if not Path("/usr/bin/chromium").exists():
         pytest.fail("`make test` installs chromium before the tests run")
@@ -65,6 +67,6 @@ def test_a_missing_docker_engine_alone_is_named(tmp_path: Path) -> None:
 def test_nothing_missing_is_a_silent_no_op(tmp_path: Path) -> None:
     """With every package present the script does nothing and says nothing (the usual case)."""
     assert Path("/usr/bin/chromium").exists(), "`make test` installs chromium before the tests run"
-    link(tmp_path, "id", "uname", "node", "npm", *CONTAINER_TOOLS)
+    link(tmp_path, "id", "uname", "node", "npm", *WALKTHROUGH_TOOLS, *CONTAINER_TOOLS)
     done = run_with_path(tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
