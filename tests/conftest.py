@@ -107,7 +107,7 @@ def make_resources() -> dict[str, str]:
             "JWT_SECRET_ARN": key}
 
 
-_CLIENTS: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+_CLIENTS: dict[tuple[str, tuple[tuple[str, Any], ...]], tuple[Any, Any]] = {}
 _REAL_CLIENT = boto3.client
 _SHARED_SERVICES = frozenset({"dynamodb", "sqs", "stepfunctions", "s3", "secretsmanager", "scheduler", "events",
                               "cloudformation", "lambda"})
@@ -117,13 +117,15 @@ def shared_client(service: str, *args: Any, **kwargs: Any) -> Any:
     """boto3.client, built once per service and options for the whole run. moto intercepts every
     client at botocore's send hook, so a client outlives `mock_aws` sessions safely, and building
     one (loading its service model) was most of each unit test's setup: mock_aws clears boto3's default
-    session, so each test's first client of a service made a new session and parsed its JSON again."""
+    session, so each test's first client of a service made a new session and parsed its JSON again.
+    A client is keyed by its Config's identity, and the cache keeps that Config alive, so a later
+    Config can never be given the id of a collected one (and another test's retries with it)."""
     if args or service not in _SHARED_SERVICES:
         return _REAL_CLIENT(service, *args, **kwargs)
     key = (service, tuple(sorted((k, id(v) if k == "config" else v) for k, v in kwargs.items())))
     if key not in _CLIENTS:
-        _CLIENTS[key] = _REAL_CLIENT(service, **kwargs)
-    return _CLIENTS[key]
+        _CLIENTS[key] = (kwargs.get("config"), _REAL_CLIENT(service, **kwargs))
+    return _CLIENTS[key][1]
 
 
 _METHOD_NAMES = functools.cache(moto_responses.method_names_from_class)

@@ -18,6 +18,7 @@ from a2a.utils.errors import InvalidParamsError
 from google.protobuf import json_format
 
 from tests.stack import Api, resumed_triggers
+from tests.waiting import wait_for
 
 T = TypeVar("T")
 
@@ -107,6 +108,9 @@ def test_a2a_cancel_declines_the_interrupt(stack: Any, public: Api, worker: tupl
     parked, canceled, again = run(go())
     assert parked.status.state == pb.TASK_STATE_INPUT_REQUIRED
     assert canceled.status.state == pb.TASK_STATE_CANCELED and again.status.state == pb.TASK_STATE_CANCELED
+    # the cancel answers once the interrupt is declined; the worker hears of it when the parked
+    # branch wakes (Step Functions, then the wake queue), which may be after the answer
+    wait_for(lambda: resumed_triggers(worker[1], parked.context_id), "the worker's interrupt.resumed")
     [trigger] = resumed_triggers(worker[1], parked.context_id)
     assert trigger["payload"] == {"status": "cancelled"}
 
