@@ -54,11 +54,16 @@ UNIT_WORKERS ?= 2
 test-unit: venv
 	PYTHONDONTWRITEBYTECODE= HOLDPOINT_FUZZ_EXAMPLES=25 $(PY) -m pytest -q -p no:schemathesis -n $(UNIT_WORKERS) --dist loadfile $(ORDER) tests/unit
 
-serve: venv
-	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.serve
+# INVOKE=sam: every function runs as `sam build` built it, in its Lambda-shaped container behind
+# `sam local start-lambda` (Docker, the SAM CLI venv); the default runs the handlers in process.
+INVOKE ?= process
+INVOKE_NEEDS = $(if $(filter sam,$(INVOKE)),system-packages $(SAM_STAMP))
 
-demo: venv
-	PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.demo
+serve: venv $(INVOKE_NEEDS)
+	HOLDPOINT_INVOKE=$(INVOKE) PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.serve
+
+demo: venv $(INVOKE_NEEDS)
+	HOLDPOINT_INVOKE=$(INVOKE) PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.demo
 
 # The seed scenario (park, resume, approve and decline) against any deployment, in one line:
 # `make smoke` against `make serve`; `make smoke URL=https://... KEY=hp_... WORKER_URL=https://...`

@@ -39,7 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_PYTHON = ROOT / ".venv-runtime" / "bin" / "python"
-HANDLERS = ("api", "resume", "engine", "authorizer", "notifier", "links", "channels")
+HANDLERS = tuple(sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "app.py").is_file()))
+"""Every function of template.yaml (each has functions/<name>/app.py)."""
 TARGET = 1.3
 PYCACHE = Path(tempfile.gettempdir()) / "holdpoint-bench-pycache"
 sys.path.insert(0, str(ROOT / "local"))

@@ -85,12 +85,13 @@ class WorkerHandler(BaseHTTPRequestHandler):
         return
 
 
-def serve(port: int = 0, secret: str | None = None,
-          base: type[WorkerHandler] = WorkerHandler) -> tuple[ThreadingHTTPServer, list[dict[str, Any]]]:
-    """Start the worker (`base`, or a subclass with its own `answer`) in a thread; returns the
-    server (for its port) and the requests it saw."""
+def serve(port: int = 0, secret: str | None = None, base: type[WorkerHandler] = WorkerHandler,
+          host: str = "127.0.0.1") -> tuple[ThreadingHTTPServer, list[dict[str, Any]]]:
+    """Start the worker (`base`, or a subclass with its own `answer`) in a thread on `host` (where the
+    engine reaches it: loopback in process, Docker's bridge address for functions in containers);
+    returns the server (for its port) and the requests it saw."""
     handler = type("Handler", (base,), {"secret": secret, "seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server = ThreadingHTTPServer((host, port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, handler.seen
 

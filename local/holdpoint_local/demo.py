@@ -1,5 +1,7 @@
 """`make demo`: the seed's send_email example, end to end on the embedded local stack.
 
+`make demo INVOKE=sam` runs it on `sam build`'s artifact, every function in its container.
+
 A scripted model asks to call `send_email`; the worker (examples/seed_worker.py, over signed
 HTTP) pauses with an `interrupt`; the session sits parked while a ParkBranch execution holds
 the task token; a person resumes it; the worker's `tool.result` "sent" (or `tool.error`
@@ -118,35 +120,51 @@ def run_once(stack: LocalStack, client: Client, approved: bool) -> None:
     print("events: " + ", ".join(e["type"] for e in events if not e["type"].startswith("decision.")))
 
 
+def agent(worker_url: str) -> dict[str, Any]:
+    """The demo's agent: the scripted model, the send_email tool, the seed worker over signed HTTP."""
+    return {
+        "model": "scripted-demo",
+        "llm": {"provider": "scripted", "script": SCRIPT},
+        "system": "You send emails for the user.",
+        "tools": [{"name": "send_email", "description": "Send an email",
+                   "input": {"type": "object", "required": ["to"],
+                             "properties": {"to": {"type": "string"}, "subject": {"type": "string"},
+                                            "body": {"type": "string"}}}}],
+        "worker": {"url": worker_url, "secret": f"env:{SECRET_ENV}"},
+    }
+
+
+SECRET_ENV = "HOLDPOINT_DEMO_WORKER_SECRET"
+
+
+def run(stack: LocalStack) -> list[dict[str, Any]]:
+    """The scenario on a started stack (its secret set before the start): approved, then declined;
+    returns the decisions the worker received."""
+    worker, seen = seed_worker.serve(0, os.environ[SECRET_ENV], host=stack.host)
+    worker_url = f"http://{stack.host}:{worker.server_address[1]}/"
+    try:
+        print(f"local stack ({stack.invoke}): API {stack.base_url}, moto {stack.moto_endpoint}, worker {worker_url}")
+        client = Client(stack.base_url, stack.api_key)
+        client.call("PUT", "/v1/agents/assistant", agent(worker_url))
+        print("PUT /v1/agents/assistant -> 200 (scripted model, send_email tool, signed HTTP worker)")
+        run_once(stack, client, approved=True)
+        run_once(stack, client, approved=False)
+        print(f"\nthe worker received {len(seen)} signed decisions; demo finished.")
+        return list(seen)
+    finally:
+        worker.shutdown()
+        worker.server_close()
+
+
 def main() -> None:
-    secret = secrets.token_hex(16)
-    os.environ["HOLDPOINT_DEMO_WORKER_SECRET"] = secret
-    worker, seen = seed_worker.serve(0, secret)
-    worker_url = f"http://127.0.0.1:{worker.server_address[1]}/"
+    os.environ[SECRET_ENV] = secrets.token_hex(16)
     quiet = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     # HOLDPOINT_TEMPLATE: another template (a test's copy with a grant removed) with this checkout's code.
     template = os.environ.get("HOLDPOINT_TEMPLATE")
     where: dict[str, Any] = {"template_path": template, "code_root": ROOT} if template else {}
     with LocalStack(http_port=int(os.environ.get("HOLDPOINT_PORT", "0")), extra_env=quiet, **where) as stack:
-        print(f"local stack: API {stack.base_url}, moto {stack.moto_endpoint}, worker {worker_url}")
-        client = Client(stack.base_url, stack.api_key)
-        agent = {
-            "model": "scripted-demo",
-            "llm": {"provider": "scripted", "script": SCRIPT},
-            "system": "You send emails for the user.",
-            "tools": [{"name": "send_email", "description": "Send an email",
-                       "input": {"type": "object", "required": ["to"],
-                                 "properties": {"to": {"type": "string"}, "subject": {"type": "string"},
-                                                "body": {"type": "string"}}}}],
-            "worker": {"url": worker_url, "secret": "env:HOLDPOINT_DEMO_WORKER_SECRET"},
-        }
-        client.call("PUT", "/v1/agents/assistant", agent)
-        print("PUT /v1/agents/assistant -> 200 (scripted model, send_email tool, signed HTTP worker)")
-        run_once(stack, client, approved=True)
-        run_once(stack, client, approved=False)
-        print(f"\nthe worker received {len(seen)} signed decisions; demo finished.")
-    worker.shutdown()
+        run(stack)
 
 
 if __name__ == "__main__":

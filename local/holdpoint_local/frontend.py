@@ -21,7 +21,7 @@ from holdpoint.http.numbers import parse_digits
 
 from . import ACCOUNT_ID, REGION
 from .provision import Route
-from .runtime import LocalFunction
+from .runtime import Function
 
 log = logging.getLogger("holdpoint_local.frontend")
 
@@ -104,7 +104,7 @@ class ApiGateway:
     def __init__(
         self,
         routes: list[Route],
-        functions: dict[str, LocalFunction],
+        functions: dict[str, Function],
         *,
         api_id: str = "local",
         domain_name: str = "127.0.0.1",
@@ -394,12 +394,12 @@ class _Server(ThreadingHTTPServer):
 
 
 class FrontEnd:
-    """The HTTP server thread around an `ApiGateway`."""
+    """The HTTP server thread around an `ApiGateway`. The socket is bound at once, so its URL is known
+    before the gateway's functions exist (the functions' environment names it); it serves from `start()`."""
 
-    def __init__(self, gateway: ApiGateway, host: str = "127.0.0.1", port: int = 8787) -> None:
+    def __init__(self, gateway: ApiGateway | None = None, host: str = "127.0.0.1", port: int = 8787) -> None:
         self.gateway = gateway
         self._server = _Server((host, port), _RequestHandler)
-        self._server.gateway = gateway
         self._thread: threading.Thread | None = None
 
     @property
@@ -410,13 +410,17 @@ class FrontEnd:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> FrontEnd:
+    def start(self, gateway: ApiGateway | None = None) -> FrontEnd:
+        self.gateway = gateway or self.gateway
+        assert self.gateway is not None, "a FrontEnd serves an ApiGateway"
+        self._server.gateway = self.gateway
         self._thread = threading.Thread(target=self._server.serve_forever, name="holdpoint-frontend", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._thread:  # shutdown() waits for serve_forever, which runs only once started
+            self._server.shutdown()
         self._server.server_close()
         if self._thread:
             self._thread.join(timeout=5)

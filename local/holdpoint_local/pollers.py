@@ -12,7 +12,7 @@ from botocore.config import Config
 
 from . import FAKE_ENV, REGION
 from .provision import SqsMapping, StreamMapping
-from .runtime import LocalFunction, run_until_stopped
+from .runtime import Function, run_until_stopped
 from .streams import StreamPoller
 
 log = logging.getLogger("holdpoint_local.pollers")
@@ -89,7 +89,7 @@ class SqsPoller:
     def __init__(
         self,
         mapping: SqsMapping,
-        function: LocalFunction,
+        function: Function,
         *,
         endpoint_url: str,
         stop_event: threading.Event,
@@ -176,11 +176,11 @@ class PollerGroup:
         self.stop_event = threading.Event()
         self.pollers: list[SqsPoller | StreamPoller] = []
 
-    def add_stream(self, mapping: StreamMapping, function: LocalFunction, endpoint_url: str) -> None:
+    def add_stream(self, mapping: StreamMapping, function: Function, endpoint_url: str) -> None:
         """One reader per stream mapping: a stream shard is read in order by one consumer."""
         self.pollers.append(StreamPoller(mapping, function, endpoint_url=endpoint_url, stop_event=self.stop_event))
 
-    def add(self, mapping: SqsMapping, function: LocalFunction, endpoint_url: str, count: int = 1) -> None:
+    def add(self, mapping: SqsMapping, function: Function, endpoint_url: str, count: int = 1) -> None:
         for i in range(max(1, count)):
             poller = SqsPoller(
                 mapping, function, endpoint_url=endpoint_url, stop_event=self.stop_event,

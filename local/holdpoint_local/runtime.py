@@ -21,11 +21,34 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from . import ACCOUNT_ID, REGION
 
 Handler = Callable[[Any, Any], Any]
+
+
+class Function(Protocol):
+    """What the front ends (HTTP, WebSocket, pollers, stream readers) invoke: a `LocalFunction` here,
+    or a `samlocal.ContainerFunction` in its container. `invoke` answers the function's response
+    and raises when the function raised."""
+
+    name: str
+    invocations: int
+    in_flight: int
+
+    def invoke(self, event: Any) -> Any: ...
+
+    def acting(self) -> contextlib.AbstractContextManager[None]: ...
+
+
+def acting(name: str, role_arn: str) -> contextlib.AbstractContextManager[None]:
+    """This thread calls AWS as function `name`'s execution role (the operator when it has none):
+    a function's own calls, and its event source mapping's polls, sign with that role."""
+    from .credentials import acting_as
+
+    return acting_as(name, role_arn) if role_arn else contextlib.nullcontext()
+
 _REQUEST = threading.local()
 _log = logging.getLogger("holdpoint_local.runtime")
 
@@ -167,10 +190,7 @@ class LocalFunction:
             raise
 
     def acting(self) -> contextlib.AbstractContextManager[None]:
-        """This thread calls AWS as the function's role (the operator when it has none)."""
-        from .credentials import acting_as
-
-        return acting_as(self.name, self.role_arn) if self.role_arn else contextlib.nullcontext()
+        return acting(self.name, self.role_arn)
 
     def context(self) -> LambdaContext:
         return LambdaContext(function_name=self.name, memory_limit_in_mb=self.memory, timeout_seconds=self.timeout)

@@ -39,11 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     stack = LocalStack(http_port=args.port, moto_port=args.moto_port, moto_endpoint=args.moto_endpoint)
     stack.start()
     try:
-        print(f"Holdpoint local stack ready at {stack.base_url}", flush=True)
+        print(f"Holdpoint local stack ready at {stack.base_url} (functions: {stack.invoke})", flush=True)
         if stack.live is not None:
             print(f"  live events (WebSocket): {stack.live.url}", flush=True)
         print(f"  approver's inbox (paste the API key into it): {stack.base_url}/inbox", flush=True)
         print(f"  moto (AWS) endpoint: {stack.moto_endpoint}", flush=True)
+        if stack.invoke == "sam":
+            print(f"  the functions run in containers and reach this machine at {stack.host} "
+                  "(a worker they call must listen there)", flush=True)
         print(f"  table: {stack.env.get('TABLE_NAME')}", flush=True)
         seeded = "" if stack.api_key_seeded else "  (NOT seeded: holdpoint.auth.put_api_key missing)"
         print(f"  API key: {stack.api_key}{seeded}", flush=True)

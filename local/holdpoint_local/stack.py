@@ -1,14 +1,18 @@
 """`LocalStack`: moto ("AWS") + resources from template.yaml + API front end + SQS pollers, all calling
-the real handlers in this process. Tests may keep the moto server alive across a stop()/start() of the
-rest to act out a restart of every Lambda while the durable state survives."""
+the real handlers: in this process (`invoke="process"`, the default), or as `sam build` built them,
+each in its Lambda-shaped container behind `sam local start-lambda` (`invoke="sam"`, samlocal.py).
+Tests may keep the moto server alive across a stop()/start() of the rest to act out a restart of
+every Lambda while the durable state survives."""
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
+import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from holdpoint import assembly
 
@@ -17,7 +21,8 @@ from .frontend import ApiGateway, FrontEnd
 from .moto_server import MotoServer, enable_sfn_execution, wait_ready
 from .pollers import PollerGroup
 from .provision import REPO_ROOT, TEMPLATE_PATH, Provisioned, provision
-from .runtime import Handler, LocalFunction
+from .runtime import Function, Handler, LocalFunction
+from .samlocal import Built, Containers
 from .scheduler import SchedulerFirer
 from .wsgateway import WebSocketGateway, port_from_env, read_live
 
@@ -31,6 +36,7 @@ LINK_BASE_ENV = "HOLDPOINT_LINK_BASE_URL"
 PUBLIC_URL_ENV = "HOLDPOINT_PUBLIC_API_URL"
 LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
 LIVE_URL_ENV = "HOLDPOINT_LIVE_URL"
+INVOKE_ENV = "HOLDPOINT_INVOKE"
 SECRET_ENV_PATTERN = "HOLDPOINT_*WORKER_SECRET"
 """`env:` secrets the local stack lets its tenant's agents reference: the demo's, the tests' and the
 README walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
@@ -54,6 +60,10 @@ class LocalStack:
     - `http_port`: 0 picks a free port; default $HOLDPOINT_PORT or 8787.
     - `stack_name`: prefixes resource names, so tests sharing one moto server stay isolated.
     - `parameters`: template parameter overrides (as `sam deploy --parameter-overrides`), e.g. quotas.
+    - `invoke`: "process" runs the handlers in this process; "sam" runs `sam build`'s artifact in
+      containers (`sam_build`: one already built, else one is built at start). Default: $HOLDPOINT_INVOKE.
+      In containers, the functions reach this machine on Docker's bridge address only: the WebSocket
+      API listens there, and a worker they call must too (`host`).
     """
 
     def __init__(
@@ -77,6 +87,8 @@ class LocalStack:
         moto_log: str | Path | None = None,
         cors_origins: list[str] | None = None,
         parameters: dict[str, str] | None = None,
+        invoke: Literal["process", "sam"] | None = None,
+        sam_build: Built | None = None,
     ) -> None:
         self.moto_endpoint = moto_endpoint.rstrip("/") if moto_endpoint else None
         self.moto_port = moto_port
@@ -96,10 +108,15 @@ class LocalStack:
         self.moto_log = moto_log
         self.cors_origins = cors_origins
         self.parameters = dict(parameters or {})
+        self.invoke = invoke or ("sam" if os.environ.get(INVOKE_ENV) == "sam" else "process")
+        if self.invoke == "sam" and self.handlers:
+            raise ValueError("handler overrides run in this process; invoke='sam' runs the built artifact")
+        self.containers = Containers(Path(tempfile.mkdtemp(prefix="holdpoint-sam-")), sam_build) \
+            if self.invoke == "sam" else None
 
         self.moto: MotoServer | None = None
         self.provisioned: Provisioned | None = None
-        self.functions: dict[str, LocalFunction] = {}
+        self.functions: dict[str, Function] = {}
         self.gateway: ApiGateway | None = None
         self.frontend: FrontEnd | None = None
         self.pollers: PollerGroup | None = None
@@ -127,22 +144,25 @@ class LocalStack:
             )
             self.env = self._environment(self.provisioned)
             os.environ.update(self.env)
-            self.live = WebSocketGateway(port=port_from_env())
+            if self.containers:
+                self.containers.prepare(self.moto_endpoint)
+            self.live = WebSocketGateway(host=self.host, port=port_from_env())
             os.environ[LIVE_ENV] = self.live.management_url  # PostToConnection reaches this gateway
             os.environ[LIVE_URL_ENV] = self.live.url  # the session page connects here
             credentials.install(self.moto_endpoint)  # each function signs with its own role
             assembly.reset()  # the container-wide adapters follow this stack's environment
-            self.functions = self._functions(self.provisioned)
             self._seed_api_key()
-            self.gateway = ApiGateway(self.provisioned.routes, self.functions, api_id=self.provisioned.api_id,
-                                      cors=self.provisioned.cors)
-            self.frontend = FrontEnd(self.gateway, port=self.http_port).start()
+            self.frontend = FrontEnd(port=self.http_port)
             # One-click links in notifications point at this front end (the template's API URL on AWS);
             # not in `env`, which names the resources (a restarted stack has the same, on another port).
             os.environ[LINK_BASE_ENV] = self.frontend.url
             # The template's `PublicApiUrl` (A2A cards): a deploy sets it for a custom domain; here
             # it is the front end, which API Gateway's own domain stands for.
             os.environ[PUBLIC_URL_ENV] = self.frontend.url
+            self.functions = self._functions(self.provisioned)
+            self.gateway = ApiGateway(self.provisioned.routes, self.functions, api_id=self.provisioned.api_id,
+                                      cors=self.provisioned.cors)
+            self.frontend.start(self.gateway)
             self.pollers = PollerGroup()
             for mapping in self.provisioned.sqs_mappings:
                 self.pollers.add(mapping, self.functions[mapping.function], self.moto_endpoint,
@@ -171,6 +191,8 @@ class LocalStack:
             if self.live:
                 self.live.stop()
                 self.live = None
+            if self.containers:
+                self.containers.stop()
             if self.moto and not keep_moto:
                 self.moto.stop()
                 self.moto = None
@@ -191,6 +213,11 @@ class LocalStack:
         """The stack's EventBridge Scheduler stand-in (its `fired` schedules, for tests)."""
         assert self.scheduler is not None, "start() first"
         return self.scheduler
+
+    @property
+    def host(self) -> str:
+        """The address the functions reach this machine at: loopback in process, Docker's bridge in containers."""
+        return self.containers.host if self.containers else "127.0.0.1"
 
     @property
     def base_url(self) -> str:
@@ -246,8 +273,20 @@ class LocalStack:
             **self.extra_env,
         }
 
-    def _functions(self, prov: Provisioned) -> dict[str, LocalFunction]:
-        out: dict[str, LocalFunction] = {}
+    def _settings(self) -> dict[str, str]:
+        """What a container is told beyond the created stack's variables: the local stack's own settings
+        (http workers, the secret allow-list, its front end's and WebSocket API's URLs) and the worker
+        secrets the allow-list lets agents name, as this process has them."""
+        own = {k: v for k, v in self.env.items() if k.startswith(("HOLDPOINT_", "POWERTOOLS_"))}
+        urls = {name: os.environ[name] for name in (LINK_BASE_ENV, PUBLIC_URL_ENV, LIVE_ENV, LIVE_URL_ENV)}
+        secrets = {k: v for k, v in os.environ.items() if fnmatch.fnmatchcase(k, SECRET_ENV_PATTERN)}
+        return {**own, **urls, **secrets}
+
+    def _functions(self, prov: Provisioned) -> dict[str, Function]:
+        if self.containers:
+            assert self.moto_endpoint is not None
+            return dict(self.containers.start(prov, self._settings(), self.moto_endpoint))
+        out: dict[str, Function] = {}
         for logical, spec in prov.functions.items():
             override = self.handlers.get(logical)
             if override is None and not (spec.code_dir / f"{spec.handler.rpartition('.')[0]}.py").exists():

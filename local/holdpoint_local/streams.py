@@ -22,7 +22,7 @@ from botocore.exceptions import ClientError
 
 from . import REGION
 from .provision import StreamMapping
-from .runtime import LocalFunction, run_until_stopped
+from .runtime import Function, run_until_stopped
 
 log = logging.getLogger("holdpoint_local.streams")
 
@@ -74,7 +74,7 @@ def failed_from(result: Any, batch: list[dict[str, Any]]) -> int | None:
 
 
 class StreamPoller:
-    def __init__(self, mapping: StreamMapping, function: LocalFunction, *, endpoint_url: str,
+    def __init__(self, mapping: StreamMapping, function: Function, *, endpoint_url: str,
                  stop_event: threading.Event) -> None:
         self.mapping = mapping
         self.function = function

@@ -39,7 +39,7 @@ from websockets.http11 import Request, Response
 from . import ACCOUNT_ID, FAKE_ENV, REGION
 from .moto_iam import API_ID_HEADER
 from .provision import Provisioned
-from .runtime import LocalFunction
+from .runtime import Function
 
 log = logging.getLogger("holdpoint_local.wsgateway")
 
@@ -116,7 +116,7 @@ class WebSocketGateway:
         self._management.daemon_threads = True
         self._management.gateway = self  # type: ignore[attr-defined]
         self.routes: LiveRoutes | None = None
-        self.functions: dict[str, LocalFunction] = {}
+        self.functions: dict[str, Function] = {}
         self.iam_endpoint = ""  # the moto server that authorises each management call
         self.connections: dict[str, _Conn] = {}
         self._pending: dict[int, _Conn] = {}
@@ -140,7 +140,7 @@ class WebSocketGateway:
         return f"http://{self.host}:{self._management.server_address[1]}/{STAGE}"
 
     # -- lifecycle ------------------------------------------------------------------
-    def start(self, routes: LiveRoutes, functions: dict[str, LocalFunction], iam_endpoint: str) -> WebSocketGateway:
+    def start(self, routes: LiveRoutes, functions: dict[str, Function], iam_endpoint: str) -> WebSocketGateway:
         self.routes, self.functions, self.iam_endpoint = routes, functions, iam_endpoint
         ready = threading.Event()
         self._threads = [threading.Thread(target=self._run, args=(ready,), name="holdpoint-ws", daemon=True),

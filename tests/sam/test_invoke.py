@@ -1,6 +1,7 @@
-"""Each function of template.yaml, as `sam build` built it, invoked by `sam local invoke` in an arm64
-Lambda-shaped container, against the stack provisioned in moto: the responses and what the table
-and queues hold afterwards."""
+"""Each function of template.yaml, as `sam build` built it, invoked through `sam local start-lambda` in
+an x86_64 Lambda-shaped container (holdpoint_local.samlocal says why x86_64), against the stack
+provisioned in moto: the responses and what the table and queues hold
+afterwards."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from holdpoint_local.frontend import ApiGateway
 from holdpoint_local.live_client import Follower
 from holdpoint_local.pollers import build_sqs_event
 from holdpoint_local.provision import REPO_ROOT
+from holdpoint_local.samlocal import Invocation
 from holdpoint_local.streams import lambda_record, matches
 from holdpoint_local.wsgateway import read_live
 from tests.waiting import wait_for
 
-from .conftest import API_KEY, OPS_KEY, TENANT, ContainerFunction, Deployment, Invocation
+from .conftest import API_KEY, OPS_KEY, TENANT, Deployment
 
 pytestmark = pytest.mark.timeout(2400)  # the first test builds the base images (arm64 under qemu: minutes)
 
@@ -30,7 +32,7 @@ pytestmark = pytest.mark.timeout(2400)  # the first test builds the base images 
 def gateway(deployment: Deployment) -> ApiGateway:
     """The local stack's API Gateway (event shapes, authorizer, routes from the created HTTP API), with
     every function run in a container."""
-    functions = {name: ContainerFunction(deployment, name) for name in deployment.provisioned.functions}
+    functions = {name: deployment.function(name) for name in deployment.provisioned.functions}
     return ApiGateway(deployment.provisioned.routes, functions, api_id=deployment.provisioned.api_id,  # type: ignore[arg-type]
                       cors=deployment.provisioned.cors)
 

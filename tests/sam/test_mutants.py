@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from holdpoint_local.provision import REPO_ROOT
+from holdpoint_local.samlocal import ARCHITECTURE, Built, Invocation, build, compile_bytecode
 
-from .conftest import ARCHITECTURE, Built, Invocation, build, compile_bytecode, sam_invoke
+from .conftest import sam_invoke
 
 pytestmark = pytest.mark.timeout(2400)  # the first test builds the base images (arm64 under qemu: minutes)
 

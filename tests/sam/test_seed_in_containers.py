@@ -1,0 +1,168 @@
+"""The seed scenario on the built artifact: the local stack with `invoke="sam"` (its HTTP and WebSocket
+front ends, SQS pollers and stream readers calling every function through `sam local start-lambda`,
+each in its container), and `make demo`'s send_email interrupt end to end, approved and declined.
+Then one flow each of approvals (a policy naming its approver), streaming (a WebSocket follower)
+and A2A (the official SDK's client) on the same stack."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.types import a2a_pb2 as pb
+from google.protobuf import json_format
+
+from holdpoint import assembly
+from holdpoint.aws.keys import put_api_key
+from holdpoint_local import demo
+from holdpoint_local.live_client import Follower
+from holdpoint_local.moto_server import MotoServer
+from holdpoint_local.provision import REPO_ROOT
+from holdpoint_local.samlocal import Built, ContainerFunction
+from holdpoint_local.stack import LocalStack
+from tests.waiting import wait_for
+
+from .conftest import fail_unavailable
+
+pytestmark = pytest.mark.timeout(2400)
+
+
+@pytest.fixture(scope="module")
+def sam_stack(docker_engine: object, base_image: str, sam_build: Built,
+              moto_server: MotoServer) -> Iterator[LocalStack]:
+    saved = dict(os.environ)
+    os.environ[demo.SECRET_ENV] = secrets.token_hex(16)  # the containers are told it at start
+    stack = LocalStack(moto_endpoint=moto_server.endpoint, stack_name=f"s{uuid.uuid4().hex[:8]}", http_port=0,
+                       invoke="sam", sam_build=sam_build)
+    try:
+        stack.start()
+    except Exception as exc:
+        stack.stop(keep_moto=True)
+        from holdpoint_local.containers import Unavailable
+
+        if isinstance(exc, Unavailable):
+            fail_unavailable(exc)
+        raise
+    yield stack
+    stack.stop(keep_moto=True)
+    os.environ.clear()
+    os.environ.update(saved)
+    assembly.reset()
+
+
+def test_every_function_of_the_stack_runs_in_its_container(sam_stack: LocalStack) -> None:
+    assert sam_stack.functions and all(isinstance(f, ContainerFunction) for f in sam_stack.functions.values())
+    assert sam_stack.host != "127.0.0.1"  # the functions reach this machine on Docker's bridge
+
+
+def test_the_seed_scenario_parks_and_resumes_approved_and_declined(sam_stack: LocalStack) -> None:
+    seen = demo.run(sam_stack)  # raises SystemExit, naming what it saw, when a step does not happen
+    resumed = [r["trigger"]["payload"] for r in seen if r["trigger"]["type"] == "interrupt.resumed"]
+    assert resumed == [{"approved": True}, {"approved": False}], resumed
+    called = {f.name: f.invocations for f in sam_stack.functions.values()}
+    for name in ("ApiFunction", "AuthorizerFunction", "EngineFunction", "ResumeFunction"):
+        assert called[name] > 0, called
+    reports = sam_stack.containers.reports if sam_stack.containers else []
+    assert any(r.function == "EngineFunction" and r.duration_ms for r in reports), "no REPORT line from the engine"
+
+
+@pytest.fixture(scope="module")
+def seed_agent(sam_stack: LocalStack) -> Iterator[tuple[demo.Client, list[dict[str, Any]]]]:
+    """The demo's agent with the seed worker on the bridge address, its A2A card public."""
+    worker, seen = demo.seed_worker.serve(0, os.environ[demo.SECRET_ENV], host=sam_stack.host)
+    client = demo.Client(sam_stack.base_url, sam_stack.api_key)
+    agent = demo.agent(f"http://{sam_stack.host}:{worker.server_address[1]}/")
+    client.call("PUT", "/v1/agents/assistant", {**agent, "a2a": {"public": True, "name": "Assistant"}})
+    yield client, seen
+    worker.shutdown()
+    worker.server_close()
+
+
+def start(client: demo.Client) -> tuple[str, str]:
+    """A session parked on the worker's send_email interrupt: its id and the interrupt's."""
+    sid = client.call("POST", "/v1/sessions", {"type": "client.message", "agent_id": "assistant",
+                                               "message": {"role": "user", "content": "Email Bob."}})["session_id"]
+    [interrupt] = client.wait(sid, "interrupted", timeout=120)["interrupts"]
+    return sid, interrupt["interrupt_id"]
+
+
+def test_a_policy_naming_its_approver_refuses_another_and_takes_its_answer(
+        sam_stack: LocalStack, seed_agent: tuple[demo.Client, list[dict[str, Any]]]) -> None:
+    client, seen = seed_agent
+    agent = client.call("GET", "/v1/agents/assistant")["agent"]
+    client.call("PUT", "/v1/agents/assistant", {**agent, "approval": {"subjects": ["ops"]}})
+    key = f"hp_sam_ops_{uuid.uuid4().hex[:8]}"
+    put_api_key(sam_stack.env["TABLE_NAME"], key, sam_stack.tenant, "ops", "operator",
+                client=sam_stack.client("dynamodb"))
+    try:
+        sid, iid = start(client)
+        path = f"/v1/sessions/{sid}/interrupts/{iid}/resume"
+        refused = client.call("POST", path, {"payload": {"approved": True}}, ok=(403,))
+        assert refused["error"]["code"] == "not_an_approver", refused
+        ops = demo.Client(sam_stack.base_url, key)
+        assert ops.call("POST", path, {"payload": {"approved": True}})["noop"] is False
+        view = client.wait(sid, "done", timeout=120)
+        assert view["messages"][-1]["content"] == "Done: the email to Bob is sent."
+        assert [r["trigger"]["payload"] for r in seen if r["session_id"] == sid
+                and r["trigger"]["type"] == "interrupt.resumed"] == [{"approved": True}]
+    finally:
+        client.call("PUT", "/v1/agents/assistant", agent)
+
+
+def test_a_websocket_follower_gets_a_sessions_events_from_the_live_function(
+        sam_stack: LocalStack, seed_agent: tuple[demo.Client, list[dict[str, Any]]]) -> None:
+    client, _ = seed_agent
+    # SAM CLI creates the live function's container on its first invoke (20-40 s here), longer than the
+    # follower's 30 s handshake: a $disconnect of no connection (answered 200) creates it first.
+    sample = json.loads((REPO_ROOT / "events" / "ws_disconnect.json").read_text())
+    assert sam_stack.functions["LiveFunction"].invoke(sample) == {"statusCode": 200}
+    sid, iid = start(client)
+    assert sam_stack.live is not None
+
+    async def follow() -> list[str]:
+        async with Follower(sam_stack.live.url, sam_stack.api_key) as follower:
+            await follower.follow(sid)
+            client.call("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", {"payload": {"approved": False}})
+            types: list[str] = []
+            while "turn.finished" not in types:
+                _, event = await follower.next(timeout=120)
+                types.append(event["type"])
+            return types
+
+    types = asyncio.run(follow())
+    parked = {"session.interrupted", "session.interrupt_resumed"}
+    assert types[0] == "session.created" and parked <= set(types) and types[-1] == "turn.finished", ", ".join(types)
+
+
+def test_an_a2a_client_completes_a_task_through_input_required(
+        sam_stack: LocalStack, seed_agent: tuple[demo.Client, list[dict[str, Any]]]) -> None:
+    async def go() -> tuple[pb.Task, pb.Task]:
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {sam_stack.api_key}"}, timeout=120) as http:
+            a2a = await ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create_from_url(
+                f"{sam_stack.base_url}/a2a/{sam_stack.tenant}/assistant")
+            ask = pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text="Email Bob")])
+            parked = [e.task async for e in a2a.send_message(pb.SendMessageRequest(message=ask))][0]
+            data = json_format.ParseDict({"data": {"approved": True}}, pb.Part())
+            answer = pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[data],
+                                task_id=parked.id, context_id=parked.context_id)
+            last = parked
+            async for event in a2a.send_message(pb.SendMessageRequest(message=answer)):
+                if event.HasField("task"):
+                    last = event.task
+                elif event.HasField("status_update"):
+                    last.status.CopyFrom(event.status_update.status)
+            return parked, last
+
+    parked, done = asyncio.run(go())
+    assert parked.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    assert done.status.state == pb.TASK_STATE_COMPLETED, done.status
+    wait_for(lambda: seed_agent[0].call("GET", f"/v1/sessions/{parked.context_id}")["status"] == "done",
+             "the A2A task's session to be done")
