@@ -1,5 +1,6 @@
-"""Every boto3 client Holdpoint builds for its own resources, with its retry policy chosen on
-purpose, and the one reading of AWS's refusals that are about load rather than the request.
+"""Every boto3 client Holdpoint builds, with its retry policy chosen on purpose, and the one reading
+of AWS's refusals that are about load rather than the request. Nothing else in the package calls
+`boto3.client` (an import contract in pyproject.toml keeps boto3 imported here only).
 
 botocore retries inside one call (attempts below); what is still refused after them is raised as
 `ports.Throttled` (throttling: `ThrottlingException`, `ProvisionedThroughputExceededException`,
@@ -57,6 +58,11 @@ POLICIES: dict[str, Policy] = {
     "lambda": Policy(1, 3, 900, "a worker Lambda: no botocore retry, since the engine retries a decision "
                      "with durable backoff (core/retry.py) and a retried Invoke would run the worker twice; "
                      "read timeout is Lambda's longest run"),
+    "apigatewaymanagementapi": Policy(3, 2, 5, "a frame to a WebSocket follower: a late frame is worth little, "
+                                      "and a lost one is a gap the follower sees and fills by re-subscribing"),
+    "bedrock-runtime": Policy(1, 10, 60, "a model call: no botocore retry, since the engine's LLM retry policy "
+                              "(attempts, backoff) decides what happens next; the read timeout is the call's "
+                              "own `timeout_secs` (`read=`)"),
 }
 
 
@@ -122,7 +128,20 @@ class Refusing:
         return call
 
 
+def sdk(service: str, *, endpoint_url: str | None = None, region: str | None = None,
+        read: float | None = None) -> Any:
+    """A plain boto3 client with `service`'s policy (`read`: another read timeout), for callers that read
+    every failure themselves (a worker's Lambda, a model, a WebSocket connection that may be gone)."""
+    cfg = config(service) if read is None else config(service).merge(Config(read_timeout=read))
+    where: dict[str, str] = {}
+    if endpoint_url:
+        where["endpoint_url"] = endpoint_url
+    if region:
+        where["region_name"] = region
+    return boto3.client(service, config=cfg, **where)
+
+
 def client(service: str) -> Any:
     """A client of one of Holdpoint's own services, with its policy, raising refusals as ports'."""
-    raw = boto3.client(service, config=config(service))
+    raw = sdk(service)
     return Refusing(raw) if hasattr(raw, "meta") else raw  # a test's stand-in is used as it is

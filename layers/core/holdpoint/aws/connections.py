@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
+from holdpoint.aws import clients
 from holdpoint.core import quotas
 
 LIFETIME_SECS = 2 * 3600
@@ -61,7 +61,7 @@ class Connections:
     def __init__(self, table: str | None = None, client: Any = None, clock: Callable[[], float] = time.time,
                  limits: quotas.Quotas | None = None) -> None:
         self.table = table or os.environ["TABLE_NAME"]
-        self.client = client or boto3.client("dynamodb")
+        self.client = client or clients.client("dynamodb")
         self.clock = clock
         self.limits = limits or quotas.from_env(os.environ)
 

@@ -8,9 +8,9 @@ import logging
 import os
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
+
+from holdpoint.aws import clients
 
 LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
 MAX_FRAME_BYTES = 32 * 1024
@@ -28,9 +28,7 @@ class ManagementFrames:
 
     def __init__(self, endpoint_url: str | None = None, client: Any = None) -> None:
         self.endpoint_url = endpoint_url or endpoint()
-        self.client = client or boto3.client(
-            "apigatewaymanagementapi", endpoint_url=self.endpoint_url,
-            config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=2, read_timeout=5))
+        self.client = client or clients.sdk("apigatewaymanagementapi", endpoint_url=self.endpoint_url)
 
     def post(self, connection_id: str, frame: dict[str, Any]) -> bool:
         """Send the frame; False when the connection is gone (410). Any other failure is logged

@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from holdpoint.aws import clients
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.llm.call import DEFAULT_TIMEOUT_SECS, LlmCall, hand_over
 from holdpoint.llm.converse import converse_request
@@ -32,11 +31,9 @@ def bedrock_client(region: str | None = None, timeout_secs: float = DEFAULT_TIME
     """One `bedrock-runtime` client per region and timeout per container (tests stub this one)."""
     key = (region, timeout_secs)
     if key not in _CLIENTS:
-        # No SDK retries: a retryable failure surfaces as LlmError(retryable=True) at once, and the
-        # engine's LLM retry policy (attempts, backoff) decides what happens next.
-        cfg = Config(read_timeout=timeout_secs, connect_timeout=10,
-                     retries={"mode": "standard", "total_max_attempts": 1})
-        _CLIENTS[key] = boto3.client("bedrock-runtime", region_name=region, config=cfg)
+        # No SDK retries (clients.POLICIES): a retryable failure surfaces as LlmError(retryable=True) at
+        # once, and the engine's LLM retry policy (attempts, backoff) decides what happens next.
+        _CLIENTS[key] = clients.sdk("bedrock-runtime", region=region, read=timeout_secs)
     return _CLIENTS[key]
 
 

@@ -20,7 +20,6 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from holdpoint.aws import clients, secretrefs
@@ -138,7 +137,7 @@ def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | No
 
 def lambda_client() -> Any:
     """A worker Lambda's client: no botocore retries (holdpoint.aws.clients, POLICIES["lambda"])."""
-    return boto3.client("lambda", config=clients.config("lambda"))
+    return clients.sdk("lambda")
 
 
 def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:
