@@ -21,6 +21,14 @@ API's routes, the engine's step loop) gets a second line: the same pairs with th
 its load, i.e. what its cold start's load and first request pay together before the request's own
 work.
 
+`--artifact` runs the same programs where Lambda runs them: in the x86_64 Lambda-shaped image
+(holdpoint_local.containers), on `sam build`'s artifact (samlocal.build_x86_64, compiled to
+bytecode as the container tier builds it), the function's directory read-only at /var/task and
+the layer at /opt, one fresh container per run with no network; the baseline's boto3 is the
+layer's. The timer runs inside the container, so the container's own start is not counted.
+(The emulator's REPORT line is no help here: its `Init Duration` is under 2 ms for every function,
+since awslambdaric asks for the first event before it imports the handler.)
+
 With the API among the handlers, a reference line follows: the same pairs for a program with
 nothing of Holdpoint in it, Powertools' HTTP API resolver with request validation on and one route
 taking one pydantic body, the least a validated Powertools API pays before its first answer.
@@ -72,14 +80,62 @@ def env() -> dict[str, str]:
     return out
 
 
-def script(handler: str | None, first: bool = False) -> str:
+def script(handler: str | None, first: bool = False, code_dir: str | None = None) -> str:
     """The timed program: a handler's load (`first`: and its first-request builds) plus the three
-    clients, the reference program (`REFERENCE`) plus them, or (None) the baseline."""
+    clients, the reference program (`REFERENCE`) plus them, or (None) the baseline. `code_dir`: where
+    the handler's app.py is (default: functions/<handler>)."""
     if handler == REFERENCE:
         body = _REFERENCE
+    elif handler:
+        body = _LOAD.format(dir=code_dir or str(ROOT / "functions" / handler)) + (_FIRST if first else "")
     else:
-        body = _LOAD.format(dir=str(ROOT / "functions" / handler)) + (_FIRST if first else "") if handler else ""
+        body = ""
     return _TIMED.format(body=body + _CLIENTS)
+
+
+class Runner:
+    """Runs a timed program in a fresh interpreter of the runtime venv (`python`)."""
+
+    def __init__(self, python: Path) -> None:
+        self.python = python
+
+    def __str__(self) -> str:
+        return str(self.python)
+
+    def run(self, handler: str | None, first: bool) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(self.python), "-c", script(handler, first)], cwd=tempfile.gettempdir(), env=env(),
+                              capture_output=True, text=True, check=False)
+
+
+class ArtifactRunner(Runner):
+    """Runs it in a fresh x86_64 Lambda-shaped container on `sam build`'s artifact (`build_dir`)."""
+
+    def __init__(self, build_dir: Path, image: str) -> None:
+        super().__init__(Path("/usr/bin/python3.13"))
+        self.build_dir, self.image = build_dir, image
+
+    def __str__(self) -> str:
+        return f"{self.image}, {self.build_dir}"
+
+    def run(self, handler: str | None, first: bool) -> subprocess.CompletedProcess[str]:
+        # the reference's code (Powertools, pydantic) and the baseline's boto3 come from the layer too
+        task = self.build_dir / f"{(handler or 'api').capitalize()}Function" if handler != REFERENCE \
+            else self.build_dir / "ApiFunction"
+        variables = {**LAMBDA_ENV, "PYTHONPATH": "/opt/python", "LAMBDA_TASK_ROOT": "/var/task"}
+        cmd = ["docker", "run", "--rm", "--network", "none", "-v", f"{task}:/var/task:ro",
+               "-v", f"{self.build_dir / 'CoreLayer'}:/opt:ro", "-w", "/var/task",
+               *[a for k, v in variables.items() for a in ("-e", f"{k}={v}")], "--entrypoint", str(self.python),
+               self.image, "-c", script(handler, first, code_dir="/var/task")]
+        return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
+
+
+def artifact_runner(work_dir: Path) -> ArtifactRunner:
+    """The Docker engine (started if none answers), the x86_64 base image and one `sam build`."""
+    from holdpoint_local import containers, samlocal
+
+    containers.Engine(work_dir / "dockerd.log").start()
+    image = containers.BaseImage(samlocal.ARCHITECTURE).ensure()
+    return ArtifactRunner(samlocal.build_x86_64(work_dir).build_dir, image)
 
 
 def defers(handler: str) -> bool:
@@ -87,15 +143,14 @@ def defers(handler: str) -> bool:
     return "Deferred(" in (ROOT / "functions" / handler / "app.py").read_text(encoding="utf-8")
 
 
-def run_ms(python: Path, handler: str | None, first: bool = False) -> float:
-    proc = subprocess.run([str(python), "-c", script(handler, first)], cwd=tempfile.gettempdir(), env=env(),
-                          capture_output=True, text=True, check=False)
+def run_ms(runner: Runner, handler: str | None, first: bool = False) -> float:
+    proc = runner.run(handler, first)
     if proc.returncode != 0:
         raise RuntimeError(f"{handler or 'baseline'} failed:\n{proc.stderr[-2000:]}")
     return float(proc.stdout.strip().splitlines()[-1])
 
 
-def pairs(python: Path, handler: str, count: int, first: bool = False) -> list[tuple[float, float]]:
+def pairs(python: Runner, handler: str, count: int, first: bool = False) -> list[tuple[float, float]]:
     """(handler ms, baseline ms) per pair, after one discarded warm-up pair."""
     run_ms(python, handler, first)
     run_ms(python, None)
@@ -136,39 +191,45 @@ def main() -> None:
     ap.add_argument("--python", type=Path, default=RUNTIME_PYTHON, help="the runtime venv's interpreter")
     ap.add_argument("--handlers", default=",".join(HANDLERS), help="comma-separated subset, e.g. resume,engine")
     ap.add_argument("--breakdown", action="store_true", help="also print where each handler's import time goes")
+    ap.add_argument("--artifact", action="store_true",
+                    help="run in the Lambda-shaped x86_64 image on sam build's artifact (Docker, .venv-sam)")
     args = ap.parse_args()
     if args.pairs < 7:
         ap.error("--pairs must be at least 7")
     args.python = args.python.absolute()  # runs start in a temporary dir; a venv's python must stay a symlink
-    if not args.python.exists():
+    if not args.artifact and not args.python.exists():
         sys.exit(f"{args.python} is missing: run `make venv-runtime` (a venv with only requirements.txt)")
+    runner: Runner = artifact_runner(Path(tempfile.mkdtemp(prefix="holdpoint-cold-"))) if args.artifact \
+        else Runner(args.python)
+    where = "fresh Lambda-shaped container each" if args.artifact else "fresh interpreter each"
     print(f"Cold start: handler load + first DynamoDB, SQS and Step Functions clients, over `import boto3` + "
-          f"the same clients; median of {args.pairs} pairs, fresh interpreter each ({args.python})")
+          f"the same clients; median of {args.pairs} pairs, {where} ({runner})")
     failed, honest = [], {}
     for handler in [h for h in args.handlers.split(",") if h]:
-        got = pairs(args.python, handler, args.pairs)
+        got = pairs(runner, handler, args.pairs)
         ratio = statistics.median(ms / base for ms, base in got)
         print(f"{handler:<11} {ratio:.2f}x  target <= {TARGET:.1f}x  {'ok' if ratio <= TARGET else 'OVER'}  "
               f"(handler {statistics.median(m for m, _ in got):.0f} ms, "
               f"baseline {statistics.median(b for _, b in got):.0f} ms)")
         if defers(handler):
-            got = pairs(args.python, handler, args.pairs, first=True)
+            got = pairs(runner, handler, args.pairs, first=True)
             ratio = statistics.median(ms / base for ms, base in got)
             print(f"{'':<11} {ratio:.2f}x  with its first-request builds "
                   f"(handler {statistics.median(m for m, _ in got):.0f} ms)")
         honest[handler] = ratio  # what a cold start pays before the request's own work
         if ratio > TARGET:
             failed.append(handler)
-        if args.breakdown:
+        if args.breakdown and not args.artifact:
             print(f"            import self time by package (ms): {breakdown(args.python, handler)}")
     if "api" in honest:
-        got = pairs(args.python, REFERENCE, args.pairs)
+        got = pairs(runner, REFERENCE, args.pairs)
         print(f"reference   {statistics.median(ms / base for ms, base in got):.2f}x  {REFERENCE} "
               f"({statistics.median(m for m, _ in got):.0f} ms)")
     if failed:
         print(f"over target: {', '.join(failed)}")
-    figure("cold start over bare boto3 + the same clients (with the first-request builds of a handler that "
-           "defers them)", ", ".join(f"{h} {r:.2f}x" for h, r in honest.items()), f"<= {TARGET:.1f}x each",
+    place = " in the Lambda-shaped container" if args.artifact else ""
+    figure(f"cold start{place} over bare boto3 + the same clients (with the first-request builds of a handler "
+           "that defers them)", ", ".join(f"{h} {r:.2f}x" for h, r in honest.items()), f"<= {TARGET:.1f}x each",
            not failed)
 
 if __name__ == "__main__":

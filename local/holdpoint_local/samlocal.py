@@ -153,8 +153,10 @@ class LambdaEndpoint:
         self._log_lock = threading.Lock()
         self._client: Any = None
 
+    command = "start-lambda"
+
     def start(self, timeout: float = 120) -> LambdaEndpoint:
-        cmd = [str(SAM), "local", "start-lambda", "--template-file", str(self.built.template), "--env-vars",
+        cmd = [str(SAM), "local", self.command, "--template-file", str(self.built.template), "--env-vars",
                str(self.env_file), "--skip-pull-image", "--warm-containers", "LAZY", "--host", "127.0.0.1",
                "--port", str(self.port), "--container-host", self.host, "--container-host-interface", self.host,
                "--region", REGION]
@@ -166,7 +168,7 @@ class LambdaEndpoint:
         deadline = time.monotonic() + timeout
         while not self._listening():
             if time.monotonic() > deadline:
-                raise AssertionError(f"sam local start-lambda did not listen: {self.log_path.read_text()[-2000:]}")
+                raise AssertionError(f"sam local {self.command} did not listen: {self.log_path.read_text()[-2000:]}")
             time.sleep(0.2)
         self._client = boto3.client("lambda", endpoint_url=f"http://127.0.0.1:{self.port}", region_name=REGION,
                                     aws_access_key_id="x", aws_secret_access_key="x",
@@ -177,7 +179,7 @@ class LambdaEndpoint:
     def _listening(self) -> bool:
         assert self._proc is not None
         if self._proc.poll() is not None:
-            raise AssertionError(f"sam local start-lambda exited: {self.log_path.read_text()[-3000:]}")
+            raise AssertionError(f"sam local {self.command} exited: {self.log_path.read_text()[-3000:]}")
         with socket.socket() as sock:
             return sock.connect_ex(("127.0.0.1", self.port)) == 0
 
@@ -200,6 +202,18 @@ class LambdaEndpoint:
             return
         end(self._proc, sig=signal.SIGINT, grace=60)
         self._proc = None
+
+
+class ApiEndpoint(LambdaEndpoint):
+    """`sam local start-api`: SAM CLI's own emulation of the HTTP API (its routes, its Lambda
+    authorizer) in front of the same containers' functions; `url` is its base URL. What it does
+    differently from API Gateway is in local/README.md ("The HTTP API through sam local start-api")."""
+
+    command = "start-api"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
 
 class ContainerFunction:
@@ -249,6 +263,7 @@ class Containers:
         self.host = ""
         self.relay: containers.Relay | None = None
         self.lambdas: LambdaEndpoint | None = None
+        self.api: ApiEndpoint | None = None
         self.reports: list[Invocation] = []
 
     def prepare(self, moto_endpoint: str) -> Containers:
@@ -283,7 +298,19 @@ class Containers:
         return {name: ContainerFunction(self.lambdas, name, self.reports, spec.role_arn)
                 for name, spec in provisioned.functions.items()}
 
+    def start_api(self) -> ApiEndpoint:
+        """`sam local start-api` with the functions' environment as `start` gave it (stopped by `stop`)."""
+        assert self.lambdas is not None, "start() first"
+        env_vars = json.loads(self.lambdas.env_file.read_text())
+        api = ApiEndpoint(self.lambdas.built, env_vars, self.host, self.work_dir / "start-api.log")
+        self.api = api
+        api.start()
+        return api
+
     def stop(self) -> None:
+        if self.api:
+            self.api.stop()
+            self.api = None
         if self.lambdas:
             self.lambdas.stop()
             self.lambdas = None

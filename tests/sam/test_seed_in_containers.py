@@ -2,7 +2,8 @@
 front ends, SQS pollers and stream readers calling every function through `sam local start-lambda`,
 each in its container), and `make demo`'s send_email interrupt end to end, approved and declined.
 Then one flow each of approvals (a policy naming its approver), streaming (a WebSocket follower)
-and A2A (the official SDK's client) on the same stack."""
+and A2A (the official SDK's client) on the same stack, and the seed scenario once more through SAM
+CLI's own HTTP API emulation (`sam local start-api`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+import requests
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
@@ -28,6 +30,7 @@ from holdpoint_local.moto_server import MotoServer
 from holdpoint_local.provision import REPO_ROOT
 from holdpoint_local.samlocal import Built, ContainerFunction
 from holdpoint_local.stack import LocalStack
+from tests.stack import seed_worker
 from tests.waiting import wait_for
 
 from .conftest import fail_unavailable
@@ -77,7 +80,7 @@ def test_the_seed_scenario_parks_and_resumes_approved_and_declined(sam_stack: Lo
 @pytest.fixture(scope="module")
 def seed_agent(sam_stack: LocalStack) -> Iterator[tuple[demo.Client, list[dict[str, Any]]]]:
     """The demo's agent with the seed worker on the bridge address, its A2A card public."""
-    worker, seen = demo.seed_worker.serve(0, os.environ[demo.SECRET_ENV], host=sam_stack.host)
+    worker, seen = seed_worker.serve(0, os.environ[demo.SECRET_ENV], host=sam_stack.host)
     client = demo.Client(sam_stack.base_url, sam_stack.api_key)
     agent = demo.agent(f"http://{sam_stack.host}:{worker.server_address[1]}/")
     client.call("PUT", "/v1/agents/assistant", {**agent, "a2a": {"public": True, "name": "Assistant"}})
@@ -125,10 +128,11 @@ def test_a_websocket_follower_gets_a_sessions_events_from_the_live_function(
     sample = json.loads((REPO_ROOT / "events" / "ws_disconnect.json").read_text())
     assert sam_stack.functions["LiveFunction"].invoke(sample) == {"statusCode": 200}
     sid, iid = start(client)
-    assert sam_stack.live is not None
+    live = sam_stack.live
+    assert live is not None
 
     async def follow() -> list[str]:
-        async with Follower(sam_stack.live.url, sam_stack.api_key) as follower:
+        async with Follower(live.url, sam_stack.api_key) as follower:
             await follower.follow(sid)
             client.call("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", {"payload": {"approved": False}})
             types: list[str] = []
@@ -166,3 +170,30 @@ def test_an_a2a_client_completes_a_task_through_input_required(
     assert done.status.state == pb.TASK_STATE_COMPLETED, done.status
     wait_for(lambda: seed_agent[0].call("GET", f"/v1/sessions/{parked.context_id}")["status"] == "done",
              "the A2A task's session to be done")
+
+
+def test_the_seed_scenario_through_sam_local_start_api(
+        sam_stack: LocalStack, seed_agent: tuple[demo.Client, list[dict[str, Any]]]) -> None:
+    """SAM CLI's own HTTP API emulation (its routes and Lambda authorizer) in front of the same
+    functions: the seed scenario passes through it. What it answers differently from API Gateway's
+    HTTP API (and the local front end, which answers as API Gateway does) is asserted, so a change
+    in SAM CLI shows here: local/README.md, "The HTTP API through sam local start-api"."""
+    assert sam_stack.containers is not None
+    base = sam_stack.containers.start_api().url
+    client = demo.Client(base, sam_stack.api_key)
+    demo.run_once(sam_stack, client, approved=True)
+    assert seed_agent[1], "the worker answered nothing"
+    key = {"Authorization": f"Bearer {sam_stack.api_key}"}
+    front = sam_stack.base_url
+    for url in (base, front):
+        assert requests.get(f"{url}/v1/sessions", timeout=120).status_code == 401  # no Authorization: both
+    refused = requests.get(f"{base}/v1/sessions", headers={"Authorization": "Bearer hp_nope"}, timeout=120)
+    assert (refused.status_code, refused.json()) == (403, {"message": "User is not authorized to access this resource"})
+    assert requests.get(f"{front}/v1/sessions", headers={"Authorization": "Bearer hp_nope"},
+                        timeout=120).json() == {"message": "Forbidden"}
+    unknown = requests.get(f"{base}/v1/nothing", headers=key, timeout=120)
+    assert (unknown.status_code, unknown.json()) == (403, {"message": "Missing Authentication Token"})
+    assert requests.get(f"{front}/v1/nothing", headers=key, timeout=120).status_code == 404
+    preflight = {"Origin": "http://127.0.0.1:8787", "Access-Control-Request-Method": "POST"}
+    sam_cors = requests.options(f"{base}/v1/sessions", headers=preflight, timeout=120)
+    assert sam_cors.status_code == 200 and "Access-Control-Allow-Origin" not in sam_cors.headers

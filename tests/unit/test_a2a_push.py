@@ -42,12 +42,12 @@ class _Interfering:
         self.interfere, self.reasons, self.sent = interfere, reasons, 0
 
     def transact_write_items(self, TransactItems: list[dict[str, object]]) -> None:  # noqa: N803 - boto3's name
-        from botocore.exceptions import ClientError
+        from holdpoint.aws.clients import Refused  # what Holdpoint's DynamoDB client raises for it
 
         self.sent += 1
         if self.sent <= self.interfere:
-            raise ClientError({"Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
-                               "CancellationReasons": [{"Code": c} for c in self.reasons]}, "TransactWriteItems")
+            raise Refused({"Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                           "CancellationReasons": [{"Code": c} for c in self.reasons]}, "TransactWriteItems")
 
 
 def test_quota_a2a_push_config_write_interfered_with_is_sent_again_then_refused_as_busy() -> None:

@@ -86,17 +86,19 @@ def test_faults_every_nth_probability_and_stop(aws: dict[str, str]) -> None:
 
 
 def test_clients_refusals_about_load_become_port_exceptions(aws: dict[str, str]) -> None:
-    """Holdpoint's clients raise Throttled/Unavailable (still ClientErrors) after their attempts."""
+    """Holdpoint's clients raise Throttled/Unavailable after their attempts, and any other refusal
+    as `clients.Refused` with AWS's code: Holdpoint's own classes, none of them botocore's."""
     client = clients.client("sqs")
     faults = Faults(anywhere=True).attach(client._client)
     url = aws["WORK_QUEUE_URL"]
     faults.inject("sqs", "GetQueueAttributes", "ThrottlingException", first=clients.POLICIES["sqs"].attempts)
     with pytest.raises(Throttled) as throttled:
         client.get_queue_attributes(QueueUrl=url)
-    assert isinstance(throttled.value, ClientError)
+    assert not isinstance(throttled.value, ClientError) and throttled.value.code == "ThrottlingException"
     faults.inject("sqs", "GetQueueAttributes", "ServiceUnavailable", first=clients.POLICIES["sqs"].attempts)
-    with pytest.raises(Unavailable):
+    with pytest.raises(Unavailable) as unavailable:
         client.get_queue_attributes(QueueUrl=url)
-    with pytest.raises(ClientError) as other:  # not about load: as botocore raised it
+    assert not isinstance(unavailable.value, ClientError)
+    with pytest.raises(clients.Refused) as other:  # not about load: AWS's code, in Holdpoint's class
         client.get_queue_attributes(QueueUrl=url + "-missing")
-    assert not isinstance(other.value, Throttled | Unavailable)
+    assert not isinstance(other.value, ClientError | Throttled | Unavailable) and other.value.code, other.value

@@ -136,13 +136,9 @@ def test_store_decisions_load_as_committed_whatever_answers_them_and_in_what_ord
     other = store if isinstance(store, MemoryStore) else make()  # a memory store's data is its own
     sid = new_session(store)
     for op, pick in steps:
-        key = ("step", next(_ids))
-        try:
-            state = decide(store.load("t1", sid), op, pick, key)
-            store.commit(state)
-        except Conflict:  # a poisoned cache's commit: the reload reads everything (as `Runner.transact`)
-            state = decide(store.load("t1", sid), op, pick, key)
-            store.commit(state)
+        # a poisoned cache's commit conflicts and its reload may be poisoned again: reload until one
+        # commits, as `Runner.transact` does
+        state = settle(store, full_step, sid, op, pick, ("step", next(_ids)))
         for reader in (store, other):
             assert reader.load("t1", sid).decisions == state.decisions
 

@@ -4,8 +4,8 @@ of AWS's refusals that are about load rather than the request. Nothing else in t
 
 botocore retries inside one call (attempts below); what is still refused after them is raised as
 `ports.Throttled` (throttling: `ThrottlingException`, `ProvisionedThroughputExceededException`,
-`RequestLimitExceeded`...) or `ports.Unavailable` (a 5xx, or no connection). Both are also a
-`ClientError` when AWS answered, so code that reads a `ClientError`'s code reads them unchanged.
+`RequestLimitExceeded`...) or `ports.Unavailable` (a 5xx, or no connection), and any other refusal
+as `Refused` with AWS's code: Holdpoint's own classes, so no adapter reads botocore's `ClientError`.
 The HTTP edge answers either with 503 and `Retry-After`; a queue-driven function fails the record,
 and SQS or the stream hands it back.
 
@@ -75,12 +75,35 @@ _CONFIGS = {name: Config(retries={"mode": "standard", "total_max_attempts": p.at
                          read_timeout=p.read) for name, p in POLICIES.items()}
 
 
-class ThrottledCall(ClientError, Throttled):  # type: ignore[misc]
-    """AWS answered a throttling code after botocore's attempts."""
+class Refused(Exception):
+    """AWS refused the request itself, not for load (a condition that did not hold, a name already
+    taken, a token already spent): `code` is AWS's error code, `response` its parsed answer. The
+    adapters read this, Holdpoint's own class, never botocore's."""
+
+    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
+        err = response.get("Error") or {}
+        self.code = str(err.get("Code") or "")
+        self.message = str(err.get("Message") or "")
+        self.response, self.operation_name = response, operation_name
+        super().__init__(f"{operation_name}: {self.code}: {self.message}")
 
 
-class UnavailableCall(ClientError, Unavailable):  # type: ignore[misc]
-    """AWS answered a 5xx after botocore's attempts."""
+class ThrottledCall(Throttled):
+    """AWS answered a throttling code after botocore's attempts (`code`, `response` as `Refused`'s)."""
+
+    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
+        answered = Refused(response, operation_name)
+        self.code, self.response = answered.code, response
+        super().__init__(str(answered))
+
+
+class UnavailableCall(Unavailable):
+    """AWS answered a 5xx after botocore's attempts (`code`, `response` as `Refused`'s)."""
+
+    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
+        answered = Refused(response, operation_name)
+        self.code, self.response = answered.code, response
+        super().__init__(str(answered))
 
 
 class Unreachable(Unavailable):
@@ -88,24 +111,25 @@ class Unreachable(Unavailable):
 
 
 def refusal(exc: Exception) -> Exception | None:
-    """The port exception for a refusal about load (None for any other failure)."""
-    if isinstance(exc, ThrottledCall | UnavailableCall | Unreachable):
+    """Holdpoint's exception for a failed AWS call: about load (`ThrottledCall`, `UnavailableCall`,
+    `Unreachable`), or about the request (`Refused`); None for any other failure."""
+    if isinstance(exc, ThrottledCall | UnavailableCall | Unreachable | Refused):
         return exc
     if isinstance(exc, ClientError):
         code = (exc.response.get("Error") or {}).get("Code")
         status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
         if code in THROTTLED:
-            return ThrottledCall(exc.response, exc.operation_name)
+            return ThrottledCall(dict(exc.response), exc.operation_name)
         if status >= 500:
-            return UnavailableCall(exc.response, exc.operation_name)
-        return None
+            return UnavailableCall(dict(exc.response), exc.operation_name)
+        return Refused(dict(exc.response), exc.operation_name)
     if isinstance(exc, NoConnection | ConnectTimeoutError | ReadTimeoutError):
         return Unreachable(str(exc))
     return None
 
 
 class Refusing:
-    """A client whose operations raise `refusal(exc)` in place of a refusal about load."""
+    """A client whose operations raise `refusal(exc)` in place of botocore's errors."""
 
     def __init__(self, client: Any) -> None:
         self._client = client
@@ -128,10 +152,16 @@ class Refusing:
         return call
 
 
+def refusing(client: Any) -> Any:
+    """`client` (a boto3 client a caller was given) raising as `Refusing`; a stand-in without
+    botocore's `meta`, or one already refusing, is used as it is."""
+    return Refusing(client) if hasattr(client, "meta") and not isinstance(client, Refusing) else client
+
+
 def sdk(service: str, *, endpoint_url: str | None = None, region: str | None = None,
         read: float | None = None) -> Any:
     """A plain boto3 client with `service`'s policy (`read`: another read timeout), for callers that read
-    every failure themselves (a worker's Lambda, a model, a WebSocket connection that may be gone)."""
+    the SDK's failures themselves: a customer's worker Lambda and a model, whose errors are theirs."""
     cfg = config(service) if read is None else config(service).merge(Config(read_timeout=read))
     where: dict[str, str] = {}
     if endpoint_url:
@@ -141,7 +171,6 @@ def sdk(service: str, *, endpoint_url: str | None = None, region: str | None = N
     return boto3.client(service, config=cfg, **where)
 
 
-def client(service: str) -> Any:
-    """A client of one of Holdpoint's own services, with its policy, raising refusals as ports'."""
-    raw = sdk(service)
-    return Refusing(raw) if hasattr(raw, "meta") else raw  # a test's stand-in is used as it is
+def client(service: str, *, endpoint_url: str | None = None) -> Any:
+    """A client of one of Holdpoint's own services, with its policy, raising `refusal`'s exceptions."""
+    return refusing(sdk(service, endpoint_url=endpoint_url))  # a test's stand-in is used as it is

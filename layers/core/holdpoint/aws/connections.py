@@ -28,9 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from holdpoint.aws import clients
+from holdpoint.aws.ddb.table import ConditionFailed, Table
 from holdpoint.core import quotas
 
 LIFETIME_SECS = 2 * 3600
@@ -61,7 +59,8 @@ class Connections:
     def __init__(self, table: str | None = None, client: Any = None, clock: Callable[[], float] = time.time,
                  limits: quotas.Quotas | None = None) -> None:
         self.table = table or os.environ["TABLE_NAME"]
-        self.client = client or clients.client("dynamodb")
+        self.db = Table(self.table, client)
+        self.client = self.db.client
         self.clock = clock
         self.limits = limits or quotas.from_env(os.environ)
 
@@ -72,13 +71,13 @@ class Connections:
         pk = caller_pk(tenant, caller)
         self._take(pk, connection_id, expires, "live_connections_per_caller", self.limits.live_connections_per_caller)
         try:
-            self.client.put_item(TableName=self.table, Item={
-                **connection_key(connection_id), "tenant": _s(tenant), "ttl": {"N": str(expires)}, "k": _s(pk)})
-        except ClientError:
+            self.db.put({**connection_key(connection_id), "tenant": _s(tenant), "ttl": {"N": str(expires)},
+                         "k": _s(pk)})
+        except Exception:
             # The handshake is refused, so no `$disconnect` will come: give the slot back if AWS
             # lets us (else it counts until its `ttl`).
-            with contextlib.suppress(ClientError):
-                self.client.delete_item(TableName=self.table, Key={"PK": _s(pk), "SK": _s(f"C#{connection_id}")})
+            with contextlib.suppress(Exception):
+                self.db.delete({"PK": _s(pk), "SK": _s(f"C#{connection_id}")})
             raise
 
     def _take(self, pk: str, connection_id: str, expires: int, limit: str, allowed: int,
@@ -86,24 +85,23 @@ class Connections:
         """Write the slot `pk` / `C#{connection_id}`; True when it was not held before. Past the
         limit the new slot is deleted again and `QuotaExceeded` raised (see the module's docstring)."""
         key = {"PK": _s(pk), "SK": _s(f"C#{connection_id}")}
-        old = self.client.put_item(TableName=self.table, Item={**key, "ttl": {"N": str(expires)}, **(extra or {})},
-                                   ReturnValues="ALL_OLD").get("Attributes")
+        old = self.db.put({**key, "ttl": {"N": str(expires)}, **(extra or {})}, ReturnValues="ALL_OLD")
         if old and float(old["ttl"]["N"]) > self.clock():
             return False
         if self._count(pk) > allowed:
-            self.client.delete_item(TableName=self.table, Key=key)
+            self.db.delete(key)
             raise quotas.QuotaExceeded(limit, allowed)
         return True
 
     def _count(self, pk: str) -> int:
         """The partition's items whose `ttl` has not passed (strongly consistent)."""
-        kwargs: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": "PK = :pk",
+        kwargs: dict[str, Any] = {"KeyConditionExpression": "PK = :pk",
                                   "FilterExpression": "#ttl > :now", "ExpressionAttributeNames": {"#ttl": "ttl"},
                                   "ExpressionAttributeValues": {":pk": _s(pk), ":now": {"N": str(int(self.clock()))}},
                                   "ConsistentRead": True, "Select": "COUNT"}
         count = 0
         while True:
-            page = self.client.query(**kwargs)
+            page = self.db.query_page(**kwargs)
             count += int(page.get("Count", 0))
             if "LastEvaluatedKey" not in page:
                 return count
@@ -116,21 +114,19 @@ class Connections:
         and `expires`); `QuotaExceeded` when the session has `live_followers_per_session` already."""
         member = f"{tenant}{_SEP}{session_id}"
         try:
-            self.client.update_item(
-                TableName=self.table, Key=connection_key(connection_id), UpdateExpression="ADD s :m",
+            self.db.update(
+                connection_key(connection_id), UpdateExpression="ADD s :m",
                 ConditionExpression="tenant = :t AND (attribute_not_exists(s) OR contains(s, :one) OR size(s) < :max)",
                 ExpressionAttributeValues={":m": {"SS": [member]}, ":one": _s(member), ":t": _s(tenant),
                                            ":max": {"N": str(MAX_FOLLOWED)}})
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
+        except ConditionFailed:  # not open for this tenant, or following as many as it may
+            return False
         try:
             self._take(following_pk(tenant, session_id), connection_id, expires, "live_followers_per_session",
                        self.limits.live_followers_per_session, {"f": _s(fmt)})
         except quotas.QuotaExceeded:
-            self.client.update_item(TableName=self.table, Key=connection_key(connection_id),
-                                    UpdateExpression="DELETE s :m", ExpressionAttributeValues={":m": {"SS": [member]}})
+            self.db.update(connection_key(connection_id), UpdateExpression="DELETE s :m",
+                           ExpressionAttributeValues={":m": {"SS": [member]}})
             raise
         return True
 
@@ -140,29 +136,21 @@ class Connections:
 
     def followers(self, tenant: str, session_id: str) -> dict[str, str]:
         """Each connection that follows the session now, with its format (one strongly consistent Query)."""
-        now, out = self.clock(), {}
-        kwargs: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": "PK = :pk",
-                                  "ExpressionAttributeValues": {":pk": _s(following_pk(tenant, session_id))},
-                                  "ConsistentRead": True}
-        while True:
-            page = self.client.query(**kwargs)
-            out.update({item["SK"]["S"][2:]: item.get("f", {}).get("S", "events")
-                        for item in page.get("Items", []) if float(item["ttl"]["N"]) > now})
-            if "LastEvaluatedKey" not in page:
-                return out
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        now = self.clock()
+        items = self.db.query_all(KeyConditionExpression="PK = :pk", ConsistentRead=True,
+                                  ExpressionAttributeValues={":pk": _s(following_pk(tenant, session_id))})
+        return {item["SK"]["S"][2:]: item.get("f", {}).get("S", "events") for item in items
+                if float(item["ttl"]["N"]) > now}
 
     def drop(self, tenant: str, session_id: str, connection_id: str) -> None:
-        self.client.delete_item(TableName=self.table, Key={"PK": _s(following_pk(tenant, session_id)),
-                                                           "SK": _s(f"C#{connection_id}")})
+        self.db.delete({"PK": _s(following_pk(tenant, session_id)), "SK": _s(f"C#{connection_id}")})
 
     def disconnect(self, connection_id: str) -> None:
         """Delete the connection's items: each session it followed, then its own."""
-        got = self.client.get_item(TableName=self.table, Key=connection_key(connection_id),
-                                   ConsistentRead=True).get("Item") or {}
+        got = self.db.get(connection_key(connection_id)) or {}
         for member in (got.get("s") or {}).get("SS", []):
             tenant, _, session_id = member.partition(_SEP)
             self.drop(tenant, session_id, connection_id)
         if "k" in got:
-            self.client.delete_item(TableName=self.table, Key={"PK": got["k"], "SK": _s(f"C#{connection_id}")})
-        self.client.delete_item(TableName=self.table, Key=connection_key(connection_id))
+            self.db.delete({"PK": got["k"], "SK": _s(f"C#{connection_id}")})
+        self.db.delete(connection_key(connection_id))

@@ -14,14 +14,14 @@ that finds its timer was refused.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from holdpoint.aws import clients
+from holdpoint.aws.ddb.table import ConditionFailed, Table
 from holdpoint.aws.store import session_pk
 
 PREFIX = "D#"
@@ -44,15 +44,12 @@ def _n(value: int) -> dict[str, str]:
     return {"N": str(value)}
 
 
-def _failed_condition(exc: ClientError) -> bool:
-    return bool(exc.response["Error"]["Code"] == "ConditionalCheckFailedException")
-
-
 class DeliveryLog:
     def __init__(self, table: str | None = None, client: Any = None, sqs: Any = None,
                  dlq_url: str | None = None) -> None:
         self.table = table or os.environ["TABLE_NAME"]
-        self.client = client or clients.client("dynamodb")
+        self.db = Table(self.table, client)
+        self.client = self.db.client
         self._sqs = sqs
         self.dlq_url = dlq_url if dlq_url is not None else os.environ.get("NOTIFY_DLQ_URL", "")
 
@@ -64,11 +61,9 @@ class DeliveryLog:
         item = {**self._key(tenant, session_id, key), "status": _s("sending"), "attempt": _n(1),
                 "body": _s(json.dumps(record, separators=(",", ":"))), "ttl": _n(int(time.time()) + KEEP_SECS)}
         try:
-            self.client.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(SK)")
-        except ClientError as exc:
-            if _failed_condition(exc):
-                return False
-            raise
+            self.db.put(item, ConditionExpression="attribute_not_exists(SK)")
+        except ConditionFailed:
+            return False
         return True
 
     def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> dict[str, Any] | None:
@@ -76,19 +71,16 @@ class DeliveryLog:
         record is `retrying`, or still `sending` when recording that attempt's failure was refused:
         only a failed attempt sets the timer that asks for the next, so either way it failed."""
         try:
-            out = self.client.update_item(
-                TableName=self.table, Key=self._key(tenant, session_id, key),
+            out = self.db.update(
+                self._key(tenant, session_id, key),
                 UpdateExpression="SET #s = :sending, attempt = :n",
                 ConditionExpression="(#s = :retrying OR #s = :sending) AND attempt = :prev",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={":sending": _s("sending"), ":retrying": _s("retrying"),
-                                           ":n": _n(attempt), ":prev": _n(attempt - 1)},
-                ReturnValues="ALL_NEW")
-        except ClientError as exc:
-            if _failed_condition(exc):
-                return None
-            raise
-        body: dict[str, Any] = json.loads(out["Attributes"]["body"]["S"])
+                                           ":n": _n(attempt), ":prev": _n(attempt - 1)})
+        except ConditionFailed:
+            return None
+        body: dict[str, Any] = json.loads(out["body"]["S"])
         return body
 
     def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
@@ -96,28 +88,23 @@ class DeliveryLog:
         """Record how attempt `attempt` ended (`delivered`, `retrying`, `dead`), if it is still the one running."""
         values: dict[str, Any] = {":status": _s(status), ":sending": _s("sending"), ":n": _n(attempt),
                                   ":error": _s(error or "")}
-        try:
-            self.client.update_item(
-                TableName=self.table, Key=self._key(tenant, session_id, key),
+        with contextlib.suppress(ConditionFailed):  # a later attempt runs: this one's outcome is moot
+            self.db.update(
+                self._key(tenant, session_id, key),
                 UpdateExpression="SET #s = :status, last_error = :error",
                 ConditionExpression="#s = :sending AND attempt = :n",
                 ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values)
-        except ClientError as exc:
-            if not _failed_condition(exc):
-                raise
 
     def waiting(self, tenant: str, session_id: str, key: str) -> tuple[dict[str, Any], int] | None:
         """The record's body and its failed attempt while it is `retrying` (one consistent read)."""
-        got = self.client.get_item(TableName=self.table, Key=self._key(tenant, session_id, key), ConsistentRead=True)
-        item = got.get("Item")
+        item = self.db.get(self._key(tenant, session_id, key))
         if not item or item["status"]["S"] != "retrying":
             return None
         return json.loads(item["body"]["S"]), int(item["attempt"]["N"])
 
     def read(self, tenant: str, session_id: str, key: str) -> dict[str, Any] | None:
         """The record's state: {status, attempt, last_error} (tests and operators)."""
-        got = self.client.get_item(TableName=self.table, Key=self._key(tenant, session_id, key), ConsistentRead=True)
-        item = got.get("Item")
+        item = self.db.get(self._key(tenant, session_id, key))
         if not item:
             return None
         return {"status": item["status"]["S"], "attempt": int(item["attempt"]["N"]),
@@ -127,17 +114,12 @@ class DeliveryLog:
         """Keep a posted message's `{channel, ts}` under `key`, unless one is kept already."""
         item = {"PK": _s(session_pk(tenant, session_id)), "SK": _s(POSTED + key),
                 "channel": _s(ref["channel"]), "ts": _s(ref["ts"]), "ttl": _n(int(time.time()) + POSTED_KEEP_SECS)}
-        try:
-            self.client.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(SK)")
-        except ClientError as exc:
-            if not _failed_condition(exc):
-                raise
+        with contextlib.suppress(ConditionFailed):  # the first kept wins
+            self.db.put(item, ConditionExpression="attribute_not_exists(SK)")
 
     def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None:
         """The message kept under `key`, or None when none was posted."""
-        got = self.client.get_item(TableName=self.table, ConsistentRead=True,
-                                   Key={"PK": _s(session_pk(tenant, session_id)), "SK": _s(POSTED + key)})
-        item = got.get("Item")
+        item = self.db.get({"PK": _s(session_pk(tenant, session_id)), "SK": _s(POSTED + key)})
         return {"channel": item["channel"]["S"], "ts": item["ts"]["S"]} if item else None
 
     @property

@@ -8,9 +8,8 @@ import logging
 import os
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from holdpoint.aws import clients
+from holdpoint.ports import Throttled, Unavailable
 
 LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
 MAX_FRAME_BYTES = 32 * 1024
@@ -28,7 +27,8 @@ class ManagementFrames:
 
     def __init__(self, endpoint_url: str | None = None, client: Any = None) -> None:
         self.endpoint_url = endpoint_url or endpoint()
-        self.client = client or clients.sdk("apigatewaymanagementapi", endpoint_url=self.endpoint_url)
+        self.client = clients.refusing(client) if client is not None else clients.client(
+            "apigatewaymanagementapi", endpoint_url=self.endpoint_url)
 
     def post(self, connection_id: str, frame: dict[str, Any]) -> bool:
         """Send the frame; False when the connection is gone (410). Any other failure is logged
@@ -36,9 +36,11 @@ class ManagementFrames:
         data = json.dumps(frame, separators=(",", ":")).encode()
         try:
             self.client.post_to_connection(ConnectionId=connection_id, Data=data)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "GoneException":
+        except clients.Refused as exc:
+            if exc.code == "GoneException":
                 return False
+            log.warning("post to %s failed: %s", connection_id, exc)
+        except (Throttled, Unavailable) as exc:
             log.warning("post to %s failed: %s", connection_id, exc)
         return True
 
@@ -46,6 +48,8 @@ class ManagementFrames:
         """DeleteConnection; a connection already gone is closed enough."""
         try:
             self.client.delete_connection(ConnectionId=connection_id)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "GoneException":
+        except clients.Refused as exc:
+            if exc.code != "GoneException":
                 log.warning("closing %s failed: %s", connection_id, exc)
+        except (Throttled, Unavailable) as exc:
+            log.warning("closing %s failed: %s", connection_id, exc)

@@ -16,6 +16,7 @@ holding it can still be waiting.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -26,9 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from holdpoint.aws import clients
+from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
 from holdpoint.core import quotas
 
 LEASE_SECS = 30
@@ -50,7 +49,8 @@ class WaitLeases:
     def __init__(self, table: str | None = None, client: Any = None, limits: quotas.Quotas | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.table = table or os.environ["TABLE_NAME"]
-        self.client = client or clients.client("dynamodb")
+        self.db = Table(self.table, client)
+        self.client = self.db.client
         self.limits = limits or quotas.from_env(os.environ)
         self.clock = clock
 
@@ -69,17 +69,15 @@ class WaitLeases:
             lease = secrets.token_hex(8)
             ops = []
             for key, limit, allowed in self.keys(tenant, caller):
-                got = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item") or {}
+                got = self.db.get(key) or {}
                 live = {k: float(v["N"]) for k, v in (got.get("l") or {}).get("M", {}).items() if float(v["N"]) > now}
                 if len(live) >= allowed:
                     raise quotas.QuotaExceeded(limit, allowed, max(1, math.ceil(min(live.values()) - now)))
                 live[lease] = now + LEASE_SECS
                 ops.append(self._put(key, live, got))
             try:
-                self.client.transact_write_items(TransactItems=ops)
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "TransactionCanceledException":
-                    raise
+                self.db.transact(ops)
+            except Cancelled:  # another holder's write won: read again
                 time.sleep(random.uniform(0, 0.02 * 2 ** attempt))
                 continue
             return lease
@@ -90,7 +88,7 @@ class WaitLeases:
         item = {**key, "l": {"M": {k: _n(v) for k, v in live.items()}}, "v": _s(secrets.token_hex(8)),
                 "ttl": _n(math.ceil(max(live.values())) + KEEP_SECS)}
         condition = "v = :v" if "v" in got else "attribute_not_exists(v)"
-        put: dict[str, Any] = {"TableName": self.table, "Item": item, "ConditionExpression": condition}
+        put: dict[str, Any] = {"Item": item, "ConditionExpression": condition}
         if "v" in got:
             put["ExpressionAttributeValues"] = {":v": got["v"]}
         return {"Put": put}
@@ -100,25 +98,18 @@ class WaitLeases:
         for key, _, _ in self.keys(tenant, caller):
             version = _s(secrets.token_hex(8))
             try:
-                out = self.client.update_item(
-                    TableName=self.table, Key=key, UpdateExpression="REMOVE l.#id SET v = :v",
-                    ConditionExpression="attribute_exists(l.#id)", ExpressionAttributeNames={"#id": lease},
-                    ExpressionAttributeValues={":v": version}, ReturnValues="ALL_NEW")
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                    raise
+                out = self.db.update(key, UpdateExpression="REMOVE l.#id SET v = :v",
+                                     ConditionExpression="attribute_exists(l.#id)",
+                                     ExpressionAttributeNames={"#id": lease}, ExpressionAttributeValues={":v": version})
+            except ConditionFailed:  # dropped already, as expired
                 continue
-            if not out["Attributes"].get("l", {}).get("M"):
+            if not out.get("l", {}).get("M"):
                 self._drop(key, version)
 
     def _drop(self, key: dict[str, Any], version: dict[str, str]) -> None:
         """Delete a holder with no lease left, unless someone wrote it since."""
-        try:
-            self.client.delete_item(TableName=self.table, Key=key, ConditionExpression="v = :v",
-                                    ExpressionAttributeValues={":v": version})
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
+        with contextlib.suppress(ConditionFailed):  # written since: it is someone's again
+            self.db.delete(key, ConditionExpression="v = :v", ExpressionAttributeValues={":v": version})
 
     @contextmanager
     def held(self, tenant: str, caller: str) -> Iterator[None]:

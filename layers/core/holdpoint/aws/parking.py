@@ -9,8 +9,6 @@ import json
 import os
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from holdpoint.aws import clients
 from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.interrupts import park_seconds
@@ -25,7 +23,7 @@ class Parking:
     def __init__(self, state_machine_arn: str | None = None, client: Any = None,
                  queue: WorkQueue | None = None) -> None:
         self.arn = state_machine_arn or os.environ["PARK_STATE_MACHINE_ARN"]
-        self.client = client or clients.client("stepfunctions")
+        self.client = clients.refusing(client) if client is not None else clients.client("stepfunctions")
         self._queue = queue
 
     @property
@@ -51,11 +49,10 @@ class Parking:
             out = self.client.start_execution(stateMachineArn=self.arn, name=interrupt.dedup_key,
                                               input=json.dumps(payload))
             return str(out["executionArn"])
-        except ClientError as exc:
-            code = exc.response["Error"]["Code"]
-            if code in NO_CAPACITY:
-                raise ParkRefused(code) from exc
-            if code != "ExecutionAlreadyExists":
+        except clients.Refused as exc:
+            if exc.code in NO_CAPACITY:
+                raise ParkRefused(exc.code) from exc
+            if exc.code != "ExecutionAlreadyExists":
                 raise
             return self.arn.replace(":stateMachine:", ":execution:") + f":{interrupt.dedup_key}"
 
@@ -79,7 +76,7 @@ class Parking:
         try:
             self.client.send_task_success(taskToken=token, output=json.dumps(output))
             return True
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] in ("InvalidToken", "TaskTimedOut", "TaskDoesNotExist"):
+        except clients.Refused as exc:
+            if exc.code in ("InvalidToken", "TaskTimedOut", "TaskDoesNotExist"):
                 return False
             raise

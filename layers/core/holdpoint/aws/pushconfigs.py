@@ -8,15 +8,14 @@ no-op. They expire with the longest an interrupt can park (the count with the ne
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import time
 from typing import Any, Literal
 
-from botocore.exceptions import ClientError
-
-from holdpoint.aws import clients
+from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
 from holdpoint.aws.deliveries import POSTED_KEEP_SECS
 from holdpoint.aws.store import session_pk
 from holdpoint.ports import Throttled
@@ -40,11 +39,9 @@ def _body(config: dict[str, Any]) -> str:
     return json.dumps(config, separators=(",", ":"), sort_keys=True)
 
 
-def _reasons(exc: ClientError) -> tuple[str, str]:
-    """A cancelled transaction's codes for (the config, the count); any other failure re-raised."""
-    if exc.response["Error"]["Code"] != "TransactionCanceledException":
-        raise exc
-    codes = [r.get("Code") or "None" for r in exc.response.get("CancellationReasons") or []] + ["None", "None"]
+def _reasons(exc: Cancelled) -> tuple[str, str]:
+    """A cancelled transaction's codes for (the config, the count)."""
+    codes = [*exc.reasons, "None", "None"]
     return codes[0], codes[1]
 
 
@@ -57,7 +54,8 @@ class PushConfigLog:
 
     def __init__(self, table: str | None = None, client: Any = None) -> None:
         self.table = table or os.environ["TABLE_NAME"]
-        self.client = client or clients.client("dynamodb")
+        self.db = Table(self.table, client)
+        self.client = self.db.client
 
     def _key(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any]:
         return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"{PREFIX}{turn_id}#{config_id}")}
@@ -82,15 +80,15 @@ class PushConfigLog:
         ttl = {"N": str(int(time.time()) + POSTED_KEEP_SECS)}
         item = {**self._key(tenant, session_id, turn_id, str(config["id"])), "body": _s(_body(config)), "ttl": ttl}
         try:
-            self.client.transact_write_items(TransactItems=[
-                {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": "attribute_not_exists(SK)"}},
-                {"Update": {"TableName": self.table, "Key": self._count_key(tenant, session_id, turn_id),
+            self.db.transact([
+                {"Put": {"Item": item, "ConditionExpression": "attribute_not_exists(SK)"}},
+                {"Update": {"Key": self._count_key(tenant, session_id, turn_id),
                             "UpdateExpression": "ADD n :one SET #ttl = :ttl",
                             "ConditionExpression": "attribute_not_exists(n) OR n < :limit",
                             "ExpressionAttributeNames": {"#ttl": "ttl"},
                             "ExpressionAttributeValues": {":one": {"N": "1"}, ":ttl": ttl,
                                                           ":limit": {"N": str(limit)}}}}])
-        except ClientError as exc:
+        except Cancelled as exc:
             config_code, count_code = _reasons(exc)
             if config_code == FAILED:
                 return "exists"
@@ -105,37 +103,25 @@ class PushConfigLog:
         """Change an existing config's body in its slot (its ttl kept, so the count outlives it);
         True when it is there (changed, or the same already), False when it is gone."""
         try:
-            self.client.update_item(
-                TableName=self.table, Key=self._key(tenant, session_id, turn_id, str(config["id"])),
-                UpdateExpression="SET body = :body", ConditionExpression="attribute_exists(SK) AND body <> :body",
-                ExpressionAttributeValues={":body": _s(_body(config))}, ReturnValuesOnConditionCheckFailure="ALL_OLD")
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            return bool(exc.response.get("Item"))
+            self.db.update(self._key(tenant, session_id, turn_id, str(config["id"])),
+                           UpdateExpression="SET body = :body",
+                           ConditionExpression="attribute_exists(SK) AND body <> :body",
+                           ExpressionAttributeValues={":body": _s(_body(config))})
+        except ConditionFailed as exc:
+            return bool(exc.item)
         return True
 
     def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any] | None:
-        got = self.client.get_item(TableName=self.table, Key=self._key(tenant, session_id, turn_id, config_id),
-                                   ConsistentRead=True)
-        item = got.get("Item")
+        item = self.db.get(self._key(tenant, session_id, turn_id, config_id))
         return {**json.loads(item["body"]["S"]), "turn_id": turn_id} if item else None
 
     def list(self, tenant: str, session_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
         prefix = f"{PREFIX}{turn_id}#" if turn_id is not None else PREFIX
-        out: list[dict[str, Any]] = []
-        args: dict[str, Any] = {
-            "TableName": self.table, "ConsistentRead": True,
-            "KeyConditionExpression": "PK = :pk AND begins_with(SK, :prefix)",
-            "ExpressionAttributeValues": {":pk": _s(session_pk(tenant, session_id)), ":prefix": _s(prefix)}}
-        while True:
-            page = self.client.query(**args)
-            for item in page.get("Items") or []:
-                turn = item["SK"]["S"][len(PREFIX):].rpartition("#")[0]
-                out.append({**json.loads(item["body"]["S"]), "turn_id": turn})
-            if not page.get("LastEvaluatedKey"):
-                return out
-            args["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        items = self.db.query_all(
+            ConsistentRead=True, KeyConditionExpression="PK = :pk AND begins_with(SK, :prefix)",
+            ExpressionAttributeValues={":pk": _s(session_pk(tenant, session_id)), ":prefix": _s(prefix)})
+        return [{**json.loads(item["body"]["S"]), "turn_id": item["SK"]["S"][len(PREFIX):].rpartition("#")[0]}
+                for item in items]
 
     def delete(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> None:
         """Delete the config and give its slot back, in one transaction; a config that is gone is a
@@ -143,13 +129,13 @@ class PushConfigLog:
         key = self._key(tenant, session_id, turn_id, config_id)
         for attempt in range(ATTEMPTS):
             try:
-                self.client.transact_write_items(TransactItems=[
-                    {"Delete": {"TableName": self.table, "Key": key, "ConditionExpression": "attribute_exists(SK)"}},
-                    {"Update": {"TableName": self.table, "Key": self._count_key(tenant, session_id, turn_id),
+                self.db.transact([
+                    {"Delete": {"Key": key, "ConditionExpression": "attribute_exists(SK)"}},
+                    {"Update": {"Key": self._count_key(tenant, session_id, turn_id),
                                 "UpdateExpression": "ADD n :minus", "ConditionExpression": "n > :zero",
                                 "ExpressionAttributeValues": {":minus": {"N": "-1"}, ":zero": {"N": "0"}}}}])
                 return
-            except ClientError as exc:
+            except Cancelled as exc:
                 config_code, count_code = _reasons(exc)
                 if config_code == FAILED:
                     return
@@ -163,8 +149,5 @@ class PushConfigLog:
 
     def _delete_uncounted(self, key: dict[str, Any]) -> None:
         """A config no count holds (its count item expired before it was swept): delete it alone."""
-        try:
-            self.client.delete_item(TableName=self.table, Key=key, ConditionExpression="attribute_exists(SK)")
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
+        with contextlib.suppress(ConditionFailed):  # gone already
+            self.db.delete(key, ConditionExpression="attribute_exists(SK)")

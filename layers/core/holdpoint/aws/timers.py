@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from holdpoint.aws import clients
 from holdpoint.aws.queue import group_id
 from holdpoint.core.messages import WorkMessage, body
@@ -68,7 +66,7 @@ class Timers:
         self.group = group or os.environ.get("TIMER_SCHEDULE_GROUP", "default")
         self.queue_arn = queue_arn or os.environ.get("TIMER_TARGET_ARN", "")
         self.role_arn = role_arn or os.environ.get("TIMER_ROLE_ARN", "")
-        self.client = client or clients.client("scheduler")
+        self.client = clients.refusing(client) if client is not None else clients.client("scheduler")
         self.clock = clock
 
     def schedule(self, seconds: float, message: WorkMessage, key: str) -> None:
@@ -88,8 +86,8 @@ class Timers:
                     "RetryPolicy": {"MaximumEventAgeInSeconds": MAX_EVENT_AGE, "MaximumRetryAttempts": 185},
                 },
             )  # fmt: skip
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConflictException":  # scheduled already: one timer
+        except clients.Refused as exc:
+            if exc.code != "ConflictException":  # scheduled already: one timer
                 raise
 
     def pending(self) -> list[Scheduled]:
@@ -100,8 +98,8 @@ class Timers:
             for item in page.get("Schedules", []):
                 try:
                     got = self.client.get_schedule(Name=item["Name"], GroupName=self.group)
-                except ClientError as exc:
-                    if exc.response["Error"]["Code"] == "ResourceNotFoundException":  # fired meanwhile
+                except clients.Refused as exc:
+                    if exc.code == "ResourceNotFoundException":  # fired meanwhile
                         continue
                     raise
                 out.append(scheduled(got))

@@ -33,13 +33,12 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
-from botocore.exceptions import ClientError
 from pydantic import Field, StringConstraints, ValidationError, field_validator, model_validator
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
-from holdpoint.aws import secretrefs, signing
+from holdpoint.aws import clients, secretrefs, signing
 from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
@@ -163,7 +162,8 @@ def message_of(interrupt: Mapping[str, Any]) -> str:
 ReadInterrupt = Callable[[str, str, str], Interrupt | None]
 """`SessionStore.read_interrupt`: the interrupt as stored, with its whole payload."""
 
-FAILURES = (ValueError, secretrefs.SecretRefError, SlackApiError, SlackClientError, ClientError, OSError)
+FAILURES = (ValueError, secretrefs.SecretRefError, SlackApiError, SlackClientError, clients.Refused,
+            clients.ThrottledCall, clients.UnavailableCall, OSError)
 """What keeps a post or an update from Slack: raised as `DeliveryFailed`, to be retried."""
 GONE = ("message_not_found", "channel_not_found", "cant_update_message")
 """Slack's answers to an update of a message that is no longer there to update: nothing to retry."""
@@ -424,7 +424,7 @@ def signing_secret(config: SlackConfig, tenant: str) -> str:
         return secretrefs.resolve(config.signing_secret, tenant, "slack.signing_secret") or ""
     except (Throttled, Unavailable):
         raise  # AWS refused the read, about load: the edge answers 503, not an unsigned request
-    except (secretrefs.SecretRefError, ClientError):
+    except (secretrefs.SecretRefError, clients.Refused):
         logger.warning("slack signing secret unavailable", exc_info=True)
         raise Refusal("unauthorized", "the Slack signing secret this button names is not available",
                       "x-slack-signature") from None

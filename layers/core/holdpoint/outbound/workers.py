@@ -93,7 +93,7 @@ def _secret(ref: str | None, tenant: str | None, field: str = "worker.secret") -
         return secretrefs.resolve(ref, tenant, field)
     except secretrefs.SecretRefError as exc:
         raise WorkerUnavailable(str(exc)) from exc
-    except (ClientError, BotoCoreError) as exc:
+    except (clients.Refused, clients.ThrottledCall, clients.UnavailableCall, BotoCoreError) as exc:
         raise WorkerUnavailable(f"{field} could not be read: {exc}") from exc
 
 

@@ -1,8 +1,9 @@
 """The table's client, with DynamoDB's failures turned into exceptions the layers above know.
 
-The one place botocore's `ClientError` is read for the store: a failed condition or a cancelled
+The one place DynamoDB's refusals (`clients.Refused`) are read: a failed condition or a cancelled
 transaction becomes `ConditionFailed`/`Cancelled` (this package's own, handled inside it), an item
-or transaction over DynamoDB's size limits `ports.TooLarge`, throttling `ports.Throttled`.
+or transaction over DynamoDB's size limits `ports.TooLarge`; throttling is `ports.Throttled` already
+(clients.py).
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from holdpoint.aws import clients
-from holdpoint.ports import Throttled, TooLarge
+from holdpoint.ports import TooLarge
 
 
 class ConditionFailed(Exception):
@@ -41,21 +40,17 @@ def too_large(err: dict[str, Any]) -> bool:
 
 @contextmanager
 def translated() -> Iterator[None]:
-    """Run a DynamoDB call, raising the failures above in place of `ClientError`."""
+    """Run a DynamoDB call, raising the failures above in place of `clients.Refused`."""
     try:
         yield
-    except ClientError as exc:
-        err = exc.response.get("Error") or {}
-        code = err.get("Code")
-        if code == "ConditionalCheckFailedException":
+    except clients.Refused as exc:
+        if exc.code == "ConditionalCheckFailedException":
             raise ConditionFailed(exc.response.get("Item") or {}) from None
-        if code == "TransactionCanceledException":
+        if exc.code == "TransactionCanceledException":
             reasons = [r.get("Code") or "None" for r in exc.response.get("CancellationReasons") or []]
             raise Cancelled(reasons, str(exc)) from exc
-        if too_large(err):
+        if too_large(exc.response.get("Error") or {}):
             raise TooLarge("the item is too large to record") from exc
-        if code in clients.THROTTLED:
-            raise Throttled(str(code)) from exc
         raise
 
 
@@ -64,7 +59,7 @@ class Table:
 
     def __init__(self, name: str, client: Any = None) -> None:
         self.name = name
-        self.client = client or clients.client("dynamodb")
+        self.client = clients.refusing(client) if client is not None else clients.client("dynamodb")
 
     def get(self, key: dict[str, Any], *, consistent: bool = True) -> dict[str, Any] | None:
         with translated():
@@ -72,9 +67,12 @@ class Table:
         item: dict[str, Any] | None = got.get("Item")
         return item
 
-    def put(self, item: dict[str, Any], **expression: Any) -> None:
+    def put(self, item: dict[str, Any], **expression: Any) -> dict[str, Any]:
+        """PutItem; the item it replaced when `ReturnValues="ALL_OLD"` asks for it ({} otherwise)."""
         with translated():
-            self.client.put_item(TableName=self.name, Item=item, **expression)
+            out = self.client.put_item(TableName=self.name, Item=item, **expression)
+        old: dict[str, Any] = out.get("Attributes") or {}
+        return old
 
     def delete(self, key: dict[str, Any], **expression: Any) -> None:
         with translated():
