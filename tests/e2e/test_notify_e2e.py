@@ -30,7 +30,7 @@ class Receiver:
     """A webhook endpoint that checks each signature and records what it got; it answers 500 to
     the first `fail` requests."""
 
-    def __init__(self, secret: str, fail: int = 0) -> None:
+    def __init__(self, secret: str, fail: int = 0, host: str = "127.0.0.1") -> None:
         self.secret, self.fail = secret, fail
         self.got: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -52,9 +52,9 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.url = f"http://{host}:{self.server.server_address[1]}/hook"
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         with self.lock:

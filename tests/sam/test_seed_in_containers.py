@@ -1,9 +1,10 @@
 """The seed scenario on the built artifact: the local stack with `invoke="sam"` (its HTTP and WebSocket
 front ends, SQS pollers and stream readers calling every function through `sam local start-lambda`,
 each in its container), and `make demo`'s send_email interrupt end to end, approved and declined.
-Then one flow each of approvals (a policy naming its approver), streaming (a WebSocket follower)
-and A2A (the official SDK's client) on the same stack, and the seed scenario once more through SAM
-CLI's own HTTP API emulation (`sam local start-api`)."""
+Then one flow each of approvals (a policy naming its approver), streaming (a WebSocket follower),
+A2A (the official SDK's client) and notifications (a signed webhook, its one-click link) on the
+same stack, and the seed scenario once more through SAM CLI's own HTTP API emulation (`sam local
+start-api`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from holdpoint_local.moto_server import MotoServer
 from holdpoint_local.provision import REPO_ROOT
 from holdpoint_local.samlocal import Built, ContainerFunction
 from holdpoint_local.stack import LocalStack
+from tests.e2e.test_notify_e2e import Receiver
 from tests.stack import seed_worker
 from tests.waiting import wait_for
 
@@ -170,6 +172,32 @@ def test_an_a2a_client_completes_a_task_through_input_required(
     assert done.status.state == pb.TASK_STATE_COMPLETED, done.status
     wait_for(lambda: seed_agent[0].call("GET", f"/v1/sessions/{parked.context_id}")["status"] == "done",
              "the A2A task's session to be done")
+
+
+def test_a_webhook_hears_the_raise_and_its_link_resolves_it_through_the_links_function(
+        sam_stack: LocalStack, seed_agent: tuple[demo.Client, list[dict[str, Any]]]) -> None:
+    """Notifications: the table's stream through the notifier's container posts a signed webhook
+    for the raise; its one-click link resumes through the links function's; the resolve follows."""
+    client, seen = seed_agent
+    receiver = Receiver(os.environ[demo.SECRET_ENV], host=sam_stack.host)
+    agent = client.call("GET", "/v1/agents/assistant")["agent"]
+    entry = {"url": receiver.url, "secret": f"env:{demo.SECRET_ENV}", "events": ["interrupt.raised",
+                                                                               "interrupt.resolved"]}
+    client.call("PUT", "/v1/agents/assistant", {**agent, "notify": [entry]})
+    try:
+        sid, iid = start(client)
+        [hook] = wait_for(lambda: receiver.of("interrupt.raised") or None, "the raised webhook", timeout=180)
+        assert hook["signed"] and hook["body"]["interrupt_id"] == iid, hook
+        done = requests.post(hook["body"]["links"]["approve"], data={"confirm": "approve"}, timeout=120)
+        assert done.status_code == 200 and "recorded" in done.text, done.text[:500]
+        assert client.wait(sid, "done", timeout=120)["messages"][-1]["content"] == "Done: the email to Bob is sent."
+        wait_for(lambda: receiver.of("interrupt.resolved") or None, "the resolved webhook", timeout=180)
+        assert [r["trigger"]["payload"] for r in seen if r["session_id"] == sid
+                and r["trigger"]["type"] == "interrupt.resumed"] == [{"approved": True}]
+    finally:
+        client.call("PUT", "/v1/agents/assistant", agent)
+        receiver.server.shutdown()
+        receiver.server.server_close()
 
 
 def test_the_seed_scenario_through_sam_local_start_api(
