@@ -76,8 +76,13 @@ async function loadView() {
     page.agent = view.agent_id;
     renderView(view);
     if (page.decisionsWanted) { page.decisionsWanted = false; await loadDecisions(); }
+    page.viewFailures = 0;
   } catch (err) {
     status(`could not read the session: ${err.code}: ${err.message}`);
+    // read it again (1, 2, 4 s... at most 30 s apart): a draft waits on this read to be replaced
+    page.viewFailures = (page.viewFailures || 0) + 1;
+    clearTimeout(page.viewTimer);
+    page.viewTimer = setTimeout(loadView, Math.min(30000, 1000 * 2 ** (page.viewFailures - 1)));
   } finally {
     page.viewBusy = false;
     if (page.viewAgain) { page.viewAgain = false; viewSoon(); }
@@ -233,11 +238,22 @@ function draftOf(frame) {
   return node;
 }
 
+// A finished stream's message is committed right after it; if its events have not replaced the
+// draft by then (a frame lost, a read refused), the log is read again from the last event seen.
+const DRAFT_SETTLE_MS = 3000;
+
+function settleDraft(call) {
+  if (!document.querySelector(`.draft[data-call-id="${CSS.escape(call)}"]`)) return;
+  subscribe();
+  viewSoon();
+}
+
 function onDelta(frame) {
   if (page.committedCalls.has(frame.call_id)) return; // its committed message is here already
   const node = draftOf(frame);
   if (frame.type === "delta_end") {
     if (frame.reason !== "finished") { node.classList.add("stopped"); node.dataset.reason = frame.reason; }
+    else setTimeout(() => settleDraft(frame.call_id), DRAFT_SETTLE_MS);
     return;
   }
   if (frame.index === 0) { // the call streams (again, after a failed attempt): a fresh draft
