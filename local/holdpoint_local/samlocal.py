@@ -188,9 +188,11 @@ class LambdaEndpoint:
         answer = self._client.invoke(FunctionName=function, Payload=json.dumps(event).encode())
         payload = answer["Payload"].read()
         response: Any = json.loads(payload) if payload else None
-        with self._log_lock:
-            log = self.log_path.read_text(errors="replace")
-            fresh, self._offset = log[self._offset:], len(log)
+        with self._log_lock, open(self.log_path, "rb") as log:  # only what this invoke added
+            log.seek(self._offset)
+            data = log.read()
+            self._offset += len(data)
+        fresh = data.decode(errors="replace")
         match = REPORT.search(fresh)
         return Invocation(function, response, "", fresh, 1 if answer.get("FunctionError") else 0,
                           float(match["init"]) if match and match["init"] else None,
