@@ -17,6 +17,7 @@ When the machine cannot run it (not root, no Docker engine, no debootstrap, no a
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import ipaddress
 import json
@@ -29,10 +30,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from .processes import end
+from .processes import end, end_pid
 
 SUITE = "trixie"
 """Debian's release with python3.13 (Lambda's python3.13 runs on Amazon Linux 2023)."""
@@ -77,12 +80,33 @@ def _is_root() -> bool:
     return os.geteuid() == 0
 
 
+LOCKS = Path(tempfile.gettempdir())
+"""Where the processes of one run (pytest-xdist's workers, a bench beside them) coordinate."""
+
+
+@contextlib.contextmanager
+def exclusive(name: str) -> Iterator[None]:
+    """One process at a time on this machine (an flock on LOCKS/holdpoint-<name>.lock)."""
+    with open(LOCKS / f"holdpoint-{name}.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 class Engine:
-    """The Docker engine: used when one answers, otherwise started (as root) and stopped by `stop()`."""
+    """The Docker engine, shared by every process of a run: used when one answers, otherwise
+    started (as root) by the first process that needs it. Each user holds a shared lock while it
+    uses the engine, and the last one to `stop()` stops it if a Holdpoint process started it (its
+    pid is in STARTED), so one worker never stops the engine under another's containers."""
+
+    STARTED = LOCKS / "holdpoint-dockerd.pid"
 
     def __init__(self, log_path: str | os.PathLike[str] | None = None) -> None:
         self.log_path = Path(log_path) if log_path else Path(tempfile.gettempdir()) / "holdpoint-dockerd.log"
         self._proc: subprocess.Popen[bytes] | None = None
+        self._use: IO[bytes] | None = None
 
     @staticmethod
     def answers() -> bool:
@@ -91,8 +115,15 @@ class Engine:
 
     def start(self, timeout: float = 60) -> Engine:
         _need("docker", "docker.io")
-        if self.answers():
-            return self
+        with exclusive("dockerd"):
+            if not self.answers():
+                self._launch(timeout)
+            if self._use is None:
+                self._use = open(LOCKS / "holdpoint-dockerd-users.lock", "a+b")  # noqa: SIM115 (held until stop)
+                fcntl.flock(self._use, fcntl.LOCK_SH)
+        return self
+
+    def _launch(self, timeout: float) -> None:
         dockerd = _need("dockerd", "docker.io")
         if not _is_root():
             raise Unavailable("the container tier needs a running Docker engine, or root to start dockerd")
@@ -102,27 +133,48 @@ class Engine:
             # SAM's three quick retries of the invoke run out before an emulated arm64 emulator listens).
             self._proc = subprocess.Popen([dockerd, "--userland-proxy=false"], stdout=log, stderr=subprocess.STDOUT,
                                           start_new_session=True)
+        self.STARTED.write_text(str(self._proc.pid))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 self._proc = None
+                self.STARTED.unlink(missing_ok=True)
                 raise Unavailable(f"dockerd exited at start; see {self.log_path}")
             if self.answers():
-                return self
+                return
             time.sleep(0.2)
-        self.stop()
+        self._end()
         raise Unavailable(f"dockerd did not answer within {timeout:.0f} s; see {self.log_path}")
 
     @property
     def started(self) -> bool:
+        """This object started the engine."""
         return self._proc is not None
 
     def stop(self) -> None:
-        """Stop the engine only if `start()` started it."""
-        if self._proc is None:
+        """Leave the engine; the last user stops it if a Holdpoint process started it."""
+        if self._use is None:
             return
-        end(self._proc)
-        self._proc = None
+        with exclusive("dockerd"):
+            self._use.close()  # drops this user's shared lock
+            self._use = None
+            with open(LOCKS / "holdpoint-dockerd-users.lock", "a+b") as users:
+                try:
+                    fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return  # another process still uses it
+                self._end()
+                fcntl.flock(users, fcntl.LOCK_UN)
+
+    def _end(self) -> None:
+        """Stop the dockerd STARTED names (this process's child, or another's)."""
+        if self._proc is not None:
+            end(self._proc)
+            self._proc = None
+        elif self.STARTED.exists():
+            with contextlib.suppress(ValueError):
+                end_pid(int(self.STARTED.read_text()), "dockerd")
+        self.STARTED.unlink(missing_ok=True)
 
 
 BINFMT = Path("/proc/sys/fs/binfmt_misc")
@@ -141,9 +193,10 @@ def ensure_emulation(architecture: str) -> None:
     update = _need("update-binfmts", "binfmt-support")
     if not _is_root():
         raise Unavailable(f"the container tier needs qemu-{machine} registered in binfmt_misc (root can)")
-    if not (BINFMT / "register").exists():
-        _run(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT)])
-    _run([update, "--enable", f"qemu-{machine}"])
+    with exclusive("binfmt"):  # two processes mounting and registering at once would each refuse the other
+        if not (BINFMT / "register").exists():
+            _run(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT)])
+        _run([update, "--enable", f"qemu-{machine}"])
     if not (entry.exists() and entry.read_text().startswith("enabled")):
         raise Unavailable(f"qemu-{machine} could not be registered in {BINFMT} (is binfmt_misc mountable here?)")
 
@@ -173,7 +226,11 @@ class BaseImage:
         return done.returncode == 0 and done.stdout.strip() == self.digest
 
     def ensure(self, work_dir: str | os.PathLike[str] | None = None) -> str:
-        """Build the image unless it is current; its name."""
+        """Build the image unless it is current (one process at a time: the others then find it built); its name."""
+        with exclusive(f"base-image-{self.architecture}"):
+            return self._ensure(work_dir)
+
+    def _ensure(self, work_dir: str | os.PathLike[str] | None) -> str:
         if self.current():
             return self.name
         debootstrap = _need("debootstrap", "debootstrap")

@@ -2,7 +2,8 @@
 containers (local/holdpoint_local/containers.py), each function calling the moto server with
 temporary credentials of its own role, as on AWS.
 
-Session fixtures: the Docker engine (started when none answers, stopped only if started here), the
+Session fixtures: the Docker engine (started when none answers, stopped by the last process of the
+run to leave it, if one of them started it), the
 base image (built once, cached by the digest of its inputs), one `sam build` into a temporary build
 directory, and one stack of template.yaml provisioned into the run's moto server (reached from the
 containers through a relay on Docker's bridge address). When this machine cannot run containers,

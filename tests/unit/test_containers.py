@@ -4,11 +4,13 @@ image's digest follows its inputs, and the relay passes bytes both ways unchange
 from __future__ import annotations
 
 import socket
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
-from holdpoint_local import containers
+from holdpoint_local import containers, processes
 
 
 def test_a_missing_docker_is_named_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,3 +58,32 @@ def test_the_relay_passes_bytes_both_ways() -> None:
     finally:
         relay.stop()
         upstream.close()
+
+
+def test_the_engine_one_process_started_is_stopped_by_its_last_user_only(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """pytest-xdist's workers share one engine: the first starts it, and a worker that ends first
+    leaves it running under the other's containers. (Two Engine objects hold their locks as two
+    processes would: an flock belongs to an open file, not to a process.)"""
+    fake = tmp_path / "dockerd"  # a process named dockerd, as end_pid checks
+    fake.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(600)\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(containers, "LOCKS", tmp_path)
+    monkeypatch.setattr(containers.Engine, "STARTED", tmp_path / "dockerd.pid")
+    monkeypatch.setattr(containers, "_need", lambda tool, package: str(fake) if tool == "dockerd" else tool)
+    monkeypatch.setattr(containers, "_is_root", lambda: True)
+
+    def running() -> bool:
+        pid = containers.Engine.STARTED
+        return pid.exists() and processes._alive(int(pid.read_text()))
+
+    monkeypatch.setattr(containers.Engine, "answers", staticmethod(running))
+    first, second = containers.Engine(tmp_path / "log"), containers.Engine(tmp_path / "log")
+    first.start()
+    second.start()
+    pid = int(containers.Engine.STARTED.read_text())
+    assert first.started and not second.started
+    first.stop()
+    assert processes._alive(pid), "stopped under another user"
+    second.stop()
+    assert not processes._alive(pid) and not containers.Engine.STARTED.exists()
