@@ -29,9 +29,11 @@ layer's. The timer runs inside the container, so the container's own start is no
 (The emulator's REPORT line is no help here: its `Init Duration` is under 2 ms for every function,
 since awslambdaric asks for the first event before it imports the handler.)
 
-With the API among the handlers, a reference line follows: the same pairs for a program with
-nothing of Holdpoint in it, Powertools' HTTP API resolver with request validation on and one route
-taking one pydantic body, the least a validated Powertools API pays before its first answer.
+Reference lines follow (`--no-references` leaves them out): the same pairs for programs with
+nothing of Holdpoint in them (`REFERENCES`): Powertools' HTTP resolver with request validation and
+one route taking one pydantic body, the least a validated Powertools API pays before its first
+answer; the resolver with Logger and Metrics and no validation; Logger and Metrics alone; pydantic
+with one model. They are the floor under a handler built on those libraries.
 """
 
 from __future__ import annotations
@@ -63,12 +65,26 @@ _LOAD = ('import importlib.util, sys\nsys.path.insert(0, {dir!r})\n'
          'spec.loader.exec_module(module)\n')
 _FIRST = ('from holdpoint.coldstart import Deferred\n'
           'for _v in list(vars(module).values()):\n    if isinstance(_v, Deferred):\n        _v.get()\n')
-_REFERENCE = ("from aws_lambda_powertools.event_handler import APIGatewayHttpResolver\n"
-              "from pydantic import BaseModel\n"
-              "class Body(BaseModel):\n    type: str\n"
-              "app = APIGatewayHttpResolver(enable_validation=True)\n"
-              "@app.post('/v1/sessions')\ndef start(body: Body) -> dict:\n    return {}\n")
-REFERENCE = "validated Powertools resolver, one pydantic body, nothing of Holdpoint"
+REFERENCES = {
+    "validated Powertools resolver, one pydantic body, nothing of Holdpoint": (
+        "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver\n"
+        "from pydantic import BaseModel\n"
+        "class Body(BaseModel):\n    type: str\n"
+        "app = APIGatewayHttpResolver(enable_validation=True)\n"
+        "@app.post('/v1/sessions')\ndef start(body: Body) -> dict:\n    return {}\n"),
+    "Powertools' HTTP resolver, Logger and Metrics, no validation, no route": (
+        "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver\n"
+        "from aws_lambda_powertools import Logger, Metrics\n"
+        "app = APIGatewayHttpResolver()\nLogger()\nMetrics(namespace='x')\n"),
+    "Powertools' Logger and Metrics alone": (
+        "from aws_lambda_powertools import Logger, Metrics\nLogger()\nMetrics(namespace='x')\n"),
+    "pydantic and one model, validated once": (
+        "from pydantic import BaseModel\n"
+        "class Body(BaseModel):\n    type: str\n"
+        "Body.model_validate({'type': 'x'})\n"),
+}
+"""Programs with nothing of Holdpoint in them: what the libraries a handler is built on cost by
+themselves, against the same baseline (the floor under a handler that uses them)."""
 _TIMED = "import time\n_t0 = time.perf_counter()\n{body}print((time.perf_counter() - _t0) * 1000)\n"
 LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
@@ -82,10 +98,10 @@ def env() -> dict[str, str]:
 
 def script(handler: str | None, first: bool = False, code_dir: str | None = None) -> str:
     """The timed program: a handler's load (`first`: and its first-request builds) plus the three
-    clients, the reference program (`REFERENCE`) plus them, or (None) the baseline. `code_dir`: where
+    clients, a reference program (`REFERENCES`) plus them, or (None) the baseline. `code_dir`: where
     the handler's app.py is (default: functions/<handler>)."""
-    if handler == REFERENCE:
-        body = _REFERENCE
+    if handler in REFERENCES:
+        body = REFERENCES[handler]
     elif handler:
         body = _LOAD.format(dir=code_dir or str(ROOT / "functions" / handler)) + (_FIRST if first else "")
     else:
@@ -119,7 +135,7 @@ class ArtifactRunner(Runner):
 
     def run(self, handler: str | None, first: bool) -> subprocess.CompletedProcess[str]:
         # the reference's code (Powertools, pydantic) and the baseline's boto3 come from the layer too
-        task = self.build_dir / f"{(handler or 'api').capitalize()}Function" if handler != REFERENCE \
+        task = self.build_dir / f"{(handler or 'api').capitalize()}Function" if handler not in REFERENCES \
             else self.build_dir / "ApiFunction"
         variables = {**LAMBDA_ENV, "PYTHONPATH": "/opt/python", "LAMBDA_TASK_ROOT": "/var/task"}
         cmd = ["docker", "run", "--rm", "--network", "none", "-v", f"{task}:/var/task:ro",
@@ -191,6 +207,8 @@ def main() -> None:
     ap.add_argument("--python", type=Path, default=RUNTIME_PYTHON, help="the runtime venv's interpreter")
     ap.add_argument("--handlers", default=",".join(HANDLERS), help="comma-separated subset, e.g. resume,engine")
     ap.add_argument("--breakdown", action="store_true", help="also print where each handler's import time goes")
+    ap.add_argument("--no-references", dest="references", action="store_false",
+                    help="leave out the reference programs (nothing of Holdpoint in them)")
     ap.add_argument("--artifact", action="store_true",
                     help="run in the Lambda-shaped x86_64 image on sam build's artifact (Docker, .venv-sam)")
     args = ap.parse_args()
@@ -221,10 +239,11 @@ def main() -> None:
             failed.append(handler)
         if args.breakdown and not args.artifact:
             print(f"            import self time by package (ms): {breakdown(args.python, handler)}")
-    if "api" in honest:
-        got = pairs(runner, REFERENCE, args.pairs)
-        print(f"reference   {statistics.median(ms / base for ms, base in got):.2f}x  {REFERENCE} "
-              f"({statistics.median(m for m, _ in got):.0f} ms)")
+    if args.references:
+        for reference in REFERENCES:
+            got = pairs(runner, reference, args.pairs)
+            print(f"reference   {statistics.median(ms / base for ms, base in got):.2f}x  {reference} "
+                  f"({statistics.median(m for m, _ in got):.0f} ms)")
     if failed:
         print(f"over target: {', '.join(failed)}")
     place = " in the Lambda-shaped container" if args.artifact else ""
