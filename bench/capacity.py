@@ -145,6 +145,8 @@ QUOTAS = (
           _both(hp_quotas.Quotas.stream_waits_per_tenant), "holdpoint", "hp"),
     Quota("hp_waits_per_caller", "QuotaStreamWaitsPerCaller", "caller",
           _both(hp_quotas.Quotas.stream_waits_per_caller), "holdpoint", "hp"),
+    Quota("hp_waits_total", "QuotaStreamWaitsTotal", "deployment",
+          _both(hp_quotas.Quotas.stream_waits_total), "holdpoint", "hp"),
 )
 BY_KEY = {q.key: q for q in QUOTAS}
 HIGH_THROUGHPUT_FIFO = {"us-east-1": 70_000, "us-east-2": 19_000}
@@ -232,7 +234,9 @@ def traffic(a: argparse.Namespace, scale: float) -> Traffic:
                 top_watchers=min(watchers, a.watchers * top_factor))
     cap = a.waits_per_tenant_limit
     t.top_admitted = min(t.top_watchers, cap)
-    t.admitted = t.top_admitted + min(watchers - t.top_watchers, max(0.0, tenants - 1) * cap)
+    t.admitted = min(t.top_admitted + min(watchers - t.top_watchers, max(0.0, tenants - 1) * cap),
+                     a.waits_total_limit)
+    t.top_admitted = min(t.top_admitted, t.admitted)
     rates = ((t.sessions * a.retry_timers_per_session, a.retry_secs),
              (t.sessions * a.deadline_timers_per_session, a.deadline_secs),
              (t.interrupts * a.reminders_per_interrupt, a.reminder_secs),
@@ -341,7 +345,8 @@ def loads(a: argparse.Namespace, scale: float, m: Measured = MEASURED) -> dict[s
            "hp_open_per_tenant": t.top_interrupts * a.mean_wait_secs,
            "hp_sessions_per_second": t.top_sessions,
            "hp_waits_per_tenant": t.top_watchers,
-           "hp_waits_per_caller": a.waits_per_caller}
+           "hp_waits_per_caller": a.waits_per_caller,
+           "hp_waits_total": t.watchers}
     return out
 
 
@@ -351,6 +356,7 @@ def limits(a: argparse.Namespace) -> dict[str, float]:
     if a.sqs_high_throughput:
         out["sqs_send"] = out["sqs_receive"] = HIGH_THROUGHPUT_FIFO[a.region]
     out["hp_waits_per_tenant"] = a.waits_per_tenant_limit
+    out["hp_waits_total"] = a.waits_total_limit
     for item in a.limit:
         key, _, value = item.partition("=")
         if key not in out:
@@ -516,6 +522,8 @@ def parser() -> argparse.ArgumentParser:
     f("--waits-per-caller", type=float, default=1, help="stream waits one caller holds")
     f("--waits-per-tenant-limit", type=float, default=hp_quotas.Quotas.stream_waits_per_tenant,
       help="QuotaStreamWaitsPerTenant (admits waits; also the row's limit)")
+    f("--waits-total-limit", type=float, default=hp_quotas.Quotas.stream_waits_total,
+      help="QuotaStreamWaitsTotal (admits waits across tenants; also the row's limit)")
     f("--wait-secs", type=float, default=streams.MAX_WAIT_SECS, help="how long an idle stream wait lasts")
     f("--poll-rru", type=float, default=1.0,
       help="RRU of one poll (a strongly consistent Query of < 4 KB; PERFORMANCE.md (f) counts 0.5)")

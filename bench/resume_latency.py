@@ -150,7 +150,7 @@ class Timeline:
 # --------------------------------------------------------------------------- the stack and a client
 
 
-def start_stack(moto_log: str | None = None) -> LocalStack:
+def start_stack(moto_log: str | None = None, parameters: dict[str, str] | None = None) -> LocalStack:
     logging.basicConfig(level=logging.WARNING)
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     for name in ("botocore", "urllib3", "werkzeug"):
@@ -159,6 +159,7 @@ def start_stack(moto_log: str | None = None) -> LocalStack:
         http_port=0,
         stack_name=f"bench{uuid.uuid4().hex[:6]}",
         moto_log=moto_log,
+        parameters=parameters,
         extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
                    "POWERTOOLS_TRACE_DISABLED": "1"},
     )

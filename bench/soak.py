@@ -392,6 +392,49 @@ def setup(stack: Any, worker: Worker) -> dict[str, str]:
     return keys
 
 
+class Hog:
+    """Another caller (an API key of its own) holding `count` waits at all times: each wait is opened
+    again as soon as it ends, and after `Retry-After` when refused, so it stays at its quota."""
+
+    def __init__(self, stack: Any, count: int) -> None:
+        from holdpoint.aws.keys import put_api_key
+
+        self.key = f"hp_soak_hog_{uuid.uuid4().hex[:8]}"
+        put_api_key(stack.env["TABLE_NAME"], self.key, stack.tenant, "hog", "operator")
+        self.base, self.count = stack.base_url, count
+        http = Http(stack.base_url, self.key)
+        self.sid = http.call("POST", "/v1/sessions", {"type": "client.message", "agent_id": "assistant",
+                                                       "message": {"role": "user", "content": "hello"}})["session_id"]
+        http.until(self.sid, "idle,done,interrupted")
+        self.after = max(e["seq"] for e in http.call("GET", f"/v1/sessions/{self.sid}/events?limit=100")["events"])
+        self.held, self.refused = Counter[int](), Counter[int]()
+        self.done = threading.Event()
+        self.threads = [threading.Thread(target=self._hold, args=(i,), daemon=True) for i in range(count)]
+
+    def _hold(self, slot: int) -> None:
+        url = f"{self.base}/v1/sessions/{self.sid}/events?after_seq={self.after}&wait=20"
+        headers = {"Authorization": f"Bearer {self.key}"}
+        while not self.done.is_set():
+            resp = requests.get(url, headers=headers, timeout=60)
+            if resp.status_code == 429:
+                self.refused[slot] += 1
+                self.done.wait(float(resp.headers.get("Retry-After", "1")))
+            else:
+                self.held[slot] += 1
+
+    def start(self) -> Hog:
+        for t in self.threads:
+            t.start()
+        return self
+
+    def stop(self) -> str:
+        self.done.set()
+        for t in self.threads:
+            t.join(timeout=30)
+        return (f"{self.count} waits held at all times by another caller: {sum(self.held.values())} waits "
+                f"answered, {sum(self.refused.values())} refused at once (429)")
+
+
 def mix_of(text: str) -> list[tuple[str, float]]:
     shares = [(k, float(v)) for k, v in (part.split("=") for part in text.split(",") if part)]
     bad = [k for k, _ in shares if k not in KINDS]
@@ -592,15 +635,21 @@ def main(argv: list[str] | None = None) -> int:
                         "passes --bound or an invariant breaks")
     parser.add_argument("--bound", type=float, default=5000.0, help="the p99 bound of submit -> interrupt "
                         "visible, in ms (default 5000)")
+    parser.add_argument("--hog", type=int, default=0, help="another caller holds this many waits at all times "
+                        "(its QuotaStreamWaitsPerCaller is 4), each opened again as it ends")
+    parser.add_argument("--waits-total", type=int, help="the stack's QuotaStreamWaitsTotal (the template's 750 "
+                        "otherwise; the local API function has 4 instances)")
     parser.add_argument("--json", help="write the outcomes here")
     args = parser.parse_args(argv)
     if not 0 < args.rate <= 50 or not 0 < args.duration <= 7200:
         parser.error("--rate must be in (0, 50] and --duration in (0, 7200]")
     delay = tuple(float(x) for x in args.delay.split(","))
-    stack = start_stack()
+    stack = start_stack(parameters={"QuotaStreamWaitsTotal": str(args.waits_total)} if args.waits_total else None)
+    hog = None
     try:
         worker = Worker()
         keys = setup(stack, worker)
+        hog = Hog(stack, args.hog).start() if args.hog else None
         faults = inject(stack, args.faults, args.kills, args.seed) if args.faults or args.kills else None
         if args.knee:
             return knee(stack, worker, keys, [float(r) for r in args.knee.split(",")], args, (delay[0], delay[1]))
@@ -613,12 +662,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  injected: {sum(faults.injected.values())} refusals at "
                   f"{len({k[:3] for k in faults.injected})} sites; {sum(KILLED.values())} invocations killed "
                   f"({dict(KILLED)})", flush=True)
+        if hog is not None:
+            print(f"  {hog.stop()}", flush=True)
+            hog = None
         held = invariants(stack, worker, run)
         redelivered = sum(c - 1 for c in Counter((s, d) for s, d, _ in worker.log).values() if c > 1)
         ok = report(run, worker, held, redelivered)
         if args.json:
             Path(args.json).write_text(json.dumps([o.__dict__ for o in run.outcomes]), encoding="utf-8")
     finally:
+        if hog is not None:
+            hog.stop()
         stack.stop()
     return 0 if ok else 1
 

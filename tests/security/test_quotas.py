@@ -5,6 +5,7 @@ parameters; outcomes are checked, never timings."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from holdpoint.aws.keys import put_api_key
 from tests.security.probes import client_token_api, refusal, table_count
 from tests.stack import Api, declare_agent, worker_answering
 from tests.waiting import wait_for
@@ -75,6 +77,44 @@ def test_quota_one_callers_stream_waits_stop_at_its_limit_and_another_tenant_is_
     assert all(r.status_code == 200 and r.json()["events"] for r in answered)
     # The leases went back with the answers: the caller may wait again.
     assert mallory.req("GET", f"/v1/sessions/{sid}/events?after_seq=0&wait=1").status_code == 200
+
+
+def shard_leases(stack: Any) -> int:
+    """The live leases the deployment's wait holders (`QUOTA#W#<shard>`) hold."""
+    items = stack.client("dynamodb").scan(TableName=stack.env["TABLE_NAME"])["Items"]
+    return sum(len(i["l"]["M"]) for i in items if i["PK"]["S"].startswith("QUOTA#W#") and "l" in i)
+
+
+def test_quota_waits_of_all_tenants_stop_at_the_total_and_serving_keeps_its_instances(
+        local_stack_factory: Callable[..., Any], worker: tuple[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waiting never starves serving: with the API function at 3 instances and the deployment's
+    waits at 2, one tenant holding 2 waits (under its own limits) leaves another tenant's wait
+    refused at once and its reads answered, on the third instance."""
+    # the other tenant's agent names the worker's secret under a variable of its own (a variable two
+    # tenants' patterns match is neither's)
+    monkeypatch.setenv("HOLDPOINT_OTHER_WORKER_SECRET", os.environ["HOLDPOINT_E2E_WORKER_SECRET"])
+    both = "dev=HOLDPOINT_E2E_WORKER_SECRET,other=HOLDPOINT_OTHER_WORKER_SECRET"
+    stack = local_stack_factory(parameters={"QuotaStreamWaitsTotal": "2"}, max_instances=3,
+                                extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
+                                           "HOLDPOINT_SECRET_ENV_ALLOWLIST": both})
+    api = Api(stack.base_url, stack.api_key)
+    declare_agent(api, worker[0])
+    sid = idle_session(api)
+    after = api.events(sid)[-1]["seq"]
+    put_api_key(stack.env["TABLE_NAME"], "hp_other_tenant_key", "other", "mallory", "operator")
+    other = Api(stack.base_url, "hp_other_tenant_key")
+    declare_agent(other, worker[0], worker={"url": worker[0], "secret": "env:HOLDPOINT_OTHER_WORKER_SECRET"})
+    theirs = idle_session(other)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        held = [pool.submit(api.req, "GET", f"/v1/sessions/{sid}/events?after_seq={after}&wait=12") for _ in range(2)]
+        wait_for(lambda: shard_leases(stack) == 2, "the two waits to hold the deployment's leases")
+        quota_refusal(other.req("GET", f"/v1/sessions/{theirs}/events?after_seq=999&wait=5"), "stream_waits_total")
+        assert other.req("GET", "/v1/sessions").status_code == 200  # served while the two still wait
+        assert not any(f.done() for f in held)
+        api.ok("POST", f"/v1/sessions/{sid}/inputs", {"type": "client.message",
+                                                        "message": {"role": "user", "content": "say hi"}})
+        assert all(f.result().status_code == 200 for f in held)
+    assert shard_leases(stack) == 0
 
 
 def test_quota_raises_on_one_session_stop_at_the_session_limit_and_record_nothing(limited: Limited) -> None:

@@ -59,6 +59,28 @@ def test_quota_a_tenant_holds_at_most_its_limit_across_callers() -> None:
     assert refused.value.limit == "stream_waits_per_tenant"
 
 
+def test_quota_all_tenants_together_hold_at_most_the_total_spread_over_its_shards() -> None:
+    """Waiting never starves serving: past the deployment's total no tenant waits, whatever its own room."""
+    waits = leases(Clock(), stream_waits_total=11)
+    assert sum(allowed for _, allowed in waits.shards()) == 11 and len(waits.shards()) == 8
+    held = [waits.acquire(f"t{i}", f"client:{i}") for i in range(11)]
+    with pytest.raises(QuotaExceeded) as refused:
+        waits.acquire("t99", "client:new")
+    assert refused.value.limit == "stream_waits_total" and refused.value.allowed == 11
+    assert 1 <= refused.value.retry_after <= LEASE_SECS
+    waits.release("t3", "client:3", held[3])
+    waits.acquire("t99", "client:new")  # the slot given back is anyone's
+
+
+def test_quota_a_total_below_the_shard_count_uses_that_many_holders() -> None:
+    waits = leases(Clock(), stream_waits_total=2)
+    assert [allowed for _, allowed in waits.shards()] == [1, 1]
+    waits.acquire("t1", "a")
+    waits.acquire("t2", "b")
+    with pytest.raises(QuotaExceeded, match="stream waits total"):
+        waits.acquire("t3", "c")
+
+
 def test_quota_a_crashed_waits_lease_expires_by_itself() -> None:
     clock = Clock()
     waits = leases(clock, stream_waits_per_caller=1)
@@ -72,7 +94,7 @@ def test_quota_a_crashed_waits_lease_expires_by_itself() -> None:
 def test_quota_leases_given_back_leave_nothing_in_the_table() -> None:
     waits = leases(Clock())
     with waits.held("t1", "client:alice"):
-        assert boto3.client("dynamodb").scan(TableName="holdpoint")["Count"] == 2
+        assert boto3.client("dynamodb").scan(TableName="holdpoint")["Count"] == 3  # caller, tenant, one shard
     assert boto3.client("dynamodb").scan(TableName="holdpoint")["Count"] == 0
 
 

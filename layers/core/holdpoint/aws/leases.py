@@ -1,17 +1,23 @@
-"""Stream wait leases (docs/SECURITY.md, "Quotas"): how many long-polls one caller and one tenant
-hold at once, exact under races and unable to leak on a crash.
+"""Stream wait leases (docs/SECURITY.md, "Quotas"): how many long-polls one caller, one tenant and
+the whole deployment hold at once, exact under races and unable to leak on a crash. The
+deployment's count (`stream_waits_total`) keeps waiting from starving serving: each wait holds a
+function instance, so all tenants' waits together stay below the instances the API may take.
 
-Each holder is one item in the tenant's quota partition (`T#{tenant}#QUOTA`): `W` for the tenant,
-`W#{digest of the caller}` for a caller. It holds `l`, a map of lease id -> expiry (epoch seconds),
-and `v`, a version (a random token, new on every write, so a version is never seen twice). Taking a
-lease reads both items, drops the expired leases, and rewrites both in one transaction conditioned
-on the versions read, adding the lease only while each live count is under its limit; a writer
-that loses the race reads again (a few times, then the caller is told to retry). Giving it back
-removes it under a new version, so a writer holding an older read cannot put it back, and deletes
-a holder left with no lease (conditioned on that version), so idle callers leave nothing behind.
-A lease nobody gives back (the function crashed or timed out) expires by itself
-`LEASE_SECS` after it was taken: longer than the API function's 29 s timeout, so no request
-holding it can still be waiting.
+Each holder is one item: in the tenant's quota partition (`T#{tenant}#QUOTA`), `W` for the tenant
+and `W#{digest of the caller}` for a caller; for the deployment, one of `SHARDS` items
+(`QUOTA#W#{shard}`, each its own partition, so no one item takes every wait's writes), each
+admitting its share of the total. A lease id names its shard.
+
+Each holder holds `l`, a map of lease id -> expiry (epoch seconds), and `v`, a version (a random
+token, new on every write, so a version is never seen twice). Taking a lease reads the caller's and
+the tenant's holders and one of the deployment's with room, drops the expired leases, and rewrites
+the three in one transaction conditioned on the versions read, adding the lease only while each
+live count is under its limit; a writer that loses the race reads again (a few times, then the
+caller is told to retry). Giving it back removes it under a new version, so a writer holding an
+older read cannot put it back, and deletes a holder left with no lease (conditioned on that
+version), so idle callers leave nothing behind. A lease nobody gives back (the function crashed or
+timed out) expires by itself `LEASE_SECS` after it was taken: longer than the API function's 29 s
+timeout, so no request holding it can still be waiting.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from holdpoint.core import quotas
 
 LEASE_SECS = 30
 ATTEMPTS = 5
+SHARDS = 8
+"""The deployment's count is spread over this many holders (fewer when the total is smaller)."""
 KEEP_SECS = 3600  # an idle holder item is left to the table's TTL this long after its last lease
 
 
@@ -55,28 +63,55 @@ class WaitLeases:
         self.clock = clock
 
     def keys(self, tenant: str, caller: str) -> list[tuple[dict[str, Any], str, int]]:
-        """The two holders (the caller's, the tenant's), each with its limit's name and value."""
+        """The caller's and the tenant's holders, each with its limit's name and value."""
         pk = _s(f"T#{tenant}#QUOTA")
         digest = hashlib.sha256(caller.encode()).hexdigest()[:32]
         return [({"PK": pk, "SK": _s(f"W#{digest}")}, "stream_waits_per_caller", self.limits.stream_waits_per_caller),
                 ({"PK": pk, "SK": _s("W")}, "stream_waits_per_tenant", self.limits.stream_waits_per_tenant)]
+
+    def shards(self) -> list[tuple[dict[str, Any], int]]:
+        """The deployment's holders, each with its share of `stream_waits_total` (the shares add up to it)."""
+        total = self.limits.stream_waits_total
+        count = min(SHARDS, total)
+        return [({"PK": _s(f"QUOTA#W#{i}"), "SK": _s("W")}, total // count + (1 if i < total % count else 0))
+                for i in range(count)]
+
+    def _live(self, key: dict[str, Any], now: float) -> tuple[dict[str, Any], dict[str, float]]:
+        """A holder as read, and its leases that have not expired."""
+        got = self.db.get(key) or {}
+        return got, {k: float(v["N"]) for k, v in (got.get("l") or {}).get("M", {}).items() if float(v["N"]) > now}
+
+    def _room(self, now: float) -> tuple[int, dict[str, Any], dict[str, Any], dict[str, float]]:
+        """A deployment holder with room (from a random one on): its shard, key, item and live leases."""
+        shards = self.shards()
+        start = random.randrange(len(shards))
+        soonest = math.inf
+        for step in range(len(shards)):
+            shard = (start + step) % len(shards)
+            key, allowed = shards[shard]
+            got, live = self._live(key, now)
+            if len(live) < allowed:
+                return shard, key, got, live
+            soonest = min(soonest, *live.values()) if live else soonest
+        retry = 1 if soonest == math.inf else max(1, math.ceil(soonest - now))
+        raise quotas.QuotaExceeded("stream_waits_total", self.limits.stream_waits_total, retry)
 
     def acquire(self, tenant: str, caller: str) -> str:
         """A new lease's id; `QuotaExceeded` (with the seconds until a lease frees) when a limit is
         reached, or when other writers kept winning the race for the holders."""
         for attempt in range(ATTEMPTS):
             now = self.clock()
-            lease = secrets.token_hex(8)
-            ops = []
+            ops, token = [], secrets.token_hex(8)
             for key, limit, allowed in self.keys(tenant, caller):
-                got = self.db.get(key) or {}
-                live = {k: float(v["N"]) for k, v in (got.get("l") or {}).get("M", {}).items() if float(v["N"]) > now}
+                got, live = self._live(key, now)
                 if len(live) >= allowed:
                     raise quotas.QuotaExceeded(limit, allowed, max(1, math.ceil(min(live.values()) - now)))
-                live[lease] = now + LEASE_SECS
-                ops.append(self._put(key, live, got))
+                ops.append((key, got, live))
+            shard, key, got, live = self._room(now)
+            lease = f"{shard}.{token}"
+            ops.append((key, got, live))
             try:
-                self.db.transact(ops)
+                self.db.transact([self._put(key, {**live, lease: now + LEASE_SECS}, got) for key, got, live in ops])
             except Cancelled:  # another holder's write won: read again
                 time.sleep(random.uniform(0, 0.02 * 2 ** attempt))
                 continue
@@ -95,7 +130,10 @@ class WaitLeases:
 
     def release(self, tenant: str, caller: str, lease: str) -> None:
         """Give the lease back (a no-op for one already dropped as expired)."""
-        for key, _, _ in self.keys(tenant, caller):
+        shards = self.shards()
+        shard = int(lease.split(".", 1)[0])
+        held = [key for key, _, _ in self.keys(tenant, caller)] + ([shards[shard][0]] if shard < len(shards) else [])
+        for key in held:
             version = _s(secrets.token_hex(8))
             try:
                 out = self.db.update(key, UpdateExpression="REMOVE l.#id SET v = :v",

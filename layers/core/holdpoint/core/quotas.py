@@ -21,6 +21,7 @@ class Quotas:
     sessions_per_second: int = 50
     stream_waits_per_caller: int = 4
     stream_waits_per_tenant: int = 200
+    stream_waits_total: int = 750
     live_followers_per_session: int = 100
     live_connections_per_caller: int = 100
 
