@@ -25,6 +25,7 @@ open descriptors over the run with their slope per thousand sessions.
 
     .venv/bin/python bench/soak.py [--rate 2] [--duration 600] [--faults 0.01] [--kills 0.002]
     .venv/bin/python bench/soak.py --knee 1,2,4,8 --duration 60      # step the rate up
+    .venv/bin/python bench/soak.py --rate 1 --duration 30 --hog 4 --waits-total 2   # waits beside serving
 """
 
 from __future__ import annotations
