@@ -22,6 +22,8 @@ Invariants (each a line `INVARIANT name: held|BROKEN (detail)`):
 Figures (`FIGURE` lines, bench/figures.py): achieved against offered rate; p50/p95/p99 of submit ->
 interrupt visible, resume -> worker, and commit -> WebSocket; each long-lived process's RSS and
 open descriptors over the run with their slope per thousand sessions.
+Spend (`Spend`): DynamoDB write units, AWS calls and invocations per session while it runs, beside
+bench/capacity.py's model of one plain approval session (`--mix plain=1` to compare like with like).
 
     .venv/bin/python bench/soak.py [--rate 2] [--duration 600] [--faults 0.01] [--kills 0.002]
     .venv/bin/python bench/soak.py --knee 1,2,4,8 --duration 60      # step the rate up
@@ -393,6 +395,117 @@ def setup(stack: Any, worker: Worker) -> dict[str, str]:
     return keys
 
 
+class Spend:
+    """What the stack's functions spend while the soak runs, counted on the clients they call AWS
+    with: DynamoDB write units (bench/_common.Meter's on-demand rules, on every client of the
+    default session, calls a function makes only), AWS calls per operation
+    (holdpoint_local.credentials.CALLS) and invocations per function. Installed before the stack
+    starts, since a botocore client copies its session's hooks when it is built."""
+
+    def __init__(self) -> None:
+        import boto3
+        from _common import Meter
+
+        if boto3.DEFAULT_SESSION is None:
+            boto3.setup_default_session()
+        self.meter, self.on = Meter(), False
+        core = boto3.DEFAULT_SESSION._session  # noqa: SLF001 (the session every client is built from)
+        core.register("before-call", self._before)
+        core.register("after-call", self._after)
+        core.register("before-parameter-build.sqs.SendMessage", self._sent)
+        self.calls: Counter[tuple[str, str, str, str]] = Counter()
+        self.sent: Counter[str] = Counter()  # work messages a function sent, by function and kind
+        self.invocations: Counter[str] = Counter()
+
+    def _before(self, **kwargs: Any) -> None:
+        from holdpoint_local.credentials import current
+
+        if self.on and current() is not None:
+            self.meter._before(**kwargs)  # noqa: SLF001
+
+    def _sent(self, params: dict[str, Any], **_: Any) -> None:
+        from holdpoint_local.credentials import current
+
+        acting = current()
+        if self.on and acting is not None:
+            try:
+                kind = json.loads(params.get("MessageBody") or "{}").get("kind", "?")
+            except (ValueError, AttributeError):
+                kind = "?"
+            self.sent[f"{acting.function} {kind}"] += 1
+
+    def _after(self, **kwargs: Any) -> None:
+        if self.on and "bench_req" in (kwargs.get("context") or {}):
+            self.meter._after(**kwargs)  # noqa: SLF001
+
+    def start(self, stack: Any) -> None:
+        from holdpoint_local.credentials import CALLS
+
+        self.calls = Counter(CALLS.calls)
+        self.invocations = Counter({name: fn.invocations for name, fn in stack.functions.items()})
+        self.on = True
+
+    def stop(self, stack: Any) -> None:
+        from holdpoint_local.credentials import CALLS
+
+        self.on = False
+        self.calls = Counter(CALLS.calls) - self.calls
+        self.invocations = Counter({name: fn.invocations for name, fn in stack.functions.items()}) - self.invocations
+
+    def count(self, operation: str, error: str = "") -> int:
+        return sum(n for (_, _, op, err), n in self.calls.items() if op == operation and err == error)
+
+    def per_session(self, sessions: int) -> dict[str, float]:
+        """Each quantity the capacity model predicts, per session."""
+        starts = self.count("StartExecution")
+        return {name: value / max(1, sessions) for name, value in {
+            "ddb_table_wru": sum(r.wru for r in self.meter.records),
+            "sfn_start_execution": starts,
+            "sfn_send_task_success": self.count("SendTaskSuccess"),
+            # the functions' sends, and each park's, which Step Functions sends (ParkBranch's sqs:sendMessage)
+            "sqs_send": self.count("SendMessage") + starts,
+            "engine_invocations": self.invocations["EngineFunction"],
+            "notifier_invocations": self.invocations["NotifierFunction"],
+        }.items()}
+
+
+MODEL_FLAGS = ("--sessions-per-sec", "1", "--tenants", "1", "--top-tenant-share", "1", "--watchers", "0",
+               "--reminders-per-interrupt", "0", "--retry-timers-per-session", "0")
+"""bench/capacity.py's baseline reduced to one plain approval session a second: one interrupt,
+resumed, no reminder (the soak's agents declare none), no stream watcher."""
+
+
+def modelled() -> dict[str, float]:
+    """The capacity model's spend of one plain approval session (bench/capacity.py)."""
+    import capacity
+
+    a = capacity.parser().parse_args(list(MODEL_FLAGS))
+    loads = capacity.loads(a, 1)
+    out = {k: loads[k] for k in ("ddb_table_wru", "sfn_start_execution", "sfn_send_task_success", "sqs_send")}
+    out["engine_invocations"] = loads["sqs_receive"] * a.messages_per_receive  # one message an invocation
+    out["notifier_invocations"] = a.interrupts_per_session * a.notifier_invocations
+    return out
+
+
+def report_spend(spend: Spend, run: Run) -> bool:
+    """The measured spend per session beside the model's, one line each, and a FIGURE."""
+    sessions = len([o for o in run.outcomes if not o.error])
+    got, want = spend.per_session(sessions), modelled()
+    plain = all(o.kind == "plain" for o in run.outcomes)
+    print(f"  spend per session over {sessions} sessions, beside bench/capacity.py's model of a plain approval "
+          f"session{'' if plain else ' (this mix has harder paths too: run --mix plain=1 to compare)'}:")
+    for name, value in got.items():
+        print(f"    {name:<24} measured {value:8.2f}   model {want[name]:8.2f}   ratio {value / want[name]:.2f}")
+    refused = Counter({f"{fn} {op} {err}": n for (fn, _, op, err), n in spend.calls.items() if err})
+    print(f"    work messages sent, by function and kind: {dict(spend.sent)}; refused calls: {dict(refused) or 'none'}")
+    print(f"    invocations by function: {dict(spend.invocations)}")
+    within = all(abs(got[k] / want[k] - 1) <= 0.10 for k in got)
+    figure("soak spend per session over the capacity model's",
+           ", ".join(f"{k} {got[k] / want[k]:.2f}x" for k in got), "within 10 % each (plain sessions)",
+           within and plain)
+    return within
+
+
 class Hog:
     """Another caller (an API key of its own) holding `count` waits at all times: each wait is opened
     again as soon as it ends, and after `Retry-After` when refused, so it stays at its quota."""
@@ -645,6 +758,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.rate <= 50 or not 0 < args.duration <= 7200:
         parser.error("--rate must be in (0, 50] and --duration in (0, 7200]")
     delay = tuple(float(x) for x in args.delay.split(","))
+    spend = Spend()
     stack = start_stack(parameters={"QuotaStreamWaitsTotal": str(args.waits_total)} if args.waits_total else None)
     hog = None
     try:
@@ -656,8 +770,10 @@ def main(argv: list[str] | None = None) -> int:
             return knee(stack, worker, keys, [float(r) for r in args.knee.split(",")], args, (delay[0], delay[1]))
         print(f"soak: {args.rate}/s for {args.duration:.0f} s, faults {args.faults}, kills {args.kills}, "
               f"seed {args.seed}", flush=True)
+        spend.start(stack)
         run = soak(stack, worker, keys, args.rate, args.duration, mix_of(args.mix), args.seed,
                    (delay[0], delay[1]), args.long_poll)
+        spend.stop(stack)
         if faults is not None:
             faults.stop()
             print(f"  injected: {sum(faults.injected.values())} refusals at "
@@ -669,6 +785,7 @@ def main(argv: list[str] | None = None) -> int:
         held = invariants(stack, worker, run)
         redelivered = sum(c - 1 for c in Counter((s, d) for s, d, _ in worker.log).values() if c > 1)
         ok = report(run, worker, held, redelivered)
+        report_spend(spend, run)
         if args.json:
             Path(args.json).write_text(json.dumps([o.__dict__ for o in run.outcomes]), encoding="utf-8")
     finally:
