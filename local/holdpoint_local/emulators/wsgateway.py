@@ -36,12 +36,12 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from . import ACCOUNT_ID, FAKE_ENV, REGION
-from .moto_iam import API_ID_HEADER
-from .provision import Provisioned
+from .. import ACCOUNT_ID, FAKE_ENV, REGION
+from ..moto_iam import API_ID_HEADER
+from ..provision import Provisioned
 from .runtime import Function
 
-log = logging.getLogger("holdpoint_local.wsgateway")
+log = logging.getLogger("holdpoint_local.emulators.wsgateway")
 
 STAGE = "live"
 MAX_FRAME_BYTES = 32 * 1024
@@ -63,7 +63,7 @@ class LiveRoutes:
 
 def read_live(endpoint_url: str, prov: Provisioned) -> LiveRoutes | None:
     """The stack's WebSocket API, read back from moto's ApiGatewayV2 (None if the template has none)."""
-    from .provision import _function_of
+    from ..provision import _function_of
 
     ws = [logical for logical, res in prov.template.get("Resources", {}).items()
           if res["Type"] == "AWS::ApiGatewayV2::Api" and res["Properties"].get("ProtocolType") == "WEBSOCKET"]

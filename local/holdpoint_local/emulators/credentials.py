@@ -12,7 +12,7 @@ function nothing falls back to the operator: a failed AssumeRole raises.
 
 `CallLog` records (function, IAM service, operation, error code) of every call the default session
 makes (the IAM tests read the denials), and the IAM actions each function's calls needed (the
-least-privilege report, least_privilege.py, reads them from the `HOLDPOINT_IAM_CALL_LOG` file).
+least-privilege report, `holdpoint_local.least_privilege`, reads them from the `HOLDPOINT_IAM_CALL_LOG` file).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 import boto3
 from botocore.credentials import Credentials, ReadOnlyCredentials
 
-from . import FAKE_ENV, REGION
-from .moto_iam import LAMBDA_SERVICE_KEY, LAMBDA_SERVICE_SECRET
+from .. import FAKE_ENV, REGION
+from ..moto_iam import LAMBDA_SERVICE_KEY, LAMBDA_SERVICE_SECRET
 
 RENEW_BEFORE_SECONDS = 300
 SESSION_SECONDS = 3600
