@@ -27,7 +27,7 @@ def moto_item_count(table: str) -> int:
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.models import dynamodb_backends
 
-    from holdpoint_local import moto_fixes
+    from holdpoint_local import moto as moto_fixes
 
     with moto_fixes._LOCK:
         return len(dynamodb_backends[DEFAULT_ACCOUNT_ID][os.environ["AWS_DEFAULT_REGION"]].get_table(table))

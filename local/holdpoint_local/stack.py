@@ -24,7 +24,7 @@ from .emulators.runtime import Function, Handler, LocalFunction
 from .emulators.samlocal import Built, Containers
 from .emulators.scheduler import SchedulerFirer
 from .emulators.wsgateway import WebSocketGateway, port_from_env, read_live
-from .moto_server import MotoServer, enable_sfn_execution, wait_ready
+from .moto.server import MotoServer, enable_sfn_execution, wait_ready
 from .provision import REPO_ROOT, TEMPLATE_PATH, Provisioned, provision
 
 log = logging.getLogger("holdpoint_local.stack")

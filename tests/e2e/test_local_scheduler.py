@@ -18,7 +18,7 @@ from holdpoint.aws.timers import Timers, schedule_name
 from holdpoint.core.messages import Kick, parse
 from holdpoint_local import REGION
 from holdpoint_local.emulators.scheduler import SchedulerFirer
-from holdpoint_local.moto_server import MotoServer
+from holdpoint_local.moto.server import MotoServer
 from tests.waiting import wait_for
 
 

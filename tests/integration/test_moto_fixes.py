@@ -1,4 +1,4 @@
-"""The emulator fixes in holdpoint_local.moto_fixes: conditional writes stay atomic under
+"""The emulator fixes in holdpoint_local.moto: conditional writes stay atomic under
 concurrent requests, a cancelled transaction leaves every item as it was, and a FIFO message
 group is in flight with one receiver at a time."""
 
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from moto.dynamodb.models import table as table_module
 from moto.sqs.models import Queue
 
-from holdpoint_local import moto_fixes
+from holdpoint_local import moto as moto_fixes
 from tests.tables import count_items, moto_item_count
 
 RACE_WINDOW_SECS = 0.003  # long enough for a second request to interleave, were nothing locked
@@ -202,7 +202,7 @@ def test_a_cancelled_transaction_leaves_no_stream_record(aws: dict[str, str]) ->
 
 def test_a_stream_keeps_a_bounded_tail_and_sequence_numbers_keep_counting(aws: dict[str, str],
                                                                           monkeypatch: Any) -> None:
-    from holdpoint_local import moto_fixes
+    from holdpoint_local import moto as moto_fixes
 
     monkeypatch.setattr(moto_fixes, "STREAM_KEEP", 5)
     ddb, shard = streaming_table()
@@ -472,7 +472,7 @@ def test_local_control_caps_open_executions_at_the_configured_number(aws: dict[s
     from botocore.exceptions import ClientError
     from moto.core.config import default_user_config
 
-    from holdpoint_local.moto_fixes import CAP_KEY
+    from holdpoint_local.moto import CAP_KEY
 
     sfn, arn = boto3.client("stepfunctions"), aws["PARK_STATE_MACHINE_ARN"]
     monkeypatch.setitem(default_user_config, "stepfunctions", {CAP_KEY: 1})  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""The IAM fixes in holdpoint_local.moto_iam (16-21, 24): with enforcement on, a call is checked
+"""The IAM fixes in holdpoint_local.moto.iam (16-21, 24): with enforcement on, a call is checked
 against the resource it names, a transaction and an SQS batch as the actions AWS checks, a role
 trusted by a service is assumed by that service only, a CloudFormation role keeps its managed and
 inline policies, a state machine's service integration calls with its role, a bodiless GET
@@ -16,7 +16,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from holdpoint_local import moto_fixes, moto_iam
+from holdpoint_local import moto as moto_fixes
+from holdpoint_local.moto import iam as moto_iam
 from tests.waiting import wait_for
 
 ACCOUNT = "123456789012"

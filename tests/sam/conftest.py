@@ -40,7 +40,7 @@ from holdpoint_local.emulators.samlocal import (
     build,
 )
 from holdpoint_local.emulators.wsgateway import WebSocketGateway, read_live
-from holdpoint_local.moto_server import MotoServer
+from holdpoint_local.moto.server import MotoServer
 from holdpoint_local.provision import TEMPLATE_PATH, Provisioned, provision
 
 API_KEY = "hp_sam_local_key"

@@ -35,7 +35,7 @@ import yaml
 from botocore.config import Config
 
 from .. import REGION, containers
-from ..moto_server import free_port
+from ..moto.server import free_port
 from ..processes import end
 from ..provision import REPO_ROOT, TEMPLATE_PATH, Provisioned
 from . import runtime

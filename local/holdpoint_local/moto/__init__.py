@@ -1,6 +1,6 @@
 """Sixteen fixes to moto 5.2.5 here (six to its DynamoDB emulation, one to SQS FIFO, one to how it
 writes DynamoDB answers, eight to its CloudFormation, which creates the translated template.yaml;
-fixes 16-21 and 23-24, to its IAM checks, are in moto_iam.py), applied inside the moto server (and
+fixes 16-21 and 23-24, to its IAM checks, are in iam.py), applied inside the moto server (and
 the unit tests' in-process moto) so the emulator keeps the guarantees the real service gives, at a
 cost per request that does not hide the product's own.
 
@@ -49,12 +49,13 @@ cost per request that does not hide the product's own.
     AWS::ApiGatewayV2::Api (its OpenAPI `Body` imported with the Lambda authorizers of
     `securitySchemes` and each operation's `security`, which moto's import skipped, and CORS),
     AWS::ApiGatewayV2::Stage, a WebSocket API's Authorizer, Integration and Route
-    (moto_websocket.py), AWS::S3::BucketPolicy and AWS::CloudWatch::Alarm, each created
+    (cloudformation.py), AWS::S3::BucketPolicy and AWS::CloudWatch::Alarm, each created
     through its service's moto backend, so Ref/GetAtt to them resolve (moto left them out and a
     Ref to one dropped the value, e.g. the functions' JWT_SECRET_ARN).
 11. **An event source mapping is recorded, not run by moto.** moto ran a mapping itself, invoking
     the function in Docker on every SQS send or stream write and deleting what it delivered; the
-    local stack's pollers (pollers.py, streams.py) are the Lambda service, reading the mapping.
+    local stack's pollers (emulators/pollers.py, emulators/streams.py) are the Lambda service,
+    reading the mapping.
 12. **`Ref: AWS::NoValue` in a list removes the element** (moto kept a None; a SAM role whose
     conditional policy is off failed).
 13. **`Ref` to an EventBridge bus is its name, to a layer version its ARN** (moto returned its
@@ -91,7 +92,7 @@ from moto.dynamodb.models import table as table_module
 from moto.dynamodb.models.dynamo_type import Item
 from moto.sqs.models import SQSBackend
 
-from . import moto_websocket
+from . import cloudformation
 
 PINNED = "5.2.5"
 MARKER = "holdpoint moto fixes applied"
@@ -335,7 +336,7 @@ def apply() -> None:
     """Install the fixes; calling it again changes nothing. Refuses an unknown moto version."""
     if moto.__version__ != PINNED:
         raise UnknownMotoVersion(
-            f"holdpoint_local.moto_fixes patches moto {PINNED} internals, but moto {moto.__version__} is installed: "
+            f"holdpoint_local.moto patches moto {PINNED} internals, but moto {moto.__version__} is installed: "
             f"pin moto=={PINNED} in requirements-dev.txt, or re-read each fix against the new moto and move PINNED")
     if applied():
         return
@@ -355,9 +356,9 @@ def apply() -> None:
     BaseJSONSerializer._serialize_type_map = _items_as_stored(  # type: ignore[method-assign]
         BaseJSONSerializer._serialize_type_map)
     _apply_cloudformation()
-    from . import moto_iam
+    from . import iam
 
-    moto_iam.apply()  # fixes 16-21, 23-24: IAM checked against the resource a call names
+    iam.apply()  # fixes 16-21, 23-24: IAM checked against the resource a call names
 
 
 # ----------------------------------------------------------------------------- CloudFormation (9-11)
@@ -571,7 +572,7 @@ def _schedule_group(base: type[Any]) -> type[Any]:
 
 CFN_TYPES = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Stage",
              "AWS::S3::BucketPolicy", "AWS::CloudWatch::Alarm", "AWS::Scheduler::ScheduleGroup",
-             *moto_websocket.CFN_TYPES)
+             *cloudformation.CFN_TYPES)
 """The resource types fix 10 gives moto's CloudFormation."""
 
 
@@ -588,7 +589,7 @@ def _apply_cloudformation() -> None:
         LambdaBackend.create_event_source_mapping)
     parsing.clean_json = _no_value_in_lists(parsing.clean_json)
     _MODELS.extend(_cfn_models())
-    _MODELS.extend(moto_websocket.models())
+    _MODELS.extend(cloudformation.models())
     _refs()
     StateMachine.create_from_cloudformation_json = _state_machine(  # type: ignore[method-assign]
         StateMachine.create_from_cloudformation_json)
@@ -675,7 +676,7 @@ def _table_settings(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 CAP_KEY = "open_executions_cap"
-"""`POST /moto-api/config {"stepfunctions": {..., "open_executions_cap": N}}` (moto_server.set_execution_cap):
+"""`POST /moto-api/config {"stepfunctions": {..., "open_executions_cap": N}}` (server.set_execution_cap):
 past N running executions in the account-region, StartExecution answers ExecutionLimitExceeded."""
 
 

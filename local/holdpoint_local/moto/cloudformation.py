@@ -3,7 +3,7 @@
 for. Each is created through moto's own ApiGatewayV2 backend, so `Ref` to one is its id and
 GetRoutes/GetIntegration/GetAuthorizer answer for it, as for an API created by the API calls.
 
-Loaded by `moto_fixes.apply()` inside the moto server (and the unit tests' in-process moto).
+Loaded by `holdpoint_local.moto.apply()` inside the moto server (and the unit tests' in-process moto).
 """
 
 from __future__ import annotations
