@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import boto3
+import moto
 import pytest
 from botocore.exceptions import ClientError
 
@@ -39,6 +40,6 @@ def test_the_server_child_applies_the_fixes_and_conditional_writes_are_atomic(tm
 
 
 def test_fixes_refuse_an_unknown_moto_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(moto_fixes.moto, "__version__", "9.9.9")
+    monkeypatch.setattr(moto, "__version__", "9.9.9")
     with pytest.raises(moto_fixes.UnknownMotoVersion, match=f"moto {moto_fixes.PINNED}.*moto 9.9.9"):
         moto_fixes.apply()

@@ -95,7 +95,7 @@ def enable_sfn_execution(endpoint: str) -> None:
 
 
 def set_execution_cap(endpoint: str, cap: int | None) -> None:
-    """Local-only control (holdpoint_local.moto.CAP_KEY): past `cap` running executions StartExecution answers
+    """Local-only control (stepfunctions.CAP_KEY): past `cap` running executions StartExecution answers
     ExecutionLimitExceeded, as Step Functions does at its open-execution ceiling; None lifts it."""
     config: dict[str, Any] = {**SFN_CONFIG["stepfunctions"]}
     if cap is not None:
