@@ -74,7 +74,7 @@ demo: venv $(INVOKE_NEEDS)
 # against a cloud stack (its worker must be reachable from AWS; README, "First run on AWS").
 smoke: venv
 	URL="$(URL)" KEY="$(KEY)" WORKER_URL="$(WORKER_URL)" WORKER_SECRET_REF="$(WORKER_SECRET_REF)" \
-		PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.smoke
+		PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.deploy.smoke
 
 # ruff (style, complexity <= 15, no real clock in the core), the architecture contracts
 # (import-linter, [tool.importlinter] in pyproject.toml) and the type checker (strict on the core).
@@ -101,7 +101,7 @@ sam-check: $(SAM_STAMP)
 STACK ?= holdpoint
 TENANT ?= default
 deploy: venv $(SAM_STAMP)
-	$(SAM_ENV) PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.deploy --sam $(CURDIR)/$(VENV_SAM)/bin/sam \
+	$(SAM_ENV) PYTHONPATH=$(LOCAL_PATH) $(PY) -m holdpoint_local.deploy.deploy --sam $(CURDIR)/$(VENV_SAM)/bin/sam \
 		--stack-name $(STACK) --tenant $(TENANT) $(if $(REGION),--region $(REGION)) $(if $(NEW_KEY),--new-key)
 
 clean:

@@ -147,7 +147,8 @@ class ArtifactRunner(Runner):
 
 def artifact_runner(work_dir: Path) -> ArtifactRunner:
     """The Docker engine (started if none answers), the x86_64 base image and one `sam build`."""
-    from holdpoint_local import containers, samlocal
+    from holdpoint_local import containers
+    from holdpoint_local.emulators import samlocal
 
     containers.Engine(work_dir / "dockerd.log").start()
     image = containers.BaseImage(samlocal.ARCHITECTURE).ensure()

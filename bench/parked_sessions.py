@@ -114,7 +114,7 @@ def main() -> int:
 
     t_start = time.perf_counter()
     stack = rl.start_stack()
-    print(f"moto server with holdpoint_local.moto_fixes; parking stops early past "
+    print(f"moto server with holdpoint_local.moto's fixes; parking stops early past "
           f"{rl.MOTO_RSS_CAP_MIB:.0f} MiB of moto RSS")
     try:
         worker = rl.setup(stack)

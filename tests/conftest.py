@@ -138,7 +138,7 @@ def moto_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     from botocore.retries.standard import ExponentialBackoff
     from moto import mock_aws
 
-    from holdpoint_local import moto_fixes
+    from holdpoint_local import moto as moto_fixes
     from tests import harness
 
     moto_fixes.apply()

@@ -22,12 +22,12 @@ def count_items(ddb: Any, table: str, skip_sk_prefix: str | None = None) -> int:
 
 def moto_item_count(table: str) -> int:
     """What `count_items` gives for `table` in moto's in-process AWS, read from moto's own table
-    (under moto_fixes' lock, which every DynamoDB request holds): a scan has moto copy and size
+    (under the DynamoDB fixes' lock, which every DynamoDB request holds): a scan has moto copy and size
     every item, two-thirds of the bad-input fuzz's time when it ran before and after each example."""
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.models import dynamodb_backends
 
-    from holdpoint_local import moto_fixes
+    from holdpoint_local.moto import dynamodb
 
-    with moto_fixes._LOCK:
+    with dynamodb._LOCK:
         return len(dynamodb_backends[DEFAULT_ACCOUNT_ID][os.environ["AWS_DEFAULT_REGION"]].get_table(table))

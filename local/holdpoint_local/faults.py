@@ -33,7 +33,7 @@ from typing import Any
 import boto3
 from botocore.awsrequest import AWSResponse
 
-from .runtime import LocalFunction
+from .emulators.runtime import LocalFunction
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import pytest
 from holdpoint import assembly
 
 from . import FAKE_ENV
-from .moto_server import MotoServer
+from .moto.server import MotoServer
 from .stack import LocalStack
 
 

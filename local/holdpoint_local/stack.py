@@ -1,6 +1,6 @@
 """`LocalStack`: moto ("AWS") + resources from template.yaml + API front end + SQS pollers, all calling
 the real handlers: in this process (`invoke="process"`, the default), or as `sam build` built them,
-each in its Lambda-shaped container behind `sam local start-lambda` (`invoke="sam"`, samlocal.py).
+each in its Lambda-shaped container behind `sam local start-lambda` (`invoke="sam"`, emulators/samlocal.py).
 Tests may keep the moto server alive across a stop()/start() of the rest to act out a restart of
 every Lambda while the durable state survives."""
 
@@ -16,15 +16,16 @@ from typing import Any, Literal
 
 from holdpoint import assembly
 
-from . import FAKE_ENV, credentials
-from .frontend import ApiGateway, FrontEnd
-from .moto_server import MotoServer, enable_sfn_execution, wait_ready
-from .pollers import PollerGroup
+from . import FAKE_ENV
+from .emulators import credentials
+from .emulators.frontend import ApiGateway, FrontEnd
+from .emulators.pollers import PollerGroup
+from .emulators.runtime import Function, Handler, LocalFunction
+from .emulators.samlocal import Built, Containers
+from .emulators.scheduler import SchedulerFirer
+from .emulators.wsgateway import WebSocketGateway, port_from_env, read_live
+from .moto.server import MotoServer, enable_sfn_execution, wait_ready
 from .provision import REPO_ROOT, TEMPLATE_PATH, Provisioned, provision
-from .runtime import Function, Handler, LocalFunction
-from .samlocal import Built, Containers
-from .scheduler import SchedulerFirer
-from .wsgateway import WebSocketGateway, port_from_env, read_live
 
 log = logging.getLogger("holdpoint_local.stack")
 
@@ -121,7 +122,7 @@ class LocalStack:
         self.frontend: FrontEnd | None = None
         self.pollers: PollerGroup | None = None
         self.scheduler: SchedulerFirer | None = None
-        self.live: WebSocketGateway | None = None  # the WebSocket API (wsgateway.py)
+        self.live: WebSocketGateway | None = None  # the WebSocket API (emulators/wsgateway.py)
         self.env: dict[str, str] = {}
         self.api_key_seeded = False
         self._lock = threading.Lock()

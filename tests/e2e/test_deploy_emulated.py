@@ -21,7 +21,8 @@ import pytest
 
 from holdpoint.aws.store import Store
 from holdpoint.core.credentials import hash_key
-from holdpoint_local import REGION, deploy, smoke
+from holdpoint_local import REGION
+from holdpoint_local.deploy import deploy, smoke
 from holdpoint_local.stack import LocalStack
 
 EXECUTE_API = re.compile(r"https://(?P<api>[a-z0-9]+)\.execute-api\.(?P<region>[a-z0-9-]+)\.amazonaws\.com/")

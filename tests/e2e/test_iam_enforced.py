@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from holdpoint_local import credentials
+from holdpoint_local.emulators import credentials
 from holdpoint_local.provision import REPO_ROOT, TEMPLATE_PATH
 from tests.stack import Api, declare_agent, execution_status, wait_execution
 from tests.waiting import wait_for

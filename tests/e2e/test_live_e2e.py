@@ -17,8 +17,8 @@ import pytest
 from holdpoint.aws.connections import Connections
 from holdpoint.services import live as live_service
 from holdpoint.services.live import Live
+from holdpoint_local.emulators.wsgateway import IDLE_SECS
 from holdpoint_local.live_client import Follower
-from holdpoint_local.wsgateway import IDLE_SECS
 from tests.stack import Api, declare_agent
 from tests.waiting import wait_for
 

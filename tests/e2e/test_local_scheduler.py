@@ -1,4 +1,4 @@
-"""The local stack's EventBridge Scheduler (holdpoint_local/scheduler.py): moto stores schedules but
+"""The local stack's EventBridge Scheduler (holdpoint_local/emulators/scheduler.py): moto stores schedules but
 never fires them, so the local stack sends each one-time schedule when it is due, as Scheduler sends
 to an SQS FIFO target (its Input, its MessageGroupId, the queue deduplicating on content), and
 deletes it after (ActionAfterCompletion DELETE). Here on its own group and queue on the moto server."""
@@ -17,8 +17,8 @@ from holdpoint.aws.queue import group_id
 from holdpoint.aws.timers import Timers, schedule_name
 from holdpoint.core.messages import Kick, parse
 from holdpoint_local import REGION
-from holdpoint_local.moto_server import MotoServer
-from holdpoint_local.scheduler import SchedulerFirer
+from holdpoint_local.emulators.scheduler import SchedulerFirer
+from holdpoint_local.moto.server import MotoServer
 from tests.waiting import wait_for
 
 

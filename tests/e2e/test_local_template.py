@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from holdpoint_local.moto_server import MotoServer
+from holdpoint_local.emulators.wsgateway import read_live
+from holdpoint_local.moto.server import MotoServer
 from holdpoint_local.provision import REPO_ROOT, TEMPLATE_PATH, load_template, provision, translate
-from holdpoint_local.wsgateway import read_live
 
 PARAMS = {"CorsAllowedOrigins": "http://127.0.0.1:9"}
 

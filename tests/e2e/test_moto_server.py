@@ -1,5 +1,5 @@
-"""The moto server child process ("AWS" for the local stack) runs with holdpoint_local.moto_fixes
-applied, and the fixes refuse a moto they were not written for."""
+"""The moto server child process ("AWS" for the local stack) runs with the fixes of
+holdpoint_local.moto applied, and the fixes refuse a moto they were not written for."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import boto3
+import moto
 import pytest
 from botocore.exceptions import ClientError
 
-from holdpoint_local import FAKE_ENV, moto_fixes
-from holdpoint_local.moto_server import MotoServer
+from holdpoint_local import FAKE_ENV
+from holdpoint_local import moto as moto_fixes
+from holdpoint_local.moto.server import MotoServer
 
 
 def test_the_server_child_applies_the_fixes_and_conditional_writes_are_atomic(tmp_path: Path) -> None:
@@ -38,6 +40,6 @@ def test_the_server_child_applies_the_fixes_and_conditional_writes_are_atomic(tm
 
 
 def test_fixes_refuse_an_unknown_moto_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(moto_fixes.moto, "__version__", "9.9.9")
+    monkeypatch.setattr(moto, "__version__", "9.9.9")
     with pytest.raises(moto_fixes.UnknownMotoVersion, match=f"moto {moto_fixes.PINNED}.*moto 9.9.9"):
         moto_fixes.apply()

@@ -1,5 +1,5 @@
 """Issue 22: parking past Step Functions' ceiling of open executions, over HTTP on the local stack.
-The moto server's open executions are capped (a local-only control, holdpoint_local/moto_fixes.py
+The moto server's open executions are capped (a local-only control, holdpoint_local/moto/stepfunctions.py
 CAP_KEY) two above what is running already: of four sessions parking at once, two get their
 ParkBranch execution and two wait for capacity (the interrupt open in the table, a ParkRetry timer
 set). Each is answerable and wakes exactly once; a session that needs no park goes on meanwhile; once
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.store import Store
-from holdpoint_local.moto_server import set_execution_cap
+from holdpoint_local.moto.server import set_execution_cap
 from tests.stack import Api, execution_status, resumed_triggers, wait_execution
 from tests.waiting import wait_for
 

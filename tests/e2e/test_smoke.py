@@ -1,4 +1,4 @@
-"""`make smoke` (holdpoint_local/smoke.py) against this test's local stack, as against `make serve`:
+"""`make smoke` (holdpoint_local/deploy/smoke.py) against this test's local stack, as against `make serve`:
 the seed scenario passes in one line, signed or not, and a failure says where, in one line."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from holdpoint_local import smoke
+from holdpoint_local.deploy import smoke
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:

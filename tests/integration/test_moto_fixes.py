@@ -1,4 +1,4 @@
-"""The emulator fixes in holdpoint_local.moto_fixes: conditional writes stay atomic under
+"""The emulator fixes in holdpoint_local.moto (dynamodb, sqs, cloudformation): conditional writes stay atomic under
 concurrent requests, a cancelled transaction leaves every item as it was, and a FIFO message
 group is in flight with one receiver at a time."""
 
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from moto.dynamodb.models import table as table_module
 from moto.sqs.models import Queue
 
-from holdpoint_local import moto_fixes
+from holdpoint_local.moto import sqs as moto_sqs
 from tests.tables import count_items, moto_item_count
 
 RACE_WINDOW_SECS = 0.003  # long enough for a second request to interleave, were nothing locked
@@ -202,9 +202,9 @@ def test_a_cancelled_transaction_leaves_no_stream_record(aws: dict[str, str]) ->
 
 def test_a_stream_keeps_a_bounded_tail_and_sequence_numbers_keep_counting(aws: dict[str, str],
                                                                           monkeypatch: Any) -> None:
-    from holdpoint_local import moto_fixes
+    from holdpoint_local.moto import dynamodb
 
-    monkeypatch.setattr(moto_fixes, "STREAM_KEEP", 5)
+    monkeypatch.setattr(dynamodb, "STREAM_KEEP", 5)
     ddb, shard = streaming_table()
     first = shard.starting_sequence_number
     for i in range(12):
@@ -224,7 +224,7 @@ def test_a_fifo_group_in_flight_is_not_handed_to_a_receiver_already_waiting(aws:
     url = first.create_queue(QueueName="fix7.fifo", Attributes={
         "FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
     held, go = threading.Event(), threading.Event()
-    real_round, real_wait = moto_fixes._wait_round, Queue.wait_for_messages
+    real_round, real_wait = moto_sqs._wait_round, Queue.wait_for_messages
 
     def hold(thread_waits: Callable[[], Any]) -> Any:
         if threading.current_thread().name == "waiter" and not go.is_set():
@@ -232,7 +232,7 @@ def test_a_fifo_group_in_flight_is_not_handed_to_a_receiver_already_waiting(aws:
             go.wait(10)
         return thread_waits()
 
-    monkeypatch.setattr(moto_fixes, "_wait_round", lambda queue, t: hold(lambda: real_round(queue, t)))
+    monkeypatch.setattr(moto_sqs, "_wait_round", lambda queue, t: hold(lambda: real_round(queue, t)))
     monkeypatch.setattr(Queue, "wait_for_messages", lambda self, t: hold(lambda: real_wait(self, t)))
     got: list[dict[str, Any]] = []
     thread = threading.Thread(name="waiter", target=lambda: got.extend(waiter.receive_message(
@@ -472,7 +472,7 @@ def test_local_control_caps_open_executions_at_the_configured_number(aws: dict[s
     from botocore.exceptions import ClientError
     from moto.core.config import default_user_config
 
-    from holdpoint_local.moto_fixes import CAP_KEY
+    from holdpoint_local.moto.stepfunctions import CAP_KEY
 
     sfn, arn = boto3.client("stepfunctions"), aws["PARK_STATE_MACHINE_ARN"]
     monkeypatch.setitem(default_user_config, "stepfunctions", {CAP_KEY: 1})  # type: ignore[arg-type]

@@ -1,8 +1,9 @@
-"""The IAM fixes in holdpoint_local.moto_iam (16-21, 24): with enforcement on, a call is checked
+"""The IAM fixes in holdpoint_local.moto.iam (16-21, 24): with enforcement on, a call is checked
 against the resource it names, a transaction and an SQS batch as the actions AWS checks, a role
 trusted by a service is assumed by that service only, a CloudFormation role keeps its managed and
-inline policies, a bodiless GET verifies, and a management API call is checked as
-`execute-api:ManageConnections` on its connection. Each fails on stock moto 5.2.5."""
+inline policies, a state machine's service integration calls with its role, a bodiless GET
+verifies, and a management API call is checked as `execute-api:ManageConnections` on its
+connection. Each fails on stock moto 5.2.5."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from holdpoint_local import moto_fixes, moto_iam
+from holdpoint_local import moto as moto_fixes
+from holdpoint_local.moto import iam as moto_iam
+from tests.waiting import wait_for
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -189,6 +192,38 @@ def test_moto_iam_a_role_trusted_by_a_service_is_assumed_by_that_service_only(ia
                            aws_secret_access_key=moto_iam.LAMBDA_SERVICE_SECRET, region_name=REGION)
     assert service.assume_role(RoleArn=arn, RoleSessionName="fn")["Credentials"]["AccessKeyId"]
     assert denied(lambda: op("sts").assume_role(RoleArn=arn, RoleSessionName="fn"))  # the operator is not Lambda
+
+
+def test_moto_iam_a_state_machine_integration_calls_with_its_role(iam_aws: None,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fix 19: an `sqs:sendMessage` task is checked against the state machine's role, as ParkBranch's
+    is. Stock moto signs it with the key `ak`, which IAM refuses, so even the granted send fails."""
+    from moto.core.config import default_user_config
+
+    monkeypatch.setitem(default_user_config, "stepfunctions", {"execute_state_machine": True})  # type: ignore[arg-type]
+    urls = {name: op("sqs").create_queue(QueueName=name)["QueueUrl"] for name in ("granted", "other")}
+    trust = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+    role = op("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    grant = allow(["sqs:SendMessage"], f"arn:aws:sqs:{REGION}:{ACCOUNT}:granted")
+    op("iam").put_role_policy(RoleName="sfn", PolicyName="p",
+                              PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [grant]}))
+    definition = {"StartAt": "Send", "States": {"Send": {
+        "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+        "Parameters": {"QueueUrl.$": "$.queue", "MessageBody": "sent"}, "End": True}}}
+    sfn = op("stepfunctions")
+    machine = sfn.create_state_machine(name="send", definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
+
+    def run(queue: str) -> str:
+        execution = sfn.start_execution(stateMachineArn=machine, name=queue, input=json.dumps({"queue": urls[queue]}))
+        status: str = wait_for(lambda: (s := sfn.describe_execution(executionArn=execution["executionArn"])[
+            "status"]) != "RUNNING" and s, f"the execution sending to {queue}", timeout=30)
+        return status
+
+    assert run("granted") == "SUCCEEDED"
+    assert [m["Body"] for m in op("sqs").receive_message(QueueUrl=urls["granted"])["Messages"]] == ["sent"]
+    assert run("other") == "FAILED"  # the role has no grant on it
+    assert "Messages" not in op("sqs").receive_message(QueueUrl=urls["other"])
 
 
 def test_moto_iam_a_bodiless_get_verifies(iam_aws: None) -> None:

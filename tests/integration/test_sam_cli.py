@@ -12,7 +12,7 @@ import tomllib
 
 import pytest
 
-from holdpoint_local import deploy
+from holdpoint_local.deploy import deploy
 
 SAM_CLI = deploy.REPO_ROOT / ".venv-sam" / "bin" / "sam"
 

@@ -24,11 +24,10 @@ from typing import Any
 import boto3
 import pytest
 
-from holdpoint_local import FAKE_ENV, REGION, containers, samlocal
-from holdpoint_local.credentials import RoleSessions
-from holdpoint_local.moto_server import MotoServer
-from holdpoint_local.provision import TEMPLATE_PATH, Provisioned, provision
-from holdpoint_local.samlocal import (
+from holdpoint_local import FAKE_ENV, REGION, containers
+from holdpoint_local.emulators import samlocal
+from holdpoint_local.emulators.credentials import RoleSessions
+from holdpoint_local.emulators.samlocal import (
     ARCHITECTURE,
     CREDENTIAL_VARS,
     ENDPOINT_VAR,
@@ -40,7 +39,9 @@ from holdpoint_local.samlocal import (
     LambdaEndpoint,
     build,
 )
-from holdpoint_local.wsgateway import WebSocketGateway, read_live
+from holdpoint_local.emulators.wsgateway import WebSocketGateway, read_live
+from holdpoint_local.moto.server import MotoServer
+from holdpoint_local.provision import TEMPLATE_PATH, Provisioned, provision
 
 API_KEY = "hp_sam_local_key"
 OPS_KEY = "hp_sam_local_ops_key"
@@ -209,7 +210,7 @@ def deployment(docker_engine: containers.Engine, base_image: str, sam_build: Bui
     put_api_key(provisioned.env["TABLE_NAME"], OPS_KEY, TENANT, "ops", "operator", client=ddb)
     deployment = Deployment(sam_build, provisioned, relay.url, moto_server.endpoint, RoleSessions(moto_server.endpoint),
                             host)
-    # The WebSocket API (wsgateway.py) on the bridge address: the functions post to its management API.
+    # The WebSocket API (emulators/wsgateway.py) on the bridge address: the functions post to its management API.
     live = WebSocketGateway(host=host)
     deployment.live_url = live.url
     env_vars = deployment.all_env_vars()

@@ -1,7 +1,7 @@
 """The architecture AWS runs: template.yaml's arm64. `sam build` of the template itself puts the arm64
 wheels in the layer (checked in their ELF headers and wheel tags), and they import for real in the
 arm64 image under qemu-user-static. The invocations (test_invoke.py) run on
-x86_64 (holdpoint_local.samlocal.ARCHITECTURE)."""
+x86_64 (holdpoint_local.emulators.samlocal.ARCHITECTURE)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from holdpoint_local.samlocal import Built
+from holdpoint_local.emulators.samlocal import Built
 
 pytestmark = pytest.mark.timeout(2400)  # the first test builds the base images (arm64 under qemu: minutes)
 

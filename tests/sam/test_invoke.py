@@ -1,5 +1,5 @@
 """Each function of template.yaml, as `sam build` built it, invoked through `sam local start-lambda` in
-an x86_64 Lambda-shaped container (holdpoint_local.samlocal says why x86_64), against the stack
+an x86_64 Lambda-shaped container (holdpoint_local.emulators.samlocal says why x86_64), against the stack
 provisioned in moto: the responses and what the table and queues hold
 afterwards."""
 
@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.store import Store
-from holdpoint_local.frontend import ApiGateway
+from holdpoint_local.emulators.frontend import ApiGateway
+from holdpoint_local.emulators.pollers import build_sqs_event
+from holdpoint_local.emulators.samlocal import Invocation
+from holdpoint_local.emulators.streams import lambda_record, matches
+from holdpoint_local.emulators.wsgateway import read_live
 from holdpoint_local.live_client import Follower
-from holdpoint_local.pollers import build_sqs_event
 from holdpoint_local.provision import REPO_ROOT
-from holdpoint_local.samlocal import Invocation
-from holdpoint_local.streams import lambda_record, matches
-from holdpoint_local.wsgateway import read_live
 from tests.waiting import wait_for
 
 from .conftest import API_KEY, OPS_KEY, TENANT, Deployment
@@ -60,7 +60,7 @@ def work_messages(deployment: Deployment) -> list[dict[str, Any]]:
 
 
 def drain_work_queue(deployment: Deployment, until: Callable[[], bool], what: str) -> list[Invocation]:
-    """Lambda's SQS poller for the engine, as the local stack runs it (pollers.py): each received
+    """Lambda's SQS poller for the engine, as the local stack runs it (emulators/pollers.py): each received
     batch is one engine invocation, and the records it does not report failed are deleted. Runs until
     `until()` holds (the messages Step Functions sends arrive from its own threads)."""
     sqs, url = deployment.client("sqs"), deployment.provisioned.env["WORK_QUEUE_URL"]
@@ -183,7 +183,7 @@ def test_links_channels_and_protocols_answer_their_routes(deployment: Deployment
 
 def stream_batches(deployment: Deployment, function: str) -> list[list[dict[str, Any]]]:
     """The table's stream from its start, as the function's event source mapping hands it over
-    (streams.py: Lambda's record shape, the mapping's FilterCriteria), in batches of its BatchSize."""
+    (emulators/streams.py: Lambda's record shape, the mapping's FilterCriteria), in batches of its BatchSize."""
     mapping = next(m for m in deployment.provisioned.stream_mappings if m.function == function)
     streams = deployment.client("dynamodbstreams")
     kept: list[dict[str, Any]] = []

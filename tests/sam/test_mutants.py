@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from holdpoint_local.emulators.samlocal import ARCHITECTURE, Built, Invocation, build, compile_bytecode
 from holdpoint_local.provision import REPO_ROOT
-from holdpoint_local.samlocal import ARCHITECTURE, Built, Invocation, build, compile_bytecode
 
 from .conftest import sam_invoke
 

@@ -26,10 +26,10 @@ from google.protobuf import json_format
 from holdpoint import assembly
 from holdpoint.aws.keys import put_api_key
 from holdpoint_local import demo
+from holdpoint_local.emulators.samlocal import Built, ContainerFunction
 from holdpoint_local.live_client import Follower
-from holdpoint_local.moto_server import MotoServer
+from holdpoint_local.moto.server import MotoServer
 from holdpoint_local.provision import REPO_ROOT
-from holdpoint_local.samlocal import Built, ContainerFunction
 from holdpoint_local.stack import LocalStack
 from tests.e2e.test_notify_e2e import Receiver
 from tests.stack import seed_worker

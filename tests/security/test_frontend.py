@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from holdpoint_local.frontend import ApiGateway, FrontEnd
+from holdpoint_local.emulators.frontend import ApiGateway, FrontEnd
 from holdpoint_local.provision import Route
 from tests.stack import Api
 

@@ -1,4 +1,4 @@
-"""`make deploy` (holdpoint_local/deploy.py) with the SAM CLI recorded and CloudFormation and
+"""`make deploy` (holdpoint_local/deploy/deploy.py) with the SAM CLI recorded and CloudFormation and
 DynamoDB from moto: guided only the first time, the API URL printed, the first operator key
 stored by its hash; a failing step stops everything after it; bad arguments are refused. That the
 SAM CLI command lines and samconfig.toml's deploy keys parse in the pinned SAM CLI is checked in
@@ -17,7 +17,7 @@ import pytest
 
 from holdpoint.aws.store import Store
 from holdpoint.core.credentials import hash_key
-from holdpoint_local import deploy
+from holdpoint_local.deploy import deploy
 
 API_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/"
 
@@ -101,5 +101,5 @@ def test_the_region_a_guided_deploy_saved_is_read_back(tmp_path: Path) -> None:
 
 def test_make_deploy_and_smoke_are_targets() -> None:
     makefile = (deploy.REPO_ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "\ndeploy: " in makefile and "-m holdpoint_local.deploy" in makefile
-    assert "\nsmoke: " in makefile and "-m holdpoint_local.smoke" in makefile
+    assert "\ndeploy: " in makefile and "-m holdpoint_local.deploy.deploy " in makefile
+    assert "\nsmoke: " in makefile and "-m holdpoint_local.deploy.smoke" in makefile

@@ -2,7 +2,7 @@
 (bench/cold_start.py), so a heavy module that creeps onto the path of a handler that never uses
 it fails here, by name, before it shows in a benchmark.
 
-Each handler is loaded the way Lambda loads it (and `holdpoint_local.runtime.load_handler`): by
+Each handler is loaded the way Lambda loads it (and `holdpoint_local.emulators.runtime.load_handler`): by
 file path, its directory on sys.path, `layers/core` on PYTHONPATH, the Lambda's environment
 variables (dummies), in a fresh interpreter so nothing another test imported counts.
 """

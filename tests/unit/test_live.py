@@ -82,7 +82,7 @@ def test_live_a_commit_without_events_reads_no_connection() -> None:
 def test_live_gateway_limits_idle_ten_minutes_and_two_hours_however_busy() -> None:
     """The local gateway closes what API Gateway closes: a connection with no message either way
     for 10 minutes, and every connection at 2 hours, even one that keeps talking."""
-    from holdpoint_local.wsgateway import IDLE_SECS, LIFETIME_SECS, _Conn, expired
+    from holdpoint_local.emulators.wsgateway import IDLE_SECS, LIFETIME_SECS, _Conn, expired
 
     def conn(name: str, connected: float, active: float) -> _Conn:
         return _Conn(id=name, socket=None, connected_at=connected, source_ip="", user_agent="",  # type: ignore[arg-type]

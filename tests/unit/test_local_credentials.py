@@ -1,10 +1,10 @@
-"""holdpoint_local.credentials: which identity a thread calls with, and per-function caches."""
+"""holdpoint_local.emulators.credentials: which identity a thread calls with, and per-function caches."""
 
 from __future__ import annotations
 
 import threading
 
-from holdpoint_local import credentials
+from holdpoint_local.emulators import credentials
 
 
 def test_iam_a_thread_is_the_function_it_runs_and_the_operator_outside() -> None:

@@ -8,7 +8,7 @@ import threading
 
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver, BaseRouter
 
-from holdpoint_local.runtime import isolate_powertools_requests
+from holdpoint_local.emulators.runtime import isolate_powertools_requests
 
 
 def test_each_thread_sees_only_the_request_it_routes() -> None:

@@ -1,4 +1,4 @@
-"""The local stack's DynamoDB Streams event source mapping (holdpoint_local.streams): the template's
+"""The local stack's DynamoDB Streams event source mapping (holdpoint_local.emulators.streams): the template's
 mapping as provisioned, FilterCriteria as Lambda applies them, and which records a batch retries."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from holdpoint_local.emulators.streams import failed_from, matches
 from holdpoint_local.provision import load_template
-from holdpoint_local.streams import failed_from, matches
 
 
 def record(sk: str, etype: str | None, name: str = "INSERT", seq: str = "1",
@@ -71,8 +71,8 @@ class Flaky:
 def test_a_crashing_batch_is_halved_until_the_poison_record_is_alone_then_skipped() -> None:
     import threading
 
+    from holdpoint_local.emulators.streams import StreamPoller
     from holdpoint_local.provision import StreamMapping
-    from holdpoint_local.streams import StreamPoller
 
     mapping = StreamMapping("Table", "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/x", "Fn", 10,
                             "TRIM_HORIZON", (), 1, True, True, None)

@@ -2,7 +2,7 @@
 (`ExecutionLimitExceeded`, or a throttle) leaves the interrupt open and answerable in the table and
 sets a `ParkRetry` timer (a Scheduler schedule, no execution); the retry starts the execution once
 there is capacity, for what is left of the expiry, or carries the expiry out itself. The refusal
-is moto's local-only cap on open executions (holdpoint_local/moto_fixes.py, CAP_KEY), which the
+is moto's local-only cap on open executions (holdpoint_local/moto/stepfunctions.py, CAP_KEY), which the
 in-process moto reads from its config like the moto server does. Over HTTP on the local stack:
 tests/e2e/test_parking_capacity.py."""
 
@@ -20,7 +20,7 @@ import pytest
 from holdpoint.aws.timers import Scheduled, Timers
 from holdpoint.core.interrupts import park_retry_seconds
 from holdpoint.core.messages import parse as work_message
-from holdpoint_local.moto_fixes import CAP_KEY
+from holdpoint_local.moto.stepfunctions import CAP_KEY
 from tests.harness import Harness
 
 pytestmark = pytest.mark.usefixtures("aws")

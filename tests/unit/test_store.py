@@ -181,8 +181,8 @@ def test_event_log_an_item_with_a_streamed_event_passes_the_outbox_filter() -> N
     from pathlib import Path
 
     from holdpoint.aws.outbox import events as outbox_events
+    from holdpoint_local.emulators.streams import matches
     from holdpoint_local.provision import load_template
-    from holdpoint_local.streams import matches
 
     h = Harness()
     h.say("Email Bob")

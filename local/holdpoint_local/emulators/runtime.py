@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
-from . import ACCOUNT_ID, REGION
+from .. import ACCOUNT_ID, REGION
 
 Handler = Callable[[Any, Any], Any]
 
@@ -50,7 +50,7 @@ def acting(name: str, role_arn: str) -> contextlib.AbstractContextManager[None]:
     return acting_as(name, role_arn) if role_arn else contextlib.nullcontext()
 
 _REQUEST = threading.local()
-_log = logging.getLogger("holdpoint_local.runtime")
+_log = logging.getLogger("holdpoint_local.emulators.runtime")
 
 
 def _per_thread(name: str) -> property:

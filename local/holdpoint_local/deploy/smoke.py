@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .demo import SCRIPT, Client
+from ..demo import SCRIPT, Client
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 
 import seed_worker  # noqa: E402
 
@@ -105,7 +105,8 @@ class Scenario:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m holdpoint_local.smoke", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m holdpoint_local.deploy.smoke",
+                                     description=__doc__.split("\n\n")[0])
     local = f"http://127.0.0.1:{os.environ.get('HOLDPOINT_PORT') or 8787}"  # `make serve`'s
     parser.add_argument("--url", default=os.environ.get("URL") or local,
                         help="the API's base URL (make deploy prints it; default: make serve's)")

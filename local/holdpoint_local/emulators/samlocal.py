@@ -1,6 +1,6 @@
 """The functions as AWS runs them: `sam build`'s artifact, invoked through `sam local start-lambda`'s
-Lambda Invoke API, each function in a Lambda-shaped container of its own (containers.py) calling the
-moto server with temporary credentials of its own role.
+Lambda Invoke API, each function in a Lambda-shaped container of its own (holdpoint_local/containers.py)
+calling the moto server with temporary credentials of its own role.
 
 The local stack's front ends (HTTP, WebSocket, SQS pollers, stream readers) call a
 `ContainerFunction` exactly as they call an in-process `runtime.LocalFunction`: `invoke(event)`,
@@ -34,11 +34,12 @@ import boto3
 import yaml
 from botocore.config import Config
 
-from . import REGION, containers, runtime
+from .. import REGION, containers
+from ..moto.server import free_port
+from ..processes import end
+from ..provision import REPO_ROOT, TEMPLATE_PATH, Provisioned
+from . import runtime
 from .credentials import RoleSessions
-from .moto_server import free_port
-from .processes import end
-from .provision import REPO_ROOT, TEMPLATE_PATH, Provisioned
 
 SAM = REPO_ROOT / ".venv-sam" / "bin" / "sam"
 ARCHITECTURE = "x86_64"

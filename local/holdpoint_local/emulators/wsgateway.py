@@ -5,7 +5,7 @@ that `PostToConnection` calls, delivering each frame to its socket (410 GoneExce
 is gone), and API Gateway's limits: 32 KB frames, a 10-minute idle timeout, 2-hour connections.
 A management call must be SigV4-signed by a caller whose IAM policies allow
 `execute-api:ManageConnections` on the connection (the moto server checks the signed request as
-it checks every other call, moto_iam.py fixes 23-24); any other is 403 ForbiddenException.
+it checks every other call, moto/iam.py fixes 23-24); any other is 403 ForbiddenException.
 
 Nothing here runs while a connection is idle: `LocalFunction.invocations` does not move.
 """
@@ -36,12 +36,12 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from . import ACCOUNT_ID, FAKE_ENV, REGION
-from .moto_iam import API_ID_HEADER
-from .provision import Provisioned
+from .. import ACCOUNT_ID, FAKE_ENV, REGION
+from ..moto.iam import API_ID_HEADER
+from ..provision import Provisioned
 from .runtime import Function
 
-log = logging.getLogger("holdpoint_local.wsgateway")
+log = logging.getLogger("holdpoint_local.emulators.wsgateway")
 
 STAGE = "live"
 MAX_FRAME_BYTES = 32 * 1024
@@ -63,7 +63,7 @@ class LiveRoutes:
 
 def read_live(endpoint_url: str, prov: Provisioned) -> LiveRoutes | None:
     """The stack's WebSocket API, read back from moto's ApiGatewayV2 (None if the template has none)."""
-    from .provision import _function_of
+    from ..provision import _function_of
 
     ws = [logical for logical, res in prov.template.get("Resources", {}).items()
           if res["Type"] == "AWS::ApiGatewayV2::Api" and res["Properties"].get("ProtocolType") == "WEBSOCKET"]
@@ -363,7 +363,7 @@ class WebSocketGateway:
 def iam_refusal(endpoint: str, api_id: str, method: str, path: str, headers: Any, body: bytes) -> str | None:
     """Why IAM refuses this management call (None when it allows it): the caller's signed request
     goes as it came to the moto server (`endpoint`), which checks its signature and the caller's
-    `execute-api:ManageConnections` on the connection of the API `api_id` (moto_iam.py fix 24)."""
+    `execute-api:ManageConnections` on the connection of the API `api_id` (moto/iam.py fix 24)."""
     if not str(headers.get("Authorization") or "").startswith("AWS4-HMAC-SHA256 "):
         return "Missing Authentication Token"
     target = urlsplit(endpoint)

@@ -6,13 +6,13 @@ it), so the session's credentials are a `FunctionCredentials`: botocore asks it 
 credentials on every request it signs, and it answers with those of the function this thread is
 running (`acting_as`, set by the runtime around each invocation and by each event source mapping
 around its polling, which on AWS also uses the function's role), obtained by `sts:AssumeRole` of
-the role the transform generated, as the Lambda service identity (moto_iam.py), and renewed before
+the role the transform generated, as the Lambda service identity (moto/iam.py), and renewed before
 they expire. Outside any function the thread is the operator (the `FAKE_ENV` keys). Inside a
 function nothing falls back to the operator: a failed AssumeRole raises.
 
 `CallLog` records (function, IAM service, operation, error code) of every call the default session
 makes (the IAM tests read the denials), and the IAM actions each function's calls needed (the
-least-privilege report, least_privilege.py, reads them from the `HOLDPOINT_IAM_CALL_LOG` file).
+least-privilege report, `holdpoint_local.least_privilege`, reads them from the `HOLDPOINT_IAM_CALL_LOG` file).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 import boto3
 from botocore.credentials import Credentials, ReadOnlyCredentials
 
-from . import FAKE_ENV, REGION
-from .moto_iam import LAMBDA_SERVICE_KEY, LAMBDA_SERVICE_SECRET
+from .. import FAKE_ENV, REGION
+from ..moto.iam import LAMBDA_SERVICE_KEY, LAMBDA_SERVICE_SECRET
 
 RENEW_BEFORE_SECONDS = 300
 SESSION_SECONDS = 3600
@@ -126,7 +126,7 @@ _BEDROCK = {"Converse": "InvokeModel", "ConverseStream": "InvokeModelWithRespons
 
 def iam_actions(service: str, operation: str, params: dict[str, Any]) -> list[str]:
     """The IAM actions AWS checks for one call (a transaction as its items' actions, an SQS batch
-    as its single action; moto_iam.py checks the same)."""
+    as its single action; moto/iam.py checks the same)."""
     if service == "dynamodb" and operation in ("TransactWriteItems", "TransactGetItems"):
         kinds = {kind for entry in params.get("TransactItems") or [] for kind in entry}
         return sorted(f"dynamodb:{_ITEM_ACTIONS[k]}" for k in kinds if k in _ITEM_ACTIONS)

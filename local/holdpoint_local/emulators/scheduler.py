@@ -19,10 +19,10 @@ from botocore.exceptions import ClientError
 
 from holdpoint.aws.timers import Scheduled, Timers
 
-from . import REGION
+from .. import REGION
 from .runtime import run_until_stopped
 
-log = logging.getLogger("holdpoint_local.scheduler")
+log = logging.getLogger("holdpoint_local.emulators.scheduler")
 
 TICK_SECONDS = 0.25
 """How often the group is looked at: a timer fires at or after its time, at most this much later

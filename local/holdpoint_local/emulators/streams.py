@@ -20,11 +20,11 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from . import REGION
-from .provision import StreamMapping
+from .. import REGION
+from ..provision import StreamMapping
 from .runtime import Function, run_until_stopped
 
-log = logging.getLogger("holdpoint_local.streams")
+log = logging.getLogger("holdpoint_local.emulators.streams")
 
 POLL_SECONDS = 0.1
 RETRY_SECONDS = 0.2

@@ -19,11 +19,11 @@ from urllib.parse import parse_qsl, unquote
 
 from holdpoint.http.numbers import parse_digits
 
-from . import ACCOUNT_ID, REGION
-from .provision import Route
+from .. import ACCOUNT_ID, REGION
+from ..provision import Route
 from .runtime import Function
 
-log = logging.getLogger("holdpoint_local.frontend")
+log = logging.getLogger("holdpoint_local.emulators.frontend")
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
 LISTEN_BACKLOG = 128

@@ -19,21 +19,21 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from . import ACCOUNT_ID, FAKE_ENV
-from .processes import end
+from .. import ACCOUNT_ID, FAKE_ENV
+from ..processes import end
 
 # The child runs moto.server and exits when its parent goes away (killed test run, Ctrl-C twice),
-# so a moto server is never left orphaned holding a port. It applies moto_fixes first (atomic
-# conditional writes, item-level transaction rollback).
+# so a moto server is never left orphaned holding a port. It applies the fixes (holdpoint_local.moto)
+# first (atomic conditional writes, item-level transaction rollback).
 _CHILD = """
 import os, sys, threading, time
 sys.path.insert(0, os.environ["HOLDPOINT_LOCAL_DIR"])
-from holdpoint_local import moto_fixes
-moto_fixes.apply()
+from holdpoint_local import moto as fixes
+fixes.apply()
 if os.environ.get("HOLDPOINT_IAM", "1") != "0":
-    from holdpoint_local import moto_iam
-    moto_iam.enforce(os.environ["HOLDPOINT_ACCOUNT_ID"])
-print(f"{moto_fixes.MARKER} (moto {moto_fixes.PINNED})", flush=True)
+    from holdpoint_local.moto import iam
+    iam.enforce(os.environ["HOLDPOINT_ACCOUNT_ID"])
+print(f"{fixes.MARKER} (moto {fixes.PINNED})", flush=True)
 parent = os.getppid()
 def _watch():
     while os.getppid() == parent:
@@ -95,7 +95,7 @@ def enable_sfn_execution(endpoint: str) -> None:
 
 
 def set_execution_cap(endpoint: str, cap: int | None) -> None:
-    """Local-only control (moto_fixes.CAP_KEY): past `cap` running executions StartExecution answers
+    """Local-only control (stepfunctions.CAP_KEY): past `cap` running executions StartExecution answers
     ExecutionLimitExceeded, as Step Functions does at its open-execution ceiling; None lifts it."""
     config: dict[str, Any] = {**SFN_CONFIG["stepfunctions"]}
     if cap is not None:
@@ -111,7 +111,7 @@ class MotoServer:
     def __init__(self, port: int | None = None, log_path: str | os.PathLike[str] | None = None,
                  *, iam: bool = True) -> None:
         self.port = port or free_port()
-        self.iam = iam  # IAM enforced: every call is checked against its caller's policies (moto_iam.py)
+        self.iam = iam  # IAM enforced: every call is checked against its caller's policies (iam.py)
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._log_path = Path(log_path) if log_path else None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -119,7 +119,7 @@ class MotoServer:
     def start(self, timeout: float = 60.0) -> MotoServer:
         env = {**os.environ, **FAKE_ENV, "MOTO_PORT": str(self.port), "HOLDPOINT_ACCOUNT_ID": ACCOUNT_ID,
                "HOLDPOINT_IAM": "1" if self.iam else "0",
-               "HOLDPOINT_LOCAL_DIR": str(Path(__file__).resolve().parent.parent)}
+               "HOLDPOINT_LOCAL_DIR": str(Path(__file__).resolve().parents[2])}
         # Step Functions' service integrations call back into moto at http://localhost:$MOTO_PORT.
         env.pop("AWS_ENDPOINT_URL", None)
         out = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115

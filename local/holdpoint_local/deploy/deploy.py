@@ -35,7 +35,7 @@ from botocore.exceptions import ClientError
 from holdpoint.admin import create_key
 from holdpoint.core.ids import ID_PATTERN
 
-from .provision import REPO_ROOT
+from ..provision import REPO_ROOT
 
 Run = Callable[[Sequence[str]], int]
 STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")  # CloudFormation's rule for stack names
@@ -48,7 +48,8 @@ def run_command(cmd: Sequence[str]) -> int:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m holdpoint_local.deploy", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m holdpoint_local.deploy.deploy",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--sam", default="sam", help="the SAM CLI (make deploy uses .venv-sam's)")
     parser.add_argument("--stack-name", default="holdpoint")
     parser.add_argument("--region", default=None, help="default: samconfig.toml's, then the AWS CLI's")

@@ -1,8 +1,8 @@
 """IAM enforcement for the moto server: the fixes that make moto 5.2.5 check a call against the
 resource it names, and the identities the local stack calls with.
 
-Fixes (applied by `moto_fixes.apply`, each tested by tests/integration/test_moto_iam.py on stock moto, but
-23, the server's routing, by tests/security/test_management_api.py):
+Fixes (applied by `holdpoint_local.moto.apply`, each tested by tests/integration/test_moto_iam.py
+on stock moto, but 23, the server's routing, by tests/security/test_management_api.py):
 
 16. **A call is checked against the resource it names.** moto checks IAM against the real ARN only
     for SQS, IAM, STS and S3; every other service was checked against `*`, so a grant scoped to a
@@ -46,7 +46,7 @@ Fixes (applied by `moto_fixes.apply`, each tested by tests/integration/test_moto
     `execute-api:ManageConnections` on `arn:aws:execute-api:{region}:{account}:{api}/{stage}/{VERB}/
     @connections/{id}`, the API id taken from the host (`{api}.execute-api...`) or, for the local
     gateway that forwards the caller's signed request here, from its `X-Holdpoint-Api-Id` header.
-    moto only authorises: the local gateway (wsgateway.py) holds the connections and delivers, so
+    moto only authorises: the local gateway (emulators/wsgateway.py) holds the connections and delivers, so
     moto's own store of posted data is not written.
 
 `seed_identities` installs the identities (`enforce` turns enforcement on):
@@ -400,7 +400,7 @@ def _document_as_given(original: Callable[..., None]) -> Callable[..., None]:
 
 
 def apply() -> None:
-    """Install fixes 16-21 and 23-24 (moto_fixes.apply calls this once)."""
+    """Install fixes 16-21 and 23-24 (`holdpoint_local.moto.apply` calls this once)."""
     from moto.core.authorization import ActionAuthenticatorMixin
     from moto.iam.access_control import IAMPolicy, IAMRequestBase
     from moto.iam.models import Role

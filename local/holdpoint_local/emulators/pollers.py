@@ -10,12 +10,12 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from . import FAKE_ENV, REGION
-from .provision import SqsMapping, StreamMapping
+from .. import FAKE_ENV, REGION
+from ..provision import SqsMapping, StreamMapping
 from .runtime import Function, run_until_stopped
 from .streams import StreamPoller
 
-log = logging.getLogger("holdpoint_local.pollers")
+log = logging.getLogger("holdpoint_local.emulators.pollers")
 
 RETRY_VISIBILITY_SECONDS = 1  # failed records come back quickly locally (AWS would wait the full timeout)
 _RECORD_ATTRS = (

@@ -1,0 +1,56 @@
+"""moto as "AWS" for the local stack: the moto server child (server.py) and the fixes to moto 5.2.5
+it runs with, one module per patched service, applied inside the moto server (and the unit tests'
+in-process moto) so the emulator keeps the guarantees the real service gives.
+
+- dynamodb.py, fixes 1-6 and 8: atomic conditional writes, rollback by item, no item kept
+  forever, a Query reads its partition, a cancelled transaction leaves nothing in the stream, a
+  bounded stream tail, items answered as they are stored;
+- sqs.py, fix 7: a FIFO message group is in flight with one receiver at a time;
+- cloudformation.py, fixes 9-15 and 22: what moto's CloudFormation created wrongly or not at all
+  from the translated template.yaml;
+- iam.py, fixes 16-21 and 23-24: IAM checked against the resource a call names, a service's
+  trust, a CloudFormation role's policies, a state machine's role, a bodiless GET's signature, the
+  management API's routing and authorisation;
+- stepfunctions.py, not a fix: a local-only cap on open Step Functions executions (`CAP_KEY`).
+
+They are checked by tests/integration/test_moto_fixes.py and test_moto_iam.py, and
+tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch moto
+internals, so `apply` refuses any moto but the pinned one (`PINNED`): a new moto must be read
+against each fix before the pin moves.
+"""
+
+from __future__ import annotations
+
+PINNED = "5.2.5"
+MARKER = "holdpoint moto fixes applied"
+
+
+class UnknownMotoVersion(RuntimeError):
+    """The fixes were written against another moto's internals."""
+
+
+def applied() -> bool:
+    from . import dynamodb
+
+    return dynamodb.applied()
+
+
+def apply() -> None:
+    """Install every fix; calling it again changes nothing. Refuses an unknown moto version.
+    (moto is imported here, not at the top, so the stack's own process, which only starts the
+    server child, does not load moto's models.)"""
+    import moto
+
+    if moto.__version__ != PINNED:
+        raise UnknownMotoVersion(
+            f"holdpoint_local.moto patches moto {PINNED} internals, but moto {moto.__version__} is installed: "
+            f"pin moto=={PINNED} in requirements-dev.txt, or re-read each fix against the new moto and move PINNED")
+    if applied():
+        return
+    from . import cloudformation, dynamodb, iam, sqs, stepfunctions
+
+    dynamodb.apply()  # fixes 1-6, 8
+    sqs.apply()  # fix 7
+    cloudformation.apply()  # fixes 9-15, 22
+    stepfunctions.apply()  # the open-execution cap
+    iam.apply()  # fixes 16-21, 23-24: IAM checked against the resource a call names

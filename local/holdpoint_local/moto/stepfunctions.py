@@ -1,0 +1,53 @@
+"""A local-only control on moto 5.2.5's Step Functions, not a fix: a cap on open executions
+(`CAP_KEY`, off unless set), standing in for the account-region's ceiling so tests can reach it."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+CAP_KEY = "open_executions_cap"
+"""`POST /moto-api/config {"stepfunctions": {..., "open_executions_cap": N}}` (server.set_execution_cap):
+past N running executions in the account-region, StartExecution answers ExecutionLimitExceeded."""
+
+
+def _cap_open_executions() -> None:
+    """Not a fix: a control the local stack's tests use to stand in for Step Functions' ceiling of
+    open Standard executions (1,000,000 per account-region), which moto does not have. Off unless
+    a cap is set; a start of an execution that exists already (an idempotent retry) is not refused."""
+    from moto.core.config import default_user_config
+    from moto.core.exceptions import AWSError
+    from moto.stepfunctions.responses import StepFunctionResponse, get_backend
+
+    class ExecutionLimitExceeded(AWSError):
+        TYPE = "ExecutionLimitExceeded"
+        STATUS = 400
+
+    original = StepFunctionResponse.start_execution
+
+    @functools.wraps(original)
+    def start(self: StepFunctionResponse) -> Any:
+        cap: Any = (default_user_config.get("stepfunctions") or {}).get(CAP_KEY)
+        if cap is not None:
+            backend = get_backend(self.current_account, self.region)
+            name = self._get_param("name")
+            machines = backend.state_machines
+            arn = self._get_param("stateMachineArn")
+            exists = any(e.name == name for m in machines if m.arn == arn for e in m.executions)
+            running = sum(1 for m in machines for e in m.executions if _running(e))
+            if not exists and running >= int(cap):
+                raise ExecutionLimitExceeded(f"Maximum open executions ({cap}) reached")
+        return original(self)
+
+    StepFunctionResponse.start_execution = start  # type: ignore[method-assign]
+
+
+def _running(execution: Any) -> bool:
+    """The executing backend's executions keep their status in `exec_status` (None before they start)."""
+    status = execution.exec_status if hasattr(execution, "exec_status") else execution.status
+    return str(getattr(status, "value", status)) == "RUNNING"
+
+
+def apply() -> None:
+    """Install the cap (`holdpoint_local.moto.apply` calls this once)."""
+    _cap_open_executions()
