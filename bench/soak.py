@@ -399,7 +399,7 @@ class Spend:
     """What the stack's functions spend while the soak runs, counted on the clients they call AWS
     with: DynamoDB write units (bench/_common.Meter's on-demand rules, on every client of the
     default session, calls a function makes only), AWS calls per operation
-    (holdpoint_local.credentials.CALLS) and invocations per function. Installed before the stack
+    (holdpoint_local.emulators.credentials.CALLS) and invocations per function. Installed before the stack
     starts, since a botocore client copies its session's hooks when it is built."""
 
     def __init__(self) -> None:
@@ -418,13 +418,13 @@ class Spend:
         self.invocations: Counter[str] = Counter()
 
     def _before(self, **kwargs: Any) -> None:
-        from holdpoint_local.credentials import current
+        from holdpoint_local.emulators.credentials import current
 
         if self.on and current() is not None:
             self.meter._before(**kwargs)  # noqa: SLF001
 
     def _sent(self, params: dict[str, Any], **_: Any) -> None:
-        from holdpoint_local.credentials import current
+        from holdpoint_local.emulators.credentials import current
 
         acting = current()
         if self.on and acting is not None:
@@ -439,14 +439,14 @@ class Spend:
             self.meter._after(**kwargs)  # noqa: SLF001
 
     def start(self, stack: Any) -> None:
-        from holdpoint_local.credentials import CALLS
+        from holdpoint_local.emulators.credentials import CALLS
 
         self.calls = Counter(CALLS.calls)
         self.invocations = Counter({name: fn.invocations for name, fn in stack.functions.items()})
         self.on = True
 
     def stop(self, stack: Any) -> None:
-        from holdpoint_local.credentials import CALLS
+        from holdpoint_local.emulators.credentials import CALLS
 
         self.on = False
         self.calls = Counter(CALLS.calls) - self.calls
