@@ -37,8 +37,9 @@ _HTTP = ["aws_lambda_powertools.event_handler", "holdpoint.http"]
 _BATCH = ["aws_lambda_powertools.utilities.batch", "aws_lambda_powertools.utilities.data_classes", "asyncio"]
 """Powertools' batch utility and what it brings (asyncio, every event data class): the engine answers
 its SQS FIFO batches with `holdpoint.aws.fifobatch`."""
-_CORE_MODELS = ["holdpoint.core.shapes", "holdpoint.core.worker_protocol", "holdpoint.core.agent_config",
-                "holdpoint.core.client_inputs"]
+_CORE_MODELS = ["holdpoint.core.protocols", "holdpoint.core.protocols.worker",
+                "holdpoint.core.protocols.worker_actions", "holdpoint.core.agent_config",
+                "holdpoint.core.protocols.client"]
 _MODELS = [*_CORE_MODELS, "holdpoint.http.bodies"]
 """The wire models (pydantic), by audience: the core's and the HTTP API's own bodies."""
 _FIRST_REQUEST = ["holdpoint.http.api", "holdpoint.http.routes", *_MODELS, "pydantic",

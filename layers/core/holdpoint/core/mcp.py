@@ -18,7 +18,7 @@ from holdpoint.core import approvals, notify, schemas
 from holdpoint.core.agent_config import ApprovalPolicy
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
-from holdpoint.core.shapes import ExpiresIn
+from holdpoint.core.protocols import ExpiresIn
 from holdpoint.core.state import Interrupt
 
 PROTOCOL_VERSION = "2026-07-28"

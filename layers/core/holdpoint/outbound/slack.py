@@ -45,7 +45,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
 from holdpoint.core.interrupts import answerable_until
 from holdpoint.core.notify import CLOSING
-from holdpoint.core.shapes import Wire
+from holdpoint.core.protocols import Wire
 from holdpoint.core.state import Interrupt
 from holdpoint.outbound.slack_blocks import (
     Decided,

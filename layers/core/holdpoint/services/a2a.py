@@ -12,9 +12,9 @@ from typing import Any
 
 from holdpoint.core import a2a, notify, retry
 from holdpoint.core.agent_config import A2aConfig
-from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.state import SessionState, Turn
 from holdpoint.ports import Parking, PushConfigs, SessionStore, WorkQueue
 from holdpoint.services import sessions, streams

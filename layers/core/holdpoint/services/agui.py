@@ -11,8 +11,8 @@ from typing import Any
 
 from holdpoint.core import agui
 from holdpoint.core import interrupts as rules
-from holdpoint.core.client_inputs import ClientMessagesInput
 from holdpoint.core.errors import Refusal
+from holdpoint.core.protocols.client import ClientMessagesInput
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Parking, SessionStore, WorkQueue
 from holdpoint.services import sessions, streams

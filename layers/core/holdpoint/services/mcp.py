@@ -12,11 +12,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from holdpoint.core import approvals, mcp, notify
-from holdpoint.core.client_inputs import RaiseInterruptBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
+from holdpoint.core.protocols.client import RaiseInterruptBody
 from holdpoint.core.state import Interrupt, SessionState, derive, iso_ms
 from holdpoint.ports import Clock, Parking, Sealer, SessionStore, WorkQueue
 from holdpoint.services import sessions
