@@ -193,7 +193,7 @@ class Rig:
             self.api_store.cache = StateCache()
 
     def submit(self, text: str) -> None:
-        from holdpoint.core.client_inputs import ClientMessageInput
+        from holdpoint.core.protocols.client import ClientMessageInput
         from holdpoint.services import sessions
 
         self.invocation()

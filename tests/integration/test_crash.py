@@ -24,9 +24,9 @@ from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store
 from holdpoint.aws.timers import Timers
-from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.messages import parse as work_message
+from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.outbound import workers
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller

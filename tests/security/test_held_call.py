@@ -12,8 +12,8 @@ import pytest
 from holdpoint.aws.keys import put_api_key
 from holdpoint.core import engine
 from holdpoint.core.errors import Refusal
+from holdpoint.core.protocols.worker_actions import DecisionResponse, WorkerSubmitBody
 from holdpoint.core.state import Decision, SessionState
-from holdpoint.core.worker_protocol import DecisionResponse, WorkerSubmitBody
 from holdpoint.services import worker_answers
 from holdpoint.services.caller import Caller
 from tests.harness import Harness

@@ -4,10 +4,11 @@ token or the credentials), the headers a push carries, and which event-log entri
 from __future__ import annotations
 
 from holdpoint.core import a2a
+from holdpoint.core.protocols import a2a as models
 
 
 def test_a2a_push_config_kept_with_defaults_and_shown_without_secrets() -> None:
-    spec = a2a.PushSpec.model_validate({"url": "https://r.example/hook", "token": "tok",
+    spec = models.PushSpec.model_validate({"url": "https://r.example/hook", "token": "tok",
                                         "authentication": {"scheme": "Bearer", "credentials": "cred"}})
     kept = a2a.stored_config(spec, "turn-1")
     assert kept["id"] == "turn-1" and kept["token"] == "tok"

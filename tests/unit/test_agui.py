@@ -14,6 +14,7 @@ import pytest
 
 from holdpoint.core import agui as wire
 from holdpoint.core.errors import Refusal
+from holdpoint.core.protocols import agui as models
 from holdpoint.services import agui
 from holdpoint.services.caller import Caller
 from tests.harness import Harness
@@ -47,11 +48,11 @@ def harness() -> Harness:
     return h
 
 
-def body(thread: str, run: str, messages: list[dict[str, Any]], **extra: Any) -> wire.RunAgentInput:
-    return wire.RunAgentInput.model_validate({"threadId": thread, "runId": run, "messages": messages, **extra})
+def body(thread: str, run: str, messages: list[dict[str, Any]], **extra: Any) -> models.RunAgentInput:
+    return models.RunAgentInput.model_validate({"threadId": thread, "runId": run, "messages": messages, **extra})
 
 
-def run(h: Harness, payload: wire.RunAgentInput, caller: Caller | None = None) -> list[dict[str, Any]]:
+def run(h: Harness, payload: models.RunAgentInput, caller: Caller | None = None) -> list[dict[str, Any]]:
     return agui.run(h.store, h.queue, h.parking, caller or h.caller, "assistant", payload, wait_secs=0)
 
 
@@ -215,7 +216,7 @@ def test_agui_client_tokens_reach_only_their_own_thread(api: dict[str, str]) -> 
 
 
 def test_agui_messages_map_both_ways() -> None:
-    ag = wire.RunAgentInput.model_validate({"threadId": "t", "runId": "r", "messages": [
+    ag = models.RunAgentInput.model_validate({"threadId": "t", "runId": "r", "messages": [
         {"id": "s1", "role": "developer", "content": "be brief"},
         {"id": "a1", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function",
                                                          "function": {"name": "f", "arguments": "{}"}}]},

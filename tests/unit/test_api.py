@@ -559,8 +559,8 @@ def test_errors_a_person_meets_first_name_what_to_do() -> None:
     400 that says what to send instead, not only pydantic's words."""
     from pydantic import ValidationError
 
-    from holdpoint.core.client_inputs import ClientMessageInput
     from holdpoint.core.ids import first_error
+    from holdpoint.core.protocols.client import ClientMessageInput
     from holdpoint.http.bodies import ResumeBody
 
     for model, body, param, hint in (

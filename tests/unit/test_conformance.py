@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from holdpoint.core.client_inputs import ClientActionInput
+from holdpoint.core.protocols.client import ClientActionInput
 from holdpoint.services import sessions
 from tests.harness import Harness, proposing
 from tests.unit.upstream_protocol import schema

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.store import Conflict
-from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
+from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.state import SessionState
 from holdpoint.services import contention, sessions
 from tests.harness import Harness

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.messages import Kick
+from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.ports import Throttled
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller

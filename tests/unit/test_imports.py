@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 _TOKENS = ["jwt", "cryptography"]
 """Token checking: the authorizer's (and the admin CLI's, which mints tokens)."""
-_SCHEMAS = ["jsonschema"]
-"""Checking tool arguments and results against their declared schemas: loaded at the first check."""
+_SCHEMAS = ["jsonschema", "holdpoint.core.schema_keywords"]
+"""Checking tool arguments and results against their declared schemas (jsonschema and its bounded
+keywords): loaded at the first check."""
 _ENGINE = ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "holdpoint.outbound"]
 """The engine's step loop and its outbound calls (workers, LLM providers, the network guard)."""
 _TEST_TOOLS = ["moto", "pytest", "holdpoint_local"]
@@ -37,8 +38,9 @@ _HTTP = ["aws_lambda_powertools.event_handler", "holdpoint.http"]
 _BATCH = ["aws_lambda_powertools.utilities.batch", "aws_lambda_powertools.utilities.data_classes", "asyncio"]
 """Powertools' batch utility and what it brings (asyncio, every event data class): the engine answers
 its SQS FIFO batches with `holdpoint.aws.fifobatch`."""
-_CORE_MODELS = ["holdpoint.core.shapes", "holdpoint.core.worker_protocol", "holdpoint.core.agent_config",
-                "holdpoint.core.client_inputs"]
+_CORE_MODELS = ["holdpoint.core.protocols", "holdpoint.core.protocols.worker",
+                "holdpoint.core.protocols.worker_actions", "holdpoint.core.agent_config",
+                "holdpoint.core.protocols.client"]
 _MODELS = [*_CORE_MODELS, "holdpoint.http.bodies"]
 """The wire models (pydantic), by audience: the core's and the HTTP API's own bodies."""
 _FIRST_REQUEST = ["holdpoint.http.api", "holdpoint.http.routes", *_MODELS, "pydantic",
@@ -71,11 +73,14 @@ DENY: dict[str, list[str]] = {
     + ["holdpoint.services.sessions", "pydantic", *_MODELS,
        "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
     # The WebSocket routes: the connection items, the catch-up from the log and its posts; no tokens or engine.
+    # AG-UI's frames come from core.agui's translations alone: none of the protocols' wire models.
     "live": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + _FIRST_REQUEST[:2]
-    + ["aws_lambda_powertools.event_handler", "holdpoint.services.sessions"],
+    + ["aws_lambda_powertools.event_handler", "holdpoint.services.sessions", "holdpoint.core.protocols"],
     # A2A's JSON-RPC: its own models (pydantic) and the resume path; no tokens, engine or OpenAPI validation.
+    # Its models are A2A's, MCP's and the client's; the worker protocol's are the engine's.
     "protocols": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
-    + ["aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
+    + ["aws_lambda_powertools.event_handler.middlewares.openapi_validation", "holdpoint.core.protocols.worker",
+       "holdpoint.core.protocols.worker_actions", "holdpoint.core.protocols.agui"],
 }
 
 ALLOW: dict[str, list[str]] = {"authorizer": ["holdpoint.http", "holdpoint.http.credentials"],

@@ -13,9 +13,9 @@ import pytest
 
 from holdpoint import assembly
 from holdpoint.aws import signing
-from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import DAY, Declared
+from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import InboxRow
 from holdpoint.services import sessions

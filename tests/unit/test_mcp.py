@@ -10,6 +10,7 @@ import pytest
 
 from holdpoint.core import mcp
 from holdpoint.core.errors import Refusal
+from holdpoint.core.protocols import mcp as models
 from holdpoint.core.state import Interrupt
 
 
@@ -53,13 +54,13 @@ def interrupt(payload: Any, schema: Any = None) -> Interrupt:
 
 def test_mcp_answer_from_maps_a_choice_back_to_its_value_and_a_decline_to_cancelled() -> None:
     options = interrupt({"message": "q", "metadata": {"options": [{"label": "Ship", "value": {"go": 1}}]}})
-    accepted = mcp.Elicited(action="accept", content={"choice": "0"})
+    accepted = models.Elicited(action="accept", content={"choice": "0"})
     assert mcp.answer_from(accepted, options) == {"status": "resolved", "payload": {"go": 1}}
     with pytest.raises(Refusal):
-        mcp.answer_from(mcp.Elicited(action="accept", content={"choice": "7"}), options)
-    assert mcp.answer_from(mcp.Elicited(action="decline"), options) == {"status": "cancelled"}
+        mcp.answer_from(models.Elicited(action="accept", content={"choice": "7"}), options)
+    assert mcp.answer_from(models.Elicited(action="decline"), options) == {"status": "cancelled"}
     plain = interrupt({"message": "q"})
-    assert mcp.answer_from(mcp.Elicited(action="accept", content={"approved": True}), plain) == {"approved": True}
+    assert mcp.answer_from(models.Elicited(action="accept", content={"approved": True}), plain) == {"approved": True}
 
 
 def test_mcp_envelope_names_the_missing_key_and_ids_split_or_are_not_found() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from holdpoint.core.client_inputs import SettleBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import may_resume
+from holdpoint.core.protocols.client import SettleBody
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import Resumed, resume

@@ -11,8 +11,8 @@ import pytest
 
 from holdpoint import assembly
 from holdpoint.aws import signing
-from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.inputs import start_session
+from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.state import SessionState
 from holdpoint.ports import SessionFilters
 from holdpoint.services import sessions

@@ -23,15 +23,8 @@ from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
 from holdpoint.core.messages import parse as work_message
-from holdpoint.outbound.slack import (
-    Decided,
-    SlackChannel,
-    SlackConfig,
-    decided_blocks,
-    decided_by,
-    message_key,
-    outcome_of,
-)
+from holdpoint.outbound.slack import SlackChannel, SlackConfig, message_key
+from holdpoint.outbound.slack_blocks import Decided, decided_blocks, decided_by, outcome_of
 from holdpoint.services.notify import Notifier
 from tests.harness import Harness
 from tests.slack_fake import SlackFake, click_body, sign
@@ -208,11 +201,11 @@ def test_s1_the_outcome_names_the_option_the_answer_and_never_the_payload() -> N
     assert outcome_of("resolved", {"anything": "s3cr3t"}, {}) == "Answered"
     assert outcome_of("expired", {"on_expiry": "deny", "approved": False}, {}) == "Expired (denied)"
     config = SlackConfig.model_validate({**OPS["slack"], "users": {"U1": "alice", "U2": "bob", "U3": "bob"}})
-    assert decided_by({"subject": "alice", "origin": "client"}, config) == ("U1", "")
-    assert decided_by({"subject": "bob", "origin": "client"}, config) == ("", "bob (client)")  # two users: no guess
+    assert decided_by({"subject": "alice", "origin": "client"}, config.users) == ("U1", "")
+    assert decided_by({"subject": "bob", "origin": "client"}, config.users) == ("", "bob (client)")  # two: no guess
     unmapped = SlackConfig.model_validate(OPS["slack"])
-    assert decided_by({"subject": "slack:U9", "origin": "client"}, unmapped) == ("U9", "")
-    assert decided_by({"subject": "expiry", "origin": "system"}, unmapped) == ("", "")
+    assert decided_by({"subject": "slack:U9", "origin": "client"}, unmapped.users) == ("U9", "")
+    assert decided_by({"subject": "expiry", "origin": "system"}, unmapped.users) == ("", "")
     text, shown = decided_blocks("Ship?", Decided(outcome="<!channel>", at="t", subject="<!here> (operator)"))
     assert text == "Ship?\n&lt;!channel&gt; by &lt;!here&gt; (operator) at t"
     assert all(e["type"] == "plain_text" for e in shown[1]["elements"])  # nothing sent as markup

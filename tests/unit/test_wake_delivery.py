@@ -14,9 +14,9 @@ import pytest
 from holdpoint import assembly
 from holdpoint.core import engine, wire
 from holdpoint.core import interrupts as rules
-from holdpoint.core.client_inputs import ClientMessageInput, ClientMessagesInput
+from holdpoint.core.protocols.client import ClientMessageInput, ClientMessagesInput
+from holdpoint.core.protocols.worker_actions import WorkerSubmitBody
 from holdpoint.core.state import SessionState
-from holdpoint.core.worker_protocol import WorkerSubmitBody
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 from holdpoint.services import sessions, worker_answers
 from holdpoint.services.caller import Caller

@@ -14,8 +14,8 @@ import pytest
 from holdpoint import assembly
 from holdpoint.core import engine
 from holdpoint.core.errors import Refusal
+from holdpoint.core.protocols.worker_actions import DecisionResponse, WorkerSubmitBody
 from holdpoint.core.state import Decision, SessionState
-from holdpoint.core.worker_protocol import DecisionResponse, WorkerSubmitBody
 from holdpoint.outbound import workers
 from holdpoint.ports import WorkerDeferred
 from holdpoint.services import worker_answers

@@ -1,24 +1,24 @@
-"""The A2A server's wire shapes and translations (PROTOCOL.md §8): A2A 1.0 JSON-RPC requests in
-(ProtoJSON field names, as the `a2a-sdk` client sends them), A2A tasks out. A context is a
-session, a task is a turn, `TASK_STATE_INPUT_REQUIRED` is a turn parked on open interrupts.
+"""The A2A server's translations (PROTOCOL.md §8): A2A 1.0 JSON-RPC requests in (their models are
+`protocols.a2a`), A2A tasks out. A context is a session, a task is a turn,
+`TASK_STATE_INPUT_REQUIRED` is a turn parked on open interrupts.
 
 A task id names its session and its turn (`<session_id>~<turn_id>`): `GetTask` and `CancelTask`
-carry only the task id, and `~` is in no Holdpoint id. Unknown fields are ignored, as ProtoJSON
-parsers do. Pure: the services feed it loaded state.
+carry only the task id, and `~` is in no Holdpoint id. Pure: the services feed it loaded state.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from typing import TYPE_CHECKING, Any, Literal
 
 from holdpoint.core import notify, schemas
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Code, Refusal
-from holdpoint.core.ids import ID_PATTERN, ID_REGEX
+from holdpoint.core.ids import ID_PATTERN
 from holdpoint.core.state import Interrupt, SessionState, Turn
+
+if TYPE_CHECKING:
+    from holdpoint.core.protocols.a2a import Message, PushSpec
 
 PROTOCOL_VERSION = "1.0"
 SEPARATOR = "~"
@@ -30,108 +30,6 @@ response schema refuses (A1); a task whose interrupt was answered so reads `TASK
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 TASK_NOT_FOUND, TASK_NOT_CANCELABLE, PUSH_NOT_SUPPORTED, UNSUPPORTED = -32001, -32002, -32003, -32004
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
-
-Text = Annotated[str, StringConstraints(max_length=262_144)]
-Name = Annotated[str, StringConstraints(max_length=256)]
-
-
-class A2a(BaseModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-
-class Part(A2a):
-    """A message part: text, or JSON data (`raw` and `url` files are refused: nothing records them)."""
-
-    text: Text | None = None
-    data: Any = None
-    raw: str | None = None
-    url: str | None = None
-    metadata: dict[str, Any] | None = None
-    mediaType: Name | None = None  # noqa: N815 - A2A's name
-    filename: Name | None = None
-
-
-class Message(A2a):
-    messageId: Annotated[str, StringConstraints(min_length=1, max_length=128)]  # noqa: N815
-    role: Literal["ROLE_USER", "ROLE_AGENT"]
-    parts: Annotated[list[Part], Field(min_length=1, max_length=100)]
-    contextId: Name | None = None  # noqa: N815
-    taskId: Name | None = None  # noqa: N815
-    metadata: dict[str, Any] | None = None
-
-
-ConfigId = Annotated[str, StringConstraints(pattern=ID_REGEX)]
-Secret = Annotated[str, StringConstraints(min_length=1, max_length=4_096, pattern=r"^[\x21-\x7e]+$")]
-"""A token or credential sent as an HTTP header value: visible ASCII only, so no CR/LF can add a
-header and every delivery can send it."""
-
-
-class Authentication(A2a):
-    """How the receiver authenticates the push: sent as `Authorization: {scheme} {credentials}`."""
-
-    scheme: Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9._~+-]{0,63}$")]
-    credentials: Secret | None = None
-
-
-class PushSpec(A2a):
-    """A `TaskPushNotificationConfig` as `SendMessage`'s configuration carries it (its task is the
-    one the message starts)."""
-
-    id: ConfigId | None = None
-    url: Annotated[str, StringConstraints(min_length=1, max_length=2_048)]
-    token: Secret | None = None
-    authentication: Authentication | None = None
-
-
-class PushConfig(PushSpec):
-    """`CreateTaskPushNotificationConfig`: a config for an existing task."""
-
-    taskId: Annotated[str, StringConstraints(min_length=1, max_length=256)]  # noqa: N815
-
-
-class PushRef(A2a):
-    """`GetTaskPushNotificationConfig`, `DeleteTaskPushNotificationConfig`."""
-
-    taskId: Annotated[str, StringConstraints(min_length=1, max_length=256)]  # noqa: N815
-    id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-
-
-class PushList(A2a):
-    """`ListTaskPushNotificationConfigs` (a task has at most `MAX_PUSH_CONFIGS`: one page)."""
-
-    taskId: Annotated[str, StringConstraints(min_length=1, max_length=256)]  # noqa: N815
-    pageSize: Annotated[int, Field(ge=0, le=1_000)] | None = None  # noqa: N815
-    pageToken: Annotated[str, StringConstraints(max_length=1_024)] | None = None  # noqa: N815
-
-
-class Configuration(A2a):
-    returnImmediately: bool = False  # noqa: N815
-    historyLength: Annotated[int, Field(ge=0, le=1_000)] | None = None  # noqa: N815
-    taskPushNotificationConfig: PushSpec | None = None  # noqa: N815
-
-
-class SendMessage(A2a):
-    message: Message
-    configuration: Configuration | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class TaskRef(A2a):
-    """`GetTask`, `CancelTask`, `SubscribeToTask`."""
-
-    id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-    historyLength: Annotated[int, Field(ge=0, le=1_000)] | None = None  # noqa: N815
-    metadata: dict[str, Any] | None = None
-
-
-class Request(A2a):
-    """A JSON-RPC 2.0 request object (`id` absent for a notification, which gets no answer)."""
-
-    jsonrpc: Literal["2.0"]
-    method: Annotated[str, StringConstraints(min_length=1, max_length=128)]
-    id: Annotated[str, StringConstraints(max_length=256)] | int | None = None
-    params: dict[str, Any] | None = None
-
 
 # --- ids ---------------------------------------------------------------------------------
 

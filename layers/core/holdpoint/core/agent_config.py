@@ -24,7 +24,17 @@ from pydantic import (
 
 from holdpoint.core import approvals
 from holdpoint.core.notify import NotifyEvent, channel_of
-from holdpoint.core.shapes import ExpiresIn, Id, Open, Origin, RemindAfter, RetentionDays, Wire, integral, needs_one_of
+from holdpoint.core.protocols import (
+    ExpiresIn,
+    Id,
+    Open,
+    Origin,
+    RemindAfter,
+    RetentionDays,
+    Wire,
+    integral,
+    needs_one_of,
+)
 from holdpoint.core.state import OnExpiry
 
 

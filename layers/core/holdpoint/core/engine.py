@@ -20,16 +20,11 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.outcomes import llm_failure
 from holdpoint.core.proposals import propose
-from holdpoint.core.shapes import Message
+from holdpoint.core.protocols import Message
+from holdpoint.core.protocols.worker import DecisionProposal, DecisionRequest, WireMessage
+from holdpoint.core.protocols.worker_actions import UPSTREAM_ACTIONS, DecisionResponse
 from holdpoint.core.state import Call, Decision, DecisionVia, Effect, Interrupt, SessionState, derive, iso
 from holdpoint.core.turns import finish_turn, start_next_queued
-from holdpoint.core.worker_protocol import (
-    UPSTREAM_ACTIONS,
-    DecisionProposal,
-    DecisionRequest,
-    DecisionResponse,
-    WireMessage,
-)
 
 
 @dataclass

@@ -1,6 +1,6 @@
-"""The MCP server's wire shapes and translations (PROTOCOL.md §9): MCP revision 2026-07-28, the
-stateless one (every request carries its protocol version and client capabilities in
-`params._meta`; no `initialize`, no session header), with the tasks extension
+"""The MCP server's translations (PROTOCOL.md §9; its wire models are `protocols.mcp`): MCP
+revision 2026-07-28, the stateless one (every request carries its protocol version and client
+capabilities in `params._meta`; no `initialize`, no session header), with the tasks extension
 (`io.modelcontextprotocol/tasks`) and multi round-trip requests (`input_required`).
 
 An approval is an interrupt in the caller's approvals session; its id (and its task's id) is
@@ -10,15 +10,12 @@ An approval is an interrupt in the caller's approvals session; its id (and its t
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
-
-from holdpoint.core import approvals, notify, schemas
-from holdpoint.core.agent_config import ApprovalPolicy
+from holdpoint.core import notify, schemas
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
-from holdpoint.core.shapes import ExpiresIn
+from holdpoint.core.protocols.mcp import TOOLS, Elicited, RequestApproval
 from holdpoint.core.state import Interrupt
 
 PROTOCOL_VERSION = "2026-07-28"
@@ -36,10 +33,6 @@ HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -3202
 HTTP_STATUS: dict[int, int] = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                                MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
 
-Text = Annotated[str, StringConstraints(min_length=1, max_length=4_096)]
-RefId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
-
-
 class RpcError(Exception):
     """A JSON-RPC error of the protocol itself (the envelope, a capability, params), not a tool's outcome."""
 
@@ -47,85 +40,6 @@ class RpcError(Exception):
         super().__init__(message)
         self.code, self.message, self.param, self.data = code, message, param, data
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-class Request(BaseModel):
-    """A JSON-RPC 2.0 request object (`id` absent for a notification, which gets no answer)."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    jsonrpc: Literal["2.0"]
-    method: Annotated[str, StringConstraints(min_length=1, max_length=128)]
-    id: Annotated[str, StringConstraints(max_length=256)] | int | None = None
-    params: dict[str, Any] | None = None
-
-
-class Option(Strict):
-    label: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-    value: Any
-
-
-class RequestApproval(Strict):
-    """`request_approval`'s arguments."""
-
-    question: Text = Field(description="what the approvers are asked (shown in Slack, the link and the inbox)")
-    options: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=256)] | Option],
-                       Field(min_length=1, max_length=notify.MAX_OPTIONS)] | None = Field(
-        default=None, description="the answers to choose from (a label, or {label, value})")
-    response_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the answer must satisfy")
-    policy: ApprovalPolicy | None = Field(default=None, description="who may answer (narrows the agent's policy)")
-    expires_in: ExpiresIn | None = Field(default=None, description="seconds until the approval expires")
-    answered_by: Literal["approvers", "user"] = Field(
-        default="approvers", description="`approvers`: a task that completes when a person answers anywhere; "
-        "`user`: this client's own user answers now (input_required, an elicitation)")
-
-
-class ApprovalRef(Strict):
-    id: RefId = Field(description="the approval's id, as request_approval or list_pending_approvals gave it")
-
-
-class AnswerApproval(Strict):
-    id: RefId = Field(description="the approval's id")
-    payload: Any = Field(description="the answer, e.g. {\"approved\": true}")
-    comment: Annotated[str, StringConstraints(max_length=approvals.MAX_COMMENT)] | None = None
-
-
-class ListApprovals(Strict):
-    answerable: bool = Field(default=False, strict=True, description="list instead the open approvals of the "
-                             "tenant this caller may answer")
-    limit: Annotated[int, Field(strict=True, ge=1, le=100)] = 50
-
-
-class CallTool(BaseModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-    name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
-    arguments: dict[str, Any] | None = None
-    inputResponses: dict[str, Any] | None = None  # noqa: N815 - MCP's name
-    requestState: Annotated[str, StringConstraints(max_length=8_192)] | None = None  # noqa: N815
-
-
-class TaskRef(BaseModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-    taskId: RefId  # noqa: N815
-
-
-class Elicited(BaseModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
-
-
-TOOLS: dict[str, tuple[type[BaseModel], str]] = {
-    "request_approval": (RequestApproval, "Ask for a person's approval, under the tenant's policies, quorums and "
-                         "notify channels (Slack, links, the inbox). Returns a task that completes with the "
-                         "answer (or, without the tasks extension, the approval's id to poll with get_approval)."),
-    "list_pending_approvals": (ListApprovals, "The open approvals this caller requested."),
-    "get_approval": (ApprovalRef, "One of this caller's approvals: open, or its answer and who gave it."),
-    "answer_approval": (AnswerApproval, "Answer an approval as this caller (the approver policy decides whether "
-                        "this caller may)."),
-}
 
 
 # --- ids ---------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The decision request as the worker sees it (PROTOCOL.md §2.2): the session's records projected
-onto the wire models of `worker_protocol.py`, which follow the upstream Substructure protocol.
+onto the wire models of `protocols/worker.py`, which follow the upstream Substructure protocol.
 
 The store keeps triggers as they were recorded; this module materializes them at delivery time
 (paths, LLM requests, string results), so stored decisions never grow with the tree and old
@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from holdpoint.core import worker_protocol as p
+from holdpoint.core.protocols import worker as p
 from holdpoint.core.state import Call, Decision, Interrupt, SessionState, derive, iso
 from holdpoint.core.tree import Node
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from holdpoint.core.client_inputs import ClientActionInput, ClientMessageInput, ClientMessagesInput
-from holdpoint.core.shapes import Comment, Id, Wire, integral
+from holdpoint.core.protocols import Comment, Id, Wire, integral
+from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 
 
 class NewSessionMessageInput(ClientMessageInput):

@@ -17,8 +17,9 @@ a fake. The notifier installs the channel as `notify.slack` (`outbound.channels`
 A message follows its interrupt (S1): the post's `{channel, ts}` is kept (`ports.PostedMessages`)
 under the interrupt, its generation and a digest of the Slack declaration, and the interrupt's
 closing event (`interrupt.resolved`, `interrupt.expired`), however it was decided, updates that
-message to say who decided what and when, without buttons (`decided_blocks`, which a click's own
-update uses too).
+message to say who decided what and when, without buttons (`slack_blocks.decided_blocks`, which a
+click's own update uses too). This module delivers (posts, updates, verifies a click); what the
+messages look like is `outbound.slack_blocks`.
 """
 
 from __future__ import annotations
@@ -43,9 +44,20 @@ from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
 from holdpoint.core.interrupts import answerable_until
-from holdpoint.core.notify import CLOSING, declared_options
-from holdpoint.core.shapes import Wire
+from holdpoint.core.notify import CLOSING
+from holdpoint.core.protocols import Wire
 from holdpoint.core.state import Interrupt
+from holdpoint.outbound.slack_blocks import (
+    Decided,
+    button,
+    decided_blocks,
+    decided_by,
+    message_of,
+    options_of,
+    outcome_of,
+    question_blocks,
+    slack_time,
+)
 from holdpoint.ports import DeliveryFailed, PostedMessages, Sealer, Throttled, Unavailable
 
 logger = logging.getLogger(__name__)
@@ -54,7 +66,6 @@ API_URL_ENV = "HOLDPOINT_SLACK_API_URL"
 DEFAULT_API_URL = "https://slack.com/api/"
 SEAL_PURPOSE = "slack-action"
 ACTION_PREFIX = "holdpoint:"
-MAX_TEXT = 3000  # Block Kit's limit of a section's text
 MAX_DECLARATION_CHARS = 1200
 """A declaration travels sealed in every button's value, which Slack caps at 2,000 characters."""
 MAX_BUTTON_VALUE = 2000
@@ -64,8 +75,6 @@ LONGEST_BUTTON = {"s": "s" * 64, "i": "i" * 64, "g": 10**15, "x": 10**10, "n": 9
 and the declaration's."""
 CHANGED = "this request has changed since this message was posted; nothing was recorded"
 EXPIRED = "this request has expired; nothing was recorded"
-DEFAULT_OPTIONS: list[dict[str, Any]] = [{"label": "Approve", "value": "approve"}, {"label": "Deny", "value": "deny"}]
-"""The buttons of an interrupt whose payload names no `metadata.options`."""
 
 SlackId = Annotated[str, StringConstraints(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9._-]+$")]
 Subject = Annotated[str, StringConstraints(min_length=1, max_length=128)]
@@ -147,18 +156,6 @@ class Click:
         return {"status": "resolved", "payload": self.value, "responder": {"user": self.user}}
 
 
-def options_of(payload: Any) -> list[dict[str, Any]]:
-    """`payload.metadata.options` as `{label, value}` (a bare option is both), or Approve/Deny."""
-    return declared_options(payload) or DEFAULT_OPTIONS
-
-
-def message_of(interrupt: Mapping[str, Any]) -> str:
-    payload = interrupt.get("payload")
-    if isinstance(payload, dict) and isinstance(payload.get("message"), str):
-        return str(payload["message"])[:MAX_TEXT]
-    return f"Holdpoint needs an answer: {interrupt.get('reason', 'interrupt')}"[:MAX_TEXT]
-
-
 ReadInterrupt = Callable[[str, str, str], Interrupt | None]
 """`SessionStore.read_interrupt`: the interrupt as stored, with its whole payload."""
 
@@ -169,79 +166,11 @@ GONE = ("message_not_found", "channel_not_found", "cant_update_message")
 """Slack's answers to an update of a message that is no longer there to update: nothing to retry."""
 
 
-@dataclass(frozen=True)
-class Decided:
-    """How an interrupt closed, as its message shows it: the outcome's words, who (a Slack user
-    id to mention, or a subject shown as plain text; neither for an expiry) and when."""
-
-    outcome: str
-    at: str
-    user: str = ""
-    subject: str = ""
-
-
 def message_key(interrupt_id: str, generation: int, config: SlackConfig) -> str:
     """Where the message posted for one raise of an interrupt to one Slack declaration is kept."""
     digest = hashlib.sha256(json.dumps(config.model_dump(exclude_none=True), sort_keys=True,
                                        separators=(",", ":")).encode()).hexdigest()[:16]
     return f"slack#{interrupt_id}#{generation}#{digest}"
-
-
-def slack_time(iso: str | None) -> str:
-    """`2026-01-01T10:00:00.000Z` as the message shows a time: `2026-01-01 10:00:00 UTC`."""
-    return f"{iso[:10]} {iso[11:19]} UTC" if iso and len(iso) >= 19 else "an unknown time"
-
-
-def outcome_of(status: str, resolution: Any, payload: Any) -> str:
-    """The closing answer in words: expired (with its `on_expiry` outcome), cancelled, the label of
-    the option it chose, approved or denied; never the answer's own content beyond that."""
-    answer = resolution if isinstance(resolution, dict) else {}
-    if status == "expired":
-        return {"approve": "Expired (approved)", "deny": "Expired (denied)"}.get(
-            str(answer.get("on_expiry")), "Expired (cancelled)")
-    if answer.get("status") == "cancelled":
-        return "Cancelled"
-    inner = answer["payload"] if answer.get("status") == "resolved" and "payload" in answer else resolution
-    for option in options_of(payload):
-        if inner == option["value"]:
-            return str(option["label"])[:75]
-    approved = inner["approved"] if isinstance(inner, dict) and "approved" in inner else answer.get("approved")
-    return {True: "Approved", False: "Denied"}.get(approved, "Answered") if isinstance(approved, bool) else "Answered"
-
-
-def decided_by(responder: Mapping[str, Any] | None, config: SlackConfig) -> tuple[str, str]:
-    """(Slack user, subject) to show for whoever decided: the Slack user a `slack:` subject or a
-    subject mapped from exactly one user names, else the subject with its origin."""
-    who = responder or {}
-    subject, origin = str(who.get("subject") or ""), str(who.get("origin") or "")
-    if origin == "system" and subject == "expiry":
-        return "", ""
-    mapped = [user for user, mapped_to in (config.users or {}).items() if mapped_to == subject]
-    if config.users is None and subject.startswith("slack:"):
-        mapped = [subject.removeprefix("slack:")]
-    if len(mapped) == 1 and all(c.isalnum() or c in "._-" for c in mapped[0]):
-        return mapped[0], ""
-    return "", f"{subject} ({origin})" if origin else subject
-
-
-def decided_blocks(text: str, decided: Decided) -> tuple[str, list[dict[str, Any]]]:
-    """A decided message (the text and its blocks, no buttons): the one rendering of both a
-    click's update and a closing event's. Only a Slack user id is sent as markup."""
-    if decided.user:
-        by: dict[str, Any] = {"type": "mrkdwn", "text": f"by <@{decided.user}> at {decided.at}"}
-        said = by["text"]
-    else:
-        who = f"by {decided.subject} at " if decided.subject else "at "
-        by = {"type": "plain_text", "text": f"{who}{decided.at}"[:MAX_TEXT], "emoji": False}
-        said = escape(by["text"])
-    fallback = f"{text}\n{escape(decided.outcome)} {said}"
-    return fallback[:MAX_TEXT], [section(text), {"type": "context", "elements": [
-        {"type": "plain_text", "text": decided.outcome[:75] or " ", "emoji": False}, by]}]
-
-
-def escape(text: str) -> str:
-    """Text Slack would read as markup (`<!channel>`, links) in a message's `text`, shown as typed."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 class SlackChannel:
@@ -310,14 +239,14 @@ class SlackChannel:
             self._show_closed(tenant, config, ref, found)
             return
         # Deleted after its retention, or raised again since: the event's own account.
-        user, subject = decided_by(event.get("responder"), config)
+        user, subject = decided_by(event.get("responder"), config.users)
         outcome = "Expired" if event.get("type") == "interrupt.expired" else "Answered"
         self._update(tenant, config, ref, "Holdpoint asked a question here.",
                      Decided(outcome=outcome, at=slack_time(event.get("at")), user=user, subject=subject))
 
     def _show_closed(self, tenant: str, config: SlackConfig, ref: Mapping[str, str], closed: Interrupt) -> None:
         """Update a message with how the interrupt, as stored, closed."""
-        user, subject = decided_by(closed.responder, config)
+        user, subject = decided_by(closed.responder, config.users)
         self._update(tenant, config, ref, message_of(closed.view()), Decided(
             outcome=outcome_of(closed.status, closed.resolution, closed.payload), at=slack_time(closed.resolved_at),
             user=user, subject=subject))
@@ -340,8 +269,7 @@ class SlackChannel:
         text = message_of(interrupt.view())
         buttons = [self._button(i, option, tenant, session_id, interrupt, config)
                    for i, option in enumerate(options_of(interrupt.payload))]
-        blocks = [section(text), context(f"{interrupt.reason} · session {session_id}", links),
-                  {"type": "actions", "block_id": "holdpoint", "elements": buttons}]
+        blocks = question_blocks(text, f"{interrupt.reason} · session {session_id}", links, buttons)
         sent = self.client(token).chat_postMessage(channel=config.channel, text=text, blocks=blocks)
         return {"channel": sent["channel"], "ts": sent["ts"]}
 
@@ -351,8 +279,7 @@ class SlackChannel:
         sealed = self.sealer.seal(SEAL_PURPOSE, {
             "t": tenant, "s": session_id, "i": interrupt.interrupt_id, "g": interrupt.generation,
             "x": int(answerable_until(interrupt)), "n": index, "e": config.model_dump(exclude_none=True)})
-        return {"type": "button", "action_id": f"{ACTION_PREFIX}{index}", "value": sealed,
-                "text": {"type": "plain_text", "text": option["label"][:75]}}
+        return button(f"{ACTION_PREFIX}{index}", option["label"], sealed)
 
     # -- a click --------------------------------------------------------------------------------
 
@@ -432,18 +359,6 @@ def signing_secret(config: SlackConfig, tenant: str) -> str:
 
 def web_client(token: str) -> WebClient:
     return WebClient(token=token, base_url=os.environ.get(API_URL_ENV) or DEFAULT_API_URL, timeout=10)
-
-
-def section(text: str) -> dict[str, Any]:
-    """The message as plain text: nothing in it is read as Slack markup or a mention."""
-    return {"type": "section", "text": {"type": "plain_text", "text": text or " ", "emoji": False}}
-
-
-def context(text: str, links: Mapping[str, str] | None) -> dict[str, Any]:
-    elements: list[dict[str, Any]] = [{"type": "plain_text", "text": text[:MAX_TEXT] or " "}]
-    for name, url in (links or {}).items():
-        elements.append({"type": "mrkdwn", "text": f"<{url}|{name}>"})
-    return {"type": "context", "elements": elements[:10]}
 
 
 def interaction_payload(body: str) -> dict[str, Any]:

@@ -12,9 +12,10 @@ from typing import Any
 
 from holdpoint.core import a2a, notify, retry
 from holdpoint.core.agent_config import A2aConfig
-from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.protocols import a2a as models
+from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.state import SessionState, Turn
 from holdpoint.ports import Parking, PushConfigs, SessionStore, WorkQueue
 from holdpoint.services import sessions, streams
@@ -61,13 +62,13 @@ def _task(store: SessionStore, caller: Caller, agent_id: str, value: str,
     return state, turn
 
 
-def _check_role(message: a2a.Message) -> None:
+def _check_role(message: models.Message) -> None:
     if message.role != "ROLE_USER":
         raise Refusal("validation_error", "a client sends ROLE_USER messages", "message.role")
 
 
 def _message_task(store: SessionStore, caller: Caller, agent_id: str,
-                  message: a2a.Message) -> tuple[SessionState, Turn]:
+                  message: models.Message) -> tuple[SessionState, Turn]:
     """The task a message names, once the message may answer it: checked before anything the
     request carries (a push config) is kept, so a refused message records nothing."""
     _check_role(message)
@@ -89,7 +90,7 @@ def _context(store: SessionStore, caller: Caller, agent_id: str, context_id: str
 
 
 def send(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
-         body: a2a.SendMessage, *, wait_secs: float | None = None,
+         body: models.SendMessage, *, wait_secs: float | None = None,
          clock: Callable[[], float] = time.monotonic, configs: PushConfigs | None = None) -> dict[str, Any]:
     """`SendMessage`: the task as it stands when its turn ends or parks (or the cap comes first,
     or at once with `returnImmediately`)."""
@@ -106,7 +107,7 @@ def send(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller
 
 
 def _apply(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
-           message: a2a.Message) -> tuple[str, str]:
+           message: models.Message) -> tuple[str, str]:
     """Record what the message says; (session_id, turn_id) of the task it is for."""
     if message.taskId:
         state, turn = _message_task(store, caller, agent_id, message)
@@ -124,7 +125,7 @@ def _apply(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Call
 
 
 def _answer(store: SessionStore, parking: Parking, caller: Caller, state: SessionState, turn: Turn,
-            message: a2a.Message) -> None:
+            message: models.Message) -> None:
     """The resume: the data part answers the interrupt the task waits on (the one its metadata
     names, else the first), through the same checks as any resume (R17, A1, A2, A3). A replay
     after the interrupt closed is the resume path's no-op (A4)."""
@@ -157,13 +158,13 @@ def _part_param(param: str | None) -> str:
     return "message.taskId" if param in (None, "interrupt_id") else param
 
 
-def get(store: SessionStore, caller: Caller, agent_id: str, ref: a2a.TaskRef) -> dict[str, Any]:
+def get(store: SessionStore, caller: Caller, agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
     """`GetTask`."""
     state, turn = _task(store, caller, agent_id, ref.id, "id")
     return a2a.task_out(state, turn, ref.historyLength)
 
 
-def cancel(store: SessionStore, parking: Parking, caller: Caller, agent_id: str, ref: a2a.TaskRef) -> dict[str, Any]:
+def cancel(store: SessionStore, parking: Parking, caller: Caller, agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
     """`CancelTask`: every interrupt the task waits on is answered as declined, through the resume
     path (so only where the approver policy admits the caller); a task waiting on none cannot be
     canceled (a turn that runs is the worker's to finish), unless it already is."""
@@ -205,7 +206,8 @@ def _configs(configs: PushConfigs | None) -> PushConfigs:
     return configs
 
 
-def keep_push(configs: PushConfigs, tenant: str, session_id: str, turn_id: str, spec: a2a.PushSpec) -> dict[str, Any]:
+def keep_push(configs: PushConfigs, tenant: str, session_id: str, turn_id: str,
+              spec: models.PushSpec) -> dict[str, Any]:
     """Keep a config for the task (the same one again changes nothing; one of an id it has
     replaces it), up to `MAX_PUSH_CONFIGS` a task, counted by the store in the same write as the
     config (so concurrent creates cannot pass it). The URL was checked by the edge (netguard)."""
@@ -217,14 +219,14 @@ def keep_push(configs: PushConfigs, tenant: str, session_id: str, turn_id: str, 
 
 
 def create_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
-                params: a2a.PushConfig) -> dict[str, Any]:
+                params: models.PushConfig) -> dict[str, Any]:
     """`CreateTaskPushNotificationConfig`."""
     state, turn = _task(store, caller, agent_id, params.taskId, "taskId")
     return keep_push(configs, state.header.tenant, state.header.session_id, turn.id, params)
 
 
 def _kept(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
-          ref: a2a.PushRef) -> tuple[SessionState, Turn, dict[str, Any] | None]:
+          ref: models.PushRef) -> tuple[SessionState, Turn, dict[str, Any] | None]:
     state, turn = _task(store, caller, agent_id, ref.taskId, "taskId")
     h = state.header
     return state, turn, (configs.get(h.tenant, h.session_id, turn.id, ref.id) if ID_PATTERN.fullmatch(ref.id)
@@ -232,7 +234,7 @@ def _kept(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: s
 
 
 def get_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
-             ref: a2a.PushRef) -> dict[str, Any]:
+             ref: models.PushRef) -> dict[str, Any]:
     """`GetTaskPushNotificationConfig`: the config without its token or credentials."""
     state, _, kept = _kept(store, configs, caller, agent_id, ref)
     if kept is None:
@@ -241,7 +243,7 @@ def get_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id
 
 
 def list_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
-              params: a2a.PushList) -> dict[str, Any]:
+              params: models.PushList) -> dict[str, Any]:
     """`ListTaskPushNotificationConfigs`: every config of the task, in one page."""
     state, turn = _task(store, caller, agent_id, params.taskId, "taskId")
     h = state.header
@@ -249,7 +251,7 @@ def list_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_i
 
 
 def delete_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
-                ref: a2a.PushRef) -> dict[str, Any]:
+                ref: models.PushRef) -> dict[str, Any]:
     """`DeleteTaskPushNotificationConfig`: a config that is gone already is a no-op."""
     state, turn, kept = _kept(store, configs, caller, agent_id, ref)
     if kept is not None:

@@ -11,8 +11,9 @@ from typing import Any
 
 from holdpoint.core import agui
 from holdpoint.core import interrupts as rules
-from holdpoint.core.client_inputs import ClientMessagesInput
 from holdpoint.core.errors import Refusal
+from holdpoint.core.protocols import agui as models
+from holdpoint.core.protocols.client import ClientMessagesInput
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Parking, SessionStore, WorkQueue
 from holdpoint.services import sessions, streams
@@ -29,7 +30,7 @@ def thread(store: SessionStore, caller: Caller, agent_id: str, thread_id: str) -
 
 
 def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
-        body: agui.RunAgentInput, *, wait_secs: float | None = None,
+        body: models.RunAgentInput, *, wait_secs: float | None = None,
         clock: Callable[[], float] = time.monotonic) -> list[dict[str, Any]]:
     """`POST /v1/channels/ag-ui/agents/{agent_id}/run`: the run's AG-UI events."""
     deadline = streams.until(wait_secs, clock)
@@ -59,7 +60,7 @@ def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller,
     return follow(store, caller.tenant, body.threadId, body.runId, after, watch, deadline, clock, known)
 
 
-def connect(store: SessionStore, caller: Caller, agent_id: str, body: agui.RunAgentInput, *,
+def connect(store: SessionStore, caller: Caller, agent_id: str, body: models.RunAgentInput, *,
             wait_secs: float | None = None,
             clock: Callable[[], float] = time.monotonic) -> list[dict[str, Any]]:
     """`.../connect`: follow the thread's running turn (or report its last one) without input."""
@@ -71,7 +72,7 @@ def connect(store: SessionStore, caller: Caller, agent_id: str, body: agui.RunAg
                   set(state.tree.nodes))
 
 
-def _resume_all(store: SessionStore, parking: Parking, caller: Caller, body: agui.RunAgentInput, *,
+def _resume_all(store: SessionStore, parking: Parking, caller: Caller, body: models.RunAgentInput, *,
                 exists: bool) -> None:
     """Every `resume[]` entry through the resume path, checked first so a bad one records nothing;
     a repeated one is a no-op (R7, A4)."""

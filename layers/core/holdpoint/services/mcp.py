@@ -12,11 +12,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from holdpoint.core import approvals, mcp, notify
-from holdpoint.core.client_inputs import RaiseInterruptBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
+from holdpoint.core.protocols import mcp as models
+from holdpoint.core.protocols.client import RaiseInterruptBody
 from holdpoint.core.state import Interrupt, SessionState, derive, iso_ms
 from holdpoint.ports import Clock, Parking, Sealer, SessionStore, WorkQueue
 from holdpoint.services import sessions
@@ -79,7 +80,7 @@ def _own(store: SessionStore, caller: Caller, agent_id: str, value: str, param: 
     return sid, interrupt
 
 
-def _checked(args: mcp.RequestApproval) -> RaiseInterruptBody:
+def _checked(args: models.RequestApproval) -> RaiseInterruptBody:
     """The raise as `POST .../interrupts` would take it, checked by the same model (A1, A2, A5)."""
     body = {"reason": REASON, "payload": mcp.interrupt_payload(args), "response_schema": args.response_schema,
             "approval": args.policy.model_dump(mode="json", exclude_none=True) if args.policy else None,
@@ -93,7 +94,7 @@ def _checked(args: mcp.RequestApproval) -> RaiseInterruptBody:
 
 
 def request(store: SessionStore, queue: WorkQueue, sealer: Sealer, caller: Caller, agent_id: str,
-            args: mcp.RequestApproval, capabilities: dict[str, Any], request_id: str,
+            args: models.RequestApproval, capabilities: dict[str, Any], request_id: str,
             clock: Clock = time.time) -> dict[str, Any]:
     """`request_approval`: the interrupt raised, answered as a task (the tasks extension), as the
     `input_required` form for the caller's own user, or (a client with neither) as the approval's
@@ -142,7 +143,7 @@ def answered_here(store: SessionStore, parking: Parking, sealer: Sealer, caller:
             raise mcp.RpcError(mcp.INVALID_PARAMS, "inputResponses answers the elicitation it was asked",
                                f"inputResponses.{interrupt.interrupt_id}")
         try:
-            elicited = mcp.Elicited.model_validate(raw)
+            elicited = models.Elicited.model_validate(raw)
         except ValidationError as exc:
             param, message = first_error(exc)
             where = f"inputResponses.{interrupt.interrupt_id}.{param}"
@@ -152,14 +153,14 @@ def answered_here(store: SessionStore, parking: Parking, sealer: Sealer, caller:
     return mcp.tool_result(mcp.approval_out(sid, interrupt))
 
 
-def get(store: SessionStore, caller: Caller, agent_id: str, args: mcp.ApprovalRef) -> dict[str, Any]:
+def get(store: SessionStore, caller: Caller, agent_id: str, args: models.ApprovalRef) -> dict[str, Any]:
     """`get_approval`: one of the caller's own approvals."""
     sid, interrupt = _own(store, caller, agent_id, args.id, "arguments.id")
     return mcp.tool_result(mcp.approval_out(sid, interrupt))
 
 
 def pending(store: SessionStore, sealer: Sealer, caller: Caller, agent_id: str,
-            args: mcp.ListApprovals) -> dict[str, Any]:
+            args: models.ListApprovals) -> dict[str, Any]:
     """`list_pending_approvals`: the caller's own open approvals, oldest first; with `answerable`,
     the tenant's open interrupts this caller may answer (the inbox's `approver=me`)."""
     if args.answerable:
@@ -180,7 +181,7 @@ def pending(store: SessionStore, sealer: Sealer, caller: Caller, agent_id: str,
     return mcp.tool_result({"approvals": [mcp.approval_out(sid, i) for i in opened]})
 
 
-def answer(store: SessionStore, parking: Parking, caller: Caller, args: mcp.AnswerApproval) -> dict[str, Any]:
+def answer(store: SessionStore, parking: Parking, caller: Caller, args: models.AnswerApproval) -> dict[str, Any]:
     """`answer_approval`: the resume path as this caller (R17, A1-A4: a caller the policy does not
     admit is refused and nothing is recorded); any session the caller may see, not only its own."""
     sid, iid = mcp.split_id(args.id, "arguments.id")
@@ -204,14 +205,14 @@ def _param(param: str | None) -> str | None:
     return "arguments.id" if param in (None, "interrupt_id") else param
 
 
-def task(store: SessionStore, caller: Caller, agent_id: str, ref: mcp.TaskRef, clock: Clock = time.time
+def task(store: SessionStore, caller: Caller, agent_id: str, ref: models.TaskRef, clock: Clock = time.time
          ) -> dict[str, Any]:
     """`tasks/get`."""
     sid, interrupt = _own(store, caller, agent_id, ref.taskId, "taskId")
     return mcp.task_out(sid, interrupt, iso_ms(clock()))
 
 
-def cancel(store: SessionStore, parking: Parking, caller: Caller, agent_id: str, ref: mcp.TaskRef) -> dict[str, Any]:
+def cancel(store: SessionStore, parking: Parking, caller: Caller, agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
     """`tasks/cancel`: the approval declined through the resume path (so only where the approver
     policy admits the caller); an approval already answered stays as it was."""
     sid, interrupt = _own(store, caller, agent_id, ref.taskId, "taskId")

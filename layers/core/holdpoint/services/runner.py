@@ -18,17 +18,17 @@ from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
 from holdpoint.core import budget, calls, claims, engine, expiry, subagents
-from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
 from holdpoint.core.interrupts import llm_call_parked, park_retry_seconds
 from holdpoint.core.messages import Deadline, InterruptTimer, Kick, Park, ParkRetry, SessionMessage, Wake
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
+from holdpoint.core.protocols.client import ClientMessageInput
+from holdpoint.core.protocols.worker_actions import DecisionResponse
 from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.core.state import Decision, Effect, Interrupt, SessionState, derive, epoch
 from holdpoint.core.turns import add_user_input, start_turn
-from holdpoint.core.worker_protocol import DecisionResponse
 from holdpoint.ports import (
     Clock,
     Conflict,

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from holdpoint.core import budget
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, settle_tool
-from holdpoint.core.client_inputs import SettleBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.outcomes import llm_failure, llm_reply
+from holdpoint.core.protocols.client import SettleBody
 from holdpoint.core.state import Call, SessionState
 from holdpoint.ports import Clock, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 
 from holdpoint.core.errors import Refusal
+from holdpoint.core.protocols.worker_actions import WorkerSubmitBody
 from holdpoint.core.state import SessionState
-from holdpoint.core.worker_protocol import WorkerSubmitBody
 from holdpoint.ports import Clock, SessionStore, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.sessions import changed, owned

@@ -21,6 +21,7 @@ from holdpoint import assembly
 from holdpoint.core import a2a as wire
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
+from holdpoint.core.protocols import a2a as models
 from holdpoint.core.strictjson import JsonProblem, loads
 from holdpoint.http import edge, eventstream
 from holdpoint.http.openapi import BEARER, answers, id_path, refusal
@@ -80,7 +81,7 @@ def dispatch(who: Caller, tenant: str, agent_id: str, config: Any, event: dict[s
         return _json(200, wire.error(None, wire.PARSE_ERROR, "the body is not valid JSON", "parse_error", "body"))
     request_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str | int) else None
     try:
-        request = wire.Request.model_validate(raw)
+        request = models.Request.model_validate(raw)
     except ValidationError as exc:
         param, message = first_error(exc)
         return _json(200, wire.error(request_id, wire.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {message}",
@@ -116,7 +117,7 @@ class _Call:
             who, tenant, agent_id, config, request_id, event)
 
 
-def _check_push(params: wire.SendMessage) -> wire.SendMessage:
+def _check_push(params: models.SendMessage) -> models.SendMessage:
     """A push config's URL is held to the worker URL rules (`netguard`) before anything is recorded."""
     spec = params.configuration.taskPushNotificationConfig if params.configuration else None
     if spec is not None:
@@ -217,17 +218,17 @@ def _unsupported(call: _Call, params: Any) -> Response[Any]:
 
 
 _METHODS: dict[str, tuple[type[BaseModel] | None, Callable[[_Call, Any], Response[Any]], int | None]] = {
-    "SendMessage": (wire.SendMessage, _send, None),
-    "SendStreamingMessage": (wire.SendMessage, _stream, None),
-    "GetTask": (wire.TaskRef, _get, None),
-    "CancelTask": (wire.TaskRef, _cancel, wire.TASK_NOT_CANCELABLE),
-    "SubscribeToTask": (wire.TaskRef, _subscribe, None),
+    "SendMessage": (models.SendMessage, _send, None),
+    "SendStreamingMessage": (models.SendMessage, _stream, None),
+    "GetTask": (models.TaskRef, _get, None),
+    "CancelTask": (models.TaskRef, _cancel, wire.TASK_NOT_CANCELABLE),
+    "SubscribeToTask": (models.TaskRef, _subscribe, None),
     "GetExtendedAgentCard": (None, _card, None),
     "ListTasks": (None, _unsupported, wire.UNSUPPORTED),
-    "CreateTaskPushNotificationConfig": (wire.PushConfig, _create_push, None),
-    "GetTaskPushNotificationConfig": (wire.PushRef, _get_push, None),
-    "ListTaskPushNotificationConfigs": (wire.PushList, _list_push, None),
-    "DeleteTaskPushNotificationConfig": (wire.PushRef, _delete_push, None),
+    "CreateTaskPushNotificationConfig": (models.PushConfig, _create_push, None),
+    "GetTaskPushNotificationConfig": (models.PushRef, _get_push, None),
+    "ListTaskPushNotificationConfigs": (models.PushList, _list_push, None),
+    "DeleteTaskPushNotificationConfig": (models.PushRef, _delete_push, None),
 }
 """A2A 1.0's JSON-RPC methods: (params model, handler, the JSON-RPC code its refusals get)."""
 
@@ -256,5 +257,5 @@ def document_card(tenant: Annotated[str, id_path("tenant")], agent_id: Annotated
                                   "SubscribeToTask answer server-sent events, each a JSON-RPC response",
                                   "content": {"application/json": {"schema": _RPC_ANSWER}, **eventstream.OPENAPI}}})
 def document_rpc(tenant: Annotated[str, id_path("tenant")], agent_id: Annotated[str, id_path("agent")],
-                 body: Annotated[wire.Request, Body()]) -> None:
+                 body: Annotated[models.Request, Body()]) -> None:
     raise NotImplementedError  # served by the protocols function

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
-from holdpoint.core.agui import RunAgentInput
+from holdpoint.core.protocols.agui import RunAgentInput
 from holdpoint.http import edge, eventstream
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import logger

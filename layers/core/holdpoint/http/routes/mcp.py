@@ -20,6 +20,7 @@ from holdpoint.aws import signing
 from holdpoint.core import mcp as wire
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
+from holdpoint.core.protocols import mcp as models
 from holdpoint.core.strictjson import JsonProblem, loads
 from holdpoint.http import edge
 from holdpoint.http.bodies import Error, GatewayError
@@ -61,7 +62,7 @@ def dispatch(who: Caller, agent_id: str, event: dict[str, Any]) -> Response[Any]
         return _error(None, wire.RpcError(wire.PARSE_ERROR, "the body is not valid JSON", "body"))
     request_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str | int) else None
     try:
-        request = wire.Request.model_validate(raw)
+        request = models.Request.model_validate(raw)
     except ValidationError as exc:
         param, message = first_error(exc)
         return _error(request_id, wire.RpcError(wire.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {message}",
@@ -79,7 +80,7 @@ def dispatch(who: Caller, agent_id: str, event: dict[str, Any]) -> Response[Any]
         return _error(request.id, exc)
 
 
-def _envelope(request: wire.Request, event: dict[str, Any]) -> dict[str, Any]:
+def _envelope(request: models.Request, event: dict[str, Any]) -> dict[str, Any]:
     """The client capabilities, once the version (body and header) is one this server speaks."""
     version, capabilities = wire.envelope(request.params)
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
@@ -97,7 +98,7 @@ def _envelope(request: wire.Request, event: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Call:
-    def __init__(self, who: Caller, agent_id: str, request: wire.Request, capabilities: dict[str, Any],
+    def __init__(self, who: Caller, agent_id: str, request: models.Request, capabilities: dict[str, Any],
                  event: dict[str, Any]) -> None:
         self.who, self.agent_id, self.request, self.capabilities, self.event = (
             who, agent_id, request, capabilities, event)
@@ -127,8 +128,8 @@ def _list_tools(call: _Call) -> Any:
 def _call_tool(call: _Call) -> Any:
     """`tools/call`: bad arguments are -32602 naming the field (nothing recorded); a rule's refusal
     (not found, a policy, a schema, a quota) is the tool's result with `isError`."""
-    params: wire.CallTool = _params(wire.CallTool, call.params)
-    tool = wire.TOOLS.get(params.name)
+    params: models.CallTool = _params(models.CallTool, call.params)
+    tool = models.TOOLS.get(params.name)
     if tool is None:
         raise wire.RpcError(wire.INVALID_PARAMS, f"no tool {edge.short(params.name)}", "name")
     args = _params(tool[0], params.arguments or {}, "arguments")
@@ -150,14 +151,14 @@ def _call_tool(call: _Call) -> Any:
         return wire.tool_error(exc)
 
 
-def _tasks(run: Callable[[_Call, wire.TaskRef], Any]) -> Callable[[_Call], Any]:
+def _tasks(run: Callable[[_Call, models.TaskRef], Any]) -> Callable[[_Call], Any]:
     """A `tasks/*` method: for a client that declared the extension; an unknown task is -32602."""
     def method(call: _Call) -> Any:
         if not wire.has_tasks(call.capabilities):
             raise wire.RpcError(wire.MISSING_CAPABILITY, f"tasks/* needs the {wire.TASKS} extension declared",
                                 f"params._meta.{wire.CAPABILITIES_KEY}.extensions",
                                 requiredCapabilities={"extensions": {wire.TASKS: {}}})
-        ref = _params(wire.TaskRef, call.params)
+        ref = _params(models.TaskRef, call.params)
         try:
             return run(call, ref)
         except Refusal as exc:
@@ -210,5 +211,5 @@ _RPC_ANSWER: dict[str, Any] = {"type": "object", "required": ["jsonrpc"], "descr
                                   "params or envelope (-32602), a header that disagrees (-32020), a missing "
                                   "capability (-32021), an unsupported version (-32022)",
                                   "content": {"application/json": {"schema": _RPC_ANSWER}}}})
-def document_rpc(agent_id: Annotated[str, id_path("agent")], body: Annotated[wire.Request, Body()]) -> None:
+def document_rpc(agent_id: Annotated[str, id_path("agent")], body: Annotated[models.Request, Body()]) -> None:
     raise NotImplementedError  # served by the protocols function

@@ -12,10 +12,10 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core import approvals
-from holdpoint.core.client_inputs import ClientInput, InterruptResumeInput, RaiseInterruptBody, SettleBody
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import ID_REGEX, IDEMPOTENCY_KEY_REGEX
+from holdpoint.core.protocols.client import ClientInput, InterruptResumeInput, RaiseInterruptBody, SettleBody
 from holdpoint.http import edge, rendering
 from holdpoint.http.bodies import NewSessionInput
 from holdpoint.http.numbers import ASCII_DIGITS

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
 from holdpoint.core.errors import Refusal
-from holdpoint.core.worker_protocol import WorkerSubmitBody
+from holdpoint.core.protocols.worker_actions import WorkerSubmitBody
 from holdpoint.http import edge, rendering
 from holdpoint.http.openapi import BEARER, answers
 from holdpoint.http.telemetry import count, logger

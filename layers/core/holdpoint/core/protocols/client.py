@@ -1,7 +1,7 @@
 """What a client asks of a session (PROTOCOL.md §4): the inputs `core.inputs` applies, a call's
 settlement (`services.settle`), and an interrupt raised by a client (`POST .../interrupts` and
-MCP's `request_approval` check it with the same model). The HTTP-only bodies are
-`holdpoint.http.bodies`.
+MCP's `request_approval` check it with the same model, whose fields a worker's `interrupt` action
+declares too, `protocols.worker_actions`). The HTTP-only bodies are `holdpoint.http.bodies`.
 """
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
@@ -11,8 +11,36 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from holdpoint.core.shapes import Attempt, Comment, ExpiresIn, Id, Message, Wire
-from holdpoint.core.worker_protocol import InterruptFields
+from holdpoint.core import schemas
+from holdpoint.core.agent_config import ApprovalPolicy
+from holdpoint.core.protocols import (
+    Attempt,
+    Comment,
+    ExpiresIn,
+    Id,
+    InterruptPayload,
+    Message,
+    RemindAfter,
+    ResponseSchema,
+    Wire,
+)
+from holdpoint.core.state import OnExpiry
+
+
+class InterruptFields(Wire):
+    """What raising an interrupt declares, by a worker's action or by `POST .../interrupts`."""
+
+    interrupt_id: Id | None = None
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    payload: InterruptPayload = None
+    response_schema: ResponseSchema = None
+    approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
+    on_expiry: OnExpiry | None = None  # A5
+    remind_after: RemindAfter | None = None
+    escalate_after: ExpiresIn | None = None  # A5: adds the policy's `escalate_to` when it fires
+
+    def declared_schema(self) -> Any:
+        return schemas.declared(self.response_schema, self.payload)
 
 
 class ClientMessageInput(Wire):

@@ -1,9 +1,11 @@
-"""The wire shapes' bases and what every audience's models share: ids, bounded integers, the
-strict and open model bases, a chat message, and the response-schema checks (A1).
+"""The protocols' wire models (pydantic models of their JSON), one module a protocol, apart from
+the rules that read and answer them (the rest of `holdpoint.core`). This package's own module holds
+the shapes every wire model shares: ids, bounded integers, the strict and open model bases, a chat
+message, and the response-schema checks (A1).
 
-The models themselves live by audience: `worker_protocol` (engine <-> worker), `agent_config`
-(an agent's declaration), `client_inputs` (what a client asks of a session) and, for bodies only
-the HTTP API reads, `holdpoint.http.bodies`.
+By protocol: `worker` (the decision request, engine -> worker) and `worker_actions` (its answer),
+`client` (what a client asks of a session), `a2a`, `mcp` and `agui`. An agent's declaration is
+`core.agent_config`; bodies only the HTTP API reads are `holdpoint.http.bodies`.
 """
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a

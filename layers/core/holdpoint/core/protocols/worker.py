@@ -1,5 +1,6 @@
-"""The worker wire protocol (PROTOCOL.md §2): the decision request the engine sends, the actions
-a worker answers with, and `POST /v1/workers/submit`'s deferred answer.
+"""The worker wire protocol's request (PROTOCOL.md §2): the decision request the engine sends a
+worker, with its trigger, calls and message tree. What a worker answers is `protocols.worker_actions`;
+`core.wire` builds these models from a session's state.
 
 Field names follow the public Substructure worker protocol exactly, so a worker written for that
 engine runs against Holdpoint unchanged.
@@ -10,24 +11,7 @@ engine runs against Holdpoint unchanged.
 # start (docs/PERFORMANCE.md, (c)).
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
-
-from holdpoint.core import schemas
-from holdpoint.core.agent_config import ApprovalPolicy
-from holdpoint.core.outcomes import LlmOutcome, llm_reply
-from holdpoint.core.shapes import (
-    ExpiresIn,
-    Id,
-    InterruptPayload,
-    Message,
-    Open,
-    RemindAfter,
-    ResponseSchema,
-    ToolCall,
-    Wire,
-    needs_one_of,
-)
-from holdpoint.core.state import OnExpiry
+from pydantic import BaseModel, ConfigDict, Field
 
 # --- the decision request (engine -> worker) ----------------------------------------------
 #
@@ -43,10 +27,6 @@ UPSTREAM_TRIGGERS: frozenset[str] = frozenset(
     {"session.start", "client.messages", "client.action", "tool.execute", "tool.finished", "llm.execute",
      "llm.finished", "sub_agent.finished", "interrupt.resumed"})
 """The trigger types of the upstream `DecisionTrigger`; `turn.finished` is Holdpoint's opt-in addition."""
-UPSTREAM_ACTIONS: frozenset[str] = frozenset(
-    {"llm.call", "tool.call", "tool.result", "tool.error", "llm.result", "llm.error", "sub_agent.spawn",
-     "message.send", "interrupt", "done"})
-"""The action types of the upstream `DecisionAction`; `fail` is Holdpoint's addition."""
 EffectStatus = Literal["pending", "completed", "failed", "retry_scheduled", "queued"]
 ErrorCode = Literal["provider_error", "rate_limited", "refused", "budget_exceeded", "deadline_exceeded"]
 ERROR_CODES: frozenset[str] = frozenset(
@@ -301,193 +281,3 @@ class DecisionRequest(Out):
     attempts: int = Field(ge=0)
     deadline: str | None
     turn_id: str | None
-
-
-# --- actions (worker -> engine) ---------------------------------------------------
-
-
-class LlmCallAction(Wire):
-    type: Literal["llm.call"]
-    id: Id | None = None
-    model: str | None = None
-    messages: list[Message] | None = None
-    tools: list[dict[str, Any]] | None = None
-    temperature: float | None = None
-    max_completion_tokens: int | None = None
-    stream: bool | None = None
-    retry: dict[str, Any] | None = None
-    handler: LlmHandler | None = None  # `worker`: the worker runs this call (an `llm.execute` follows)
-    reasoning: dict[str, Any] | None = None
-
-
-class ToolCallAction(Wire):
-    type: Literal["tool.call"]
-    id: Id | None = None
-    name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
-    arguments: Any = "{}"  # any JSON; a non-string is recorded as its JSON text
-    retry: dict[str, Any] | None = None
-    handler: ToolHandler | None = None  # overrides the declared tool's handler
-
-
-class ToolResultAction(Wire):
-    type: Literal["tool.result"]
-    id: Id | None = None
-    attempt: int | None = None
-    result: Any
-
-
-class ToolErrorAction(Wire):
-    type: Literal["tool.error"]
-    id: Id | None = None
-    attempt: int | None = None
-    error: Any
-    retryable: bool | None = None
-    code: str | None = None
-    detail: Any = None
-
-
-class InterruptFields(Wire):
-    """What raising an interrupt declares, by a worker's action or by `POST .../interrupts`."""
-
-    interrupt_id: Id | None = None
-    reason: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-    payload: InterruptPayload = None
-    response_schema: ResponseSchema = None
-    approval: ApprovalPolicy | None = None  # A2: narrows the policy in force
-    on_expiry: OnExpiry | None = None  # A5
-    remind_after: RemindAfter | None = None
-    escalate_after: ExpiresIn | None = None  # A5: adds the policy's `escalate_to` when it fires
-
-    def declared_schema(self) -> Any:
-        return schemas.declared(self.response_schema, self.payload)
-
-
-class InterruptAction(InterruptFields):
-    type: Literal["interrupt"]
-    expires_in: int | None = Field(default=None, ge=1, le=31_536_000)
-
-
-class LlmResponse(Open):
-    """Upstream's normalized LLM response (`llm.result.response`)."""
-
-    model: str
-    content: str | None = None
-    tool_calls: list[ToolCall] | None = None
-    finish_reason: str | None = None
-    usage: Any = None
-    cost: float | str | None = None
-    images: list[dict[str, Any]] | None = None
-
-
-class LlmResultAction(Wire):
-    """Upstream spells the reply `response` (an `LlmResponse`); Holdpoint also takes `message`."""
-
-    model_config = ConfigDict(json_schema_extra=needs_one_of("response", "message"))
-    type: Literal["llm.result"]
-    id: Id | None = None
-    attempt: int | None = None
-    message: Message | None = None
-    response: LlmResponse | None = None
-    usage: dict[str, Any] | None = None
-    cost: float | None = None
-    truncated: bool = False
-
-    @model_validator(mode="after")
-    def _one_reply(self) -> "LlmResultAction":
-        if self.message is None and self.response is None:
-            raise ValueError("llm.result needs `response` (or `message`)")
-        return self
-
-    def outcome(self) -> LlmOutcome:
-        """The reply as the engine records it: an assistant message, usage, cost, truncation."""
-        if self.message is not None:
-            return llm_reply(self.message.wire(), usage=self.usage, cost=self.cost, truncated=self.truncated)
-        response = self.response
-        assert response is not None
-        message: dict[str, Any] = {"role": "assistant", "content": response.content}
-        if response.tool_calls:
-            message["tool_calls"] = [tc.wire() for tc in response.tool_calls]
-        usage = response.usage if isinstance(response.usage, dict) else self.usage
-        cost = float(response.cost) if response.cost is not None else self.cost
-        return llm_reply(message, usage=usage, cost=cost,
-                         truncated=self.truncated or response.finish_reason == "length")
-
-
-class LlmErrorAction(Wire):
-    type: Literal["llm.error"]
-    id: Id | None = None
-    attempt: int | None = None
-    error: Any
-    code: str | None = None
-    retryable: bool | None = None
-    detail: Any = None
-
-
-class SubAgentSpawnAction(Wire):
-    type: Literal["sub_agent.spawn"]
-    session_id: Id | None = None
-    agent_id: Id
-    tool_call_id: Id
-    message: Message | None = None
-    retry: dict[str, Any] | None = None
-
-
-class MessageSendAction(Wire):
-    type: Literal["message.send"]
-    session_id: Id
-    message: Message
-
-
-class DoneAction(Wire):
-    type: Literal["done"]
-    data: Any = None
-
-
-class FailAction(Wire):
-    type: Literal["fail"]
-    error: Any
-
-
-Action = Annotated[
-    LlmCallAction
-    | ToolCallAction
-    | ToolResultAction
-    | ToolErrorAction
-    | LlmResultAction
-    | LlmErrorAction
-    | SubAgentSpawnAction
-    | MessageSendAction
-    | InterruptAction
-    | DoneAction
-    | FailAction,
-    Field(discriminator="type"),
-]
-
-
-class DecisionResponse(Wire):
-    """A worker's answer. `state` omitted or null keeps the state; `{}` clears it."""
-
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-    # Checked as `Message`s when applied: one whose id is already in the tree (an echoed
-    # proposal's view) is skipped unchecked, as Holdpoint's input limits are not its own output's.
-    messages: list[dict[str, Any]] | None = None
-    actions: list[Action] | None = None
-    state: Any = None
-    agent: dict[str, Any] | None = None
-
-
-class WorkerSubmitBody(DecisionResponse):
-    """`POST /v1/workers/submit`: a deferred decision's answer, named by `session_id` and
-    `decision_id` beside the decision response's own fields (upstream's `SubmitDecisionRequest`).
-    Unlike an answer in a response body, an unknown field is refused, naming it."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    session_id: Id
-    decision_id: Id
-    span: dict[str, Any] | None = None  # upstream's trace context: accepted, not used
-
-    def response(self) -> DecisionResponse:
-        return DecisionResponse.model_construct(messages=self.messages, actions=self.actions, state=self.state,
-                                                agent=self.agent)
