@@ -8,7 +8,6 @@ a redelivered message repeats nothing that was committed.
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,11 +21,11 @@ from holdpoint.core.client_inputs import ClientMessageInput
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
-from holdpoint.core.interrupts import llm_call_parked, park_retry_seconds
+from holdpoint.core.interrupts import llm_call_parked
 from holdpoint.core.messages import Deadline, InterruptTimer, Kick, Park, ParkRetry, SessionMessage, Wake
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.quotas import QuotaExceeded
-from holdpoint.core.state import Decision, Effect, Interrupt, SessionState, derive, epoch
+from holdpoint.core.state import Decision, Effect, SessionState, derive
 from holdpoint.core.turns import add_user_input, start_turn
 from holdpoint.core.worker_protocol import DecisionResponse
 from holdpoint.ports import (
@@ -36,7 +35,6 @@ from holdpoint.ports import (
     LlmError,
     LlmStream,
     Parking,
-    ParkRefused,
     SessionStore,
     StreamStopped,
     Timers,
@@ -48,7 +46,9 @@ from holdpoint.ports import (
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import Contended, transact
+from holdpoint.services.counters import Counters
 from holdpoint.services.live import Live
+from holdpoint.services.park import Parks, Raise
 from holdpoint.services.streaming import DeltaStream, EndReason
 
 log = Logger(child=True)  # shares the handler's JSON format and its session/interrupt keys
@@ -57,20 +57,6 @@ T = TypeVar("T")
 
 class RetryLater(Exception):
     """The step could not finish now; the queue message is redelivered later."""
-
-
-@dataclass
-class Counters:
-    """What a run did, for metrics and tests."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    timings: dict[str, list[float]] = field(default_factory=dict)
-
-    def add(self, name: str, value: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + value
-
-    def time(self, name: str, millis: float) -> None:
-        self.timings.setdefault(name, []).append(millis)
 
 
 @dataclass
@@ -90,6 +76,12 @@ class Runner:
     clock: Clock = time.time
     live: Live | None = None
     llm_stream: LlmStream | None = None
+    fresh: set[Raise] = field(default_factory=set, repr=False)  # raises this engine committed, not yet parked
+
+    @property
+    def parks(self) -> Parks:
+        """The park steps, over this runner's ports as they are now (a test may swap one)."""
+        return Parks(self.store, self.parking, self.timers, self.counters, self.clock)
 
     def transact(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T],
                  loaded: SessionState | None = None, *, head_only: bool = False) -> tuple[SessionState, T]:
@@ -118,8 +110,9 @@ class Runner:
         during them is repaired by redelivery without doubling anything."""
         h = state.header
         for effect in state.effects:
-            if effect.kind == "start_park":
+            if effect.kind == "start_park" and effect.interrupt_id in state.interrupts:
                 self.counters.add("interrupts_raised")
+                self.fresh.add((effect.interrupt_id, state.interrupts[effect.interrupt_id].generation))
             elif effect.kind == "timer":
                 self.timers.schedule(effect.seconds, effect.message or Kick(h.tenant, h.session_id),
                                      effect.key or "timer")
@@ -141,13 +134,13 @@ class Runner:
         tenant, session_id = message.tenant, message.session_id
         match message:
             case Park():
-                self._park(tenant, session_id, message.interrupt_id, message.parking_key, message.generation)
+                self.parks.held(message)
                 return
             case InterruptTimer():
                 self._interrupt_timer(message)
                 return
             case ParkRetry():
-                self._park_retry(message)
+                self.parks.retry(message)
                 return
             case Wake():
                 self._wake(tenant, session_id, message.interrupt_id, message.outcome, message.generation)
@@ -174,18 +167,20 @@ class Runner:
             s, call_id, message.attempt, self.clock(), child_waiting=waiting, child_version=version), loaded)
 
     def run(self, tenant: str, session_id: str) -> int:
-        """Run what is due until nothing is; returns the number of steps taken."""
+        """Run what is due until nothing is; returns the number of steps taken. Parks come first,
+        one a step (`Parks.settle`: each raise's park record read at most once a run)."""
+        settled: set[Raise] = set()
         for step in range(self.max_steps):
             state = self.store.load(tenant, session_id)
             if state is None:
                 return step
             state.now = self.clock()
+            if self.parks.settle(state, settled, self.fresh):
+                continue
             work = engine.next_work(state, self.clock())
             if work is None:
                 return step
-            if work.kind == "start_park":
-                self._start_park(state, work.id)
-            elif work.kind == "run_llm":
+            if work.kind == "run_llm":
                 self._run_llm(state, work.id)
             else:
                 self._deliver(state, work.id)
@@ -194,94 +189,7 @@ class Runner:
             self.queue.kick(tenant, session_id, state.header.version)
         return self.max_steps
 
-    def _park(self, tenant: str, session_id: str, interrupt_id: str, token: str, generation: int | None) -> None:
-        """Store the execution's task token: one conditional write to the interrupt item, no load,
-        no run (it makes nothing due). An interrupt no longer open (the resume came first, or it
-        was answered and woken already) ends the execution now, so none waits out its timeout; one
-        resolved and not yet woken is released (wake, then end): the resume's own wake may have
-        been lost to a crash, and once the execution ends no timeout stands in for it. A token
-        already spent answers InvalidToken, and the engine applies one wake per generation, so a
-        redelivered message repeats nothing. The token of an execution started for an earlier raise
-        of the same id (its `generation`) is not stored on the raise now open: that execution is
-        ended instead, so its timeout cannot expire the new raise."""
-        interrupt = self.store.keep_parking_key(tenant, session_id, interrupt_id, token, generation)
-        if interrupt is not None and generation not in (None, interrupt.generation):
-            self.parking.complete(token, {"interrupt_id": interrupt_id})
-            return
-        if interrupt is None or interrupt.status == "open":
-            return
-        if interrupt.status == "resolved" and not interrupt.woken:
-            self.parking.release(tenant, session_id, interrupt)
-        else:
-            self.parking.complete(token, {"interrupt_id": interrupt_id})
-
-    # --- the three kinds of work ----------------------------------------------------------
-
-    def _start_park(self, state: SessionState, interrupt_id: str) -> None:
-        h = state.header
-        interrupt = state.interrupts[interrupt_id]
-        arn: str | None = None
-        refused = ""
-        try:
-            arn = self.parking.start(h.tenant, h.session_id, interrupt)
-        except ParkRefused as exc:
-            refused = str(exc)
-        if interrupt.status == "open":
-            # A5: reminders and escalation, before the parked mark: a crash before it repeats this
-            # step, and a timer named by its key is scheduled once however often it is asked for.
-            for timer in expiry.timers(h.tenant, h.session_id, interrupt):
-                self.timers.schedule(timer.seconds, timer.message, timer.key)
-        if arn is None:
-            self._wait_for_capacity(state, interrupt, 1, refused, state)
-            return
-        self.store.keep_parked_as(h.tenant, h.session_id, interrupt_id, arn, interrupt.generation)
-
-    def _wait_for_capacity(self, state: SessionState, interrupt: Interrupt, attempt: int, why: str,
-                           loaded: SessionState | None = None) -> None:
-        """Step Functions refused the park (the open-execution ceiling, or a throttle): the
-        interrupt stays open and answerable in the table, and a `ParkRetry` timer tries again
-        with backoff, never later than the expiry it then carries out. The timer is set before the
-        mark that stops the step loop from starting the park itself: a crash between the two
-        repeats the step, which asks for the same timer. Nothing blocks: the message completes and
-        the session's other work goes on."""
-        h = state.header
-        iid = interrupt.interrupt_id
-        left = epoch(interrupt.expires_at) - self.clock() if interrupt.expires_at else None
-        message = ParkRetry(h.tenant, h.session_id, iid, interrupt.generation, attempt)
-        self.timers.schedule(park_retry_seconds(attempt, left), message,
-                             f"park/{iid}/{interrupt.generation}/{attempt}")
-        log.warning("park waits for capacity: %s", why,
-                    extra={"session_id": h.session_id, "interrupt_id": iid, "attempt": attempt})
-        self.counters.add("parks_waiting_for_capacity")
-        self.transact(h.tenant, h.session_id, lambda s: engine.mark_waiting(s, iid, attempt), loaded)
-
-    def _park_retry(self, message: ParkRetry) -> None:
-        """A refused park's timer fired. An interrupt answered meanwhile gets no execution: the
-        resume put its wake on the queue, and this wake again (a no-op once applied) covers a resume
-        that crashed before sending it. One past its expiry is expired here, as its execution's
-        timeout would have. Otherwise the execution starts, for what is left of the expiry, or the
-        wait goes on. A timer of another raise or attempt, or a park already started, is stale."""
-        tenant, session_id, iid = message.tenant, message.session_id, message.interrupt_id
-        state = self.store.load(tenant, session_id)
-        interrupt = state.interrupts.get(iid) if state is not None else None
-        if state is None or interrupt is None or interrupt.generation != message.generation \
-                or interrupt.parked_as is not None or interrupt.park_waits != message.attempt:
-            return
-        if interrupt.status != "open":
-            if not interrupt.woken:
-                self.parking.release(tenant, session_id, interrupt)
-            return
-        left = epoch(interrupt.expires_at) - self.clock() if interrupt.expires_at else None
-        if left is not None and left <= 0:
-            self.parking.expire(tenant, session_id, interrupt)
-            return
-        try:
-            arn = self.parking.start(tenant, session_id, interrupt, math.ceil(left) if left is not None else None)
-        except ParkRefused as exc:
-            self._wait_for_capacity(state, interrupt, message.attempt + 1, str(exc), state)
-            return
-        self.counters.add("parks_started_after_wait")
-        self.store.keep_parked_as(tenant, session_id, iid, arn, interrupt.generation)
+    # --- the two kinds of work ----------------------------------------------------------
 
     def _run_llm(self, state: SessionState, call_id: str) -> None:
         h = state.header
