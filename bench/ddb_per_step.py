@@ -149,7 +149,7 @@ class Rig:
                 else:
                     rig.relabel(work.kind)
             elif not rig.in_tx and work is not None and work.kind == "deliver" and rig.segments \
-                    and rig.segments[-1][0] == "wake message (transact)":  # Runner._wake delivers in its commit
+                    and rig.segments[-1][0] == "wake message (transact)":  # DecisionSteps.wake delivers in its commit
                 rig.relabel(f"wake message + deliver {state.decisions[work.id].trigger.get('type')} (one commit)")
             return work
 

@@ -6,8 +6,7 @@ redelivered message repeats nothing (docs/ARCHITECTURE.md, "Parking")."""
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from aws_lambda_powertools import Logger
 
@@ -15,8 +14,8 @@ from holdpoint.core import expiry
 from holdpoint.core.interrupts import park_retry_seconds
 from holdpoint.core.messages import Park, ParkRetry
 from holdpoint.core.state import Interrupt, SessionState, epoch
-from holdpoint.ports import Clock, Parking, ParkRefused, SessionStore, Timers
-from holdpoint.services.counters import Counters
+from holdpoint.ports import Parking, ParkRefused, Timers
+from holdpoint.services.step import Step
 
 log = Logger(child=True)
 Raise = tuple[str, int]
@@ -28,15 +27,12 @@ def needs_park(interrupt: Interrupt) -> bool:
     return interrupt.status == "open" or not interrupt.woken
 
 
-@dataclass
-class Parks:
+@dataclass(kw_only=True)
+class Parks(Step):
     """The park steps of one engine: the step loop's `settle`, and the `Park` and `ParkRetry` messages."""
 
-    store: SessionStore
     parking: Parking
     timers: Timers
-    counters: Counters = field(default_factory=Counters)
-    clock: Clock = time.time
 
     def settle(self, state: SessionState, settled: set[Raise], fresh: set[Raise]) -> bool:
         """Start the pause of the first raise that needs one and has none (nor a refusal waiting on

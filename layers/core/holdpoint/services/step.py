@@ -1,8 +1,12 @@
-"""What a run did, for metrics and tests: the step services count into one `Counters`."""
+"""What the engine's step services share: the store, what a run did (`Counters`, for metrics and
+tests) and the clock."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+
+from holdpoint.ports import Clock, SessionStore
 
 
 @dataclass
@@ -17,3 +21,13 @@ class Counters:
 
     def time(self, name: str, millis: float) -> None:
         self.timings.setdefault(name, []).append(millis)
+
+
+@dataclass(kw_only=True)
+class Step:
+    """A step service of one engine (park, llm_step, deliver, children), built by the `Runner`
+    over its ports as they are now."""
+
+    store: SessionStore
+    counters: Counters = field(default_factory=Counters)
+    clock: Clock = time.time
