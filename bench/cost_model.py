@@ -78,7 +78,7 @@ READS_KEYS = {"cold-container": "cold_container", "cold": "seeded", "warm": "war
 
 
 # The wake up to and including the `interrupt.resumed` delivery: one step when the wake delivers in
-# the commit that records it (Runner._wake), two when the wake commits alone first.
+# the commit that records it (DecisionSteps.wake), two when the wake commits alone first.
 WAKE_STEPS = ("wake message + deliver interrupt.resumed (one commit)", "wake message (transact)",
               "deliver interrupt.resumed")
 

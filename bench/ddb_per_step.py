@@ -82,6 +82,8 @@ class Rig:
 
     def __init__(self, tenant: str, reads: str = "cold") -> None:
         from holdpoint import llm
+        from holdpoint.aws.ddb.parking import ParkRecords
+        from holdpoint.aws.ddb.table import Table
         from holdpoint.aws.parking import Parking
         from holdpoint.aws.queue import WorkQueue
         from holdpoint.aws.store import StateCache, Store
@@ -118,8 +120,20 @@ class Rig:
                 finally:
                     rig.in_run -= 1
 
+            @property
+            def parks(self) -> Any:
+                parks = super().parks
+                start = parks.start
+
+                def labelled(state: Any, interrupt: Any) -> None:  # a park is a step of its own
+                    rig.relabel("start_park")
+                    start(state, interrupt)
+
+                parks.start = labelled  # type: ignore[method-assign]
+                return parks
+
             def handle(self, message: Any) -> None:
-                how = "conditional put of the token" if message.KIND == "park" else "transact"
+                how = "conditional write of the token" if message.KIND == "park" else "transact"
                 rig.begin(f"{message.KIND} message ({how})")
                 super().handle(message)
 
@@ -135,7 +149,7 @@ class Rig:
                 else:
                     rig.relabel(work.kind)
             elif not rig.in_tx and work is not None and work.kind == "deliver" and rig.segments \
-                    and rig.segments[-1][0] == "wake message (transact)":  # Runner._wake delivers in its commit
+                    and rig.segments[-1][0] == "wake message (transact)":  # DecisionSteps.wake delivers in its commit
                 rig.relabel(f"wake message + deliver {state.decisions[work.id].trigger.get('type')} (one commit)")
             return work
 
@@ -149,7 +163,8 @@ class Rig:
         self.api_store = Store(client=ddb, cache=StateCache() if reads != "cold" else False)
         self.probe = Store(cache=False)  # unmetered reads for the bench's own checks
         self.queue = WorkQueue(client=meter.attach(boto3.client("sqs")))
-        self.parking = Parking(client=meter.attach(boto3.client("stepfunctions")), queue=self.queue)
+        self.parking = Parking(client=meter.attach(boto3.client("stepfunctions")), queue=self.queue,
+                               records=ParkRecords(Table(self.store.table, ddb)))
         self.runner = BenchRunner(self.store, self.parking, self.queue, Timers(), worker=workers.decide,
                                   llm=llm.complete)
         self.caller = Caller(tenant, "user-1", "client")
@@ -223,7 +238,8 @@ class Rig:
 
         self.meter.take()
         self.invocation()
-        self.runner.handle(Park(self.tenant, self.session_id or "", interrupt.interrupt_id, token))
+        self.runner.handle(Park(self.tenant, self.session_id or "", interrupt.interrupt_id, token,
+                                interrupt.generation))
         return interrupt.interrupt_id
 
     def resume(self, interrupt_id: str) -> Resumed:

@@ -251,13 +251,17 @@ def setup(stack: LocalStack) -> SeedWorker:
 
 
 def token_stored(ddb: Any, stack: LocalStack, sid: str, iid: str) -> bool:
-    """The engine has stored ParkBranch's task token in the interrupt's token item (the execution
+    """The engine has stored ParkBranch's task token on the raise's park record (the execution
     is waiting)."""
     from holdpoint.aws.store import session_pk
 
+    key = {"PK": {"S": session_pk(stack.tenant, sid)}}
+    interrupt = ddb.get_item(TableName=stack.env["TABLE_NAME"], ConsistentRead=True,
+                             Key={**key, "SK": {"S": f"I#{iid}"}}).get("Item") or {}
+    generation = interrupt.get("generation", {}).get("N", "0")
     item = ddb.get_item(TableName=stack.env["TABLE_NAME"], ConsistentRead=True,
-                        Key={"PK": {"S": session_pk(stack.tenant, sid)}, "SK": {"S": f"G#{iid}"}}).get("Item")
-    return bool(item and "parking_key" in item)
+                        Key={**key, "SK": {"S": f"G#{iid}#{generation}"}}).get("Item")
+    return bool(item and "task_token" in item)
 
 
 def park_one(api: Api, ddb: Any, stack: LocalStack, timeout: float = 120) -> tuple[str, str]:

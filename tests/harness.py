@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from holdpoint import assembly
+from holdpoint.aws.ddb.parking import ParkRecords
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store
@@ -26,6 +27,8 @@ from holdpoint.core.state import SessionState
 from holdpoint.memory.ports import MemoryParking, MemoryQueue, MemoryTimers
 from holdpoint.memory.store import MemoryStore
 from holdpoint.outbound import workers
+from holdpoint.ports import ParkRecord
+from holdpoint.ports import ParkRecords as Records
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import Resumed, resume
@@ -48,7 +51,8 @@ def adapters(backend: str | None = None) -> tuple[Any, Any, Any, Any]:
     if (backend or BACKEND) == "memory":
         queue = MemoryQueue()
         return MEMORY or MemoryStore(), queue, MemoryParking(queue), MemoryTimers()
-    return Store(), WorkQueue(), Parking(), assembly.get_timers()
+    store = Store()
+    return store, WorkQueue(), Parking(records=ParkRecords(store.db)), assembly.get_timers()
 
 SEND_EMAIL_SCRIPT = [
     {"when": {"role": "user", "contains": "say hi"}, "reply": {"content": "Hi!"}},
@@ -159,20 +163,30 @@ class Harness:
 
     # --- the state machine's messages ------------------------------------------------------
 
-    def token(self, interrupt_id: str) -> str | None:
-        """The task token the store keeps for the interrupt's raise now open (loads do not carry it)."""
+    def record(self, interrupt_id: str) -> ParkRecord | None:
+        """The parking's record of the interrupt's raise now open (loads do not carry it)."""
         found = self.store.read_interrupt(self.caller.tenant, self.session_id or "", interrupt_id)
-        return found.parking_key if found is not None else None
+        if found is None:
+            return None
+        records: Records = self.parking.records
+        return records.read(self.caller.tenant, self.session_id or "", interrupt_id, found.generation)
+
+    def token(self, interrupt_id: str) -> str | None:
+        """The task token the parking keeps for the interrupt's raise now open."""
+        record = self.record(interrupt_id)
+        return record.token if record is not None else None
 
     def park_tokens(self) -> None:
         """Play ParkBranch's waitForTaskToken message for every started execution."""
         state = self.state()
         for interrupt in state.interrupts.values():
             iid = interrupt.interrupt_id
-            if interrupt.parked_as and iid not in self.tokens and not self.token(iid):
+            record = self.record(iid)
+            if record is not None and record.handle and iid not in self.tokens and not record.token:
                 token = f"token-{interrupt.interrupt_id}-{interrupt.generation}"
                 self.tokens[interrupt.interrupt_id] = token
-                self.runner.handle(Park(self.caller.tenant, self.session_id or "", interrupt.interrupt_id, token))
+                self.runner.handle(Park(self.caller.tenant, self.session_id or "", interrupt.interrupt_id, token,
+                                        interrupt.generation))
 
     def wake(self, interrupt_id: str, outcome: str) -> None:
         self.runner.handle(work_message({"kind": "wake", "tenant": self.caller.tenant, "session_id": self.session_id,

@@ -50,11 +50,11 @@ REFUSED: dict[Site, str] = {
     ("EngineFunction", "dynamodb", "Query"): RETRIED_RECORD,
     ("EngineFunction", "dynamodb", "GetItem"): RETRIED_RECORD,
     ("EngineFunction", "dynamodb", "BatchGetItem"): RETRIED_RECORD + " (a session read that missed the cache)",
-    ("EngineFunction", "dynamodb", "UpdateItem"): RETRIED_RECORD + " (the parked mark's write is conditional)",
-    ("EngineFunction", "dynamodb", "PutItem"): RETRIED_RECORD + " (the task token's item: a conditional put per "
-    "generation, so the redelivered park message writes it once)",
-    ("EngineFunction", "dynamodb", "DeleteItem"): RETRIED_RECORD + " (a token for an interrupt that is gone, "
-    "deleted on its token's condition)",
+    ("EngineFunction", "dynamodb", "UpdateItem"): RETRIED_RECORD + " (the park record's writes are conditional: "
+    "the execution, a refusal, the task token each once, so a redelivered park message writes it once)",
+    ("EngineFunction", "dynamodb", "PutItem"): RETRIED_RECORD,
+    ("EngineFunction", "dynamodb", "DeleteItem"): RETRIED_RECORD + " (the park record of an interrupt that is "
+    "gone, deleted on its token's condition)",
     ("EngineFunction", "dynamodb", "TransactWriteItems"): RETRIED_RECORD,
     ("EngineFunction", "sqs", "SendMessage"): RETRIED_RECORD + " (a kick or wake, deduplicated)",
     ("EngineFunction", "stepfunctions", "StartExecution"): RETRIED_RECORD + "; the named execution starts "

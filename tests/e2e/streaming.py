@@ -11,7 +11,7 @@ import pytest
 
 from holdpoint import llm
 from holdpoint.llm.call import hand_over
-from holdpoint.services.runner import Runner
+from holdpoint.services.llm_step import LlmSteps
 
 
 class HeldStream:
@@ -44,4 +44,4 @@ class HeldStream:
 
 def no_engine_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine calls the provider whole (for a test that posts deltas of its own)."""
-    monkeypatch.setattr(Runner, "_delta_stream", lambda self, state, call_id: None)
+    monkeypatch.setattr(LlmSteps, "delta_stream", lambda self, state, call_id: None)

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.state import Interrupt
+from holdpoint.memory.parking import MemoryParkRecords
 from holdpoint_local.moto.server import MotoServer
 from holdpoint_local.provision import Provisioned, load_template, provision
 from tests.waiting import wait_for
@@ -101,8 +102,10 @@ def test_release_puts_the_wake_on_the_queue_then_ends_the_execution(park: tuple[
     inp = _input(300)
     arn, body = _park(sfn, sqs, prov, inp)
     interrupt = Interrupt("int-1", "tool", "approval", None, "2026-01-01T00:00:00Z", inp["dedup_key"],
-                          status="resolved", parking_key=body["task_token"], generation=2)
-    parking = Parking(prov.env["PARK_STATE_MACHINE_ARN"], sfn, WorkQueue(prov.env["WORK_QUEUE_URL"], sqs))
+                          status="resolved", generation=2)
+    records = MemoryParkRecords()  # the parking's record of the raise, holding the execution's token
+    records.hold("dev", "s-1", "int-1", 2, body["task_token"])
+    parking = Parking(prov.env["PARK_STATE_MACHINE_ARN"], sfn, WorkQueue(prov.env["WORK_QUEUE_URL"], sqs), records)
     parking.release("dev", "s-1", interrupt)
     wake = _receive(sqs, prov.env["WORK_QUEUE_URL"])
     assert json.loads(wake["Body"]) == {

@@ -1,5 +1,5 @@
 """R13 and R7 for the task token over the local stack (moto executing ParkBranch): the token the
-real execution sends is stored in the interrupt's token item (not on the interrupt item), and a
+real execution sends is stored on the raise's park record (not on the interrupt item), and a
 `park` message redelivered after the resume, or naming an interrupt or session that does not
 exist, is handled (deleted from the queue, never retried) without changing anything.
 In-process: tests/unit/test_park_token.py."""
@@ -14,15 +14,18 @@ from tests.stack import Api, resumed_triggers, wait_execution
 from tests.waiting import wait_for, wait_quiet
 
 
-def interrupt_item(stack: Any, sid: str, iid: str, prefix: str = "I#") -> dict[str, Any] | None:
+def interrupt_item(stack: Any, sid: str, iid: str, prefix: str = "I#", suffix: str = "") -> dict[str, Any] | None:
     got = stack.client("dynamodb").get_item(TableName=stack.env["TABLE_NAME"], ConsistentRead=True, Key={
-        "PK": {"S": f"T#dev#S#{sid}"}, "SK": {"S": f"{prefix}{iid}"}})
+        "PK": {"S": f"T#dev#S#{sid}"}, "SK": {"S": f"{prefix}{iid}{suffix}"}})
     item: dict[str, Any] | None = got.get("Item")
     return item
 
 
 def token_item(stack: Any, sid: str, iid: str) -> dict[str, Any] | None:
-    return interrupt_item(stack, sid, iid, "G#")
+    """The park record of the interrupt's raise now (generation 0's when there is no interrupt)."""
+    interrupt = interrupt_item(stack, sid, iid) or {}
+    generation = interrupt.get("generation", {}).get("N", "0")
+    return interrupt_item(stack, sid, iid, "G#", f"#{generation}")
 
 
 def test_r13_r7_the_token_is_stored_and_stray_or_repeated_park_messages_change_nothing(
@@ -31,8 +34,8 @@ def test_r13_r7_the_token_is_stored_and_stray_or_repeated_park_messages_change_n
     sid = api.start()
     iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
     wait_execution(stack, sid, iid, "RUNNING")
-    stored = wait_for(lambda: (token_item(stack, sid, iid) or {}).get("parking_key"), "the task token", 60)
-    assert "parking_key" not in (interrupt_item(stack, sid, iid) or {})
+    stored = wait_for(lambda: (token_item(stack, sid, iid) or {}).get("task_token"), "the task token", 60)
+    assert stored["S"] not in json.dumps(interrupt_item(stack, sid, iid) or {})
     assert api.resume(sid, iid, {"approved": True}).json()["noop"] is False
     api.wait_status(sid, "done")
     wait_execution(stack, sid, iid, "SUCCEEDED")
@@ -45,7 +48,7 @@ def test_r13_r7_the_token_is_stored_and_stray_or_repeated_park_messages_change_n
         sqs.send_message(QueueUrl=stack.env["WORK_QUEUE_URL"], MessageBody=json.dumps(body),
                          MessageGroupId=group_id("dev", session), MessageDeduplicationId=f"park-again-{n}")
     wait_quiet(stack)  # every message handled and deleted: none is left in flight to be retried
-    assert (token_item(stack, sid, iid) or {}).get("parking_key") == stored
+    assert (token_item(stack, sid, iid) or {}).get("task_token") == stored
     assert interrupt_item(stack, sid, "int-unknown") is None and token_item(stack, sid, "int-unknown") is None
     assert interrupt_item(stack, "ses-unknown", "int-unknown") is None
     assert token_item(stack, "ses-unknown", "int-unknown") is None

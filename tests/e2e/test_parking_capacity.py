@@ -8,11 +8,14 @@ tests/unit/test_park_capacity.py."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from holdpoint.aws.ddb.parking import ParkRecords
+from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.store import Store
 from holdpoint_local.moto.server import set_execution_cap
 from tests.stack import Api, execution_status, resumed_triggers, wait_execution
@@ -38,9 +41,11 @@ def capped(stack: Any) -> Iterator[int]:
 
 
 def park_waits(sid: str, iid: str) -> int:
+    """The refusals the parking's record of the raise counts."""
     state = Store().load("dev", sid)
     assert state is not None
-    return state.interrupts[iid].park_waits
+    record = ParkRecords(Table(os.environ["TABLE_NAME"])).read("dev", sid, iid, state.interrupts[iid].generation)
+    return record.waits if record is not None else 0
 
 
 def test_capacity_parks_past_the_cap_wait_answerable_and_start_once_there_is_room(

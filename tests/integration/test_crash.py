@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from holdpoint import assembly
+from holdpoint.aws.ddb.parking import ParkRecords
+from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
 from holdpoint.aws.store import Store
@@ -28,6 +30,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.outbound import workers
+from holdpoint.ports import ParkRecord
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import resume
@@ -102,7 +105,8 @@ class CrashRun:
         base = Store()
         self.store = Store(client=FaultyClient(base.client, self.faults))
         self.queue = WorkQueue(client=FaultyClient(WorkQueue().client, self.faults))
-        self.parking = Parking(client=FaultyClient(Parking().client, self.faults, self.task_success), queue=self.queue)
+        self.parking = Parking(client=FaultyClient(Parking().client, self.faults, self.task_success), queue=self.queue,
+                               records=ParkRecords(self.store.db))  # its writes crash too
         timers = Timers(client=FaultyClient(Timers().client, self.faults))
         self.runner = assembly.new_runner(self.store, self.parking, self.queue, timers)
         self.log: list[dict[str, Any]] = []
@@ -131,11 +135,19 @@ class CrashRun:
         assert state is not None
         for interrupt in state.interrupts.values():
             token = f"token-{interrupt.interrupt_id}"
-            kept = Store().read_interrupt("t1", self.sid, interrupt.interrupt_id)
-            if interrupt.parked_as and kept is not None and kept.parking_key is None:
-                self.engine({"kind": "park", "interrupt_id": interrupt.interrupt_id, "task_token": token})
+            kept = self.record(interrupt.interrupt_id, interrupt.generation)
+            if kept is not None and kept.handle and kept.token is None:
+                self.engine({"kind": "park", "interrupt_id": interrupt.interrupt_id, "task_token": token,
+                             "generation": interrupt.generation})
         for message in self.queued("wake"):
             self.engine(message)
+
+    def record(self, interrupt_id: str, generation: int | None = None) -> ParkRecord | None:
+        """The parking's record of the raise (by default the one stored now), read past the faults."""
+        if generation is None:
+            found = Store().read_interrupt("t1", self.sid, interrupt_id)
+            generation = found.generation if found is not None else 0
+        return ParkRecords(Table(os.environ["TABLE_NAME"])).read("t1", self.sid, interrupt_id, generation)
 
     def queued(self, kind: str) -> list[dict[str, Any]]:
         """Take every message off the work queue (the engine's kicks are played by `go`); keep `kind`."""
@@ -293,7 +305,7 @@ def test_crash_around_a_park_message_after_the_resume_stores_one_token_and_ends_
         token = f"token-{iid}"
         run.engine({"kind": "park", "interrupt_id": iid, "task_token": token})
         assert run.faults.fired
-        assert Store().read_interrupt("t1", run.sid, iid).parking_key == token  # type: ignore[union-attr]
+        assert run.record(iid).token == token  # type: ignore[union-attr]
         assert 1 <= run.task_success.count(token) <= 2 and set(run.task_success) == {token}
         for _ in range(2):  # ParkBranch ends; the wake is delivered and the turn runs to its end
             run.play_state_machine()

@@ -264,8 +264,10 @@ def test_sealed_execution_name_differs_after_ttl_deletion(fake: SlackFake) -> No
     second = h.state().interrupts[IID]
     assert second.generation > first.generation
     assert second.dedup_key != first.dedup_key
-    assert first.parked_as and second.parked_as
-    assert second.parked_as.rsplit(":", 1)[-1] == second.dedup_key != first.parked_as.rsplit(":", 1)[-1]
+    first_park = h.parking.records.read("t1", h.session_id, IID, first.generation)
+    second_park = h.parking.records.read("t1", h.session_id, IID, second.generation)
+    assert first_park.handle and second_park.handle
+    assert second_park.handle.rsplit(":", 1)[-1] == second.dedup_key != first_park.handle.rsplit(":", 1)[-1]
 
 
 def test_sealed_park_and_wake_of_a_raise_deleted_by_ttl_leave_the_new_raise_alone(fake: SlackFake) -> None:

@@ -182,8 +182,8 @@ def test_a1_service_raise_stores_the_schema() -> None:
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
 def test_a1_resume_reads_once_writes_once_and_reads_the_token_after_its_write() -> None:
-    """One read (the interrupt and its task token together), one conditional write, and the token
-    read again after the write (a park message that lands between them is seen: R7)."""
+    """One read of the interrupt, one conditional write, and one read of the task token, after the
+    write (a park message that lands between them is seen: R7)."""
     h = Harness(asking({"response_schema": APPROVAL}))
     h.say("Email Bob")
     calls: list[str] = []
@@ -193,7 +193,7 @@ def test_a1_resume_reads_once_writes_once_and_reads_the_token_after_its_write() 
 
     assert h.session_id
     resume(h.store, h.parking, h.caller, h.session_id, "int-ok", {"approved": True})
-    assert calls == ["BatchGetItem", "UpdateItem", "GetItem"] and len(tokens) == 1
+    assert calls == ["GetItem", "UpdateItem", "GetItem"] and len(tokens) == 1
 
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
@@ -357,12 +357,12 @@ def test_a3_a_stale_fingerprint_is_refused_and_nothing_changes_then_the_right_on
             resume(h.store, h.parking, h.caller, h.session_id, "int-ok", True, expect_fingerprint=stale)
         assert (info.value.code, info.value.param) == ("stale_approval", "expect_fingerprint")
         assert info.value.body()["error"]["fingerprint"] == fingerprint
-    assert calls == ["BatchGetItem"] * 3  # one read each, no write
+    assert calls == ["GetItem"] * 3  # one read each, no write
     assert h.view()["status"] == "interrupted" and len(h.events()) == events and table_items() == items
     assert tokens == []
     calls.clear()
     out = resume(h.store, h.parking, h.caller, h.session_id, "int-ok", True, expect_fingerprint=fingerprint)
-    assert out.noop is False and calls == ["BatchGetItem", "UpdateItem", "GetItem"] and len(tokens) == 1
+    assert out.noop is False and calls == ["GetItem", "UpdateItem", "GetItem"] and len(tokens) == 1
     h.wake("int-ok", "resumed")
     assert h.view()["interrupts"] == [] and h.view()["status"] == "done"
 

@@ -215,7 +215,7 @@ def test_a2_a_caller_outside_the_policy_gets_403_not_an_approver_and_nothing_cha
     for caller, why in cases:
         err = refused(h, caller, {"approved": True})
         assert (err.code, err.param) == ("not_an_approver", "interrupt_id") and why in err.message, err.message
-    assert calls == ["BatchGetItem"] * 3 and tokens == []
+    assert calls == ["GetItem"] * 3 and tokens == []
     assert len(h.events()) == events and table_items() == items and h.view()["status"] == "interrupted"
     # A member of an allowed group may answer.
     out = h.resume("int-ok", {"approved": True}, caller=Caller("t1", "zoe", "operator", groups=("finance",)))
@@ -233,7 +233,7 @@ def test_a2_a_quorum_records_each_answer_once_and_resolves_when_reached() -> Non
     calls.clear()
     first = resume(h.store, h.parking, ANN, h.session_id, "int-ok", {"approved": True})
     assert first == Resumed("int-ok", noop=False, progress=Progress(approvals=1, quorum=2))
-    assert calls == ["BatchGetItem", "UpdateItem"] and tokens == []  # recorded, nothing woken
+    assert calls == ["GetItem", "UpdateItem"] and tokens == []  # recorded, nothing woken
     assert h.view()["status"] == "interrupted"
     # A second answer by the same subject is a no-op, whatever it says.
     items = table_items()
@@ -241,13 +241,13 @@ def test_a2_a_quorum_records_each_answer_once_and_resolves_when_reached() -> Non
     again = resume(h.store, h.parking, ANN, h.session_id, "int-ok", {"approved": False})
     assert again.noop is True and again.progress == Progress(approvals=1, quorum=2)
     assert again.answered is not None and (again.answered.status, again.answered.same_payload) == ("approved", False)
-    assert calls == ["BatchGetItem"] and table_items() == items and tokens == []
+    assert calls == ["GetItem"] and table_items() == items and tokens == []
     [recorded] = h.open_interrupt()["approvals"]
     assert recorded["subject"] == "ann" and recorded["status"] == "approved" and recorded["at"].endswith("Z")
     calls.clear()
     done = resume(h.store, h.parking, BOB, h.session_id, "int-ok", {"approved": True})
     assert done == Resumed("int-ok", noop=False)
-    assert calls == ["BatchGetItem", "UpdateItem", "GetItem"] and len(tokens) == 1
+    assert calls == ["GetItem", "UpdateItem", "GetItem"] and len(tokens) == 1
     h.wake("int-ok", "resumed")
     assert h.view()["status"] == "done"
     [resumed] = h.triggers("interrupt.resumed")

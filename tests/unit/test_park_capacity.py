@@ -20,6 +20,7 @@ import pytest
 from holdpoint.aws.timers import Scheduled, Timers
 from holdpoint.core.interrupts import park_retry_seconds
 from holdpoint.core.messages import parse as work_message
+from holdpoint.ports import ParkRecord
 from holdpoint_local.moto.stepfunctions import CAP_KEY
 from tests.harness import Harness
 
@@ -70,7 +71,7 @@ def waiting(cap: Any, **agent: Any) -> tuple[Harness, str]:
 def test_capacity_a_refused_park_leaves_the_interrupt_open_and_sets_a_retry_timer(cap: Any) -> None:
     h, iid = waiting(cap)
     interrupt = h.state().interrupts[iid]
-    assert interrupt.status == "open" and interrupt.parked_as is None and interrupt.park_waits == 1
+    assert interrupt.status == "open" and h.record(iid) == ParkRecord(waits=1)
     assert executions() == []
     [retry] = park_retries(h)
     assert retry.seconds == park_retry_seconds(1, None) == 2
@@ -107,8 +108,8 @@ def test_capacity_the_retry_starts_the_execution_once_there_is_room(cap: Any) ->
     cap(None)
     fire(h, second[0])
     [execution] = executions()
-    interrupt = h.state().interrupts[iid]
-    assert interrupt.parked_as == execution["executionArn"] and h.token(iid)
+    record = h.record(iid)
+    assert record is not None and record.handle == execution["executionArn"] and h.token(iid)
     assert h.runner.counters.counts["parks_started_after_wait"] == 1
     fire(h, first)  # a stale attempt's timer changes nothing
     assert len(executions()) == 1

@@ -1,13 +1,12 @@
-"""R13 and R7 for the task token that holds a parked branch: the `park` message stores it in its own
-item with one conditional PutItem (no load, no header write, no transaction, the interrupt item
-untouched), a repeat writes nothing, and a token that lands once the interrupt is no longer open
-ends its execution.
+"""R13 and R7 for the task token that holds a parked branch: the `park` message stores it on the
+raise's park record (the parking's own item, aws/ddb/parking.py) with one conditional UpdateItem
+(no load, no header write, no transaction, the interrupt item untouched), a repeat writes nothing,
+and a token that lands once the interrupt is no longer open ends its execution.
 Over HTTP on the local stack: tests/e2e/test_park_token_e2e.py (and test_races.py for the resume
 racing the token)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,7 +16,6 @@ import pytest
 
 from holdpoint.aws import signing
 from holdpoint.aws.parking import Parking
-from holdpoint.aws.store import Store
 from holdpoint.core.messages import parse as work_message
 from holdpoint.services import inbox as inbox_service
 from holdpoint.services.inbox import InboxFilters
@@ -28,19 +26,21 @@ pytestmark = pytest.mark.usefixtures("aws")
 
 
 @contextmanager
-def dynamodb_requests(store: Store) -> Iterator[list[str]]:
-    """The DynamoDB operations `store` sends inside the block, by name."""
+def dynamodb_requests(h: Harness) -> Iterator[list[str]]:
+    """The DynamoDB operations the harness's store and parking send inside the block, by name."""
     ops: list[str] = []
 
     def record(model: Any, **_: Any) -> None:
         ops.append(model.name)
 
-    events = store.client.meta.events
-    events.register("before-call.dynamodb", record, unique_id="park-token-test")
+    clients = {id(c): c for c in (h.store.client, h.parking.records.table.client)}.values()
+    for client in clients:
+        client.meta.events.register("before-call.dynamodb", record, unique_id="park-token-test")
     try:
         yield ops
     finally:
-        events.unregister("before-call.dynamodb", unique_id="park-token-test")
+        for client in clients:
+            client.meta.events.unregister("before-call.dynamodb", unique_id="park-token-test")
 
 
 @pytest.fixture
@@ -58,6 +58,10 @@ def completed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]
 
 
 def park(h: Harness, interrupt_id: str, token: str, generation: int | None = None) -> None:
+    """ParkBranch's park message for the raise `generation` (by default the one open now, as the
+    execution started for it sends)."""
+    if generation is None and h.session_id and interrupt_id in h.state().interrupts:
+        generation = h.state().interrupts[interrupt_id].generation
     h.runner.handle(work_message({"kind": "park", "tenant": h.caller.tenant, "session_id": h.session_id,
                      "interrupt_id": interrupt_id, "task_token": token, "generation": generation}))
 
@@ -70,15 +74,17 @@ def raw_item(h: Harness, interrupt_id: str) -> dict[str, Any] | None:
 
 
 def token_item(h: Harness, interrupt_id: str) -> dict[str, Any] | None:
+    """The park record of the interrupt's raise now open (of generation 0 if none is), as DynamoDB holds it."""
+    interrupt = h.store.read_interrupt(h.caller.tenant, h.session_id or "", interrupt_id)
+    generation = interrupt.generation if interrupt is not None else 0
     got = boto3.client("dynamodb").get_item(TableName="holdpoint", Key={
-        "PK": {"S": f"T#{h.caller.tenant}#S#{h.session_id}"}, "SK": {"S": f"G#{interrupt_id}"}})
+        "PK": {"S": f"T#{h.caller.tenant}#S#{h.session_id}"}, "SK": {"S": f"G#{interrupt_id}#{generation}"}})
     item: dict[str, Any] | None = got.get("Item")
     return item
 
 
 def stored_token(h: Harness, interrupt_id: str) -> str | None:
-    found = h.store.read_interrupt(h.caller.tenant, h.session_id or "", interrupt_id)
-    return found.parking_key if found is not None else None
+    return h.token(interrupt_id)
 
 
 def parked() -> tuple[Harness, str]:
@@ -86,8 +92,10 @@ def parked() -> tuple[Harness, str]:
     h = Harness()
     h.say("Email Bob")
     iid = h.open_interrupt()["interrupt_id"]
-    boto3.client("dynamodb").delete_item(  # undo the harness's own park message
-        TableName="holdpoint", Key={"PK": {"S": f"T#{h.caller.tenant}#S#{h.session_id}"}, "SK": {"S": f"G#{iid}"}})
+    generation = h.state().interrupts[iid].generation
+    boto3.client("dynamodb").update_item(  # undo the harness's own park message
+        TableName="holdpoint", UpdateExpression="REMOVE task_token", Key={
+            "PK": {"S": f"T#{h.caller.tenant}#S#{h.session_id}"}, "SK": {"S": f"G#{iid}#{generation}"}})
     assert stored_token(h, iid) is None
     return h, iid
 
@@ -96,29 +104,30 @@ def test_r13_the_park_message_stores_the_token_in_its_own_item_and_leaves_the_in
         completed: list[Any]) -> None:
     h, iid = parked()
     before, interrupt_before = h.state(), raw_item(h, iid)
-    with dynamodb_requests(h.store) as ops:
+    with dynamodb_requests(h) as ops:
         park(h, iid, "token-1", before.interrupts[iid].generation)
-    assert ops == ["PutItem", "BatchGetItem"]  # no load, no Query, no TransactWriteItems, no UpdateItem
+    assert ops == ["UpdateItem", "GetItem"]  # no load, no Query, no TransactWriteItems
     after = h.state()
     assert stored_token(h, iid) == "token-1"
-    assert after.interrupts[iid].parking_key is None  # a load does not read it
+    assert "token-1" not in repr(after.interrupts[iid])  # a load does not read it
     assert after.header.version == before.header.version  # the header is not written
     assert after.tree.nodes.keys() == before.tree.nodes.keys() and after.calls == before.calls
     assert completed == []  # open: nothing to end
     assert raw_item(h, iid) == interrupt_before  # nor the interrupt (nor its Inbox entry)
     item = token_item(h, iid)
-    assert item is not None and item["parking_key"] == {"S": "token-1"} and "ttl" in item
-    assert item["generation"] == {"N": str(after.interrupts[iid].generation)}
+    assert item is not None and item["task_token"] == {"S": "token-1"} and "ttl" in item
+    assert item["execution"]["S"].endswith(after.interrupts[iid].dedup_key)
 
 
 def test_r13_a_redelivered_park_message_writes_nothing(completed: list[Any]) -> None:
     h, iid = parked()
     park(h, iid, "token-1")
     stored = token_item(h, iid)
-    with dynamodb_requests(h.store) as ops:
-        park(h, iid, "token-1")
-        park(h, iid, "token-1")
-    assert ops == ["PutItem", "BatchGetItem"] * 2  # each put refused by its condition
+    generation = h.state().interrupts[iid].generation
+    with dynamodb_requests(h) as ops:
+        park(h, iid, "token-1", generation)
+        park(h, iid, "token-1", generation)
+    assert ops == ["UpdateItem", "GetItem"] * 2  # each write refused by its condition
     assert token_item(h, iid) == stored
     assert completed == []
 
@@ -143,7 +152,7 @@ def test_r13_an_engine_commit_that_read_the_interrupt_before_the_token_lands_and
     stale.touch(stale.interrupts[iid])
     h.store.commit(stale)  # the token moved nothing the commit read
     assert stored_token(h, iid) == "token-1"
-    assert "parking_key" not in (raw_item(h, iid) or {})
+    assert "token-1" not in repr(raw_item(h, iid))
 
 
 def test_r13_later_rewrites_of_the_interrupt_keep_the_token() -> None:
@@ -156,7 +165,7 @@ def test_r13_later_rewrites_of_the_interrupt_keep_the_token() -> None:
     h.resume(iid, {"approved": True})  # the wake commit rewrites the interrupt (woken)
     interrupt = h.state().interrupts[iid]
     assert interrupt.woken and stored_token(h, iid) == token  # a retried resume still finds it
-    assert "parking_key" not in (raw_item(h, iid) or {})  # the wake's write does not carry it
+    assert token not in repr(raw_item(h, iid))  # the wake's write does not carry it
     assert [r["trigger"]["type"] for r in log].count("interrupt.resumed") == 1
 
 
@@ -193,39 +202,24 @@ def test_a6_the_inbox_lists_an_interrupt_with_its_token_stored_and_shows_no_toke
     assert "token-secret-1" not in repr(page)
 
 
-def test_r13_an_item_that_keeps_the_token_in_its_body_is_still_read_and_moved_on_rewrite() -> None:
-    """Interrupt items written before the token had its own item still release with theirs."""
-    h, iid = parked()
-    item = raw_item(h, iid)
-    assert item is not None
-    body = json.loads(item["body"]["S"])
-    item["body"] = {"S": json.dumps({**body, "parking_key": "token-in-body"})}  # as items were written before
-    boto3.client("dynamodb").put_item(TableName="holdpoint", Item=item)
-    assert h.state().interrupts[iid].parking_key == "token-in-body"
-    h.resume(iid, {"approved": True})  # the wake rewrites the item
-    rewritten = raw_item(h, iid)
-    assert rewritten is not None and rewritten["parking_key"] == {"S": "token-in-body"}
-    assert "parking_key" not in json.loads(rewritten["body"]["S"])
-
-
 def test_r7_a_resume_between_the_token_write_and_its_read_ends_the_execution(
         completed: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """The park message stores the token, then reads the interrupt; the resume resolves, then reads
     the token. Whichever order the four land in, one of the two sees the other and ends the execution."""
     h, iid = parked()
     writes = h.store.interrupt_writes
-    real = writes.read_with_token
+    real = writes.read
     answered: list[Any] = []
     started: list[bool] = []
 
     def resume_first(tenant: str, session_id: str, interrupt_id: str) -> Any:
-        if not started:  # the resume lands after the park's PutItem, before its read
+        if not started:  # the resume lands after the park's write of the token, before its read
             started.append(True)
             answered.append(resume(h.store, h.parking, h.caller, h.session_id or "", iid, {"approved": True}))
             answered.append({"ended_by_the_resume": list(completed)})
         return real(tenant, session_id, interrupt_id)
 
-    monkeypatch.setattr(writes, "read_with_token", resume_first)
+    monkeypatch.setattr(writes, "read", resume_first)
     park(h, iid, "token-1")
     assert answered[0].noop is False
     assert answered[1]["ended_by_the_resume"] == [("token-1", {"interrupt_id": iid})]  # read after its write

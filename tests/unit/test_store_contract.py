@@ -242,46 +242,6 @@ def test_store_a_new_session_created_twice_conflicts(store: Any) -> None:
         store.commit(SessionState.new("t1", "ses_twice", "a1", now=T0))
 
 
-def test_store_task_token_is_kept_apart_from_the_interrupt(store: Any) -> None:
-    """The park message's token is written outside a commit and outside the interrupt: a commit
-    that read the interrupt before it still lands (nothing it read moved), loads do not carry
-    it, and the consistent read and the resolve that releases the execution return it."""
-    sid = new_session(store)
-    iid = raise_interrupt(store, "t1", sid)
-    state = store.load("t1", sid)
-    assert store.keep_parking_key("t1", sid, iid, "tok-1", generation=0).parking_key == "tok-1"
-    state.interrupts[iid].reminded = [0]
-    state.touch(state.interrupts[iid])
-    store.commit(state)
-    assert store.load("t1", sid).interrupts[iid].parking_key is None
-    assert store.read_interrupt("t1", sid, iid).parking_key == "tok-1"
-    outcome, resolved = resolve(store, "t1", sid, iid)
-    assert outcome == "resolved" and resolved is not None and resolved.parking_key == "tok-1"
-    assert store.read_interrupt("t1", sid, iid).parking_key == "tok-1"  # a retried resume still finds it
-
-
-def test_store_keep_parked_as_marks_the_raise_once_without_a_commit(store: Any) -> None:
-    """`start_park`'s mark: one conditional write of the interrupt alone. The header is not
-    rewritten; the mark bumps the interrupt's revision (a commit that read it before conflicts);
-    a second mark, or one for another raise of the id, changes nothing."""
-    sid = new_session(store)
-    iid = raise_interrupt(store, "t1", sid)
-    state = store.load("t1", sid)
-    version, generation = state.header.version, state.interrupts[iid].generation
-    assert store.keep_parked_as("t1", sid, iid, "arn-1", generation + 1).parked_as is None
-    assert store.keep_parked_as("t1", sid, iid, "arn-1", generation).parked_as == "arn-1"
-    assert store.keep_parked_as("t1", sid, iid, "arn-2", generation).parked_as == "arn-1"
-    assert store.keep_parked_as("t1", sid, "int_none", "arn-1", generation) is None
-    state.interrupts[iid].woken = True
-    state.touch(state.interrupts[iid])
-    with pytest.raises(Conflict):
-        store.commit(state)
-    after = store.load("t1", sid)
-    assert after.header.version == version and after.interrupts[iid].parked_as == "arn-1"
-    assert not after.interrupts[iid].woken
-    assert store.read_interrupt("t1", sid, iid).parked_as == "arn-1"
-
-
 def test_store_too_many_changes_in_one_step_writes_nothing(store: Any) -> None:
     sid = new_session(store)
     state = store.load("t1", sid)
@@ -437,28 +397,6 @@ def test_a2_store_answers_to_a_quorum_append_once_per_answers_seen(store: Any) -
     assert [a["subject"] for a in store.load("t1", sid).interrupts[iid].approvals] == ["a", "b", "c"]
 
 
-def test_r13_store_keeps_one_task_token_per_generation(store: Any) -> None:
-    """A later raise's token replaces an earlier one's; an earlier raise's, or the same token
-    again, writes nothing; a token of another raise than the one open is not the open one's."""
-    sid = new_session(store)
-    iid = raise_interrupt(store, "t1", sid)
-    assert store.keep_parking_key("t1", sid, "int_missing", "tok") is None
-    assert store.keep_parking_key("t1", sid, iid, "tok-new", generation=3).parking_key is None
-    assert store.keep_parking_key("t1", sid, iid, "tok-old", generation=2).parking_key is None
-    state = store.load("t1", sid)
-    state.interrupts[iid].generation = 3  # raised again
-    state.touch(state.interrupts[iid])
-    store.commit(state)
-    assert store.read_interrupt("t1", sid, iid).parking_key == "tok-new"
-    assert store.keep_parking_key("t1", sid, iid, "tok-new", generation=3).parking_key == "tok-new"
-    state = store.load("t1", sid)
-    state.interrupts[iid].generation = 4
-    state.touch(state.interrupts[iid])
-    store.commit(state)
-    assert store.read_interrupt("t1", sid, iid).parking_key is None  # generation 3's is not this raise's
-    assert store.keep_parking_key("t1", sid, iid, "tok-4", generation=4).parking_key == "tok-4"
-
-
 # --- listings ---------------------------------------------------------------------------------
 
 
@@ -531,7 +469,7 @@ def test_store_the_listed_status_follows_the_session(store: Any) -> None:
     sid = new_session(store)
     iid = raise_interrupt(store, "t1", sid)
     state = store.load("t1", sid)
-    state.interrupts[iid].parked_as = "park-1"
+    state.interrupts[iid].reminded = [0]
     state.touch(state.interrupts[iid])
     store.commit(state)
     assert store.sessions("t1", 5, None, SessionFilters(status="interrupted"))[0][0]["session_id"] == sid

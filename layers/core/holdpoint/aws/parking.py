@@ -1,7 +1,9 @@
-"""Holding and releasing a parked branch: one ParkBranch execution per interrupt holds its task
-token until the interrupt is resolved (then released) or expires (its timeout). Past the
+"""Holding and releasing a parked branch: one ParkBranch execution per raise of an interrupt holds
+its task token until the interrupt is resolved (then released) or expires (its timeout). The
+execution's ARN, the refusals to start it and its task token are the parking's own record, one
+item per raise (aws/ddb/parking.py); the session's state never holds them. Past the
 account-region's open-execution ceiling the start is refused (`ParkRefused`); the interrupt stays
-open in the table and the runner retries the park on a timer (docs/ARCHITECTURE.md, "Parking")."""
+open in the table and services/park.py retries the park on a timer (docs/ARCHITECTURE.md, "Parking")."""
 
 from __future__ import annotations
 
@@ -10,27 +12,43 @@ import os
 from typing import Any
 
 from holdpoint.aws import clients
+from holdpoint.aws.ddb.parking import ParkRecords
+from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.interrupts import park_seconds
 from holdpoint.core.state import Interrupt
-from holdpoint.ports import ParkRefused
+from holdpoint.ports import KeptParking, ParkRefused
+from holdpoint.ports import ParkRecords as Records
 
 NO_CAPACITY = ("ExecutionLimitExceeded", "ThrottlingException")
 """StartExecution's answers that mean "not now": the open-execution ceiling, a throttle."""
 
 
-class Parking:
+class Parking(KeptParking):
     def __init__(self, state_machine_arn: str | None = None, client: Any = None,
-                 queue: WorkQueue | None = None) -> None:
+                 queue: WorkQueue | None = None, records: Records | None = None) -> None:
         self.arn = state_machine_arn or os.environ["PARK_STATE_MACHINE_ARN"]
         self.client = clients.refusing(client) if client is not None else clients.client("stepfunctions")
         self._queue = queue
+        self._records = records
 
     @property
     def queue(self) -> WorkQueue:
         if self._queue is None:
             self._queue = WorkQueue()
         return self._queue
+
+    @property
+    def records(self) -> Records:
+        if self._records is None:
+            self._records = ParkRecords(Table(os.environ["TABLE_NAME"]))
+        return self._records
+
+    def kept(self) -> Records:
+        return self.records
+
+    def wakes(self) -> WorkQueue:
+        return self.queue
 
     def start(self, tenant: str, session_id: str, interrupt: Interrupt, timeout_seconds: int | None = None) -> str:
         """Start (or find) the execution; named by the interrupt so a retried start is idempotent.
@@ -55,20 +73,6 @@ class Parking:
             if exc.code != "ExecutionAlreadyExists":
                 raise
             return self.arn.replace(":stateMachine:", ":execution:") + f":{interrupt.dedup_key}"
-
-    def release(self, tenant: str, session_id: str, interrupt: Interrupt) -> None:
-        """Wake a resolved interrupt's branch, then end its execution. The wake goes first, straight
-        onto the work queue: ParkBranch's success path is its one Park state (one billed transition),
-        and the engine starts while `SendTaskSuccess` is in flight. A crash between the two leaves
-        the execution waiting; its timeout then sends a wake the engine finds already applied, and
-        a retried resume ends it sooner (docs/ARCHITECTURE.md, "Parking")."""
-        self.queue.wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
-        if interrupt.parking_key:
-            self.complete(interrupt.parking_key, {"interrupt_id": interrupt.interrupt_id})
-
-    def expire(self, tenant: str, session_id: str, interrupt: Interrupt) -> None:
-        """The expiry ParkBranch's timeout would send, for a raise whose execution never started."""
-        self.queue.expire(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
 
     def complete(self, token: str, output: dict[str, Any]) -> bool:
         """SendTaskSuccess, which ends the execution; False when the token is already spent or

@@ -126,10 +126,9 @@ class Store:
     # --- interrupts --------------------------------------------------------------------
 
     def read_interrupt(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
-        """The interrupt and its task token as they are now (one strongly consistent BatchGetItem):
-        the resume checks its status, owner, origin and response schema before it writes anything,
-        and a retried resume releases a resolved one with the token."""
-        return self.interrupt_writes.read_with_token(tenant, session_id, interrupt_id)
+        """The interrupt as it is now (one strongly consistent GetItem): the resume checks its
+        status, owner, origin and response schema before it writes anything."""
+        return self.interrupt_writes.read(tenant, session_id, interrupt_id)
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
@@ -138,13 +137,9 @@ class Store:
                           kept_until: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: flip `open -> resolved` exactly once (`ports.SessionStore.resolve_interrupt`)."""
         writes = self.interrupt_writes
-        outcome, interrupt = writes.resolve(writes.key(tenant, session_id, interrupt_id), resolution=resolution,
-                                            responder=responder, at=at, kept_until=kept_until,
-                                            checked=Checked(allowed_origins, owner, generation, seen),
-                                            approval=approval)
-        if outcome == "resolved":  # the release ends the execution with the token (read after the write)
-            interrupt = writes.token_of(tenant, session_id, interrupt)
-        return outcome, interrupt
+        return writes.resolve(writes.key(tenant, session_id, interrupt_id), resolution=resolution,
+                              responder=responder, at=at, kept_until=kept_until,
+                              checked=Checked(allowed_origins, owner, generation, seen), approval=approval)
 
     def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
                         seen: int, allowed_origins: list[str], owner: str | None = None,
@@ -153,18 +148,6 @@ class Store:
         writes = self.interrupt_writes
         return writes.answer(writes.key(tenant, session_id, interrupt_id), Update(),
                              Checked(allowed_origins, owner, generation, seen), approval=approval, done="recorded")
-
-    def keep_parking_key(self, tenant: str, session_id: str, interrupt_id: str, key: str,
-                         generation: int | None = None) -> Interrupt | None:
-        """The park message's task token, in its own item (no header write, no transaction), then
-        the interrupt as it is now."""
-        return self.interrupt_writes.keep_parking_key(tenant, session_id, interrupt_id, key, generation, time.time())
-
-    def keep_parked_as(self, tenant: str, session_id: str, interrupt_id: str, parked_as: str,
-                       generation: int) -> Interrupt | None:
-        """The started park's execution, on its interrupt alone (no header write, no transaction)."""
-        writes = self.interrupt_writes
-        return writes.keep_parked_as(writes.key(tenant, session_id, interrupt_id), parked_as, generation)
 
     def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,
               keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], str | None]:

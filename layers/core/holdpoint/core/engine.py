@@ -29,18 +29,14 @@ from holdpoint.core.turns import finish_turn, start_next_queued
 
 @dataclass
 class Work:
-    kind: str  # start_park | run_llm | deliver
+    kind: str  # run_llm | deliver
     id: str
 
 
 def next_work(state: SessionState, now: float) -> Work | None:
-    """The next thing due, intent already committed: parks first, then LLM calls, then the
-    decision queue (front-of-queue resumes first, held decisions skipped, one at a time: a
-    decision backing off blocks the ones behind it until its timer fires)."""
-    for interrupt in state.interrupts.values():
-        if interrupt.parked_as is None and not interrupt.park_waits \
-                and (interrupt.status == "open" or not interrupt.woken):
-            return Work("start_park", interrupt.interrupt_id)
+    """The next thing due, intent already committed: LLM calls first, then the decision queue
+    (front-of-queue resumes first, held decisions skipped, one at a time: a decision backing off
+    blocks the ones behind it until its timer fires). Parks are the parking's (services/park.py)."""
     for call in state.open_calls():
         if call.kind == "llm_call" and call.handler == "engine" and (call.not_before or 0) <= now:
             return Work("run_llm", call.id)
@@ -426,16 +422,6 @@ def apply_submit(state: SessionState, decision_id: str, response: DecisionRespon
                       "decision_id", decision_id=decision_id, decision_status=decision.status)
     apply_response(state, decision, response, now, via="submit")
     return True
-
-
-def mark_waiting(state: SessionState, interrupt_id: str, attempt: int) -> None:
-    """Step Functions refused the park's execution (attempt `attempt`): the interrupt stays open and
-    answerable in the table, and its `ParkRetry` timer, not the step loop, tries again."""
-    interrupt = state.interrupts.get(interrupt_id)
-    if interrupt is None or interrupt.parked_as is not None or interrupt.park_waits >= attempt:
-        return
-    interrupt.park_waits = attempt
-    state.touch(interrupt)
 
 
 def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation: int | None = None) -> str | None:

@@ -40,16 +40,17 @@ class Kick:
 
 @dataclass(frozen=True)
 class Park:
-    """The pause started for this interrupt holds it by `parking_key` (what `Parking.complete`
-    ends it with): store it (no run follows). `generation` is the raise the pause was started for
-    (None: one older than it). On the queue the key is `task_token`, as ParkBranch writes it."""
+    """The pause started for this interrupt reports what ends it (`hold`, opaque here: the parking
+    adapter keeps it and ends the pause with it); no run follows. `generation` is the raise the
+    pause was started for (None: one older than it). On the queue `hold` is `task_token`, as
+    ParkBranch writes it."""
 
     KIND: ClassVar[str] = "park"
-    WIRE: ClassVar[dict[str, str]] = {"parking_key": "task_token"}
+    WIRE: ClassVar[dict[str, str]] = {"hold": "task_token"}
     tenant: str
     session_id: str
     interrupt_id: str
-    parking_key: str
+    hold: str
     generation: int | None = None
 
 

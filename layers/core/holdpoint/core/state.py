@@ -137,9 +137,6 @@ class Interrupt:
     call_id: str | None = None
     turn_id: str | None = None
     raised_by: str | None = None
-    parked_as: str | None = None  # the pause `Parking.start` began (its handle), once it has
-    park_waits: int = 0  # refusals to start the pause (the open-execution ceiling); > 0: a ParkRetry timer is set
-    parking_key: str | None = None  # what `Parking.release` ends the pause with (from the park message)
     resolution: Any = None
     responder: dict[str, Any] | None = None
     resolved_at: str | None = None

@@ -1,7 +1,7 @@
 """The engine's other ports in memory: the work queue, the parking and the timers keep what they
 were asked to do (a test plays it), with the AWS adapters' idempotence: one kick per session
-version, one wake per interrupt generation, one pause per interrupt, one timer per key, and a
-task token spent once."""
+version, one wake per interrupt generation, one pause per raise (its record in memory/parking.py),
+one timer per key, and a task token spent once."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 
 from holdpoint.core.messages import Kick, Wake, WorkMessage
 from holdpoint.core.state import Interrupt
+from holdpoint.memory.parking import MemoryParkRecords
+from holdpoint.ports import KeptParking
 
 
 @dataclass
@@ -33,28 +35,34 @@ class MemoryQueue:
     def wake(self, tenant: str, session_id: str, interrupt_id: str, dedup_key: str, generation: int) -> None:
         self._send(f"{dedup_key}-wake", Wake(tenant, session_id, interrupt_id, "resumed", generation))
 
+    def expire(self, tenant: str, session_id: str, interrupt_id: str, dedup_key: str, generation: int) -> None:
+        self._send(f"{dedup_key}-expire", Wake(tenant, session_id, interrupt_id, "expired", generation))
+
 
 @dataclass
-class MemoryParking:
-    """`ports.Parking`: one pause per interrupt generation (`dedup_key`); `release` wakes the
-    branch on `queue` and spends the task token; a token is spent once (`complete` False after)."""
+class MemoryParking(KeptParking):
+    """`ports.Parking`: one pause per interrupt generation (`dedup_key`), its record in `records`
+    (`MemoryParkRecords`, the DynamoDB records' twin); `release` wakes the branch on `queue` and
+    spends the task token; a token is spent once (`complete` False after)."""
 
     queue: MemoryQueue = field(default_factory=MemoryQueue)
+    records: MemoryParkRecords = field(default_factory=MemoryParkRecords)
     started: dict[str, dict[str, Any]] = field(default_factory=dict)
     spent: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start(self, tenant: str, session_id: str, interrupt: Interrupt) -> str:
+    def kept(self) -> MemoryParkRecords:
+        return self.records
+
+    def wakes(self) -> MemoryQueue:
+        return self.queue
+
+    def start(self, tenant: str, session_id: str, interrupt: Interrupt, timeout_seconds: int | None = None) -> str:
         with self._lock:
             self.started.setdefault(interrupt.dedup_key, {"tenant": tenant, "session_id": session_id,
                                                           "interrupt_id": interrupt.interrupt_id,
                                                           "generation": interrupt.generation})
         return f"memory:park:{interrupt.dedup_key}"
-
-    def release(self, tenant: str, session_id: str, interrupt: Interrupt) -> None:
-        self.queue.wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
-        if interrupt.parking_key:
-            self.complete(interrupt.parking_key, {"interrupt_id": interrupt.interrupt_id})
 
     def complete(self, token: str, output: dict[str, Any]) -> bool:
         with self._lock:

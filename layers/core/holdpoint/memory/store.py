@@ -59,7 +59,6 @@ class MemoryStore:
         self._keys: dict[str, dict[str, Any]] = {}
         self._open: dict[str, int] = {}  # the tenant's interrupts holding a slot
         self._created: dict[tuple[str, int], int] = {}  # top-level sessions created per tenant and second
-        self._tokens: dict[tuple[str, str, str], tuple[int | None, str]] = {}  # (generation, task token)
 
     # --- sessions --------------------------------------------------------------------
 
@@ -239,15 +238,7 @@ class MemoryStore:
     def read_interrupt(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
         with self._lock:
             found = self._interrupt(tenant, session_id, interrupt_id)
-            return self._with_token(tenant, session_id, interrupt_of(json.loads(found[1].text))) if found else None
-
-    def _with_token(self, tenant: str, session_id: str, interrupt: Interrupt) -> Interrupt:
-        """The interrupt with its task token, if one is kept for this raise (as the DynamoDB store's
-        `G#` item)."""
-        kept = self._tokens.get((tenant, session_id, interrupt.interrupt_id))
-        if kept is not None and kept[0] in (None, interrupt.generation):
-            interrupt.parking_key = kept[1]
-        return interrupt
+            return interrupt_of(json.loads(found[1].text)) if found else None
 
     def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
                           responder: dict[str, Any], allowed_origins: list[str], at: str,
@@ -259,12 +250,8 @@ class MemoryStore:
                                    "resolved_at": at}
         if kept_until is not None:
             changes["kept_until"] = kept_until
-        with self._lock:
-            outcome, interrupt = self._answer(tenant, session_id, interrupt_id, changes, allowed_origins, owner,
-                                              generation, seen, approval, "resolved")
-            if outcome == "resolved" and interrupt is not None:
-                interrupt = self._with_token(tenant, session_id, interrupt)
-            return outcome, interrupt
+        return self._answer(tenant, session_id, interrupt_id, changes, allowed_origins, owner, generation, seen,
+                            approval, "resolved")
 
     def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
                         seen: int, allowed_origins: list[str], owner: str | None = None,
@@ -294,34 +281,6 @@ class MemoryStore:
             record.rev, record.text = record.rev + 1, as_text(data)
             return done, interrupt_of(data)
 
-    def keep_parking_key(self, tenant: str, session_id: str, interrupt_id: str, key: str,
-                         generation: int | None = None) -> Interrupt | None:
-        """The park message's task token, kept apart from its interrupt (no revision moves): a later
-        raise's replaces an earlier one's, the same or an earlier raise's writes nothing."""
-        with self._lock:
-            at = (tenant, session_id, interrupt_id)
-            if self._interrupt(tenant, session_id, interrupt_id) is None:  # leave nothing behind
-                return None
-            kept = self._tokens.get(at)
-            if kept is None or (generation is not None and (kept[0] is None or kept[0] < generation)):
-                self._tokens[at] = (generation, key)
-            return self.read_interrupt(tenant, session_id, interrupt_id)
-
-    def keep_parked_as(self, tenant: str, session_id: str, interrupt_id: str, parked_as: str,
-                       generation: int) -> Interrupt | None:
-        """The started park's execution on its interrupt, bumping its revision (a commit that read
-        it before conflicts); one already marked or of another generation writes nothing."""
-        with self._lock:
-            found = self._interrupt(tenant, session_id, interrupt_id)
-            if found is None:
-                return None
-            record = found[1]
-            data = json.loads(record.text)
-            if data.get("parked_as") is None and data.get("generation") == generation:
-                data["parked_as"] = parked_as
-                record.rev, record.text = record.rev + 1, as_text(data)
-            return interrupt_of(data)
-
     # --- listings ----------------------------------------------------------------------
 
     def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,
@@ -337,7 +296,7 @@ class MemoryStore:
                     if kind != "Interrupt":
                         continue
                     data = json.loads(record.text)
-                    body = {key: v for key, v in data.items() if key not in ("approvals", "parking_key")
+                    body = {key: v for key, v in data.items() if key != "approvals"
                             and v != INTERRUPT_DEFAULTS.get(key, ...)}
                     row = InboxRow(kept.session_id, kept.agent_id, interrupt_of(data), body)
                     order = f"{row.interrupt.created_at}#{kept.session_id}#{row.interrupt.interrupt_id}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Clock, Conflict, Interfered, SessionStore
@@ -19,6 +19,14 @@ ATTEMPTS = 16
 BASE_SECS = 0.01
 CAP_SECS = 0.4  # worst case across all attempts about 4.6 s, well inside API Gateway's 29 s
 T = TypeVar("T")
+
+
+class Transact(Protocol):
+    """The engine's commit of one step (`Runner.transact`): `mutate` applied and committed, then
+    the effects it asked for run; the step services commit through it."""
+
+    def __call__(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T],
+                 loaded: SessionState | None = None, *, head_only: bool = False) -> tuple[SessionState, T]: ...
 
 
 class Contended(Exception):

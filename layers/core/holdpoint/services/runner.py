@@ -7,49 +7,33 @@ a redelivered message repeats nothing that was committed.
 
 from __future__ import annotations
 
-import contextlib
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, assert_never
 
 from aws_lambda_powertools import Logger
-from pydantic import ValidationError
 
-from holdpoint.core import budget, calls, claims, engine, expiry, subagents
-from holdpoint.core.errors import Refusal
-from holdpoint.core.ids import first_error
-from holdpoint.core.inputs import start_session
-from holdpoint.core.interrupts import llm_call_parked, park_retry_seconds
+from holdpoint.core import engine, expiry
 from holdpoint.core.messages import Deadline, InterruptTimer, Kick, Park, ParkRetry, SessionMessage, Wake
-from holdpoint.core.outcomes import LlmOutcome, llm_failure
-from holdpoint.core.protocols.client import ClientMessageInput
-from holdpoint.core.protocols.worker_actions import DecisionResponse
-from holdpoint.core.quotas import QuotaExceeded
-from holdpoint.core.state import Decision, Effect, Interrupt, SessionState, derive, epoch
-from holdpoint.core.turns import add_user_input, start_turn
+from holdpoint.core.state import SessionState
 from holdpoint.ports import (
     Clock,
-    Conflict,
     Llm,
-    LlmError,
     LlmStream,
     Parking,
-    ParkRefused,
     SessionStore,
-    StreamStopped,
     Timers,
     Worker,
-    WorkerDeferred,
-    WorkerUnavailable,
     WorkQueue,
 )
-from holdpoint.services import sessions
-from holdpoint.services.caller import Caller
+from holdpoint.services.children import Children
 from holdpoint.services.contention import Contended, transact
+from holdpoint.services.deliver import DecisionSteps
 from holdpoint.services.live import Live
-from holdpoint.services.streaming import DeltaStream, EndReason
+from holdpoint.services.llm_step import LlmSteps
+from holdpoint.services.park import Parks, Raise
+from holdpoint.services.step import Counters
 
 log = Logger(child=True)  # shares the handler's JSON format and its session/interrupt keys
 T = TypeVar("T")
@@ -57,20 +41,6 @@ T = TypeVar("T")
 
 class RetryLater(Exception):
     """The step could not finish now; the queue message is redelivered later."""
-
-
-@dataclass
-class Counters:
-    """What a run did, for metrics and tests."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    timings: dict[str, list[float]] = field(default_factory=dict)
-
-    def add(self, name: str, value: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + value
-
-    def time(self, name: str, millis: float) -> None:
-        self.timings.setdefault(name, []).append(millis)
 
 
 @dataclass
@@ -90,6 +60,29 @@ class Runner:
     clock: Clock = time.time
     live: Live | None = None
     llm_stream: LlmStream | None = None
+    fresh: set[Raise] = field(default_factory=set, repr=False)  # raises this engine committed, not yet parked
+
+    # The step services, over this runner's ports as they are now (a test may swap one).
+
+    def _step(self) -> dict[str, Any]:
+        return {"store": self.store, "counters": self.counters, "clock": self.clock}
+
+    @property
+    def parks(self) -> Parks:
+        return Parks(parking=self.parking, timers=self.timers, **self._step())
+
+    @property
+    def llm_steps(self) -> LlmSteps:
+        return LlmSteps(llm=self.llm, transact=self.transact, live=self.live, llm_stream=self.llm_stream,
+                        **self._step())
+
+    @property
+    def decisions(self) -> DecisionSteps:
+        return DecisionSteps(worker=self.worker, transact=self.transact, **self._step())
+
+    @property
+    def children(self) -> Children:
+        return Children(queue=self.queue, transact=self.transact, **self._step())
 
     def transact(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T],
                  loaded: SessionState | None = None, *, head_only: bool = False) -> tuple[SessionState, T]:
@@ -118,17 +111,18 @@ class Runner:
         during them is repaired by redelivery without doubling anything."""
         h = state.header
         for effect in state.effects:
-            if effect.kind == "start_park":
+            if effect.kind == "start_park" and effect.interrupt_id in state.interrupts:
                 self.counters.add("interrupts_raised")
+                self.fresh.add((effect.interrupt_id, state.interrupts[effect.interrupt_id].generation))
             elif effect.kind == "timer":
                 self.timers.schedule(effect.seconds, effect.message or Kick(h.tenant, h.session_id),
                                      effect.key or "timer")
             elif effect.kind == "spawn":
-                self._spawn(state, effect)
+                self.children.spawn(state, effect)
             elif effect.kind == "notify_parent" and h.parent:
-                self._notify_parent(state, effect)
+                self.children.notify_parent(state, effect)
             elif effect.kind == "send":
-                self._send(state, effect)
+                self.children.send(state, effect)
         for event in state.events:
             if event.type == "call.voided":
                 self.counters.add("calls_voided")
@@ -141,16 +135,16 @@ class Runner:
         tenant, session_id = message.tenant, message.session_id
         match message:
             case Park():
-                self._park(tenant, session_id, message.interrupt_id, message.parking_key, message.generation)
+                self.parks.held(message)
                 return
             case InterruptTimer():
                 self._interrupt_timer(message)
                 return
             case ParkRetry():
-                self._park_retry(message)
+                self.parks.retry(message)
                 return
             case Wake():
-                self._wake(tenant, session_id, message.interrupt_id, message.outcome, message.generation)
+                self.decisions.wake(tenant, session_id, message.interrupt_id, message.outcome, message.generation)
             case Deadline():
                 self._deadline(message)
             case Kick():
@@ -169,376 +163,29 @@ class Runner:
     def _deadline(self, message: Deadline) -> None:
         tenant, session_id, call_id = message.tenant, message.session_id, message.call_id
         loaded = self.store.load(tenant, session_id)  # read once: for the child check and the commit
-        waiting, version = self._child_status(loaded, call_id)
+        waiting, version = self.children.child_status(loaded, call_id)
         self.transact(tenant, session_id, lambda s: engine.apply_deadline(
             s, call_id, message.attempt, self.clock(), child_waiting=waiting, child_version=version), loaded)
 
     def run(self, tenant: str, session_id: str) -> int:
-        """Run what is due until nothing is; returns the number of steps taken."""
+        """Run what is due until nothing is; returns the number of steps taken. Parks come first,
+        one a step (`Parks.settle`: each raise's park record read at most once a run)."""
+        settled: set[Raise] = set()
         for step in range(self.max_steps):
             state = self.store.load(tenant, session_id)
             if state is None:
                 return step
             state.now = self.clock()
+            if self.parks.settle(state, settled, self.fresh):
+                continue
             work = engine.next_work(state, self.clock())
             if work is None:
                 return step
-            if work.kind == "start_park":
-                self._start_park(state, work.id)
-            elif work.kind == "run_llm":
-                self._run_llm(state, work.id)
+            if work.kind == "run_llm":
+                self.llm_steps.run(state, work.id)
             else:
-                self._deliver(state, work.id)
+                self.decisions.deliver(state, work.id)
         state = self.store.load(tenant, session_id)
         if state is not None and engine.next_work(state, self.clock()) is not None:
             self.queue.kick(tenant, session_id, state.header.version)
         return self.max_steps
-
-    def _park(self, tenant: str, session_id: str, interrupt_id: str, token: str, generation: int | None) -> None:
-        """Store the execution's task token: one conditional write to the interrupt item, no load,
-        no run (it makes nothing due). An interrupt no longer open (the resume came first, or it
-        was answered and woken already) ends the execution now, so none waits out its timeout; one
-        resolved and not yet woken is released (wake, then end): the resume's own wake may have
-        been lost to a crash, and once the execution ends no timeout stands in for it. A token
-        already spent answers InvalidToken, and the engine applies one wake per generation, so a
-        redelivered message repeats nothing. The token of an execution started for an earlier raise
-        of the same id (its `generation`) is not stored on the raise now open: that execution is
-        ended instead, so its timeout cannot expire the new raise."""
-        interrupt = self.store.keep_parking_key(tenant, session_id, interrupt_id, token, generation)
-        if interrupt is not None and generation not in (None, interrupt.generation):
-            self.parking.complete(token, {"interrupt_id": interrupt_id})
-            return
-        if interrupt is None or interrupt.status == "open":
-            return
-        if interrupt.status == "resolved" and not interrupt.woken:
-            self.parking.release(tenant, session_id, interrupt)
-        else:
-            self.parking.complete(token, {"interrupt_id": interrupt_id})
-
-    # --- the three kinds of work ----------------------------------------------------------
-
-    def _start_park(self, state: SessionState, interrupt_id: str) -> None:
-        h = state.header
-        interrupt = state.interrupts[interrupt_id]
-        arn: str | None = None
-        refused = ""
-        try:
-            arn = self.parking.start(h.tenant, h.session_id, interrupt)
-        except ParkRefused as exc:
-            refused = str(exc)
-        if interrupt.status == "open":
-            # A5: reminders and escalation, before the parked mark: a crash before it repeats this
-            # step, and a timer named by its key is scheduled once however often it is asked for.
-            for timer in expiry.timers(h.tenant, h.session_id, interrupt):
-                self.timers.schedule(timer.seconds, timer.message, timer.key)
-        if arn is None:
-            self._wait_for_capacity(state, interrupt, 1, refused, state)
-            return
-        self.store.keep_parked_as(h.tenant, h.session_id, interrupt_id, arn, interrupt.generation)
-
-    def _wait_for_capacity(self, state: SessionState, interrupt: Interrupt, attempt: int, why: str,
-                           loaded: SessionState | None = None) -> None:
-        """Step Functions refused the park (the open-execution ceiling, or a throttle): the
-        interrupt stays open and answerable in the table, and a `ParkRetry` timer tries again
-        with backoff, never later than the expiry it then carries out. The timer is set before the
-        mark that stops the step loop from starting the park itself: a crash between the two
-        repeats the step, which asks for the same timer. Nothing blocks: the message completes and
-        the session's other work goes on."""
-        h = state.header
-        iid = interrupt.interrupt_id
-        left = epoch(interrupt.expires_at) - self.clock() if interrupt.expires_at else None
-        message = ParkRetry(h.tenant, h.session_id, iid, interrupt.generation, attempt)
-        self.timers.schedule(park_retry_seconds(attempt, left), message,
-                             f"park/{iid}/{interrupt.generation}/{attempt}")
-        log.warning("park waits for capacity: %s", why,
-                    extra={"session_id": h.session_id, "interrupt_id": iid, "attempt": attempt})
-        self.counters.add("parks_waiting_for_capacity")
-        self.transact(h.tenant, h.session_id, lambda s: engine.mark_waiting(s, iid, attempt), loaded)
-
-    def _park_retry(self, message: ParkRetry) -> None:
-        """A refused park's timer fired. An interrupt answered meanwhile gets no execution: the
-        resume put its wake on the queue, and this wake again (a no-op once applied) covers a resume
-        that crashed before sending it. One past its expiry is expired here, as its execution's
-        timeout would have. Otherwise the execution starts, for what is left of the expiry, or the
-        wait goes on. A timer of another raise or attempt, or a park already started, is stale."""
-        tenant, session_id, iid = message.tenant, message.session_id, message.interrupt_id
-        state = self.store.load(tenant, session_id)
-        interrupt = state.interrupts.get(iid) if state is not None else None
-        if state is None or interrupt is None or interrupt.generation != message.generation \
-                or interrupt.parked_as is not None or interrupt.park_waits != message.attempt:
-            return
-        if interrupt.status != "open":
-            if not interrupt.woken:
-                self.parking.release(tenant, session_id, interrupt)
-            return
-        left = epoch(interrupt.expires_at) - self.clock() if interrupt.expires_at else None
-        if left is not None and left <= 0:
-            self.parking.expire(tenant, session_id, interrupt)
-            return
-        try:
-            arn = self.parking.start(tenant, session_id, interrupt, math.ceil(left) if left is not None else None)
-        except ParkRefused as exc:
-            self._wait_for_capacity(state, interrupt, message.attempt + 1, str(exc), state)
-            return
-        self.counters.add("parks_started_after_wait")
-        self.store.keep_parked_as(tenant, session_id, iid, arn, interrupt.generation)
-
-    def _run_llm(self, state: SessionState, call_id: str) -> None:
-        h = state.header
-        call = state.calls[call_id]
-        request = call.request or {}
-        stream: DeltaStream | None = None
-        if budget.exceeded(state):
-            result = llm_failure(f"budget {budget.limit(state)} spent ({budget.spent(state)})", "budget_exceeded")
-        else:
-            if request.get("messages"):
-                messages = request["messages"]
-            else:
-                messages = [n.message for n in state.tree.path(call.anchor)]
-                system = (h.agent or {}).get("system")
-                if system:
-                    messages = [{"role": "system", "content": system}, *messages]
-            stream = self._delta_stream(state, call_id)
-            result = priced(h.agent, self._ask(state, request, messages, call_id, stream))
-            self.counters.add("llm_calls")
-
-        def apply(s: SessionState) -> None:
-            calls.apply_llm_result(s, s.calls[call_id], result, self.clock())
-            if result.get("cost"):  # only spending crosses a budget; a refused call costs nothing
-                budget.check(s, raised_by=f"budget:{call_id}")
-
-        if stream is not None and stream.stopped:
-            stream.end("voided")  # its subscribers are told at once; the commit below records nothing
-        elif stream is not None:
-            stream.drain()  # every delta before the committed message
-        reason: EndReason = "failed"
-        try:
-            committed, _ = self.transact(h.tenant, h.session_id, apply, state)
-            after = committed.calls.get(call_id)
-            reason = "voided" if after is not None and after.status == "voided" else \
-                "finished" if result.get("ok") else "failed"
-        finally:
-            if stream is not None and not stream.stopped:
-                stream.end(reason)
-
-    def _ask(self, state: SessionState, request: dict[str, Any], messages: list[dict[str, Any]], call_id: str,
-             stream: DeltaStream | None) -> LlmOutcome:
-        """The provider's outcome: streamed when `stream` is given, whole otherwise. A provider
-        failure is the outcome; anything else ends the stream `failed` and fails the step."""
-        h = state.header
-        try:
-            if stream is not None and self.llm_stream is not None:
-                return self.llm_stream(h.agent, request, messages, call_id, h.tenant, stream.on_delta)
-            return self.llm(h.agent, request, messages, call_id, h.tenant)
-        except LlmError as exc:
-            return llm_failure(str(exc), exc.code, retryable=exc.retryable)
-        except StreamStopped:
-            self.counters.add("llm_streams_stopped")
-            return llm_failure("the call was voided while its reply streamed", "voided")
-        except Exception:
-            if stream is not None:
-                stream.end("failed")
-            raise
-
-    def _delta_stream(self, state: SessionState, call_id: str) -> DeltaStream | None:
-        """The call's deltas to the session's followers, looked up once now; None (the provider
-        called whole) without a WebSocket API or with nobody following."""
-        if self.live is None or self.llm_stream is None:
-            return None
-        h = state.header
-        try:
-            followers = self.live.connections.followers(h.tenant, h.session_id)
-        except Exception:  # live events are best effort: the call goes on whole
-            log.exception("looking up the followers of %s failed", h.session_id)
-            return None
-        if not followers:
-            return None
-        self.counters.add("llm_streams")
-        return DeltaStream(self.live, h.tenant, h.session_id, call_id, followers, self.clock,
-                           lambda: self._still_open(h.tenant, h.session_id, call_id))
-
-    def _still_open(self, tenant: str, session_id: str, call_id: str) -> bool:
-        """Whether the call may still be recorded (R6): one session load."""
-        state = self.store.load(tenant, session_id)
-        if state is None:
-            return False
-        call = state.calls.get(call_id)
-        return call is not None and call.status == "open" and not llm_call_parked(state, call)
-
-    def _wake(self, tenant: str, session_id: str, interrupt_id: str, outcome: str, generation: int | None) -> None:
-        """A resume or an expiry (R8). When the first thing the wake makes due is the
-        `interrupt.resumed` decision it queued, the worker gets it in this step and the wake commits
-        with the delivery's outcome, one load and one commit (docs/ARCHITECTURE.md, "The wake
-        delivers in the step that commits it"); otherwise the wake commits alone. The decision's id
-        derives from the loaded state, so a crash before that commit redelivers the same decision."""
-
-        def wake(s: SessionState) -> str | None:
-            return engine.apply_wake(s, interrupt_id, outcome, generation)
-
-        state = self.store.load(tenant, session_id)
-        if state is None:
-            raise LookupError(f"session {session_id} not found")
-        state.now = self.clock()
-        happened = wake(state)
-        # An expiry commits first: a worker's submit can rebuild a resume's wake, not an expiry's.
-        work = engine.next_work(state, state.now) if happened == "resumed" else None
-        if work is not None and work.kind == "deliver" and engine.resumes(state.decisions[work.id], interrupt_id):
-            self._deliver(state, work.id, before=wake)
-            self.counters.add("wakes_delivered_in_step")
-        else:
-            self.transact(tenant, session_id, wake, state)  # the wake is applied in `state`: a no-op on it
-        if happened:
-            self.counters.add(f"interrupts_{happened}")
-
-    def _deliver(self, state: SessionState, decision_id: str,
-                 before: Callable[[SessionState], object] | None = None) -> None:
-        """Deliver the decision and commit its outcome. `before` is a step applied in `state` but
-        not committed yet (a wake that queued this decision): every commit here applies it first
-        (a no-op on `state`, the real thing on a reload), so it commits with whichever outcome."""
-        h = state.header
-        decision = state.decisions[decision_id]
-
-        def commit(outcome: Callable[[SessionState, Decision], object], loaded: SessionState | None) -> None:
-            def step(s: SessionState) -> None:
-                if before is not None:
-                    before(s)
-                current = s.decisions.get(decision_id)  # absent only if a reload's wake queued nothing
-                if current is not None:
-                    outcome(s, current)
-
-            self.transact(h.tenant, h.session_id, step, loaded)
-
-        request = engine.build_request(state, decision)
-        started = time.perf_counter()
-        try:
-            raw = self.worker(h.agent, request, h.tenant)
-        except WorkerDeferred:
-            self.counters.add("decisions_deferred")
-            commit(lambda s, d: engine.defer_decision(s, d, self.clock()), state)
-            return
-        except WorkerUnavailable as exc:
-            why = str(exc)
-            log.warning("worker unavailable: %s", why, extra={"session_id": h.session_id, "decision_id": decision_id})
-            self.counters.add("worker_failures")
-            commit(lambda s, d: engine.retry_decision(s, d, why, self.clock()), state)
-            return
-        self.counters.add("decisions_delivered")
-        self.counters.time("decision_latency_ms", (time.perf_counter() - started) * 1000)
-        log.info("decision delivered", extra={"session_id": h.session_id, "decision_id": decision_id,
-                                              "trigger": decision.trigger.get("type"),
-                                              "interrupt_id": decision.interrupt_id})
-        if raw is None:  # a `null` answer (an echoed `null` proposal): the engine's own continuation
-            raw = engine.own_answer(state, decision)
-        try:
-            response = DecisionResponse.model_validate(raw)
-        except ValidationError as exc:
-            param, msg = first_error(exc)
-            commit(lambda s, d: engine.fail_decision(s, d, msg, param), None)
-            return
-        try:
-            commit(lambda s, d: engine.apply_response(s, d, response, self.clock()), state)
-        except engine.ProtocolError as exc:  # `state` is half-changed: the failure commits on a reload
-            why, param = str(exc), exc.param
-            commit(lambda s, d: engine.fail_decision(s, d, why, param), None)
-        except QuotaExceeded as exc:  # an interrupt past a limit: refused like a broken answer, nothing parked
-            why, limit = str(exc), exc.limit
-            log.warning("worker answer refused: %s", why,
-                        extra={"session_id": h.session_id, "decision_id": decision_id})
-            commit(lambda s, d: engine.fail_decision(s, d, why, limit, code="quota_exceeded"), None)
-
-    # --- effects that reach other sessions -----------------------------------------------------
-
-    def _spawn(self, parent: SessionState, effect: Effect) -> None:
-        """Create the child session (once: its id is derived from the parent's call) and start it."""
-        data = effect.data or {}
-        h = parent.header
-        child_id = data["session_id"]
-        parent_ref = {"session_id": h.session_id, "call_id": data["call_id"]}
-        found = self.store.load(h.tenant, child_id)
-        why = claims.reuse_refusal(found.header, agent_id=data["agent_id"], kind="conversation",
-                                   principal=claims.principal_of(h), parent=parent_ref) if found else None
-        if why is not None:  # an id the worker chose names a session that is not this call's child
-            self.transact(h.tenant, h.session_id, lambda s: subagents.apply_child_result(
-                s, data["call_id"], False, None, {"code": "session_taken", "session_id": child_id,
-                                                  "message": f"session {child_id} cannot be this call's child: {why}"}))
-            return
-        if found is None:
-            agent = self.store.get_agent(h.tenant, data["agent_id"])
-            if agent is None:
-                self.transact(h.tenant, h.session_id, lambda s: subagents.apply_child_result(
-                    s, data["call_id"], False, None, {"code": "agent_not_found", "agent_id": data["agent_id"]}))
-                return
-            child = SessionState.new(h.tenant, child_id, data["agent_id"], now=self.clock(), identity=h.identity,
-                                     end_user=h.end_user,
-                                     ancestry=data["ancestry"],
-                                     parent=parent_ref)
-            start_session(child, agent)
-            turn_id = derive("turn", child_id, "first")
-            start_turn(child, turn_id)
-            message = {**data["message"], "id": derive("msg", child_id, "task")}
-            add_user_input(child, turn_id, {"type": "client.message", "message": message})
-            with contextlib.suppress(Conflict):  # created by an earlier try of this step
-                self.store.commit(child)
-        self.queue.kick(h.tenant, child_id, 0)
-
-    def _child_status(self, state: SessionState | None, call_id: str) -> tuple[bool, int | None]:
-        """For a sub_agent call: whether its child waits on a person, and the child's version."""
-        call = state.calls.get(call_id) if state is not None else None
-        if state is None or call is None or call.kind != "sub_agent" or not call.child_session_id:
-            return False, None
-        child = self.store.load(state.header.tenant, call.child_session_id)
-        if child is None:
-            return False, None
-        return self._waiting(child, 0), child.header.version
-
-    def _waiting(self, session: SessionState, depth: int) -> bool:
-        """An open interrupt in the session or, 8 levels down, in a sub-agent it waits on."""
-        if session.open_interrupts():
-            return True
-        if depth >= 8:
-            return False
-        for call in session.open_calls():
-            child = self.store.load(session.header.tenant, call.child_session_id) \
-                if call.kind == "sub_agent" and call.child_session_id else None
-            if child is not None and self._waiting(child, depth + 1):
-                return True
-        return False
-
-    def _notify_parent(self, child: SessionState, effect: Effect) -> None:
-        data = effect.data or {}
-        parent = child.header.parent or {}
-        tenant = child.header.tenant
-        try:
-            state, _ = self.transact(tenant, parent["session_id"], lambda s: subagents.apply_child_result(
-                s, parent["call_id"], bool(data.get("ok")), data.get("result"), data.get("error"),
-                child.header.session_id))
-        except LookupError:
-            log.warning("parent session is gone", extra={"session_id": child.header.session_id})
-            return
-        self.queue.kick(tenant, parent["session_id"], state.header.version)
-
-    def _send(self, state: SessionState, effect: Effect) -> None:
-        """`message.send`: a queued client message into another session of the same tenant."""
-        data = effect.data or {}
-        who = Caller(state.header.tenant, f"session:{state.header.session_id}", "machine")
-        inp = ClientMessageInput(type="client.message", message=data["message"], queue=True,
-                                 turn_id=derive("turn", state.header.session_id, data.get("key")))
-        try:
-            sessions.submit(self.store, self.queue, who, data["session_id"], inp, clock=self.clock, derived_turn=True)
-        except Refusal as exc:
-            log.warning("message.send refused: %s", exc.message, extra={"session_id": state.header.session_id})
-
-
-def priced(agent: dict[str, Any] | None, result: LlmOutcome) -> LlmOutcome:
-    """Cost from the llm block's per-1k-token prices when the provider did not price the call."""
-    usage = result.get("usage")
-    if result.get("cost") or not usage:
-        return result
-    block = (agent or {}).get("llm") or {}
-    price_in, price_out = block.get("price_in"), block.get("price_out")
-    if price_in is None and price_out is None:
-        return result
-    cost = budget.token_cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                             float(price_in or 0), float(price_out or 0))
-    return {**result, "cost": cost}
-

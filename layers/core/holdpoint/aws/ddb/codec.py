@@ -200,10 +200,6 @@ class Codec:
             body["kept_until"] = int(item[k.TTL]["N"])
         if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
             body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
-        if k.PARKING_KEY in item:  # an item written before the task token had its own (`G#`) item
-            body["parking_key"] = item[k.PARKING_KEY]["S"]
-        if k.PARKED_AS in item:  # set by `start_park`'s conditional update
-            body["parked_as"] = item[k.PARKED_AS]["S"]
         return body
 
     def interrupt(self, item: dict[str, Any]) -> Interrupt:
@@ -250,7 +246,6 @@ class Codec:
         """A call, decision, turn or interrupt as the item written at revision `rev + 1`."""
         body = asdict(record)
         body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
-        token = body.pop("parking_key", None)  # so does an older item's task token (kept as it was)
         sk = k.PREFIX[type(record)] + record_key(record)[1]
         attrs: dict[str, Any] = {}
         status = getattr(record, "status", None)
@@ -259,7 +254,7 @@ class Codec:
         if isinstance(record, Interrupt):
             # Rewritten often and read whole: unset fields stay out, and so do the id (the key's)
             # and the fields the item carries on top (`interrupt_body` puts them back).
-            attrs.update(interrupt_attrs(record, token, header))
+            attrs.update(interrupt_attrs(record, header))
             body = {key: v for key, v in body.items()
                     if key not in ("interrupt_id", *attrs) and v != INTERRUPT_DEFAULTS.get(key, ...)}
             if k.TTL in attrs:
@@ -267,9 +262,9 @@ class Codec:
         return {"PK": s(pk), "SK": s(sk), k.REV: n(rev + 1), **self.body_attrs(pk, sk, body), **attrs}
 
 
-def interrupt_attrs(record: Interrupt, token: str | None, header: Header) -> dict[str, Any]:
-    """An interrupt's top-level attributes: what the resume's and `start_park`'s conditional
-    writes test and set, and the index attributes (A6)."""
+def interrupt_attrs(record: Interrupt, header: Header) -> dict[str, Any]:
+    """An interrupt's top-level attributes: what the resume's conditional writes test and set,
+    and the index attributes (A6)."""
     out: dict[str, Any] = {"origin": s(record.origin), "generation": n(record.generation)}
     if record.owner:
         out["owner"] = s(record.owner)
@@ -281,10 +276,6 @@ def interrupt_attrs(record: Interrupt, token: str | None, header: Header) -> dic
         out["resolved_at"] = s(record.resolved_at)
     if record.approvals:
         out["approvals"] = {"L": [s(json.dumps(a)) for a in record.approvals]}
-    if token:
-        out[k.PARKING_KEY] = s(token)
-    if record.parked_as:
-        out[k.PARKED_AS] = s(record.parked_as)
     out.update(index_attrs(record, header.tenant, header.session_id, header.agent_id))
     return out
 

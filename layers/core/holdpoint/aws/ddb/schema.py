@@ -6,8 +6,8 @@ Session partition `T#{tenant}#S#{session}`:
 | --- | --- |
 | `H` | header: `version`, `body` (head, seq, worker state), `tail_sum`, `changes`, `done_through`, the listing row |
 | `H#A` | the agent config in force (written only when it changes) |
-| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, `parked_as`, index keys, `ttl`) |
-| `G#{id}` | its task token: `parking_key`, `generation`, `ttl` (the park message's; outside the state) |
+| `I#{id}` | interrupt (top level: `status`, `origin`, `generation`, index keys, `ttl`) |
+| `G#{id}#{generation}` | that raise's park record (`aws/ddb/parking.py`): `execution`, `waits`, `task_token`, `ttl` |
 | `K#{id}` | call |
 | `N#{id}` | tree node |
 | `Q#{id}` | decision |
@@ -32,7 +32,7 @@ from holdpoint.core.state import Call, Decision, Interrupt, Turn
 HEADER_SK = "H"
 AGENT_SK = "H#A"  # sorts right after the header, inside the state range a step loads
 HEAD_END = "I$"  # the head range is `H` .. `I$`; the tail sorts after it
-TOKEN = "G#"  # an interrupt's task token: sorts before `H`, so no load reads it
+PARK = "G#"  # a raise's park record (aws/ddb/parking.py): sorts before `H`, so no load reads it
 NODE = "N#"
 EVENT = "E#"
 PREFIX: dict[type, str] = {Call: "K#", Decision: "Q#", Interrupt: "I#", Turn: "T#"}
@@ -54,11 +54,11 @@ LISTED_OWNER = "owner"
 SUB_AGENT = "sub_agent"  # present only on a sub-agent's session
 LISTING_ATTRS = (LISTED_AGENT, LISTED_STATUS, LISTED_OWNER, SUB_AGENT)
 
-# An interrupt item's top-level attributes, beside its body: what the conditional writes of the
-# resume and the park message test and set without reading the body.
-PARKING_KEY = "parking_key"  # the ParkBranch execution's task token (on its `G#` item)
-TOKEN_TTL_SECONDS = DEFAULT_PARK_SECONDS + 86_400  # past the longest park: by then the token is spent
-PARKED_AS = "parked_as"  # the execution `start_park` began (its ARN)
+# A park record's attributes (aws/ddb/parking.py), each set once by a conditional UpdateItem.
+EXECUTION = "execution"  # the ParkBranch execution started for the raise (its ARN)
+WAITS = "waits"  # StartExecution's refusals so far (the open-execution ceiling, a throttle)
+TASK_TOKEN = "task_token"  # what the execution's park message reported: SendTaskSuccess ends it
+PARK_TTL_SECONDS = DEFAULT_PARK_SECONDS + 86_400  # past the longest park: by then the record is spent
 TTL = "ttl"  # the table's TTL attribute
 REV = "rev"
 
@@ -103,6 +103,11 @@ def agent_pk(tenant: str, agent_id: str) -> str:
 
 def key_pk(key_hash: str) -> str:
     return f"KEY#{key_hash}"
+
+
+def park_sk(interrupt_id: str, generation: int) -> str:
+    """A raise's park record: one per (interrupt, generation), so a raise again starts a fresh one."""
+    return f"{PARK}{interrupt_id}#{generation}"
 
 
 def event_sk(seq: int) -> str:
