@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from holdpoint.aws.ddb.schema import TOKEN
+from holdpoint.aws.ddb.schema import PARK
 from holdpoint.services.tokens import mint_client_token
 from tests.stack import Api
 from tests.tables import count_items
 
 
 def table_count(stack: Any) -> int:
-    """Every item the stack's table holds but the task tokens: a refused request must leave this
-    unchanged. A token's item (`G#`) is the park message's, which lands on its own time after a
+    """Every item the stack's table holds but the park records: a refused request must leave this
+    unchanged. A park record (`G#`) is the park message's, which lands on its own time after a
     raise (the engine's, never a request's), so a test that counts right after a park would race it."""
-    return count_items(stack.client("dynamodb"), stack.env["TABLE_NAME"], skip_sk_prefix=TOKEN)
+    return count_items(stack.client("dynamodb"), stack.env["TABLE_NAME"], skip_sk_prefix=PARK)
 
 
 def client_token_api(stack: Any, subject: str, *, tenant: str = "dev", session_id: str | None = None) -> Api:
