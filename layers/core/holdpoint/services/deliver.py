@@ -12,6 +12,7 @@ from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
 from holdpoint.core import engine
+from holdpoint.core.actions import ProtocolError
 from holdpoint.core.ids import first_error
 from holdpoint.core.protocols.worker_actions import DecisionResponse
 from holdpoint.core.quotas import QuotaExceeded
@@ -102,7 +103,7 @@ class DecisionSteps(Step):
             return
         try:
             commit(lambda s, d: engine.apply_response(s, d, response, self.clock()), state)
-        except engine.ProtocolError as exc:  # `state` is half-changed: the failure commits on a reload
+        except ProtocolError as exc:  # `state` is half-changed: the failure commits on a reload
             why, param = str(exc), exc.param
             commit(lambda s, d: engine.fail_decision(s, d, why, param), None)
         except QuotaExceeded as exc:  # an interrupt past a limit: refused like a broken answer, nothing parked
