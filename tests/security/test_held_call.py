@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.keys import put_api_key
-from holdpoint.core import actions, engine
-from holdpoint.core.errors import Refusal
+from holdpoint.core import engine
+from holdpoint.core.errors import CallHeld, Refusal
 from holdpoint.core.protocols.worker_actions import DecisionResponse, WorkerSubmitBody
 from holdpoint.core.state import Decision, SessionState
 from holdpoint.services import worker_answers
@@ -97,7 +97,7 @@ def test_held_call_a_worker_answer_naming_it_is_refused_whole() -> None:
         _, state, call_id = _parked_state()
         action = {"type": kind, "id": call_id, "result": "sent"} if kind == "tool.result" else {
             "type": kind, "id": call_id, "error": "nope"}
-        with pytest.raises(actions.CallHeld) as info:
+        with pytest.raises(CallHeld) as info:
             engine.apply_submit(state, "dec-other", DecisionResponse.model_validate({"actions": [action]}), state.now)
         assert info.value.param == "actions[0].id" and info.value.refusal.code == "call_held"
         assert state.calls[call_id].status == "open"
@@ -108,7 +108,7 @@ def test_held_call_a_worker_submit_is_409_call_held(aws: dict[str, str], monkeyp
     held = Refusal("call_held", f"call {call_id} is held by open interrupt i", "id", interrupt_id="i")
 
     def refuse(*_: Any) -> bool:
-        raise actions.CallHeld("actions[0].id", held)
+        raise CallHeld("actions[0].id", held)
 
     monkeypatch.setattr(engine, "apply_submit", refuse)
     body = WorkerSubmitBody.model_validate({"session_id": h.session_id, "decision_id": "dec-other",

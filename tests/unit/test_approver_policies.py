@@ -12,8 +12,8 @@ import pytest
 
 from holdpoint import assembly
 from holdpoint.core import approvals
-from holdpoint.core.approvals import PolicyError, narrow, refusal_reason, verdict
-from holdpoint.core.errors import Refusal
+from holdpoint.core.approvals import narrow, refusal_reason, verdict
+from holdpoint.core.errors import PolicyError, Refusal
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import Progress, Resumed, resume
 from tests.harness import TOOLS, Harness

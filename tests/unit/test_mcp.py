@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from holdpoint.core import mcp
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.protocols import mcp as models
 from holdpoint.core.state import Interrupt
 
@@ -64,7 +64,7 @@ def test_mcp_answer_from_maps_a_choice_back_to_its_value_and_a_decline_to_cancel
 
 
 def test_mcp_envelope_names_the_missing_key_and_ids_split_or_are_not_found() -> None:
-    with pytest.raises(mcp.RpcError) as missing:
+    with pytest.raises(RpcError) as missing:
         mcp.envelope({})
     assert (missing.value.code, missing.value.param) == (mcp.INVALID_PARAMS, "params._meta")
     meta = {"_meta": {mcp.VERSION_KEY: "2026-07-28", mcp.CAPABILITIES_KEY: {"extensions": {mcp.TASKS: {}}}}}

@@ -16,12 +16,12 @@ from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import group_id
 from holdpoint.aws.timers import Timers
 from holdpoint.core import expiry
+from holdpoint.core.errors import MessageError
 from holdpoint.core.messages import (
     CLASSES,
     Deadline,
     InterruptTimer,
     Kick,
-    MessageError,
     NotifyRetry,
     Park,
     ParkRetry,

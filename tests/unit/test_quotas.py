@@ -12,7 +12,8 @@ import pytest
 from holdpoint.aws.leases import LEASE_SECS, WaitLeases
 from holdpoint.aws.store import quota_refusal
 from holdpoint.core import quotas
-from holdpoint.core.quotas import QuotaExceeded, Quotas
+from holdpoint.core.errors import QuotaExceeded
+from holdpoint.core.quotas import Quotas
 
 pytestmark = pytest.mark.usefixtures("aws")
 

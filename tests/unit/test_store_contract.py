@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holdpoint.core import quotas
+from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.state import Call, Interrupt, SessionState
 from holdpoint.memory.store import MemoryStore
 from holdpoint.ports import MAX_SEQ, Conflict, InboxQuery, SessionFilters, TooLarge, TooManyChanges
@@ -483,11 +484,11 @@ def test_quota_store_refuses_open_interrupts_over_the_session_and_tenant_limits(
     one, two = new_session(store), new_session(store)
     raise_interrupt(store, "t1", one)
     raise_interrupt(store, "t1", one)
-    with pytest.raises(quotas.QuotaExceeded) as per_session:
+    with pytest.raises(QuotaExceeded) as per_session:
         raise_interrupt(store, "t1", one)
     assert per_session.value.limit == "open_interrupts_per_session" and len(store.load("t1", one).interrupts) == 2
     raise_interrupt(store, "t1", two)
-    with pytest.raises(quotas.QuotaExceeded) as per_tenant:
+    with pytest.raises(QuotaExceeded) as per_tenant:
         raise_interrupt(store, "t1", two)
     assert per_tenant.value.limit == "open_interrupts_per_tenant" and len(store.load("t1", two).interrupts) == 1
     other = new_session(store, "t2")
@@ -508,7 +509,7 @@ def test_quota_store_refuses_sessions_over_the_per_second_limit(make: Any) -> No
         state = SessionState.new("t1", f"ses_q{next(_ids)}", "a1", now=T0)
         try:
             store.commit(state)
-        except quotas.QuotaExceeded as exc:
+        except QuotaExceeded as exc:
             assert exc.limit == "sessions_per_second"
             assert store.load("t1", state.header.session_id) is None
             refused += 1

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from holdpoint.aws import secretrefs, signing
-from holdpoint.core.strictjson import JsonProblem, dumps, loads
+from holdpoint.core.errors import JsonProblem
+from holdpoint.core.strictjson import dumps, loads
 
 VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from holdpoint.core.tree import Node, Tree, ViewConflict
+from holdpoint.core.errors import ViewConflict
+from holdpoint.core.tree import Node, Tree
 
 
 def apply(tree: Tree, view: list[dict[str, Any]], counter: itertools.count) -> Any:

@@ -147,7 +147,7 @@ class SessionStore(Protocol):
 
 class WaitLeases(Protocol):
     """Concurrent stream waits, per caller and per tenant (`aws/leases.py`): `held` raises
-    `core.quotas.QuotaExceeded` when a limit is reached, and gives the lease back however the block ends."""
+    `core.errors.QuotaExceeded` when a limit is reached, and gives the lease back however the block ends."""
 
     def held(self, tenant: str, caller: str) -> AbstractContextManager[None]: ...
 

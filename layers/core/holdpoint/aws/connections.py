@@ -30,6 +30,7 @@ from typing import Any
 
 from holdpoint.aws.ddb.table import ConditionFailed, Table
 from holdpoint.core import quotas
+from holdpoint.core.errors import QuotaExceeded
 
 LIFETIME_SECS = 2 * 3600
 """API Gateway's limit on one WebSocket connection's duration."""
@@ -90,7 +91,7 @@ class Connections:
             return False
         if self._count(pk) > allowed:
             self.db.delete(key)
-            raise quotas.QuotaExceeded(limit, allowed)
+            raise QuotaExceeded(limit, allowed)
         return True
 
     def _count(self, pk: str) -> int:
@@ -124,7 +125,7 @@ class Connections:
         try:
             self._take(following_pk(tenant, session_id), connection_id, expires, "live_followers_per_session",
                        self.limits.live_followers_per_session, {"f": _s(fmt)})
-        except quotas.QuotaExceeded:
+        except QuotaExceeded:
             self.db.update(connection_key(connection_id), UpdateExpression="DELETE s :m",
                            ExpressionAttributeValues={":m": {"SS": [member]}})
             raise

@@ -35,6 +35,7 @@ from typing import Any
 
 from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
 from holdpoint.core import quotas
+from holdpoint.core.errors import QuotaExceeded
 
 LEASE_SECS = 30
 ATTEMPTS = 5
@@ -94,7 +95,7 @@ class WaitLeases:
                 return shard, key, got, live
             soonest = min(soonest, *live.values()) if live else soonest
         retry = 1 if soonest == math.inf else max(1, math.ceil(soonest - now))
-        raise quotas.QuotaExceeded("stream_waits_total", self.limits.stream_waits_total, retry)
+        raise QuotaExceeded("stream_waits_total", self.limits.stream_waits_total, retry)
 
     def acquire(self, tenant: str, caller: str) -> str:
         """A new lease's id; `QuotaExceeded` (with the seconds until a lease frees) when a limit is
@@ -105,7 +106,7 @@ class WaitLeases:
             for key, limit, allowed in self.keys(tenant, caller):
                 got, live = self._live(key, now)
                 if len(live) >= allowed:
-                    raise quotas.QuotaExceeded(limit, allowed, max(1, math.ceil(min(live.values()) - now)))
+                    raise QuotaExceeded(limit, allowed, max(1, math.ceil(min(live.values()) - now)))
                 ops.append((key, got, live))
             shard, key, got, live = self._room(now)
             lease = f"{shard}.{token}"
@@ -116,7 +117,7 @@ class WaitLeases:
                 time.sleep(random.uniform(0, 0.02 * 2 ** attempt))
                 continue
             return lease
-        raise quotas.QuotaExceeded("stream_waits_per_tenant", self.limits.stream_waits_per_tenant, 1)
+        raise QuotaExceeded("stream_waits_per_tenant", self.limits.stream_waits_per_tenant, 1)
 
     def _put(self, key: dict[str, Any], live: dict[str, float], got: dict[str, Any]) -> dict[str, Any]:
         """Rewrite a holder with its live leases, conditioned on the version read."""

@@ -8,7 +8,8 @@ import os
 from typing import Any
 
 from holdpoint.aws import clients
-from holdpoint.core.messages import Kick, MessageError, Wake, WorkMessage, body, parse
+from holdpoint.core.errors import MessageError
+from holdpoint.core.messages import Kick, Wake, WorkMessage, body, parse
 
 
 def group_id(tenant: str, session_id: str) -> str:

@@ -15,26 +15,10 @@ from typing import Any
 from holdpoint.core import approvals, budget, expiry, subagents
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, open_llm_call, open_tool_call, retry_tool, settle_tool
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import CallHeld, LateTimer, PolicyError, ProtocolError, Refusal
 from holdpoint.core.outcomes import llm_failure
 from holdpoint.core.state import Call, Decision, Effect, SessionState, derive
 from holdpoint.core.turns import finish_turn
-
-
-class ProtocolError(ValueError):
-    """A decision response that breaks the protocol; `param` names the offending field."""
-
-    def __init__(self, param: str, message: str) -> None:
-        super().__init__(f"{param}: {message}")
-        self.param = param
-
-
-class CallHeld(ProtocolError):
-    """An action settling a call that an open interrupt holds (R12): the whole answer is refused."""
-
-    def __init__(self, param: str, refusal: Refusal) -> None:
-        super().__init__(param, refusal.message)
-        self.refusal = refusal
 
 
 def _refuse_held(ctx: ActionContext, call: Call) -> None:
@@ -161,9 +145,9 @@ def _interrupt(ctx: ActionContext, action: Any) -> None:
                               expires_in=action.expires_in, call_id=bound, turn_id=decision.turn_id,
                               raised_by=f"{decision.id}:{ctx.index}", response_schema=action.declared_schema(),
                               approval=approvals.declared(action.approval), declared=expiry.Declared.of(action))
-    except approvals.PolicyError as exc:  # A2: an interrupt may narrow the policy in force, never widen it
+    except PolicyError as exc:  # A2: an interrupt may narrow the policy in force, never widen it
         raise ProtocolError(exc.at(f"actions[{ctx.index}].approval"), str(exc)) from None
-    except expiry.LateTimer as exc:  # A5: refused where declared, like R1's missing reason
+    except LateTimer as exc:  # A5: refused where declared, like R1's missing reason
         raise ProtocolError(f"actions[{ctx.index}].{exc.field}", str(exc)) from None
 
 

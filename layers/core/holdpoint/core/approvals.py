@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
+from holdpoint.core.errors import PolicyError
 from holdpoint.core.state import Interrupt
 
 Verdict = Literal["open", "approved", "denied"]
@@ -37,18 +38,6 @@ def _entries(names: Any) -> set[str]:
 
 def _principal(name: str, end_user: bool) -> str:
     return (END_USER if end_user else _KEY) + name
-
-
-class PolicyError(ValueError):
-    """A policy that cannot be declared here; `param` names its field (relative to the policy)."""
-
-    def __init__(self, param: str, message: str) -> None:
-        super().__init__(message)
-        self.param = param
-
-    def at(self, field: str) -> str:
-        """The param naming this error under the policy's own field (`approval`, `actions[0].approval`)."""
-        return f"{field}.{self.param}" if self.param else field
 
 
 class Policy(TypedDict, total=False):

@@ -14,9 +14,9 @@ from pydantic import ValidationError
 
 from holdpoint.core import budget, calls, expiry, retry, subagents, wire
 from holdpoint.core import interrupts as rules
-from holdpoint.core.actions import ProtocolError, apply_action
+from holdpoint.core.actions import apply_action
 from holdpoint.core.calls import arm_deadline
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import ProtocolError, Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.proposals import propose
 from holdpoint.core.protocols import Message

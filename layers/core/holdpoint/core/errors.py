@@ -1,5 +1,9 @@
-"""Refusals: a rule says no. The code names the rule; the HTTP edge (holdpoint.http.edge) turns
-each code into a status, so the core knows nothing of HTTP."""
+"""The core's errors, in one place. `Refusal`: a rule says no; its code names the rule and the
+HTTP edge (holdpoint.http.edge) turns each code into a status, so the core knows nothing of HTTP.
+The others are what a core module raises for input it cannot take (a broken worker answer, a
+policy or timer that cannot be declared, JSON outside the strict subset, a work message no class
+takes, a limit reached), each carrying the field it names; their callers turn them into
+`Refusal`s, failed decisions or JSON-RPC errors."""
 
 from __future__ import annotations
 
@@ -50,3 +54,94 @@ class Refusal(Exception):
             err["param"] = self.param
         err.update(self.extra)
         return {"error": err}
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be declared here; `param` names its field (relative to the policy)."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+    def at(self, field: str) -> str:
+        """The param naming this error under the policy's own field (`approval`, `actions[0].approval`)."""
+        return f"{field}.{self.param}" if self.param else field
+
+
+class LateTimer(ValueError):
+    """A reminder or escalation declared at or after the interrupt's expiry: it could never fire."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class RpcError(Exception):
+    """A JSON-RPC error of the protocol itself (the envelope, a capability, params), not a tool's outcome."""
+
+    def __init__(self, code: int, message: str, param: str | None = None, **data: Any) -> None:
+        super().__init__(message)
+        self.code, self.message, self.param, self.data = code, message, param, data
+
+
+class MessageError(ValueError):
+    """A work message no class takes: the kind is unknown, or a field is missing or of the wrong type."""
+
+
+QUOTA_RETRY_AFTER = {"open_interrupts_per_tenant": 60, "open_interrupts_per_session": 60, "sessions_per_second": 1}
+"""Seconds a refused caller is told to wait (stream waits say when their first lease runs out)."""
+
+
+class QuotaExceeded(Exception):
+    """A limit refused the change; nothing was written. `limit` names it (the error's `param`)."""
+
+    def __init__(self, limit: str, allowed: int, retry_after: int | None = None) -> None:
+        super().__init__(f"{limit.replace('_', ' ')}: the limit of {allowed} is reached; retry later")
+        self.limit = limit
+        self.allowed = allowed
+        self.retry_after = retry_after if retry_after is not None else QUOTA_RETRY_AFTER.get(limit, 1)
+
+    def refusal(self) -> Refusal:
+        """The API's answer: 429 `quota_exceeded`, `param` naming the limit, with `Retry-After`."""
+        return Refusal("quota_exceeded", str(self), self.limit, retry_after=self.retry_after, limit=self.allowed)
+
+
+class TooMuchWork(Exception):
+    """An evaluation went past its step budget."""
+
+
+class Unsupported(Exception):
+    """The schema uses a keyword this module does not evaluate (`UNSUPPORTED`)."""
+
+
+class JsonProblem(ValueError):
+    """The document is not acceptable JSON; `param` is the path of the offending value ("" = the whole)."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(f"{param or 'body'}: {message}")
+        self.param = param
+        self.message = message
+
+
+class ViewConflict(ValueError):
+    """A client view reuses a known message id at a different place in the tree."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class ProtocolError(ValueError):
+    """A decision response that breaks the protocol; `param` names the offending field."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(f"{param}: {message}")
+        self.param = param
+
+
+class CallHeld(ProtocolError):
+    """An action settling a call that an open interrupt holds (R12): the whole answer is refused."""
+
+    def __init__(self, param: str, refusal: Refusal) -> None:
+        super().__init__(param, refusal.message)
+        self.refusal = refusal

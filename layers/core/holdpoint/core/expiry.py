@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from holdpoint.core.errors import LateTimer
 from holdpoint.core.messages import InterruptTimer
 from holdpoint.core.state import Interrupt, OnExpiry, SessionState, iso_ms
 
@@ -43,14 +44,6 @@ class Declared:
         """From a wire model (the `interrupt` action or the API raise body)."""
         return cls(on_expiry=getattr(source, "on_expiry", None), remind_after=getattr(source, "remind_after", None),
                    escalate_after=getattr(source, "escalate_after", None))
-
-
-class LateTimer(ValueError):
-    """A reminder or escalation declared at or after the interrupt's expiry: it could never fire."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def apply_declared(state: SessionState, interrupt: Interrupt, declared: Declared) -> None:

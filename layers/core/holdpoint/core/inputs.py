@@ -6,11 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from holdpoint.core import interrupts as rules
-from holdpoint.core.errors import Refusal
-from holdpoint.core.expiry import Declared, LateTimer
+from holdpoint.core.errors import LateTimer, Refusal, ViewConflict
+from holdpoint.core.expiry import Declared
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import Effect, SessionState, derive, mint
-from holdpoint.core.tree import ViewConflict
 from holdpoint.core.turns import add_user_input, dispatch, start_turn
 
 

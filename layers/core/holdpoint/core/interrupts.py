@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from holdpoint.core import approvals, claims
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import PolicyError, Refusal
 from holdpoint.core.expiry import Declared, apply_declared
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, epoch, iso_ms
 
@@ -160,7 +160,7 @@ def raise_interrupt(
     """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1). Its
     approver policy (A2) is `approval` narrowing the policy in force (`PolicyError` if it widens).
     A5's expiry outcome, reminders and escalation come from `declared`, else the agent's defaults;
-    one that could only fire after the expiry raises `expiry.LateTimer` before anything changes.
+    one that could only fire after the expiry raises `core.errors.LateTimer` before anything changes.
     `requester` is who asked (an API raise's caller); else the principal whose input started the
     turn. A policy that forbids the requester to approve refuses a raise whose requester is unknown
     (`PolicyError`), so the rule is never skipped."""
@@ -176,7 +176,7 @@ def raise_interrupt(
     policy = effective_policy(state, origin, call_id, approval)
     requester = requester or requester_of(state, turn_id)
     if policy and policy.get("forbid_requester") and not requester:
-        raise approvals.PolicyError("forbid_requester", "the policy forbids the requester to approve, and this "
+        raise PolicyError("forbid_requester", "the policy forbids the requester to approve, and this "
                                     "interrupt's requester is not known")
     escalate_to = policy.pop("escalate_to", None) if policy else None
     seconds = expires_in or (h.agent or {}).get("interrupt_expires_in")
@@ -241,7 +241,7 @@ def effective_policy(state: SessionState, origin: str, call_id: str | None,
                               approval)
     origins = (policy or {}).get("origins")
     if origins and not any(may_resume(o, origin) for o in origins):
-        raise approvals.PolicyError("origins", f"none of the origins {', '.join(origins)} may clear an "
+        raise PolicyError("origins", f"none of the origins {', '.join(origins)} may clear an "
                                     f"interrupt raised by {origin} (R17): the policy would admit no one")
     return dict(policy) if policy else None
 

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from holdpoint.core import notify, schemas
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.ids import ID_PATTERN
 from holdpoint.core.protocols.mcp import TOOLS, Elicited, RequestApproval
 from holdpoint.core.state import Interrupt
@@ -32,15 +32,6 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600,
 HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
 HTTP_STATUS: dict[int, int] = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                                MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
-
-class RpcError(Exception):
-    """A JSON-RPC error of the protocol itself (the envelope, a capability, params), not a tool's outcome."""
-
-    def __init__(self, code: int, message: str, param: str | None = None, **data: Any) -> None:
-        super().__init__(message)
-        self.code, self.message, self.param, self.data = code, message, param, data
-
-
 
 # --- ids ---------------------------------------------------------------------------------
 

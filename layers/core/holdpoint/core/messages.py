@@ -21,12 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Union
 
+from holdpoint.core.errors import MessageError
+
 WakeOutcome = Literal["resumed", "expired"]
 TimerName = Literal["remind", "escalate"]
-
-
-class MessageError(ValueError):
-    """A work message no class takes: the kind is unknown, or a field is missing or of the wrong type."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from holdpoint.core.digits import parse_digits
-from holdpoint.core.errors import Refusal
 from holdpoint.core.state import Interrupt, SessionState
 
 
@@ -28,9 +27,6 @@ class Quotas:
 
 ENV_PREFIX = "HOLDPOINT_QUOTA_"
 """`open_interrupts_per_tenant` is read from `HOLDPOINT_QUOTA_OPEN_INTERRUPTS_PER_TENANT`, and so on."""
-
-RETRY_AFTER = {"open_interrupts_per_tenant": 60, "open_interrupts_per_session": 60, "sessions_per_second": 1}
-"""Seconds a refused caller is told to wait (stream waits say when their first lease runs out)."""
 
 
 def env_name(limit: str) -> str:
@@ -59,15 +55,3 @@ def slots(state: SessionState) -> frozenset[str]:
     return frozenset(i.interrupt_id for i in state.interrupts.values() if holds_slot(i))
 
 
-class QuotaExceeded(Exception):
-    """A limit refused the change; nothing was written. `limit` names it (the error's `param`)."""
-
-    def __init__(self, limit: str, allowed: int, retry_after: int | None = None) -> None:
-        super().__init__(f"{limit.replace('_', ' ')}: the limit of {allowed} is reached; retry later")
-        self.limit = limit
-        self.allowed = allowed
-        self.retry_after = retry_after if retry_after is not None else RETRY_AFTER.get(limit, 1)
-
-    def refusal(self) -> Refusal:
-        """The API's answer: 429 `quota_exceeded`, `param` naming the limit, with `Retry-After`."""
-        return Refusal("quota_exceeded", str(self), self.limit, retry_after=self.retry_after, limit=self.allowed)

@@ -12,15 +12,8 @@ from fractions import Fraction
 from functools import cache, lru_cache
 from typing import Any
 
+from holdpoint.core.errors import TooMuchWork, Unsupported
 from holdpoint.core.schemas import BYTES_PER_STEP, MAX_STEPS, UNSUPPORTED
-
-
-class TooMuchWork(Exception):
-    """An evaluation went past its step budget."""
-
-
-class Unsupported(Exception):
-    """The schema uses a keyword this module does not evaluate (`UNSUPPORTED`)."""
 
 
 class Meter:

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from holdpoint.core.errors import TooMuchWork, Unsupported
+
 if TYPE_CHECKING:
     from holdpoint.core.schema_keywords import Meter
 
@@ -72,9 +74,9 @@ def evaluate(schema: Any, value: Any) -> Failure | None:
 
     try:
         error = kw.best(schema, value, kw.Meter())
-    except kw.TooMuchWork:
+    except TooMuchWork:
         return Failure((), f"does more than {MAX_STEPS} steps of work on this value", judged=False)
-    except kw.Unsupported:
+    except Unsupported:
         return Failure((), f"cannot be evaluated: it uses {' or '.join(sorted(UNSUPPORTED))}", judged=False)
     except (referencing.exceptions.Unresolvable, RecursionError, re2.error) as exc:
         # Declared schemas are checked for each; this keeps one stored before a check a refusal, not a 500.
@@ -145,7 +147,7 @@ def _work(schema: Any, meter: Meter) -> str | None:
             kw.best(schema, probe, meter)
     except RecursionError:
         return "refers to itself without end"
-    except kw.TooMuchWork:
+    except TooMuchWork:
         return f"does more than {MAX_STEPS} steps of work on sample values"
     return None
 

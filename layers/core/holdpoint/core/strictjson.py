@@ -13,16 +13,9 @@ import json
 import math
 from typing import Any
 
+from holdpoint.core.errors import JsonProblem
+
 MAX_INT_DIGITS = 4_300  # Python's own int<->str conversion limit, so whatever parses also serialises
-
-
-class JsonProblem(ValueError):
-    """The document is not acceptable JSON; `param` is the path of the offending value ("" = the whole)."""
-
-    def __init__(self, param: str, message: str) -> None:
-        super().__init__(f"{param or 'body'}: {message}")
-        self.param = param
-        self.message = message
 
 
 class _Refused:

@@ -5,13 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class ViewConflict(ValueError):
-    """A client view reuses a known message id at a different place in the tree."""
-
-    def __init__(self, index: int, message: str) -> None:
-        super().__init__(message)
-        self.index = index
+from holdpoint.core.errors import ViewConflict
 
 
 @dataclass

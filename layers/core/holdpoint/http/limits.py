@@ -7,8 +7,8 @@ import binascii
 import re
 from typing import Any
 
-from holdpoint.core.errors import Refusal
-from holdpoint.core.strictjson import JsonProblem, loads
+from holdpoint.core.errors import JsonProblem, Refusal
+from holdpoint.core.strictjson import loads
 
 MAX_BODY_BYTES = 1_048_576
 MAX_JSON_DEPTH = 64  # deeper than any protocol shape needs; Python's parser overflows near 10,000

@@ -15,8 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from holdpoint.assembly import get_live
-from holdpoint.core.errors import Refusal
-from holdpoint.core.quotas import QuotaExceeded
+from holdpoint.core.errors import QuotaExceeded, Refusal
 from holdpoint.http.credentials import caller_of
 from holdpoint.http.edge import load_refusal
 from holdpoint.http.limits import body_bytes, strict_body

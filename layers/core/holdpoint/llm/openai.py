@@ -17,6 +17,7 @@ from typing import Any
 
 from holdpoint.aws import secretrefs
 from holdpoint.core import strictjson
+from holdpoint.core.errors import JsonProblem
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.llm.call import LlmCall, hand_over
 from holdpoint.llm.chat import arguments_json, chat_request, text
@@ -73,7 +74,7 @@ def _post(url: str, body: dict[str, Any], key: str | None, timeout: float) -> by
 def _json(raw: bytes) -> Any:
     try:
         return strictjson.loads(raw)
-    except strictjson.JsonProblem as exc:
+    except JsonProblem as exc:
         raise LlmError("llm endpoint answered something that is not JSON", "bad_response") from exc
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
+from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.interrupts import Checked, write_refusal
 from holdpoint.core.state import Header, Interrupt, SessionState
 from holdpoint.core.tree import Node, Tree
@@ -167,15 +168,15 @@ class MemoryStore:
         delta = len(held - state.held) - len(state.held - held)
         out: list[Callable[[bool], None]] = []
         if delta > 0 and len(held) > limits.open_interrupts_per_session:
-            raise quotas.QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
+            raise QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
         if delta != 0:
             if delta > 0 and delta > limits.open_interrupts_per_tenant:
-                raise quotas.QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
+                raise QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
 
             def open_slots(apply: bool) -> None:
                 now = self._open.get(h.tenant)
                 if delta > 0 and now is not None and now > limits.open_interrupts_per_tenant - delta:
-                    raise quotas.QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
+                    raise QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
                 if apply:
                     self._open[h.tenant] = (now or 0) + delta
 
@@ -186,7 +187,7 @@ class MemoryStore:
             def created(apply: bool) -> None:
                 now = self._created.get((h.tenant, second), 0)
                 if now >= limits.sessions_per_second:
-                    raise quotas.QuotaExceeded("sessions_per_second", limits.sessions_per_second)
+                    raise QuotaExceeded("sessions_per_second", limits.sessions_per_second)
                 if apply:
                     self._created[(h.tenant, second)] = now + 1
 

@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from holdpoint.aws import clients, secretrefs
 from holdpoint.core import strictjson
+from holdpoint.core.errors import JsonProblem
 from holdpoint.outbound import netguard
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 
@@ -81,7 +82,7 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     clients that cannot parse them, so they make the answer unusable."""
     try:
         out = strictjson.loads(raw or b"{}")
-    except strictjson.JsonProblem as exc:
+    except JsonProblem as exc:
         raise WorkerUnavailable(f"worker answered invalid JSON: {exc}") from exc
     if out is not None and not isinstance(out, dict):
         raise WorkerUnavailable("worker answered JSON that is not an object")

@@ -12,10 +12,9 @@ from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
 from holdpoint.core import engine
-from holdpoint.core.actions import ProtocolError
+from holdpoint.core.errors import ProtocolError, QuotaExceeded
 from holdpoint.core.ids import first_error
 from holdpoint.core.protocols.worker_actions import DecisionResponse
-from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.core.state import Decision, SessionState
 from holdpoint.ports import Worker, WorkerDeferred, WorkerUnavailable
 from holdpoint.services.contention import Transact

@@ -25,8 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from holdpoint.core import agui
-from holdpoint.core.errors import Refusal
-from holdpoint.core.quotas import QuotaExceeded
+from holdpoint.core.errors import QuotaExceeded, Refusal
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Connections, Frames, SessionStore
 from holdpoint.services.caller import Caller

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from holdpoint.core import approvals, mcp, notify
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
@@ -104,7 +104,7 @@ def request(store: SessionStore, queue: WorkQueue, sealer: Sealer, caller: Calle
     form: dict[str, Any] | None = None
     if args.answered_by == "user":
         if not mcp.has_form_elicitation(capabilities):
-            raise mcp.RpcError(mcp.MISSING_CAPABILITY, "answered_by `user` needs a client that declares form "
+            raise RpcError(mcp.MISSING_CAPABILITY, "answered_by `user` needs a client that declares form "
                                "elicitation", "arguments.answered_by",
                                requiredCapabilities={"elicitation": {"form": {}}})
         schema = body.declared_schema()
@@ -135,19 +135,19 @@ def answered_here(store: SessionStore, parking: Parking, sealer: Sealer, caller:
     sealed = sealer.unseal(STATE_PURPOSE, state)
     if sealed is None or (sealed.get("tenant"), sealed.get("subject"), sealed.get("agent")) != (
             caller.tenant, caller.subject, agent_id):
-        raise mcp.RpcError(mcp.INVALID_PARAMS, "requestState is not one this server gave this caller", "requestState")
+        raise RpcError(mcp.INVALID_PARAMS, "requestState is not one this server gave this caller", "requestState")
     sid, interrupt = _own(store, caller, agent_id, str(sealed.get("id")), "requestState")
     raw = (responses or {}).get(interrupt.interrupt_id)
     if interrupt.status == "open":
         if raw is None:
-            raise mcp.RpcError(mcp.INVALID_PARAMS, "inputResponses answers the elicitation it was asked",
+            raise RpcError(mcp.INVALID_PARAMS, "inputResponses answers the elicitation it was asked",
                                f"inputResponses.{interrupt.interrupt_id}")
         try:
             elicited = models.Elicited.model_validate(raw)
         except ValidationError as exc:
             param, message = first_error(exc)
             where = f"inputResponses.{interrupt.interrupt_id}.{param}"
-            raise mcp.RpcError(mcp.INVALID_PARAMS, message, where) from None
+            raise RpcError(mcp.INVALID_PARAMS, message, where) from None
         resume(store, parking, caller, sid, interrupt.interrupt_id, mcp.answer_from(elicited, interrupt))
         sid, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, interrupt.interrupt_id), "requestState")
     return mcp.tool_result(mcp.approval_out(sid, interrupt))

@@ -11,13 +11,11 @@ from typing import Any, TypeVar
 
 from holdpoint.core import claims
 from holdpoint.core import interrupts as rules
-from holdpoint.core.approvals import PolicyError
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import PolicyError, QuotaExceeded, Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.messages import Kick
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
-from holdpoint.core.quotas import QuotaExceeded
 from holdpoint.core.state import SessionKind, SessionState, derive, iso_ms, mint
 from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, Throttled, Timers, Unavailable, WorkQueue
 from holdpoint.services.caller import Caller

@@ -17,8 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from holdpoint.core.errors import Refusal
-from holdpoint.core.quotas import QuotaExceeded
+from holdpoint.core.errors import QuotaExceeded, Refusal
 from holdpoint.ports import SessionStore, WaitLeases
 from holdpoint.services.caller import Caller
 

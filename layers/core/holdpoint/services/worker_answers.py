@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import CallHeld, ProtocolError, Refusal
 from holdpoint.core.protocols.worker_actions import WorkerSubmitBody
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Clock, SessionStore, WorkQueue
@@ -29,16 +29,16 @@ def submit(store: SessionStore, queue: WorkQueue, caller: Caller, body: WorkerSu
     An answer that breaks the protocol is 400 naming the field, with nothing recorded (a worker
     answering in a response body fails its decision instead: here the worker can fix and resend)."""
     caller.require_machine("submit a worker's answer")
-    from holdpoint.core import actions, engine  # the engine's rules load when a worker submits, not on every cold start
+    from holdpoint.core import engine  # the engine's rules load when a worker submits, not on every cold start
 
     response = body.response()
 
     def apply(state: SessionState) -> bool:
         try:
             return engine.apply_submit(state, body.decision_id, response, state.now)
-        except actions.CallHeld as exc:  # R12: 409 `call_held`, naming the action and the interrupt
+        except CallHeld as exc:  # R12: 409 `call_held`, naming the action and the interrupt
             raise Refusal(exc.refusal.code, exc.refusal.message, exc.param, **exc.refusal.extra) from None
-        except actions.ProtocolError as exc:
+        except ProtocolError as exc:
             raise Refusal("validation_error", str(exc), exc.param) from None
 
     state, applied = changed(store, lambda: owned(store, caller, body.session_id), apply, clock)

@@ -22,6 +22,7 @@ from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Update, absent_o
 from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
+from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.state import Decision, SessionState
 from holdpoint.ports import Conflict, Interfered, TooManyChanges
 
@@ -121,13 +122,13 @@ class Committer:
         delta = len(held - state.held) - len(state.held - held)
         out: list[Counted] = []
         if delta > 0 and len(held) > limits.open_interrupts_per_session:
-            raise quotas.QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
+            raise QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
         if delta != 0:
             condition: Cond | None = None
             if delta > 0:
                 room = limits.open_interrupts_per_tenant - delta
                 if room < 0:
-                    raise quotas.QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
+                    raise QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
                 condition = absent_or("n", Compare("n", "<=", n(room)))
             out.append((counter_op(h.tenant, "OPEN", Update(adds={"n": n(delta)}), condition),
                         "open_interrupts_per_tenant", limits.open_interrupts_per_tenant))
@@ -145,7 +146,7 @@ def counter_op(tenant: str, sk: str, update: Update, condition: Cond | None) -> 
     return {"Update": {"Key": key, **Expr().request(update=update, condition=condition)}}
 
 
-def quota_refusal(reasons: list[str], first: int, counted: list[Counted]) -> quotas.QuotaExceeded | None:
+def quota_refusal(reasons: list[str], first: int, counted: list[Counted]) -> QuotaExceeded | None:
     """A transaction cancelled by a quota counter's condition alone (its cancellation reasons say
     which item failed, in the order written; the counters are last): the limit it enforces. A
     cancellation that any other item shares is a conflict: reload and recompute."""
@@ -153,5 +154,5 @@ def quota_refusal(reasons: list[str], first: int, counted: list[Counted]) -> quo
         return None
     for code, (_, limit, allowed) in zip(reasons[first:], counted, strict=True):
         if code == "ConditionalCheckFailed":
-            return quotas.QuotaExceeded(limit, allowed)
+            return QuotaExceeded(limit, allowed)
     return None

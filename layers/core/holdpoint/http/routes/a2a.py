@@ -19,10 +19,10 @@ from pydantic import BaseModel, ValidationError
 
 from holdpoint import assembly
 from holdpoint.core import a2a as wire
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import JsonProblem, Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.protocols import a2a as models
-from holdpoint.core.strictjson import JsonProblem, loads
+from holdpoint.core.strictjson import loads
 from holdpoint.http import edge, eventstream
 from holdpoint.http.openapi import BEARER, answers, id_path, refusal
 from holdpoint.http.telemetry import logger

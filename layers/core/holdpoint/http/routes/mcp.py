@@ -18,10 +18,10 @@ from pydantic import BaseModel, ValidationError
 from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core import mcp as wire
-from holdpoint.core.errors import Refusal
+from holdpoint.core.errors import JsonProblem, Refusal, RpcError
 from holdpoint.core.ids import first_error
 from holdpoint.core.protocols import mcp as models
-from holdpoint.core.strictjson import JsonProblem, loads
+from holdpoint.core.strictjson import loads
 from holdpoint.http import edge
 from holdpoint.http.bodies import Error, GatewayError
 from holdpoint.http.openapi import BEARER, answers, id_path
@@ -39,7 +39,7 @@ def _json(status: int, body: Any) -> Response[Any]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
 
 
-def _error(request_id: Any, exc: wire.RpcError) -> Response[Any]:
+def _error(request_id: Any, exc: RpcError) -> Response[Any]:
     return _json(wire.HTTP_STATUS.get(exc.code, 200), wire.error(request_id, exc.code, exc.message, exc.param,
                                                                  **exc.data))
 
@@ -59,13 +59,13 @@ def dispatch(who: Caller, agent_id: str, event: dict[str, Any]) -> Response[Any]
     try:
         raw = loads(body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body))
     except JsonProblem:
-        return _error(None, wire.RpcError(wire.PARSE_ERROR, "the body is not valid JSON", "body"))
+        return _error(None, RpcError(wire.PARSE_ERROR, "the body is not valid JSON", "body"))
     request_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str | int) else None
     try:
         request = models.Request.model_validate(raw)
     except ValidationError as exc:
         param, message = first_error(exc)
-        return _error(request_id, wire.RpcError(wire.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {message}",
+        return _error(request_id, RpcError(wire.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {message}",
                                                 param or "body"))
     if "id" not in raw:  # a notification: nothing in this revision acts on one
         return _json(202, {})
@@ -73,10 +73,10 @@ def dispatch(who: Caller, agent_id: str, event: dict[str, Any]) -> Response[Any]
     try:
         method = _METHODS.get(request.method)
         if method is None:
-            raise wire.RpcError(wire.METHOD_NOT_FOUND, f"no method {edge.short(request.method)}", "method")
+            raise RpcError(wire.METHOD_NOT_FOUND, f"no method {edge.short(request.method)}", "method")
         capabilities = _envelope(request, event)
         return _json(200, wire.result(request.id, method(_Call(who, agent_id, request, capabilities, event))))
-    except wire.RpcError as exc:
+    except RpcError as exc:
         return _error(request.id, exc)
 
 
@@ -86,12 +86,12 @@ def _envelope(request: models.Request, event: dict[str, Any]) -> dict[str, Any]:
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     said = headers.get("mcp-protocol-version")
     if said is not None and said != version:
-        raise wire.RpcError(wire.HEADER_MISMATCH, "the MCP-Protocol-Version header is not the envelope's version",
+        raise RpcError(wire.HEADER_MISMATCH, "the MCP-Protocol-Version header is not the envelope's version",
                             "MCP-Protocol-Version")
     if headers.get("mcp-method", request.method) != request.method:
-        raise wire.RpcError(wire.HEADER_MISMATCH, "the Mcp-Method header is not the body's method", "Mcp-Method")
+        raise RpcError(wire.HEADER_MISMATCH, "the Mcp-Method header is not the body's method", "Mcp-Method")
     if version != wire.PROTOCOL_VERSION:
-        raise wire.RpcError(wire.UNSUPPORTED_VERSION, f"MCP {edge.short(version, 32)} is not supported",
+        raise RpcError(wire.UNSUPPORTED_VERSION, f"MCP {edge.short(version, 32)} is not supported",
                             f"params._meta.{wire.VERSION_KEY}", supported=[wire.PROTOCOL_VERSION],
                             requested=version)
     return capabilities
@@ -110,7 +110,7 @@ def _params(model: type[BaseModel], value: Any, prefix: str = "") -> Any:
         return model.model_validate(value)
     except ValidationError as exc:
         param, message = first_error(exc, prefix)
-        raise wire.RpcError(wire.INVALID_PARAMS, f"{message} ({param})", param or "params") from None
+        raise RpcError(wire.INVALID_PARAMS, f"{message} ({param})", param or "params") from None
 
 
 def _discover(call: _Call) -> Any:
@@ -131,7 +131,7 @@ def _call_tool(call: _Call) -> Any:
     params: models.CallTool = _params(models.CallTool, call.params)
     tool = models.TOOLS.get(params.name)
     if tool is None:
-        raise wire.RpcError(wire.INVALID_PARAMS, f"no tool {edge.short(params.name)}", "name")
+        raise RpcError(wire.INVALID_PARAMS, f"no tool {edge.short(params.name)}", "name")
     args = _params(tool[0], params.arguments or {}, "arguments")
     store, who = assembly.get_store(), call.who
     try:
@@ -155,14 +155,14 @@ def _tasks(run: Callable[[_Call, models.TaskRef], Any]) -> Callable[[_Call], Any
     """A `tasks/*` method: for a client that declared the extension; an unknown task is -32602."""
     def method(call: _Call) -> Any:
         if not wire.has_tasks(call.capabilities):
-            raise wire.RpcError(wire.MISSING_CAPABILITY, f"tasks/* needs the {wire.TASKS} extension declared",
+            raise RpcError(wire.MISSING_CAPABILITY, f"tasks/* needs the {wire.TASKS} extension declared",
                                 f"params._meta.{wire.CAPABILITIES_KEY}.extensions",
                                 requiredCapabilities={"extensions": {wire.TASKS: {}}})
         ref = _params(models.TaskRef, call.params)
         try:
             return run(call, ref)
         except Refusal as exc:
-            raise wire.RpcError(wire.INVALID_PARAMS, exc.message, exc.param or "taskId", reason=exc.code) from None
+            raise RpcError(wire.INVALID_PARAMS, exc.message, exc.param or "taskId", reason=exc.code) from None
     return method
 
 
