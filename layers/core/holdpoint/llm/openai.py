@@ -24,6 +24,7 @@ from holdpoint.llm.chat import arguments_json, chat_request, text
 from holdpoint.llm.errors import from_http, from_network
 from holdpoint.llm.reply import outcome, tool_call
 from holdpoint.outbound import netguard
+from holdpoint.outbound.errors import Refused
 from holdpoint.ports import LlmError, OnDelta
 
 
@@ -57,7 +58,7 @@ def _opened(url: str, body: dict[str, Any], key: str | None, timeout: float, acc
     try:
         with netguard.urlopen(req, "llm.base_url", timeout) as resp:
             yield resp
-    except netguard.Refused as exc:
+    except Refused as exc:
         raise LlmError(str(exc), "config_error") from exc
     except urllib.error.HTTPError as exc:
         raise from_http(exc) from exc

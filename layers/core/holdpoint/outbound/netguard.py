@@ -28,13 +28,11 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from holdpoint.outbound.errors import Refused
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 LOCAL_FLAG = "HOLDPOINT_ALLOW_HTTP_WORKERS"
-
-
-class Refused(Exception):
-    """A URL or a connected address the rules refuse; the message names the field."""
 
 
 def local_rules() -> bool:

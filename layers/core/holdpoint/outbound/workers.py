@@ -26,6 +26,7 @@ from holdpoint.aws import clients, secretrefs
 from holdpoint.core import strictjson
 from holdpoint.core.errors import JsonProblem
 from holdpoint.outbound import netguard
+from holdpoint.outbound.errors import Refused
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 
 SIGNATURE_HEADER = "X-Holdpoint-Signature"
@@ -119,7 +120,7 @@ def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | No
                 raise WorkerDeferred(f"{field} answered 202: it answers later")
             answer: bytes = resp.read()
             return answer
-    except netguard.Refused as exc:
+    except Refused as exc:
         raise WorkerUnavailable(str(exc)) from exc
     except urllib.error.HTTPError as exc:
         raise WorkerUnavailable(f"{field.split('[')[0]} answered HTTP {exc.code}") from exc

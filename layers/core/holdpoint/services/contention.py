@@ -14,6 +14,7 @@ from typing import Protocol, TypeVar
 
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Clock, Conflict, Interfered, SessionStore
+from holdpoint.services.errors import Contended
 
 ATTEMPTS = 16
 BASE_SECS = 0.01
@@ -27,10 +28,6 @@ class Transact(Protocol):
 
     def __call__(self, tenant: str, session_id: str, mutate: Callable[[SessionState], T],
                  loaded: SessionState | None = None, *, head_only: bool = False) -> tuple[SessionState, T]: ...
-
-
-class Contended(Exception):
-    """The writer lost the session's conditional commit on every attempt; nothing was written."""
 
 
 def backoff(attempt: int) -> float:

@@ -28,8 +28,9 @@ from holdpoint.ports import (
     WorkQueue,
 )
 from holdpoint.services.children import Children
-from holdpoint.services.contention import Contended, transact
+from holdpoint.services.contention import transact
 from holdpoint.services.deliver import DecisionSteps
+from holdpoint.services.errors import Contended, RetryLater
 from holdpoint.services.live import Live
 from holdpoint.services.llm_step import LlmSteps
 from holdpoint.services.park import Parks, Raise
@@ -37,10 +38,6 @@ from holdpoint.services.step import Counters
 
 log = Logger(child=True)  # shares the handler's JSON format and its session/interrupt keys
 T = TypeVar("T")
-
-
-class RetryLater(Exception):
-    """The step could not finish now; the queue message is redelivered later."""
 
 
 @dataclass

@@ -19,7 +19,8 @@ from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInpu
 from holdpoint.core.state import SessionKind, SessionState, derive, iso_ms, mint
 from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, Throttled, Timers, Unavailable, WorkQueue
 from holdpoint.services.caller import Caller
-from holdpoint.services.contention import Contended, transact
+from holdpoint.services.contention import transact
+from holdpoint.services.errors import Contended
 
 T = TypeVar("T")
 Backstop = Callable[[], Timers]
