@@ -16,7 +16,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from holdpoint.aws.connections import Connections
-from holdpoint.http.live import Subscribe
+from holdpoint.http.subscribe import Subscribe
 from holdpoint.services.caller import Caller
 from holdpoint.services.live import Live
 from holdpoint.services.tokens import mint_client_token

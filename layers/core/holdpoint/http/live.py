@@ -10,44 +10,17 @@ log's events. A bad message is answered with an `error` frame naming the field.
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any
 
 from holdpoint.assembly import get_live
 from holdpoint.core.errors import QuotaExceeded, Refusal
 from holdpoint.http.credentials import caller_of
 from holdpoint.http.edge import load_refusal
 from holdpoint.http.limits import body_bytes, strict_body
-from holdpoint.ports import MAX_SEQ, Throttled, Unavailable
+from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services.live import error_frame
 
 log = logging.getLogger(__name__)
-
-MAX_SESSIONS_PER_MESSAGE = 10
-SessionId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")]
-Seq = Annotated[int, Field(ge=0, le=MAX_SEQ)]
-
-
-class Subscribe(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    action: Literal["subscribe"]
-    session_ids: Annotated[list[SessionId], Field(min_length=1, max_length=MAX_SESSIONS_PER_MESSAGE)]
-    after_seq: Seq | dict[SessionId, Seq] = 0
-    format: Literal["events", "ag-ui"] = "events"
-
-    def after(self) -> dict[str, int]:
-        """Each session id with the seq it follows from."""
-        if isinstance(self.after_seq, int):
-            return dict.fromkeys(self.session_ids, self.after_seq)
-        return {sid: self.after_seq.get(sid, 0) for sid in self.session_ids}
-
-
-def _param(exc: ValidationError) -> str:
-    loc = exc.errors()[0].get("loc") or ("body",)
-    return str(loc[0])
-
 
 def handle(event: dict[str, Any]) -> dict[str, Any]:
     """One WebSocket route invocation: `$connect`, `$disconnect`, `subscribe` or `$default`. AWS
@@ -91,10 +64,11 @@ def _route(event: dict[str, Any], ctx: dict[str, Any], route: Any, connection_id
     if route != "subscribe" or not isinstance(body, dict):
         live.frames.post(connection_id, error_frame("invalid_request", "unknown action; send subscribe", "action"))
         return {"statusCode": 400}
-    try:
-        message = Subscribe.model_validate(body)
-    except ValidationError as exc:
-        live.frames.post(connection_id, error_frame("invalid_request", exc.errors()[0]["msg"], _param(exc)))
+    from holdpoint.http.subscribe import parse  # pydantic loads for a subscribe, not for a handshake
+
+    message = parse(body)
+    if isinstance(message, tuple):
+        live.frames.post(connection_id, error_frame("invalid_request", *message))
         return {"statusCode": 400}
     live.subscribe(caller, connection_id, connected_at, message.after(), message.format)
     return {"statusCode": 200}
