@@ -36,3 +36,15 @@ def test_each_thread_sees_only_the_request_it_routes() -> None:
     for thread in threads:
         thread.join(10)
     assert seen == {"first": "request-1", "second before": None, "second": "request-2"}
+
+
+def test_a_function_counts_the_records_its_invocations_carried() -> None:
+    """The soak compares the engine's SQS messages and the notifier's stream records with the
+    capacity model, which prices one invocation a record; a batch is one invocation of many."""
+    from holdpoint_local.emulators.runtime import LocalFunction
+
+    fn = LocalFunction("EngineFunction", handler=lambda event, context: {"batchItemFailures": []})
+    fn.invoke({"Records": [{"messageId": "m1"}, {"messageId": "m2"}, {"messageId": "m3"}]})
+    fn.invoke({"Records": [{"messageId": "m4"}]})
+    fn.invoke({"version": "2.0", "rawPath": "/v1/sessions"})  # an HTTP event carries no records
+    assert (fn.invocations, fn.records) == (3, 4)

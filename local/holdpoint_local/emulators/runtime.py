@@ -28,6 +28,12 @@ from .. import ACCOUNT_ID, REGION
 Handler = Callable[[Any, Any], Any]
 
 
+def records_in(event: Any) -> int:
+    """How many event source records (an SQS batch's messages, a stream batch's records) an event carries."""
+    records = event.get("Records") if isinstance(event, dict) else None
+    return len(records) if isinstance(records, list) else 0
+
+
 class Function(Protocol):
     """What the front ends (HTTP, WebSocket, pollers, stream readers) invoke: a `LocalFunction` here,
     or a `samlocal.ContainerFunction` in its container. `invoke` answers the function's response
@@ -35,6 +41,7 @@ class Function(Protocol):
 
     name: str
     invocations: int
+    records: int  # the event source records (SQS messages, stream records) its invocations carried
     in_flight: int
 
     def invoke(self, event: Any) -> Any: ...
@@ -168,6 +175,7 @@ class LocalFunction:
         self._created = 0
         self._lock = threading.Lock()
         self.invocations = 0
+        self.records = 0
         self.in_flight = 0
 
     def _acquire(self) -> Handler:
@@ -201,6 +209,7 @@ class LocalFunction:
         payload = copy.deepcopy(event)
         with self._lock:
             self.invocations += 1
+            self.records += records_in(event)
             self.in_flight += 1
         try:
             with self.acting():

@@ -229,6 +229,7 @@ class ContainerFunction:
         self.reports = reports if reports is not None else []
         self.last: Invocation | None = None
         self.invocations = 0
+        self.records = 0
         self.in_flight = 0
         self._lock = threading.Lock()
 
@@ -239,6 +240,7 @@ class ContainerFunction:
     def invoke(self, event: Any) -> Any:
         with self._lock:
             self.invocations += 1
+            self.records += runtime.records_in(event)
             self.in_flight += 1
         try:
             self.last = out = self.lambdas.invoke(self.name, event)
