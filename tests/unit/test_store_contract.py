@@ -1,7 +1,7 @@
-"""The `ports.SessionStore` contract, held by every store: the DynamoDB store on moto (without
-its warm-load cache, with it, and with a cache poisoned on purpose) and the in-memory store the
-rule and service tests run on. A promise a store makes to the services is proved here, once for
-all of them."""
+"""The `ports.SessionStore` contract (its three ports: `Sessions`, `Interrupts`, `Directory`),
+held by every store: the DynamoDB store on moto (without its warm-load cache, with it, and with a
+cache poisoned on purpose) and the in-memory store the rule and service tests run on. A promise a
+store makes to the services is proved here, once for all of them."""
 
 from __future__ import annotations
 

@@ -229,8 +229,8 @@ class SessionsAndInterrupts(Sessions, Interrupts, Protocol):
 
 class SessionStore(Sessions, Interrupts, Directory, Protocol):
     """All three on one table: what a storage backend implements (`aws/store.py`,
-    `memory/store.py`), and what a service that reaches all three (the engine's steps, MCP, A2A,
-    AG-UI) is given."""
+    `memory/store.py`), and what a service that reaches all three (the engine's steps, an A2A or
+    AG-UI run) is given."""
 
 
 class WaitLeases(Protocol):

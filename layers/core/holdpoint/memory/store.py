@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
@@ -48,6 +48,7 @@ from holdpoint.ports import (
     ResolveOutcome,
     SessionFilters,
     SessionRow,
+    SessionStore,
     TooLarge,
     TooManyChanges,
 )
@@ -340,3 +341,6 @@ class MemoryStore:
 
 INTERRUPT_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}
 INTERRUPT_DEFAULTS["reminded"] = []
+
+if TYPE_CHECKING:  # mypy proves the twin implements the three ports (nothing else passes it as one)
+    _TWIN: SessionStore = MemoryStore()
