@@ -270,7 +270,7 @@ class Checked:
 
 def write_refusal(found: Interrupt | None, checked: Checked) -> WriteRefusal | None:
     """Why an answer may not be written to the interrupt as it is now (None: it may): the one rule
-    both stores apply, the DynamoDB one to the item its failed condition returns."""
+    both stores apply through `refused`, the DynamoDB one to the item its failed condition returns."""
     if found is None:
         return "noop"
     if checked.owner is not None and found.owner != checked.owner:
