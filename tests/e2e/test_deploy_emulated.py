@@ -21,6 +21,7 @@ import pytest
 
 from holdpoint.aws.store import Store
 from holdpoint.core.credentials import hash_key
+from holdpoint.ports import ApiKey
 from holdpoint_local import REGION
 from holdpoint_local.deploy import deploy, smoke
 from holdpoint_local.stack import LocalStack
@@ -63,8 +64,7 @@ def test_deploy_post_deploy_reads_the_created_stack_and_its_key_passes_smoke(
     out = capsys.readouterr().out
     assert f"API URL: {done.api_url}" in out and printed_key(out) == done.key
     assert done.table == stack.env["TABLE_NAME"] == stack.provisioned.resources["Table"]  # type: ignore[union-attr]
-    assert Store(done.table).get_api_key(hash_key(done.key)) == {
-        "tenant": TENANT, "subject": "first-operator", "origin": "operator", "groups": []}
+    assert Store(done.table).get_api_key(hash_key(done.key)) == ApiKey(TENANT, "first-operator", "operator")
     code, lines = smoke_lines(capsys, stage_url(done.api_url, stack), done.key)
     assert code == 0 and len(lines) == 1 and lines[0].startswith("smoke: PASS "), lines
 
@@ -110,8 +110,8 @@ def test_deploy_main_on_the_emulator_is_guided_once_and_its_key_passes_smoke(
     out = capsys.readouterr().out
     api_url = out.split("API URL: ", 1)[1].split()[0]
     key = printed_key(out)
-    assert Store(sam.stacks[0].env["TABLE_NAME"]).get_api_key(hash_key(key)) == {
-        "tenant": TENANT, "subject": "first-operator", "origin": "operator", "groups": []}
+    table = sam.stacks[0].env["TABLE_NAME"]
+    assert Store(table).get_api_key(hash_key(key)) == ApiKey(TENANT, "first-operator", "operator")
     code, lines = smoke_lines(capsys, stage_url(api_url, sam.stacks[0]), key)
     assert code == 0 and lines[0].startswith("smoke: PASS "), lines
 

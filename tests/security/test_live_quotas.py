@@ -16,6 +16,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from holdpoint.aws.connections import Connections
+from holdpoint.core.state import Event
 from holdpoint.http.subscribe import Subscribe
 from holdpoint.services.caller import Caller
 from holdpoint.services.live import Live
@@ -125,9 +126,9 @@ class _LongLog:
     def session_exists(self, tenant: str, sid: str, owner: Any = None) -> bool:
         return True
 
-    def events(self, tenant: str, sid: str, after: int, limit: int) -> list[dict[str, Any]]:
+    def events(self, tenant: str, sid: str, after: int, limit: int) -> list[Event]:
         self.queries += 1
-        out = [{"seq": s, "type": "x", "at": "", "data": {"t": "y" * 200}}
+        out = [Event(seq=s, type="x", at="", data={"t": "y" * 200})
                for s in range(after + 1, min(after + limit, self.length) + 1)]
         self.events_read += len(out)
         return out

@@ -13,6 +13,7 @@ import requests
 
 from holdpoint.aws.connections import Connections
 from holdpoint.aws.keys import put_api_key, revoke_api_key
+from holdpoint.ports import ApiKey
 from holdpoint.services.caller import Caller
 from holdpoint.services.live import Live
 from holdpoint.services.tokens import mint_client_token
@@ -91,11 +92,11 @@ class _Store:
     def session_exists(self, tenant: str, sid: str, owner: Any = None) -> bool:
         return True
 
-    def get_api_key(self, key_hash: str) -> dict[str, Any] | None:
+    def get_api_key(self, key_hash: str) -> ApiKey | None:
         self.key_reads += 1
-        return {"tenant": "t", "subject": "k", "origin": "operator"} if self.key_active else None
+        return ApiKey("t", "k", "operator") if self.key_active else None
 
-    def events(self, tenant: str, sid: str, after: int, limit: int) -> list[dict[str, Any]]:
+    def events(self, tenant: str, sid: str, after: int, limit: int) -> list[Any]:
         return []
 
 

@@ -491,7 +491,7 @@ def test_a2_an_approver_beaten_every_round_gets_409_conflict_and_nothing_of_thei
             now = h.store.read_interrupt("t1", sid, "int-ok")
             assert now is not None
             other = approvals.answer(next(others), "operator", {"approved": True}, None, "2026-01-01T00:00:00.000Z")
-            checked = Checked(["worker", "client"], None, now.generation, len(now.approvals))
+            checked = Checked(("worker", "client"), None, now.generation, len(now.approvals))
             assert write(writes.key("t1", sid, "int-ok"), Update(), checked, approval=other,
                          done="recorded")[0] == "recorded"
         return write(*args, **kw)

@@ -104,7 +104,7 @@ def test_capacity_polls_per_wait_are_the_stream_waits_own(capacity: ModuleType) 
     polls = []
 
     class Idle:
-        def events(self, *_: Any) -> list[dict[str, Any]]:
+        def events(self, *_: Any) -> list[Any]:
             polls.append(now[0])
             return []
 

@@ -17,6 +17,7 @@ import pytest
 
 from holdpoint.aws.store import Store
 from holdpoint.core.credentials import hash_key
+from holdpoint.ports import ApiKey
 from holdpoint_local.deploy import deploy
 
 API_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/"
@@ -42,7 +43,7 @@ class RecordedSam:
         return 0
 
 
-def stored_key(out: str) -> dict[str, str] | None:
+def stored_key(out: str) -> ApiKey | None:
     key = out.split("stored only as its hash): ", 1)[1].split()[0]
     return Store("holdpoint").get_api_key(hash_key(key))
 
@@ -55,7 +56,7 @@ def test_first_deploy_is_guided_prints_the_url_and_creates_an_operator_key(
                             ["/x/sam", "deploy", "--stack-name", "hp-test", "--guided", "--region", "us-east-1"]]
     out = capsys.readouterr().out
     assert f"API URL: {API_URL}" in out and "sam delete --stack-name hp-test" in out
-    assert stored_key(out) == {"tenant": "acme", "subject": "first-operator", "origin": "operator", "groups": []}
+    assert stored_key(out) == ApiKey("acme", "first-operator", "operator")
 
 
 def test_a_redeploy_is_not_guided_and_makes_no_key_unless_asked(
@@ -69,8 +70,7 @@ def test_a_redeploy_is_not_guided_and_makes_no_key_unless_asked(
     out = capsys.readouterr().out
     assert "no new key" in out and "stored only as its hash" not in out
     assert deploy.main(["--stack-name", "hp-test", "--new-key", "--tenant", "t2"], run=RecordedSam()) == 0
-    assert stored_key(capsys.readouterr().out) == {"tenant": "t2", "subject": "first-operator", "origin": "operator",
-                                                   "groups": []}
+    assert stored_key(capsys.readouterr().out) == ApiKey("t2", "first-operator", "operator")
 
 
 @pytest.mark.parametrize("step", ["build", "deploy"])

@@ -47,13 +47,13 @@ def test_idempotency_key_retry_after_a_refused_kick_finds_the_session_and_kicks_
     queue = RefusingQueue(h.queue, refuse=1)
     with pytest.raises(Throttled):
         sessions.submit(h.store, queue, h.caller, None, message("Email Bob"), idempotency_key="k-1")
-    [sid] = [row["session_id"] for row in h.store.sessions("t1", 10, None, sessions.SessionFilters())[0]]
+    [sid] = [row.session_id for row in h.store.sessions("t1", 10, None, sessions.SessionFilters())[0]]
     assert kicks(h, sid) == 0  # the input is recorded, and nothing will run it
     again = sessions.submit(h.store, queue, h.caller, None, message("Email Bob"), idempotency_key="k-1")
     assert again.session_id == sid and again.known
     assert kicks(h, sid) == 1
     rows, _ = h.store.sessions("t1", 10, None, sessions.SessionFilters())
-    assert [row["session_id"] for row in rows] == [sid]
+    assert [row.session_id for row in rows] == [sid]
     h.session_id = sid
     h.settle()
     assert h.view()["status"] == "interrupted"  # the seed: send_email parks on its confirmation

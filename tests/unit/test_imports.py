@@ -84,10 +84,11 @@ DENY: dict[str, list[str]] = {
 }
 
 ALLOW: dict[str, list[str]] = {"authorizer": ["holdpoint.http", "holdpoint.http.credentials"],
-                               "protocols": ["holdpoint.outbound", "holdpoint.outbound.netguard"]}
+                               "protocols": ["holdpoint.outbound", "holdpoint.outbound.netguard",
+                                             "holdpoint.outbound.errors"]}
 """Modules a denied package may lend: the authorizer reads the Bearer header with the edge's
 credentials module, and nothing else of the edge (no resolver, no routes); the protocols function
-checks an A2A push config's URL with the network guard, and nothing else of the engine's outbound."""
+checks an A2A push config's URL with the network guard (and its refusal), and nothing else of the engine's outbound."""
 
 _PROBE = """
 import importlib.util, json, sys

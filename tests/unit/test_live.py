@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from holdpoint.core.state import SessionState
+from holdpoint.core.state import Event, SessionState
 from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services.live import FRAME_BUDGET, Live, frames_of
 
@@ -169,8 +169,8 @@ class OneSessionStore:
     def load(self, tenant: str, session_id: str) -> SessionState:
         return self.state
 
-    def events(self, tenant: str, session_id: str, after: int, limit: int) -> list[dict[str, Any]]:
-        return [e.wire() for e in self.state.events if e.seq > after][:limit]
+    def events(self, tenant: str, session_id: str, after: int, limit: int) -> list[Event]:
+        return [e for e in self.state.events if e.seq > after][:limit]
 
 
 @pytest.mark.parametrize(("fmt", "frame_type"), [(None, "events"), ("events", "events"), ("ag-ui", "ag-ui")])
@@ -203,11 +203,11 @@ def test_live_ag_ui_catch_up_stops_at_the_session_it_loaded() -> None:
     from tests.unit.test_agui_live import SID, committed
 
     state, _ = committed("Hello")
-    later = {"seq": state.header.seq + 1, "type": "message.added", "at": "", "data": {"message_id": "m-later",
-                                                                                       "role": "assistant"}}
+    later = Event(seq=state.header.seq + 1, type="message.added", at="",
+                  data={"message_id": "m-later", "role": "assistant"})
 
     class Racing(OneSessionStore):
-        def events(self, tenant: str, session_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+        def events(self, tenant: str, session_id: str, after: int, limit: int) -> list[Event]:
             return [*super().events(tenant, session_id, after, limit), later][:limit]
 
     frames = FakeFrames(set())

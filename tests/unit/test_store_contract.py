@@ -1,7 +1,7 @@
-"""The `ports.SessionStore` contract, held by every store: the DynamoDB store on moto (without
-its warm-load cache, with it, and with a cache poisoned on purpose) and the in-memory store the
-rule and service tests run on. A promise a store makes to the services is proved here, once for
-all of them."""
+"""The `ports.SessionStore` contract (its three ports: `Sessions`, `Interrupts`, `Directory`),
+held by every store: the DynamoDB store on moto (without its warm-load cache, with it, and with a
+cache poisoned on purpose) and the in-memory store the rule and service tests run on. A promise a
+store makes to the services is proved here, once for all of them."""
 
 from __future__ import annotations
 
@@ -17,9 +17,21 @@ from hypothesis import strategies as st
 
 from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded
+from holdpoint.core.interrupts import Checked
 from holdpoint.core.state import Call, Interrupt, SessionState
 from holdpoint.memory.store import MemoryStore
-from holdpoint.ports import MAX_SEQ, Conflict, InboxQuery, SessionFilters, TooLarge, TooManyChanges
+from holdpoint.ports import (
+    MAX_SEQ,
+    AddAnswer,
+    ApiKey,
+    Conflict,
+    InboxQuery,
+    InterruptRef,
+    Resolve,
+    SessionFilters,
+    TooLarge,
+    TooManyChanges,
+)
 
 STORES = ["memory", "dynamodb", "dynamodb cache", "dynamodb poisoned cache"]
 T0 = 1_700_000_000.0
@@ -76,10 +88,20 @@ def raise_interrupt(store: Any, tenant: str, sid: str, *, iid: str | None = None
 
 
 def resolve(store: Any, tenant: str, sid: str, iid: str, **kw: Any) -> tuple[str, Interrupt | None]:
+    """`Interrupts.resolve_interrupt` with a test's defaults; `allowed_origins`, `owner`,
+    `generation` and `seen` are what the caller checked."""
+    checked = Checked(tuple(kw.pop("allowed_origins", ("worker", "client"))), kw.pop("owner", None),
+                      kw.pop("generation", None), kw.pop("seen", None))
     args: dict[str, Any] = {"resolution": {"approved": True}, "responder": {"subject": "u1"},
-                            "allowed_origins": ["worker", "client"], "at": "2024-01-02T00:00:00.000Z"}
+                            "at": "2024-01-02T00:00:00.000Z"}
     args.update(kw)
-    return store.resolve_interrupt(tenant, sid, iid, **args)  # type: ignore[no-any-return]
+    return store.resolve_interrupt(Resolve(InterruptRef(tenant, sid, iid), checked, **args))  # type: ignore[no-any-return]
+
+
+def answer(store: Any, sid: str, iid: str, subject: str, seen: int) -> tuple[str, Interrupt | None]:
+    """`Interrupts.record_approval` of one answer by `subject`, having read `seen` answers."""
+    change = AddAnswer(InterruptRef("t1", sid, iid), Checked(("worker",), seen=seen), {"subject": subject})
+    return store.record_approval(change)  # type: ignore[no-any-return]
 
 
 # --- commits ------------------------------------------------------------------------------
@@ -232,7 +254,7 @@ def test_store_a_stale_commit_conflicts_and_writes_nothing(store: Any) -> None:
     second.add_node("n9", "n1", {"role": "user", "content": "lost"})  # no item of `first`'s: the version alone
     with pytest.raises(Conflict):
         store.commit(second)
-    assert [e["type"] for e in store.events("t1", sid, 0, 10)] == ["session.created", "one"]
+    assert [e.type for e in store.events("t1", sid, 0, 10)] == ["session.created", "one"]
     assert "n9" not in store.load("t1", sid).tree.nodes
 
 
@@ -265,8 +287,8 @@ def test_store_events_of_one_commit_are_one_change(store: Any) -> None:
         state.emit("noise", i=i)
     store.commit(state)
     events = store.events("t1", sid, 0, 500)
-    assert [e["seq"] for e in events] == list(range(1, 152))
-    assert [e["data"].get("i") for e in events[1:]] == list(range(150))
+    assert [e.seq for e in events] == list(range(1, 152))
+    assert [e.data.get("i") for e in events[1:]] == list(range(150))
 
 
 def test_store_an_answer_too_large_for_an_item_is_refused_and_the_interrupt_stays_open(store: Any) -> None:
@@ -298,10 +320,10 @@ def test_store_events_page_after_a_seq(store: Any) -> None:
     for i in range(5):
         state.emit("step", i=i)
     store.commit(state)
-    assert [e["seq"] for e in store.events("t1", sid, 0, 3)] == [1, 2, 3]
-    assert [e["data"].get("i") for e in store.events("t1", sid, 3, 10)] == [2, 3, 4]
+    assert [e.seq for e in store.events("t1", sid, 0, 3)] == [1, 2, 3]
+    assert [e.data.get("i") for e in store.events("t1", sid, 3, 10)] == [2, 3, 4]
     assert store.events("t1", sid, MAX_SEQ, 10) == [] and store.events("t1", "ses_none", 0, 10) == []
-    assert set(store.events("t1", sid, 5, 1)[0]) == {"seq", "type", "at", "data"}
+    assert set(store.events("t1", sid, 5, 1)[0].wire()) == {"seq", "type", "at", "data"}
 
 
 def test_store_events_page_across_commits(store: Any) -> None:
@@ -318,14 +340,14 @@ def test_store_events_page_across_commits(store: Any) -> None:
                 break
             except Conflict:
                 continue
-    assert [e["seq"] for e in store.events("t1", sid, 0, 100)] == list(range(1, 12))
+    assert [e.seq for e in store.events("t1", sid, 0, 100)] == list(range(1, 12))
     pages, after = [], 0
     while page := store.events("t1", sid, after, 3):
-        pages.append([e["seq"] for e in page])
-        after = page[-1]["seq"]
+        pages.append([e.seq for e in page])
+        after = page[-1].seq
     assert pages == [[1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11]]
-    assert [e["seq"] for e in store.events("t1", sid, 2, 4)] == [3, 4, 5, 6]
-    assert [e["seq"] for e in store.events("t1", sid, 6, 1)] == [7]
+    assert [e.seq for e in store.events("t1", sid, 2, 4)] == [3, 4, 5, 6]
+    assert [e.seq for e in store.events("t1", sid, 6, 1)] == [7]
     assert store.events("t1", sid, 11, 5) == []
 
 
@@ -388,11 +410,10 @@ def test_r7_store_a_resolve_names_why_it_did_not_write(store: Any) -> None:
 def test_a2_store_answers_to_a_quorum_append_once_per_answers_seen(store: Any) -> None:
     sid = new_session(store)
     iid = raise_interrupt(store, "t1", sid)
-    common: dict[str, Any] = {"allowed_origins": ["worker"]}
-    assert store.record_approval("t1", sid, iid, approval={"subject": "a"}, seen=0, **common)[0] == "recorded"
-    outcome, found = store.record_approval("t1", sid, iid, approval={"subject": "b"}, seen=0, **common)
+    assert answer(store, sid, iid, "a", seen=0)[0] == "recorded"
+    outcome, found = answer(store, sid, iid, "b", seen=0)
     assert outcome == "raced" and found is not None and len(found.approvals) == 1
-    assert store.record_approval("t1", sid, iid, approval={"subject": "b"}, seen=1, **common)[0] == "recorded"
+    assert answer(store, sid, iid, "b", seen=1)[0] == "recorded"
     outcome, done = resolve(store, "t1", sid, iid, approval={"subject": "c"}, seen=2)
     assert outcome == "resolved" and [a["subject"] for a in done.approvals] == ["a", "b", "c"]
     assert [a["subject"] for a in store.load("t1", sid).interrupts[iid].approvals] == ["a", "b", "c"]
@@ -447,7 +468,7 @@ def test_store_sessions_list_newest_first_filtered_by_cursor(store: Any) -> None
                         ancestry=["ses_parent"] if i == 4 else None, at=T0 + i) for i in range(5)]
 
     def ids(filters: SessionFilters, limit: int = 2) -> list[str]:
-        return [r["session_id"] for r in walk(lambda n, c: store.sessions("t1", n, c, filters), limit)]
+        return [r.session_id for r in walk(lambda n, c: store.sessions("t1", n, c, filters), limit)]
 
     assert ids(SessionFilters()) == list(reversed(made))
     assert ids(SessionFilters(agent_id="a1")) == [made[3], made[1]]
@@ -456,11 +477,11 @@ def test_store_sessions_list_newest_first_filtered_by_cursor(store: Any) -> None
     assert ids(SessionFilters(top_level=True, agent_id="a0")) == [made[2], made[0]]
     assert ids(SessionFilters(status="idle")) == list(reversed(made))
     [row] = store.sessions("t1", 1, None, SessionFilters(end_user="alice"))[0]
-    assert row == {"session_id": made[1], "agent_id": "a1", "status": "idle", "created_at": "2023-11-14T22:13:21.000Z",
-                   "owner": "alice", "top_level": True}
+    assert row.wire() == {"session_id": made[1], "agent_id": "a1", "status": "idle",
+                          "created_at": "2023-11-14T22:13:21.000Z", "owner": "alice", "top_level": True}
     [key_row] = [r for r in walk(lambda n, c: store.sessions("t1", n, c, SessionFilters()), 5)
-                 if r["session_id"] == made[2]]
-    assert key_row["owner"] == "alice"  # the same subject, shown the same, never an end user's
+                 if r.session_id == made[2]]
+    assert key_row.owner == "alice"  # the same subject, shown the same, never an end user's
     assert store.session_exists("t1", made[1], end_user="alice")
     assert not store.session_exists("t1", made[2], end_user="alice")
     assert store.session_exists("t1", made[2])
@@ -473,7 +494,7 @@ def test_store_the_listed_status_follows_the_session(store: Any) -> None:
     state.interrupts[iid].reminded = [0]
     state.touch(state.interrupts[iid])
     store.commit(state)
-    assert store.sessions("t1", 5, None, SessionFilters(status="interrupted"))[0][0]["session_id"] == sid
+    assert store.sessions("t1", 5, None, SessionFilters(status="interrupted"))[0][0].session_id == sid
 
 
 # --- quotas ---------------------------------------------------------------------------------
@@ -527,5 +548,8 @@ def test_store_agents_and_api_keys(store: Any) -> None:
     assert store.get_agent("t1", "a1") == {"worker": {"url": "https://w"}} and store.get_agent("t2", "a1") is None
     assert store.get_api_key("h1") is None and store.revoke_api_key("h1") is False
     store.put_api_key("h1", "t1", "alice", "client", ["ops"])
-    assert store.get_api_key("h1") == {"tenant": "t1", "subject": "alice", "origin": "client", "groups": ["ops"]}
+    assert store.get_api_key("h1") == ApiKey("t1", "alice", "client", ("ops",))
     assert store.revoke_api_key("h1") is True and store.get_api_key("h1") is None
+    assert store.revoke_api_key("h1") is True  # a revoked key is still there to revoke
+    store.put_api_key("h1", "t1", "alice", "client")
+    assert store.get_api_key("h1") == ApiKey("t1", "alice", "client")

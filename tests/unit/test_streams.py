@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.store import Store
+from holdpoint.core.state import Event
 from holdpoint.services import streams
 from holdpoint.services.caller import Caller
 from tests.harness import Harness
@@ -134,7 +135,7 @@ def test_wait_polls_with_a_bounded_backoff_under_the_cap(api: dict[str, str]) ->
     store = Store()
 
     class Counting:
-        def events(self, *args: Any) -> list[dict[str, Any]]:
+        def events(self, *args: Any) -> list[Event]:
             reads.append(1)
             return store.events(*args)
 

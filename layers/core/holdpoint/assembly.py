@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 @cache
 def get_store() -> Store:
-    """The container's store; with a WebSocket API (`HOLDPOINT_LIVE_ENDPOINT`) every commit's
-    events go to the session's connections right after it (services/live.py)."""
+    """The container's store: one table behind the three store ports (`ports.Sessions`,
+    `Interrupts`, `Directory`), one object every service is given for the ones it reads. With a
+    WebSocket API (`HOLDPOINT_LIVE_ENDPOINT`) every commit's events go to the session's
+    connections right after it (services/live.py)."""
     import os
 
     from holdpoint.aws.frames import LIVE_ENV

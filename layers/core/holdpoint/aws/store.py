@@ -1,8 +1,9 @@
-"""The DynamoDB single-table store (docs/ARCHITECTURE.md): `ports.SessionStore` on one table,
-every change one conditional write. Its parts live in `holdpoint.aws.ddb`: the keys (`schema`),
-items to records (`codec`), conditions and updates from named parts (`expr`), the client and its
-failures (`table`), the session reads with or without the warm-load cache (`cache`, `warm`), the
-commit (`commit`), the interrupt writes (`interrupts`) and the listings (`listings`).
+"""The DynamoDB single-table store (docs/ARCHITECTURE.md): `ports.SessionStore` (the sessions,
+the interrupts and the directory) on one table, every change one conditional write. Its parts
+live in `holdpoint.aws.ddb`: the keys (`schema`), items to records (`codec`), conditions and
+updates from named parts (`expr`), the client and its failures (`table`), the session reads
+with or without the warm-load cache (`cache`, `warm`), the commit (`commit`), the interrupt
+writes (`interrupts`) and the listings (`listings`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,19 @@ from holdpoint.aws.ddb.schema import quota_pk, session_pk
 from holdpoint.aws.ddb.table import ConditionFailed, Table
 from holdpoint.aws.ddb.warm import WarmReads
 from holdpoint.core import quotas
-from holdpoint.core.interrupts import Checked
-from holdpoint.core.state import Interrupt, SessionState
-from holdpoint.ports import MAX_SEQ, Conflict, InboxQuery, InboxRow, ResolveOutcome, SessionFilters
+from holdpoint.core.state import Event, Interrupt, SessionState
+from holdpoint.ports import (
+    MAX_SEQ,
+    AddAnswer,
+    ApiKey,
+    Conflict,
+    InboxQuery,
+    InboxRow,
+    Resolve,
+    ResolveOutcome,
+    SessionFilters,
+    SessionRow,
+)
 
 __all__ = ["Cached", "Conflict", "Head", "StateCache", "Store", "agent_digest", "quota_pk", "quota_refusal",
            "session_pk"]
@@ -96,7 +107,7 @@ class Store:
         self.committed(state)
         return written
 
-    def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
+    def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[Event]:
         """The first `limit` events after `after_seq`. An event-log item holds one commit's events
         and is keyed by the last, so the items from `after_seq + 1` on are the ones holding any
         event after it (the first may hold some before it); each holds at least one, so reading
@@ -107,11 +118,11 @@ class Store:
         key = eq("PK", s(session_pk(tenant, session_id))) & Between(
             "SK", s(k.event_sk(after + 1)), s(k.event_sk(MAX_SEQ)))
         request: dict[str, Any] = {"ConsistentRead": True, **Expr().request(key_condition=key)}
-        out: list[dict[str, Any]] = []
+        out: list[Event] = []
         while len(out) < limit:
             page = self.db.query_page(Limit=limit - len(out), **request)
             for item in page.get("Items", []):
-                out.extend(e for e in self.codec.logged(item) if after < int(e["seq"]) <= MAX_SEQ)
+                out.extend(self.codec.event(e) for e in self.codec.logged(item) if after < int(e["seq"]) <= MAX_SEQ)
             if "LastEvaluatedKey" not in page:
                 break
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -130,31 +141,23 @@ class Store:
         status, owner, origin and response schema before it writes anything."""
         return self.interrupt_writes.read(tenant, session_id, interrupt_id)
 
-    def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
-                          responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None, generation: int | None = None,
-                          approval: dict[str, Any] | None = None, seen: int | None = None,
-                          kept_until: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
-        """R7: flip `open -> resolved` exactly once (`ports.SessionStore.resolve_interrupt`)."""
+    def resolve_interrupt(self, change: Resolve) -> tuple[ResolveOutcome, Interrupt | None]:
+        """R7: flip `open -> resolved` exactly once (`ports.Interrupts.resolve_interrupt`)."""
         writes = self.interrupt_writes
-        return writes.resolve(writes.key(tenant, session_id, interrupt_id), resolution=resolution,
-                              responder=responder, at=at, kept_until=kept_until,
-                              checked=Checked(allowed_origins, owner, generation, seen), approval=approval)
+        return writes.resolve(writes.key_of(change.where), change)
 
-    def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
-                        seen: int, allowed_origins: list[str], owner: str | None = None,
-                        generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
-        """A2: append one answer that does not yet decide the interrupt (`ports.SessionStore`)."""
+    def record_approval(self, change: AddAnswer) -> tuple[ResolveOutcome, Interrupt | None]:
+        """A2: append one answer that does not yet decide the interrupt (`ports.Interrupts`)."""
         writes = self.interrupt_writes
-        return writes.answer(writes.key(tenant, session_id, interrupt_id), Update(),
-                             Checked(allowed_origins, owner, generation, seen), approval=approval, done="recorded")
+        return writes.answer(writes.key_of(change.where), Update(), change.checked, approval=change.approval,
+                             done="recorded")
 
     def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,
               keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], str | None]:
         return self.listings.inbox(tenant, limit, cursor, query or InboxQuery(), keep)
 
     def sessions(self, tenant: str, limit: int, cursor: str | None,
-                 filters: SessionFilters) -> tuple[list[dict[str, Any]], str | None]:
+                 filters: SessionFilters) -> tuple[list[SessionRow], str | None]:
         return self.listings.sessions(tenant, limit, cursor, filters)
 
     # --- agents and keys ---------------------------------------------------------------
@@ -182,10 +185,9 @@ class Store:
             return False
         return True
 
-    def get_api_key(self, key_hash: str) -> dict[str, Any] | None:
+    def get_api_key(self, key_hash: str) -> ApiKey | None:
         item = self.db.get({"PK": s(k.key_pk(key_hash)), "SK": s("KEY")}, consistent=False)
         if not item or item.get("status", {}).get("S") != "active":
             return None
-        out: dict[str, Any] = {key: item[key]["S"] for key in ("tenant", "subject", "origin")}
-        out["groups"] = json.loads(item["groups"]["S"]) if "groups" in item else []
-        return out
+        groups = json.loads(item["groups"]["S"]) if "groups" in item else []
+        return ApiKey(item["tenant"]["S"], item["subject"]["S"], item["origin"]["S"], tuple(groups))

@@ -29,8 +29,8 @@ def may_resume(caller_origin: str, interrupt_origin: str) -> bool:
     return ORIGIN_RANK.get(interrupt_origin, 3) <= ORIGIN_RANK.get(caller_origin, -1)
 
 
-def resumable_origins(caller_origin: str) -> list[str]:
-    return [o for o in ORIGIN_RANK if may_resume(caller_origin, o)]
+def resumable_origins(caller_origin: str) -> tuple[str, ...]:
+    return tuple(o for o in ORIGIN_RANK if may_resume(caller_origin, o))
 
 
 def parks(state: SessionState, interrupt: Interrupt, node_id: str | None) -> bool:
@@ -258,11 +258,11 @@ def requester_of(state: SessionState, turn_id: str | None) -> str | None:
 WriteRefusal = Literal["noop", "forbidden", "not_found", "changed", "raced"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Checked:
     """What a resume checked on the interrupt it read, and its one write is conditioned on."""
 
-    allowed_origins: list[str]
+    allowed_origins: tuple[str, ...]
     owner: str | None = None
     generation: int | None = None
     seen: int | None = None  # A2: the answers the caller read
@@ -270,7 +270,7 @@ class Checked:
 
 def write_refusal(found: Interrupt | None, checked: Checked) -> WriteRefusal | None:
     """Why an answer may not be written to the interrupt as it is now (None: it may): the one rule
-    both stores apply, the DynamoDB one to the item its failed condition returns."""
+    both stores apply through `refused`, the DynamoDB one to the item its failed condition returns."""
     if found is None:
         return "noop"
     if checked.owner is not None and found.owner != checked.owner:
@@ -284,6 +284,15 @@ def write_refusal(found: Interrupt | None, checked: Checked) -> WriteRefusal | N
     if found.origin not in checked.allowed_origins:
         return "forbidden"
     return None
+
+
+def refused(found: Interrupt | None, checked: Checked) -> tuple[WriteRefusal, Interrupt | None] | None:
+    """What a store answers for an answer it may not write (None: it may): why (`write_refusal`),
+    and the interrupt as it is now, withheld from a caller it is `not_found` to."""
+    why = write_refusal(found, checked)
+    if why is None:
+        return None
+    return why, (None if why == "not_found" else found)
 
 
 def llm_call_parked(state: SessionState, call: Call) -> bool:

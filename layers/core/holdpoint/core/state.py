@@ -226,8 +226,10 @@ class Turn:
     digest: str | None = None  # the request body's digest, for a turn an `Idempotency-Key` named
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Event:
+    """One entry of a session's event log, as committed and as a store reads it back."""
+
     seq: int
     type: str
     data: dict[str, Any]

@@ -14,11 +14,11 @@ from typing import Any
 
 from holdpoint.core.credentials import JWT_AUDIENCE, hash_key
 from holdpoint.core.digits import parse_digits
-from holdpoint.ports import SessionStore
+from holdpoint.ports import Directory
 from holdpoint.services.caller import Caller
 
 
-def authenticate(authorization: str | None, store: SessionStore,
+def authenticate(authorization: str | None, store: Directory,
                  secret: Callable[[], str | None]) -> Caller | None:
     """`Bearer <api key>` or `Bearer <jwt>` (signed with `secret()`); None when neither checks out."""
     if not authorization or not authorization.lower().startswith("bearer "):
@@ -32,8 +32,8 @@ def authenticate(authorization: str | None, store: SessionStore,
     found = store.get_api_key(key_hash)
     if found is None:
         return None
-    return Caller(tenant=found["tenant"], subject=found["subject"], origin=found["origin"],
-                  groups=groups_of(found.get("groups")), key_hash=key_hash)
+    return Caller(tenant=found.tenant, subject=found.subject, origin=found.origin,
+                  groups=groups_of(list(found.groups)), key_hash=key_hash)
 
 
 def _client_token(token: str, secret: Callable[[], str | None]) -> Caller | None:

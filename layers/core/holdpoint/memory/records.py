@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from holdpoint.core.state import Call, Decision, Interrupt, Turn
-from holdpoint.ports import InboxQuery, InboxRow
+from holdpoint.ports import InboxQuery, InboxRow, SessionFilters
 
 ITEM_BYTES = 400_000  # DynamoDB's item limit
 OFFLOAD_BYTES = 300_000  # bodies above this go to S3 by reference in the DynamoDB store: never too large
@@ -119,3 +119,10 @@ def listed(query: InboxQuery, row: InboxRow, order: str) -> bool:
         return interrupt.expires_at is not None and interrupt.expires_at <= query.expiring_by
     return True
 
+
+
+def listed_session(filters: SessionFilters, kept: Session) -> bool:
+    """Whether `GET /v1/sessions` lists the session (the DynamoDB store's `Sessions` index filters)."""
+    wanted = ((filters.agent_id, kept.agent_id), (filters.status, kept.status),
+              (filters.top_level, not kept.sub_agent), (filters.end_user, kept.end_user))
+    return all(value is None or value == have for value, have in wanted)

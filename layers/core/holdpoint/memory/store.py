@@ -11,13 +11,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded
-from holdpoint.core.interrupts import Checked, write_refusal
-from holdpoint.core.state import Header, Interrupt, SessionState
+from holdpoint.core.interrupts import Checked, refused
+from holdpoint.core.state import Event, Header, Interrupt, SessionState
 from holdpoint.core.tree import Node, Tree
 from holdpoint.memory.records import (
     ITEM_BYTES,
@@ -32,16 +32,24 @@ from holdpoint.memory.records import (
     interrupt_of,
     item_bytes,
     listed,
+    listed_session,
     page,
     record_of,
 )
 from holdpoint.ports import (
     MAX_SEQ,
+    AddAnswer,
+    ApiKey,
     Conflict,
     InboxQuery,
     InboxRow,
+    InterruptRef,
+    JsonObject,
+    Resolve,
     ResolveOutcome,
     SessionFilters,
+    SessionRow,
+    SessionStore,
     TooLarge,
     TooManyChanges,
 )
@@ -57,7 +65,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._sessions: dict[tuple[str, str], Session] = {}
         self._agents: dict[tuple[str, str], str] = {}
-        self._keys: dict[str, dict[str, Any]] = {}
+        self._keys: dict[str, ApiKey | None] = {}  # None: revoked
         self._open: dict[str, int] = {}  # the tenant's interrupts holding a slot
         self._created: dict[tuple[str, int], int] = {}  # top-level sessions created per tenant and second
 
@@ -212,7 +220,7 @@ class MemoryStore:
             kept.records[key] = Kept((found.rev if found else 0) + 1, text)
         return kept
 
-    def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[dict[str, Any]]:
+    def events(self, tenant: str, session_id: str, after_seq: int, limit: int) -> list[Event]:
         if after_seq >= MAX_SEQ:
             return []
         with self._lock:
@@ -220,7 +228,7 @@ class MemoryStore:
             if kept is None:
                 return []
             seqs = sorted(seq for seq in kept.events if max(after_seq, 0) < seq <= MAX_SEQ)[:limit]
-            return [json.loads(kept.events[seq]) for seq in seqs]
+            return [record_of(Event, json.loads(kept.events[seq])) for seq in seqs]
 
     def session_exists(self, tenant: str, session_id: str, end_user: str | None = None) -> bool:
         with self._lock:
@@ -241,39 +249,30 @@ class MemoryStore:
             found = self._interrupt(tenant, session_id, interrupt_id)
             return interrupt_of(json.loads(found[1].text)) if found else None
 
-    def resolve_interrupt(self, tenant: str, session_id: str, interrupt_id: str, *, resolution: Any,
-                          responder: dict[str, Any], allowed_origins: list[str], at: str,
-                          owner: str | None = None, generation: int | None = None,
-                          approval: dict[str, Any] | None = None, seen: int | None = None,
-                          kept_until: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+    def resolve_interrupt(self, change: Resolve) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: `open -> resolved` exactly once."""
-        changes: dict[str, Any] = {"status": "resolved", "resolution": resolution, "responder": responder,
-                                   "resolved_at": at}
-        if kept_until is not None:
-            changes["kept_until"] = kept_until
-        return self._answer(tenant, session_id, interrupt_id, changes, allowed_origins, owner, generation, seen,
-                            approval, "resolved")
+        changes: dict[str, Any] = {"status": "resolved", "resolution": change.resolution,
+                                   "responder": change.responder, "resolved_at": change.at}
+        if change.kept_until is not None:
+            changes["kept_until"] = change.kept_until
+        return self._answer(change.where, change.checked, changes, change.approval, "resolved")
 
-    def record_approval(self, tenant: str, session_id: str, interrupt_id: str, *, approval: dict[str, Any],
-                        seen: int, allowed_origins: list[str], owner: str | None = None,
-                        generation: int | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
+    def record_approval(self, change: AddAnswer) -> tuple[ResolveOutcome, Interrupt | None]:
         """A2: one answer that does not yet decide the interrupt."""
-        return self._answer(tenant, session_id, interrupt_id, {}, allowed_origins, owner, generation, seen,
-                            approval, "recorded")
+        return self._answer(change.where, change.checked, {}, change.approval, "recorded")
 
-    def _answer(self, tenant: str, session_id: str, interrupt_id: str, changes: dict[str, Any],
-                allowed_origins: list[str], owner: str | None, generation: int | None, seen: int | None,
-                approval: dict[str, Any] | None, done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
-        """One conditional write of the interrupt alone, or why not (as the DynamoDB store says it)."""
+    def _answer(self, where: InterruptRef, checked: Checked, changes: dict[str, Any],
+                approval: JsonObject | None, done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
+        """One conditional write of the interrupt alone, or why not (`refused`, as the DynamoDB store says it)."""
         with self._lock:
-            found = self._interrupt(tenant, session_id, interrupt_id)
+            found = self._interrupt(where.tenant, where.session_id, where.interrupt_id)
             if found is None:
                 return "noop", None
             record = found[1]
             data = json.loads(record.text)
-            why = write_refusal(interrupt_of(data), Checked(allowed_origins, owner, generation, seen))
-            if why is not None:
-                return why, (None if why == "not_found" else interrupt_of(data))
+            no = refused(interrupt_of(data), checked)
+            if no is not None:
+                return no
             data.update(json.loads(as_text(changes)))
             if approval is not None:
                 data["approvals"] = [*data.get("approvals", []), json.loads(as_text(approval))]
@@ -306,17 +305,11 @@ class MemoryStore:
         return page(rows, limit, cursor)
 
     def sessions(self, tenant: str, limit: int, cursor: str | None,
-                 filters: SessionFilters) -> tuple[list[dict[str, Any]], str | None]:
+                 filters: SessionFilters) -> tuple[list[SessionRow], str | None]:
         with self._lock:
-            rows = [(kept.order(), {"session_id": kept.session_id, "agent_id": kept.agent_id, "status": kept.status,
-                                    "created_at": kept.created_at, "owner": kept.owner,
-                                    "top_level": not kept.sub_agent})
-                    for kept in self._sessions.values() if kept.tenant == tenant]
-        wanted = {"agent_id": filters.agent_id, "status": filters.status, "top_level": filters.top_level}
-        ends = {kept.session_id: kept.end_user for kept in self._sessions.values() if kept.tenant == tenant}
-        rows = [(key, row) for key, row in rows
-                if all(value is None or row[name] == value for name, value in wanted.items())
-                and (filters.end_user is None or ends.get(str(row["session_id"])) == filters.end_user)]
+            rows = [(kept.order(), SessionRow(kept.session_id, kept.agent_id, kept.status, kept.created_at,
+                                              kept.owner, top_level=not kept.sub_agent))
+                    for kept in self._sessions.values() if kept.tenant == tenant and listed_session(filters, kept)]
         return page(rows, limit, cursor)
 
     # --- agents and keys ---------------------------------------------------------------
@@ -333,24 +326,22 @@ class MemoryStore:
     def put_api_key(self, key_hash: str, tenant: str, subject: str, origin: str,
                     groups: list[str] | None = None) -> None:
         with self._lock:
-            self._keys[key_hash] = {"tenant": tenant, "subject": subject, "origin": origin, "status": "active",
-                                    "groups": list(groups or [])}
+            self._keys[key_hash] = ApiKey(tenant, subject, origin, tuple(groups or ()))
 
     def revoke_api_key(self, key_hash: str) -> bool:
         with self._lock:
             if key_hash not in self._keys:
                 return False
-            self._keys[key_hash]["status"] = "revoked"
+            self._keys[key_hash] = None
             return True
 
-    def get_api_key(self, key_hash: str) -> dict[str, Any] | None:
+    def get_api_key(self, key_hash: str) -> ApiKey | None:
         with self._lock:
-            found = self._keys.get(key_hash)
-            if found is None or found["status"] != "active":
-                return None
-            return {"tenant": found["tenant"], "subject": found["subject"], "origin": found["origin"],
-                    "groups": list(found["groups"])}
+            return self._keys.get(key_hash)
 
 
 INTERRUPT_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}
 INTERRUPT_DEFAULTS["reminded"] = []
+
+if TYPE_CHECKING:  # mypy proves the twin implements the three ports (nothing else passes it as one)
+    _TWIN: SessionStore = MemoryStore()

@@ -4,10 +4,10 @@ channel plugs in (it implements `ports.NotifyChannel`: `deliver(event, entry, li
 
 from __future__ import annotations
 
-from holdpoint.ports import NotifyChannel, PostedMessages, SessionStore
+from holdpoint.ports import Interrupts, NotifyChannel, PostedMessages
 
 
-def installed(store: SessionStore | None = None, messages: PostedMessages | None = None) -> dict[str, NotifyChannel]:
+def installed(store: Interrupts | None = None, messages: PostedMessages | None = None) -> dict[str, NotifyChannel]:
     """Every channel the notifier delivers to; an entry of a kind not listed here is skipped.
     Slack reads the raised interrupt from `store` (a notification carries only a summary) and
     keeps the messages it posts in `messages`, to update them when the interrupt closes."""

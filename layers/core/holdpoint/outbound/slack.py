@@ -157,7 +157,7 @@ class Click:
 
 
 ReadInterrupt = Callable[[str, str, str], Interrupt | None]
-"""`SessionStore.read_interrupt`: the interrupt as stored, with its whole payload."""
+"""`Interrupts.read_interrupt`: the interrupt as stored, with its whole payload."""
 
 FAILURES = (ValueError, secretrefs.SecretRefError, SlackApiError, SlackClientError, clients.Refused,
             clients.ThrottledCall, clients.UnavailableCall, OSError)

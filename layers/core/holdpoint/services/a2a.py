@@ -17,13 +17,13 @@ from holdpoint.core.ids import ID_PATTERN
 from holdpoint.core.protocols import a2a as models
 from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.state import SessionState, Turn
-from holdpoint.ports import Parking, PushConfigs, SessionStore, WorkQueue
+from holdpoint.ports import Directory, Parking, PushConfigs, Sessions, SessionsAndInterrupts, SessionStore, WorkQueue
 from holdpoint.services import sessions, streams
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import resume
 
 
-def declared(store: SessionStore, tenant: str, agent_id: str) -> A2aConfig | None:
+def declared(store: Directory, tenant: str, agent_id: str) -> A2aConfig | None:
     """The agent's `a2a` declaration (an empty one when it has none); None when there is no agent."""
     agent = store.get_agent(tenant, agent_id)
     if agent is None:
@@ -31,7 +31,7 @@ def declared(store: SessionStore, tenant: str, agent_id: str) -> A2aConfig | Non
     return A2aConfig.model_validate(agent.get("a2a") or {})
 
 
-def public_card(store: SessionStore, base_url: str, tenant: str, agent_id: str) -> dict[str, Any]:
+def public_card(store: Directory, base_url: str, tenant: str, agent_id: str) -> dict[str, Any]:
     """`GET /a2a/{tenant}/{agent_id}/.well-known/agent-card.json`: only an agent that declares
     `a2a.public` has a card without credentials; any other is 404, as an unknown one."""
     config = declared(store, tenant, agent_id)
@@ -40,7 +40,7 @@ def public_card(store: SessionStore, base_url: str, tenant: str, agent_id: str) 
     return a2a.card(base_url, tenant, agent_id, config)
 
 
-def agent_for(store: SessionStore, caller: Caller, tenant: str, agent_id: str) -> A2aConfig:
+def agent_for(store: Directory, caller: Caller, tenant: str, agent_id: str) -> A2aConfig:
     """The agent a JSON-RPC request addresses: the caller's own tenant's (404 otherwise)."""
     config = declared(store, caller.tenant, agent_id) if tenant == caller.tenant else None
     if config is None:
@@ -48,7 +48,7 @@ def agent_for(store: SessionStore, caller: Caller, tenant: str, agent_id: str) -
     return config
 
 
-def _task(store: SessionStore, caller: Caller, agent_id: str, value: str,
+def _task(store: Sessions, caller: Caller, agent_id: str, value: str,
           param: str) -> tuple[SessionState, Turn]:
     """The session and turn a task id names, if the caller may see them and they are this agent's."""
     sid, turn_id = a2a.split_task(value, param)
@@ -67,7 +67,7 @@ def _check_role(message: models.Message) -> None:
         raise Refusal("validation_error", "a client sends ROLE_USER messages", "message.role")
 
 
-def _message_task(store: SessionStore, caller: Caller, agent_id: str,
+def _message_task(store: Sessions, caller: Caller, agent_id: str,
                   message: models.Message) -> tuple[SessionState, Turn]:
     """The task a message names, once the message may answer it: checked before anything the
     request carries (a push config) is kept, so a refused message records nothing."""
@@ -78,7 +78,7 @@ def _message_task(store: SessionStore, caller: Caller, agent_id: str,
     return state, turn
 
 
-def _context(store: SessionStore, caller: Caller, agent_id: str, context_id: str) -> SessionState:
+def _context(store: Sessions, caller: Caller, agent_id: str, context_id: str) -> SessionState:
     try:
         state = sessions.claim(store, caller, context_id, agent_id=agent_id, kind="conversation", chosen=True,
                                creates=False)
@@ -124,7 +124,7 @@ def _apply(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Call
     return accepted.session_id, accepted.turn_id
 
 
-def _answer(store: SessionStore, parking: Parking, caller: Caller, state: SessionState, turn: Turn,
+def _answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller, state: SessionState, turn: Turn,
             message: models.Message) -> None:
     """The resume: the data part answers the interrupt the task waits on (the one its metadata
     names, else the first), through the same checks as any resume (R17, A1, A2, A3). A replay
@@ -158,13 +158,14 @@ def _part_param(param: str | None) -> str:
     return "message.taskId" if param in (None, "interrupt_id") else param
 
 
-def get(store: SessionStore, caller: Caller, agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
+def get(store: Sessions, caller: Caller, agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
     """`GetTask`."""
     state, turn = _task(store, caller, agent_id, ref.id, "id")
     return a2a.task_out(state, turn, ref.historyLength)
 
 
-def cancel(store: SessionStore, parking: Parking, caller: Caller, agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
+def cancel(store: SessionsAndInterrupts, parking: Parking, caller: Caller,
+           agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
     """`CancelTask`: every interrupt the task waits on is answered as declined, through the resume
     path (so only where the approver policy admits the caller); a task waiting on none cannot be
     canceled (a turn that runs is the worker's to finish), unless it already is."""
@@ -181,7 +182,7 @@ def cancel(store: SessionStore, parking: Parking, caller: Caller, agent_id: str,
     return a2a.task_out(state, turn, ref.historyLength)
 
 
-def follow(store: SessionStore, caller: Caller, session_id: str, turn_id: str, deadline: float,
+def follow(store: Sessions, caller: Caller, session_id: str, turn_id: str, deadline: float,
            clock: Callable[[], float], history: int | None = None) -> dict[str, Any]:
     """The task, once its turn ends or parks (woken by the event log), or as it is at `deadline`."""
     after = 0
@@ -218,14 +219,14 @@ def keep_push(configs: PushConfigs, tenant: str, session_id: str, turn_id: str,
     return a2a.config_out(session_id, {**stored, "turn_id": turn_id})
 
 
-def create_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+def create_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
                 params: models.PushConfig) -> dict[str, Any]:
     """`CreateTaskPushNotificationConfig`."""
     state, turn = _task(store, caller, agent_id, params.taskId, "taskId")
     return keep_push(configs, state.header.tenant, state.header.session_id, turn.id, params)
 
 
-def _kept(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+def _kept(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
           ref: models.PushRef) -> tuple[SessionState, Turn, dict[str, Any] | None]:
     state, turn = _task(store, caller, agent_id, ref.taskId, "taskId")
     h = state.header
@@ -233,7 +234,7 @@ def _kept(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: s
                          else None)
 
 
-def get_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+def get_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
              ref: models.PushRef) -> dict[str, Any]:
     """`GetTaskPushNotificationConfig`: the config without its token or credentials."""
     state, _, kept = _kept(store, configs, caller, agent_id, ref)
@@ -242,7 +243,7 @@ def get_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id
     return a2a.config_out(state.header.session_id, kept)
 
 
-def list_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+def list_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
               params: models.PushList) -> dict[str, Any]:
     """`ListTaskPushNotificationConfigs`: every config of the task, in one page."""
     state, turn = _task(store, caller, agent_id, params.taskId, "taskId")
@@ -250,7 +251,7 @@ def list_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_i
     return {"configs": [a2a.config_out(h.session_id, c) for c in configs.list(h.tenant, h.session_id, turn.id)]}
 
 
-def delete_push(store: SessionStore, configs: PushConfigs, caller: Caller, agent_id: str,
+def delete_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
                 ref: models.PushRef) -> dict[str, Any]:
     """`DeleteTaskPushNotificationConfig`: a config that is gone already is a no-op."""
     state, turn, kept = _kept(store, configs, caller, agent_id, ref)
@@ -267,7 +268,7 @@ class Pushes:
     on a durable timer, dead-letter): `starts` gives the records an event-log entry starts, and
     `resolve` what one attempt sends, read when it runs (a record keeps no body and no secret)."""
 
-    def __init__(self, store: SessionStore, configs: PushConfigs) -> None:
+    def __init__(self, store: Sessions, configs: PushConfigs) -> None:
         self.store, self.configs = store, configs
 
     def starts(self, tenant: str, session_id: str, event: dict[str, Any]) -> list[dict[str, Any]]:

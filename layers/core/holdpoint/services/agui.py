@@ -15,13 +15,13 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.protocols import agui as models
 from holdpoint.core.protocols.client import ClientMessagesInput
 from holdpoint.core.state import SessionState
-from holdpoint.ports import Parking, SessionStore, WorkQueue
+from holdpoint.ports import Parking, Sessions, SessionsAndInterrupts, SessionStore, WorkQueue
 from holdpoint.services import sessions, streams
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import precheck, resume
 
 
-def thread(store: SessionStore, caller: Caller, agent_id: str, thread_id: str) -> SessionState | None:
+def thread(store: Sessions, caller: Caller, agent_id: str, thread_id: str) -> SessionState | None:
     """The session a thread names, if it exists and the caller may see it, and it is a
     conversation of `agent_id` (404 otherwise, as for any session); None for a new thread, whose
     id may not have the shape of Holdpoint's own (`sessions.claim`)."""
@@ -60,7 +60,7 @@ def run(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller,
     return follow(store, caller.tenant, body.threadId, body.runId, after, watch, deadline, clock, known)
 
 
-def connect(store: SessionStore, caller: Caller, agent_id: str, body: models.RunAgentInput, *,
+def connect(store: Sessions, caller: Caller, agent_id: str, body: models.RunAgentInput, *,
             wait_secs: float | None = None,
             clock: Callable[[], float] = time.monotonic) -> list[dict[str, Any]]:
     """`.../connect`: follow the thread's running turn (or report its last one) without input."""
@@ -72,7 +72,7 @@ def connect(store: SessionStore, caller: Caller, agent_id: str, body: models.Run
                   set(state.tree.nodes))
 
 
-def _resume_all(store: SessionStore, parking: Parking, caller: Caller, body: models.RunAgentInput, *,
+def _resume_all(store: SessionsAndInterrupts, parking: Parking, caller: Caller, body: models.RunAgentInput, *,
                 exists: bool) -> None:
     """Every `resume[]` entry through the resume path, checked first so a bad one records nothing;
     a repeated one is a no-op (R7, A4)."""
@@ -112,7 +112,7 @@ def _naming(index: int) -> Iterator[None]:
         raise
 
 
-def follow(store: SessionStore, tenant: str, thread_id: str, run_id: str, after: int, watch: str | None,
+def follow(store: Sessions, tenant: str, thread_id: str, run_id: str, after: int, watch: str | None,
            deadline: float, clock: Callable[[], float], known: set[str]) -> list[dict[str, Any]]:
     """RUN_STARTED, the messages the turn records (those not in `known`; woken by events after
     `after`), then how it ended:

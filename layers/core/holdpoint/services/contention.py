@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 from holdpoint.core.state import SessionState
-from holdpoint.ports import Clock, Conflict, Interfered, SessionStore
+from holdpoint.ports import Clock, Conflict, Interfered, Sessions
 from holdpoint.services.errors import Contended
 
 ATTEMPTS = 16
@@ -39,7 +39,7 @@ def pause(attempt: int) -> None:
     time.sleep(random.uniform(0, backoff(attempt)))
 
 
-def transact(store: SessionStore, load: Callable[[], SessionState], mutate: Callable[[SessionState], T], *,
+def transact(store: Sessions, load: Callable[[], SessionState], mutate: Callable[[SessionState], T], *,
              clock: Clock = time.time, retry: bool = True,
              on_conflict: Callable[[], None] | None = None) -> tuple[SessionState, T]:
     """Apply `mutate` to the state `load` gives and commit it; on a conflict, back off, reload and

@@ -11,7 +11,7 @@ from typing import Any
 from holdpoint.core import approvals
 from holdpoint.core.interrupts import may_resume
 from holdpoint.core.state import Interrupt, iso_ms
-from holdpoint.ports import Clock, InboxQuery, InboxRow, InboxStatus, Sealer, SessionStore
+from holdpoint.ports import Clock, InboxQuery, InboxRow, InboxStatus, Interrupts, Sealer
 from holdpoint.services.caller import Caller
 from holdpoint.services.sessions import opened_cursor, sealed_cursor
 
@@ -39,7 +39,7 @@ def may_answer(caller: Caller, interrupt: Interrupt) -> bool:
         interrupt, caller.subject, caller.origin, caller.groups, end_user=caller.own_only) is None
 
 
-def inbox(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,
+def inbox(store: Interrupts, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,
           filters: InboxFilters | None = None, clock: Clock = time.time) -> dict[str, Any]:
     """One page, newest first. The cursor is sealed under the deployment's key and bound to the
     tenant and to the status it lists (the index it pages: its purpose names the status): opaque,

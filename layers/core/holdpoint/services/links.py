@@ -19,7 +19,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import answerable_until
 from holdpoint.core.notify import LINK_ORIGINS, link_choices, summary
 from holdpoint.core.state import Interrupt
-from holdpoint.ports import Clock, Parking, Sealer, SessionStore
+from holdpoint.ports import Clock, Interrupts, Parking, Sealer, SessionsAndInterrupts
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import Resumed, resume
 
@@ -111,13 +111,13 @@ def read(sealer: Sealer, token: str, now: float) -> Link:
     return link
 
 
-def _current(store: SessionStore, link: Link) -> Interrupt | None:
+def _current(store: Interrupts, link: Link) -> Interrupt | None:
     """The interrupt the link was minted for, if it is still that one (same generation)."""
     found = store.read_interrupt(link.tenant, link.session_id, link.interrupt_id)
     return found if found is not None and found.generation == link.generation else None
 
 
-def show(store: SessionStore, sealer: Sealer, token: str, clock: Clock = time.time) -> dict[str, Any]:
+def show(store: Interrupts, sealer: Sealer, token: str, clock: Clock = time.time) -> dict[str, Any]:
     """What the confirmation page shows. Reads only: opening a link never changes anything."""
     link = read(sealer, token, clock())
     interrupt = _current(store, link)
@@ -130,7 +130,7 @@ def show(store: SessionStore, sealer: Sealer, token: str, clock: Clock = time.ti
             "summary": summary(interrupt.payload, 512) if interrupt is not None else None}
 
 
-def follow(store: SessionStore, parking: Parking, sealer: Sealer, token: str, confirm: str | None,
+def follow(store: SessionsAndInterrupts, parking: Parking, sealer: Sealer, token: str, confirm: str | None,
            clock: Clock = time.time) -> Followed:
     """The page's button: resume with the link's option as the link's approver. `confirm` must
     name the option (the form sends it), so a bare POST of the URL does nothing."""

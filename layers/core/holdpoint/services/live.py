@@ -27,7 +27,7 @@ from typing import Any
 from holdpoint.core import agui
 from holdpoint.core.errors import QuotaExceeded, Refusal
 from holdpoint.core.state import SessionState
-from holdpoint.ports import Connections, Frames, SessionStore
+from holdpoint.ports import Connections, Frames, SessionsAndAgents
 from holdpoint.services.caller import Caller
 from holdpoint.services.streams import holder, visible
 
@@ -74,7 +74,7 @@ def error_frame(code: str, message: str, param: str | None = None, **extra: Any)
 
 
 class Live:
-    def __init__(self, store: SessionStore, connections: Connections, frames: Frames,
+    def __init__(self, store: SessionsAndAgents, connections: Connections, frames: Frames,
                  clock: Callable[[], float] = time.time) -> None:
         self.store, self.connections, self.frames, self.clock = store, connections, frames, clock
         self.streamed: dict[str, set[str]] = {}
@@ -149,14 +149,14 @@ class Live:
         state = self.store.load(tenant, session_id) if fmt == "ag-ui" else None
         events = self.store.events(tenant, session_id, after_seq, MAX_CATCH_UP)
         more = len(events) == MAX_CATCH_UP
-        if state is not None and events and int(events[-1]["seq"]) > state.header.seq:
-            events = [e for e in events if int(e["seq"]) <= state.header.seq]
+        if state is not None and events and events[-1].seq > state.header.seq:
+            events = [e for e in events if e.seq <= state.header.seq]
             more = False  # what is past the load comes live
-        for frame in self._formatted(fmt, list(frames_of(session_id, events)), state, set()):
+        for frame in self._formatted(fmt, list(frames_of(session_id, [e.wire() for e in events])), state, set()):
             if not self.frames.post(connection_id, frame):
                 self.connections.drop(tenant, session_id, connection_id)
                 return
-        through = int(events[-1]["seq"]) if events else after_seq
+        through = events[-1].seq if events else after_seq
         self.frames.post(connection_id, {"type": "subscribed", "session_id": session_id, "after_seq": after_seq,
                                          "through_seq": through, "has_more": more})
 

@@ -19,7 +19,16 @@ from holdpoint.core.inputs import start_session
 from holdpoint.core.protocols import mcp as models
 from holdpoint.core.protocols.client import RaiseInterruptBody
 from holdpoint.core.state import Interrupt, SessionState, derive, iso_ms
-from holdpoint.ports import Clock, Parking, Sealer, SessionStore, WorkQueue
+from holdpoint.ports import (
+    Clock,
+    Directory,
+    Parking,
+    Sealer,
+    Sessions,
+    SessionsAndAgents,
+    SessionsAndInterrupts,
+    WorkQueue,
+)
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.inbox import InboxFilters, inbox
@@ -29,7 +38,7 @@ STATE_PURPOSE = "mcp-request-state"
 REASON = "approval"
 
 
-def agent_for(store: SessionStore, caller: Caller, agent_id: str) -> dict[str, Any]:
+def agent_for(store: Directory, caller: Caller, agent_id: str) -> dict[str, Any]:
     """The agent the endpoint names, in the caller's own tenant (404 otherwise)."""
     agent = store.get_agent(caller.tenant, agent_id)
     if agent is None:
@@ -42,7 +51,7 @@ def session_id_of(caller: Caller, agent_id: str) -> str:
     return derive("ses", "mcp", caller.tenant, caller.principal(), agent_id)
 
 
-def _session(store: SessionStore, caller: Caller, agent_id: str, agent: dict[str, Any],
+def _session(store: Sessions, caller: Caller, agent_id: str, agent: dict[str, Any],
              clock: Clock) -> str:
     """The approvals session, created on first use; one found at its id is reused only when it is
     this caller's own approvals session for this agent (`sessions.claim`)."""
@@ -64,7 +73,7 @@ def _session(store: SessionStore, caller: Caller, agent_id: str, agent: dict[str
     return sid
 
 
-def _own(store: SessionStore, caller: Caller, agent_id: str, value: str, param: str) -> tuple[str, Interrupt]:
+def _own(store: Sessions, caller: Caller, agent_id: str, value: str, param: str) -> tuple[str, Interrupt]:
     """One of the caller's own approvals (in its approvals session for this agent); else not found."""
     sid, iid = mcp.split_id(value, param)
     missing = Refusal("not_found", f"approval {value[:100]} not found", param)
@@ -93,7 +102,7 @@ def _checked(args: models.RequestApproval) -> RaiseInterruptBody:
         raise Refusal("validation_error", message, f"arguments.{param}") from None
 
 
-def request(store: SessionStore, queue: WorkQueue, sealer: Sealer, caller: Caller, agent_id: str,
+def request(store: SessionsAndAgents, queue: WorkQueue, sealer: Sealer, caller: Caller, agent_id: str,
             args: models.RequestApproval, capabilities: dict[str, Any], request_id: str,
             clock: Clock = time.time) -> dict[str, Any]:
     """`request_approval`: the interrupt raised, answered as a task (the tasks extension), as the
@@ -128,7 +137,7 @@ def request(store: SessionStore, queue: WorkQueue, sealer: Sealer, caller: Calle
                                 "until its status is no longer open.")
 
 
-def answered_here(store: SessionStore, parking: Parking, sealer: Sealer, caller: Caller, agent_id: str,
+def answered_here(store: SessionsAndInterrupts, parking: Parking, sealer: Sealer, caller: Caller, agent_id: str,
                   state: str, responses: dict[str, Any] | None) -> dict[str, Any]:
     """The retried `request_approval` of the `input_required` form: the user's elicitation answer
     resumes the interrupt, through the resume path's checks, and the tool returns the approval."""
@@ -153,13 +162,13 @@ def answered_here(store: SessionStore, parking: Parking, sealer: Sealer, caller:
     return mcp.tool_result(mcp.approval_out(sid, interrupt))
 
 
-def get(store: SessionStore, caller: Caller, agent_id: str, args: models.ApprovalRef) -> dict[str, Any]:
+def get(store: Sessions, caller: Caller, agent_id: str, args: models.ApprovalRef) -> dict[str, Any]:
     """`get_approval`: one of the caller's own approvals."""
     sid, interrupt = _own(store, caller, agent_id, args.id, "arguments.id")
     return mcp.tool_result(mcp.approval_out(sid, interrupt))
 
 
-def pending(store: SessionStore, sealer: Sealer, caller: Caller, agent_id: str,
+def pending(store: SessionsAndInterrupts, sealer: Sealer, caller: Caller, agent_id: str,
             args: models.ListApprovals) -> dict[str, Any]:
     """`list_pending_approvals`: the caller's own open approvals, oldest first; with `answerable`,
     the tenant's open interrupts this caller may answer (the inbox's `approver=me`)."""
@@ -181,7 +190,8 @@ def pending(store: SessionStore, sealer: Sealer, caller: Caller, agent_id: str,
     return mcp.tool_result({"approvals": [mcp.approval_out(sid, i) for i in opened]})
 
 
-def answer(store: SessionStore, parking: Parking, caller: Caller, args: models.AnswerApproval) -> dict[str, Any]:
+def answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller,
+           args: models.AnswerApproval) -> dict[str, Any]:
     """`answer_approval`: the resume path as this caller (R17, A1-A4: a caller the policy does not
     admit is refused and nothing is recorded); any session the caller may see, not only its own."""
     sid, iid = mcp.split_id(args.id, "arguments.id")
@@ -205,14 +215,15 @@ def _param(param: str | None) -> str | None:
     return "arguments.id" if param in (None, "interrupt_id") else param
 
 
-def task(store: SessionStore, caller: Caller, agent_id: str, ref: models.TaskRef, clock: Clock = time.time
+def task(store: Sessions, caller: Caller, agent_id: str, ref: models.TaskRef, clock: Clock = time.time
          ) -> dict[str, Any]:
     """`tasks/get`."""
     sid, interrupt = _own(store, caller, agent_id, ref.taskId, "taskId")
     return mcp.task_out(sid, interrupt, iso_ms(clock()))
 
 
-def cancel(store: SessionStore, parking: Parking, caller: Caller, agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
+def cancel(store: SessionsAndInterrupts, parking: Parking, caller: Caller,
+           agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
     """`tasks/cancel`: the approval declined through the resume path (so only where the approver
     policy admits the caller); an approval already answered stays as it was."""
     sid, interrupt = _own(store, caller, agent_id, ref.taskId, "taskId")

@@ -31,7 +31,7 @@ from holdpoint.ports import (
     EventPublisher,
     NotifyChannel,
     Sealer,
-    SessionStore,
+    Sessions,
     Throttled,
     Timers,
     Unavailable,
@@ -47,7 +47,7 @@ ERROR_CHARS = 512
 
 
 class Notifier:
-    def __init__(self, store: SessionStore, publisher: EventPublisher, deliveries: Deliveries, timers: Timers,
+    def __init__(self, store: Sessions, publisher: EventPublisher, deliveries: Deliveries, timers: Timers,
                  sealer: Sealer, channels: dict[str, NotifyChannel], link_base: str = "",
                  clock: Clock = time.time, pushes: PushStarts | None = None) -> None:
         self.store = store

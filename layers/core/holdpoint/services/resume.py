@@ -12,9 +12,18 @@ from typing import Any
 from holdpoint.core import approvals, schemas
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import kept_until
-from holdpoint.core.interrupts import may_resume, resumable_origins
+from holdpoint.core.interrupts import Checked, may_resume, resumable_origins
 from holdpoint.core.state import Interrupt, iso_ms
-from holdpoint.ports import Clock, Parking, ResolveOutcome, SessionStore
+from holdpoint.ports import (
+    AddAnswer,
+    Clock,
+    InterruptRef,
+    Interrupts,
+    Parking,
+    Resolve,
+    ResolveOutcome,
+    SessionsAndInterrupts,
+)
 from holdpoint.services.caller import Caller
 
 ROUNDS = 3
@@ -69,7 +78,7 @@ class Resumed:
         return not self.noop and self.progress is None
 
 
-def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: str, interrupt_id: str,
+def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, session_id: str, interrupt_id: str,
            payload: Any, clock: Clock = time.time, expect_fingerprint: str | None = None,
            comment: str | None = None, generation: int | None = None) -> Resumed:
     """Clear an interrupt exactly once. Stale, unknown and duplicate ids are no-ops (200) that say
@@ -119,20 +128,20 @@ def resume(store: SessionStore, parking: Parking, caller: Caller, session_id: st
     return _noop(parking, caller.tenant, session_id, now, payload, caller.subject)
 
 
-def _write(store: SessionStore, caller: Caller, session_id: str, found: Interrupt,
+def _write(store: Interrupts, caller: Caller, session_id: str, found: Interrupt,
            mine: dict[str, Any], until: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
     """One conditional UpdateItem: record an answer that decides nothing yet, or resolve with it
     (kept until `until`, A6)."""
     answers = [*found.approvals, mine]
     decided = approvals.verdict(found.policy, answers)
-    common: dict[str, Any] = {"allowed_origins": resumable_origins(caller.origin), "owner": caller.owner(),
-                              "generation": found.generation, "approval": mine, "seen": len(found.approvals)}
+    where = InterruptRef(caller.tenant, session_id, found.interrupt_id)
+    checked = Checked(resumable_origins(caller.origin), caller.owner(), found.generation, len(found.approvals))
     if decided == "open":
-        return store.record_approval(caller.tenant, session_id, found.interrupt_id, **common)
-    return store.resolve_interrupt(
-        caller.tenant, session_id, found.interrupt_id, at=mine["at"],
-        resolution=approvals.resolution(found.policy, decided, mine, answers),
-        responder={"subject": caller.subject, "origin": caller.origin}, kept_until=until, **common)
+        return store.record_approval(AddAnswer(where, checked, mine))
+    return store.resolve_interrupt(Resolve(
+        where, checked, resolution=approvals.resolution(found.policy, decided, mine, answers),
+        responder={"subject": caller.subject, "origin": caller.origin}, at=mine["at"], approval=mine,
+        kept_until=until))
 
 
 def _written(parking: Parking, tenant: str, session_id: str, outcome: ResolveOutcome,
@@ -219,7 +228,7 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def precheck(store: SessionStore, caller: Caller, session_id: str, interrupt_id: str, payload: Any) -> None:
+def precheck(store: Interrupts, caller: Caller, session_id: str, interrupt_id: str, payload: Any) -> None:
     """The refusals `resume` would give before writing (R17 origin, A1 schema), without writing:
     a caller resuming several interrupts at once checks them all first, so a bad one records nothing."""
     found = store.read_interrupt(caller.tenant, session_id, interrupt_id)

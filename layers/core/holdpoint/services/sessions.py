@@ -17,7 +17,18 @@ from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from
 from holdpoint.core.messages import Kick
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionKind, SessionState, derive, iso_ms, mint
-from holdpoint.ports import Clock, Sealer, SessionFilters, SessionStore, Throttled, Timers, Unavailable, WorkQueue
+from holdpoint.ports import (
+    Clock,
+    Directory,
+    Sealer,
+    SessionFilters,
+    Sessions,
+    SessionsAndAgents,
+    Throttled,
+    Timers,
+    Unavailable,
+    WorkQueue,
+)
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import transact
 from holdpoint.services.errors import Contended
@@ -29,7 +40,7 @@ BACKSTOP_SECS = 1
 TurnInput = ClientMessageInput | ClientMessagesInput | ClientActionInput
 
 
-def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
+def owned(store: Sessions, caller: Caller, session_id: str) -> SessionState:
     """Load a session the caller may see; anything else is 404, as if absent (R17)."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
@@ -39,7 +50,7 @@ def owned(store: SessionStore, caller: Caller, session_id: str) -> SessionState:
     return state
 
 
-def claim(store: SessionStore, caller: Caller, session_id: str, *, agent_id: str, kind: SessionKind,
+def claim(store: Sessions, caller: Caller, session_id: str, *, agent_id: str, kind: SessionKind,
           chosen: bool, param: str | None = None, creates: bool = True) -> SessionState | None:
     """The one rule for a path that creates a session by id or reuses the session an id names
     (`core.claims`): None when there is none yet (the path creates it), the session when this
@@ -78,7 +89,7 @@ def chosen_turn(state: SessionState, turn_id: str | None) -> None:
                       "digits), which a caller may not choose; choose another", "turn_id")
 
 
-def changed(store: SessionStore, load: Callable[[], SessionState], mutate: Callable[[SessionState], T],
+def changed(store: Sessions, load: Callable[[], SessionState], mutate: Callable[[SessionState], T],
             clock: Clock, *, retry: bool = True) -> tuple[SessionState, T]:
     """`contention.transact`, with losing every round answered as 409 `conflict`, and a quota that
     refuses the commit as 429 `quota_exceeded` (nothing was written)."""
@@ -90,7 +101,7 @@ def changed(store: SessionStore, load: Callable[[], SessionState], mutate: Calla
         raise exc.refusal() from None
 
 
-def submit(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str | None,
+def submit(store: SessionsAndAgents, queue: WorkQueue, caller: Caller, session_id: str | None,
            inp: TurnInput, clock: Clock = time.time, new_session_id: str | None = None,
            idempotency_key: str | None = None, backstop: Backstop | None = None,
            derived_turn: bool = False) -> Accepted:
@@ -193,7 +204,7 @@ def _made_by_key(state: SessionState, inp: Any) -> SessionState:
     return state
 
 
-def _agent_for(store: SessionStore, caller: Caller, inp: Any) -> dict[str, Any]:
+def _agent_for(store: Directory, caller: Caller, inp: Any) -> dict[str, Any]:
     """The declared config a new session starts with (400 naming `agent_id` if there is none)."""
     if not inp.agent_id:
         raise Refusal("invalid_request", "agent_id is required to start a session", param="agent_id")
@@ -203,7 +214,7 @@ def _agent_for(store: SessionStore, caller: Caller, inp: Any) -> dict[str, Any]:
     return agent
 
 
-def view(store: SessionStore, caller: Caller, session_id: str) -> dict[str, Any]:
+def view(store: Sessions, caller: Caller, session_id: str) -> dict[str, Any]:
     state = owned(store, caller, session_id)
     h = state.header
     last = state.turns.get(h.last_turn or "")
@@ -239,11 +250,11 @@ def retrying(state: SessionState) -> dict[str, Any] | None:
     return None
 
 
-def events(store: SessionStore, caller: Caller, session_id: str, after_seq: int, limit: int) -> dict[str, Any]:
+def events(store: Sessions, caller: Caller, session_id: str, after_seq: int, limit: int) -> dict[str, Any]:
     owned(store, caller, session_id)
     items = store.events(caller.tenant, session_id, after_seq, limit)
-    next_after = items[-1]["seq"] if items else after_seq
-    return {"events": items, "next_after_seq": next_after, "has_more": len(items) == limit}
+    next_after = items[-1].seq if items else after_seq
+    return {"events": [e.wire() for e in items], "next_after_seq": next_after, "has_more": len(items) == limit}
 
 
 @dataclass(frozen=True)
@@ -255,7 +266,7 @@ class Raised:
     interrupt: dict[str, Any] | None
 
 
-def raise_interrupt(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
+def raise_interrupt(store: Sessions, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
                     request_id: str, response_schema: Any = None, approval: dict[str, Any] | None = None,
                     declared: Declared | None = None, clock: Clock = time.time,
@@ -303,7 +314,7 @@ def sealed_cursor(sealer: Sealer, purpose: str, caller: Caller, at: str | None) 
     return sealer.seal(purpose, {"tenant": caller.tenant, "at": at}) if at else None
 
 
-def listing(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,
+def listing(store: Sessions, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,
             filters: SessionFilters) -> dict[str, Any]:
     """The tenant's sessions, newest first (`GET /v1/sessions`). A client token lists only the
     sessions its subject started (the filter is applied in the query, so pages stay full), and a
@@ -313,5 +324,5 @@ def listing(store: SessionStore, sealer: Sealer, caller: Caller, limit: int, cur
     rows, last = store.sessions(caller.tenant, limit, opened_cursor(sealer, "sessions-cursor", caller, cursor),
                                 filters)
     if caller.session_id:
-        rows = [r for r in rows if r["session_id"] == caller.session_id]
-    return {"sessions": rows, "next_cursor": sealed_cursor(sealer, "sessions-cursor", caller, last)}
+        rows = [r for r in rows if r.session_id == caller.session_id]
+    return {"sessions": [r.wire() for r in rows], "next_cursor": sealed_cursor(sealer, "sessions-cursor", caller, last)}

@@ -12,7 +12,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.outcomes import llm_failure, llm_reply
 from holdpoint.core.protocols.client import SettleBody
 from holdpoint.core.state import Call, SessionState
-from holdpoint.ports import Clock, SessionStore, WorkQueue
+from holdpoint.ports import Clock, Sessions, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.sessions import changed, owned
 
@@ -24,7 +24,7 @@ class Settled:
     id: str
 
 
-def settle(store: SessionStore, queue: WorkQueue, caller: Caller, session_id: str, body: SettleBody,
+def settle(store: Sessions, queue: WorkQueue, caller: Caller, session_id: str, body: SettleBody,
            clock: Clock = time.time) -> Settled:
     """Record the outcome on the call (its follow-on is held if the branch is parked, R10)."""
     state, _ = changed(store, lambda: owned(store, caller, session_id), lambda s: apply_settle(s, body), clock)

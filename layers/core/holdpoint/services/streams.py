@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from holdpoint.core.errors import QuotaExceeded, Refusal
-from holdpoint.ports import SessionStore, WaitLeases
+from holdpoint.ports import Sessions, WaitLeases
 from holdpoint.services.caller import Caller
 
 T = TypeVar("T")
@@ -52,7 +52,7 @@ def until(wait_secs: float | None, clock: Callable[[], float] = time.monotonic) 
     return clock() + (limit if wait_secs is None else max(0.0, min(wait_secs, limit)))
 
 
-def visible(store: SessionStore, caller: Caller, session_id: str) -> None:
+def visible(store: Sessions, caller: Caller, session_id: str) -> None:
     """404 unless the caller may read the session (its tenant; a client token's own session or the
     one it is bound to): one GetItem of the header, not a load of the whole session."""
     if caller.session_id and caller.session_id != session_id:
@@ -80,7 +80,7 @@ def leased(leases: WaitLeases | None, caller: Caller, wait: Callable[[], T]) -> 
         raise exc.refusal() from None
 
 
-def wait_events(store: SessionStore, tenant: str, session_id: str, after_seq: int, limit: int, wait_secs: float,
+def wait_events(store: Sessions, tenant: str, session_id: str, after_seq: int, limit: int, wait_secs: float,
                 *, clock: Callable[[], float] = time.monotonic,
                 sleep: Callable[[float], None] = time.sleep) -> list[dict[str, Any]]:
     """The events after `after_seq` (at most `limit`), as soon as there is at least one, or `[]`
@@ -92,7 +92,7 @@ def wait_events(store: SessionStore, tenant: str, session_id: str, after_seq: in
         items = store.events(tenant, session_id, after_seq, limit)
         left = deadline - clock()
         if items or left <= 0:
-            return items
+            return [e.wire() for e in items]
         sleep(min(pause, left))
         pause = min(pause * GROWTH, MAX_POLL_SECS)
 
@@ -108,7 +108,7 @@ def until_turn_ends(events: list[dict[str, Any]], turn_id: str | None) -> tuple[
     return events, False
 
 
-def page(store: SessionStore, caller: Caller, session_id: str, after_seq: int, limit: int,
+def page(store: Sessions, caller: Caller, session_id: str, after_seq: int, limit: int,
          wait_secs: float = 0, leases: WaitLeases | None = None) -> dict[str, Any]:
     """`GET /v1/sessions/{id}/events`: a page of the log, waiting up to `wait_secs` for one event
     (holding a wait lease when it may wait)."""
@@ -119,7 +119,7 @@ def page(store: SessionStore, caller: Caller, session_id: str, after_seq: int, l
     return {"events": items, "next_after_seq": next_after, "has_more": len(items) == limit}
 
 
-def stream(store: SessionStore, caller: Caller, session_id: str, after_seq: int, turn_id: str | None,
+def stream(store: Sessions, caller: Caller, session_id: str, after_seq: int, turn_id: str | None,
            limit: int = 100, leases: WaitLeases | None = None) -> tuple[list[dict[str, Any]], bool]:
     """`GET /v1/sessions/{id}/events/stream`: the next events (waiting up to the cap for one, under
     a wait lease), cut after the end of `turn_id` if given; and whether that turn has ended."""
@@ -132,7 +132,7 @@ STATUSES = frozenset({"idle", "running", "interrupted", "done"})
 """What `GET /v1/sessions/{id}?until=` may wait for (the view's `status`, R14)."""
 
 
-def view_when(store: SessionStore, caller: Caller, session_id: str, statuses: frozenset[str], wait_secs: float,
+def view_when(store: Sessions, caller: Caller, session_id: str, statuses: frozenset[str], wait_secs: float,
               leases: WaitLeases | None = None, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """`GET /v1/sessions/{id}?until=interrupted&wait=20`: the view as soon as its status is one of
     `statuses`, or as it stands once `wait_secs` have passed (under a wait lease while it waits):

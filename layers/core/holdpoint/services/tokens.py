@@ -10,11 +10,11 @@ from typing import Any
 from holdpoint.core.credentials import JWT_AUDIENCE
 from holdpoint.core.errors import Refusal
 from holdpoint.core.state import iso
-from holdpoint.ports import Clock, SessionStore
+from holdpoint.ports import Clock, Sessions
 from holdpoint.services.caller import Caller
 
 
-def issue(store: SessionStore, secret: Callable[[], str | None], caller: Caller, subject: str, *,
+def issue(store: Sessions, secret: Callable[[], str | None], caller: Caller, subject: str, *,
           ttl_seconds: int, session_id: str | None = None, metadata: dict[str, str] | None = None,
           groups: list[str] | None = None, clock: Clock = time.time) -> dict[str, Any]:
     """`{token, expires_at}` for the end user `subject`, bound to `session_id` when given: the

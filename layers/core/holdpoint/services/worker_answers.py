@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from holdpoint.core.errors import CallHeld, ProtocolError, Refusal
 from holdpoint.core.protocols.worker_actions import WorkerSubmitBody
 from holdpoint.core.state import SessionState
-from holdpoint.ports import Clock, SessionStore, WorkQueue
+from holdpoint.ports import Clock, Sessions, WorkQueue
 from holdpoint.services.caller import Caller
 from holdpoint.services.sessions import changed, owned
 
@@ -23,7 +23,7 @@ class Submitted:
     noop: bool
 
 
-def submit(store: SessionStore, queue: WorkQueue, caller: Caller, body: WorkerSubmitBody,
+def submit(store: Sessions, queue: WorkQueue, caller: Caller, body: WorkerSubmitBody,
            clock: Clock = time.time) -> Submitted:
     """Apply the answer if its decision is still pending; a repeat of an applied submit is a no-op.
     An answer that breaks the protocol is 400 naming the field, with nothing recorded (a worker

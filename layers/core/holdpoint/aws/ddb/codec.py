@@ -17,6 +17,7 @@ from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.expr import n, s
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
+from holdpoint.ports import SessionRow
 
 
 def _defaults(cls: type) -> dict[str, Any]:
@@ -317,9 +318,9 @@ def listed_owner(owner: str, end_user: str | None) -> str:
     return f"user:{owner}" if end_user is not None else f"key:{owner}"
 
 
-def session_row(item: dict[str, Any]) -> dict[str, Any]:
+def session_row(item: dict[str, Any]) -> SessionRow:
     """A listing row, from the attributes the `Sessions` GSI projects (the owner without its kind)."""
     owner = item.get(k.LISTED_OWNER, {}).get("S")
-    return {"session_id": k.session_of(item["PK"]["S"]), "agent_id": item.get(k.LISTED_AGENT, {}).get("S"),
-            "status": item.get(k.LISTED_STATUS, {}).get("S"), "created_at": item["GSI2SK"]["S"].split("#", 1)[0],
-            "owner": owner.split(":", 1)[1] if owner else None, "top_level": k.SUB_AGENT not in item}
+    return SessionRow(session_id=k.session_of(item["PK"]["S"]), agent_id=item.get(k.LISTED_AGENT, {}).get("S"),
+                      status=item.get(k.LISTED_STATUS, {}).get("S"), created_at=item["GSI2SK"]["S"].split("#", 1)[0],
+                      owner=owner.split(":", 1)[1] if owner else None, top_level=k.SUB_AGENT not in item)

@@ -10,9 +10,9 @@ from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.codec import Codec
 from holdpoint.aws.ddb.expr import Compare, Cond, Expr, Never, OneOf, Update, absent_or, all_of, eq, n, s
 from holdpoint.aws.ddb.table import ConditionFailed, Table
-from holdpoint.core.interrupts import Checked, write_refusal
+from holdpoint.core.interrupts import Checked, refused
 from holdpoint.core.state import Interrupt
-from holdpoint.ports import ResolveOutcome
+from holdpoint.ports import InterruptRef, Resolve, ResolveOutcome
 
 
 def same_generation(generation: int) -> Cond:
@@ -43,6 +43,9 @@ class InterruptWrites:
     def key(self, tenant: str, session_id: str, interrupt_id: str) -> dict[str, Any]:
         return {"PK": s(k.session_pk(tenant, session_id)), "SK": s(f"{k.PREFIX[Interrupt]}{interrupt_id}")}
 
+    def key_of(self, where: InterruptRef) -> dict[str, Any]:
+        return self.key(where.tenant, where.session_id, where.interrupt_id)
+
     def read(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
         """The interrupt as it is now (one strongly consistent GetItem)."""
         item = self.table.get(self.key(tenant, session_id, interrupt_id))
@@ -70,19 +73,16 @@ class InterruptWrites:
         return done, self.codec.interrupt(new)
 
     def unresolved(self, old: dict[str, Any], checked: Checked) -> tuple[ResolveOutcome, Interrupt | None]:
-        """Why the answer's conditional update failed, from the item as it was (`write_refusal`;
-        the condition is that rule's, so one of its refusals holds)."""
+        """Why the answer's conditional update failed, from the item as it was (`refused`: the
+        condition is that rule's, so one of its refusals holds)."""
         found = self.codec.interrupt(old) if old else None
-        why = write_refusal(found, checked) or "forbidden"
-        return why, (None if why == "not_found" else found)
+        return refused(found, checked) or ("forbidden", found)
 
-    def resolve(self, key: dict[str, Any], *, resolution: Any, responder: dict[str, Any], at: str,
-                kept_until: int | None, checked: Checked,
-                approval: dict[str, Any] | None) -> tuple[ResolveOutcome, Interrupt | None]:
+    def resolve(self, key: dict[str, Any], change: Resolve) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: `open -> resolved` exactly once, out of the open inbox (A6: kept until `kept_until`)."""
-        sets: dict[str, Any] = {"status": s("resolved"), "resolution": s(json.dumps(resolution)),
-                                "responder": s(json.dumps(responder)), "resolved_at": s(at)}
-        if kept_until is not None:
-            sets[k.TTL] = n(kept_until)
-        return self.answer(key, Update(sets=sets, removes=["GSI1PK", "GSI1SK"]), checked, approval=approval,
-                           done="resolved")
+        sets: dict[str, Any] = {"status": s("resolved"), "resolution": s(json.dumps(change.resolution)),
+                                "responder": s(json.dumps(change.responder)), "resolved_at": s(change.at)}
+        if change.kept_until is not None:
+            sets[k.TTL] = n(change.kept_until)
+        return self.answer(key, Update(sets=sets, removes=["GSI1PK", "GSI1SK"]), change.checked,
+                           approval=change.approval, done="resolved")

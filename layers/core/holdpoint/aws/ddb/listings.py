@@ -12,7 +12,7 @@ from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.codec import Codec, listed_owner, session_row
 from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, all_of, eq, s
 from holdpoint.aws.ddb.table import Table
-from holdpoint.ports import InboxQuery, InboxRow, SessionFilters
+from holdpoint.ports import InboxQuery, InboxRow, SessionFilters, SessionRow
 
 LIST_READS = 5  # Query pages one listing page may read when filters skip rows (a cursor resumes after)
 MAX_INBOX_PAGES = 10  # a filtered inbox page reads at most this many index pages, then hands a cursor
@@ -122,7 +122,7 @@ class Listings:
                         interrupt=interrupt, body=body)
 
     def sessions(self, tenant: str, limit: int, cursor: str | None,
-                 filters: SessionFilters) -> tuple[list[dict[str, Any]], str | None]:
+                 filters: SessionFilters) -> tuple[list[SessionRow], str | None]:
         """The tenant's sessions, newest first: one Query page when nothing is filtered; with
         filters, pages of 100 until `limit` rows match or `LIST_READS` pages are read."""
         conditions: list[Cond] = [eq(attr, s(value)) for attr, value in (
