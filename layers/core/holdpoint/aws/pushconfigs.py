@@ -15,14 +15,12 @@ import random
 import time
 from typing import Any, Literal
 
+from holdpoint.aws.ddb import schema
+from holdpoint.aws.ddb.schema import session_pk
 from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
 from holdpoint.aws.deliveries import POSTED_KEEP_SECS
-from holdpoint.aws.store import session_pk
 from holdpoint.ports import Throttled
 
-PREFIX = "D#A#"
-COUNT = "D#AN#"
-"""The count item's prefix (outside `PREFIX`, so no list sees it)."""
 ATTEMPTS = 5
 FAILED = "ConditionalCheckFailed"
 CONFLICT = "TransactionConflict"
@@ -58,10 +56,10 @@ class PushConfigLog:
         self.client = self.db.client
 
     def _key(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any]:
-        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"{PREFIX}{turn_id}#{config_id}")}
+        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(schema.push_config_sk(turn_id, config_id))}
 
     def _count_key(self, tenant: str, session_id: str, turn_id: str) -> dict[str, Any]:
-        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"{COUNT}{turn_id}")}
+        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(schema.push_count_sk(turn_id))}
 
     def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> bool:
         """Keep the config; False (nothing written) when it is new and the task holds `limit`."""
@@ -116,11 +114,11 @@ class PushConfigLog:
         return {**json.loads(item["body"]["S"]), "turn_id": turn_id} if item else None
 
     def list(self, tenant: str, session_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
-        prefix = f"{PREFIX}{turn_id}#" if turn_id is not None else PREFIX
+        prefix = schema.push_configs_prefix(turn_id)
         items = self.db.query_all(
             ConsistentRead=True, KeyConditionExpression="PK = :pk AND begins_with(SK, :prefix)",
             ExpressionAttributeValues={":pk": _s(session_pk(tenant, session_id)), ":prefix": _s(prefix)})
-        return [{**json.loads(item["body"]["S"]), "turn_id": item["SK"]["S"][len(PREFIX):].rpartition("#")[0]}
+        return [{**json.loads(item["body"]["S"]), "turn_id": schema.push_config_turn(item["SK"]["S"])}
                 for item in items]
 
     def delete(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> None:
