@@ -143,3 +143,20 @@ def test_live_a_slot_past_its_end_is_gone_and_frees_its_place(make: Callable[...
     with pytest.raises(QuotaExceeded):  # c1's slot ended: following again is a new follower
         connections.subscribe("t", "s1", "c1", HOUR)
     assert connections.following("t", "s1") == ["c2"]
+
+
+def test_quota_live_a_slot_held_already_is_never_refused_even_past_a_lowered_limit(
+        make: Callable[..., Any]) -> None:
+    """A deploy that lowers a limit leaves the followers and connections in place: following again
+    or a repeated `$connect` keeps its slot; only a new one is refused."""
+    connections = make(live_followers_per_session=2, live_connections_per_caller=2)
+    for conn in ("c1", "c2"):
+        connections.open(conn, "t", HOUR, "client:alice")
+        connections.subscribe("t", "s1", conn, HOUR)
+    connections.limits = Quotas(live_followers_per_session=1, live_connections_per_caller=1)
+    assert connections.subscribe("t", "s1", "c1", HOUR, "ag-ui")
+    connections.open("c2", "t", HOUR, "client:alice")
+    assert connections.followers("t", "s1") == {"c1": "ag-ui", "c2": "events"}
+    connections.open("c3", "t", HOUR, "client:bob")
+    with pytest.raises(QuotaExceeded):
+        connections.subscribe("t", "s1", "c3", HOUR)
