@@ -15,6 +15,7 @@ import boto3
 import pytest
 
 from holdpoint.memory.deliveries import MemoryDeliveries
+from holdpoint.ports import DeliveryState
 
 DELIVERIES = ["memory", "dynamodb"]
 RECORD = {"key": "evt_1#0", "tenant": "t1", "session_id": "s1", "channel": "notify.webhook",
@@ -50,7 +51,7 @@ def test_n1_a_delivery_is_claimed_once_however_often_its_record_comes_back(log: 
     assert log.read("t1", "s1", "evt_1#0") is None
     assert log.claim("t1", "s1", "evt_1#0", RECORD) is True
     assert log.claim("t1", "s1", "evt_1#0", {**RECORD, "channel": "other"}) is False
-    assert log.read("t1", "s1", "evt_1#0") == {"status": "sending", "attempt": 1, "last_error": None}
+    assert log.read("t1", "s1", "evt_1#0") == DeliveryState("sending", 1, None)
     assert log.claim("t1", "s1", "evt_1#1", RECORD) is True  # another entry of the event is its own
     assert log.claim("t1", "s2", "evt_1#0", RECORD) is True  # so is another session's
     assert log.claim("t2", "s1", "evt_1#0", RECORD) is True  # and another tenant's
@@ -59,7 +60,7 @@ def test_n1_a_delivery_is_claimed_once_however_often_its_record_comes_back(log: 
 def test_n1_a_delivered_attempt_is_recorded_and_begins_nothing_more(log: Any) -> None:
     log.claim("t1", "s1", "evt_1#0", RECORD)
     log.finish("t1", "s1", "evt_1#0", 1, "delivered")
-    assert log.read("t1", "s1", "evt_1#0") == {"status": "delivered", "attempt": 1, "last_error": None}
+    assert log.read("t1", "s1", "evt_1#0") == DeliveryState("delivered", 1, None)
     assert log.begin("t1", "s1", "evt_1#0", 2) is None
     assert log.waiting("t1", "s1", "evt_1#0") is None
 
@@ -71,7 +72,7 @@ def test_n4_each_retry_begins_once_from_the_attempt_before(log: Any) -> None:
     assert log.waiting("t1", "s1", "evt_1#0") == (RECORD, 1)
     assert log.begin("t1", "s1", "evt_1#0", 2) == RECORD
     assert log.begin("t1", "s1", "evt_1#0", 2) is None  # the timer fired twice: one attempt
-    assert log.read("t1", "s1", "evt_1#0") == {"status": "sending", "attempt": 2, "last_error": "503"}
+    assert log.read("t1", "s1", "evt_1#0") == DeliveryState("sending", 2, "503")
     assert log.waiting("t1", "s1", "evt_1#0") is None
     assert log.begin("t1", "s1", "other", 2) is None  # a record that is not there
 
@@ -81,7 +82,7 @@ def test_n4_a_failure_recording_refused_still_lets_its_timer_begin_the_next(log:
     at the attempt before is moved on too."""
     log.claim("t1", "s1", "evt_1#0", RECORD)
     assert log.begin("t1", "s1", "evt_1#0", 2) == RECORD
-    assert log.read("t1", "s1", "evt_1#0") == {"status": "sending", "attempt": 2, "last_error": None}
+    assert log.read("t1", "s1", "evt_1#0") == DeliveryState("sending", 2, None)
 
 
 def test_n4_only_the_running_attempts_outcome_is_recorded(log: Any) -> None:
@@ -89,10 +90,10 @@ def test_n4_only_the_running_attempts_outcome_is_recorded(log: Any) -> None:
     log.finish("t1", "s1", "evt_1#0", 1, "retrying", "timeout")
     log.begin("t1", "s1", "evt_1#0", 2)
     log.finish("t1", "s1", "evt_1#0", 1, "delivered")  # a late answer of attempt 1: moot
-    assert log.read("t1", "s1", "evt_1#0") == {"status": "sending", "attempt": 2, "last_error": "timeout"}
+    assert log.read("t1", "s1", "evt_1#0") == DeliveryState("sending", 2, "timeout")
     log.finish("t1", "s1", "evt_1#0", 2, "dead", "410")
     log.finish("t1", "s1", "evt_1#0", 2, "delivered")  # the attempt is over: its outcome stands
-    assert log.read("t1", "s1", "evt_1#0") == {"status": "dead", "attempt": 2, "last_error": "410"}
+    assert log.read("t1", "s1", "evt_1#0") == DeliveryState("dead", 2, "410")
     assert log.begin("t1", "s1", "evt_1#0", 3) is None
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from holdpoint.core.push import PushAuth, PushRecord
 from holdpoint.memory.pushconfigs import MemoryPushConfigs
 
 CONFIGS = ["memory", "dynamodb"]
@@ -28,16 +30,21 @@ def configs(request: pytest.FixtureRequest) -> Iterator[Any]:
     yield PushConfigLog()
 
 
-def config(config_id: str, url: str = "https://r.example/hook", **more: Any) -> dict[str, Any]:
-    return {"id": config_id, "url": url, **more}
+def config(config_id: str, url: str = "https://r.example/hook", **more: Any) -> PushRecord:
+    return PushRecord(config_id, url, **more)
+
+
+def of_task(kept: PushRecord, turn_id: str) -> PushRecord:
+    return replace(kept, turn_id=turn_id)
 
 
 def test_a2a_push_a_config_is_kept_and_read_back_with_its_task(configs: Any) -> None:
     assert configs.get("t1", "s1", "turn-1", "c1") is None
-    assert configs.put("t1", "s1", "turn-1", config("c1", token="tok", authentication={"schemes": ["Bearer"]}), 3)
-    assert configs.get("t1", "s1", "turn-1", "c1") == {**config("c1", token="tok",
-                                                                authentication={"schemes": ["Bearer"]}),
-                                                       "turn_id": "turn-1"}
+    secret = config("c1", token="tok", auth=PushAuth("Bearer", "cred"))
+    assert configs.put("t1", "s1", "turn-1", secret, 3)
+    assert configs.get("t1", "s1", "turn-1", "c1") == of_task(secret, "turn-1")
+    assert configs.put("t1", "s1", "turn-1", config("c2", auth=PushAuth("Basic")), 3)
+    assert configs.get("t1", "s1", "turn-1", "c2") == of_task(config("c2", auth=PushAuth("Basic")), "turn-1")
     assert configs.get("t1", "s1", "turn-2", "c1") is None
     assert configs.get("t1", "s2", "turn-1", "c1") is None and configs.get("t2", "s1", "turn-1", "c1") is None
 
@@ -55,7 +62,7 @@ def test_quota_a2a_push_setting_a_config_again_or_changing_it_takes_no_slot(conf
         configs.put("t1", "s1", "turn-1", config(f"c{i}"), 2)
     assert configs.put("t1", "s1", "turn-1", config("c0"), 2) is True  # the same again: a no-op
     assert configs.put("t1", "s1", "turn-1", config("c1", "https://r.example/new"), 2) is True
-    assert configs.get("t1", "s1", "turn-1", "c1") == {**config("c1", "https://r.example/new"), "turn_id": "turn-1"}
+    assert configs.get("t1", "s1", "turn-1", "c1") == of_task(config("c1", "https://r.example/new"), "turn-1")
     assert configs.put("t1", "s1", "turn-1", config("c2"), 2) is False
 
 
@@ -91,8 +98,8 @@ def test_a2a_push_a_listing_is_oldest_id_first_with_each_task(configs: Any) -> N
     for turn, config_id in (("turn-2", "b"), ("turn-1", "b"), ("turn-1", "a"), ("turn-10", "a")):
         configs.put("t1", "s1", turn, config(config_id, f"https://r.example/{turn}/{config_id}"), 5)
     configs.put("t1", "s2", "turn-1", config("z"), 5)
-    assert [(c["turn_id"], c["id"]) for c in configs.list("t1", "s1", "turn-1")] == [("turn-1", "a"), ("turn-1", "b")]
-    assert [(c["turn_id"], c["id"]) for c in configs.list("t1", "s1")] == [
+    assert [(c.turn_id, c.id) for c in configs.list("t1", "s1", "turn-1")] == [("turn-1", "a"), ("turn-1", "b")]
+    assert [(c.turn_id, c.id) for c in configs.list("t1", "s1")] == [
         ("turn-1", "a"), ("turn-1", "b"), ("turn-10", "a"), ("turn-2", "b")]
     assert configs.list("t1", "s1", "turn-3") == [] and configs.list("t2", "s1") == []
-    assert configs.list("t1", "s1", "turn-1")[0] == {**config("a", "https://r.example/turn-1/a"), "turn_id": "turn-1"}
+    assert configs.list("t1", "s1", "turn-1")[0] == of_task(config("a", "https://r.example/turn-1/a"), "turn-1")

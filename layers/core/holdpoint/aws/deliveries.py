@@ -23,6 +23,7 @@ from typing import Any
 from holdpoint.aws import clients
 from holdpoint.aws.ddb.schema import delivery_sk, posted_sk, session_pk
 from holdpoint.aws.ddb.table import ConditionFailed, Table
+from holdpoint.ports import DeliveryState
 
 KEEP_SECS = 14 * 24 * 3600
 """A record outlives every redelivery it dedupes (a stream keeps records a day; retries end within
@@ -99,13 +100,13 @@ class DeliveryLog:
             return None
         return json.loads(item["body"]["S"]), int(item["attempt"]["N"])
 
-    def read(self, tenant: str, session_id: str, key: str) -> dict[str, Any] | None:
-        """The record's state: {status, attempt, last_error} (tests and operators)."""
+    def read(self, tenant: str, session_id: str, key: str) -> DeliveryState | None:
+        """Where the delivery stands (the notifier's last error, tests and operators)."""
         item = self.db.get(self._key(tenant, session_id, key))
         if not item:
             return None
-        return {"status": item["status"]["S"], "attempt": int(item["attempt"]["N"]),
-                "last_error": item.get("last_error", {}).get("S") or None}
+        return DeliveryState(item["status"]["S"], int(item["attempt"]["N"]),
+                             item.get("last_error", {}).get("S") or None)
 
     def keep_posted(self, tenant: str, session_id: str, key: str, ref: dict[str, str]) -> None:
         """Keep a posted message's `{channel, ts}` under `key`, unless one is kept already."""

@@ -11,6 +11,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from holdpoint.ports import DeliveryState
+
 Key = tuple[str, str, str]
 
 
@@ -68,12 +70,10 @@ class MemoryDeliveries:
                 return None
             return json.loads(found.body), found.attempt
 
-    def read(self, tenant: str, session_id: str, key: str) -> dict[str, Any] | None:
+    def read(self, tenant: str, session_id: str, key: str) -> DeliveryState | None:
         with self._lock:
             found = self.records.get((tenant, session_id, key))
-            if found is None:
-                return None
-            return {"status": found.status, "attempt": found.attempt, "last_error": found.last_error or None}
+            return DeliveryState(found.status, found.attempt, found.last_error or None) if found else None
 
     def dead_letter(self, record: dict[str, Any]) -> None:
         """The message the DLQ would get: the delivery, its last error and attempt count."""
