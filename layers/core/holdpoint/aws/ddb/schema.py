@@ -107,6 +107,15 @@ def quota_pk(tenant: str) -> str:
     return f"T#{tenant}#QUOTA"
 
 
+OPEN_SK = "OPEN"
+"""The tenant's interrupts holding a slot (`n`), in its quota partition."""
+
+
+def sessions_second_sk(second: int) -> str:
+    """The sessions the tenant created in one epoch second (`n`, with a `ttl`), in its quota partition."""
+    return f"S#{second}"
+
+
 def caller_digest(caller: str) -> str:
     """A caller's name in a key: fixed length, and no `#` of the caller's own can split the key."""
     return hashlib.sha256(caller.encode()).hexdigest()[:32]
