@@ -15,7 +15,7 @@ import boto3
 import pytest
 
 from holdpoint.memory.deliveries import MemoryDeliveries
-from holdpoint.ports import DeliveryState
+from holdpoint.ports import DeliveryState, Posted
 
 DELIVERIES = ["memory", "dynamodb"]
 RECORD = {"key": "evt_1#0", "tenant": "t1", "session_id": "s1", "channel": "notify.webhook",
@@ -116,8 +116,8 @@ def test_n4_a_dead_letter_carries_the_delivery_its_error_and_attempts(
 
 def test_s1_the_first_posted_message_kept_for_a_key_wins(log: Any) -> None:
     assert log.posted("t1", "s1", "int_1#0#0") is None
-    log.keep_posted("t1", "s1", "int_1#0#0", {"channel": "C1", "ts": "1.1"})
-    log.keep_posted("t1", "s1", "int_1#0#0", {"channel": "C2", "ts": "2.2"})  # a retried post
-    assert log.posted("t1", "s1", "int_1#0#0") == {"channel": "C1", "ts": "1.1"}
+    log.keep_posted("t1", "s1", "int_1#0#0", Posted("C1", "1.1"))
+    log.keep_posted("t1", "s1", "int_1#0#0", Posted("C2", "2.2"))  # a retried post
+    assert log.posted("t1", "s1", "int_1#0#0") == Posted("C1", "1.1")
     assert log.posted("t1", "s1", "int_1#1#0") is None and log.posted("t2", "s1", "int_1#0#0") is None
     assert log.read("t1", "s1", "int_1#0#0") is None  # a posted message is no delivery record

@@ -352,13 +352,21 @@ class Deliveries(Protocol):
     def dead_letter(self, record: dict[str, Any]) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """A message a chat channel posted: Slack's channel id and the message's `ts`."""
+
+    channel: str
+    ts: str
+
+
 class PostedMessages(Protocol):
     """Where a chat channel keeps the message it posted for an interrupt (Slack's `{channel, ts}`),
     so the message can be updated once the interrupt closes (S1). The first message kept wins."""
 
-    def keep_posted(self, tenant: str, session_id: str, key: str, ref: dict[str, str]) -> None: ...
+    def keep_posted(self, tenant: str, session_id: str, key: str, ref: Posted) -> None: ...
 
-    def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None: ...
+    def posted(self, tenant: str, session_id: str, key: str) -> Posted | None: ...
 
 
 class PushConfigs(Protocol):

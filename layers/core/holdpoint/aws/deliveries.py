@@ -23,7 +23,7 @@ from typing import Any
 from holdpoint.aws import clients
 from holdpoint.aws.ddb.schema import delivery_sk, posted_sk, session_pk
 from holdpoint.aws.ddb.table import ConditionFailed, Table
-from holdpoint.ports import DeliveryState
+from holdpoint.ports import DeliveryState, Posted
 
 KEEP_SECS = 14 * 24 * 3600
 """A record outlives every redelivery it dedupes (a stream keeps records a day; retries end within
@@ -108,17 +108,17 @@ class DeliveryLog:
         return DeliveryState(item["status"]["S"], int(item["attempt"]["N"]),
                              item.get("last_error", {}).get("S") or None)
 
-    def keep_posted(self, tenant: str, session_id: str, key: str, ref: dict[str, str]) -> None:
+    def keep_posted(self, tenant: str, session_id: str, key: str, ref: Posted) -> None:
         """Keep a posted message's `{channel, ts}` under `key`, unless one is kept already."""
         item = {"PK": _s(session_pk(tenant, session_id)), "SK": _s(posted_sk(key)),
-                "channel": _s(ref["channel"]), "ts": _s(ref["ts"]), "ttl": _n(int(time.time()) + POSTED_KEEP_SECS)}
+                "channel": _s(ref.channel), "ts": _s(ref.ts), "ttl": _n(int(time.time()) + POSTED_KEEP_SECS)}
         with contextlib.suppress(ConditionFailed):  # the first kept wins
             self.db.put(item, ConditionExpression="attribute_not_exists(SK)")
 
-    def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None:
+    def posted(self, tenant: str, session_id: str, key: str) -> Posted | None:
         """The message kept under `key`, or None when none was posted."""
         item = self.db.get({"PK": _s(session_pk(tenant, session_id)), "SK": _s(posted_sk(key))})
-        return {"channel": item["channel"]["S"], "ts": item["ts"]["S"]} if item else None
+        return Posted(item["channel"]["S"], item["ts"]["S"]) if item else None
 
     @property
     def sqs(self) -> Any:

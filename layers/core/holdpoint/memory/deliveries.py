@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from holdpoint.ports import DeliveryState
+from holdpoint.ports import DeliveryState, Posted
 
 Key = tuple[str, str, str]
 
@@ -33,7 +33,7 @@ class Delivery:
 @dataclass
 class MemoryDeliveries:
     records: dict[Key, Delivery] = field(default_factory=dict)
-    messages: dict[Key, dict[str, str]] = field(default_factory=dict)
+    messages: dict[Key, Posted] = field(default_factory=dict)
     dead: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -80,12 +80,11 @@ class MemoryDeliveries:
         with self._lock:
             self.dead.append(json.loads(_text({"kind": "notify.dead", **record})))
 
-    def keep_posted(self, tenant: str, session_id: str, key: str, ref: dict[str, str]) -> None:
+    def keep_posted(self, tenant: str, session_id: str, key: str, ref: Posted) -> None:
         """Keep a posted message's `{channel, ts}` under `key`, unless one is kept already."""
         with self._lock:
-            self.messages.setdefault((tenant, session_id, key), {"channel": ref["channel"], "ts": ref["ts"]})
+            self.messages.setdefault((tenant, session_id, key), ref)
 
-    def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None:
+    def posted(self, tenant: str, session_id: str, key: str) -> Posted | None:
         with self._lock:
-            found = self.messages.get((tenant, session_id, key))
-            return dict(found) if found is not None else None
+            return self.messages.get((tenant, session_id, key))
