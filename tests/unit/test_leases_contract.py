@@ -121,7 +121,8 @@ def test_quota_a_crashed_waits_lease_expires_by_itself(make: Callable[..., Any],
     assert refusal(leases, "t1", "client:alice").limit == "stream_waits_per_caller"
     clock.now += 0.002
     with leases.held("t1", "client:alice"):
-        pass
+        crashed.close()  # its release, long after: the lease had expired, so nothing is given back
+        assert refusal(leases, "t1", "client:alice").limit == "stream_waits_per_caller"
 
 
 def test_quota_a_lease_given_back_after_it_expired_frees_no_one_elses(make: Callable[..., Any], clock: Clock) -> None:
