@@ -3,24 +3,30 @@ token or the credentials), the headers a push carries, and which event-log entri
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from holdpoint.core import a2a
 from holdpoint.core.protocols import a2a as models
+from holdpoint.core.push import PushAuth, PushRecord
 
 
 def test_a2a_push_config_kept_with_defaults_and_shown_without_secrets() -> None:
     spec = models.PushSpec.model_validate({"url": "https://r.example/hook", "token": "tok",
                                         "authentication": {"scheme": "Bearer", "credentials": "cred"}})
     kept = a2a.stored_config(spec, "turn-1")
-    assert kept["id"] == "turn-1" and kept["token"] == "tok"
-    shown = a2a.config_out("ses-1", {**kept, "turn_id": "turn-1"})
+    assert kept == PushRecord("turn-1", "https://r.example/hook", "tok", PushAuth("Bearer", "cred"))
+    assert kept.body() == {"id": "turn-1", "url": "https://r.example/hook", "token": "tok",
+                           "authentication": {"scheme": "Bearer", "credentials": "cred"}}
+    assert PushRecord.of(kept.body(), "turn-1") == replace(kept, turn_id="turn-1")
+    shown = a2a.config_out("ses-1", replace(kept, turn_id="turn-1"))
     assert shown == {"id": "turn-1", "taskId": "ses-1~turn-1", "url": "https://r.example/hook",
                      "authentication": {"scheme": "Bearer"}}
 
 
 def test_a2a_push_headers_carry_the_token_and_authorization_as_the_sdk_sends_them() -> None:
-    assert a2a.push_headers({"token": "tok", "authentication": {"scheme": "Basic", "credentials": "abc"}}) == {
+    assert a2a.push_headers(PushRecord("c1", "https://r.example", "tok", PushAuth("Basic", "abc"))) == {
         a2a.TOKEN_HEADER: "tok", "Authorization": "Basic abc"}
-    assert a2a.push_headers({"authentication": {"scheme": "Bearer"}}) == {}
+    assert a2a.push_headers(PushRecord("c1", "https://r.example", auth=PushAuth("Bearer"))) == {}
 
 
 def test_a2a_push_only_turn_ends_and_parks_push_a_task() -> None:
@@ -57,7 +63,7 @@ def test_quota_a2a_push_config_write_interfered_with_is_sent_again_then_refused_
     from holdpoint.aws.pushconfigs import ATTEMPTS, PushConfigLog
     from holdpoint.ports import Throttled
 
-    config = {"id": "c1", "url": "https://r.example/hook"}
+    config = PushRecord("c1", "https://r.example/hook")
     client = _Interfering(2)
     assert PushConfigLog("t", client).put("dev", "ses-1", "turn-1", config, 10) is True and client.sent == 3
     client = _Interfering(1)

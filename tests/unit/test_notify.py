@@ -31,7 +31,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.messages import parse as work_message
 from holdpoint.outbound.declared import check_agent
-from holdpoint.ports import DeliveryFailed
+from holdpoint.ports import DeliveryFailed, DeliveryState
 from holdpoint.services import links, sessions
 from holdpoint.services.notify import Notifier
 from holdpoint.services.resume import resume
@@ -303,7 +303,7 @@ def test_n4_a_failed_delivery_retries_on_a_timer_once_per_attempt_then_dead_lett
     body = raised(h, n)
     key = f"{body['event_id']}#0"
     log = DeliveryLog()
-    assert log.read("t1", h.session_id or "", key) == {"status": "retrying", "attempt": 1, "last_error": "HTTP 500"}
+    assert log.read("t1", h.session_id or "", key) == DeliveryState("retrying", 1, "HTTP 500")
     [timer] = Timers().pending()
     fired = timer.message
     assert fired == {"kind": "notify", "key": key, "attempt": 2, "tenant": "t1", "session_id": h.session_id,
@@ -311,7 +311,7 @@ def test_n4_a_failed_delivery_retries_on_a_timer_once_per_attempt_then_dead_lett
     n.retry(work_message(fired))
     n.retry(work_message(fired))  # SQS delivers at least once: the second copy runs nothing
     assert len(channel.got) == 2
-    assert log.read("t1", h.session_id or "", key)["status"] == "dead"  # type: ignore[index]
+    assert log.read("t1", h.session_id or "", key).status == "dead"  # type: ignore[union-attr]
     got = boto3.client("sqs").receive_message(QueueUrl=bus.replace("watch", "notify-dlq")).get("Messages", [])
     [letter] = [json.loads(m["Body"]) for m in got]
     assert (letter["kind"], letter["attempts"], letter["error"], letter["key"]) == ("notify.dead", 2, "HTTP 500", key)
@@ -329,13 +329,13 @@ def test_n4_a_refused_dead_letter_send_is_retried_on_a_timer_and_delivers_nothin
         {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "SendMessage")))
     n.retry(work_message(timer.message))  # the last attempt fails, and so does its dead letter's send
     log = DeliveryLog()
-    assert log.read("t1", h.session_id or "", key) == {"status": "retrying", "attempt": 2, "last_error": "HTTP 500"}
+    assert log.read("t1", h.session_id or "", key) == DeliveryState("retrying", 2, "HTTP 500")
     [again] = [t for t in Timers().pending() if t.message["attempt"] == 3]
     monkeypatch.setattr(n.deliveries, "dead_letter", real)
     n.retry(work_message(again.message))
     n.retry(work_message(again.message))  # a repeated timer message sends nothing twice
     assert len(channel.got) == 2  # the dead letter's retry called the webhook no more
-    assert log.read("t1", h.session_id or "", key)["status"] == "dead"  # type: ignore[index]
+    assert log.read("t1", h.session_id or "", key).status == "dead"  # type: ignore[union-attr]
     got = boto3.client("sqs").receive_message(QueueUrl=bus.replace("watch", "notify-dlq"),
                                               MaxNumberOfMessages=10).get("Messages", [])
     [letter] = [json.loads(m["Body"]) for m in got]
@@ -354,13 +354,13 @@ def test_n4_a_dead_letter_goes_even_when_its_record_and_its_error_cannot_be_read
     monkeypatch.setattr(n.deliveries, "finish", Mock(side_effect=throttled))
     key = f"{raised(h, n)['event_id']}#0"
     [timer] = Timers().pending()
-    assert timer.message["attempt"] == 2 and DeliveryLog().read("t1", h.session_id or "", key)["status"] == "sending"  # type: ignore[index]
+    assert timer.message["attempt"] == 2 and DeliveryLog().read("t1", h.session_id or "", key).status == "sending"  # type: ignore[union-attr]
     monkeypatch.setattr(n.deliveries, "dead_letter", real_letter)
     monkeypatch.setattr(n.deliveries, "finish", real_finish)
     monkeypatch.setattr(n.deliveries, "read", Mock(side_effect=throttled))
     n.retry(work_message(timer.message))
     monkeypatch.setattr(n.deliveries, "read", real_read)
-    assert DeliveryLog().read("t1", h.session_id or "", key)["status"] == "dead"  # type: ignore[index]
+    assert DeliveryLog().read("t1", h.session_id or "", key).status == "dead"  # type: ignore[union-attr]
     got = boto3.client("sqs").receive_message(QueueUrl=bus.replace("watch", "notify-dlq"),
                                               MaxNumberOfMessages=10).get("Messages", [])
     [letter] = [json.loads(m["Body"]) for m in got]
@@ -475,7 +475,7 @@ def test_n4_a_refused_timer_after_a_failed_attempt_is_set_by_the_redelivered_rec
     n.retry(work_message(timer.message))
     assert len(channel.got) == 2
     key = timer.message["key"]
-    assert DeliveryLog().read("t1", h.session_id or "", key)["status"] == "delivered"  # type: ignore[index]
+    assert DeliveryLog().read("t1", h.session_id or "", key).status == "delivered"  # type: ignore[union-attr]
 
 
 def test_n4_a_refused_record_of_a_failed_attempt_still_sets_its_retry(
@@ -497,9 +497,9 @@ def test_n4_a_refused_record_of_a_failed_attempt_still_sets_its_retry(
     raised(h, n)
     [timer] = Timers().pending()
     key = timer.message["key"]
-    assert DeliveryLog().read("t1", h.session_id or "", key)["status"] == "sending"  # type: ignore[index]
+    assert DeliveryLog().read("t1", h.session_id or "", key).status == "sending"  # type: ignore[union-attr]
     raised(h, n)  # a redelivered stream record starts nothing more
     n.retry(work_message(timer.message))
     n.retry(work_message(timer.message))  # a repeated timer message runs nothing
     assert len(channel.got) == 2
-    assert DeliveryLog().read("t1", h.session_id or "", key)["status"] == "delivered"  # type: ignore[index]
+    assert DeliveryLog().read("t1", h.session_id or "", key).status == "delivered"  # type: ignore[union-attr]

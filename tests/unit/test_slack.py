@@ -23,7 +23,7 @@ from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.http.resolver import prepare
 from holdpoint.outbound.slack import SlackChannel, SlackNotify, check_declaration
 from holdpoint.outbound.slack_blocks import DEFAULT_OPTIONS, options_of
-from holdpoint.ports import DeliveryFailed
+from holdpoint.ports import DeliveryFailed, Posted
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.unit.test_api import CONTEXT, http_event, load_handler, parse
 
@@ -53,11 +53,11 @@ def stored(status: str = "open") -> Interrupt:
                      payload=INTERRUPT["payload"])
 
 
-def deliver(entry: dict[str, Any] = ENTRY) -> tuple[SlackChannel, str, dict[str, Any]]:
+def deliver(entry: dict[str, Any] = ENTRY) -> tuple[SlackChannel, str, Posted]:
     channel = SlackChannel(signing)
     sent = channel.post("t1", "sess-1", stored(), SlackNotify.model_validate(entry).slack,
                         {"open": "https://example.test/inbox"})
-    return channel, sent["ts"], sent
+    return channel, sent.ts, sent
 
 
 RAISED = {"type": "interrupt.raised", "tenant": "t1", "session_id": "sess-1", "interrupt_id": "int-1",
@@ -147,7 +147,7 @@ def test_slack_declaration_refuses_another_tenants_secret_and_unknown_fields() -
 def test_slack_posts_the_message_as_plain_text_with_options_as_buttons(fake: SlackFake) -> None:
     _, ts, sent = deliver()
     [(method, token, args)] = fake.calls
-    assert (method, token, sent["channel"]) == ("chat.postMessage", BOT, "C0FAKE")
+    assert (method, token, sent.channel) == ("chat.postMessage", BOT, "C0FAKE")
     assert args["channel"] == "#ops" and args["text"] == "<!channel> Deploy *now*?"
     section, context, actions = args["blocks"]
     assert section["text"] == {"type": "plain_text", "text": "<!channel> Deploy *now*?", "emoji": False}

@@ -147,15 +147,15 @@ def test_s1_a_failed_update_is_retried_then_dead_lettered(fake: SlackFake, aws: 
     [closing] = stream(h, n, "session.interrupt_resumed")
     key, log = f"{closing['event_id']}#0", DeliveryLog()
     first = log.read("t1", h.session_id or "", key)
-    assert first is not None and (first["status"], first["attempt"]) == ("retrying", 1)
-    assert "internal_error" in (first["last_error"] or "")
+    assert first is not None and (first.status, first.attempt) == ("retrying", 1)
+    assert "internal_error" in (first.last_error or "")
     fired = [t.message for t in Timers().pending()]
     [retry] = [m for m in fired if m.get("kind") == "notify"]
     assert retry["key"] == key and retry["attempt"] == 2
     n.retry(work_message(retry))
     n.retry(work_message(retry))  # a repeated timer message runs nothing
     assert len(updates(fake)) == 2
-    assert (log.read("t1", h.session_id or "", key) or {})["status"] == "dead"
+    assert getattr(log.read("t1", h.session_id or "", key), "status", None) == "dead"
     got = boto3.client("sqs").receive_message(QueueUrl=os.environ["NOTIFY_DLQ_URL"]).get("Messages", [])
     [letter] = [json.loads(m["Body"]) for m in got]
     assert (letter["kind"], letter["attempts"], letter["event"]["type"]) == ("notify.dead", 2, "interrupt.resolved")

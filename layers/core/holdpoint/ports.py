@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 from holdpoint.core.interrupts import Checked
 from holdpoint.core.messages import Park, WorkMessage
 from holdpoint.core.outcomes import LlmOutcome
+from holdpoint.core.push import PushRecord
 from holdpoint.core.state import Event, Interrupt, SessionState
 
 MAX_SEQ = 10**12 - 1
@@ -411,6 +412,16 @@ class NotifyChannel(Protocol):
     def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str]) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class DeliveryState:
+    """Where one delivery stands (`Deliveries.read`): `sending`, `retrying`, `delivered` or `dead`,
+    at attempt `attempt`, with the last failed attempt's error."""
+
+    status: str
+    attempt: int
+    last_error: str | None = None
+
+
 class Deliveries(Protocol):
     """One record per (event, entry), every step of it a conditional write: a delivery starts once
     and each retry runs once, however often the stream or the timer repeats itself."""
@@ -426,35 +437,41 @@ class Deliveries(Protocol):
         """The record and its failed attempt when it waits for its retry (`retrying`), else None."""
         ...
 
-    def read(self, tenant: str, session_id: str, key: str) -> dict[str, Any] | None:
-        """The record's `status`, `attempt` and `last_error`, or None."""
-        ...
+    def read(self, tenant: str, session_id: str, key: str) -> DeliveryState | None: ...
 
     def dead_letter(self, record: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """A message a chat channel posted: Slack's channel id and the message's `ts`."""
+
+    channel: str
+    ts: str
 
 
 class PostedMessages(Protocol):
     """Where a chat channel keeps the message it posted for an interrupt (Slack's `{channel, ts}`),
     so the message can be updated once the interrupt closes (S1). The first message kept wins."""
 
-    def keep_posted(self, tenant: str, session_id: str, key: str, ref: dict[str, str]) -> None: ...
+    def keep_posted(self, tenant: str, session_id: str, key: str, ref: Posted) -> None: ...
 
-    def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None: ...
+    def posted(self, tenant: str, session_id: str, key: str) -> Posted | None: ...
 
 
 class PushConfigs(Protocol):
     """A2A push notification configs (PROTOCOL.md §8), one record per (task, config id) in the
-    task's session: `{id, url, token?, authentication?}`. Setting the same config again is a
-    no-op, a changed one replaces it; deleting a missing one is a no-op."""
+    task's session (`core.push.PushRecord`). Setting the same config again is a no-op, a changed
+    one replaces it; deleting a missing one is a no-op."""
 
-    def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> bool:
+    def put(self, tenant: str, session_id: str, turn_id: str, config: PushRecord, limit: int) -> bool:
         """Keep the config; False (nothing written) when it is a new id and the task holds `limit`
         already. Atomic with concurrent puts and deletes: the task never holds more than `limit`."""
         ...
 
-    def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any] | None: ...
+    def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> PushRecord | None: ...
 
-    def list(self, tenant: str, session_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
+    def list(self, tenant: str, session_id: str, turn_id: str | None = None) -> list[PushRecord]:
         """A task's configs, oldest id first (every task's in the session when `turn_id` is None),
         each with its `turn_id`."""
         ...

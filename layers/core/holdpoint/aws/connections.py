@@ -9,10 +9,11 @@
   caller, so `$connect` counts them (quota `live_connections_per_caller`).
 
 Quotas (docs/SECURITY.md, "Quotas") count items, not a counter: a new item is written first, then
-its partition's live items are counted (one strongly consistent Query); past the limit the writer
-deletes its own item and is refused. Racing writers may all see the excess and all back out, so
-the limit is never exceeded, and a slot is given back by deleting its item (`drop`, `disconnect`)
-or by its `ttl` passing. Writing an item that is already there (a re-subscribe) counts nothing.
+its partition's live items are counted (one strongly consistent Query); past the limit
+(`core.quotas.past_limit`) the writer deletes its own item and is refused. Racing writers may all
+see the excess and all back out, so the limit is never exceeded, and a slot is given back by
+deleting its item (`drop`, `disconnect`) or by its `ttl` passing. Writing an item that is already
+there (a re-subscribe) counts nothing. The in-memory twin is memory/connections.py.
 
 Every item carries `ttl`, the connection's end (API Gateway closes a connection after 2 hours), so
 a connection whose `$disconnect` never ran leaves nothing behind; reads skip items past their
@@ -22,19 +23,24 @@ a connection whose `$disconnect` never ran leaves nothing behind; reads skip ite
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
+from holdpoint.aws.ddb.schema import (
+    CONNECTION_SK,
+    caller_connections_pk,
+    connection_pk,
+    following_pk,
+    slot_connection,
+    slot_sk,
+)
 from holdpoint.aws.ddb.table import ConditionFailed, Table
 from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded
+from holdpoint.core.quotas import MAX_FOLLOWED
 
-LIFETIME_SECS = 2 * 3600
-"""API Gateway's limit on one WebSocket connection's duration."""
-MAX_FOLLOWED = 20
 _SEP = "\x1f"
 
 
@@ -43,15 +49,12 @@ def _s(value: str) -> dict[str, str]:
 
 
 def connection_key(connection_id: str) -> dict[str, Any]:
-    return {"PK": _s(f"L#{connection_id}"), "SK": _s("C")}
+    return {"PK": _s(connection_pk(connection_id)), "SK": _s(CONNECTION_SK)}
 
 
-def following_pk(tenant: str, session_id: str) -> str:
-    return f"T#{tenant}#L#{session_id}"
-
-
-def caller_pk(tenant: str, caller: str) -> str:
-    return f"T#{tenant}#LC#{hashlib.sha256(caller.encode()).hexdigest()[:32]}"
+def slot_key(pk: str, connection_id: str) -> dict[str, Any]:
+    """One connection's item in a session's followers or a caller's connections."""
+    return {"PK": _s(pk), "SK": _s(slot_sk(connection_id))}
 
 
 class Connections:
@@ -69,7 +72,7 @@ class Connections:
         """The connection's own item and its slot among the caller's connections (a repeated
         `$connect` rewrites them with the same values); `QuotaExceeded` when the caller has
         `live_connections_per_caller` open already."""
-        pk = caller_pk(tenant, caller)
+        pk = caller_connections_pk(tenant, caller)
         self._take(pk, connection_id, expires, "live_connections_per_caller", self.limits.live_connections_per_caller)
         try:
             self.db.put({**connection_key(connection_id), "tenant": _s(tenant), "ttl": {"N": str(expires)},
@@ -78,20 +81,21 @@ class Connections:
             # The handshake is refused, so no `$disconnect` will come: give the slot back if AWS
             # lets us (else it counts until its `ttl`).
             with contextlib.suppress(Exception):
-                self.db.delete({"PK": _s(pk), "SK": _s(f"C#{connection_id}")})
+                self.db.delete(slot_key(pk, connection_id))
             raise
 
     def _take(self, pk: str, connection_id: str, expires: int, limit: str, allowed: int,
               extra: dict[str, Any] | None = None) -> bool:
         """Write the slot `pk` / `C#{connection_id}`; True when it was not held before. Past the
         limit the new slot is deleted again and `QuotaExceeded` raised (see the module's docstring)."""
-        key = {"PK": _s(pk), "SK": _s(f"C#{connection_id}")}
+        key = slot_key(pk, connection_id)
         old = self.db.put({**key, "ttl": {"N": str(expires)}, **(extra or {})}, ReturnValues="ALL_OLD")
         if old and float(old["ttl"]["N"]) > self.clock():
             return False
-        if self._count(pk) > allowed:
+        refused = quotas.past_limit(limit, allowed, self._count(pk))
+        if refused is not None:
             self.db.delete(key)
-            raise QuotaExceeded(limit, allowed)
+            raise refused
         return True
 
     def _count(self, pk: str) -> int:
@@ -140,11 +144,11 @@ class Connections:
         now = self.clock()
         items = self.db.query_all(KeyConditionExpression="PK = :pk", ConsistentRead=True,
                                   ExpressionAttributeValues={":pk": _s(following_pk(tenant, session_id))})
-        return {item["SK"]["S"][2:]: item.get("f", {}).get("S", "events") for item in items
+        return {slot_connection(item["SK"]["S"]): item.get("f", {}).get("S", "events") for item in items
                 if float(item["ttl"]["N"]) > now}
 
     def drop(self, tenant: str, session_id: str, connection_id: str) -> None:
-        self.db.delete({"PK": _s(following_pk(tenant, session_id)), "SK": _s(f"C#{connection_id}")})
+        self.db.delete(slot_key(following_pk(tenant, session_id), connection_id))
 
     def disconnect(self, connection_id: str) -> None:
         """Delete the connection's items: each session it followed, then its own."""
@@ -153,5 +157,5 @@ class Connections:
             tenant, _, session_id = member.partition(_SEP)
             self.drop(tenant, session_id, connection_id)
         if "k" in got:
-            self.db.delete({"PK": got["k"], "SK": _s(f"C#{connection_id}")})
+            self.db.delete(slot_key(got["k"]["S"], connection_id))
         self.db.delete(connection_key(connection_id))

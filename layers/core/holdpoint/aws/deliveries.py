@@ -21,16 +21,14 @@ import time
 from typing import Any
 
 from holdpoint.aws import clients
+from holdpoint.aws.ddb.schema import delivery_sk, posted_sk, session_pk
 from holdpoint.aws.ddb.table import ConditionFailed, Table
-from holdpoint.aws.store import session_pk
+from holdpoint.ports import DeliveryState, Posted
 
-PREFIX = "D#"
 KEEP_SECS = 14 * 24 * 3600
 """A record outlives every redelivery it dedupes (a stream keeps records a day; retries end within
 the policy's total) and then expires through the table's TTL."""
 
-
-POSTED = PREFIX + "M#"
 POSTED_KEEP_SECS = 400 * 24 * 3600
 """A posted message's reference outlives the longest an interrupt can stay parked (a Step
 Functions execution's year), then expires through the table's TTL."""
@@ -54,7 +52,7 @@ class DeliveryLog:
         self.dlq_url = dlq_url if dlq_url is not None else os.environ.get("NOTIFY_DLQ_URL", "")
 
     def _key(self, tenant: str, session_id: str, key: str) -> dict[str, Any]:
-        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(PREFIX + key)}
+        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(delivery_sk(key))}
 
     def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool:
         """Create the record at attempt 1; False when it already exists (the delivery has started)."""
@@ -102,25 +100,25 @@ class DeliveryLog:
             return None
         return json.loads(item["body"]["S"]), int(item["attempt"]["N"])
 
-    def read(self, tenant: str, session_id: str, key: str) -> dict[str, Any] | None:
-        """The record's state: {status, attempt, last_error} (tests and operators)."""
+    def read(self, tenant: str, session_id: str, key: str) -> DeliveryState | None:
+        """Where the delivery stands (the notifier's last error, tests and operators)."""
         item = self.db.get(self._key(tenant, session_id, key))
         if not item:
             return None
-        return {"status": item["status"]["S"], "attempt": int(item["attempt"]["N"]),
-                "last_error": item.get("last_error", {}).get("S") or None}
+        return DeliveryState(item["status"]["S"], int(item["attempt"]["N"]),
+                             item.get("last_error", {}).get("S") or None)
 
-    def keep_posted(self, tenant: str, session_id: str, key: str, ref: dict[str, str]) -> None:
+    def keep_posted(self, tenant: str, session_id: str, key: str, ref: Posted) -> None:
         """Keep a posted message's `{channel, ts}` under `key`, unless one is kept already."""
-        item = {"PK": _s(session_pk(tenant, session_id)), "SK": _s(POSTED + key),
-                "channel": _s(ref["channel"]), "ts": _s(ref["ts"]), "ttl": _n(int(time.time()) + POSTED_KEEP_SECS)}
+        item = {"PK": _s(session_pk(tenant, session_id)), "SK": _s(posted_sk(key)),
+                "channel": _s(ref.channel), "ts": _s(ref.ts), "ttl": _n(int(time.time()) + POSTED_KEEP_SECS)}
         with contextlib.suppress(ConditionFailed):  # the first kept wins
             self.db.put(item, ConditionExpression="attribute_not_exists(SK)")
 
-    def posted(self, tenant: str, session_id: str, key: str) -> dict[str, str] | None:
+    def posted(self, tenant: str, session_id: str, key: str) -> Posted | None:
         """The message kept under `key`, or None when none was posted."""
-        item = self.db.get({"PK": _s(session_pk(tenant, session_id)), "SK": _s(POSTED + key)})
-        return {"channel": item["channel"]["S"], "ts": item["ts"]["S"]} if item else None
+        item = self.db.get({"PK": _s(session_pk(tenant, session_id)), "SK": _s(posted_sk(key))})
+        return Posted(item["channel"]["S"], item["ts"]["S"]) if item else None
 
     @property
     def sqs(self) -> Any:

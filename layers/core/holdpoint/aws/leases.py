@@ -16,14 +16,13 @@ live count is under its limit; a writer that loses the race reads again (a few t
 caller is told to retry). Giving it back removes it under a new version, so a writer holding an
 older read cannot put it back, and deletes a holder left with no lease (conditioned on that
 version), so idle callers leave nothing behind. A lease nobody gives back (the function crashed or
-timed out) expires by itself `LEASE_SECS` after it was taken: longer than the API function's 29 s
-timeout, so no request holding it can still be waiting.
+timed out) expires by itself `LEASE_SECS` after it was taken (`core.quotas`); the room each holder
+has is `core.quotas.check_room`, as the in-memory twin (memory/leases.py) counts it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
 import os
 import random
@@ -33,11 +32,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from holdpoint.aws.ddb import schema
 from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
 from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded
+from holdpoint.core.quotas import LEASE_SECS
 
-LEASE_SECS = 30
 ATTEMPTS = 5
 SHARDS = 8
 """The deployment's count is spread over this many holders (fewer when the total is smaller)."""
@@ -65,22 +65,20 @@ class WaitLeases:
 
     def keys(self, tenant: str, caller: str) -> list[tuple[dict[str, Any], str, int]]:
         """The caller's and the tenant's holders, each with its limit's name and value."""
-        pk = _s(f"T#{tenant}#QUOTA")
-        digest = hashlib.sha256(caller.encode()).hexdigest()[:32]
-        return [({"PK": pk, "SK": _s(f"W#{digest}")}, "stream_waits_per_caller", self.limits.stream_waits_per_caller),
-                ({"PK": pk, "SK": _s("W")}, "stream_waits_per_tenant", self.limits.stream_waits_per_tenant)]
+        pk = _s(schema.quota_pk(tenant))
+        return [({"PK": pk, "SK": _s(schema.caller_waits_sk(caller))}, "stream_waits_per_caller",
+                 self.limits.stream_waits_per_caller),
+                ({"PK": pk, "SK": _s(schema.WAITS_SK)}, "stream_waits_per_tenant", self.limits.stream_waits_per_tenant)]
 
     def shards(self) -> list[tuple[dict[str, Any], int]]:
         """The deployment's holders, each with its share of `stream_waits_total` (the shares add up to it)."""
-        total = self.limits.stream_waits_total
-        count = min(SHARDS, total)
-        return [({"PK": _s(f"QUOTA#W#{i}"), "SK": _s("W")}, total // count + (1 if i < total % count else 0))
-                for i in range(count)]
+        return [({"PK": _s(schema.waits_shard_pk(i)), "SK": _s(schema.WAITS_SK)}, share)
+                for i, share in enumerate(quotas.shares(self.limits.stream_waits_total, SHARDS))]
 
     def _live(self, key: dict[str, Any], now: float) -> tuple[dict[str, Any], dict[str, float]]:
         """A holder as read, and its leases that have not expired."""
         got = self.db.get(key) or {}
-        return got, {k: float(v["N"]) for k, v in (got.get("l") or {}).get("M", {}).items() if float(v["N"]) > now}
+        return got, quotas.live_leases({k: float(v["N"]) for k, v in (got.get("l") or {}).get("M", {}).items()}, now)
 
     def _room(self, now: float) -> tuple[int, dict[str, Any], dict[str, Any], dict[str, float]]:
         """A deployment holder with room (from a random one on): its shard, key, item and live leases."""
@@ -94,7 +92,7 @@ class WaitLeases:
             if len(live) < allowed:
                 return shard, key, got, live
             soonest = min(soonest, *live.values()) if live else soonest
-        retry = 1 if soonest == math.inf else max(1, math.ceil(soonest - now))
+        retry = 1 if soonest == math.inf else quotas.seconds_until(soonest, now)
         raise QuotaExceeded("stream_waits_total", self.limits.stream_waits_total, retry)
 
     def acquire(self, tenant: str, caller: str) -> str:
@@ -105,8 +103,7 @@ class WaitLeases:
             ops, token = [], secrets.token_hex(8)
             for key, limit, allowed in self.keys(tenant, caller):
                 got, live = self._live(key, now)
-                if len(live) >= allowed:
-                    raise QuotaExceeded(limit, allowed, max(1, math.ceil(min(live.values()) - now)))
+                quotas.check_room(limit, allowed, live, now)
                 ops.append((key, got, live))
             shard, key, got, live = self._room(now)
             lease = f"{shard}.{token}"

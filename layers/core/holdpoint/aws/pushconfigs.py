@@ -15,14 +15,13 @@ import random
 import time
 from typing import Any, Literal
 
+from holdpoint.aws.ddb import schema
+from holdpoint.aws.ddb.schema import session_pk
 from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
 from holdpoint.aws.deliveries import POSTED_KEEP_SECS
-from holdpoint.aws.store import session_pk
+from holdpoint.core.push import PushRecord
 from holdpoint.ports import Throttled
 
-PREFIX = "D#A#"
-COUNT = "D#AN#"
-"""The count item's prefix (outside `PREFIX`, so no list sees it)."""
 ATTEMPTS = 5
 FAILED = "ConditionalCheckFailed"
 CONFLICT = "TransactionConflict"
@@ -35,8 +34,8 @@ def _s(value: str) -> dict[str, str]:
     return {"S": value}
 
 
-def _body(config: dict[str, Any]) -> str:
-    return json.dumps(config, separators=(",", ":"), sort_keys=True)
+def _body(config: PushRecord) -> str:
+    return json.dumps(config.body(), separators=(",", ":"), sort_keys=True)
 
 
 def _reasons(exc: Cancelled) -> tuple[str, str]:
@@ -58,12 +57,12 @@ class PushConfigLog:
         self.client = self.db.client
 
     def _key(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any]:
-        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"{PREFIX}{turn_id}#{config_id}")}
+        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(schema.push_config_sk(turn_id, config_id))}
 
     def _count_key(self, tenant: str, session_id: str, turn_id: str) -> dict[str, Any]:
-        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(f"{COUNT}{turn_id}")}
+        return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(schema.push_count_sk(turn_id))}
 
-    def put(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> bool:
+    def put(self, tenant: str, session_id: str, turn_id: str, config: PushRecord, limit: int) -> bool:
         """Keep the config; False (nothing written) when it is new and the task holds `limit`."""
         for attempt in range(ATTEMPTS):
             created = self._create(tenant, session_id, turn_id, config, limit)
@@ -75,10 +74,10 @@ class PushConfigLog:
             _backoff(attempt)  # another write interfered, or the config went between the two writes
         raise Throttled("the push config kept changing under this write")
 
-    def _create(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any], limit: int) -> Created:
+    def _create(self, tenant: str, session_id: str, turn_id: str, config: PushRecord, limit: int) -> Created:
         """Put a new config and take a slot, in one transaction."""
         ttl = {"N": str(int(time.time()) + POSTED_KEEP_SECS)}
-        item = {**self._key(tenant, session_id, turn_id, str(config["id"])), "body": _s(_body(config)), "ttl": ttl}
+        item = {**self._key(tenant, session_id, turn_id, config.id), "body": _s(_body(config)), "ttl": ttl}
         try:
             self.db.transact([
                 {"Put": {"Item": item, "ConditionExpression": "attribute_not_exists(SK)"}},
@@ -99,11 +98,11 @@ class PushConfigLog:
             raise
         return "created"
 
-    def _replace(self, tenant: str, session_id: str, turn_id: str, config: dict[str, Any]) -> bool:
+    def _replace(self, tenant: str, session_id: str, turn_id: str, config: PushRecord) -> bool:
         """Change an existing config's body in its slot (its ttl kept, so the count outlives it);
         True when it is there (changed, or the same already), False when it is gone."""
         try:
-            self.db.update(self._key(tenant, session_id, turn_id, str(config["id"])),
+            self.db.update(self._key(tenant, session_id, turn_id, config.id),
                            UpdateExpression="SET body = :body",
                            ConditionExpression="attribute_exists(SK) AND body <> :body",
                            ExpressionAttributeValues={":body": _s(_body(config))})
@@ -111,16 +110,16 @@ class PushConfigLog:
             return bool(exc.item)
         return True
 
-    def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any] | None:
+    def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> PushRecord | None:
         item = self.db.get(self._key(tenant, session_id, turn_id, config_id))
-        return {**json.loads(item["body"]["S"]), "turn_id": turn_id} if item else None
+        return PushRecord.of(json.loads(item["body"]["S"]), turn_id) if item else None
 
-    def list(self, tenant: str, session_id: str, turn_id: str | None = None) -> list[dict[str, Any]]:
-        prefix = f"{PREFIX}{turn_id}#" if turn_id is not None else PREFIX
+    def list(self, tenant: str, session_id: str, turn_id: str | None = None) -> list[PushRecord]:
+        prefix = schema.push_configs_prefix(turn_id)
         items = self.db.query_all(
             ConsistentRead=True, KeyConditionExpression="PK = :pk AND begins_with(SK, :prefix)",
             ExpressionAttributeValues={":pk": _s(session_pk(tenant, session_id)), ":prefix": _s(prefix)})
-        return [{**json.loads(item["body"]["S"]), "turn_id": item["SK"]["S"][len(PREFIX):].rpartition("#")[0]}
+        return [PushRecord.of(json.loads(item["body"]["S"]), schema.push_config_turn(item["SK"]["S"]))
                 for item in items]
 
     def delete(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> None:

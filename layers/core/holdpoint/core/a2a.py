@@ -15,6 +15,7 @@ from holdpoint.core import notify, schemas
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.push import PushAuth, PushRecord
 from holdpoint.core.state import Interrupt, SessionState, Turn
 
 if TYPE_CHECKING:
@@ -227,34 +228,29 @@ PUSHED_STATES: frozenset[str] = TERMINAL | {"TASK_STATE_INPUT_REQUIRED"}
 """The states a push announces: a turn that parks (input-required) and one that ends."""
 
 
-def stored_config(spec: PushSpec, turn_id: str) -> dict[str, Any]:
+def stored_config(spec: PushSpec, turn_id: str) -> PushRecord:
     """What is kept of a config (its id defaults to the task's turn, as A2A defaults it to the task)."""
-    out: dict[str, Any] = {"id": spec.id or turn_id, "url": spec.url}
-    if spec.token is not None:
-        out["token"] = spec.token
-    if spec.authentication is not None:
-        out["authentication"] = spec.authentication.model_dump(exclude_none=True)
-    return out
+    auth = spec.authentication
+    return PushRecord(spec.id or turn_id, spec.url, spec.token,
+                      PushAuth(auth.scheme, auth.credentials) if auth is not None else None)
 
 
-def config_out(session_id: str, stored: dict[str, Any]) -> dict[str, Any]:
+def config_out(session_id: str, stored: PushRecord) -> dict[str, Any]:
     """A kept config as A2A's `TaskPushNotificationConfig`, without its secrets: the token and the
     credentials are write-only (they are sent to the receiver, never shown again)."""
-    out: dict[str, Any] = {"id": stored["id"], "taskId": task_id(session_id, stored["turn_id"]), "url": stored["url"]}
-    auth = stored.get("authentication")
-    if isinstance(auth, dict) and auth.get("scheme"):
-        out["authentication"] = {"scheme": auth["scheme"]}
+    out: dict[str, Any] = {"id": stored.id, "taskId": task_id(session_id, stored.turn_id or ""), "url": stored.url}
+    if stored.auth is not None:
+        out["authentication"] = {"scheme": stored.auth.scheme}
     return out
 
 
-def push_headers(stored: dict[str, Any]) -> dict[str, str]:
+def push_headers(stored: PushRecord) -> dict[str, str]:
     """The headers A2A sends a push with: the config's token, and its `Authorization`."""
     out: dict[str, str] = {}
-    if stored.get("token"):
-        out[TOKEN_HEADER] = str(stored["token"])
-    auth = stored.get("authentication")
-    if isinstance(auth, dict) and auth.get("scheme") and auth.get("credentials"):
-        out["Authorization"] = f"{auth['scheme']} {auth['credentials']}"
+    if stored.token:
+        out[TOKEN_HEADER] = stored.token
+    if stored.auth is not None and stored.auth.credentials:
+        out["Authorization"] = f"{stored.auth.scheme} {stored.auth.credentials}"
     return out
 
 

@@ -4,10 +4,12 @@ counting rules are here, the counters are conditional writes in the adapters."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from holdpoint.core.digits import parse_digits
+from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.state import Interrupt, SessionState
 
 
@@ -27,6 +29,13 @@ class Quotas:
 
 ENV_PREFIX = "HOLDPOINT_QUOTA_"
 """`open_interrupts_per_tenant` is read from `HOLDPOINT_QUOTA_OPEN_INTERRUPTS_PER_TENANT`, and so on."""
+
+LEASE_SECS = 30
+"""A stream wait lease nobody gives back (its function crashed or timed out) expires this long
+after it was taken: longer than the API function's 29 s timeout, so no request holding it still waits."""
+
+MAX_FOLLOWED = 20
+"""The sessions one live connection follows at most, so its fan-out per commit stays bounded."""
 
 
 def env_name(limit: str) -> str:
@@ -55,3 +64,29 @@ def slots(state: SessionState) -> frozenset[str]:
     return frozenset(i.interrupt_id for i in state.interrupts.values() if holds_slot(i))
 
 
+def live_leases(leases: Mapping[str, float], now: float) -> dict[str, float]:
+    """The leases (id -> expiry, epoch seconds) that have not expired at `now`."""
+    return {lease: expiry for lease, expiry in leases.items() if expiry > now}
+
+
+def seconds_until(expiry: float, now: float) -> int:
+    """A refused caller's `retry_after`: the whole seconds until `expiry`, at least one."""
+    return max(1, math.ceil(expiry - now))
+
+
+def check_room(limit: str, allowed: int, live: Mapping[str, float], now: float) -> None:
+    """`QuotaExceeded` when a holder's live leases fill `allowed`, told to retry when the first expires."""
+    if len(live) >= allowed:
+        raise QuotaExceeded(limit, allowed, seconds_until(min(live.values(), default=now), now))
+
+
+def shares(total: int, holders: int) -> list[int]:
+    """`total` split over at most `holders` holders, the first ones taking the remainder; they add up to it."""
+    count = min(holders, total)
+    return [total // count + (1 if i < total % count else 0) for i in range(count)]
+
+
+def past_limit(limit: str, allowed: int, count: int) -> QuotaExceeded | None:
+    """A counted quota's refusal: the new item is written first, then the live items counted, and past
+    `allowed` its writer backs out (racing writers may all back out; none ever pass the limit)."""
+    return QuotaExceeded(limit, allowed) if count > allowed else None

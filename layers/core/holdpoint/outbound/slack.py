@@ -58,7 +58,7 @@ from holdpoint.outbound.slack_blocks import (
     question_blocks,
     slack_time,
 )
-from holdpoint.ports import DeliveryFailed, PostedMessages, Sealer, Throttled, Unavailable
+from holdpoint.ports import DeliveryFailed, Posted, PostedMessages, Sealer, Throttled, Unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -244,34 +244,34 @@ class SlackChannel:
         self._update(tenant, config, ref, "Holdpoint asked a question here.",
                      Decided(outcome=outcome, at=slack_time(event.get("at")), user=user, subject=subject))
 
-    def _show_closed(self, tenant: str, config: SlackConfig, ref: Mapping[str, str], closed: Interrupt) -> None:
+    def _show_closed(self, tenant: str, config: SlackConfig, ref: Posted, closed: Interrupt) -> None:
         """Update a message with how the interrupt, as stored, closed."""
         user, subject = decided_by(closed.responder, config.users)
         self._update(tenant, config, ref, message_of(closed.view()), Decided(
             outcome=outcome_of(closed.status, closed.resolution, closed.payload), at=slack_time(closed.resolved_at),
             user=user, subject=subject))
 
-    def _update(self, tenant: str, config: SlackConfig, ref: Mapping[str, str], text: str, decided: Decided) -> None:
+    def _update(self, tenant: str, config: SlackConfig, ref: Posted, text: str, decided: Decided) -> None:
         """Replace a message's buttons with its decision; a message gone from Slack is left alone."""
         token = secretrefs.resolve(config.bot_token, tenant, "slack.bot_token") or ""
         fallback, blocks = decided_blocks(text, decided)
         try:
-            self.client(token).chat_update(channel=ref["channel"], ts=ref["ts"], text=fallback, blocks=blocks)
+            self.client(token).chat_update(channel=ref.channel, ts=ref.ts, text=fallback, blocks=blocks)
         except SlackApiError as exc:
             if exc.response.get("error") not in GONE:
                 raise
-            logger.warning("slack message %s is gone; not updated", ref["ts"])
+            logger.warning("slack message %s is gone; not updated", ref.ts)
 
     def post(self, tenant: str, session_id: str, interrupt: Interrupt, config: SlackConfig,
-             links: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """Post `interrupt` to the declared channel; Slack's `{channel, ts}` of the message."""
+             links: Mapping[str, str] | None = None) -> Posted:
+        """Post `interrupt` to the declared channel; where Slack put the message."""
         token = secretrefs.resolve(config.bot_token, tenant, "slack.bot_token") or ""
         text = message_of(interrupt.view())
         buttons = [self._button(i, option, tenant, session_id, interrupt, config)
                    for i, option in enumerate(options_of(interrupt.payload))]
         blocks = question_blocks(text, f"{interrupt.reason} · session {session_id}", links, buttons)
         sent = self.client(token).chat_postMessage(channel=config.channel, text=text, blocks=blocks)
-        return {"channel": sent["channel"], "ts": sent["ts"]}
+        return Posted(str(sent["channel"]), str(sent["ts"]))
 
     def _button(self, index: int, option: dict[str, Any], tenant: str, session_id: str,
                 interrupt: Interrupt, config: SlackConfig) -> dict[str, Any]:
@@ -320,7 +320,7 @@ class SlackChannel:
 
     def show_decision(self, click: Click, at: str) -> None:
         """Replace the buttons with who decided what, and when (the label is sent as plain text)."""
-        self._update(click.tenant, click.config, {"channel": click.channel, "ts": click.ts}, click.text,
+        self._update(click.tenant, click.config, Posted(click.channel, click.ts), click.text,
                      Decided(outcome=click.label, at=at, user=click.user))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from holdpoint.core import a2a, notify, retry
@@ -16,6 +16,7 @@ from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
 from holdpoint.core.protocols import a2a as models
 from holdpoint.core.protocols.client import ClientMessageInput
+from holdpoint.core.push import PushRecord
 from holdpoint.core.state import SessionState, Turn
 from holdpoint.ports import Directory, Parking, PushConfigs, Sessions, SessionsAndInterrupts, SessionStore, WorkQueue
 from holdpoint.services import sessions, streams
@@ -216,7 +217,7 @@ def keep_push(configs: PushConfigs, tenant: str, session_id: str, turn_id: str,
     if not configs.put(tenant, session_id, turn_id, stored, a2a.MAX_PUSH_CONFIGS):
         raise Refusal("validation_error", f"a task has at most {a2a.MAX_PUSH_CONFIGS} push notification configs",
                       "id")
-    return a2a.config_out(session_id, {**stored, "turn_id": turn_id})
+    return a2a.config_out(session_id, replace(stored, turn_id=turn_id))
 
 
 def create_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
@@ -227,7 +228,7 @@ def create_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id:
 
 
 def _kept(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
-          ref: models.PushRef) -> tuple[SessionState, Turn, dict[str, Any] | None]:
+          ref: models.PushRef) -> tuple[SessionState, Turn, PushRecord | None]:
     state, turn = _task(store, caller, agent_id, ref.taskId, "taskId")
     h = state.header
     return state, turn, (configs.get(h.tenant, h.session_id, turn.id, ref.id) if ID_PATTERN.fullmatch(ref.id)
@@ -256,7 +257,7 @@ def delete_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id:
     """`DeleteTaskPushNotificationConfig`: a config that is gone already is a no-op."""
     state, turn, kept = _kept(store, configs, caller, agent_id, ref)
     if kept is not None:
-        configs.delete(state.header.tenant, state.header.session_id, turn.id, kept["id"])
+        configs.delete(state.header.tenant, state.header.session_id, turn.id, kept.id)
     return {}
 
 
@@ -289,12 +290,12 @@ class Pushes:
         agent = state.header.agent or {}
         secret = (agent.get("a2a") or {}).get("push_secret")
         policy = asdict(retry.policy(agent, "webhook"))
-        return [{"key": f"{event_id}#a2a#{c['id']}", "tenant": tenant, "session_id": session_id,
+        return [{"key": f"{event_id}#a2a#{c.id}", "tenant": tenant, "session_id": session_id,
                  "channel": PUSH_CHANNEL, "policy": policy,
                  "event": {"event_id": event_id, "type": "a2a.push", "tenant": tenant, "session_id": session_id,
                            "task_id": a2a.task_id(session_id, turn.id), "state": kind},
-                 "entry": {"turn_id": turn.id, "config_id": c["id"], "state": kind, "secret": secret}}
-                for c in kept if c["turn_id"] == turn.id]
+                 "entry": {"turn_id": turn.id, "config_id": c.id, "state": kind, "secret": secret}}
+                for c in kept if c.turn_id == turn.id]
 
     def resolve(self, event: dict[str, Any],
                 entry: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, str]] | None:
@@ -306,4 +307,4 @@ class Pushes:
         turn = state.turns.get(str(entry["turn_id"])) if state is not None else None
         if config is None or state is None or turn is None or a2a.state_of(state, turn) != entry["state"]:
             return None
-        return str(config["url"]), a2a.push_body(state, turn), a2a.push_headers(config)
+        return config.url, a2a.push_body(state, turn), a2a.push_headers(config)

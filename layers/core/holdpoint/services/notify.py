@@ -181,7 +181,8 @@ class Notifier:
         """The last delivery's error, for the dead letter sent again; empty if AWS refuses the read
         (the letter still goes: losing it would be worse than losing its error text)."""
         try:
-            return str((self.deliveries.read(tenant, session_id, key) or {}).get("last_error") or "")
+            found = self.deliveries.read(tenant, session_id, key)
+            return (found.last_error or "") if found is not None else ""
         except (Throttled, Unavailable) as exc:
             log.warning("delivery %s: reading its last error was refused (%s)", key, exc)
             return ""

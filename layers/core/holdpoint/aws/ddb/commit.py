@@ -130,13 +130,13 @@ class Committer:
                 if room < 0:
                     raise QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
                 condition = absent_or("n", Compare("n", "<=", n(room)))
-            out.append((counter_op(h.tenant, "OPEN", Update(adds={"n": n(delta)}), condition),
+            out.append((counter_op(h.tenant, k.OPEN_SK, Update(adds={"n": n(delta)}), condition),
                         "open_interrupts_per_tenant", limits.open_interrupts_per_tenant))
         if not state.exists and not h.parent:  # a sub-agent's session is its parent's work, not a new one
             second = int(time.time())
             update = Update(adds={"n": n(1)}, sets={k.TTL: n(second + k.SESSION_COUNT_TTL)})
             condition = absent_or("n", Compare("n", "<", n(limits.sessions_per_second)))
-            out.append((counter_op(h.tenant, f"S#{second}", update, condition),
+            out.append((counter_op(h.tenant, k.sessions_second_sk(second), update, condition),
                         "sessions_per_second", limits.sessions_per_second))
         return out
 

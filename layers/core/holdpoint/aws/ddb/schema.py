@@ -14,10 +14,18 @@ Session partition `T#{tenant}#S#{session}`:
 | `T#{id}` | turn |
 | `E#{seq:012}` | event log, append-only: a commit's events (a list), keyed by the last seq; `etype` (`log_type`) |
 | `D#{event}#{n}` | a notification's delivery to the agent's `notify[n]` (`aws/deliveries.py`) |
+| `D#M#{key}` | the message a chat channel posted for an interrupt (`aws/deliveries.py`) |
+| `D#A#{turn}#{config}` | an A2A push notification config of the task `turn` (`aws/pushconfigs.py`) |
+| `D#AN#{turn}` | how many push configs the task holds, `n` (outside `D#A#`, so no listing sees it) |
 
 Quota partition `T#{tenant}#QUOTA` (docs/SECURITY.md, "Quotas"): `OPEN` (the tenant's interrupts
 holding a slot, `n`), `S#{epoch second}` (sessions created in that second, `n`, with a `ttl`), and
-the stream wait leases (`aws/leases.py`).
+the stream wait leases (`aws/leases.py`): `W` the tenant's, `W#{caller digest}` a caller's. The
+deployment's wait leases are spread over the partitions `QUOTA#W#{shard}`, SK `W`.
+
+Live connections (`aws/connections.py`): `L#{connection}` / `C` the connection itself,
+`T#{tenant}#L#{session}` / `C#{connection}` one per session it follows, and
+`T#{tenant}#LC#{caller digest}` / `C#{connection}` one per open connection of a caller.
 
 State sorts at and after `H`, events before it, so a step reads state with one Query and never
 pages through the event log. The *head* (`H` .. `I$`) is the header, the agent and the
@@ -25,6 +33,8 @@ interrupts; the *tail* (after `I$`) is calls, nodes, decisions and turns.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from holdpoint.core.interrupts import DEFAULT_PARK_SECONDS
 from holdpoint.core.state import Call, Decision, Interrupt, Turn
@@ -97,6 +107,34 @@ def quota_pk(tenant: str) -> str:
     return f"T#{tenant}#QUOTA"
 
 
+OPEN_SK = "OPEN"
+"""The tenant's interrupts holding a slot (`n`), in its quota partition."""
+
+
+def sessions_second_sk(second: int) -> str:
+    """The sessions the tenant created in one epoch second (`n`, with a `ttl`), in its quota partition."""
+    return f"S#{second}"
+
+
+def caller_digest(caller: str) -> str:
+    """A caller's name in a key: fixed length, and no `#` of the caller's own can split the key."""
+    return hashlib.sha256(caller.encode()).hexdigest()[:32]
+
+
+WAITS_SK = "W"
+"""A stream wait lease holder's SK: the tenant's in its quota partition, and each deployment shard's."""
+
+
+def caller_waits_sk(caller: str) -> str:
+    """A caller's stream wait lease holder, in its tenant's quota partition."""
+    return f"{WAITS_SK}#{caller_digest(caller)}"
+
+
+def waits_shard_pk(shard: int) -> str:
+    """One of the deployment's stream wait lease holders, each its own partition."""
+    return f"QUOTA#W#{shard}"
+
+
 def agent_pk(tenant: str, agent_id: str) -> str:
     return f"T#{tenant}#A#{agent_id}"
 
@@ -112,6 +150,65 @@ def park_sk(interrupt_id: str, generation: int) -> str:
 
 def event_sk(seq: int) -> str:
     return f"{EVENT}{seq:012d}"
+
+
+DELIVERY = "D#"  # sorts before the events and the state: no session read sees a delivery record
+POSTED = DELIVERY + "M#"
+PUSH_CONFIG = DELIVERY + "A#"
+PUSH_COUNT = DELIVERY + "AN#"
+
+
+def delivery_sk(key: str) -> str:
+    """A notification's delivery record, `key` being `{event_id}#{entry}`."""
+    return DELIVERY + key
+
+
+def posted_sk(key: str) -> str:
+    return POSTED + key
+
+
+def push_configs_prefix(turn_id: str | None = None) -> str:
+    """What a task's push configs' SKs begin with (every task's in the session when None)."""
+    return PUSH_CONFIG if turn_id is None else f"{PUSH_CONFIG}{turn_id}#"
+
+
+def push_config_sk(turn_id: str, config_id: str) -> str:
+    return f"{push_configs_prefix(turn_id)}{config_id}"
+
+
+def push_config_turn(sk: str) -> str:
+    """The task (turn) a push config's SK names."""
+    return sk[len(PUSH_CONFIG):].rpartition("#")[0]
+
+
+def push_count_sk(turn_id: str) -> str:
+    return f"{PUSH_COUNT}{turn_id}"
+
+
+CONNECTION_SK = "C"
+SLOT = "C#"  # one connection's item in a session's followers or a caller's connections
+
+
+def connection_pk(connection_id: str) -> str:
+    return f"L#{connection_id}"
+
+
+def following_pk(tenant: str, session_id: str) -> str:
+    """The partition of the connections that follow a session."""
+    return f"T#{tenant}#L#{session_id}"
+
+
+def caller_connections_pk(tenant: str, caller: str) -> str:
+    """The partition of a caller's open connections."""
+    return f"T#{tenant}#LC#{caller_digest(caller)}"
+
+
+def slot_sk(connection_id: str) -> str:
+    return SLOT + connection_id
+
+
+def slot_connection(sk: str) -> str:
+    return sk[len(SLOT):]
 
 
 STREAMED = ("interrupt.reminded", "interrupt.escalated", "turn.finished", "turn.failed")
