@@ -1,0 +1,102 @@
+"""Telling people and systems: notification channels, their delivery records, posted messages,
+A2A push configs, the event bus and sealed action payloads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from holdpoint.core.push import PushRecord
+from holdpoint.ports.store import (
+    JsonObject,
+)
+
+
+class Sealer(Protocol):
+    """Tamper-evident tokens under the deployment's key. A payload is its purpose's own claims (a
+    link's, a cursor's), and only that purpose reads it back, checking each field it takes."""
+
+    def seal(self, purpose: str, payload: JsonObject) -> str: ...
+
+    def unseal(self, purpose: str, token: str) -> JsonObject | None: ...
+
+
+class EventPublisher(Protocol):
+    """The lifecycle event bus (EventBridge): raises when the event was not accepted."""
+
+    def publish(self, detail_type: str, detail: JsonObject) -> None: ...
+
+
+class NotifyChannel(Protocol):
+    """One kind of `notify` entry (a webhook, Slack): hand one notification (`core.notify`'s, as
+    published) to one declared entry (as its delivery record keeps it, re-checked by the channel),
+    with the one-click links minted for it; raise `DeliveryFailed` to have it retried."""
+
+    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryState:
+    """Where one delivery stands (`Deliveries.read`): `sending`, `retrying`, `delivered` or `dead`,
+    at attempt `attempt`, with the last failed attempt's error."""
+
+    status: str
+    attempt: int
+    last_error: str | None = None
+
+
+class Deliveries(Protocol):
+    """One record per (event, entry), every step of it a conditional write: a delivery starts once
+    and each retry runs once, however often the stream or the timer repeats itself."""
+
+    def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool: ...
+
+    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> dict[str, Any] | None: ...
+
+    def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
+               error: str | None = None) -> None: ...
+
+    def waiting(self, tenant: str, session_id: str, key: str) -> tuple[dict[str, Any], int] | None:
+        """The record and its failed attempt when it waits for its retry (`retrying`), else None."""
+        ...
+
+    def read(self, tenant: str, session_id: str, key: str) -> DeliveryState | None: ...
+
+    def dead_letter(self, record: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """A message a chat channel posted: Slack's channel id and the message's `ts`."""
+
+    channel: str
+    ts: str
+
+
+class PostedMessages(Protocol):
+    """Where a chat channel keeps the message it posted for an interrupt (Slack's `{channel, ts}`),
+    so the message can be updated once the interrupt closes (S1). The first message kept wins."""
+
+    def keep_posted(self, tenant: str, session_id: str, key: str, ref: Posted) -> None: ...
+
+    def posted(self, tenant: str, session_id: str, key: str) -> Posted | None: ...
+
+
+class PushConfigs(Protocol):
+    """A2A push notification configs (PROTOCOL.md §8), one record per (task, config id) in the
+    task's session (`core.push.PushRecord`). Setting the same config again is a no-op, a changed
+    one replaces it; deleting a missing one is a no-op."""
+
+    def put(self, tenant: str, session_id: str, turn_id: str, config: PushRecord, limit: int) -> bool:
+        """Keep the config; False (nothing written) when it is a new id and the task holds `limit`
+        already. Atomic with concurrent puts and deletes: the task never holds more than `limit`."""
+        ...
+
+    def get(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> PushRecord | None: ...
+
+    def list(self, tenant: str, session_id: str, turn_id: str | None = None) -> list[PushRecord]:
+        """A task's configs, oldest id first (every task's in the session when `turn_id` is None),
+        each with its `turn_id`."""
+        ...
+
+    def delete(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> None: ...

@@ -1,0 +1,60 @@
+"""What a port raises: the refusals and failures the services read, none of them an SDK's
+(an adapter turns AWS's or a provider's error into one of these)."""
+
+from __future__ import annotations
+
+
+class Conflict(Exception):
+    """The session changed since it was loaded: reload and recompute."""
+
+
+class Interfered(Conflict):
+    """Another transaction was writing one of the items at the same moment (DynamoDB's
+    `TransactionConflict`): no condition failed and nothing was written; the same write may be sent again."""
+
+
+class TooManyChanges(ValueError):
+    """One step would change more items than one transaction holds; nothing was written."""
+
+
+class TooLarge(ValueError):
+    """A record is larger than the store can hold (an item over its size limit); nothing was written."""
+
+
+class Throttled(Exception):
+    """The store refused the request for now (its throughput is exhausted); nothing was written."""
+
+
+class Unavailable(Exception):
+    """An AWS service failed the call (a 5xx, or no answer) after its client's retries: try later."""
+
+
+class WorkerUnavailable(Exception):
+    """The worker did not answer usefully (timeout, 5xx, not a JSON object): retry the decision."""
+
+
+class WorkerDeferred(Exception):
+    """The worker took the decision and will answer later through `POST /v1/workers/submit` (an
+    HTTPS worker answered 202; an in-process one raised this)."""
+
+
+class LlmError(Exception):
+    """An LLM call failed; `retryable` says whether another attempt may help."""
+
+    def __init__(self, message: str, code: str = "provider_error", retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+
+
+class StreamStopped(Exception):  # noqa: N818 (a stop the caller asked for, not a failure)
+    """A streamed LLM call was stopped by its caller (its `OnDelta` answered False): no reply."""
+
+
+class ParkRefused(Exception):
+    """Step Functions would not start the park's execution now: the account-region's open-execution
+    ceiling (`ExecutionLimitExceeded`) or a throttle. The interrupt stays open; the park is retried."""
+
+
+class DeliveryFailed(Exception):
+    """A notification channel did not take the notification; it is retried on a durable timer."""
