@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
-from holdpoint.aws import clients
+from holdpoint.aws.errors import Refused
 from holdpoint.aws.queue import group_id
 from holdpoint.aws.timers import Timers, schedule_name
 from holdpoint.core.messages import Kick, parse
@@ -62,7 +62,7 @@ def test_local_scheduler_fires_a_timer_once_at_or_after_its_time_and_deletes_it(
     assert due.name == due_name and firing.fired_at[due.name] >= due.due
     # Deleted after it fired (the delete follows the send, so wait for it).
     wait_for(lambda: [t.name for t in timers.pending()] == [later.name], "the fired schedule deleted", timeout=30)
-    with pytest.raises(clients.Refused, match="ResourceNotFoundException"):  # Holdpoint's client's refusal
+    with pytest.raises(Refused, match="ResourceNotFoundException"):  # Holdpoint's client's refusal
         timers.client.get_schedule(Name=due.name, GroupName=timers.group)
     sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     firing.fire_due()  # a look after it fired sends nothing more

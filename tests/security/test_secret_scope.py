@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from holdpoint.aws import secretrefs
+from holdpoint.aws.errors import SecretRefError
 from holdpoint.aws.store import Store
 from tests.security.probes import refusal
 from tests.stack import Api
@@ -32,7 +33,7 @@ def test_secret_scope_another_tenants_env_secret_is_refused(allowlist: str, monk
     for tenant in ("other", "dev2" if "dev2" not in allowlist else "de"):
         why = secretrefs.check(DEV_SECRET, tenant, "worker.secret")
         assert why is not None and why.startswith("worker.secret"), (tenant, why)
-        with pytest.raises(secretrefs.SecretRefError, match="^worker.secret"):
+        with pytest.raises(SecretRefError, match="^worker.secret"):
             secretrefs.resolve(DEV_SECRET, tenant, "worker.secret")
 
 

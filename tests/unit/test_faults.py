@@ -11,6 +11,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from holdpoint.aws import clients
+from holdpoint.aws.errors import Refused
 from holdpoint.ports import Throttled, Unavailable
 from holdpoint_local.faults import REFUSALS, Faults, refusals_for
 
@@ -87,7 +88,7 @@ def test_faults_every_nth_probability_and_stop(aws: dict[str, str]) -> None:
 
 def test_clients_refusals_about_load_become_port_exceptions(aws: dict[str, str]) -> None:
     """Holdpoint's clients raise Throttled/Unavailable after their attempts, and any other refusal
-    as `clients.Refused` with AWS's code: Holdpoint's own classes, none of them botocore's."""
+    as `Refused` with AWS's code: Holdpoint's own classes, none of them botocore's."""
     client = clients.client("sqs")
     faults = Faults(anywhere=True).attach(client._client)
     url = aws["WORK_QUEUE_URL"]
@@ -99,6 +100,6 @@ def test_clients_refusals_about_load_become_port_exceptions(aws: dict[str, str])
     with pytest.raises(Unavailable) as unavailable:
         client.get_queue_attributes(QueueUrl=url)
     assert not isinstance(unavailable.value, ClientError)
-    with pytest.raises(clients.Refused) as other:  # not about load: AWS's code, in Holdpoint's class
+    with pytest.raises(Refused) as other:  # not about load: AWS's code, in Holdpoint's class
         client.get_queue_attributes(QueueUrl=url + "-missing")
     assert not isinstance(other.value, ClientError | Throttled | Unavailable) and other.value.code, other.value

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from holdpoint.aws.fifobatch import EntireBatchFailed, Record, process_fifo_batch, receive_count
+from holdpoint.aws.errors import EntireBatchFailed
+from holdpoint.aws.fifobatch import Record, process_fifo_batch, receive_count
 
 
 class _Log:

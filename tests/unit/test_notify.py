@@ -18,8 +18,8 @@ import pytest
 from pydantic import ValidationError
 
 from holdpoint.aws import signing
-from holdpoint.aws.clients import ThrottledCall, UnavailableCall
 from holdpoint.aws.deliveries import DeliveryLog
+from holdpoint.aws.errors import ThrottledCall, UnavailableCall
 from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.outbox import session_of

@@ -10,6 +10,7 @@ import pytest
 
 from holdpoint import llm
 from holdpoint.aws import secretrefs
+from holdpoint.aws.errors import SecretRefError
 from holdpoint_local.stack import SECRET_ENV_ALLOWLIST
 from tests.harness import Harness
 
@@ -122,14 +123,14 @@ def test_platform_secrets_resolve_checks_before_reading_and_per_tenant_despite_t
         monkeypatch: pytest.MonkeyPatch) -> None:
     client = Recorder("hmac-key")
     monkeypatch.setattr(boto3, "client", lambda *a, **k: client)
-    with pytest.raises(secretrefs.SecretRefError):
+    with pytest.raises(SecretRefError):
         secretrefs.resolve(f"secretsmanager:{JWT_ARN}", "acme", "worker.secret")
     assert client.reads == []
     ref = "secretsmanager:holdpoint/tenants/acme/hmac"
     assert secretrefs.resolve(ref, "acme", "worker.secret") == "hmac-key"
     assert secretrefs.resolve(ref, "acme", "worker.secret") == "hmac-key"
     assert client.reads == ["holdpoint/tenants/acme/hmac"]  # one read per container
-    with pytest.raises(secretrefs.SecretRefError):  # cached, but not another tenant's to use
+    with pytest.raises(SecretRefError):  # cached, but not another tenant's to use
         secretrefs.resolve(ref, "other", "worker.secret")
     assert secretrefs.resolve(None, "acme", "worker.secret") is None
 
@@ -138,9 +139,9 @@ def test_platform_secrets_resolve_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "acme=HOOK_*")
     monkeypatch.setenv("HOOK_SECRET", "abc")
     assert secretrefs.resolve("env:HOOK_SECRET", "acme", "worker.secret") == "abc"
-    with pytest.raises(secretrefs.SecretRefError, match="not set"):
+    with pytest.raises(SecretRefError, match="not set"):
         secretrefs.resolve("env:HOOK_MISSING", "acme", "worker.secret")
-    with pytest.raises(secretrefs.SecretRefError, match="worker.secret"):
+    with pytest.raises(SecretRefError, match="worker.secret"):
         secretrefs.resolve("env:AWS_SECRET_ACCESS_KEY", "acme", "worker.secret")
 
 

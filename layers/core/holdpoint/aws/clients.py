@@ -24,7 +24,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as NoConnection
 
-from holdpoint.ports import Throttled, Unavailable
+from holdpoint.aws.errors import Refused, ThrottledCall, UnavailableCall, Unreachable
 
 THROTTLED = frozenset({
     "ThrottlingException", "Throttling", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
@@ -73,41 +73,6 @@ def config(service: str) -> Config:
 
 _CONFIGS = {name: Config(retries={"mode": "standard", "total_max_attempts": p.attempts}, connect_timeout=p.connect,
                          read_timeout=p.read) for name, p in POLICIES.items()}
-
-
-class Refused(Exception):
-    """AWS refused the request itself, not for load (a condition that did not hold, a name already
-    taken, a token already spent): `code` is AWS's error code, `response` its parsed answer. The
-    adapters read this, Holdpoint's own class, never botocore's."""
-
-    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
-        err = response.get("Error") or {}
-        self.code = str(err.get("Code") or "")
-        self.message = str(err.get("Message") or "")
-        self.response, self.operation_name = response, operation_name
-        super().__init__(f"{operation_name}: {self.code}: {self.message}")
-
-
-class ThrottledCall(Throttled):
-    """AWS answered a throttling code after botocore's attempts (`code`, `response` as `Refused`'s)."""
-
-    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
-        answered = Refused(response, operation_name)
-        self.code, self.response = answered.code, response
-        super().__init__(str(answered))
-
-
-class UnavailableCall(Unavailable):
-    """AWS answered a 5xx after botocore's attempts (`code`, `response` as `Refused`'s)."""
-
-    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
-        answered = Refused(response, operation_name)
-        self.code, self.response = answered.code, response
-        super().__init__(str(answered))
-
-
-class Unreachable(Unavailable):
-    """No answer from AWS (connection refused, timed out) after botocore's attempts."""
 
 
 def refusal(exc: Exception) -> Exception | None:

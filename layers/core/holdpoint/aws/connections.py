@@ -36,7 +36,8 @@ from holdpoint.aws.ddb.schema import (
     slot_connection,
     slot_sk,
 )
-from holdpoint.aws.ddb.table import ConditionFailed, Table
+from holdpoint.aws.ddb.table import Table
+from holdpoint.aws.errors import ConditionFailed
 from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.quotas import MAX_FOLLOWED

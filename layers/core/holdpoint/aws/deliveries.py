@@ -22,7 +22,8 @@ from typing import Any
 
 from holdpoint.aws import clients
 from holdpoint.aws.ddb.schema import delivery_sk, posted_sk, session_pk
-from holdpoint.aws.ddb.table import ConditionFailed, Table
+from holdpoint.aws.ddb.table import Table
+from holdpoint.aws.errors import ConditionFailed
 from holdpoint.ports import DeliveryState, Posted
 
 KEEP_SECS = 14 * 24 * 3600

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from holdpoint.aws.errors import EntireBatchFailed
 from holdpoint.ports import Throttled, Unavailable
 
 Record = Mapping[str, Any]
@@ -23,11 +24,6 @@ class Log(Protocol):
     def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
     def error(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-
-
-class EntireBatchFailed(Exception):
-    """Every record failed: the invocation fails, as Powertools' `BatchProcessingError` does, so
-    the failure shows in the function's error metrics (SQS retries the batch either way)."""
 
 
 def process_fifo_batch(event: Mapping[str, Any], handle: Callable[[Record], None],

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from holdpoint.aws import clients
+from holdpoint.aws.errors import Refused
 from holdpoint.ports import Throttled, Unavailable
 
 LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
@@ -36,7 +37,7 @@ class ManagementFrames:
         data = json.dumps(frame, separators=(",", ":")).encode()
         try:
             self.client.post_to_connection(ConnectionId=connection_id, Data=data)
-        except clients.Refused as exc:
+        except Refused as exc:
             if exc.code == "GoneException":
                 return False
             log.warning("post to %s failed: %s", connection_id, exc)
@@ -48,7 +49,7 @@ class ManagementFrames:
         """DeleteConnection; a connection already gone is closed enough."""
         try:
             self.client.delete_connection(ConnectionId=connection_id)
-        except clients.Refused as exc:
+        except Refused as exc:
             if exc.code != "GoneException":
                 log.warning("closing %s failed: %s", connection_id, exc)
         except (Throttled, Unavailable) as exc:

@@ -33,7 +33,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from holdpoint.aws.ddb import schema
-from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
+from holdpoint.aws.ddb.table import Table
+from holdpoint.aws.errors import Cancelled, ConditionFailed
 from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.quotas import LEASE_SECS

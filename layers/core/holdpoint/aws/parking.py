@@ -14,6 +14,7 @@ from typing import Any
 from holdpoint.aws import clients
 from holdpoint.aws.ddb.parking import ParkRecords
 from holdpoint.aws.ddb.table import Table
+from holdpoint.aws.errors import Refused
 from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.interrupts import park_seconds
 from holdpoint.core.state import Interrupt
@@ -67,7 +68,7 @@ class Parking(KeptParking):
             out = self.client.start_execution(stateMachineArn=self.arn, name=interrupt.dedup_key,
                                               input=json.dumps(payload))
             return str(out["executionArn"])
-        except clients.Refused as exc:
+        except Refused as exc:
             if exc.code in NO_CAPACITY:
                 raise ParkRefused(exc.code) from exc
             if exc.code != "ExecutionAlreadyExists":
@@ -80,7 +81,7 @@ class Parking(KeptParking):
         try:
             self.client.send_task_success(taskToken=token, output=json.dumps(output))
             return True
-        except clients.Refused as exc:
+        except Refused as exc:
             if exc.code in ("InvalidToken", "TaskTimedOut", "TaskDoesNotExist"):
                 return False
             raise

@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 from holdpoint.aws.ddb import schema
 from holdpoint.aws.ddb.schema import session_pk
-from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
+from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.deliveries import POSTED_KEEP_SECS
+from holdpoint.aws.errors import Cancelled, ConditionFailed
 from holdpoint.core.push import PushRecord
 from holdpoint.ports import Throttled
 

@@ -24,6 +24,7 @@ import os
 import re
 
 from holdpoint.aws import clients
+from holdpoint.aws.errors import SecretRefError
 
 ENV_ALLOWLIST = "HOLDPOINT_SECRET_ENV_ALLOWLIST"
 TENANT_PREFIX = "HOLDPOINT_TENANT_SECRET_PREFIX"
@@ -39,10 +40,6 @@ _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
 
 _CACHE: dict[str, str] = {}
 """Resolved values, one Secrets Manager read per reference per container (checked before every use)."""
-
-
-class SecretRefError(Exception):
-    """A reference the rules refuse, or one that names nothing; the message names the field."""
 
 
 def _patterns(value: str | None) -> list[str]:

@@ -15,16 +15,13 @@ import json
 import os
 from typing import Any
 
+from holdpoint.aws.errors import MissingKey
 from holdpoint.aws.secretrefs import secret_value
 from holdpoint.core import strictjson
 
 MAX_TOKEN_CHARS = 4_096
 MAC_CHARS = 43
 """An HMAC-SHA256 (32 bytes) in unpadded base64url."""
-
-
-class MissingKey(RuntimeError):
-    """The deployment has no signing secret configured (JWT_SECRET_ARN unset)."""
 
 
 def platform_secret() -> str | None:

@@ -22,8 +22,9 @@ from holdpoint.aws.ddb.expr import Between, Exists, Expr, Update, eq, s
 from holdpoint.aws.ddb.interrupts import InterruptWrites
 from holdpoint.aws.ddb.listings import Listings
 from holdpoint.aws.ddb.schema import quota_pk, session_pk
-from holdpoint.aws.ddb.table import ConditionFailed, Table
+from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.ddb.warm import WarmReads
+from holdpoint.aws.errors import ConditionFailed
 from holdpoint.core import quotas
 from holdpoint.core.state import Event, Interrupt, SessionState
 from holdpoint.ports import (

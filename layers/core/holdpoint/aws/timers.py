@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from holdpoint.aws import clients
+from holdpoint.aws.errors import Refused
 from holdpoint.aws.queue import group_id
 from holdpoint.core.messages import WorkMessage, body
 
@@ -86,7 +87,7 @@ class Timers:
                     "RetryPolicy": {"MaximumEventAgeInSeconds": MAX_EVENT_AGE, "MaximumRetryAttempts": 185},
                 },
             )  # fmt: skip
-        except clients.Refused as exc:
+        except Refused as exc:
             if exc.code != "ConflictException":  # scheduled already: one timer
                 raise
 
@@ -98,7 +99,7 @@ class Timers:
             for item in page.get("Schedules", []):
                 try:
                     got = self.client.get_schedule(Name=item["Name"], GroupName=self.group)
-                except clients.Refused as exc:
+                except Refused as exc:
                     if exc.code == "ResourceNotFoundException":  # fired meanwhile
                         continue
                     raise

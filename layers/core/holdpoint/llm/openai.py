@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from holdpoint.aws import secretrefs
+from holdpoint.aws.errors import SecretRefError
 from holdpoint.core import strictjson
 from holdpoint.core.errors import JsonProblem
 from holdpoint.core.outcomes import LlmOutcome
@@ -42,7 +43,7 @@ def _api_key(config: dict[str, Any], tenant: str | None) -> str | None:
         return None
     try:
         return secretrefs.resolve(ref, tenant, "llm.api_key")
-    except secretrefs.SecretRefError as exc:
+    except SecretRefError as exc:
         raise LlmError(str(exc), "config_error") from exc
     except Exception as exc:  # Secrets Manager unreachable or throttled: try again later
         raise LlmError(f"llm.api_key could not be read: {exc}", "secret_unavailable", retryable=True) from exc

@@ -39,7 +39,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
-from holdpoint.aws import clients, secretrefs, signing
+from holdpoint.aws import secretrefs, signing
+from holdpoint.aws.errors import Refused, SecretRefError, ThrottledCall, UnavailableCall
 from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
@@ -159,8 +160,8 @@ class Click:
 ReadInterrupt = Callable[[str, str, str], Interrupt | None]
 """`Interrupts.read_interrupt`: the interrupt as stored, with its whole payload."""
 
-FAILURES = (ValueError, secretrefs.SecretRefError, SlackApiError, SlackClientError, clients.Refused,
-            clients.ThrottledCall, clients.UnavailableCall, OSError)
+FAILURES = (ValueError, SecretRefError, SlackApiError, SlackClientError, Refused,
+            ThrottledCall, UnavailableCall, OSError)
 """What keeps a post or an update from Slack: raised as `DeliveryFailed`, to be retried."""
 GONE = ("message_not_found", "channel_not_found", "cant_update_message")
 """Slack's answers to an update of a message that is no longer there to update: nothing to retry."""
@@ -351,7 +352,7 @@ def signing_secret(config: SlackConfig, tenant: str) -> str:
         return secretrefs.resolve(config.signing_secret, tenant, "slack.signing_secret") or ""
     except (Throttled, Unavailable):
         raise  # AWS refused the read, about load: the edge answers 503, not an unsigned request
-    except (secretrefs.SecretRefError, clients.Refused):
+    except (SecretRefError, Refused):
         logger.warning("slack signing secret unavailable", exc_info=True)
         raise Refusal("unauthorized", "the Slack signing secret this button names is not available",
                       "x-slack-signature") from None

@@ -23,6 +23,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from holdpoint.aws import clients, secretrefs
+from holdpoint.aws import errors as aws_errors
 from holdpoint.core import strictjson
 from holdpoint.core.errors import JsonProblem
 from holdpoint.outbound import netguard
@@ -93,9 +94,9 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
 def _secret(ref: str | None, tenant: str | None, field: str = "worker.secret") -> str | None:
     try:
         return secretrefs.resolve(ref, tenant, field)
-    except secretrefs.SecretRefError as exc:
+    except aws_errors.SecretRefError as exc:
         raise WorkerUnavailable(str(exc)) from exc
-    except (clients.Refused, clients.ThrottledCall, clients.UnavailableCall, BotoCoreError) as exc:
+    except (aws_errors.Refused, aws_errors.ThrottledCall, aws_errors.UnavailableCall, BotoCoreError) as exc:
         raise WorkerUnavailable(f"{field} could not be read: {exc}") from exc
 
 

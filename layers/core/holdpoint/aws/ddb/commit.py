@@ -19,7 +19,8 @@ from holdpoint.aws.ddb.codec import (
     snapshot_of,
 )
 from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Update, absent_or, eq, n, s
-from holdpoint.aws.ddb.table import Cancelled, ConditionFailed, Table
+from holdpoint.aws.ddb.table import Table
+from holdpoint.aws.errors import Cancelled, ConditionFailed
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded

@@ -9,7 +9,8 @@ from typing import Any
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.codec import Codec
 from holdpoint.aws.ddb.expr import Compare, Cond, Expr, Never, OneOf, Update, absent_or, all_of, eq, n, s
-from holdpoint.aws.ddb.table import ConditionFailed, Table
+from holdpoint.aws.ddb.table import Table
+from holdpoint.aws.errors import ConditionFailed
 from holdpoint.core.interrupts import Checked, refused
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import InterruptRef, Resolve, ResolveOutcome

@@ -12,7 +12,8 @@ from typing import Any
 
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Update, absent_or, all_of, eq, n, s
-from holdpoint.aws.ddb.table import ConditionFailed, Table
+from holdpoint.aws.ddb.table import Table
+from holdpoint.aws.errors import ConditionFailed
 from holdpoint.ports import Clock, ParkRecord
 
 

@@ -1,6 +1,6 @@
 """The table's client, with DynamoDB's failures turned into exceptions the layers above know.
 
-The one place DynamoDB's refusals (`clients.Refused`) are read: a failed condition or a cancelled
+The one place DynamoDB's refusals (`Refused`) are read: a failed condition or a cancelled
 transaction becomes `ConditionFailed`/`Cancelled` (this package's own, handled inside it), an item
 or transaction over DynamoDB's size limits `ports.TooLarge`; throttling is `ports.Throttled` already
 (clients.py).
@@ -13,23 +13,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from holdpoint.aws import clients
+from holdpoint.aws.errors import Cancelled, ConditionFailed, Refused
 from holdpoint.ports import TooLarge
-
-
-class ConditionFailed(Exception):
-    """A conditional write's condition did not hold; `item` is the item as it was ({} if none)."""
-
-    def __init__(self, item: dict[str, Any]) -> None:
-        super().__init__("condition failed")
-        self.item = item
-
-
-class Cancelled(Exception):
-    """A transaction was cancelled; `reasons` are the per-item codes, in the order written."""
-
-    def __init__(self, reasons: list[str], message: str) -> None:
-        super().__init__(message)
-        self.reasons = reasons
 
 
 def too_large(err: dict[str, Any]) -> bool:
@@ -40,10 +25,10 @@ def too_large(err: dict[str, Any]) -> bool:
 
 @contextmanager
 def translated() -> Iterator[None]:
-    """Run a DynamoDB call, raising the failures above in place of `clients.Refused`."""
+    """Run a DynamoDB call, raising the failures above in place of `Refused`."""
     try:
         yield
-    except clients.Refused as exc:
+    except Refused as exc:
         if exc.code == "ConditionalCheckFailedException":
             raise ConditionFailed(exc.response.get("Item") or {}) from None
         if exc.code == "TransactionCanceledException":

@@ -1,0 +1,74 @@
+"""The AWS adapters' errors, in one place: what AWS answered, read once (`clients.py` turns
+botocore's errors into `Refused`, or into the ports' `Throttled`/`Unavailable` for load), what
+a DynamoDB write was refused for (`ddb/table.py`), and the adapters' own refusals (a secret
+reference, a missing signing key, a failed batch)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from holdpoint.ports import Throttled, Unavailable
+
+
+class Refused(Exception):
+    """AWS refused the request itself, not for load (a condition that did not hold, a name already
+    taken, a token already spent): `code` is AWS's error code, `response` its parsed answer. The
+    adapters read this, Holdpoint's own class, never botocore's."""
+
+    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
+        err = response.get("Error") or {}
+        self.code = str(err.get("Code") or "")
+        self.message = str(err.get("Message") or "")
+        self.response, self.operation_name = response, operation_name
+        super().__init__(f"{operation_name}: {self.code}: {self.message}")
+
+
+class ThrottledCall(Throttled):
+    """AWS answered a throttling code after botocore's attempts (`code`, `response` as `Refused`'s)."""
+
+    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
+        answered = Refused(response, operation_name)
+        self.code, self.response = answered.code, response
+        super().__init__(str(answered))
+
+
+class UnavailableCall(Unavailable):
+    """AWS answered a 5xx after botocore's attempts (`code`, `response` as `Refused`'s)."""
+
+    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
+        answered = Refused(response, operation_name)
+        self.code, self.response = answered.code, response
+        super().__init__(str(answered))
+
+
+class Unreachable(Unavailable):
+    """No answer from AWS (connection refused, timed out) after botocore's attempts."""
+
+
+class ConditionFailed(Exception):
+    """A conditional write's condition did not hold; `item` is the item as it was ({} if none)."""
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        super().__init__("condition failed")
+        self.item = item
+
+
+class Cancelled(Exception):
+    """A transaction was cancelled; `reasons` are the per-item codes, in the order written."""
+
+    def __init__(self, reasons: list[str], message: str) -> None:
+        super().__init__(message)
+        self.reasons = reasons
+
+
+class EntireBatchFailed(Exception):
+    """Every record failed: the invocation fails, as Powertools' `BatchProcessingError` does, so
+    the failure shows in the function's error metrics (SQS retries the batch either way)."""
+
+
+class SecretRefError(Exception):
+    """A reference the rules refuse, or one that names nothing; the message names the field."""
+
+
+class MissingKey(RuntimeError):
+    """The deployment has no signing secret configured (JWT_SECRET_ARN unset)."""
