@@ -16,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from holdpoint.aws import clients
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.llm.call import DEFAULT_TIMEOUT_SECS, LlmCall, hand_over
-from holdpoint.llm.converse import converse_request
+from holdpoint.llm.converse import ConverseParams, converse_request
 from holdpoint.llm.errors import from_bedrock
 from holdpoint.llm.reply import outcome, tool_call
 from holdpoint.ports import LlmError, OnDelta
@@ -47,7 +47,7 @@ def _reply(call: LlmCall, prices: tuple[float, float], response: dict[str, Any])
                    int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0))
 
 
-def _request(call: LlmCall) -> tuple[tuple[float, float], dict[str, Any], Any]:
+def _request(call: LlmCall) -> tuple[tuple[float, float], ConverseParams, Any]:
     prices = call.prices()
     temperature, max_tokens = call.sampling()
     params = converse_request(call.model(), call.tools(), temperature, max_tokens, call.messages)
