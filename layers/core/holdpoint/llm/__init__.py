@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.llm import bedrock, openai, scripted
 from holdpoint.llm.bedrock import bedrock_client
@@ -39,13 +40,13 @@ STREAMERS: dict[str, Streamer] = {"scripted": scripted.stream, "bedrock": bedroc
 """Their streaming entry points, by the same names."""
 
 
-def _call(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]], call_id: str,
+def _call(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[JsonObject], call_id: str,
           tenant: str | None) -> tuple[str, LlmCall]:
     config = (agent or {}).get("llm") or {"provider": "scripted"}
     return config.get("provider", "scripted"), LlmCall(config, agent or {}, request or {}, messages, call_id, tenant)
 
 
-def complete(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]],
+def complete(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[JsonObject],
              call_id: str, tenant: str | None = None) -> LlmOutcome:
     """Run one LLM call (the `ports.Llm` port); returns an `llm.finished`-shaped outcome (ok,
     message, usage, error). A provider failure raises `LlmError` (its `retryable` says whether
@@ -57,7 +58,7 @@ def complete(agent: dict[str, Any] | None, request: dict[str, Any], messages: li
     return provider(call)
 
 
-def stream(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]], call_id: str,
+def stream(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[JsonObject], call_id: str,
            tenant: str | None, on_delta: OnDelta) -> LlmOutcome:
     """`complete` (the `ports.LlmStream` port), the reply's text handed to `on_delta` as it arrives;
     `on_delta` answering False stops the call (`StreamStopped`)."""

@@ -14,6 +14,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from holdpoint.aws import clients
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.llm.call import DEFAULT_TIMEOUT_SECS, LlmCall, hand_over
 from holdpoint.llm.converse import ConverseParams, converse_request
@@ -70,7 +71,7 @@ class _Gathered:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.tool_inputs: dict[int, str] = {}
         self.stop: str | None = None
-        self.usage: dict[str, Any] = {}
+        self.usage: JsonObject = {}
 
     def take(self, event: dict[str, Any], on_delta: OnDelta) -> None:
         if "contentBlockStart" in event:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.ports import LlmError, OnDelta, StreamStopped
 
@@ -29,7 +30,8 @@ class Tool:
 
     name: str
     description: str | None
-    schema: dict[str, Any]
+    schema: JsonObject
+    """The tool's input JSON Schema."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class LlmCall:
     config: dict[str, Any]
     agent: dict[str, Any] = field(default_factory=dict)
     request: dict[str, Any] = field(default_factory=dict)
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[JsonObject] = field(default_factory=list)
     call_id: str = ""
     tenant: str | None = None
 
