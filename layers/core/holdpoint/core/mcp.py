@@ -326,14 +326,34 @@ def discover() -> JsonObject:
                             "quorums and notify channels); the answer comes back as the task's result."}
 
 
-def result(request_id: JsonValue, value: object) -> dict[str, object]:
+class RpcResult(TypedDict):
+    jsonrpc: Literal["2.0"]
+    id: JsonValue
+    result: object
+
+
+class RpcErrorBody(TypedDict):
+    code: int
+    message: str
+    data: NotRequired[JsonObject]
+    """The field at fault (`param`) and whatever else the error says."""
+
+
+class RpcErrorAnswer(TypedDict):
+    jsonrpc: Literal["2.0"]
+    id: JsonValue
+    error: RpcErrorBody
+
+
+def result(request_id: JsonValue, value: object) -> RpcResult:
     return {"jsonrpc": "2.0", "id": request_id, "result": value}
 
 
-def error(request_id: JsonValue, code: int, message: str, param: str | None = None, **data: JsonValue) -> JsonObject:
+def error(request_id: JsonValue, code: int, message: str, param: str | None = None,
+          **data: JsonValue) -> RpcErrorAnswer:
     """A JSON-RPC error; its `data` names the field at fault (`param`)."""
-    body: JsonObject = {"code": code, "message": message}
-    extra = {**({"param": param} if param else {}), **data}
+    body: RpcErrorBody = {"code": code, "message": message}
+    extra: JsonObject = {**({"param": param} if param else {}), **data}
     if extra:
         body["data"] = extra
     return {"jsonrpc": "2.0", "id": request_id, "error": body}
