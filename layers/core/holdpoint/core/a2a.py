@@ -9,12 +9,14 @@ carry only the task id, and `~` is in no Holdpoint id. Pure: the services feed i
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from holdpoint.core import notify, schemas
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.push import PushAuth, PushRecord
 from holdpoint.core.state import Interrupt, SessionState, Turn
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 PROTOCOL_VERSION = "1.0"
 SEPARATOR = "~"
-DECLINED: dict[str, Any] = {"status": "cancelled"}
+DECLINED: JsonObject = {"status": "cancelled"}
 """What `CancelTask` answers an open interrupt with: the AG-UI cancel, a denial (A2) that no
 response schema refuses (A1); a task whose interrupt was answered so reads `TASK_STATE_CANCELED`."""
 
@@ -66,7 +68,7 @@ def content_of(message: Message) -> str:
     return "\n".join(out)
 
 
-def answer_of(message: Message) -> tuple[str | None, Any]:
+def answer_of(message: Message) -> tuple[str | None, JsonValue]:
     """A resume: the message's first data part (its `metadata.interruptId` may name the interrupt)."""
     for part in message.parts:
         if part.data is not None:
@@ -85,7 +87,7 @@ def turn_id_of(message: Message) -> str | None:
 # --- out ---------------------------------------------------------------------------------
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -93,30 +95,30 @@ def _text(content: Any) -> str:
     return "" if content is None else json.dumps(content)
 
 
-def message_out(message: dict[str, Any], context_id: str, task: str | None = None) -> dict[str, Any] | None:
+def message_out(message: JsonObject, context_id: str, task: str | None = None) -> JsonObject | None:
     """A recorded user or assistant message with text, as an A2A message (None for others)."""
     role = {"user": "ROLE_USER", "assistant": "ROLE_AGENT"}.get(str(message.get("role")))
     body = _text(message.get("content"))
     if role is None or not body:
         return None
-    out: dict[str, Any] = {"messageId": message["id"], "role": role, "parts": [{"text": body}],
-                           "contextId": context_id}
+    out: JsonObject = {"messageId": message["id"], "role": role, "parts": [{"text": body}],
+                       "contextId": context_id}
     if task:
         out["taskId"] = task
     return out
 
 
-def interrupt_out(interrupt: Interrupt) -> dict[str, Any]:
+def interrupt_out(interrupt: Interrupt) -> JsonObject:
     """An interrupt as the data part of an input-required status: what answering it needs."""
-    out: dict[str, Any] = {"interruptId": interrupt.interrupt_id, "reason": interrupt.reason,
-                           "payload": interrupt.payload, "origin": interrupt.origin}
+    out: JsonObject = {"interruptId": interrupt.interrupt_id, "reason": interrupt.reason,
+                       "payload": interrupt.payload, "origin": interrupt.origin}
     schema = schemas.declared(interrupt.response_schema, interrupt.payload)
     if isinstance(schema, dict):
         out["responseSchema"] = schema
     if interrupt.expires_at is not None:
         out["expiresAt"] = interrupt.expires_at
     options = notify.declared_options(interrupt.payload)
-    out["options"] = options or [{"label": k.capitalize(), "value": v} for k, v in notify.OPTIONS.items()]
+    out["options"] = [*options] or [{"label": k.capitalize(), "value": v} for k, v in notify.OPTIONS.items()]
     if interrupt.action is not None:
         out["fingerprint"] = interrupt.action.get("fingerprint")
     return out
@@ -151,7 +153,7 @@ def state_of(state: SessionState, turn: Turn) -> TaskState:
     return "TASK_STATE_SUBMITTED" if turn.status == "queued" else "TASK_STATE_WORKING"
 
 
-def task_out(state: SessionState, turn: Turn, history_length: int | None = None) -> dict[str, Any]:
+def task_out(state: SessionState, turn: Turn, history_length: int | None = None) -> JsonObject:
     """The A2A task of a turn: its state and status message (the interrupts, when it waits for
     input; the last reply or the error otherwise), the session's messages as history, and the
     turn's `done` data as an artifact."""
@@ -159,21 +161,21 @@ def task_out(state: SessionState, turn: Turn, history_length: int | None = None)
     tid = task_id(sid, turn.id)
     kind = state_of(state, turn)
     history = [m for m in (message_out(n.message, sid, tid) for n in state.tree.active_path()) if m is not None]
-    status: dict[str, Any] = {"state": kind, "timestamp": _timestamp(turn.created_at)}
+    status: JsonObject = {"state": kind, "timestamp": _timestamp(turn.created_at)}
     note = _status_message(state, turn, kind, tid, history)
     if note is not None:
         status["message"] = note
-    out: dict[str, Any] = {"id": tid, "contextId": sid, "status": status}
+    out: JsonObject = {"id": tid, "contextId": sid, "status": status}
     limit = len(history) if history_length is None else history_length
     if limit:
-        out["history"] = history[-limit:]
+        out["history"] = [*history[-limit:]]
     if kind == "TASK_STATE_COMPLETED" and turn.data is not None:
         out["artifacts"] = [{"artifactId": f"{turn.id}.data", "name": "data", "parts": [{"data": turn.data}]}]
     return out
 
 
 def _status_message(state: SessionState, turn: Turn, kind: str, tid: str,
-                    history: list[dict[str, Any]]) -> dict[str, Any] | None:
+                    history: list[JsonObject]) -> JsonObject | None:
     sid = state.header.session_id
     if kind == "TASK_STATE_INPUT_REQUIRED":
         waiting = parked_on(state, turn.id)
@@ -197,7 +199,7 @@ def _timestamp(iso: str) -> str:
     return iso if iso.endswith("Z") else (iso + "Z" if iso else "1970-01-01T00:00:00Z")
 
 
-def card(base_url: str, tenant: str, agent_id: str, declared: A2aConfig) -> dict[str, Any]:
+def card(base_url: str, tenant: str, agent_id: str, declared: A2aConfig) -> JsonObject:
     """The Agent Card: one JSON-RPC interface at `POST /a2a/{tenant}/{agent_id}`, bearer auth
     (an API key or a client token), streaming, push notifications (signed webhook deliveries)."""
     name = declared.name or agent_id
@@ -215,7 +217,7 @@ def card(base_url: str, tenant: str, agent_id: str, declared: A2aConfig) -> dict
         "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
         "defaultInputModes": ["text/plain", "application/json"],
         "defaultOutputModes": ["text/plain", "application/json"],
-        "skills": skills,
+        "skills": [*skills],
     }
 
 
@@ -235,13 +237,19 @@ def stored_config(spec: PushSpec, turn_id: str) -> PushRecord:
                       PushAuth(auth.scheme, auth.credentials) if auth is not None else None)
 
 
-def config_out(session_id: str, stored: PushRecord) -> dict[str, Any]:
+def config_out(session_id: str, stored: PushRecord) -> JsonObject:
     """A kept config as A2A's `TaskPushNotificationConfig`, without its secrets: the token and the
     credentials are write-only (they are sent to the receiver, never shown again)."""
-    out: dict[str, Any] = {"id": stored.id, "taskId": task_id(session_id, stored.turn_id or ""), "url": stored.url}
+    out: JsonObject = {"id": stored.id, "taskId": task_id(session_id, stored.turn_id or ""), "url": stored.url}
     if stored.auth is not None:
         out["authentication"] = {"scheme": stored.auth.scheme}
     return out
+
+
+class ConfigList(TypedDict):
+    """`ListTaskPushNotificationConfigs`'s answer: every config of the task, in one page."""
+
+    configs: list[JsonObject]
 
 
 def push_headers(stored: PushRecord) -> dict[str, str]:
@@ -254,10 +262,12 @@ def push_headers(stored: PushRecord) -> dict[str, str]:
     return out
 
 
-def pushed_turn(state: SessionState, event: dict[str, Any]) -> str | None:
+def pushed_turn(state: SessionState, event: Mapping[str, object]) -> str | None:
     """The turn whose task an event-log entry changes into a pushed state: a `session.interrupted`
     (the turn parks) or a `turn.finished`/`turn.failed` (it ends); None for any other entry."""
     data = event.get("data") or {}
+    if not isinstance(data, dict):  # the log's entries carry an object
+        raise TypeError("an event's data is an object")
     if event.get("type") == "session.interrupted":
         interrupt = state.interrupts.get(str(data.get("interrupt_id")))
         return interrupt.turn_id if interrupt is not None else None
@@ -267,7 +277,7 @@ def pushed_turn(state: SessionState, event: dict[str, Any]) -> str | None:
     return None
 
 
-def push_body(state: SessionState, turn: Turn) -> dict[str, Any]:
+def push_body(state: SessionState, turn: Turn) -> JsonObject:
     """A push's body: A2A's `StreamResponse` with the task (no history: the receiver reads it with
     `GetTask`), as the A2A SDK's sender posts it."""
     return {"task": task_out(state, turn, 0)}
@@ -284,12 +294,34 @@ _CODES: dict[Code, int] = {
 """Refusals as JSON-RPC codes; every other one (a field, a schema, a policy) is `InvalidParams`."""
 
 
-def result(request_id: Any, value: Any) -> dict[str, Any]:
+class ResultAnswer(TypedDict):
+    jsonrpc: Literal["2.0"]
+    id: JsonValue
+    result: object
+
+
+ErrorInfo = TypedDict("ErrorInfo", {"@type": str, "reason": str, "domain": str, "metadata": dict[str, str]})
+"""google.rpc.ErrorInfo, as A2A carries it in a JSON-RPC error's `data`."""
+
+
+class ErrorBody(TypedDict):
+    code: int
+    message: str
+    data: list[ErrorInfo]
+
+
+class ErrorAnswer(TypedDict):
+    jsonrpc: Literal["2.0"]
+    id: JsonValue
+    error: ErrorBody
+
+
+def result(request_id: JsonValue, value: object) -> ResultAnswer:
     return {"jsonrpc": "2.0", "id": request_id, "result": value}
 
 
-def error(request_id: Any, code: int, message: str, reason: str, param: str | None = None,
-          **extra: Any) -> dict[str, Any]:
+def error(request_id: JsonValue, code: int, message: str, reason: str, param: str | None = None,
+          **extra: object) -> ErrorAnswer:
     """A JSON-RPC error; its `data` is an A2A ErrorInfo whose metadata names the field (`param`)."""
     meta = {"code": reason.lower(), **({"param": param} if param else {}), **{k: str(v) for k, v in extra.items()}}
     return {"jsonrpc": "2.0", "id": request_id, "error": {
@@ -297,7 +329,7 @@ def error(request_id: Any, code: int, message: str, reason: str, param: str | No
                                                     "domain": "holdpoint", "metadata": meta}]}}
 
 
-def refused(request_id: Any, refusal: Refusal, code: int | None = None) -> dict[str, Any]:
+def refused(request_id: JsonValue, refusal: Refusal, code: int | None = None) -> ErrorAnswer:
     """A refusal as a JSON-RPC error, naming its field in the message and in `data`."""
     text = f"{refusal.message} ({refusal.param})" if refusal.param else refusal.message
     extra = {k: v for k, v in refusal.extra.items() if isinstance(v, str | int)}

@@ -7,25 +7,38 @@ from __future__ import annotations
 
 import json
 from collections.abc import Container, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from holdpoint.core import schemas
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.state import Interrupt, SessionState, Turn, derive
 
 if TYPE_CHECKING:
     from holdpoint.core.protocols.agui import Message, ResumeEntry
 
 
+def _obj(value: JsonValue) -> JsonObject:
+    """A member of a record Holdpoint wrote (a message's tool call, an event's `data`) as the object
+    it was recorded as; an absent one is empty."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
 # --- in --------------------------------------------------------------------------------
 
 
-def message_in(message: Message) -> dict[str, Any] | None:
+def message_in(message: Message) -> JsonObject | None:
     """An AG-UI message as a Holdpoint message (None for the client's own `activity`/`reasoning`)."""
     if message.role in ("activity", "reasoning"):
         return None
-    out: dict[str, Any] = {"id": message.id, "role": "system" if message.role == "developer" else message.role}
+    out: JsonObject = {"id": message.id, "role": "system" if message.role == "developer" else message.role}
     if message.content is not None:
-        out["content"] = message.content if not isinstance(message.content, dict) else json.dumps(message.content)
+        content = message.content
+        out["content"] = content if isinstance(content, str) else [*content] if isinstance(content, list) else (
+            json.dumps(content))
     if message.toolCalls:
         out["tool_calls"] = [{"id": c.id, "type": "function",
                               "function": {"name": c.function.name, "arguments": c.function.arguments}}
@@ -37,13 +50,13 @@ def message_in(message: Message) -> dict[str, Any] | None:
     return out
 
 
-def messages_in(messages: list[Message]) -> list[dict[str, Any]]:
+def messages_in(messages: list[Message]) -> list[JsonObject]:
     return [m for m in (message_in(x) for x in messages) if m is not None]
 
 
-def resume_payload(entry: ResumeEntry) -> dict[str, Any]:
+def resume_payload(entry: ResumeEntry) -> JsonObject:
     """The resume payload in the AG-UI shape the resume path understands: `{status, payload}`."""
-    out: dict[str, Any] = {"status": entry.status}
+    out: JsonObject = {"status": entry.status}
     if entry.payload is not None:
         out["payload"] = entry.payload
     return out
@@ -52,7 +65,7 @@ def resume_payload(entry: ResumeEntry) -> dict[str, Any]:
 # --- out -------------------------------------------------------------------------------
 
 
-def text(content: Any) -> str:
+def text(content: object) -> str:
     """Message content as AG-UI's string: text parts joined, any other JSON as its text."""
     if content is None:
         return ""
@@ -63,10 +76,10 @@ def text(content: Any) -> str:
     return json.dumps(content)
 
 
-def message_out(message: dict[str, Any]) -> dict[str, Any]:
+def message_out(message: JsonObject) -> JsonObject:
     """A recorded message as an AG-UI message (MESSAGES_SNAPSHOT)."""
     role = message.get("role")
-    out: dict[str, Any] = {"id": message["id"], "role": role}
+    out: JsonObject = {"id": message["id"], "role": role}
     if role == "tool":
         out["content"] = text(message.get("content"))
         out["toolCallId"] = message.get("tool_call_id") or ""
@@ -77,29 +90,30 @@ def message_out(message: dict[str, Any]) -> dict[str, Any]:
         out["content"] = text(message.get("content"))
     if role == "assistant" and message.get("tool_calls"):
         out["toolCalls"] = [{"id": c["id"], "type": "function", "function": {
-            "name": c["function"]["name"], "arguments": c["function"].get("arguments") or "{}"}}
-            for c in message["tool_calls"]]
+            "name": _obj(c["function"])["name"], "arguments": _obj(c["function"]).get("arguments") or "{}"}}
+            for c in map(_obj, _list(message["tool_calls"]))]
     if message.get("name"):
         out["name"] = message["name"]
     return out
 
 
-def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+def message_events(message: JsonObject) -> list[JsonObject]:
     """The events that stream a recorded message: an assistant's text and tool calls, a tool's
     result. User and system messages come from the client, so they are not echoed."""
     role, mid = message.get("role"), message["id"]
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     if role == "assistant":
         body = text(message.get("content"))
         if body:
             out += [{"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"},
                     {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": body},
                     {"type": "TEXT_MESSAGE_END", "messageId": mid}]
-        for call in message.get("tool_calls") or []:
-            out += [{"type": "TOOL_CALL_START", "toolCallId": call["id"], "toolCallName": call["function"]["name"],
+        for call in map(_obj, _list(message.get("tool_calls"))):
+            function = _obj(call["function"])
+            out += [{"type": "TOOL_CALL_START", "toolCallId": call["id"], "toolCallName": function["name"],
                      "parentMessageId": mid},
                     {"type": "TOOL_CALL_ARGS", "toolCallId": call["id"],
-                     "delta": call["function"].get("arguments") or "{}"},
+                     "delta": function.get("arguments") or "{}"},
                     {"type": "TOOL_CALL_END", "toolCallId": call["id"]}]
     elif role == "tool" and message.get("tool_call_id"):
         out.append({"type": "TOOL_CALL_RESULT", "messageId": mid, "toolCallId": message["tool_call_id"],
@@ -107,11 +121,11 @@ def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def events_out(state: SessionState, known: set[str]) -> list[dict[str, Any]]:
+def events_out(state: SessionState, known: set[str]) -> list[JsonObject]:
     """AG-UI events for the messages on the active path not in `known` (ids), in path order; adds
     them to `known`. Read off the tree rather than the event log: a tool result is recorded
     without a `message.added` event."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for node in state.tree.active_path():
         if node.id not in known:
             known.add(node.id)
@@ -119,10 +133,10 @@ def events_out(state: SessionState, known: set[str]) -> list[dict[str, Any]]:
     return out
 
 
-def interrupt_out(interrupt: Interrupt) -> dict[str, Any]:
+def interrupt_out(interrupt: Interrupt) -> JsonObject:
     """A Holdpoint interrupt as an AG-UI interrupt: id, reason, `responseSchema` if it has one,
     `expiresAt` if it expires, `toolCallId` if bound to a call, the rest in `metadata`."""
-    out: dict[str, Any] = {"id": interrupt.interrupt_id, "reason": interrupt.reason}
+    out: JsonObject = {"id": interrupt.interrupt_id, "reason": interrupt.reason}
     payload = interrupt.payload
     if isinstance(payload, dict) and isinstance(payload.get("message"), str):
         out["message"] = payload["message"]
@@ -138,36 +152,36 @@ def interrupt_out(interrupt: Interrupt) -> dict[str, Any]:
     return out
 
 
-def snapshot(state: SessionState) -> dict[str, Any]:
+def snapshot(state: SessionState) -> JsonObject:
     return {"type": "MESSAGES_SNAPSHOT", "messages": [message_out(n.message) for n in state.tree.active_path()]}
 
 
-def started(thread_id: str, run_id: str) -> dict[str, Any]:
+def started(thread_id: str, run_id: str) -> JsonObject:
     return {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}
 
 
-def parked(thread_id: str, run_id: str, interrupts: list[Interrupt]) -> dict[str, Any]:
+def parked(thread_id: str, run_id: str, interrupts: list[Interrupt]) -> JsonObject:
     return {"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id,
             "outcome": {"type": "interrupt", "interrupts": [interrupt_out(i) for i in interrupts]}}
 
 
-def ended(thread_id: str, run_id: str, turn: Turn | None) -> dict[str, Any]:
+def ended(thread_id: str, run_id: str, turn: Turn | None) -> JsonObject:
     """RUN_FINISHED (success, with the turn's `done` data as `result`) or RUN_ERROR (a failed turn)."""
     if turn is not None and turn.status == "failed":
         error = turn.error
         message = error.get("message") if isinstance(error, dict) else None
-        out: dict[str, Any] = {"type": "RUN_ERROR", "message": str(message or text(error) or "the turn failed")}
+        out: JsonObject = {"type": "RUN_ERROR", "message": str(message or text(error) or "the turn failed")}
         if isinstance(error, dict) and isinstance(error.get("code"), str):
             out["code"] = error["code"]
         return out
-    done: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id,
+    done: JsonObject = {"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id,
                             "outcome": {"type": "success"}}
     if turn is not None and turn.data is not None:
         done["result"] = turn.data
     return done
 
 
-def to_continue(thread_id: str, run_id: str, after_seq: int) -> dict[str, Any]:
+def to_continue(thread_id: str, run_id: str, after_seq: int) -> JsonObject:
     """The last event of a run cut short by the long-poll cap: the turn goes on; `connect` to follow it."""
     return {"type": "CUSTOM", "name": "holdpoint.continue",
             "value": {"threadId": thread_id, "runId": run_id, "afterSeq": after_seq, "connect": True}}
@@ -186,8 +200,8 @@ def streamed_message_id(session_id: str, call_id: str) -> str:
     return derive("msg", session_id, "llm", call_id)
 
 
-def live_frames(frame: dict[str, Any], state: SessionState | None,
-                streamed: Container[str] = ()) -> list[dict[str, Any]]:
+def live_frames(frame: JsonObject, state: SessionState | None,
+                streamed: Container[str] = ()) -> list[JsonObject]:
     """A live frame as the `ag-ui` frames a subscriber in that format gets. `streamed` holds the
     calls whose first delta this subscriber was sent: their later deltas follow, and their committed
     message ends the streamed text (TEXT_MESSAGE_END, before the commit's RUN_FINISHED) and adds
@@ -204,24 +218,25 @@ def live_frames(frame: dict[str, Any], state: SessionState | None,
         mid = streamed_message_id(session_id, str(frame["call_id"]))
         return pack(session_id, [(None, {"type": "TEXT_MESSAGE_END", "messageId": mid})])
     if kind == "events" and state is not None:
-        events = frame.get("events") or []
-        seqs = [int(e["seq"]) for e in events if isinstance(e.get("seq"), int)] or [0]
+        events = [_obj(e) for e in _list(frame.get("events"))]
+        seqs = [int(seq) for e in events if isinstance(seq := e.get("seq"), int)] or [0]
         return pack(session_id, list(_from_events(events, state, streamed)), after=min(seqs) - 1, last=max(seqs))
     return [frame]  # `subscribed` and `error` frames are the same in both formats
 
 
-def _live(session_id: str, events: list[dict[str, Any]], positions: list[list[int]], after: int | None,
-          through: int | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "ag-ui", "session_id": session_id, "events": events}
+def _live(session_id: str, events: list[JsonObject], positions: list[list[int]], after: int | None,
+          through: int | None) -> JsonObject:
+    out: JsonObject = {"type": "ag-ui", "session_id": session_id, "events": [*events]}
     if after is not None:
-        out.update(after_seq=after, through_seq=after if through is None else through, positions=positions)
+        out.update(after_seq=after, through_seq=after if through is None else through,
+                   positions=[[*p] for p in positions])
     return out
 
 
-def _delta_frames(frame: dict[str, Any], session_id: str, streamed: Container[str]) -> list[dict[str, Any]]:
+def _delta_frames(frame: JsonObject, session_id: str, streamed: Container[str]) -> list[JsonObject]:
     call_id, index = str(frame.get("call_id")), frame.get("index")
     mid = streamed_message_id(session_id, call_id)
-    events: list[dict[str, Any]] = []
+    events: list[JsonObject] = []
     if index == 0:
         events.append({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"})
     elif call_id not in streamed:
@@ -231,16 +246,18 @@ def _delta_frames(frame: dict[str, Any], session_id: str, streamed: Container[st
     return pack(session_id, [(None, e) for e in events]) if events else []
 
 
-def _split(event: dict[str, Any]) -> list[dict[str, Any]]:
+def _split(event: JsonObject) -> list[JsonObject]:
     """A delta event as pieces of at most `DELTA_CHARS` characters (a frame holds any one)."""
     delta = event["delta"]
+    if not isinstance(delta, str):  # every delta Holdpoint builds is text
+        raise TypeError("a delta is text")
     return [{**event, "delta": delta[i:i + DELTA_CHARS]} for i in range(0, len(delta), DELTA_CHARS)] or [event]
 
 
-def _message_of(event: dict[str, Any], session_id: str) -> str | None:
+def _message_of(event: JsonObject, session_id: str) -> str | None:
     """The message an event records: `message.added`'s, or a tool call's result (recorded
     without a `message.added`, core/calls.py `settle_tool`)."""
-    data = event.get("data") or {}
+    data = _obj(event.get("data"))
     if event.get("type") == "message.added":
         return str(data.get("message_id"))
     if event.get("type") == "call.settled" and data.get("kind") in ("tool_call", "sub_agent"):
@@ -248,29 +265,33 @@ def _message_of(event: dict[str, Any], session_id: str) -> str | None:
     return None
 
 
-def _from_events(events: list[dict[str, Any]], state: SessionState,
-                 streamed: Container[str]) -> Iterator[tuple[int | None, dict[str, Any]]]:
+def _from_events(events: list[JsonObject], state: SessionState,
+                 streamed: Container[str]) -> Iterator[tuple[int | None, JsonObject]]:
     """Each log event's AG-UI events with its seq: a turn's start or resume is RUN_STARTED, its
     messages' events as over HTTP (`message_events`), its end RUN_FINISHED or RUN_ERROR, a park
     RUN_FINISHED with the interrupt outcome (several in one frame: one RUN_FINISHED, last)."""
     sid = state.header.session_id
     parks: list[Interrupt] = []
-    park_seq, park_turn = None, ""
+    park_seq: int | None = None
+    park_turn = ""
     for event in events:
-        seq, kind, data = event.get("seq"), event.get("type"), event.get("data") or {}
+        seq, kind, data = event.get("seq"), event.get("type"), _obj(event.get("data"))
+        if not (seq is None or isinstance(seq, int)):  # a log event's seq is its position
+            raise TypeError("an event's seq is an integer")
         turn_id = str(data.get("turn_id") or (state.header.last_turn if event.get("omitted") else "") or "")
         if kind in ("turn.started", "turn.resumed"):
             yield seq, started(sid, turn_id)
         elif kind in ("turn.finished", "turn.failed"):
             yield seq, ended(sid, turn_id, state.turns.get(turn_id))
-        elif kind == "session.interrupted" and data.get("interrupt_id") in state.interrupts:
-            interrupt = state.interrupts[str(data["interrupt_id"])]
+        elif (kind == "session.interrupted" and isinstance(iid := data.get("interrupt_id"), str)
+              and iid in state.interrupts):
+            interrupt = state.interrupts[iid]
             parks.append(interrupt)
             park_seq, park_turn = seq, interrupt.turn_id or state.header.active_turn or park_turn
         mid = _message_of(event, sid)
         node = state.tree.nodes.get(mid) if mid else None
         if node is not None:
-            message = node.message
+            message: JsonObject = node.message
             if data.get("call_id") is not None and data.get("call_id") in streamed:
                 message = {k: v for k, v in message.items() if k != "content"}  # its text came as deltas
                 yield seq, {"type": "TEXT_MESSAGE_END", "messageId": mid}  # before the run can finish
@@ -281,11 +302,11 @@ def _from_events(events: list[dict[str, Any]], state: SessionState,
         yield park_seq, parked(sid, park_turn, parks)
 
 
-def _size(event: dict[str, Any]) -> int:
+def _size(event: JsonObject) -> int:
     return len(json.dumps(event, separators=(",", ":")).encode())
 
 
-def fit(event: dict[str, Any], budget: int = LIVE_BUDGET) -> dict[str, Any]:
+def fit(event: JsonObject, budget: int = LIVE_BUDGET) -> JsonObject:
     """An event that fits one frame: deltas are split before (`_split`); a tool result too large
     is cut (its whole content is in the session's view), a run's end loses its `result` and its
     interrupts' `metadata` (the interrupts are in the session's view)."""
@@ -296,15 +317,15 @@ def fit(event: dict[str, Any], budget: int = LIVE_BUDGET) -> dict[str, Any]:
     if event.get("type") == "RUN_FINISHED":
         out = {k: v for k, v in event.items() if k != "result"}
         outcome = out.get("outcome")
-        if isinstance(outcome, dict) and isinstance(outcome.get("interrupts"), list):
-            out["outcome"] = {**outcome, "interrupts": [{k: v for k, v in i.items() if k != "metadata"}
-                                                        for i in outcome["interrupts"]]}
+        if isinstance(outcome, dict) and isinstance(interrupts := outcome.get("interrupts"), list):
+            out["outcome"] = {**outcome, "interrupts": [{k: v for k, v in _obj(i).items() if k != "metadata"}
+                                                        for i in interrupts]}
         return out
     return event
 
 
-def pack(session_id: str, events: list[tuple[int | None, dict[str, Any]]], *, after: int | None = None,
-         last: int | None = None, budget: int = LIVE_BUDGET) -> list[dict[str, Any]]:
+def pack(session_id: str, events: list[tuple[int | None, JsonObject]], *, after: int | None = None,
+         last: int | None = None, budget: int = LIVE_BUDGET) -> list[JsonObject]:
     """AG-UI events (each with the seq of the log event it comes from; None for a delta) in
     `ag-ui` frames of at most `budget` bytes. A frame of log events (`after` is the seq before its
     first) says where it stands, as `events` frames do with their seqs: `after_seq` (a client that
@@ -312,8 +333,8 @@ def pack(session_id: str, events: list[tuple[int | None, dict[str, Any]]], *, af
     is complete; the last frame's is `last`) and each event's `[seq, k]` position (its k-th from
     that seq), by which a client drops what the catch-up and a live post both sent."""
     logged = after is not None
-    out: list[dict[str, Any]] = []
-    batch: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
+    batch: list[JsonObject] = []
     positions: list[list[int]] = []
     used, prev, k = 0, None, 0
     for seq, whole in events:

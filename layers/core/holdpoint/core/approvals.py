@@ -9,9 +9,11 @@ it is raised. Everything here is pure: the resume service and the inbox ask `ref
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
 from holdpoint.core.errors import PolicyError
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.state import Interrupt
 
 Verdict = Literal["open", "approved", "denied"]
@@ -63,27 +65,28 @@ def quorum_problem(quorum: int | None, subjects: list[str] | None, groups: list[
     return None
 
 
-def declared(model: Any) -> dict[str, Any] | None:
+def declared(model: Any) -> JsonObject | None:
     """A declared (already validated) policy model as stored: only the fields given."""
     if model is None:
         return None
-    out: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
+    out: JsonObject = model.model_dump(mode="json", exclude_none=True)
     return out
 
 
-def in_force(agent: dict[str, Any] | None, tool: str | None) -> dict[str, Any] | None:
+def in_force(agent: Mapping[str, object] | None, tool: str | None) -> JsonObject | None:
     """The tool's own policy for an interrupt bound to its call, else the agent's default. Declared
     agents were checked by `PUT /v1/agents`; a config a worker put in force was not, so a policy in
     it that is not well formed raises `PolicyError` (the raise is refused, not the later resume)."""
     agent = agent or {}
     found = agent.get("approval")
-    for spec in agent.get("tools") or []:
+    tools = agent.get("tools")
+    for spec in tools if isinstance(tools, list) else []:  # nothing else holds a tool's object
         if tool is not None and isinstance(spec, dict) and spec.get("name") == tool and spec.get("approval"):
             found = spec["approval"]
     if found is None:
         return None
     problem = _malformed(found)
-    if problem:
+    if problem or not isinstance(found, dict):  # _malformed refuses anything but an object
         raise PolicyError("", f"the policy in force (the agent's or the tool's `approval`) {problem}")
     return dict(found)
 
@@ -158,7 +161,7 @@ def _narrowed_how(base: dict[str, Any], override: dict[str, Any]) -> dict[str, A
     return out
 
 
-def _names_identities(policy: dict[str, Any]) -> bool:
+def _names_identities(policy: Mapping[str, object]) -> bool:
     return any(policy.get(k) is not None for k in IDENTITY_KEYS)
 
 
@@ -236,11 +239,14 @@ def is_denial(payload: Any) -> bool:
     return isinstance(inner, dict) and inner.get("approved") is False
 
 
-def quorum_of(policy: dict[str, Any] | None) -> int:
-    return int((policy or {}).get("quorum") or 1)
+def quorum_of(policy: Mapping[str, object] | None) -> int:
+    quorum = (policy or {}).get("quorum") or 1
+    if not isinstance(quorum, int):  # a stored policy's quorum is a whole number (`_malformed`, ApprovalPolicy)
+        raise TypeError("a policy's quorum is a whole number")
+    return int(quorum)
 
 
-def verdict(policy: dict[str, Any] | None, approvals: list[dict[str, Any]]) -> Verdict:
+def verdict(policy: Mapping[str, object] | None, approvals: Sequence[Mapping[str, object]]) -> Verdict:
     """What the recorded answers decide: the first denial (unless `deny_resolves` is false), or
     `quorum` distinct approvals, or nothing yet."""
     if (policy or {}).get("deny_resolves", True) and any(a["status"] == "denied" for a in approvals):
@@ -250,14 +256,14 @@ def verdict(policy: dict[str, Any] | None, approvals: list[dict[str, Any]]) -> V
     return "open"
 
 
-def answer(subject: str, origin: str, payload: Any, comment: str | None, at: str) -> dict[str, Any]:
+def answer(subject: str, origin: str, payload: JsonValue, comment: str | None, at: str) -> JsonObject:
     """One approver's answer as the interrupt records it."""
     return {"subject": subject, "origin": origin, "status": "denied" if is_denial(payload) else "approved",
             "payload": payload, "comment": comment, "at": at}
 
 
-def resolution(policy: dict[str, Any] | None, decided: Verdict, deciding: dict[str, Any],
-               approvals: list[dict[str, Any]]) -> Any:
+def resolution(policy: Mapping[str, object] | None, decided: Verdict, deciding: JsonObject,
+               approvals: Sequence[JsonObject]) -> JsonValue:
     """What the worker receives in `interrupt.resumed`: with a quorum, the AG-UI shape with every
     answer (and `approved`, so a worker that reads `payload.approved` reads the verdict);
     otherwise the deciding answer's payload as sent."""

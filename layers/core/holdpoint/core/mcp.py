@@ -10,11 +10,13 @@ An approval is an interrupt in the caller's approvals session; its id (and its t
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal, NotRequired, TypedDict
 
 from holdpoint.core import notify, schemas
 from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.protocols.mcp import TOOLS, Elicited, RequestApproval
 from holdpoint.core.state import Interrupt
 
@@ -23,7 +25,7 @@ TASKS = "io.modelcontextprotocol/tasks"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 SEPARATOR = "~"
-DECLINED: dict[str, Any] = {"status": "cancelled"}
+DECLINED: JsonObject = {"status": "cancelled"}
 """A declined elicitation or a cancelled task: the AG-UI cancel, a denial no response schema refuses (A1)."""
 POLL_MS = 2_000
 
@@ -32,6 +34,82 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600,
 HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
 HTTP_STATUS: dict[int, int] = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                                MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
+
+# --- what the tools answer ------------------------------------------------------------------
+
+
+class Approval(TypedDict):
+    """An approval as the tools answer it (`approval_out`; a listed one of `answerable` carries the
+    first four only)."""
+
+    id: str
+    status: str
+    question: str | None
+    created_at: str
+    options: NotRequired[list[JsonObject]]
+    response_schema: NotRequired[JsonObject]
+    expires_at: NotRequired[str]
+    policy: NotRequired[JsonObject]
+    approvals: NotRequired[list[JsonObject]]
+    answer: NotRequired[JsonValue]
+    responder: NotRequired[JsonObject | None]
+    resolved_at: NotRequired[str | None]
+    noop: NotRequired[bool]
+    """`answer_approval`'s: the answer changed nothing (A4)."""
+
+
+class Approvals(TypedDict):
+    approvals: list[Approval]
+
+
+class TextContent(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ToolResult(TypedDict):
+    """A `tools/call` result: the value as text and as `structuredContent`."""
+
+    resultType: Literal["complete"]
+    content: list[TextContent]
+    structuredContent: Mapping[str, object]
+    isError: bool
+
+
+class Task(TypedDict):
+    """An approval as a task of the tasks extension."""
+
+    resultType: Literal["task", "complete"]
+    taskId: str
+    status: Literal["working", "cancelled", "completed"]
+    createdAt: str
+    lastUpdatedAt: str
+    ttlMs: None
+    pollIntervalMs: int
+    statusMessage: NotRequired[str]
+    result: NotRequired[ToolResult]
+
+
+class InputRequired(TypedDict):
+    """`request_approval` answered by the caller's own user: the elicitation it asks for, and the
+    sealed state its retry carries."""
+
+    resultType: Literal["input_required"]
+    requestState: str
+    inputRequests: dict[str, JsonObject]
+
+
+class Complete(TypedDict):
+    resultType: Literal["complete"]
+
+
+class Tool(TypedDict):
+    """A `tools/list` entry."""
+
+    name: str
+    description: str
+    inputSchema: JsonObject
+
 
 # --- ids ---------------------------------------------------------------------------------
 
@@ -51,7 +129,7 @@ def split_id(value: str, param: str) -> tuple[str, str]:
 # --- envelope ----------------------------------------------------------------------------
 
 
-def envelope(params: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+def envelope(params: Mapping[str, object] | None) -> tuple[str, JsonObject]:
     """The request's protocol version and client capabilities (`params._meta`), or -32602 naming the key."""
     meta = (params or {}).get("_meta")
     if not isinstance(meta, dict) or VERSION_KEY not in meta or CAPABILITIES_KEY not in meta:
@@ -64,12 +142,12 @@ def envelope(params: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
     return version, capabilities
 
 
-def has_tasks(capabilities: dict[str, Any]) -> bool:
+def has_tasks(capabilities: Mapping[str, object]) -> bool:
     extensions = capabilities.get("extensions")
     return isinstance(extensions, dict) and isinstance(extensions.get(TASKS), dict)
 
 
-def has_form_elicitation(capabilities: dict[str, Any]) -> bool:
+def has_form_elicitation(capabilities: Mapping[str, object]) -> bool:
     """A client that declares `elicitation` ({} means form) or `elicitation.form`."""
     found = capabilities.get("elicitation")
     return isinstance(found, dict) and (not found or isinstance(found.get("form"), dict))
@@ -78,10 +156,10 @@ def has_form_elicitation(capabilities: dict[str, Any]) -> bool:
 # --- approvals in --------------------------------------------------------------------------
 
 
-def interrupt_payload(args: RequestApproval) -> dict[str, Any]:
+def interrupt_payload(args: RequestApproval) -> JsonObject:
     """The interrupt's payload: the question as its message, the options as `metadata.options`
     (so Slack's buttons, the links and the inbox page offer them)."""
-    out: dict[str, Any] = {"message": args.question}
+    out: JsonObject = {"message": args.question}
     if args.options:
         out["metadata"] = {"options": [o if isinstance(o, str) else o.model_dump(mode="json") for o in args.options]}
     return out
@@ -98,7 +176,8 @@ _FORMATS = {"email", "uri", "date", "date-time"}
 _TOP = {"type", "properties", "required", "title", "description", "$schema", "additionalProperties"}
 
 
-def elicitation_schema(response_schema: dict[str, Any] | None, options: list[dict[str, Any]]) -> dict[str, Any]:
+def elicitation_schema(response_schema: Mapping[str, object] | None,
+                       options: list[JsonObject]) -> JsonObject:
     """The form an elicitation asks for: the response schema mapped onto MCP's restricted one (a
     flat object of strings, numbers, booleans and enums), or, with none, a choice among the
     options, or an `approved` boolean. A schema that does not fit is refused naming the field."""
@@ -110,7 +189,8 @@ def elicitation_schema(response_schema: dict[str, Any] | None, options: list[dic
         return {"type": "object", "required": ["approved"],
                 "properties": {"approved": {"type": "boolean", "title": "Approve"}}}
     where = "response_schema"
-    if response_schema.get("type") != "object" or not isinstance(response_schema.get("properties"), dict):
+    properties = response_schema.get("properties")
+    if response_schema.get("type") != "object" or not isinstance(properties, dict):
         raise Refusal("validation_error", "an elicitation asks for an object with properties", f"{where}.type")
     for key in response_schema:
         if key not in _TOP:
@@ -118,15 +198,15 @@ def elicitation_schema(response_schema: dict[str, Any] | None, options: list[dic
     if response_schema.get("additionalProperties") not in (None, False):
         raise Refusal("validation_error", "an elicitation form has only its properties",
                       f"{where}.additionalProperties")
-    out: dict[str, Any] = {"type": "object", "properties": {
-        name: _primitive(prop, f"{where}.properties.{name}") for name, prop in response_schema["properties"].items()}}
+    out: JsonObject = {"type": "object", "properties": {
+        name: _primitive(prop, f"{where}.properties.{name}") for name, prop in properties.items()}}
     required = response_schema.get("required")
-    if required:
+    if required and isinstance(required, list):  # checked against the meta-schema when declared: an array
         out["required"] = list(required)
     return out
 
 
-def _primitive(prop: Any, where: str) -> dict[str, Any]:
+def _primitive(prop: object, where: str) -> JsonObject:
     """One property as an elicitation primitive, or a Refusal naming the keyword that does not fit."""
     if not isinstance(prop, dict):
         raise Refusal("validation_error", "a property is a schema object", where)
@@ -170,10 +250,10 @@ def answer_from(elicited: Elicited, interrupt: Interrupt) -> Any:
 # --- out ---------------------------------------------------------------------------------
 
 
-def approval_out(session_id: str, interrupt: Interrupt) -> dict[str, Any]:
+def approval_out(session_id: str, interrupt: Interrupt) -> Approval:
     """An approval as the tools answer it: the question, its state, and once closed the answer."""
-    out: dict[str, Any] = {"id": approval_id(session_id, interrupt.interrupt_id), "status": interrupt.status,
-                           "question": _question(interrupt), "created_at": interrupt.created_at}
+    out: Approval = {"id": approval_id(session_id, interrupt.interrupt_id), "status": interrupt.status,
+                     "question": _question(interrupt), "created_at": interrupt.created_at}
     options = notify.declared_options(interrupt.payload)
     if options:
         out["options"] = options
@@ -185,7 +265,8 @@ def approval_out(session_id: str, interrupt: Interrupt) -> dict[str, Any]:
         if value:
             out[key] = value
     if interrupt.status != "open":
-        out.update(answer=interrupt.resolution, responder=interrupt.responder, resolved_at=interrupt.resolved_at)
+        out["answer"], out["responder"] = interrupt.resolution, interrupt.responder
+        out["resolved_at"] = interrupt.resolved_at
     return out
 
 
@@ -194,12 +275,12 @@ def _question(interrupt: Interrupt) -> str:
     return said if isinstance(said, str) else interrupt.reason
 
 
-def tool_result(value: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+def tool_result(value: Mapping[str, object], text: str | None = None) -> ToolResult:
     return {"resultType": "complete", "content": [{"type": "text", "text": text or json.dumps(value)}],
             "structuredContent": value, "isError": False}
 
 
-def tool_error(refusal: Refusal) -> dict[str, Any]:
+def tool_error(refusal: Refusal) -> ToolResult:
     """A refusal inside a tool: a result with `isError` (the model reads it and can correct itself)."""
     body = {"error": {"code": refusal.code, "message": refusal.message, "param": refusal.param}}
     text = f"{refusal.code}: {refusal.message}" + (f" ({refusal.param})" if refusal.param else "")
@@ -207,15 +288,15 @@ def tool_error(refusal: Refusal) -> dict[str, Any]:
             "isError": True}
 
 
-def task_out(session_id: str, interrupt: Interrupt, now_iso: str, *, created: bool = False) -> dict[str, Any]:
+def task_out(session_id: str, interrupt: Interrupt, now_iso: str, *, created: bool = False) -> Task:
     """The approval as a task of the tasks extension: `working` while a person has not answered,
     `completed` with the tool's result once one has (or it expired), `cancelled` when declined."""
-    status = "working" if interrupt.status == "open" else (
+    status: Literal["working", "cancelled", "completed"] = "working" if interrupt.status == "open" else (
         "cancelled" if interrupt.resolution == DECLINED else "completed")
-    out: dict[str, Any] = {"resultType": "task" if created else "complete",
-                           "taskId": approval_id(session_id, interrupt.interrupt_id), "status": status,
-                           "createdAt": interrupt.created_at, "lastUpdatedAt": interrupt.resolved_at or now_iso,
-                           "ttlMs": None, "pollIntervalMs": POLL_MS}
+    out: Task = {"resultType": "task" if created else "complete",
+                 "taskId": approval_id(session_id, interrupt.interrupt_id), "status": status,
+                 "createdAt": interrupt.created_at, "lastUpdatedAt": interrupt.resolved_at or now_iso,
+                 "ttlMs": None, "pollIntervalMs": POLL_MS}
     if status == "working":
         out["statusMessage"] = "waiting for an approver"
     elif status == "completed":
@@ -223,13 +304,13 @@ def task_out(session_id: str, interrupt: Interrupt, now_iso: str, *, created: bo
     return out
 
 
-def elicitation(interrupt: Interrupt, schema: dict[str, Any]) -> dict[str, Any]:
+def elicitation(interrupt: Interrupt, schema: JsonObject) -> JsonObject:
     return {"method": "elicitation/create", "params": {"mode": "form", "message": _question(interrupt),
                                                        "requestedSchema": schema}}
 
 
-def tools() -> list[dict[str, Any]]:
-    out = []
+def tools() -> list[Tool]:
+    out: list[Tool] = []
     for name, (model, description) in TOOLS.items():
         schema = model.model_json_schema()
         schema.pop("title", None)
@@ -237,7 +318,7 @@ def tools() -> list[dict[str, Any]]:
     return out
 
 
-def discover() -> dict[str, Any]:
+def discover() -> JsonObject:
     return {"resultType": "complete", "supportedVersions": [PROTOCOL_VERSION], "cacheScope": "public",
             "ttlMs": 0, "capabilities": {"tools": {"listChanged": False}, "extensions": {TASKS: {}}},
             "serverInfo": {"name": "holdpoint", "version": "1.0.0"},
@@ -245,14 +326,34 @@ def discover() -> dict[str, Any]:
                             "quorums and notify channels); the answer comes back as the task's result."}
 
 
-def result(request_id: Any, value: Any) -> dict[str, Any]:
+class RpcResult(TypedDict):
+    jsonrpc: Literal["2.0"]
+    id: JsonValue
+    result: object
+
+
+class RpcErrorBody(TypedDict):
+    code: int
+    message: str
+    data: NotRequired[JsonObject]
+    """The field at fault (`param`) and whatever else the error says."""
+
+
+class RpcErrorAnswer(TypedDict):
+    jsonrpc: Literal["2.0"]
+    id: JsonValue
+    error: RpcErrorBody
+
+
+def result(request_id: JsonValue, value: object) -> RpcResult:
     return {"jsonrpc": "2.0", "id": request_id, "result": value}
 
 
-def error(request_id: Any, code: int, message: str, param: str | None = None, **data: Any) -> dict[str, Any]:
+def error(request_id: JsonValue, code: int, message: str, param: str | None = None,
+          **data: JsonValue) -> RpcErrorAnswer:
     """A JSON-RPC error; its `data` names the field at fault (`param`)."""
-    body: dict[str, Any] = {"code": code, "message": message}
-    extra = {**({"param": param} if param else {}), **data}
+    body: RpcErrorBody = {"code": code, "message": message}
+    extra: JsonObject = {**({"param": param} if param else {}), **data}
     if extra:
         body["data"] = extra
     return {"jsonrpc": "2.0", "id": request_id, "error": body}

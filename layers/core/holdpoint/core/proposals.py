@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from holdpoint.core import schemas
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Call, Decision, SessionState, derive
 
 FOLLOW_ONS = frozenset({"tool.finished", "llm.finished", "sub_agent.finished"})
@@ -19,7 +20,16 @@ def tool_spec(state: SessionState, name: str) -> dict[str, Any] | None:
     return None
 
 
-def check_arguments(state: SessionState, name: str, arguments: str) -> dict[str, Any]:
+class ArgumentsCheck(TypedDict):
+    """A tool.execute trigger's `input`: the arguments parsed (`value`) and how they fared."""
+
+    status: Literal["valid", "invalid", "malformed"]
+    value: NotRequired[Any]
+    """The arguments as the model sent them, parsed: any JSON (`json.loads`)."""
+    error: NotRequired[str]
+
+
+def check_arguments(state: SessionState, name: str, arguments: str) -> ArgumentsCheck:
     """`input` of a tool.execute trigger: valid, invalid (schema) or malformed (not JSON)."""
     try:
         value = json.loads(arguments or "{}")
@@ -58,7 +68,7 @@ def _sibling_finish_queued(state: SessionState, decision: Decision, call: Call |
     return False
 
 
-def task_message(arguments: str) -> dict[str, Any]:
+def task_message(arguments: str) -> JsonObject:
     """What the model asked a sub-agent, as the child's first user message."""
     try:
         args = json.loads(arguments or "{}")
@@ -71,19 +81,22 @@ def task_message(arguments: str) -> dict[str, Any]:
     return {"role": "user", "content": str(text)}
 
 
-def _call_action(state: SessionState, tc: dict[str, Any]) -> dict[str, Any]:
+def _call_action(state: SessionState, tc: JsonObject) -> JsonObject:
     """A model tool call becomes a `tool.call`, or a `sub_agent.spawn` for a declared sub-agent."""
-    name = tc["function"]["name"]
-    arguments = tc["function"].get("arguments") or "{}"
+    function = tc["function"]
+    if not isinstance(function, dict):  # an LLM reply's tool call, checked when it was recorded
+        raise TypeError("a tool call names its function")
+    name = function["name"]
+    arguments = function.get("arguments") or "{}"
     for spec in (state.header.agent or {}).get("sub_agents") or []:
         if spec.get("name") == name:
             h = state.header
             return {"type": "sub_agent.spawn", "session_id": derive("ses", h.tenant, h.session_id, tc["id"]),
-                    "agent_id": spec["agent_id"], "tool_call_id": tc["id"], "message": task_message(arguments)}
+                    "agent_id": spec["agent_id"], "tool_call_id": tc["id"], "message": task_message(str(arguments))}
     return {"type": "tool.call", "id": tc["id"], "name": name, "arguments": arguments}
 
 
-def _after_llm(state: SessionState, decision: Decision) -> dict[str, Any]:
+def _after_llm(state: SessionState, decision: Decision) -> JsonObject:
     trigger = decision.trigger
     if not trigger.get("ok"):
         return {"actions": [{"type": "fail", "error": trigger.get("error") or "llm call failed"}]}
@@ -93,7 +106,7 @@ def _after_llm(state: SessionState, decision: Decision) -> dict[str, Any]:
     return {"actions": [{"type": "done"}]}
 
 
-def _execute(state: SessionState, decision: Decision) -> dict[str, Any]:
+def _execute(state: SessionState, decision: Decision) -> JsonObject:
     """Only the worker runs a tool; arguments that failed their checks get a ready `tool.error`."""
     trigger = decision.trigger
     status = (trigger.get("input") or {}).get("status")
@@ -104,7 +117,7 @@ def _execute(state: SessionState, decision: Decision) -> dict[str, Any]:
     return {}
 
 
-def _after_call(state: SessionState, decision: Decision) -> dict[str, Any]:
+def _after_call(state: SessionState, decision: Decision) -> JsonObject:
     """Re-prompt once, when the last sibling call of one model reply has settled."""
     call = state.calls.get(decision.call_id or "")
     if _siblings_open(state, call) or _sibling_finish_queued(state, decision, call):
@@ -112,7 +125,7 @@ def _after_call(state: SessionState, decision: Decision) -> dict[str, Any]:
     return {"actions": [{"type": "llm.call"}]}
 
 
-def _after_resume(state: SessionState, decision: Decision) -> dict[str, Any]:
+def _after_resume(state: SessionState, decision: Decision) -> JsonObject:
     interrupt = state.interrupts.get(decision.trigger.get("interrupt_id", ""))
     if interrupt is not None and interrupt.turn_id is None:
         return {}  # raised while no turn ran (e.g. by an operator): nothing to continue
@@ -126,11 +139,11 @@ def _after_resume(state: SessionState, decision: Decision) -> dict[str, Any]:
     return {"actions": [{"type": "llm.call"}]}
 
 
-def _constant(proposal: dict[str, Any]) -> Callable[[SessionState, Decision], dict[str, Any]]:
+def _constant(proposal: JsonObject) -> Callable[[SessionState, Decision], JsonObject]:
     return lambda state, decision: proposal
 
 
-PROPOSALS: dict[str, Callable[[SessionState, Decision], dict[str, Any]]] = {
+PROPOSALS: dict[str, Callable[[SessionState, Decision], JsonObject]] = {
     "session.start": lambda state, decision: {"agent": state.header.agent or {}},
     "client.messages": _constant({"actions": [{"type": "llm.call"}]}),
     "client.action": _constant({"actions": [{"type": "done"}]}),  # only the worker knows what it means

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.protocols import worker as p
 from holdpoint.core.state import Call, Decision, Interrupt, SessionState, derive, iso
 from holdpoint.core.tree import Node
@@ -26,7 +27,7 @@ UPSTREAM_CODE: dict[str, p.ErrorCode] = {
     "content_filtered": "refused", "access_denied": "refused"}
 
 
-def text_and_value(value: Any) -> tuple[str | None, Any]:
+def text_and_value(value: JsonValue) -> tuple[str | None, JsonValue]:
     """A result or error as upstream types it (a string or null; any other JSON value as its JSON
     text), and the value itself when it was not a string (Holdpoint's `*_value` addition)."""
     if value is None or isinstance(value, str):
@@ -50,33 +51,33 @@ def _messages(nodes: list[Node]) -> list[p.WireMessage]:
     return [p.WireMessage.model_validate(n.message) for n in nodes]
 
 
-def _client_messages(state: SessionState, decision: Decision, t: dict[str, Any]) -> p.Out:
+def _client_messages(state: SessionState, decision: Decision, t: JsonObject) -> p.Out:
     # Stored without the path (a step's writes must not grow with the tree); the path is the
     # branch the turn started on, root to the decision's anchor.
     out = p.ClientMessages(messages=_messages(state.tree.path(decision.anchor)), new_from=t.get("new_from", 0))
-    if t.get("client") is not None:
-        out.client = t["client"]
+    if isinstance(client := t.get("client"), dict):  # recorded from the input, an object or absent
+        out.client = client
     return out
 
 
-def _client_action(state: SessionState, decision: Decision, t: dict[str, Any]) -> p.Out:
+def _client_action(state: SessionState, decision: Decision, t: JsonObject) -> p.Out:
     out = p.ClientAction(name=t["name"])
     if "args" in t:
         out.args = t["args"]
     return out
 
 
-def _tool_execute(state: SessionState, decision: Decision, t: dict[str, Any]) -> p.Out:
+def _tool_execute(state: SessionState, decision: Decision, t: JsonObject) -> p.Out:
     out = p.ToolExecute(id=t["id"], name=t["name"], arguments=t["arguments"],
                         input=p.ToolInput.model_validate(t["input"]), attempt=t["attempt"])
-    if t.get("deadline") is not None:
-        out.deadline = t["deadline"]
+    if isinstance(deadline := t.get("deadline"), str):  # recorded as an ISO time, or None
+        out.deadline = deadline
     return out
 
 
-def _outcome_fields(t: dict[str, Any]) -> dict[str, Any]:
+def _outcome_fields(t: JsonObject) -> JsonObject:
     """`result` or `error` as strings, with the structured value beside them when there was one."""
-    fields: dict[str, Any] = {}
+    fields: JsonObject = {}
     for key in ("result", "error"):
         if key in t:
             text, value = text_and_value(t[key])
@@ -86,20 +87,25 @@ def _outcome_fields(t: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def _tool_finished(state: SessionState, decision: Decision, t: dict[str, Any]) -> p.Out:
+def _tool_finished(state: SessionState, decision: Decision, t: JsonObject) -> p.Out:
     return p.ToolFinished(id=t["id"], ok=t["ok"], name=t.get("name") or "", **_outcome_fields(t))
 
 
-def _sub_agent_finished(state: SessionState, decision: Decision, t: dict[str, Any]) -> p.Out:
+def _sub_agent_finished(state: SessionState, decision: Decision, t: JsonObject) -> p.Out:
     return p.SubAgentFinished(id=t["id"], ok=t["ok"], session_id=t.get("session_id") or "",
                               agent_id=t.get("agent_id") or "", **_outcome_fields(t))
 
 
-def llm_tools(agent: dict[str, Any]) -> list[p.LlmTool]:
+def _entries(value: JsonValue) -> list[JsonValue]:
+    """A config's list (anything else holds no entry: iterating it would find no object)."""
+    return value if isinstance(value, list) else []
+
+
+def llm_tools(agent: JsonObject) -> list[p.LlmTool]:
     """The config's tools and sub-agents as upstream `LlmTool`s (a sub-agent takes a `message`)."""
     out = [p.LlmTool(name=t["name"], description=t.get("description") or "", input=t.get("input"))
-           for t in agent.get("tools") or [] if isinstance(t, dict) and t.get("name")]
-    for spec in agent.get("sub_agents") or []:
+           for t in _entries(agent.get("tools")) if isinstance(t, dict) and t.get("name")]
+    for spec in _entries(agent.get("sub_agents")):
         if isinstance(spec, dict) and spec.get("name"):
             out.append(p.LlmTool(name=spec["name"], description=spec.get("description") or "",
                                  input={"type": "object", "properties": {"message": {"type": "string"}},
@@ -107,28 +113,29 @@ def llm_tools(agent: dict[str, Any]) -> list[p.LlmTool]:
     return out
 
 
-def llm_request(state: SessionState, anchor: str | None, issued: dict[str, Any]) -> p.LlmRequest:
+def llm_request(state: SessionState, anchor: str | None, issued: JsonObject) -> p.LlmRequest:
     """An `llm.call` as the worker's model should see it: omitted fields from the config in force,
     `messages` omitted means the agent's `system` prompt and the path to the call's anchor."""
     agent = state.header.agent or {}
     model = issued.get("model") or agent.get("model") or (agent.get("llm") or {}).get("model") or ""
     messages = issued.get("messages")
     if messages is None:
-        messages = [n.message for n in state.tree.path(anchor)]
-        if agent.get("system"):
-            messages = [{"role": "system", "content": agent["system"]}, *messages]
+        path: list[JsonValue] = [n.message for n in state.tree.path(anchor)]
+        messages = [{"role": "system", "content": agent["system"]}, *path] if agent.get("system") else path
     extra = {k: v for k, v in issued.items() if k not in ("type", "model", "messages", "tools")}
     tools = issued.get("tools")
     return p.LlmRequest(model=str(model), messages=messages,
                         tools=llm_tools(agent) if tools is None else tools, **extra)
 
 
-def _llm_execute(state: SessionState, decision: Decision, t: dict[str, Any]) -> p.Out:
-    return p.LlmExecute(id=t["id"], request=llm_request(state, decision.anchor, t.get("request") or {}),
+def _llm_execute(state: SessionState, decision: Decision, t: JsonObject) -> p.Out:
+    request = t.get("request")
+    issued = request if isinstance(request, dict) else {}  # recorded as an object, or absent
+    return p.LlmExecute(id=t["id"], request=llm_request(state, decision.anchor, issued),
                         stream=bool(t.get("stream")), attempt=t["attempt"])
 
 
-def _llm_finished(state: SessionState, decision: Decision, t: dict[str, Any]) -> p.Out:
+def _llm_finished(state: SessionState, decision: Decision, t: JsonObject) -> p.Out:
     out = p.LlmFinished(id=t["id"], ok=t["ok"], truncated=bool(t.get("truncated")))
     for key in ("message", "usage", "cost"):
         if t.get(key) is not None:
@@ -143,22 +150,24 @@ def _llm_finished(state: SessionState, decision: Decision, t: dict[str, Any]) ->
     return out
 
 
-def resumed_payload(state: SessionState, t: dict[str, Any]) -> Any:
+def resumed_payload(state: SessionState, t: JsonObject) -> JsonValue:
     """The answer an `interrupt.resumed` delivers: the interrupt's own resolution, for the
     generation the trigger names (a record stored with the payload in it keeps that copy)."""
     if "payload" in t:
         return t["payload"]
-    interrupt = state.interrupts.get(t["interrupt_id"])
+    named = t["interrupt_id"]
+    interrupt = state.interrupts.get(named) if isinstance(named, str) else None
     if interrupt is None or interrupt.generation != t.get("generation", interrupt.generation):
         return None
-    return interrupt.resolution
+    answer: JsonValue = interrupt.resolution
+    return answer
 
 
-def _interrupt_resumed(state: SessionState, decision: Decision, t: dict[str, Any]) -> p.Out:
+def _interrupt_resumed(state: SessionState, decision: Decision, t: JsonObject) -> p.Out:
     return p.InterruptResumed(interrupt_id=t["interrupt_id"], payload=resumed_payload(state, t))
 
 
-TRIGGERS: dict[str, Callable[[SessionState, Decision, dict[str, Any]], p.Out]] = {
+TRIGGERS: dict[str, Callable[[SessionState, Decision, JsonObject], p.Out]] = {
     "session.start": lambda state, decision, t: p.SessionStart(),
     "client.messages": _client_messages,
     "client.action": _client_action,
@@ -180,10 +189,20 @@ def trigger(state: SessionState, decision: Decision) -> p.Out:
 # --- calls ----------------------------------------------------------------------------------
 
 
+class _Effect(TypedDict):
+    """What every call's `Effect` carries."""
+
+    id: str
+    status: p.EffectStatus
+    attempt: int
+    anchor: NotRequired[str]
+    deadline: NotRequired[str]
+
+
 def call_view(state: SessionState, call: Call) -> p.Out:
     """An open call as an upstream `Effect`: `pending`, or `retry_scheduled` while it backs off."""
     status: p.EffectStatus = "retry_scheduled" if (call.not_before or 0) > state.now else "pending"
-    common: dict[str, Any] = {"id": call.id, "status": status, "attempt": call.attempt}
+    common: _Effect = {"id": call.id, "status": status, "attempt": call.attempt}
     if call.anchor is not None:
         common["anchor"] = call.anchor
     if call.deadline_at is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from holdpoint.coldstart import Deferred
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error, next_step
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.http.edge import (
     INTERNAL_BODY,
     authorizer_refusal,
@@ -31,18 +32,21 @@ from holdpoint.http.limits import body_bytes, strict_body
 from holdpoint.http.telemetry import logger, metrics
 from holdpoint.ports import Throttled, TooLarge, TooManyChanges, Unavailable
 
+if TYPE_CHECKING:  # pydantic is not loaded where validation is off (the resume function)
+    from pydantic_core import ErrorDetails
+
 _UNION_MEMBER = re.compile(r"^(constrained-)?(str|int|float|bool|bytes|none|list|dict)$|\[")
 _NAMING_IDS = {("PUT", "agent_id"): "agent_id must be 1-64 characters of [A-Za-z0-9._:-]",
                ("POST", "interrupt_id"): "interrupt_id is not a valid id"}
 """Path ids that name what the request creates or acts on: an invalid one is a 400, not an unknown one."""
 
 
-def respond(refusal: Refusal) -> Response[dict[str, Any]]:
+def respond(refusal: Refusal) -> Response[JsonObject]:
     return Response(status_code=status_of(refusal), content_type=content_types.APPLICATION_JSON,
                     body=refusal.body(), headers=headers_of(refusal) or None)
 
 
-def error(code: Code, message: str, param: str | None = None) -> Response[dict[str, Any]]:
+def error(code: Code, message: str, param: str | None = None) -> Response[JsonObject]:
     return respond(Refusal(code, message, param))
 
 
@@ -52,7 +56,7 @@ def param_of(loc: tuple[Any, ...]) -> str:
     return error_param(parts, INPUT_TAGS | ACTION_TAGS)  # a worker's submit carries actions
 
 
-def bad_path_id(method: str, name: str, value: Any) -> Response[dict[str, Any]] | None:
+def bad_path_id(method: str, name: str, value: Any) -> Response[JsonObject] | None:
     """An invalid path id is answered like the id it would be: 404 unknown, or a 400 naming it."""
     if isinstance(value, str) and ID_PATTERN.fullmatch(value):
         return None
@@ -62,7 +66,7 @@ def bad_path_id(method: str, name: str, value: Any) -> Response[dict[str, Any]] 
     return error("not_found", f"{name.removesuffix('_id')} {short(str(value))} not found")
 
 
-def validation_answer(method: str, exc: RequestValidationError) -> Response[dict[str, Any]]:
+def validation_answer(method: str, exc: RequestValidationError) -> Response[JsonObject]:
     """A request that does not fit a route's declared shape: 400 naming the field (or the id)."""
     errors = list(exc.errors())
     in_body = [e for e in errors if tuple(e.get("loc") or ("",))[0] != "path"]
@@ -78,7 +82,7 @@ def validation_answer(method: str, exc: RequestValidationError) -> Response[dict
     return _field_error(str(err.get("type", "")), loc, err)
 
 
-def _field_error(kind: str, loc: tuple[Any, ...], err: dict[str, Any]) -> Response[dict[str, Any]]:
+def _field_error(kind: str, loc: tuple[Any, ...], err: ErrorDetails) -> Response[JsonObject]:
     if kind == "union_tag_invalid":
         tag = str((err.get("ctx") or {}).get("tag"))
         if tag in INPUT_TAGS:  # POST /v1/sessions takes only the inputs that start a session
@@ -112,7 +116,7 @@ def new_resolver(validate: bool = True) -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=validate)
 
     @app.exception_handler(Refusal)
-    def on_refusal(exc: Refusal) -> Response[dict[str, Any]]:
+    def on_refusal(exc: Refusal) -> Response[JsonObject]:
         logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
         return respond(exc)
 
@@ -120,7 +124,7 @@ def new_resolver(validate: bool = True) -> APIGatewayHttpResolver:
         _answer_validation_errors(app)
 
     @app.exception_handler(NotFoundError)
-    def on_no_route(exc: NotFoundError) -> Response[dict[str, Any]]:
+    def on_no_route(exc: NotFoundError) -> Response[JsonObject]:
         """API Gateway invokes a function only for its routes, so a miss here is an id holding a
         character the router does not match (`#`, `"`, `?`...): never a valid id, answered as one."""
         event = app.current_event
@@ -131,20 +135,20 @@ def new_resolver(validate: bool = True) -> APIGatewayHttpResolver:
         return error("not_found", f"no route {event.http_method} {short(event.path)}")
 
     @app.exception_handler(TooManyChanges)
-    def on_too_many_changes(exc: TooManyChanges) -> Response[dict[str, Any]]:
+    def on_too_many_changes(exc: TooManyChanges) -> Response[JsonObject]:
         """One input would change more items than one transaction holds; nothing was written."""
         return error("too_many_messages", "this input adds more messages than one request can record; "
                      "send them in smaller inputs", "messages")
 
     @app.exception_handler(TooLarge)
-    def on_too_large(exc: TooLarge) -> Response[dict[str, Any]]:
+    def on_too_large(exc: TooLarge) -> Response[JsonObject]:
         """The store refused a record over its size limit (an item over 400 KB) and wrote nothing."""
         return error("payload_too_large", "the input is too large to record (a record is at most 400 KB); send "
                      "smaller messages, or large content by reference")
 
     @app.exception_handler(Throttled)
     @app.exception_handler(Unavailable)
-    def on_aws_refusal(exc: Throttled | Unavailable) -> Response[dict[str, Any]]:
+    def on_aws_refusal(exc: Throttled | Unavailable) -> Response[JsonObject]:
         """AWS refused a call after its client's retries: 503 with `Retry-After`, never a bare 500."""
         refusal = load_refusal(exc)
         logger.warning("aws refused", extra={"code": refusal.code, "error": f"{type(exc).__name__}: {exc}"})
@@ -158,16 +162,16 @@ def _answer_validation_errors(app: APIGatewayHttpResolver) -> None:
     from pydantic import ValidationError
 
     @app.exception_handler(RequestValidationError)
-    def on_validation_error(exc: RequestValidationError) -> Response[dict[str, Any]]:
+    def on_validation_error(exc: RequestValidationError) -> Response[JsonObject]:
         return validation_answer(app.current_event.http_method, exc)
 
     @app.exception_handler(ValidationError)
-    def on_model_error(exc: ValidationError) -> Response[dict[str, Any]]:
+    def on_model_error(exc: ValidationError) -> Response[JsonObject]:
         param, msg = first_error(exc)
         return error("validation_error", msg, param or "body")
 
 
-def prepare(event: dict[str, Any], json_body: bool = True) -> dict[str, Any]:
+def prepare(event: JsonObject, json_body: bool = True) -> JsonObject:
     """Size, encoding and nesting limits, then strict JSON (holdpoint.http.limits), before the
     resolver parses the body; and a JSON-only API parses bodies as JSON whatever Content-Type
     says (curl -d sends a form type). `json_body=False` (Slack's form-encoded interactions) keeps
@@ -182,7 +186,8 @@ def prepare(event: dict[str, Any], json_body: bool = True) -> dict[str, Any]:
         return event
     if event.get("isBase64Encoded"):
         event = {**event, "body": raw.decode("utf-8"), "isBase64Encoded": False}
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    sent = event.get("headers") or {}
+    headers: JsonObject = {k.lower(): v for k, v in sent.items()} if isinstance(sent, dict) else {}
     headers["content-type"] = "application/json"
     raw_path = event.get("rawPath")
     if isinstance(raw_path, str) and "%" in raw_path:
@@ -201,7 +206,7 @@ def decoded_path(raw_path: str) -> str:
     return "/".join(out)
 
 
-def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, json_body: bool = True) -> dict[str, Any]:
+def serve(app: APIGatewayHttpResolver, event: JsonObject, context: Any, json_body: bool = True) -> JsonObject:
     """One request through `app`: refused early if its body is bad; never a stack trace in a body."""
     try:
         event = prepare(event, json_body)
@@ -219,13 +224,13 @@ def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, json
 
 
 def handler_for(app: APIGatewayHttpResolver | Deferred[APIGatewayHttpResolver],
-                json_body: bool = True) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+                json_body: bool = True) -> Callable[[JsonObject, Any], JsonObject]:
     """The Lambda handler serving `app`, with Powertools' logging context and metrics; a deferred
     `app` is built by the first request."""
 
     @metrics.log_metrics
     @logger.inject_lambda_context(clear_state=True)
-    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    def handler(event: JsonObject, context: Any) -> JsonObject:
         return serve(app.get() if isinstance(app, Deferred) else app, event, context, json_body)
 
     return handler

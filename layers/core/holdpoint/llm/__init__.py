@@ -15,8 +15,10 @@ arrives.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TypeVar
 
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.llm import bedrock, openai, scripted
 from holdpoint.llm.bedrock import bedrock_client
@@ -39,30 +41,43 @@ STREAMERS: dict[str, Streamer] = {"scripted": scripted.stream, "bedrock": bedroc
 """Their streaming entry points, by the same names."""
 
 
-def _call(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]], call_id: str,
-          tenant: str | None) -> tuple[str, LlmCall]:
+def _call(agent: JsonObject | None, request: JsonObject, messages: list[JsonObject], call_id: str,
+          tenant: str | None) -> tuple[JsonValue, LlmCall]:
     config = (agent or {}).get("llm") or {"provider": "scripted"}
+    if not isinstance(config, dict):  # as reading its provider would
+        raise AttributeError(f"{type(config).__name__!r} object has no attribute 'get'")
     return config.get("provider", "scripted"), LlmCall(config, agent or {}, request or {}, messages, call_id, tenant)
 
 
-def complete(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]],
+_T = TypeVar("_T")
+
+
+def _named(table: Mapping[str, _T], name: JsonValue) -> _T | None:
+    """`table.get(name)`: a name that is not a string names nothing; an unhashable one fails as the
+    lookup would."""
+    if isinstance(name, list | dict):
+        raise TypeError(f"unhashable type: {type(name).__name__!r}")
+    return table.get(name) if isinstance(name, str) else None
+
+
+def complete(agent: JsonObject | None, request: JsonObject, messages: list[JsonObject],
              call_id: str, tenant: str | None = None) -> LlmOutcome:
     """Run one LLM call (the `ports.Llm` port); returns an `llm.finished`-shaped outcome (ok,
     message, usage, error). A provider failure raises `LlmError` (its `retryable` says whether
     another attempt may help). `tenant` (the session's) scopes the `llm.api_key` reference."""
     name, call = _call(agent, request, messages, call_id, tenant)
-    provider = PROVIDERS.get(name)
+    provider = _named(PROVIDERS, name)
     if provider is None:
         return llm_failure(f"provider {name!r} is not available in this build", "provider_unavailable")
     return provider(call)
 
 
-def stream(agent: dict[str, Any] | None, request: dict[str, Any], messages: list[dict[str, Any]], call_id: str,
+def stream(agent: JsonObject | None, request: JsonObject, messages: list[JsonObject], call_id: str,
            tenant: str | None, on_delta: OnDelta) -> LlmOutcome:
     """`complete` (the `ports.LlmStream` port), the reply's text handed to `on_delta` as it arrives;
     `on_delta` answering False stops the call (`StreamStopped`)."""
     name, call = _call(agent, request, messages, call_id, tenant)
-    streamer = STREAMERS.get(name)
+    streamer = _named(STREAMERS, name)
     if streamer is None:
         return llm_failure(f"provider {name!r} is not available in this build", "provider_unavailable")
     return streamer(call, on_delta)

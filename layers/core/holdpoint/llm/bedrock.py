@@ -9,14 +9,14 @@ Converse would have answered.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from holdpoint.aws import clients
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.llm.call import DEFAULT_TIMEOUT_SECS, LlmCall, hand_over
-from holdpoint.llm.converse import converse_request
+from holdpoint.llm.converse import ConverseParams, converse_request
 from holdpoint.llm.errors import from_bedrock
 from holdpoint.llm.reply import outcome, tool_call
 from holdpoint.ports import LlmError, OnDelta
@@ -37,17 +37,56 @@ def bedrock_client(region: str | None = None, timeout_secs: float = DEFAULT_TIME
     return _CLIENTS[key]
 
 
-def _reply(call: LlmCall, prices: tuple[float, float], response: dict[str, Any]) -> LlmOutcome:
-    blocks = ((response.get("output") or {}).get("message") or {}).get("content") or []
+class ResponseToolUse(TypedDict, total=False):
+    toolUseId: str
+    name: str
+    input: Any
+    """The tool's arguments as the model gave them (an object, when the model keeps to its schema)."""
+
+
+class ResponseBlock(TypedDict, total=False):
+    """A content block of Converse's reply: its text or a tool use."""
+
+    text: str
+    toolUse: ResponseToolUse
+
+
+class ResponseMessage(TypedDict, total=False):
+    role: str
+    content: list[ResponseBlock]
+
+
+class Output(TypedDict, total=False):
+    message: ResponseMessage
+
+
+class Usage(TypedDict, total=False):
+    inputTokens: int
+    outputTokens: int
+
+
+class ConverseResponse(TypedDict, total=False):
+    """The part of Converse's response a reply is read from (ConverseStream's events gathered
+    into the same shape)."""
+
+    output: Output
+    stopReason: str | None
+    usage: Usage
+
+
+def _reply(call: LlmCall, prices: tuple[float, float], response: ConverseResponse) -> LlmOutcome:
+    output: Output = response.get("output") or {}
+    message: ResponseMessage = output.get("message") or {}
+    blocks = message.get("content") or []
     texts = [b["text"] for b in blocks if "text" in b]
     calls = [tool_call(call.call_id, i, block.get("toolUseId"), block["name"], json.dumps(block.get("input") or {}))
              for i, block in enumerate(b["toolUse"] for b in blocks if "toolUse" in b)]
-    usage = response.get("usage") or {}
+    usage: Usage = response.get("usage") or {}
     return outcome(prices, "".join(texts) if texts else None, calls, response.get("stopReason") in _TRUNCATED,
                    int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0))
 
 
-def _request(call: LlmCall) -> tuple[tuple[float, float], dict[str, Any], Any]:
+def _request(call: LlmCall) -> tuple[tuple[float, float], ConverseParams, Any]:
     prices = call.prices()
     temperature, max_tokens = call.sampling()
     params = converse_request(call.model(), call.tools(), temperature, max_tokens, call.messages)
@@ -67,10 +106,10 @@ class _Gathered:
     """ConverseStream's events as Converse's response: content blocks by index, stop reason, usage."""
 
     def __init__(self) -> None:
-        self.blocks: dict[int, dict[str, Any]] = {}
+        self.blocks: dict[int, ResponseBlock] = {}
         self.tool_inputs: dict[int, str] = {}
         self.stop: str | None = None
-        self.usage: dict[str, Any] = {}
+        self.usage: Usage = {}
 
     def take(self, event: dict[str, Any], on_delta: OnDelta) -> None:
         if "contentBlockStart" in event:
@@ -90,9 +129,9 @@ class _Gathered:
         elif "messageStop" in event:
             self.stop = event["messageStop"].get("stopReason")
         elif "metadata" in event:
-            self.usage = event["metadata"].get("usage") or {}
+            self.usage = event["metadata"].get("usage") or Usage()
 
-    def response(self) -> dict[str, Any]:
+    def response(self) -> ConverseResponse:
         for index, raw in self.tool_inputs.items():
             try:
                 self.blocks.setdefault(index, {"toolUse": {}})["toolUse"]["input"] = json.loads(raw) if raw else {}

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.ports import LlmError, OnDelta, StreamStopped
 
@@ -29,7 +30,8 @@ class Tool:
 
     name: str
     description: str | None
-    schema: dict[str, Any]
+    schema: JsonObject
+    """The tool's input JSON Schema."""
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,9 @@ class LlmCall:
     scopes secret references)."""
 
     config: dict[str, Any]
-    agent: dict[str, Any] = field(default_factory=dict)
-    request: dict[str, Any] = field(default_factory=dict)
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    agent: JsonObject = field(default_factory=dict)
+    request: JsonObject = field(default_factory=dict)
+    messages: list[JsonObject] = field(default_factory=list)
     call_id: str = ""
     tenant: str | None = None
 
@@ -66,8 +68,14 @@ class LlmCall:
         raw = self.request.get("tools")
         if raw is None:
             raw = self.agent.get("tools") or []
+        if isinstance(raw, list):
+            entries = raw
+        elif isinstance(raw, str | dict):  # its characters or keys: not one of them is a tool object
+            entries = [*raw]
+        else:  # a number: as iterating it would
+            raise TypeError(f"{type(raw).__name__!r} object is not iterable")
         out = []
-        for tool in raw:
+        for tool in entries:
             if not isinstance(tool, dict):
                 raise LlmError("a tool must be an object", "invalid_request")
             function = tool.get("function")
@@ -89,8 +97,8 @@ class LlmCall:
         if max_tokens is None:
             max_tokens = self.config.get("max_tokens")
         try:
-            return (None if temperature is None else float(temperature),
-                    None if max_tokens is None else int(max_tokens))
+            return (None if temperature is None else float(_number(temperature)),
+                    None if max_tokens is None else int(_number(max_tokens)))
         except (TypeError, ValueError) as exc:
             raise LlmError("temperature must be a number and max_completion_tokens an integer",
                            "invalid_request") from exc
@@ -102,6 +110,13 @@ class LlmCall:
         except (TypeError, ValueError) as exc:
             raise LlmError("llm.price_in / llm.price_out must be numbers (price per 1,000 tokens)",
                            "config_error") from exc
+
+
+def _number(value: JsonValue) -> int | float | str:
+    """A JSON value `float()` or `int()` may take; any other is the TypeError they would raise."""
+    if isinstance(value, int | float | str):
+        return value
+    raise TypeError(f"{type(value).__name__!r} is not a number")
 
 
 Provider = Callable[[LlmCall], LlmOutcome]

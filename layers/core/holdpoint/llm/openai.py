@@ -12,13 +12,14 @@ import contextlib
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, TypedDict
 
 from holdpoint.aws import secretrefs
 from holdpoint.aws.errors import SecretRefError
 from holdpoint.core import strictjson
 from holdpoint.core.errors import JsonProblem
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.llm.call import LlmCall, hand_over
 from holdpoint.llm.chat import arguments_json, chat_request, text
@@ -29,7 +30,7 @@ from holdpoint.outbound.errors import Refused
 from holdpoint.ports import LlmError, OnDelta
 
 
-def _base_url(config: dict[str, Any]) -> str:
+def _base_url(config: Mapping[str, object]) -> str:
     """The endpoint's base; `netguard.urlopen` checks it (and the connected address) on the call."""
     base = config.get("base_url")
     if not base or not isinstance(base, str):
@@ -50,7 +51,7 @@ def _api_key(config: dict[str, Any], tenant: str | None) -> str | None:
 
 
 @contextlib.contextmanager
-def _opened(url: str, body: dict[str, Any], key: str | None, timeout: float, accept: str) -> Iterator[Any]:
+def _opened(url: str, body: JsonObject, key: str | None, timeout: float, accept: str) -> Iterator[Any]:
     """The endpoint's answer, open; a failure to reach it, or to read it, as `LlmError`."""
     headers = {"Content-Type": "application/json", "Accept": accept}
     if key:
@@ -67,7 +68,7 @@ def _opened(url: str, body: dict[str, Any], key: str | None, timeout: float, acc
         raise from_network(exc) from exc
 
 
-def _post(url: str, body: dict[str, Any], key: str | None, timeout: float) -> bytes:
+def _post(url: str, body: JsonObject, key: str | None, timeout: float) -> bytes:
     with _opened(url, body, key, timeout, "application/json") as resp:
         raw: bytes = resp.read()
         return raw
@@ -103,7 +104,7 @@ def _answer(call: LlmCall, prices: tuple[float, float], data: Any) -> LlmOutcome
                    int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
 
 
-def _request(call: LlmCall) -> tuple[str, tuple[float, float], dict[str, Any]]:
+def _request(call: LlmCall) -> tuple[str, tuple[float, float], JsonObject]:
     url = _base_url(call.config) + "/chat/completions"
     prices = call.prices()
     temperature, max_tokens = call.sampling()
@@ -116,14 +117,22 @@ def complete(call: LlmCall) -> LlmOutcome:
     return _reply(call, prices, raw)
 
 
+class _PartialCall(TypedDict):
+    """A streamed tool call, gathered by its index: the chunks' id and name, the arguments' text."""
+
+    id: JsonValue
+    name: JsonValue
+    arguments: str
+
+
 class _Gathered:
     """Chat-completion chunks as the whole completion: content, tool calls by index, finish, usage."""
 
     def __init__(self) -> None:
         self.content: list[str] = []
-        self.calls: dict[int, dict[str, Any]] = {}
+        self.calls: dict[int, _PartialCall] = {}
         self.finish: str | None = None
-        self.usage: dict[str, Any] = {}
+        self.usage: JsonObject = {}
         self.chunks = 0
 
     def take(self, chunk: Any, on_delta: OnDelta) -> None:
@@ -154,12 +163,13 @@ class _Gathered:
         entry["name"] = fn.get("name") or entry["name"]
         entry["arguments"] += fn.get("arguments") or ""
 
-    def completion(self) -> dict[str, Any]:
+    def completion(self) -> JsonObject:
         if not self.chunks:
             raise LlmError("llm endpoint streamed no chunks", "bad_response")
-        calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-                 for _, c in sorted(self.calls.items())]
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) if self.content else None}
+        calls: list[JsonValue] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for _, c in sorted(self.calls.items())]
+        message: JsonObject = {"role": "assistant", "content": "".join(self.content) if self.content else None}
         if calls:
             message["tool_calls"] = calls
         return {"choices": [{"message": message, "finish_reason": self.finish}], "usage": self.usage}

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
 
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.outcomes import LlmOutcome, llm_reply
 from holdpoint.llm.call import LlmCall, hand_over
 from holdpoint.llm.chat import text
@@ -22,7 +23,7 @@ _WORD = re.compile(r"(?<=\s)(?=\S)")
 """Between a word's trailing whitespace and the next word: the points `stream` splits at."""
 
 
-def _matches(when: dict[str, Any] | None, last: dict[str, Any]) -> bool:
+def _matches(when: Mapping[str, object] | None, last: Mapping[str, object]) -> bool:
     if not when:
         return True
     if "role" in when and last.get("role") != when["role"]:
@@ -39,14 +40,14 @@ def complete(call: LlmCall) -> LlmOutcome:
     for rule in call.config.get("script") or []:
         if _matches(rule.get("when"), last):
             reply = rule.get("reply") or {}
-            message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+            message: JsonObject = {"role": "assistant", "content": reply.get("content")}
             calls = []
             for i, tc in enumerate(reply.get("tool_calls") or []):
                 args = tc.get("arguments", {})
                 calls.append(tool_call(call.call_id, i, tc.get("id"), tc["name"],
                                        args if isinstance(args, str) else json.dumps(args)))
             if calls:
-                message["tool_calls"] = calls
+                message["tool_calls"] = [*calls]
             prompt_tokens = sum(len(text(m.get("content")).split()) for m in messages)
             completion = len(text(message.get("content")).split()) + 8 * len(calls)
             return llm_reply(message, usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion},

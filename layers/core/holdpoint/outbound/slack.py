@@ -31,7 +31,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, TypedDict
 from urllib.parse import parse_qs
 
 from pydantic import Field, StringConstraints, ValidationError, field_validator, model_validator
@@ -45,6 +45,7 @@ from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import error_param
 from holdpoint.core.interrupts import answerable_until
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.notify import CLOSING
 from holdpoint.core.protocols import Wire
 from holdpoint.core.state import Interrupt
@@ -119,6 +120,18 @@ class SlackNotify(Wire):
                 raise Refusal("validation_error", why, f"slack.{field}")
 
 
+class Responder(TypedDict):
+    user: str
+
+
+class SlackAnswer(TypedDict):
+    """A click as the resume payload: the shape the upstream approval example reads."""
+
+    status: Literal["resolved"]
+    payload: JsonValue
+    responder: Responder
+
+
 @dataclass(frozen=True)
 class Click:
     """A verified click: who clicked which option, on which message."""
@@ -149,10 +162,10 @@ class Click:
         if not 0 <= self.option < len(options):
             raise Refusal("conflict", "the interrupt's options changed since this message was posted",
                           "payload.actions")
-        return replace(self, value=options[self.option]["value"], label=options[self.option]["label"],
+        return replace(self, value=options[self.option]["value"], label=str(options[self.option]["label"]),
                        text=message_of({"payload": payload, "reason": "interrupt"}))
 
-    def resume_payload(self) -> dict[str, Any]:
+    def resume_payload(self) -> SlackAnswer:
         """The shape the upstream approval example reads."""
         return {"status": "resolved", "payload": self.value, "responder": {"user": self.user}}
 
@@ -187,7 +200,7 @@ class SlackChannel:
         self.messages = messages
         self.clock = clock
 
-    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
+    def deliver(self, event: Mapping[str, object], entry: Mapping[str, object], links: dict[str, str]) -> None:
         """Post a raised interrupt that is still open (a notification carries only a summary of
         the payload, so the interrupt is read as stored) and keep the message; update the kept
         message once the interrupt closes; other events send nothing. Anything that keeps the
@@ -204,7 +217,7 @@ class SlackChannel:
         except FAILURES as exc:
             raise DeliveryFailed(f"slack: {str(exc)[:300]}") from exc
 
-    def _raised(self, event: dict[str, Any], config: SlackConfig, links: dict[str, str]) -> None:
+    def _raised(self, event: Mapping[str, object], config: SlackConfig, links: dict[str, str]) -> None:
         """Post once per raise: a retried attempt whose message was kept posts nothing again."""
         assert self.read_interrupt is not None
         tenant, session_id = str(event["tenant"]), str(event["session_id"])
@@ -223,7 +236,7 @@ class SlackChannel:
             # Closed while this (retried) post was on its way: its closing event found no message.
             self._show_closed(tenant, config, sent, after)
 
-    def _closed(self, event: dict[str, Any], config: SlackConfig) -> None:
+    def _closed(self, event: Mapping[str, object], config: SlackConfig) -> None:
         """Update the message posted for the raise this event closes (none posted: nothing to do).
         The outcome is read off the interrupt as stored while it is that raise's; else the event says
         only how it closed."""
@@ -240,10 +253,13 @@ class SlackChannel:
             self._show_closed(tenant, config, ref, found)
             return
         # Deleted after its retention, or raised again since: the event's own account.
-        user, subject = decided_by(event.get("responder"), config.users)
+        # A notification Holdpoint built: its responder an object or absent, its time ISO text.
+        responder, at = event.get("responder"), event.get("at")
+        user, subject = decided_by(responder if isinstance(responder, Mapping) else None, config.users)
         outcome = "Expired" if event.get("type") == "interrupt.expired" else "Answered"
         self._update(tenant, config, ref, "Holdpoint asked a question here.",
-                     Decided(outcome=outcome, at=slack_time(event.get("at")), user=user, subject=subject))
+                     Decided(outcome=outcome, at=slack_time(at if isinstance(at, str) else None), user=user,
+                             subject=subject))
 
     def _show_closed(self, tenant: str, config: SlackConfig, ref: Posted, closed: Interrupt) -> None:
         """Update a message with how the interrupt, as stored, closed."""
@@ -274,13 +290,13 @@ class SlackChannel:
         sent = self.client(token).chat_postMessage(channel=config.channel, text=text, blocks=blocks)
         return Posted(str(sent["channel"]), str(sent["ts"]))
 
-    def _button(self, index: int, option: dict[str, Any], tenant: str, session_id: str,
-                interrupt: Interrupt, config: SlackConfig) -> dict[str, Any]:
+    def _button(self, index: int, option: Mapping[str, object], tenant: str, session_id: str,
+                interrupt: Interrupt, config: SlackConfig) -> JsonObject:
         """One option's button, sealed to this raise (`g`) until it can no longer be answered (`x`)."""
         sealed = self.sealer.seal(SEAL_PURPOSE, {
             "t": tenant, "s": session_id, "i": interrupt.interrupt_id, "g": interrupt.generation,
             "x": int(answerable_until(interrupt)), "n": index, "e": config.model_dump(exclude_none=True)})
-        return button(f"{ACTION_PREFIX}{index}", option["label"], sealed)
+        return button(f"{ACTION_PREFIX}{index}", str(option["label"]), sealed)  # options_of: labels are text
 
     # -- a click --------------------------------------------------------------------------------
 
@@ -310,13 +326,13 @@ class SlackChannel:
             raise Refusal("conflict", CHANGED, "payload.actions")
         if self.clock() >= expires:
             raise Refusal("action_expired", EXPIRED, "payload.actions")
-        user = str((payload.get("user") or {}).get("id") or "")
+        user = str(_member(payload, "user").get("id") or "")
         subject = subject_of(config, user)
-        container = payload.get("container") or {}
+        container = _member(payload, "container")
         return Click(tenant=tenant, session_id=str(sealed["s"]), interrupt_id=str(sealed["i"]),
                      generation=generation, option=int(sealed["n"]), user=user, subject=subject,
-                     channel=str(container.get("channel_id") or (payload.get("channel") or {}).get("id") or ""),
-                     ts=str(container.get("message_ts") or (payload.get("message") or {}).get("ts") or ""),
+                     channel=str(container.get("channel_id") or _member(payload, "channel").get("id") or ""),
+                     ts=str(container.get("message_ts") or _member(payload, "message").get("ts") or ""),
                      config=config)
 
     def show_decision(self, click: Click, at: str) -> None:
@@ -362,7 +378,7 @@ def web_client(token: str) -> WebClient:
     return WebClient(token=token, base_url=os.environ.get(API_URL_ENV) or DEFAULT_API_URL, timeout=10)
 
 
-def interaction_payload(body: str) -> dict[str, Any]:
+def interaction_payload(body: str) -> JsonObject:
     """The JSON `payload` field of Slack's form-encoded interaction request."""
     try:
         raw = parse_qs(body, strict_parsing=True).get("payload", [""])[0]
@@ -375,8 +391,19 @@ def interaction_payload(body: str) -> dict[str, Any]:
     return payload
 
 
-def _holdpoint_action(payload: Mapping[str, Any]) -> dict[str, Any]:
-    for action in payload.get("actions") or []:
+def _member(payload: JsonObject, key: str) -> JsonObject:
+    """An object member of Slack's payload (absent: empty); anything else fails as reading it would."""
+    value = payload.get(key) or {}
+    if not isinstance(value, dict):
+        raise AttributeError(f"{type(value).__name__!r} object has no attribute 'get'")
+    return value
+
+
+def _holdpoint_action(payload: Mapping[str, object]) -> JsonObject:
+    actions = payload.get("actions") or []
+    if isinstance(actions, int | float):  # as iterating it would
+        raise TypeError(f"{type(actions).__name__!r} object is not iterable")
+    for action in actions if isinstance(actions, list) else []:  # a string's or an object's members are no action
         if isinstance(action, dict) and str(action.get("action_id", "")).startswith(ACTION_PREFIX):
             return action
     raise Refusal("validation_error", "the interaction has no Holdpoint action", "payload.actions")

@@ -12,19 +12,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.notify import declared_options
 
 MAX_TEXT = 3000  # Block Kit's limit of a section's text
-DEFAULT_OPTIONS: list[dict[str, Any]] = [{"label": "Approve", "value": "approve"}, {"label": "Deny", "value": "deny"}]
+DEFAULT_OPTIONS: list[JsonObject] = [{"label": "Approve", "value": "approve"}, {"label": "Deny", "value": "deny"}]
 """The buttons of an interrupt whose payload names no `metadata.options`."""
 
 
-def options_of(payload: Any) -> list[dict[str, Any]]:
+def options_of(payload: object) -> list[JsonObject]:
     """`payload.metadata.options` as `{label, value}` (a bare option is both), or Approve/Deny."""
     return declared_options(payload) or DEFAULT_OPTIONS
 
 
-def message_of(interrupt: Mapping[str, Any]) -> str:
+def message_of(interrupt: Mapping[str, object]) -> str:
     payload = interrupt.get("payload")
     if isinstance(payload, dict) and isinstance(payload.get("message"), str):
         return str(payload["message"])[:MAX_TEXT]
@@ -64,7 +65,7 @@ def outcome_of(status: str, resolution: Any, payload: Any) -> str:
     return {True: "Approved", False: "Denied"}.get(approved, "Answered") if isinstance(approved, bool) else "Answered"
 
 
-def decided_by(responder: Mapping[str, Any] | None, users: Mapping[str, str] | None) -> tuple[str, str]:
+def decided_by(responder: Mapping[str, object] | None, users: Mapping[str, str] | None) -> tuple[str, str]:
     """(Slack user, subject) to show for whoever decided: the Slack user a `slack:` subject or a
     subject mapped from exactly one of the declaration's `users` names, else the subject with its
     origin."""
@@ -80,16 +81,18 @@ def decided_by(responder: Mapping[str, Any] | None, users: Mapping[str, str] | N
     return "", f"{subject} ({origin})" if origin else subject
 
 
-def decided_blocks(text: str, decided: Decided) -> tuple[str, list[dict[str, Any]]]:
+def decided_blocks(text: str, decided: Decided) -> tuple[str, list[JsonObject]]:
     """A decided message (the text and its blocks, no buttons): the one rendering of both a
-    click's update and a closing event's. Only a Slack user id is sent as markup."""
+    click's update and a closing event's. Only a Slack user id is sent as markup. Blocks are
+    JSON objects: slack_sdk takes plain dicts."""
     if decided.user:
-        by: dict[str, Any] = {"type": "mrkdwn", "text": f"by <@{decided.user}> at {decided.at}"}
-        said = by["text"]
+        said = f"by <@{decided.user}> at {decided.at}"
+        by: JsonObject = {"type": "mrkdwn", "text": said}
     else:
         who = f"by {decided.subject} at " if decided.subject else "at "
-        by = {"type": "plain_text", "text": f"{who}{decided.at}"[:MAX_TEXT], "emoji": False}
-        said = escape(by["text"])
+        shown = f"{who}{decided.at}"[:MAX_TEXT]
+        by = {"type": "plain_text", "text": shown, "emoji": False}
+        said = escape(shown)
     fallback = f"{text}\n{escape(decided.outcome)} {said}"
     return fallback[:MAX_TEXT], [section(text), {"type": "context", "elements": [
         {"type": "plain_text", "text": decided.outcome[:75] or " ", "emoji": False}, by]}]
@@ -100,13 +103,13 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def section(text: str) -> dict[str, Any]:
+def section(text: str) -> JsonObject:
     """The message as plain text: nothing in it is read as Slack markup or a mention."""
     return {"type": "section", "text": {"type": "plain_text", "text": text or " ", "emoji": False}}
 
 
-def context(text: str, links: Mapping[str, str] | None) -> dict[str, Any]:
-    elements: list[dict[str, Any]] = [{"type": "plain_text", "text": text[:MAX_TEXT] or " "}]
+def context(text: str, links: Mapping[str, str] | None) -> JsonObject:
+    elements: list[JsonValue] = [{"type": "plain_text", "text": text[:MAX_TEXT] or " "}]
     for name, url in (links or {}).items():
         elements.append({"type": "mrkdwn", "text": f"<{url}|{name}>"})
     return {"type": "context", "elements": elements[:10]}
@@ -114,13 +117,14 @@ def context(text: str, links: Mapping[str, str] | None) -> dict[str, Any]:
 
 
 
-def button(action_id: str, label: str, value: str) -> dict[str, Any]:
+def button(action_id: str, label: str, value: str) -> JsonObject:
     """One option's button: `value` is what a click sends back (sealed by the channel)."""
     return {"type": "button", "action_id": action_id, "value": value,
             "text": {"type": "plain_text", "text": label[:75]}}
 
 
 def question_blocks(text: str, about: str, links: Mapping[str, str] | None,
-                    buttons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                    buttons: list[JsonObject]) -> list[JsonObject]:
     """A raised interrupt's message: its text, what it is about with the links, and its buttons."""
-    return [section(text), context(about, links), {"type": "actions", "block_id": "holdpoint", "elements": buttons}]
+    return [section(text), context(about, links), {"type": "actions", "block_id": "holdpoint",
+                                                   "elements": [*buttons]}]

@@ -6,14 +6,14 @@ follows the turn through the event log until it finishes, fails or parks, within
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
-from typing import Any
 
 from holdpoint.core import a2a, notify, retry
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.protocols import a2a as models
 from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.push import PushRecord
@@ -32,7 +32,7 @@ def declared(store: Directory, tenant: str, agent_id: str) -> A2aConfig | None:
     return A2aConfig.model_validate(agent.get("a2a") or {})
 
 
-def public_card(store: Directory, base_url: str, tenant: str, agent_id: str) -> dict[str, Any]:
+def public_card(store: Directory, base_url: str, tenant: str, agent_id: str) -> JsonObject:
     """`GET /a2a/{tenant}/{agent_id}/.well-known/agent-card.json`: only an agent that declares
     `a2a.public` has a card without credentials; any other is 404, as an unknown one."""
     config = declared(store, tenant, agent_id)
@@ -92,7 +92,7 @@ def _context(store: Sessions, caller: Caller, agent_id: str, context_id: str) ->
 
 def send(store: SessionStore, queue: WorkQueue, parking: Parking, caller: Caller, agent_id: str,
          body: models.SendMessage, *, wait_secs: float | None = None,
-         clock: Callable[[], float] = time.monotonic, configs: PushConfigs | None = None) -> dict[str, Any]:
+         clock: Callable[[], float] = time.monotonic, configs: PushConfigs | None = None) -> JsonObject:
     """`SendMessage`: the task as it stands when its turn ends or parks (or the cap comes first,
     or at once with `returnImmediately`)."""
     deadline = streams.until(0 if body.configuration and body.configuration.returnImmediately else wait_secs, clock)
@@ -159,14 +159,14 @@ def _part_param(param: str | None) -> str:
     return "message.taskId" if param in (None, "interrupt_id") else param
 
 
-def get(store: Sessions, caller: Caller, agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
+def get(store: Sessions, caller: Caller, agent_id: str, ref: models.TaskRef) -> JsonObject:
     """`GetTask`."""
     state, turn = _task(store, caller, agent_id, ref.id, "id")
     return a2a.task_out(state, turn, ref.historyLength)
 
 
-def cancel(store: SessionsAndInterrupts, parking: Parking, caller: Caller,
-           agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
+def cancel(store: SessionsAndInterrupts, parking: Parking, caller: Caller, agent_id: str,
+           ref: models.TaskRef) -> JsonObject:
     """`CancelTask`: every interrupt the task waits on is answered as declined, through the resume
     path (so only where the approver policy admits the caller); a task waiting on none cannot be
     canceled (a turn that runs is the worker's to finish), unless it already is."""
@@ -184,7 +184,7 @@ def cancel(store: SessionsAndInterrupts, parking: Parking, caller: Caller,
 
 
 def follow(store: Sessions, caller: Caller, session_id: str, turn_id: str, deadline: float,
-           clock: Callable[[], float], history: int | None = None) -> dict[str, Any]:
+           clock: Callable[[], float], history: int | None = None) -> JsonObject:
     """The task, once its turn ends or parks (woken by the event log), or as it is at `deadline`."""
     after = 0
     while True:
@@ -193,7 +193,9 @@ def follow(store: Sessions, caller: Caller, session_id: str, turn_id: str, deadl
         if turn is None:
             raise Refusal("not_found", f"task {a2a.task_id(session_id, turn_id)} not found", "id")
         task = a2a.task_out(state, turn, history)
-        if task["status"]["state"] in (*a2a.TERMINAL, "TASK_STATE_INPUT_REQUIRED") or clock() >= deadline:
+        status = task["status"]  # task_out's status: an object with its state
+        if (isinstance(status, dict) and status["state"] in (*a2a.TERMINAL, "TASK_STATE_INPUT_REQUIRED")
+                or clock() >= deadline):
             return task
         after = max(after, state.header.seq)
         streams.wait_events(store, caller.tenant, session_id, after, 1, deadline - clock())
@@ -209,7 +211,7 @@ def _configs(configs: PushConfigs | None) -> PushConfigs:
 
 
 def keep_push(configs: PushConfigs, tenant: str, session_id: str, turn_id: str,
-              spec: models.PushSpec) -> dict[str, Any]:
+              spec: models.PushSpec) -> JsonObject:
     """Keep a config for the task (the same one again changes nothing; one of an id it has
     replaces it), up to `MAX_PUSH_CONFIGS` a task, counted by the store in the same write as the
     config (so concurrent creates cannot pass it). The URL was checked by the edge (netguard)."""
@@ -221,7 +223,7 @@ def keep_push(configs: PushConfigs, tenant: str, session_id: str, turn_id: str,
 
 
 def create_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
-                params: models.PushConfig) -> dict[str, Any]:
+                params: models.PushConfig) -> JsonObject:
     """`CreateTaskPushNotificationConfig`."""
     state, turn = _task(store, caller, agent_id, params.taskId, "taskId")
     return keep_push(configs, state.header.tenant, state.header.session_id, turn.id, params)
@@ -236,7 +238,7 @@ def _kept(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
 
 
 def get_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
-             ref: models.PushRef) -> dict[str, Any]:
+             ref: models.PushRef) -> JsonObject:
     """`GetTaskPushNotificationConfig`: the config without its token or credentials."""
     state, _, kept = _kept(store, configs, caller, agent_id, ref)
     if kept is None:
@@ -245,7 +247,7 @@ def get_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: st
 
 
 def list_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
-              params: models.PushList) -> dict[str, Any]:
+              params: models.PushList) -> a2a.ConfigList:
     """`ListTaskPushNotificationConfigs`: every config of the task, in one page."""
     state, turn = _task(store, caller, agent_id, params.taskId, "taskId")
     h = state.header
@@ -253,7 +255,7 @@ def list_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: s
 
 
 def delete_push(store: Sessions, configs: PushConfigs, caller: Caller, agent_id: str,
-                ref: models.PushRef) -> dict[str, Any]:
+                ref: models.PushRef) -> JsonObject:
     """`DeleteTaskPushNotificationConfig`: a config that is gone already is a no-op."""
     state, turn, kept = _kept(store, configs, caller, agent_id, ref)
     if kept is not None:
@@ -272,7 +274,7 @@ class Pushes:
     def __init__(self, store: Sessions, configs: PushConfigs) -> None:
         self.store, self.configs = store, configs
 
-    def starts(self, tenant: str, session_id: str, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def starts(self, tenant: str, session_id: str, event: Mapping[str, object]) -> list[JsonObject]:
         """One record per config of the task the entry parks or ends (none for another entry, or
         a session with no config: one Query)."""
         if event.get("type") not in ("session.interrupted", "turn.finished", "turn.failed"):
@@ -286,7 +288,10 @@ class Pushes:
         kind = a2a.state_of(state, turn)
         if kind not in a2a.PUSHED_STATES:
             return []  # the task moved on already (its interrupts answered): that state is pushed
-        event_id = notify.event_id(tenant, session_id, int(event["seq"]))
+        seq = event["seq"]
+        if not isinstance(seq, int):  # a logged entry's seq, as the codec read it from its JSON body
+            raise TypeError("an event-log entry's seq is an integer")
+        event_id = notify.event_id(tenant, session_id, seq)
         agent = state.header.agent or {}
         secret = (agent.get("a2a") or {}).get("push_secret")
         policy = asdict(retry.policy(agent, "webhook"))
@@ -297,8 +302,8 @@ class Pushes:
                  "entry": {"turn_id": turn.id, "config_id": c.id, "state": kind, "secret": secret}}
                 for c in kept if c.turn_id == turn.id]
 
-    def resolve(self, event: dict[str, Any],
-                entry: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, str]] | None:
+    def resolve(self, event: Mapping[str, object],
+                entry: Mapping[str, object]) -> tuple[str, JsonObject, dict[str, str]] | None:
         """(url, body, headers) of one attempt; None when the config was deleted or the task is no
         longer in the state the record announces (nothing is sent)."""
         tenant, session_id = str(event["tenant"]), str(event["session_id"])

@@ -7,7 +7,7 @@ channels), answered through the resume path (A1-A4) and listed from the session 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
 
 from pydantic import ValidationError
 
@@ -16,6 +16,8 @@ from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
+from holdpoint.core.jsontypes import JsonObject
+from holdpoint.core.mcp import Approval, Approvals, Complete, InputRequired, Task, ToolResult
 from holdpoint.core.protocols import mcp as models
 from holdpoint.core.protocols.client import RaiseInterruptBody
 from holdpoint.core.state import Interrupt, SessionState, derive, iso_ms
@@ -38,7 +40,7 @@ STATE_PURPOSE = "mcp-request-state"
 REASON = "approval"
 
 
-def agent_for(store: Directory, caller: Caller, agent_id: str) -> dict[str, Any]:
+def agent_for(store: Directory, caller: Caller, agent_id: str) -> JsonObject:
     """The agent the endpoint names, in the caller's own tenant (404 otherwise)."""
     agent = store.get_agent(caller.tenant, agent_id)
     if agent is None:
@@ -51,7 +53,7 @@ def session_id_of(caller: Caller, agent_id: str) -> str:
     return derive("ses", "mcp", caller.tenant, caller.principal(), agent_id)
 
 
-def _session(store: Sessions, caller: Caller, agent_id: str, agent: dict[str, Any],
+def _session(store: Sessions, caller: Caller, agent_id: str, agent: JsonObject,
              clock: Clock) -> str:
     """The approvals session, created on first use; one found at its id is reused only when it is
     this caller's own approvals session for this agent (`sessions.claim`)."""
@@ -103,14 +105,14 @@ def _checked(args: models.RequestApproval) -> RaiseInterruptBody:
 
 
 def request(store: SessionsAndAgents, queue: WorkQueue, sealer: Sealer, caller: Caller, agent_id: str,
-            args: models.RequestApproval, capabilities: dict[str, Any], request_id: str,
-            clock: Clock = time.time) -> dict[str, Any]:
+            args: models.RequestApproval, capabilities: Mapping[str, object], request_id: str,
+            clock: Clock = time.time) -> InputRequired | Task | ToolResult:
     """`request_approval`: the interrupt raised, answered as a task (the tasks extension), as the
     `input_required` form for the caller's own user, or (a client with neither) as the approval's
     id to poll with `get_approval`."""
     agent = agent_for(store, caller, agent_id)
     body = _checked(args)
-    form: dict[str, Any] | None = None
+    form: JsonObject | None = None
     if args.answered_by == "user":
         if not mcp.has_form_elicitation(capabilities):
             raise RpcError(mcp.MISSING_CAPABILITY, "answered_by `user` needs a client that declares form "
@@ -138,7 +140,7 @@ def request(store: SessionsAndAgents, queue: WorkQueue, sealer: Sealer, caller: 
 
 
 def answered_here(store: SessionsAndInterrupts, parking: Parking, sealer: Sealer, caller: Caller, agent_id: str,
-                  state: str, responses: dict[str, Any] | None) -> dict[str, Any]:
+                  state: str, responses: Mapping[str, object] | None) -> ToolResult:
     """The retried `request_approval` of the `input_required` form: the user's elicitation answer
     resumes the interrupt, through the resume path's checks, and the tool returns the approval."""
     sealed = sealer.unseal(STATE_PURPOSE, state)
@@ -162,36 +164,38 @@ def answered_here(store: SessionsAndInterrupts, parking: Parking, sealer: Sealer
     return mcp.tool_result(mcp.approval_out(sid, interrupt))
 
 
-def get(store: Sessions, caller: Caller, agent_id: str, args: models.ApprovalRef) -> dict[str, Any]:
+def get(store: Sessions, caller: Caller, agent_id: str, args: models.ApprovalRef) -> ToolResult:
     """`get_approval`: one of the caller's own approvals."""
     sid, interrupt = _own(store, caller, agent_id, args.id, "arguments.id")
     return mcp.tool_result(mcp.approval_out(sid, interrupt))
 
 
 def pending(store: SessionsAndInterrupts, sealer: Sealer, caller: Caller, agent_id: str,
-            args: models.ListApprovals) -> dict[str, Any]:
+            args: models.ListApprovals) -> ToolResult:
     """`list_pending_approvals`: the caller's own open approvals, oldest first; with `answerable`,
     the tenant's open interrupts this caller may answer (the inbox's `approver=me`)."""
     if args.answerable:
         rows = inbox(store, sealer, caller, args.limit, None, InboxFilters(approver_me=True))["interrupts"]
-        found = [{"id": mcp.approval_id(r["session_id"], r["interrupt_id"]), "status": r["status"],
-                  "question": (r.get("payload") or {}).get("message") if isinstance(r.get("payload"), dict)
-                  else r["reason"], "created_at": r["created_at"]} for r in rows]
-        return mcp.tool_result({"approvals": found})
+        found: Approvals = {"approvals": [
+            {"id": mcp.approval_id(r["session_id"], r["interrupt_id"]), "status": r["status"],
+             "question": (r.get("payload") or {}).get("message") if isinstance(r.get("payload"), dict)
+             else r["reason"], "created_at": r["created_at"]} for r in rows]}
+        return mcp.tool_result(found)
     try:
         state = sessions.claim(store, caller, session_id_of(caller, agent_id), agent_id=agent_id, kind="approvals",
                                chosen=False)
     except Refusal:
         state = None
     if state is None:
-        return mcp.tool_result({"approvals": []})
+        none: Approvals = {"approvals": []}
+        return mcp.tool_result(none)
     sid = state.header.session_id
     opened = sorted(state.open_interrupts(), key=lambda i: (i.created_at, i.interrupt_id))[:args.limit]
-    return mcp.tool_result({"approvals": [mcp.approval_out(sid, i) for i in opened]})
+    listed: Approvals = {"approvals": [mcp.approval_out(sid, i) for i in opened]}
+    return mcp.tool_result(listed)
 
 
-def answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller,
-           args: models.AnswerApproval) -> dict[str, Any]:
+def answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller, args: models.AnswerApproval) -> ToolResult:
     """`answer_approval`: the resume path as this caller (R17, A1-A4: a caller the policy does not
     admit is refused and nothing is recorded); any session the caller may see, not only its own."""
     sid, iid = mcp.split_id(args.id, "arguments.id")
@@ -206,7 +210,9 @@ def answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller,
     interrupt = state.interrupts.get(iid)
     if interrupt is None:
         raise Refusal("not_found", f"approval {args.id[:100]} not found", "arguments.id")
-    return mcp.tool_result({**mcp.approval_out(sid, interrupt), "noop": out.noop})
+    answered: Approval = mcp.approval_out(sid, interrupt)
+    answered["noop"] = out.noop
+    return mcp.tool_result(answered)
 
 
 def _param(param: str | None) -> str | None:
@@ -216,14 +222,14 @@ def _param(param: str | None) -> str | None:
 
 
 def task(store: Sessions, caller: Caller, agent_id: str, ref: models.TaskRef, clock: Clock = time.time
-         ) -> dict[str, Any]:
+         ) -> Task:
     """`tasks/get`."""
     sid, interrupt = _own(store, caller, agent_id, ref.taskId, "taskId")
     return mcp.task_out(sid, interrupt, iso_ms(clock()))
 
 
-def cancel(store: SessionsAndInterrupts, parking: Parking, caller: Caller,
-           agent_id: str, ref: models.TaskRef) -> dict[str, Any]:
+def cancel(store: SessionsAndInterrupts, parking: Parking, caller: Caller, agent_id: str,
+           ref: models.TaskRef) -> Complete:
     """`tasks/cancel`: the approval declined through the resume path (so only where the approver
     policy admits the caller); an approval already answered stays as it was."""
     sid, interrupt = _own(store, caller, agent_id, ref.taskId, "taskId")

@@ -22,6 +22,7 @@ from dataclasses import asdict
 from typing import Any
 
 from holdpoint.core import claims, notify, retry
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.messages import NotifyRetry
 from holdpoint.core.state import SessionState
 from holdpoint.ports import (
@@ -60,7 +61,7 @@ class Notifier:
         self.clock = clock
         self.pushes = pushes
 
-    def on_event(self, tenant: str, session_id: str, event: dict[str, Any]) -> dict[str, Any] | None:
+    def on_event(self, tenant: str, session_id: str, event: JsonObject) -> JsonObject | None:
         """One event-log entry from the stream: publish it and fan it out. Returns the published
         notification (None for an entry that is no lifecycle event, or of a session gone)."""
         for record in self.pushes(tenant, session_id, event) if self.pushes is not None else []:
@@ -83,10 +84,12 @@ class Notifier:
                 self._start(state, event, entry, index)
         return body
 
-    def _notification(self, state: SessionState, event: dict[str, Any],
-                      approver: str | None) -> dict[str, Any] | None:
+    def _notification(self, state: SessionState, event: JsonObject, approver: str | None) -> JsonObject | None:
         h = state.header
-        interrupt = state.interrupts.get(str((event.get("data") or {}).get("interrupt_id")))
+        data = event.get("data") or {}
+        if not isinstance(data, dict):  # an event-log entry's data is an object
+            raise AttributeError(f"{type(data).__name__!r} object has no attribute 'get'")
+        interrupt = state.interrupts.get(str(data.get("interrupt_id")))
         minted: dict[str, str] = {}
         if notify.kind_of(event) in notify.WAITING and interrupt is not None and interrupt.status == "open":
             who = links.declared_approver(approver) if approver else claims.principal_of(h)
@@ -95,7 +98,7 @@ class Notifier:
                                     self.clock())
         return notify.notification(h.tenant, h.session_id, h.agent_id, event, minted)
 
-    def _start(self, state: SessionState, event: dict[str, Any], entry: dict[str, Any], index: int) -> None:
+    def _start(self, state: SessionState, event: JsonObject, entry: dict[str, Any], index: int) -> None:
         """Claim the (event, entry) delivery once, then make its first attempt."""
         channel = notify.channel_of(entry)
         if channel is None or channel not in self.channels:

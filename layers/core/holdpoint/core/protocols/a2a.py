@@ -6,6 +6,7 @@ parsers do. The translations to and from sessions are `core.a2a`.
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
 # start (docs/PERFORMANCE.md, (c)).
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -27,7 +28,7 @@ class Part(A2a):
     data: Any = None
     raw: str | None = None
     url: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Mapping[str, object] | None = None
     mediaType: Name | None = None  # noqa: N815 - A2A's name
     filename: Name | None = None
 
@@ -38,7 +39,7 @@ class Message(A2a):
     parts: Annotated[list[Part], Field(min_length=1, max_length=100)]
     contextId: Name | None = None  # noqa: N815
     taskId: Name | None = None  # noqa: N815
-    metadata: dict[str, Any] | None = None
+    metadata: Mapping[str, object] | None = None
 
 
 ConfigId = Annotated[str, StringConstraints(pattern=ID_REGEX)]
@@ -94,7 +95,7 @@ class Configuration(A2a):
 class SendMessage(A2a):
     message: Message
     configuration: Configuration | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Mapping[str, object] | None = None
 
 
 class TaskRef(A2a):
@@ -102,7 +103,7 @@ class TaskRef(A2a):
 
     id: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     historyLength: Annotated[int, Field(ge=0, le=1_000)] | None = None  # noqa: N815
-    metadata: dict[str, Any] | None = None
+    metadata: Mapping[str, object] | None = None
 
 
 PUBLISHED_MODULE = "holdpoint.core.a2a"
@@ -118,4 +119,4 @@ class Request(A2a):
     jsonrpc: Literal["2.0"]
     method: Annotated[str, StringConstraints(min_length=1, max_length=128)]
     id: Annotated[str, StringConstraints(max_length=256)] | int | None = None
-    params: dict[str, Any] | None = None
+    params: Mapping[str, object] | None = None

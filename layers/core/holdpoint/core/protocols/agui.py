@@ -6,6 +6,7 @@ are accepted and ignored, as AG-UI's schemas are open. The translations are `cor
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
 # start (docs/PERFORMANCE.md, (c)).
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -59,7 +60,7 @@ class ResumeEntry(AgUi):
     interruptId: Id  # noqa: N815
     status: Literal["resolved", "cancelled"]
     payload: Any = None
-    metadata: dict[str, Any] | None = None
+    metadata: Mapping[str, object] | None = None
 
 
 class RunAgentInput(AgUi):
@@ -68,8 +69,8 @@ class RunAgentInput(AgUi):
     messages: Annotated[list[Message], Field(max_length=10_000)]
     resume: Annotated[list[ResumeEntry], Field(max_length=100)] | None = None
     state: Any = None
-    tools: list[dict[str, Any]] = []
-    context: list[dict[str, Any]] = []
+    tools: list[Mapping[str, object]] = []
+    context: list[Mapping[str, object]] = []
     forwardedProps: Any = None  # noqa: N815
     parentRunId: str | None = None  # noqa: N815
     protocolVersion: str | None = None  # noqa: N815

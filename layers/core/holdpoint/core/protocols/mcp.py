@@ -6,6 +6,7 @@ elicitation's answer. The translations to and from sessions are `core.mcp`.
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
 # start (docs/PERFORMANCE.md, (c)).
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -36,7 +37,7 @@ class Request(BaseModel):
     jsonrpc: Literal["2.0"]
     method: Annotated[str, StringConstraints(min_length=1, max_length=128)]
     id: Annotated[str, StringConstraints(max_length=256)] | int | None = None
-    params: dict[str, Any] | None = None
+    params: Mapping[str, object] | None = None
 
 
 class Option(Strict):
@@ -51,7 +52,8 @@ class RequestApproval(Strict):
     options: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=256)] | Option],
                        Field(min_length=1, max_length=notify.MAX_OPTIONS)] | None = Field(
         default=None, description="the answers to choose from (a label, or {label, value})")
-    response_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the answer must satisfy")
+    response_schema: Mapping[str, object] | None = Field(default=None,
+                                                         description="a JSON Schema the answer must satisfy")
     policy: ApprovalPolicy | None = Field(default=None, description="who may answer (narrows the agent's policy)")
     expires_in: ExpiresIn | None = Field(default=None, description="seconds until the approval expires")
     answered_by: Literal["approvers", "user"] = Field(
@@ -78,8 +80,8 @@ class ListApprovals(Strict):
 class CallTool(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
     name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
-    arguments: dict[str, Any] | None = None
-    inputResponses: dict[str, Any] | None = None  # noqa: N815 - MCP's name
+    arguments: Mapping[str, object] | None = None
+    inputResponses: Mapping[str, object] | None = None  # noqa: N815 - MCP's name
     requestState: Annotated[str, StringConstraints(max_length=8_192)] | None = None  # noqa: N815
 
 
@@ -91,7 +93,7 @@ class TaskRef(BaseModel):
 class Elicited(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
     action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
+    content: Mapping[str, object] | None = None
 
 
 TOOLS: dict[str, tuple[type[BaseModel], str]] = {
