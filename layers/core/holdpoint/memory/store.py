@@ -17,6 +17,7 @@ from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.interrupts import Checked, refused
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Header, Interrupt, SessionState
 from holdpoint.core.tree import Node, Tree
 from holdpoint.memory.records import (
@@ -44,7 +45,6 @@ from holdpoint.ports import (
     InboxQuery,
     InboxRow,
     InterruptRef,
-    JsonObject,
     Resolve,
     ResolveOutcome,
     SessionFilters,

@@ -330,7 +330,7 @@ class SlackChannel:
         subject = subject_of(config, user)
         container = _member(payload, "container")
         return Click(tenant=tenant, session_id=str(sealed["s"]), interrupt_id=str(sealed["i"]),
-                     generation=generation, option=int(sealed["n"]), user=user, subject=subject,
+                     generation=generation, option=_option(sealed.get("n")), user=user, subject=subject,
                      channel=str(container.get("channel_id") or _member(payload, "channel").get("id") or ""),
                      ts=str(container.get("message_ts") or _member(payload, "message").get("ts") or ""),
                      config=config)
@@ -416,3 +416,10 @@ def subject_of(config: SlackConfig, user: str) -> str:
     if user not in config.users:
         raise Refusal("forbidden", f"Slack user {user} is not mapped to an approver", "payload.user")
     return config.users[user]
+
+
+def _option(value: object) -> int:
+    """The button's option index as sealed (an int); anything else is not a button Holdpoint sealed."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Refusal("validation_error", "the action is not a Holdpoint button", "payload.actions")
+    return value

@@ -6,10 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.push import PushRecord
-from holdpoint.ports.store import (
-    JsonObject,
-)
 
 
 class Sealer(Protocol):

@@ -5,9 +5,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from holdpoint.ports.store import (
-    JsonObject,
-)
+from holdpoint.core.jsontypes import JsonObject
 
 
 class WaitLeases(Protocol):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from holdpoint.core.interrupts import Checked
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Interrupt, SessionState
 
 MAX_SEQ = 10**12 - 1
@@ -21,9 +22,6 @@ ResolveOutcome = Literal["resolved", "recorded", "noop", "forbidden", "not_found
 InboxStatus = Literal["open", "resolved", "expired", "all"]
 
 
-JsonObject = dict[str, Any]
-"""A JSON object a port carries through without reading it (an agent's configuration, an answer,
-a sealed payload, a frame): its shape is the wire model's or the core rule's that made it."""
 
 
 @dataclass(frozen=True, slots=True)

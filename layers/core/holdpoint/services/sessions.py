@@ -304,9 +304,9 @@ def opened_cursor(sealer: Sealer, purpose: str, caller: Caller, cursor: str | No
     if not cursor:
         return None
     sealed = sealer.unseal(purpose, cursor)
-    if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(sealed.get("at"), str):
+    at = sealed.get("at") if sealed is not None else None
+    if sealed is None or sealed.get("tenant") != caller.tenant or not isinstance(at, str):
         raise Refusal("validation_error", "cursor is not valid", "cursor")
-    at: str = sealed["at"]
     return at
 
 
