@@ -92,15 +92,34 @@ def test_item7_tracing_off_makes_no_hop(monkeypatch: pytest.MonkeyPatch, daemon:
         assert hop is None and tracing.outgoing() is None and tracing.traceparent() is None
 
 
-def test_item7_an_untraced_handler_never_imports_the_xray_sdk() -> None:
-    """Where no daemon listens (tracing off), loading and running a hop imports nothing of X-Ray."""
+@pytest.mark.parametrize("traced", [False, True], ids=["off", "on"])
+def test_item7_a_handler_never_imports_the_xray_sdk(traced: bool) -> None:
+    """Powertools' Tracer runs on Holdpoint's provider: on or off, a handler's load and a hop import
+    nothing of the X-Ray SDK (which Lambda's runtime lacks; its import costs ~8 % of a cold start)."""
     probe = ("import sys\nfrom holdpoint import tracing\n"
-             "with tracing.hop('api'):\n    pass\n"
-             "tracing.capture(lambda e, c: None)\n"
-             "print(any(m.startswith('aws_xray_sdk') for m in sys.modules))")
-    env = {"PYTHONPATH": str(ROOT / "layers" / "core"), "PATH": "/usr/bin:/bin"}
+             "handler = tracing.capture(lambda e, c: None)\n"
+             "with tracing.hop('api'):\n    handler({}, None)\n"
+             "print(tracing.tracer() is not None, any(m.startswith('aws_xray_sdk') for m in sys.modules))")
+    env = {"PYTHONPATH": str(ROOT / "layers" / "core"), "PATH": "/usr/bin:/bin",
+           **({"AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:9", "LAMBDA_TASK_ROOT": "/tmp"} if traced else {})}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.split() == [str(traced), "False"]
+
+
+def test_item7_powertools_tracer_sends_the_handlers_subsegment_and_the_hop_nests_in_it(
+        daemon: socket.socket, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", f"Root={ROOT_ID};Parent=3333333333333333;Sampled=1")
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        with tracing.hop("api", tenant="t"):
+            return {"statusCode": 200}
+
+    assert tracing.capture(handler)({}, None) == {"statusCode": 200}
+    hop_doc, sub = received(daemon), received(daemon)  # the hop ends first
+    assert (sub["type"], sub["name"], sub["trace_id"], sub["parent_id"]) == (
+        "subsegment", "## handler", ROOT_ID, "3333333333333333")
+    assert {"ColdStart", "tenant"} <= set(sub["annotations"])  # Powertools' own, and the hop's
+    assert (hop_doc["trace_id"], hop_doc["parent_id"]) == (ROOT_ID, sub["id"])
 
 
 def test_item7_kicks_and_wakes_carry_the_hop_as_their_aws_trace_header(aws: dict[str, str],
