@@ -89,10 +89,19 @@ _TIMED = "import time\n_t0 = time.perf_counter()\n{body}print((time.perf_counter
 LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 
-def env() -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_", "VIRTUAL_ENV"))}
+TRACED = {"LAMBDA_TASK_ROOT": tempfile.gettempdir(), "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",
+          "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
+          "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"}
+"""What Lambda sets for a function with `Tracing: Active` (the daemon's address, the invocation's
+trace); `--tracing` compares a handler so against itself with `POWERTOOLS_TRACE_DISABLED`."""
+UNTRACED = {**TRACED, "POWERTOOLS_TRACE_DISABLED": "true"}
+
+
+def env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AWS_", "VIRTUAL_ENV", "_X_AMZN"))}
     out.update(LAMBDA_ENV)
     out.update({"PYTHONPATH": str(ROOT / "layers" / "core"), "PYTHONPYCACHEPREFIX": str(PYCACHE)})
+    out.update(extra or {})
     return out
 
 
@@ -112,15 +121,16 @@ def script(handler: str | None, first: bool = False, code_dir: str | None = None
 class Runner:
     """Runs a timed program in a fresh interpreter of the runtime venv (`python`)."""
 
-    def __init__(self, python: Path) -> None:
+    def __init__(self, python: Path, extra_env: dict[str, str] | None = None) -> None:
         self.python = python
+        self.extra_env = extra_env
 
     def __str__(self) -> str:
         return str(self.python)
 
     def run(self, handler: str | None, first: bool) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(self.python), "-c", script(handler, first)], cwd=tempfile.gettempdir(), env=env(),
-                              capture_output=True, text=True, check=False)
+        return subprocess.run([str(self.python), "-c", script(handler, first)], cwd=tempfile.gettempdir(),
+                              env=env(self.extra_env), capture_output=True, text=True, check=False)
 
 
 class ArtifactRunner(Runner):
@@ -183,6 +193,63 @@ def pairs(python: Runner, handler: str, count: int, first: bool = False) -> list
     return out
 
 
+def tracing_pairs(python: Path, handler: str, count: int, first: bool) -> list[tuple[float, float]]:
+    """(traced ms, untraced ms) per pair: the same handler, with Lambda's tracing variables, against
+    itself with POWERTOOLS_TRACE_DISABLED, back to back, the order alternating, after a warm-up pair."""
+    traced, untraced = Runner(python, TRACED), Runner(python, UNTRACED)
+    run_ms(traced, handler, first)
+    run_ms(untraced, handler, first)
+    out = []
+    for i in range(count):
+        order = (untraced, traced) if i % 2 else (traced, untraced)
+        got = {id(r): run_ms(r, handler, first) for r in order}
+        out.append((got[id(traced)], got[id(untraced)]))
+    return out
+
+
+_OWN = ("import boto3\nfrom aws_lambda_powertools import Logger, Metrics\nimport time\n_t0 = time.perf_counter()\n"
+        "from holdpoint import tracing\n_h = tracing.capture(lambda e, c: None)\n"
+        "with tracing.hop('api', tenant='t', session_id='s'):\n    _h({}, None)\n"
+        "print((time.perf_counter() - _t0) * 1000)\n")
+"""Tracing's own work in a cold start, after what every handler loads anyway (boto3, Powertools'
+Logger and Metrics): the module, Powertools' Tracer and the handler's capture, and one hop sent."""
+
+
+def own_cost(python: Path, count: int) -> tuple[float, float]:
+    """Median ms of `_OWN` traced and untraced, `count` fresh interpreters each, alternating."""
+    runs: dict[str, list[float]] = {"on": [], "off": []}
+    for _ in range(count + 1):
+        for name, extra in (("on", TRACED), ("off", UNTRACED)):
+            proc = subprocess.run([str(python), "-c", _OWN], cwd=tempfile.gettempdir(), env=env(extra),
+                                  capture_output=True, text=True, check=True)
+            runs[name].append(float(proc.stdout.strip().splitlines()[-1]))
+    return statistics.median(runs["on"][1:]), statistics.median(runs["off"][1:])
+
+
+def tracing_cost(python: Path, handlers: list[str], count: int) -> None:
+    """What tracing adds to each handler's cold start (its first-request builds included)."""
+    on, off = own_cost(python, max(count, 15))
+    print(f"tracing's own work (module, Tracer, capture, one hop; after boto3, Logger and Metrics): "
+          f"{on:.2f} ms traced, {off:.2f} ms untraced")
+    print(f"Tracing's cost: a handler's cold start with Lambda's X-Ray variables over the same without "
+          f"(POWERTOOLS_TRACE_DISABLED); median of {count} pairs ({python})")
+    ratios, untraced_ms = {}, {}
+    for handler in handlers:
+        got = tracing_pairs(python, handler, count, first=defers(handler))
+        ratios[handler] = statistics.median(t / u for t, u in got)
+        untraced_ms[handler] = statistics.median(u for _, u in got)
+        print(f"{handler:<11} {ratios[handler]:.3f}x  (traced {statistics.median(t for t, _ in got):.0f} ms, "
+              f"untraced {statistics.median(u for _, u in got):.0f} ms, median difference "
+              f"{statistics.median(t - u for t, u in got):+.1f} ms)")
+    smallest = min(untraced_ms.values())
+    share = on / smallest  # all of tracing's own work, as if the untraced run had none of it
+    print(f"its own work over the smallest untraced cold start measured ({smallest:.0f} ms): "
+          f"{(on - off) / smallest:.2%} more with tracing on, {share:.2%} counted whole")
+    # The figure is the isolated work: the pairs above move by more than 5 % on a busy machine.
+    figure("tracing's own work in a cold start, over the smallest handler's", f"{share:.2%} "
+           f"({on:.2f} ms traced, {off:.2f} ms untraced)", "<= 5 %", share <= 0.05)
+
+
 def _group(module: str) -> str:
     parts = module.split(".")
     return ".".join(parts[:2]) if parts[0] == "holdpoint" else parts[0]
@@ -210,6 +277,8 @@ def main() -> None:
     ap.add_argument("--breakdown", action="store_true", help="also print where each handler's import time goes")
     ap.add_argument("--no-references", dest="references", action="store_false",
                     help="leave out the reference programs (nothing of Holdpoint in them)")
+    ap.add_argument("--tracing", action="store_true",
+                    help="measure tracing's cost instead: each handler traced over itself untraced")
     ap.add_argument("--artifact", action="store_true",
                     help="run in the Lambda-shaped x86_64 image on sam build's artifact (Docker, .venv-sam)")
     args = ap.parse_args()
@@ -218,6 +287,9 @@ def main() -> None:
     args.python = args.python.absolute()  # runs start in a temporary dir; a venv's python must stay a symlink
     if not args.artifact and not args.python.exists():
         sys.exit(f"{args.python} is missing: run `make venv-runtime` (a venv with only requirements.txt)")
+    if args.tracing:
+        tracing_cost(args.python, [h for h in args.handlers.split(",") if h], args.pairs)
+        return
     runner: Runner = artifact_runner(Path(tempfile.mkdtemp(prefix="holdpoint-cold-"))) if args.artifact \
         else Runner(args.python)
     where = "fresh Lambda-shaped container each" if args.artifact else "fresh interpreter each"

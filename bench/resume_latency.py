@@ -150,7 +150,10 @@ class Timeline:
 # --------------------------------------------------------------------------- the stack and a client
 
 
-def start_stack(moto_log: str | None = None, parameters: dict[str, str] | None = None) -> LocalStack:
+def start_stack(moto_log: str | None = None, parameters: dict[str, str] | None = None,
+                tracing: bool = False) -> LocalStack:
+    """The bench's local stack; tracing off unless asked (the figures in docs/PERFORMANCE.md (b),
+    (d) were measured so), on for the soak, whose per-hop latencies come from the traces."""
     logging.basicConfig(level=logging.WARNING)
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     for name in ("botocore", "urllib3", "werkzeug"):
@@ -161,7 +164,7 @@ def start_stack(moto_log: str | None = None, parameters: dict[str, str] | None =
         moto_log=moto_log,
         parameters=parameters,
         extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
-                   "POWERTOOLS_TRACE_DISABLED": "1"},
+                   **({} if tracing else {"POWERTOOLS_TRACE_DISABLED": "1"})},
     )
     stack.start()
     assert stack.base_url.startswith("http://127.0.0.1:"), stack.base_url

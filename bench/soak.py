@@ -21,7 +21,9 @@ Invariants (each a line `INVARIANT name: held|BROKEN (detail)`):
 
 Figures (`FIGURE` lines, bench/figures.py): achieved against offered rate; p50/p95/p99 of submit ->
 interrupt visible, resume -> worker, and commit -> WebSocket; each long-lived process's RSS and
-open descriptors over the run with their slope per thousand sessions.
+open descriptors over the run with their slope per thousand sessions. Per hop (api, engine kick,
+engine park, resume, engine wake, and the waits between them), p50/p95/p99 from the spans of the
+first plain sessions' traces, read back with `GET /v1/sessions/{id}/trace`.
 Spend (`Spend`): DynamoDB write units, AWS calls and invocations per session while it runs, beside
 bench/capacity.py's model of one plain approval session (`--mix plain=1` to compare like with like).
 
@@ -675,6 +677,36 @@ def invariants(stack: Any, worker: Worker, run: Run) -> dict[str, str | None]:
             if broken.get(name) else None for name in names}
 
 
+HOP_SAMPLE = 40
+"""Plain sessions whose traces are read back for the per-hop latencies (the first to finish)."""
+
+
+def hop_latencies(http: Http, run: Run, sample: int = HOP_SAMPLE) -> dict[str, list[float]]:
+    """Per-hop latencies from the spans (`GET /v1/sessions/{id}/trace`, X-Ray on the local stack):
+    each hop's own duration, and the gaps a turn waits between hops (the queue, Step Functions, the
+    resume's wake), in ms, from the plain sessions' one trace each."""
+    done = sorted((o for o in run.outcomes if o.kind == "plain" and o.finished and not o.error),
+                  key=lambda o: o.finished or 0)[:sample]
+    out: dict[str, list[float]] = defaultdict(list)
+    for o in done:
+        for trace in http.call("GET", f"/v1/sessions/{o.session_id}/trace")["traces"]:
+            hops = {h["name"]: h for h in trace["hops"]}
+            for name, hop in hops.items():
+                out[name].append(hop["duration_ms"])
+            for a, b in (("api", "engine kick"), ("engine kick", "engine park"), ("resume", "engine wake")):
+                if a in hops and b in hops:
+                    out[f"{a} -> {b} start"].append(hops[b]["start_ms"] - hops[a]["start_ms"])
+    return out
+
+
+def report_hops(latencies: dict[str, list[float]]) -> None:
+    print("  per hop, from the traces' spans (hop: its duration; a -> b start: the wait between):")
+    for name in sorted(latencies, key=lambda n: ("->" in n, n)):
+        ms = latencies[name]
+        print(f"    {name}: n={len(ms)} p50 {pct(ms, .5):.0f} ms, p95 {pct(ms, .95):.0f} ms, "
+              f"p99 {pct(ms, .99):.0f} ms")
+
+
 def report(run: Run, worker: Worker, held: dict[str, str | None], redelivered: int) -> bool:
     done = [o for o in run.outcomes if not o.error]
     visible = [o.visible - o.submitted for o in done if o.visible]
@@ -768,7 +800,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rate must be in (0, 50] and --duration in (0, 7200]")
     delay = tuple(float(x) for x in args.delay.split(","))
     spend = Spend()
-    stack = start_stack(parameters={"QuotaStreamWaitsTotal": str(args.waits_total)} if args.waits_total else None)
+    stack = start_stack(parameters={"QuotaStreamWaitsTotal": str(args.waits_total)} if args.waits_total else None,
+                        tracing=True)
     hog = None
     try:
         worker = Worker()
@@ -794,6 +827,7 @@ def main(argv: list[str] | None = None) -> int:
         held = invariants(stack, worker, run)
         redelivered = sum(c - 1 for c in Counter((s, d) for s, d, _ in worker.log).values() if c > 1)
         ok = report(run, worker, held, redelivered)
+        report_hops(hop_latencies(Http(stack.base_url, stack.api_key), run))
         report_spend(spend, run)
         if args.json:
             Path(args.json).write_text(json.dumps([o.__dict__ for o in run.outcomes]), encoding="utf-8")

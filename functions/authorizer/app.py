@@ -11,6 +11,7 @@ from holdpoint.coldstart import loading
 with loading():  # the handler's modules load without collector pauses (holdpoint/coldstart.py)
     from aws_lambda_powertools import Logger
 
+    from holdpoint import tracing
     from holdpoint.assembly import get_store
     from holdpoint.aws.signing import platform_secret
     from holdpoint.http.credentials import authenticate, context_of, websocket_answer
@@ -19,6 +20,7 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
     logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
 
 
+@tracing.capture
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     token = headers.get("authorization")

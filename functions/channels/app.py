@@ -7,4 +7,4 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
     from holdpoint.http.resolver import handler_for
 
     app = build()
-    handler = handler_for(app, json_body=False)
+    handler = handler_for(app, json_body=False, hop="channels")

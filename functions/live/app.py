@@ -7,8 +7,10 @@ from typing import Any
 from holdpoint.coldstart import loading
 
 with loading():  # the handler's modules load without collector pauses (holdpoint/coldstart.py)
+    from holdpoint import tracing
     from holdpoint.http.live import handle
 
 
+@tracing.capture
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event)

@@ -11,6 +11,7 @@ from holdpoint.coldstart import loading
 with loading():  # the handler's modules load without collector pauses (holdpoint/coldstart.py)
     from aws_lambda_powertools import Logger
 
+    from holdpoint import tracing
     from holdpoint.assembly import get_notifier, get_store
     from holdpoint.aws.outbox import events
 
@@ -18,6 +19,7 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracing.capture
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     for item in events(event, get_store()):
         try:

@@ -8,4 +8,4 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
     from holdpoint.http.resume_api import build
 
     app = build()
-    handler = handler_for(app)
+    handler = handler_for(app, hop="resume")

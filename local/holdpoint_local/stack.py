@@ -17,7 +17,7 @@ from typing import Any, Literal
 from holdpoint import assembly
 
 from . import FAKE_ENV
-from .emulators import credentials
+from .emulators import credentials, xraydaemon
 from .emulators.frontend import ApiGateway, FrontEnd
 from .emulators.pollers import PollerGroup
 from .emulators.runtime import Function, Handler, LocalFunction
@@ -123,6 +123,7 @@ class LocalStack:
         self.pollers: PollerGroup | None = None
         self.scheduler: SchedulerFirer | None = None
         self.live: WebSocketGateway | None = None  # the WebSocket API (emulators/wsgateway.py)
+        self.xray: xraydaemon.XRayDaemon | None = None  # the X-Ray daemon (emulators/xraydaemon.py)
         self.env: dict[str, str] = {}
         self.api_key_seeded = False
         self._lock = threading.Lock()
@@ -150,6 +151,9 @@ class LocalStack:
             self.live = WebSocketGateway(host=self.host, port=port_from_env())
             os.environ[LIVE_ENV] = self.live.management_url  # PostToConnection reaches this gateway
             os.environ[LIVE_URL_ENV] = self.live.url  # the session page connects here
+            # Lambda's X-Ray daemon: the functions' trace segments, over UDP, to moto's X-Ray.
+            self.xray = xraydaemon.XRayDaemon(self.moto_endpoint, port=xraydaemon.port_from_env()).start()
+            os.environ[xraydaemon.ADDRESS_ENV] = self.xray.address
             credentials.install(self.moto_endpoint)  # each function signs with its own role
             assembly.reset()  # the container-wide adapters follow this stack's environment
             self._seed_api_key()
@@ -192,6 +196,9 @@ class LocalStack:
             if self.live:
                 self.live.stop()
                 self.live = None
+            if self.xray:
+                self.xray.stop()
+                self.xray = None
             if self.containers:
                 self.containers.stop()
             if self.moto and not keep_moto:
@@ -269,7 +276,6 @@ class LocalStack:
             "MOTO_PORT": str(self.moto_endpoint).rsplit(":", 1)[-1],
             "HOLDPOINT_ALLOW_HTTP_WORKERS": "1",
             "HOLDPOINT_SECRET_ENV_ALLOWLIST": secret_env_allowlist(self.tenant),
-            "POWERTOOLS_TRACE_DISABLED": "1",
             "POWERTOOLS_METRICS_NAMESPACE": "holdpoint-local",
             **self.extra_env,
         }

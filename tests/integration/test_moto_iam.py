@@ -172,6 +172,15 @@ def test_moto_iam_an_sqs_batch_is_checked_as_its_single_action(iam_aws: None) ->
     assert denied(lambda: sqs.send_message_batch(QueueUrl=queue, Entries=[{"Id": "0", "MessageBody": "m"}]))
 
 
+def test_moto_iam_an_xray_call_is_checked_as_its_api_action(iam_aws: None) -> None:
+    """Fix 26: GetTraceSummaries is `xray:GetTraceSummaries` (moto checked `xray:TraceSummaries`)."""
+    window = {"StartTime": 0, "EndTime": 1}
+    reader = role_client("xray", [allow(["xray:GetTraceSummaries", "xray:BatchGetTraces"], "*")])
+    assert reader.get_trace_summaries(**window)["TraceSummaries"] == []
+    assert reader.batch_get_traces(TraceIds=["1-5759e988-bd862e3fe1be46a994272793"])["Traces"] == []
+    assert denied(lambda: reader.put_trace_segments(TraceSegmentDocuments=[]))
+
+
 def test_moto_iam_a_management_api_call_is_checked_on_its_verb_and_connection(iam_aws: None) -> None:
     stage = "https://abc123.execute-api.us-east-1.amazonaws.com/live"
     posts = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:abc123/live/POST/@connections/*"

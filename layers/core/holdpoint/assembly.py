@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from holdpoint.aws.queue import WorkQueue
     from holdpoint.aws.store import Store
     from holdpoint.aws.timers import Timers
+    from holdpoint.aws.traces import XRayTraces
     from holdpoint.outbound.slack import SlackChannel
     from holdpoint.services.live import Live
     from holdpoint.services.notify import Notifier
@@ -70,6 +71,13 @@ def get_parking() -> Parking:
     from holdpoint.aws.parking import Parking
 
     return Parking()
+
+
+@cache
+def get_traces() -> XRayTraces:
+    from holdpoint.aws.traces import XRayTraces
+
+    return XRayTraces()
 
 
 @cache
@@ -144,5 +152,5 @@ def get_push_configs() -> PushConfigLog:
 def reset() -> None:
     """Forget every built object (tests that swap the environment between cases)."""
     for factory in (get_store, get_live, get_leases, get_queue, get_parking, get_timers, get_runner, get_notifier,
-                    get_slack, get_push_configs):
+                    get_slack, get_push_configs, get_traces):
         factory.cache_clear()

@@ -153,6 +153,29 @@ def cmd_wait(client: Client, args: argparse.Namespace, out: Out) -> None:
         out.stream.write(f"  {item.get('interrupt_id')}  {item.get('reason')}  {message or ''}\n")
 
 
+def cmd_trace(client: Client, args: argparse.Namespace, out: Out) -> None:
+    """`holdpoint trace SESSION`: each trace of the session (a turn, its pause and resume
+    included), its hops in the order they started, with start offsets and durations."""
+    found = client.trace(args.session, args.hours)
+    if out.as_json:
+        out.json(found)
+        return
+    traces = found.get("traces") or []
+    if not traces:
+        out.stream.write(out.paint(f"no traces of {args.session} in the last {args.hours} h", "dim") + "\n")
+    for trace in traces:
+        out.stream.write(f"{out.paint('trace', 'bold')} {out.paint(str(trace.get('trace_id')), 'cyan')}  "
+                         f"{len(trace.get('hops') or [])} hops, {_ms(trace.get('duration_ms'))}\n")
+        out.table(["hop", "start", "duration"],
+                  [(h.get("name"), "+" + _ms(h.get("start_ms")), _ms(h.get("duration_ms")))
+                   for h in trace.get("hops") or []])
+
+
+def _ms(value: Any) -> str:
+    millis = float(value or 0)
+    return f"{millis / 1000:.2f} s" if millis >= 10_000 else f"{millis:.1f} ms"
+
+
 # -- the parser -------------------------------------------------------------------------------
 
 
@@ -191,6 +214,10 @@ def parser() -> argparse.ArgumentParser:
                       "interrupted, done); default interrupted")
     wait.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS")
     wait.set_defaults(run=cmd_wait)
+    trace = sub.add_parser("trace", help="a session's traces: each turn's hops with their times")
+    trace.add_argument("session")
+    trace.add_argument("--hours", type=int, default=24, help="how far back to look (default 24)")
+    trace.set_defaults(run=cmd_trace)
     sessions = sub.add_parser("sessions", help="the tenant's sessions")
     sessions.add_argument("--status")
     sessions.add_argument("--agent")

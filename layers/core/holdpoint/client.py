@@ -131,6 +131,10 @@ class Client:
         return self.request("GET", f"/v1/sessions/{_seg(session_id)}/events",
                             params={"after_seq": after_seq, "limit": limit, "wait": wait})
 
+    def trace(self, session_id: str, hours: int = 24) -> Json:
+        """The session's traces of the last `hours` hours: each turn's hops with their times."""
+        return self.request("GET", f"/v1/sessions/{_seg(session_id)}/trace", params={"hours": hours})
+
     def tail(self, session_id: str, after_seq: int = 0, follow: bool = True, poll: float = 1.0,
              sleep: Callable[[float], None] = time.sleep) -> Iterator[Json]:
         """The session's events in order; with `follow`, keeps polling for new ones."""
@@ -182,7 +186,7 @@ def _seg(value: str) -> str:
 ROUTES = (
     "/v1/agents/{agent_id}", "/v1/client-tokens", "/v1/interrupts", "/v1/links/{token}", "/v1/openapi.json",
     "/v1/sessions", "/v1/sessions/{session_id}", "/v1/sessions/{session_id}/calls/settle",
-    "/v1/sessions/{session_id}/events", "/v1/sessions/{session_id}/events/stream",
+    "/v1/sessions/{session_id}/events", "/v1/sessions/{session_id}/events/stream", "/v1/sessions/{session_id}/trace",
     "/v1/sessions/{session_id}/inputs", "/v1/sessions/{session_id}/interrupts",
     "/v1/sessions/{session_id}/interrupts/{interrupt_id}/resume", "/v1/workers/submit",
     "/v1/channels/ag-ui/agents/{agent_id}/run", "/v1/channels/ag-ui/agents/{agent_id}/connect",

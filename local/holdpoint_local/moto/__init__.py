@@ -8,9 +8,10 @@ in-process moto) so the emulator keeps the guarantees the real service gives.
 - sqs.py, fix 7: a FIFO message group is in flight with one receiver at a time;
 - cloudformation.py, fixes 9-15 and 22: what moto's CloudFormation created wrongly or not at all
   from the translated template.yaml;
-- iam.py, fixes 16-21 and 23-24: IAM checked against the resource a call names, a service's
+- iam.py, fixes 16-21, 23-24 and 26: IAM checked against the resource a call names, a service's
   trust, a CloudFormation role's policies, a state machine's role, a bodiless GET's signature, the
-  management API's routing and authorisation;
+  management API's routing and authorisation, an X-Ray call as its API action;
+- xray.py, fix 25: GetTraceSummaries filters on annotations and lists them;
 - stepfunctions.py, not a fix: a local-only cap on open Step Functions executions (`CAP_KEY`).
 
 They are checked by tests/integration/test_moto_fixes.py and test_moto_iam.py, and
@@ -47,10 +48,11 @@ def apply() -> None:
             f"pin moto=={PINNED} in requirements-dev.txt, or re-read each fix against the new moto and move PINNED")
     if applied():
         return
-    from . import cloudformation, dynamodb, iam, sqs, stepfunctions
+    from . import cloudformation, dynamodb, iam, sqs, stepfunctions, xray
 
     dynamodb.apply()  # fixes 1-6, 8
     sqs.apply()  # fix 7
     cloudformation.apply()  # fixes 9-15, 22
     stepfunctions.apply()  # the open-execution cap
-    iam.apply()  # fixes 16-21, 23-24: IAM checked against the resource a call names
+    xray.apply()  # fix 25
+    iam.apply()  # fixes 16-21, 23-24, 26: IAM checked against the resource a call names

@@ -49,6 +49,12 @@ on stock moto, but 23, the server's routing, by tests/security/test_management_a
     moto only authorises: the local gateway (emulators/wsgateway.py) holds the connections and delivers, so
     moto's own store of posted data is not written.
 
+26. **An X-Ray call is authorised as its API action.** X-Ray's API is paths (`POST
+    /TraceSummaries`), and moto checked the path as the action (`xray:TraceSummaries`), which no
+    policy names, so every X-Ray call by a function role was AccessDenied; each is now checked as
+    `xray:GetTraceSummaries`, `xray:BatchGetTraces`, `xray:PutTraceSegments`, ... on `*` (X-Ray
+    has no resource-level permissions for them).
+
 `seed_identities` installs the identities (`enforce` turns enforcement on):
 - the operator: IAM user `holdpoint-operator` with the access key `testing`/`testing` of
   `FAKE_ENV`, and a session of role `holdpoint-operator` with key, secret and token `testing`,
@@ -231,6 +237,17 @@ def _patch_management() -> None:
     urls.url_paths[STAGE_PATH] = _management_authorised
 
 
+XRAY_ACTIONS = {"TraceSegments": "PutTraceSegments", "TraceSummaries": "GetTraceSummaries",
+                "Traces": "BatchGetTraces", "TelemetryRecords": "PutTelemetryRecords",
+                "ServiceGraph": "GetServiceGraph", "TraceGraph": "GetTraceGraph"}
+"""Fix 26: X-Ray's paths, as the IAM actions of the calls they are."""
+
+
+def _xray(svc: Any) -> list[tuple[str, str]]:
+    path = svc._get_action()
+    return [(XRAY_ACTIONS.get(path, path), "*")]
+
+
 def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
     from moto.bedrockruntime.responses import BedrockRuntimeResponse
     from moto.dynamodb.responses import DynamoHandler
@@ -240,11 +257,12 @@ def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
     from moto.secretsmanager.responses import SecretsManagerResponse
     from moto.sqs.responses import SQSResponse
     from moto.stepfunctions.responses import StepFunctionResponse
+    from moto.xray.responses import XRayResponse
 
     return {SQSResponse: lambda svc: ["*"],
             DynamoHandler: _dynamodb, DynamoDBStreamsHandler: _streams, StepFunctionResponse: _stepfunctions,
             SecretsManagerResponse: _secretsmanager, EventsHandler: _events, BedrockRuntimeResponse: _bedrock,
-            EventBridgeSchedulerResponse: _scheduler}
+            EventBridgeSchedulerResponse: _scheduler, XRayResponse: _xray}
 
 
 def _enforcing() -> bool:

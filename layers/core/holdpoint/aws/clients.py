@@ -60,6 +60,7 @@ POLICIES: dict[str, Policy] = {
                      "read timeout is Lambda's longest run"),
     "apigatewaymanagementapi": Policy(3, 2, 5, "a frame to a WebSocket follower: a late frame is worth little, "
                                       "and a lost one is a gap the follower sees and fills by re-subscribing"),
+    "xray": Policy(3, 3, 10, "reading a session's traces (GET .../trace): a read, answered 503 when refused"),
     "bedrock-runtime": Policy(1, 10, 60, "a model call: no botocore retry, since the engine's LLM retry policy "
                               "(attempts, backoff) decides what happens next; the read timeout is the call's "
                               "own `timeout_secs` (`read=`)"),

@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any
 
+from holdpoint import tracing
 from holdpoint.aws import clients
 from holdpoint.aws.ddb.parking import ParkRecords
 from holdpoint.aws.ddb.table import Table
@@ -18,11 +19,18 @@ from holdpoint.aws.errors import Refused
 from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.interrupts import park_seconds
 from holdpoint.core.state import Interrupt
-from holdpoint.ports import KeptParking, ParkRefused
+from holdpoint.ports import KeptParking, ParkRecord, ParkRefused
 from holdpoint.ports import ParkRecords as Records
 
 NO_CAPACITY = ("ExecutionLimitExceeded", "ThrottlingException")
 """StartExecution's answers that mean "not now": the open-execution ceiling, a throttle."""
+
+
+def traced_start() -> dict[str, str]:
+    """StartExecution's `traceHeader`: the execution (with the state machine's tracing on) is part
+    of the hop's trace."""
+    header = tracing.outgoing()
+    return {"traceHeader": header} if header else {}
 
 
 class Parking(KeptParking):
@@ -63,10 +71,11 @@ class Parking(KeptParking):
             "dedup_key": interrupt.dedup_key,
             "generation": interrupt.generation,
             "timeout_seconds": timeout,
+            "trace": tracing.outgoing() or "",  # ParkBranch's park and expiry messages carry it on
         }
         try:
             out = self.client.start_execution(stateMachineArn=self.arn, name=interrupt.dedup_key,
-                                              input=json.dumps(payload))
+                                              input=json.dumps(payload), **traced_start())
             return str(out["executionArn"])
         except Refused as exc:
             if exc.code in NO_CAPACITY:
@@ -74,6 +83,10 @@ class Parking(KeptParking):
             if exc.code != "ExecutionAlreadyExists":
                 raise
             return self.arn.replace(":stateMachine:", ":execution:") + f":{interrupt.dedup_key}"
+
+    def joined(self, record: ParkRecord | None) -> None:
+        """The resume's hop joins the trace of the turn that parked (the record's `trace`)."""
+        tracing.adopt(record.trace if record is not None else None)
 
     def complete(self, token: str, output: dict[str, Any]) -> bool:
         """SendTaskSuccess, which ends the execution; False when the token is already spent or

@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any
 
+from holdpoint import tracing
 from holdpoint.aws import clients
 from holdpoint.core.errors import MessageError
 from holdpoint.core.messages import Kick, Wake, WorkMessage, body, parse
@@ -15,6 +16,14 @@ from holdpoint.core.messages import Kick, Wake, WorkMessage, body, parse
 def group_id(tenant: str, session_id: str) -> str:
     """FIFO group ids are at most 128 characters; a hash keeps any tenant/session pair valid."""
     return hashlib.sha256(f"{tenant}/{session_id}".encode()).hexdigest()[:40]
+
+
+def traced() -> dict[str, Any]:
+    """The send's `AWSTraceHeader`: the hop in progress, so the engine's hop continues its trace
+    (set explicitly, it wins over the one SQS would take from an X-Ray SDK's request header)."""
+    header = tracing.outgoing()
+    return {"MessageSystemAttributes": {"AWSTraceHeader": {"DataType": "String", "StringValue": header}}} \
+        if header else {}
 
 
 def parse_message(text: str) -> WorkMessage:
@@ -37,6 +46,7 @@ class WorkQueue:
             MessageBody=json.dumps(body(Kick(tenant, session_id))),
             MessageGroupId=group_id(tenant, session_id),
             MessageDeduplicationId=hashlib.sha256(f"kick/{tenant}/{session_id}/{version}".encode()).hexdigest(),
+            **traced(),
         )
 
     def wake(self, tenant: str, session_id: str, interrupt_id: str, dedup_key: str, generation: int) -> None:
@@ -52,4 +62,4 @@ class WorkQueue:
     def _send(self, message: Wake, dedup: str) -> None:
         self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(body(message)),
                                  MessageGroupId=group_id(message.tenant, message.session_id),
-                                 MessageDeduplicationId=dedup)
+                                 MessageDeduplicationId=dedup, **traced())

@@ -21,12 +21,12 @@ from urllib.parse import parse_qs, urlsplit
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
-from holdpoint import assembly
+from holdpoint import assembly, tracing
 from holdpoint.aws import signing
 from holdpoint.core.errors import Refusal
 from holdpoint.http import rendering
 from holdpoint.http.edge import INTERNAL_BODY, headers_of, load_refusal, status_of
-from holdpoint.http.telemetry import logger
+from holdpoint.http.telemetry import logger, traced
 from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services import links
 
@@ -148,10 +148,14 @@ def build() -> APIGatewayHttpResolver:
 
 
 def handler_for(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The Lambda handler: never a stack trace in a body."""
+    """The Lambda handler: never a stack trace in a body; each request a hop (holdpoint/tracing.py)."""
 
     @logger.inject_lambda_context(clear_state=True)
+    @tracing.capture
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return traced("links", event, lambda: answer(event, context))
+
+    def answer(event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:
             return app.resolve(event, context)
         except Exception:  # noqa: BLE001 - never a stack trace in a body

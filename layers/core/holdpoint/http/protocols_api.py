@@ -29,7 +29,7 @@ def handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict
     """`handler_for(app)` with the body limits answered in JSON-RPC: a body too deep or not UTF-8
     is a parse error (-32700: HTTP 200 for A2A, 400 for MCP); one over the size limit stays a 413,
     as A2A's own server answers."""
-    inner = handler_for(app, json_body=False)
+    inner = handler_for(app, json_body=False, hop="protocols")
 
     def serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from holdpoint import tracing
 from holdpoint.coldstart import Deferred
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param, first_error, next_step
@@ -29,7 +30,7 @@ from holdpoint.http.edge import (
     status_of,
 )
 from holdpoint.http.limits import body_bytes, strict_body
-from holdpoint.http.telemetry import logger, metrics
+from holdpoint.http.telemetry import logger, metrics, traced
 from holdpoint.ports import Throttled, TooLarge, TooManyChanges, Unavailable
 
 if TYPE_CHECKING:  # pydantic is not loaded where validation is off (the resume function)
@@ -224,13 +225,16 @@ def serve(app: APIGatewayHttpResolver, event: JsonObject, context: Any, json_bod
 
 
 def handler_for(app: APIGatewayHttpResolver | Deferred[APIGatewayHttpResolver],
-                json_body: bool = True) -> Callable[[JsonObject, Any], JsonObject]:
-    """The Lambda handler serving `app`, with Powertools' logging context and metrics; a deferred
-    `app` is built by the first request."""
+                json_body: bool = True, hop: str = "api") -> Callable[[JsonObject, Any], JsonObject]:
+    """The Lambda handler serving `app`, with Powertools' logging context, metrics and tracer, each
+    request one hop named `hop` of its session's trace (holdpoint/tracing.py); a deferred `app` is
+    built by the first request."""
 
     @metrics.log_metrics
     @logger.inject_lambda_context(clear_state=True)
+    @tracing.capture
     def handler(event: JsonObject, context: Any) -> JsonObject:
-        return serve(app.get() if isinstance(app, Deferred) else app, event, context, json_body)
+        return traced(hop, event, lambda: serve(app.get() if isinstance(app, Deferred) else app, event, context,
+                                                json_body))
 
     return handler

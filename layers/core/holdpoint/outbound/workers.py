@@ -22,6 +22,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from holdpoint import tracing
 from holdpoint.aws import clients, secretrefs
 from holdpoint.aws import errors as aws_errors
 from holdpoint.core import strictjson
@@ -100,15 +101,22 @@ def _secret(ref: str | None, tenant: str | None, field: str = "worker.secret") -
         raise WorkerUnavailable(f"{field} could not be read: {exc}") from exc
 
 
+def traced() -> dict[str, str]:
+    """W3C `traceparent` for the hop in progress: a worker's own tracing joins the session's trace."""
+    parent = tracing.traceparent()
+    return {"traceparent": parent} if parent else {}
+
+
 def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | None, field: str,
                 timeout: float, headers: dict[str, str] | None = None, *, deferrable: bool = False) -> bytes:
     """POST `payload` as JSON, signed when `secret_ref` is set (PROTOCOL.md §2.7), through
-    `netguard.urlopen` (the URL and the connected address checked); the answer's body. Every
+    `netguard.urlopen` (the URL and the connected address checked), with the trace's `traceparent`;
+    the answer's body. Every
     failure (refused, unreachable, non-2xx) is `WorkerUnavailable`. `field` names the declaration
     (`worker`, `notify[0]`) in errors. `deferrable`: a 202 is `WorkerDeferred` (a decision the
     worker answers later, PROTOCOL.md §2.9)."""
     body = json.dumps(payload, separators=(",", ":")).encode()
-    sent = {"Content-Type": "application/json", "User-Agent": "holdpoint", **(headers or {})}
+    sent = {"Content-Type": "application/json", "User-Agent": "holdpoint", **traced(), **(headers or {})}
     secret = _secret(secret_ref, tenant, f"{field}.secret")
     if secret:
         ts = str(int(time.time()))

@@ -5,7 +5,7 @@ and `holdpoint.llm` implement them, and the entry points (the Lambda handlers, t
 the local stack) wire one to the other. A new storage backend implements `SessionStore`; a new
 LLM provider is one more `holdpoint.llm` module behind `Llm`.
 
-One module a concern: `store`, `parking`, `work`, `delivery`, `live`, and the `errors` they
+One module a concern: `store`, `parking`, `work`, `delivery`, `live`, `traces`, and the `errors` they
 raise; every name is also importable from `holdpoint.ports` itself."""
 
 from holdpoint.ports.delivery import (
@@ -53,9 +53,12 @@ from holdpoint.ports.store import (
     SessionsAndInterrupts,
     SessionStore,
 )
+from holdpoint.ports.traces import Span, Traces
 from holdpoint.ports.work import Clock, Llm, LlmStream, OnDelta, Timers, Worker, WorkQueue
 
 __all__ = [
+    "Span",
+    "Traces",
     "AddAnswer",
     "ApiKey",
     "Clock",

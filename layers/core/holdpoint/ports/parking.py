@@ -49,11 +49,13 @@ class Parking(Protocol):
 @dataclass(frozen=True)
 class ParkRecord:
     """What a Parking adapter keeps for one raise (`ParkRecords`): the pause's `handle` once started
-    (Step Functions: the execution's ARN), the refusals to start it, and the `token` that ends it."""
+    (Step Functions: the execution's ARN), the refusals to start it, the `token` that ends it, and
+    the `trace` of the hop that started it (opaque: the resume's hop joins it, holdpoint/tracing.py)."""
 
     handle: str | None = None
     waits: int = 0
     token: str | None = None
+    trace: str | None = None
 
 
 class ParkRecords(Protocol):
@@ -99,6 +101,9 @@ class KeptParking:
         """End the pause `token` holds; False when it is spent already (a no-op)."""
         raise NotImplementedError
 
+    def joined(self, record: ParkRecord | None) -> None:
+        """The resume found the raise's record (its trace, when the adapter traces): no-op here."""
+
     def status(self, tenant: str, session_id: str, interrupt: Interrupt) -> Parked:
         found = self.kept().read(tenant, session_id, interrupt.interrupt_id, interrupt.generation)
         return Parked(started=found.handle is not None, waits=found.waits) if found else Parked()
@@ -128,9 +133,12 @@ class KeptParking:
         onto the work queue, and the engine starts while the end is in flight. A crash between the
         two leaves the pause waiting; its timeout then sends a wake the engine finds already
         applied, and a retried resume ends it sooner (docs/ARCHITECTURE.md, "Parking"). The token
-        is read here, once, after the resolve's write: a park message stored before it is seen."""
-        self.wakes().wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
+        is read here, once, after the resolve's write and before the wake: a park message stored
+        before it is seen, and one stored after it finds the interrupt resolved and ends the pause
+        itself; the wake then carries the trace of the turn that parked (`joined`)."""
         found = self.kept().read(tenant, session_id, interrupt.interrupt_id, interrupt.generation)
+        self.joined(found)
+        self.wakes().wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
         if found is not None and found.token:
             self.complete(found.token, {"interrupt_id": interrupt.interrupt_id})
 

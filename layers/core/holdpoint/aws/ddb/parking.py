@@ -10,6 +10,7 @@ import time
 from contextlib import suppress
 from typing import Any
 
+from holdpoint import tracing
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Update, absent_or, all_of, eq, n, s
 from holdpoint.aws.ddb.table import Table
@@ -20,7 +21,8 @@ from holdpoint.ports import Clock, ParkRecord
 def record_of(item: dict[str, Any]) -> ParkRecord:
     return ParkRecord(handle=item[k.EXECUTION]["S"] if k.EXECUTION in item else None,
                       waits=int(item[k.WAITS]["N"]) if k.WAITS in item else 0,
-                      token=item[k.TASK_TOKEN]["S"] if k.TASK_TOKEN in item else None)
+                      token=item[k.TASK_TOKEN]["S"] if k.TASK_TOKEN in item else None,
+                      trace=item[k.TRACE]["S"] if k.TRACE in item else None)
 
 
 class ParkRecords:
@@ -35,15 +37,18 @@ class ParkRecords:
         item = self.table.get(self.key(tenant, session_id, interrupt_id, generation))
         return record_of(item) if item else None
 
-    def _set(self, key: dict[str, Any], attr: str, value: dict[str, str], condition: Cond) -> None:
+    def _set(self, key: dict[str, Any], attr: str, value: dict[str, str], condition: Cond,
+             also: dict[str, dict[str, str]] | None = None) -> None:
         """One conditional UpdateItem; a failed condition is the retry or duplicate, a no-op."""
-        update = Update(sets={attr: value, k.TTL: n(int(self.clock()) + k.PARK_TTL_SECONDS)})
+        update = Update(sets={attr: value, **(also or {}), k.TTL: n(int(self.clock()) + k.PARK_TTL_SECONDS)})
         with suppress(ConditionFailed):
             self.table.update(key, **Expr().request(update=update, condition=condition))
 
     def started(self, tenant: str, session_id: str, interrupt_id: str, generation: int, handle: str) -> None:
+        """The execution's ARN, with the trace of the hop that started it (the resume joins it)."""
+        trace = tracing.outgoing()
         self._set(self.key(tenant, session_id, interrupt_id, generation), k.EXECUTION, s(handle),
-                  Exists(k.EXECUTION, present=False))
+                  Exists(k.EXECUTION, present=False), {k.TRACE: s(trace)} if trace else None)
 
     def waiting(self, tenant: str, session_id: str, interrupt_id: str, generation: int, attempt: int) -> None:
         """The refusal `attempt`, unless the park started or a later refusal is recorded already."""

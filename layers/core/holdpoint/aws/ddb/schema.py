@@ -68,6 +68,7 @@ LISTING_ATTRS = (LISTED_AGENT, LISTED_STATUS, LISTED_OWNER, SUB_AGENT)
 EXECUTION = "execution"  # the ParkBranch execution started for the raise (its ARN)
 WAITS = "waits"  # StartExecution's refusals so far (the open-execution ceiling, a throttle)
 TASK_TOKEN = "task_token"  # what the execution's park message reported: SendTaskSuccess ends it
+TRACE = "trace"  # the X-Ray header of the hop that started the execution: the resume joins its trace
 PARK_TTL_SECONDS = DEFAULT_PARK_SECONDS + 86_400  # past the longest park: by then the record is spent
 TTL = "ttl"  # the table's TTL attribute
 REV = "rev"

@@ -3,6 +3,7 @@ calls, and the tenant's inbox of open interrupts."""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -26,6 +27,7 @@ from holdpoint.services import sessions, streams
 from holdpoint.services.inbox import InboxFilters, inbox
 from holdpoint.services.resume import resume
 from holdpoint.services.settle import settle
+from holdpoint.services.traces import session_traces
 
 router = APIGatewayHttpRouter()
 MAX_AGE_SECS = 315_360_000  # ten years: an inbox age or expiry window, in seconds
@@ -133,6 +135,17 @@ def get_events(
     who = edge.caller(router.current_event.raw_event)
     return streams.page(assembly.get_store(), who, edge.check_id(session_id, f"session {session_id}"),
                         after_seq, limit, wait, assembly.get_leases())
+
+
+@router.get("/v1/sessions/<session_id>/trace", security=BEARER, responses=answers(200, 400, 404),
+            summary="The session's traces: each turn's hops (API, engine, park, resume, wake) with their times")
+def get_trace(
+    session_id: Annotated[str, id_path("session")],
+    hours: Annotated[int, Query(ge=1, le=720, description="how far back to look, in hours"), ASCII_DIGITS] = 24,
+) -> dict[str, Any]:
+    who = edge.caller(router.current_event.raw_event)
+    return session_traces(assembly.get_store(), assembly.get_traces(), who,
+                          edge.check_id(session_id, f"session {session_id}"), time.time(), hours)
 
 
 @router.post("/v1/sessions/<session_id>/interrupts", security=BEARER,
