@@ -29,7 +29,8 @@ from holdpoint.aws.timers import Timers
 from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import DEFAULT_PARK_SECONDS
 from holdpoint.core.messages import parse as work_message
-from holdpoint.outbound.slack import SEAL_PURPOSE, SlackChannel, SlackConfig, check_declaration
+from holdpoint.outbound.slack import SEAL_PURPOSE, SlackChannel
+from holdpoint.outbound.slack_config import SlackConfig, check_declaration
 from holdpoint.services import links
 from holdpoint.services.notify import Notifier
 from tests.harness import Harness

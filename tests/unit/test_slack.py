@@ -21,8 +21,9 @@ from holdpoint.aws import signing
 from holdpoint.core.errors import Refusal
 from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.http.resolver import prepare
-from holdpoint.outbound.slack import SlackChannel, SlackNotify, check_declaration
+from holdpoint.outbound.slack import SlackChannel
 from holdpoint.outbound.slack_blocks import DEFAULT_OPTIONS, options_of
+from holdpoint.outbound.slack_config import SlackNotify, check_declaration
 from holdpoint.ports import DeliveryFailed, Posted
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.unit.test_api import CONTEXT, http_event, load_handler, parse

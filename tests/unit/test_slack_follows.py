@@ -23,8 +23,9 @@ from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
 from holdpoint.core.messages import parse as work_message
-from holdpoint.outbound.slack import SlackChannel, SlackConfig, message_key
+from holdpoint.outbound.slack import SlackChannel, message_key
 from holdpoint.outbound.slack_blocks import Decided, decided_blocks, decided_by, outcome_of
+from holdpoint.outbound.slack_config import SlackConfig
 from holdpoint.services.notify import Notifier
 from tests.harness import Harness
 from tests.slack_fake import SlackFake, click_body, sign

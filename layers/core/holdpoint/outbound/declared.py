@@ -42,7 +42,7 @@ def check_agent(config: dict[str, Any], tenant: str) -> None:
     for i, entry in enumerate(config.get("notify") or []):
         check_webhook(entry, tenant, f"notify[{i}]")
         if "slack" in entry:
-            from holdpoint.outbound.slack import check_declaration  # slack_sdk only for agents that use it
+            from holdpoint.outbound.slack_config import check_declaration
 
             check_declaration(entry["slack"], tenant, f"notify[{i}]")
     if config.get("tools") and (bad := schemas.tools_error(config["tools"])):

@@ -31,23 +31,20 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict
 from urllib.parse import parse_qs
 
-from pydantic import Field, StringConstraints, ValidationError, field_validator, model_validator
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
-from holdpoint.aws import secretrefs, signing
+from holdpoint.aws import secretrefs
 from holdpoint.aws.errors import Refused, SecretRefError, ThrottledCall, UnavailableCall
 from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import Refusal
-from holdpoint.core.ids import error_param
 from holdpoint.core.interrupts import answerable_until
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.notify import CLOSING
-from holdpoint.core.protocols import Wire
 from holdpoint.core.state import Interrupt
 from holdpoint.outbound.slack_blocks import (
     Decided,
@@ -60,6 +57,7 @@ from holdpoint.outbound.slack_blocks import (
     question_blocks,
     slack_time,
 )
+from holdpoint.outbound.slack_config import SlackConfig, SlackNotify
 from holdpoint.ports import DeliveryFailed, Posted, PostedMessages, Sealer, Throttled, Unavailable
 
 logger = logging.getLogger(__name__)
@@ -68,57 +66,8 @@ API_URL_ENV = "HOLDPOINT_SLACK_API_URL"
 DEFAULT_API_URL = "https://slack.com/api/"
 SEAL_PURPOSE = "slack-action"
 ACTION_PREFIX = "holdpoint:"
-MAX_DECLARATION_CHARS = 1200
-"""A declaration travels sealed in every button's value, which Slack caps at 2,000 characters."""
-MAX_BUTTON_VALUE = 2000
-"""Slack's limit of a button's value."""
-LONGEST_BUTTON = {"s": "s" * 64, "i": "i" * 64, "g": 10**15, "x": 10**10, "n": 99}
-"""A button's sealed fields at their longest (ids of 64 characters, `core.ids`), but the tenant's
-and the declaration's."""
 CHANGED = "this request has changed since this message was posted; nothing was recorded"
 EXPIRED = "this request has expired; nothing was recorded"
-
-SlackId = Annotated[str, StringConstraints(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9._-]+$")]
-Subject = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-
-
-class SlackConfig(Wire):
-    """`{channel, bot_token, signing_secret, users?}`: where to post, and how to trust a click."""
-
-    channel: Annotated[str, StringConstraints(min_length=1, max_length=80, pattern=r"^[#A-Za-z0-9._-]+$")]
-    bot_token: str = Field(description="`env:NAME` or `secretsmanager:NAME` of the bot's xoxb- token")
-    signing_secret: str = Field(description="`env:NAME` or `secretsmanager:NAME` of the app's signing secret")
-    users: Annotated[dict[SlackId, Subject], Field(max_length=100)] | None = Field(
-        default=None, description="Slack user id -> the subject whose approver rights a click uses; "
-        "when given, a click by anyone else is refused")
-
-    @field_validator("bot_token", "signing_secret")
-    @classmethod
-    def _reference(cls, value: str) -> str:
-        if not isinstance(value, str) or not value.startswith(("env:", "secretsmanager:")):
-            raise ValueError("must be `env:NAME` or `secretsmanager:NAME`, never the secret itself")
-        return value
-
-    @model_validator(mode="after")
-    def _fits_a_button(self) -> SlackConfig:
-        if len(json.dumps(self.model_dump(exclude_none=True), separators=(",", ":"))) > MAX_DECLARATION_CHARS:
-            raise ValueError(f"the Slack declaration is over {MAX_DECLARATION_CHARS} characters as JSON "
-                             "(it is sealed into every button); map fewer users")
-        return self
-
-
-class SlackNotify(Wire):
-    """The Slack part of a notify entry `{slack: {...}, events?}` (`core.agent_config.SlackEntry`)."""
-
-    slack: SlackConfig
-
-    def check(self, tenant: str) -> None:
-        """The tenant-scoped reference rules (secretrefs), as a 400 naming the field."""
-        for field in ("bot_token", "signing_secret"):
-            why = secretrefs.check(getattr(self.slack, field), tenant, f"slack.{field}")
-            if why:
-                raise Refusal("validation_error", why, f"slack.{field}")
-
 
 class Responder(TypedDict):
     user: str
@@ -339,26 +288,6 @@ class SlackChannel:
         """Replace the buttons with who decided what, and when (the label is sent as plain text)."""
         self._update(click.tenant, click.config, Posted(click.channel, click.ts), click.text,
                      Decided(outcome=click.label, at=at, user=click.user))
-
-
-def check_declaration(slack: Any, tenant: str, field: str) -> None:
-    """A declared `{slack: {...}}` entry, at `field` (`notify[0]`): a 400 naming the first field
-    at fault, a literal secret or another tenant's among them; nothing is recorded."""
-    try:
-        declared = SlackNotify.model_validate({"slack": slack})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise Refusal("validation_error", str(first["msg"]).removeprefix("Value error, "),
-                      f"{field}.{error_param(tuple(first['loc']))}") from None
-    try:
-        declared.check(tenant)
-    except Refusal as exc:
-        raise Refusal("validation_error", exc.message, f"{field}.{exc.param}") from None
-    longest = signing.sealed_length({"t": tenant, **LONGEST_BUTTON, "e": declared.slack.model_dump(exclude_none=True)})
-    if longest > MAX_BUTTON_VALUE:
-        raise Refusal("validation_error", f"a button of this declaration could be {longest} characters, over "
-                      f"Slack's {MAX_BUTTON_VALUE} (it is sealed into every button); map fewer users",
-                      f"{field}.slack.users")
 
 
 def signing_secret(config: SlackConfig, tenant: str) -> str:
