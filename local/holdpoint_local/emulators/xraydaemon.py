@@ -58,7 +58,10 @@ class XRayDaemon:
                                       aws_access_key_id="testing", aws_secret_access_key="testing",
                                       config=Config(retries={"max_attempts": 3}))
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((host, port))
+        try:
+            self.sock.bind((host, port))
+        except OSError:  # the port is another stack's (one left in the environment): any free one
+            self.sock.bind((host, 0))
         self.sock.settimeout(0.2)
         self.address = f"{host}:{self.sock.getsockname()[1]}"
         self.received = 0
