@@ -52,6 +52,9 @@ def _wait_finished(sfn: Any, arn: str, timeout: float = 10.0) -> str:
                     f"execution {arn} to finish", timeout)
 
 
+TRACE = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+
+
 def _input(timeout_seconds: int) -> dict[str, Any]:
     return {
         "tenant": "dev",
@@ -61,6 +64,7 @@ def _input(timeout_seconds: int) -> dict[str, Any]:
         "dedup_key": uuid.uuid4().hex,
         "generation": 2,
         "timeout_seconds": timeout_seconds,
+        "trace": TRACE,  # the trace the park and expiry messages carry on (issue item 7)
     }
 
 
@@ -76,6 +80,7 @@ def _park(sfn: Any, sqs: Any, prov: Provisioned, inp: dict[str, Any]) -> tuple[s
         "kind": "park", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1", "generation": 2,
     }  # fmt: skip
     assert body["task_token"]
+    assert body["trace"] == inp["trace"]  # the engine's hop for the park message continues the turn's trace
     assert msg["Attributes"]["MessageGroupId"] == inp["group_id"]
     assert msg["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-park"
     assert _status(sfn, ex["executionArn"]) == "RUNNING"  # parked, waiting for the token
@@ -137,7 +142,7 @@ def test_park_times_out_into_expire(park: tuple[Provisioned, Any, Any]) -> None:
     assert int(expire["Attributes"]["SentTimestamp"]) / 1000 - started >= 0.9  # by the execution's own clock
     assert json.loads(expire["Body"]) == {
         "kind": "wake", "outcome": "expired", "tenant": "dev", "session_id": "s-1", "interrupt_id": "int-1",
-        "generation": 2,
+        "generation": 2, "trace": TRACE,
     }  # fmt: skip
     assert expire["Attributes"]["MessageDeduplicationId"] == f"{inp['dedup_key']}-expire"
     assert _wait_finished(sfn, ex["executionArn"]) == "SUCCEEDED"
