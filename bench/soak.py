@@ -659,7 +659,7 @@ def invariants(stack: Any, worker: Worker, run: Run) -> dict[str, str | None]:
         if any(i.status == "open" for i in state.interrupts.values()):
             broken["no open interrupt"].append(out.session_id)
         if out.followed is not None:
-            logged = [e["seq"] for e in store.events(stack.tenant, out.session_id, 0, 1000)]
+            logged = [e.seq for e in store.events(stack.tenant, out.session_id, 0, 1000)]
             if out.followed != logged[:len(out.followed)] or len(out.followed) != len(set(out.followed)):
                 broken["followers in order"].append(f"{out.session_id}: got {out.followed[:8]}..., log {logged[:8]}...")
         pk = session_pk(stack.tenant, out.session_id)
