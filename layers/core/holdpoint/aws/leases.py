@@ -28,8 +28,7 @@ import os
 import random
 import secrets
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from holdpoint.aws.ddb import schema
@@ -38,6 +37,7 @@ from holdpoint.aws.errors import Cancelled, ConditionFailed
 from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.quotas import LEASE_SECS
+from holdpoint.ports.live import HeldLeases
 
 ATTEMPTS = 5
 SHARDS = 8
@@ -53,7 +53,7 @@ def _n(value: float) -> dict[str, str]:
     return {"N": str(value)}
 
 
-class WaitLeases:
+class WaitLeases(HeldLeases):
     """The leases of the stream waits, on the single table."""
 
     def __init__(self, table: str | None = None, client: Any = None, limits: quotas.Quotas | None = None,
@@ -148,11 +148,3 @@ class WaitLeases:
         with contextlib.suppress(ConditionFailed):  # written since: it is someone's again
             self.db.delete(key, ConditionExpression="v = :v", ExpressionAttributeValues={":v": version})
 
-    @contextmanager
-    def held(self, tenant: str, caller: str) -> Iterator[None]:
-        """Hold a lease for the block; given back however it ends."""
-        lease = self.acquire(tenant, caller)
-        try:
-            yield
-        finally:
-            self.release(tenant, caller, lease)

@@ -9,17 +9,17 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from holdpoint.core import quotas
 from holdpoint.core.quotas import LEASE_SECS
+from holdpoint.ports.live import HeldLeases
 
 Holder = tuple[str, ...]
 TOTAL: Holder = ("total",)
 
 
-class MemoryWaitLeases:
+class MemoryWaitLeases(HeldLeases):
     """The stream waits' leases; `limits` as the DynamoDB leases' (by default the environment's)."""
 
     def __init__(self, limits: quotas.Quotas | None = None, clock: Callable[[], float] = time.time) -> None:
@@ -57,11 +57,3 @@ class MemoryWaitLeases:
                 if not leases:
                     self.holders.pop(holder, None)
 
-    @contextmanager
-    def held(self, tenant: str, caller: str) -> Iterator[None]:
-        """Hold a lease for the block; given back however it ends."""
-        lease = self.acquire(tenant, caller)
-        try:
-            yield
-        finally:
-            self.release(tenant, caller, lease)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
 from holdpoint.core.jsontypes import JsonObject
@@ -13,6 +14,25 @@ class WaitLeases(Protocol):
     `core.errors.QuotaExceeded` when a limit is reached, and gives the lease back however the block ends."""
 
     def held(self, tenant: str, caller: str) -> AbstractContextManager[None]: ...
+
+
+class HeldLeases:
+    """`WaitLeases.held` on an adapter's `acquire` and `release`, once for every adapter."""
+
+    def acquire(self, tenant: str, caller: str) -> str:
+        raise NotImplementedError
+
+    def release(self, tenant: str, caller: str, lease: str) -> None:
+        raise NotImplementedError
+
+    @contextmanager
+    def held(self, tenant: str, caller: str) -> Iterator[None]:
+        """Hold a lease for the block; given back however it ends."""
+        lease = self.acquire(tenant, caller)
+        try:
+            yield
+        finally:
+            self.release(tenant, caller, lease)
 
 
 class Connections(Protocol):
