@@ -8,10 +8,18 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ParamValidationError,
+    ReadTimeoutError,
+)
 
 from holdpoint.aws import clients
-from holdpoint.aws.errors import Refused
+from holdpoint.aws.errors import Refused, SdkFailure
 from holdpoint.ports import Throttled, Unavailable
 from holdpoint_local.faults import REFUSALS, Faults, refusals_for
 
@@ -103,3 +111,23 @@ def test_clients_refusals_about_load_become_port_exceptions(aws: dict[str, str])
     with pytest.raises(Refused) as other:  # not about load: AWS's code, in Holdpoint's class
         client.get_queue_attributes(QueueUrl=url + "-missing")
     assert not isinstance(other.value, ClientError | Throttled | Unavailable) and other.value.code, other.value
+
+
+@pytest.mark.parametrize(("raised", "kind"), [
+    (ClientError({"Error": {"Code": "TooManyRequestsException", "Message": "slow down"},
+                  "ResponseMetadata": {"HTTPStatusCode": 429}}, "Invoke"), "answered"),
+    (ReadTimeoutError(endpoint_url="https://lambda"), "timeout"),
+    (NoCredentialsError(), "no_credentials"),
+    (EndpointConnectionError(endpoint_url="https://lambda"), "unreachable"),
+    (ConnectTimeoutError(endpoint_url="https://lambda"), "unreachable"),
+    (ParamValidationError(report="FunctionName is required"), "other"),
+])
+def test_sdk_failures_come_out_as_holdpoints_own_class(raised: Exception, kind: str) -> None:
+    """The callers that read a customer's or a model's failures themselves (a worker Lambda,
+    Bedrock) get `SdkFailure`, never botocore's classes (an import contract keeps botocore in
+    aws/clients.py)."""
+    with pytest.raises(SdkFailure) as got, clients.sdk_failures():
+        raise raised
+    assert got.value.kind == kind and not isinstance(got.value, BotoCoreError | ClientError)
+    if kind == "answered":
+        assert (got.value.code, got.value.status, got.value.message) == ("TooManyRequestsException", 429, "slow down")

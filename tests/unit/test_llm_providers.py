@@ -17,6 +17,7 @@ from botocore.stub import Stubber
 
 from holdpoint import llm
 from holdpoint.aws import secretrefs
+from holdpoint.aws.errors import SdkFailure
 from holdpoint.core.state import derive
 
 SYSTEM = {"role": "system", "content": "You are a mail assistant."}
@@ -165,6 +166,15 @@ def test_bedrock_errors_say_whether_to_retry(converse: Stubber, error: str, stat
         llm.complete(bedrock_agent(), {}, [USER], "c")
     assert (info.value.code, info.value.retryable) == (code, retryable)
     assert error in str(info.value) and "nope" in str(info.value)
+
+
+@pytest.mark.parametrize(("kind", "code", "retryable"), [
+    ("timeout", "timeout", True), ("unreachable", "provider_unavailable", True),
+    ("no_credentials", "auth_error", False), ("other", "provider_error", False),
+])
+def test_bedrock_failures_without_an_answer_say_whether_to_retry(kind: Any, code: str, retryable: bool) -> None:
+    got = llm.errors.from_bedrock(SdkFailure(kind, "no answer"))
+    assert (got.code, got.retryable) == (code, retryable) and "no answer" in str(got)
 
 
 def test_bedrock_without_model_is_a_config_error(converse: Stubber) -> None:

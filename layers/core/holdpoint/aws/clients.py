@@ -16,15 +16,17 @@ sleeps inside a Lambda billed by the millisecond and learns little in containers
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, NoCredentialsError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as NoConnection
 
-from holdpoint.aws.errors import Refused, ThrottledCall, UnavailableCall, Unreachable
+from holdpoint.aws.errors import Refused, SdkFailure, ThrottledCall, UnavailableCall, Unreachable
 
 THROTTLED = frozenset({
     "ThrottlingException", "Throttling", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
@@ -135,6 +137,28 @@ def sdk(service: str, *, endpoint_url: str | None = None, region: str | None = N
     if region:
         where["region_name"] = region
     return boto3.client(service, config=cfg, **where)
+
+
+@contextmanager
+def sdk_failures() -> Iterator[None]:
+    """Around calls to an `sdk` client (and reading what they return, such as an event stream):
+    botocore's failures come out as `SdkFailure`, read once here, for callers that decide what
+    each means themselves."""
+    try:
+        yield
+    except ClientError as exc:
+        err = exc.response.get("Error") or {}
+        status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
+        raise SdkFailure("answered", str(err.get("Message") or exc), str(err.get("Code") or "ClientError"),
+                         status) from exc
+    except ReadTimeoutError as exc:
+        raise SdkFailure("timeout", str(exc)) from exc
+    except NoCredentialsError as exc:
+        raise SdkFailure("no_credentials", str(exc)) from exc
+    except NoConnection as exc:
+        raise SdkFailure("unreachable", str(exc)) from exc
+    except BotoCoreError as exc:
+        raise SdkFailure("other", str(exc)) from exc
 
 
 def client(service: str, *, endpoint_url: str | None = None) -> Any:

@@ -5,7 +5,7 @@ reference, a missing signing key, a failed batch)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from holdpoint.ports import Throttled, Unavailable
 
@@ -43,6 +43,20 @@ class UnavailableCall(Unavailable):
 
 class Unreachable(Unavailable):
     """No answer from AWS (connection refused, timed out) after botocore's attempts."""
+
+
+SdkFailureKind = Literal["answered", "timeout", "no_credentials", "unreachable", "other"]
+
+
+class SdkFailure(Exception):
+    """A call to a service whose errors are the caller's to read (a customer's worker Lambda, a
+    model) failed: AWS `answered` with `code` and `status`, the read timed out, there were no
+    credentials, no connection, or something `other` in the SDK. Raised by `clients.sdk_failures`,
+    so the callers read Holdpoint's class, never botocore's."""
+
+    def __init__(self, kind: SdkFailureKind, message: str, code: str = "", status: int = 0) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.code, self.status = kind, message, code, status
 
 
 class ConditionFailed(Exception):

@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any, TypedDict
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from holdpoint.aws import clients
+from holdpoint.aws.errors import SdkFailure
 from holdpoint.core.outcomes import LlmOutcome
 from holdpoint.llm.call import DEFAULT_TIMEOUT_SECS, LlmCall, hand_over
 from holdpoint.llm.converse import ConverseParams, converse_request
@@ -96,8 +95,9 @@ def _request(call: LlmCall) -> tuple[tuple[float, float], ConverseParams, Any]:
 def complete(call: LlmCall) -> LlmOutcome:
     prices, params, client = _request(call)
     try:
-        response = client.converse(**params)
-    except (ClientError, BotoCoreError) as exc:
+        with clients.sdk_failures():
+            response = client.converse(**params)
+    except SdkFailure as exc:
         raise from_bedrock(exc) from exc
     return _reply(call, prices, response)
 
@@ -147,12 +147,13 @@ def stream(call: LlmCall, on_delta: OnDelta) -> LlmOutcome:
     prices, params, client = _request(call)
     gathered = _Gathered()
     try:
-        events = client.converse_stream(**params)["stream"]
-        try:
-            for event in events:
-                gathered.take(event, on_delta)
-        finally:
-            events.close()
-    except (ClientError, BotoCoreError) as exc:
+        with clients.sdk_failures():
+            events = client.converse_stream(**params)["stream"]
+            try:
+                for event in events:
+                    gathered.take(event, on_delta)
+            finally:
+                events.close()
+    except SdkFailure as exc:
         raise from_bedrock(exc) from exc
     return _reply(call, prices, gathered.response())

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import urllib.error
 
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ReadTimeoutError
-from botocore.exceptions import ConnectionError as BotoConnectionError
-
+from holdpoint.aws.errors import SdkFailure
 from holdpoint.ports import LlmError
 
 # Converse error codes worth another attempt; everything else (ValidationException,
@@ -39,29 +37,26 @@ def _by_status(message: str, status: int) -> LlmError:
     return LlmError(message, "invalid_request")
 
 
-def from_bedrock(exc: ClientError | BotoCoreError) -> LlmError:
-    """A botocore failure of a `bedrock-runtime` call."""
-    if isinstance(exc, ClientError):
-        err = exc.response.get("Error") or {}
-        code = err.get("Code") or "ClientError"
-        code = code[:1].upper() + code[1:]  # ConverseStream names its in-stream errors camelCase
-        status = (exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0
-        message = f"bedrock {code}: {err.get('Message') or exc}"
+def from_bedrock(exc: SdkFailure) -> LlmError:
+    """A failed `bedrock-runtime` call (`clients.sdk_failures`)."""
+    if exc.kind == "answered":
+        code = exc.code[:1].upper() + exc.code[1:]  # ConverseStream names its in-stream errors camelCase
+        message = f"bedrock {code}: {exc.message}"
         if code in _BEDROCK_RETRYABLE:
             return LlmError(message, _BEDROCK_RETRYABLE[code], retryable=True)
-        if status == 429 or status >= 500:
-            return _by_status(message, status)
+        if exc.status == 429 or exc.status >= 500:
+            return _by_status(message, exc.status)
         if code == "AccessDeniedException":
             return LlmError(message, "auth_error")
         if code == "ResourceNotFoundException":
             return LlmError(message, "model_not_found")
         # Converse's own timeout is ModelTimeoutException (above); a bare 408 is a refused request.
-        return _by_status(message, 0 if status == 408 else status)
-    if isinstance(exc, ReadTimeoutError):
+        return _by_status(message, 0 if exc.status == 408 else exc.status)
+    if exc.kind == "timeout":
         return LlmError(f"bedrock timed out: {exc}", "timeout", retryable=True)
-    if isinstance(exc, NoCredentialsError):
+    if exc.kind == "no_credentials":
         return LlmError(f"bedrock: {exc}", "auth_error")
-    if isinstance(exc, BotoConnectionError):
+    if exc.kind == "unreachable":
         return LlmError(f"bedrock unreachable: {exc}", "provider_unavailable", retryable=True)
     return LlmError(f"bedrock: {exc}", "provider_error")
 

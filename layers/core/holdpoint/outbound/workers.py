@@ -20,8 +20,6 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from holdpoint import tracing
 from holdpoint.aws import clients, secretrefs
 from holdpoint.aws import errors as aws_errors
@@ -94,10 +92,12 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
 
 def _secret(ref: str | None, tenant: str | None, field: str = "worker.secret") -> str | None:
     try:
-        return secretrefs.resolve(ref, tenant, field)
+        with clients.sdk_failures():
+            return secretrefs.resolve(ref, tenant, field)
     except aws_errors.SecretRefError as exc:
         raise WorkerUnavailable(str(exc)) from exc
-    except (aws_errors.Refused, aws_errors.ThrottledCall, aws_errors.UnavailableCall, BotoCoreError) as exc:
+    except (aws_errors.Refused, aws_errors.ThrottledCall, aws_errors.UnavailableCall, aws_errors.Unreachable,
+            aws_errors.SdkFailure) as exc:
         raise WorkerUnavailable(f"{field} could not be read: {exc}") from exc
 
 
@@ -152,15 +152,17 @@ def lambda_client() -> Any:
 
 
 def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:
-    """Invoke the worker Lambda synchronously; a function error or throttle retries the decision."""
+    """Invoke the worker Lambda synchronously; a function error, a refusal, a throttle or no answer
+    retries the decision (durably, core/retry.py; the worker deduplicates on the decision id)."""
     problem = check_lambda_arn(config["lambda_arn"])
     if problem:
         raise WorkerUnavailable(problem)
     try:
-        out = lambda_client().invoke(FunctionName=config["lambda_arn"], InvocationType="RequestResponse",
-                                     Payload=json.dumps(request).encode())
-    except ClientError as exc:
-        raise WorkerUnavailable(f"worker lambda unavailable: {exc.response['Error']['Code']}") from exc
+        with clients.sdk_failures():
+            out = lambda_client().invoke(FunctionName=config["lambda_arn"], InvocationType="RequestResponse",
+                                         Payload=json.dumps(request).encode())
+    except aws_errors.SdkFailure as exc:
+        raise WorkerUnavailable(f"worker lambda unavailable: {exc.code or exc.kind}") from exc
     if out.get("FunctionError"):
         raise WorkerUnavailable(f"worker lambda failed: {out['FunctionError']}")
     return _parse(out["Payload"].read())
