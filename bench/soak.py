@@ -43,6 +43,7 @@ import statistics
 import sys
 import threading
 import time
+import tracemalloc
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -285,6 +286,58 @@ class Sessions:
 # --------------------------------------------------------------------------- processes
 
 
+class MemoryTrace:
+    """`--trace-memory N`: where this process's memory grows. tracemalloc runs from the start; one
+    snapshot is taken once N sessions have finished (the warm caches full, every function
+    started), another at the end, and the growth between them is summed by who holds it: the
+    package, the local stack, this driver and its worker, and the libraries."""
+
+    AREAS = (("holdpoint package (layers/)", "/layers/core/holdpoint/"), ("local stack (local/)", "/local/"),
+             ("driver and worker (bench/, tests/)", "/bench/"), ("driver and worker (bench/, tests/)", "/tests/"))
+
+    def __init__(self) -> None:
+        self.after: int | None = None
+        self.first: tuple[int, tracemalloc.Snapshot] | None = None
+
+    DEPTH = 16
+    """Frames kept per allocation: enough to find, past the standard library's and the libraries'
+    frames (json, threading, botocore), the first frame of code that asked for it."""
+
+    def start(self, after: int) -> None:
+        self.after = after
+        tracemalloc.start(self.DEPTH)
+
+    def holder(self, traceback: tracemalloc.Traceback) -> str:
+        """The area of the innermost frame that is the package's, the local stack's or the
+        driver's; the libraries' when no frame is (their own threads and caches)."""
+        for frame in reversed(traceback):  # innermost first (tracemalloc keeps the oldest call first)
+            for name, part in self.AREAS:
+                if part in frame.filename:
+                    return name
+        return "libraries and the standard library alone"
+
+    def sample(self, done: int) -> None:
+        if self.after is not None and self.first is None and done >= self.after:
+            self.first = (done, tracemalloc.take_snapshot())
+
+    def report(self, done: int) -> None:
+        if self.first is None:
+            if self.after is not None:
+                print(f"  memory by holder: fewer than {self.after} sessions finished, no snapshot")
+            return
+        since, first = self.first
+        grown: Counter[str] = Counter()
+        for diff in tracemalloc.take_snapshot().compare_to(first, "traceback"):
+            grown[self.holder(diff.traceback)] += diff.size_diff
+        sessions = max(1, done - since)
+        print(f"  memory by holder (tracemalloc, over {sessions} sessions after the first {since}), KiB per session:")
+        for area, size in grown.most_common():
+            print(f"    {area:42s} {size / 1024 / sessions:+8.1f}  ({size / 2**20:+.1f} MiB)")
+
+
+MEMORY = MemoryTrace()
+
+
 class Sampler:
     """RSS and open descriptors of this process (every handler, the front end, the pollers) and
     the moto server child, against the sessions finished so far, every `every` seconds."""
@@ -293,12 +346,14 @@ class Sampler:
         self.pids, self.finished, self.every = pids, finished, every
         self.samples: dict[str, list[tuple[int, float, int]]] = defaultdict(list)
         self.cpu_start = {name: cpu_secs(pid) for name, pid in pids.items()}
+        self.machine_start = machine_busy_secs()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self.stop.wait(self.every):
             done = self.finished()
+            MEMORY.sample(done)
             for name, pid in self.pids.items():
                 try:
                     rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
@@ -311,7 +366,9 @@ class Sampler:
     def cores(self, seconds: float) -> dict[str, float]:
         """Each process's CPU over the run, in cores (1.0: one core busy throughout; a Python
         process's threads share one interpreter lock, so about 1.0 is its ceiling)."""
-        return {name: (cpu_secs(pid) - self.cpu_start[name]) / seconds for name, pid in self.pids.items()}
+        out = {name: (cpu_secs(pid) - self.cpu_start[name]) / seconds for name, pid in self.pids.items()}
+        out[MACHINE] = (machine_busy_secs() - self.machine_start) / seconds
+        return out
 
     @staticmethod
     def slope(points: list[tuple[float, float]]) -> float:
@@ -330,6 +387,22 @@ def cpu_secs(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+MACHINE = "whole machine"
+"""The `cores` entry of every process together (this driver, the worker, moto, the stack), out of
+`os.cpu_count()`: the parts share the machine's cores, so they saturate together before any one
+process reaches its own one-core ceiling."""
+
+
+def machine_busy_secs() -> float:
+    """CPU seconds the machine spent not idle (every core, /proc/stat's first line)."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 # --------------------------------------------------------------------------- faults
@@ -740,14 +813,20 @@ def report(run: Run, worker: Worker, held: dict[str, str | None], redelivered: i
 
 
 def saturated(run: Run, rate: float) -> str:
-    """Which part gave way: the busiest process if it is near its one-core ceiling, else the
-    engine if the work queue was left behind, else none (the latency bound came first)."""
-    name, busiest = max(run.cores.items(), key=lambda kv: kv[1])
+    """Which part gave way: the busiest process if it is near its one-core ceiling, the machine if
+    its cores together are, else the engine if the work queue was left behind, else none (the
+    latency bound came first, and the busiest process is named)."""
+    machine = run.cores.get(MACHINE, 0.0)
+    name, busiest = max(((k, v) for k, v in run.cores.items() if k != MACHINE), key=lambda kv: kv[1])
     if busiest >= 0.85:
         return f"{name} ({busiest:.2f} cores: CPU-bound under one interpreter lock)"
+    ncpu = os.cpu_count() or 1
+    if machine >= 0.85 * ncpu:
+        return f"the machine ({machine:.2f} of {ncpu} cores busy; the busiest process, {name}, at {busiest:.2f})"
     if run.backlog > 5 * rate:
         return f"the engine (work queue left {run.backlog} messages)"
-    return "none near its ceiling (the latency bound came first)"
+    return (f"none near its ceiling (the latency bound came first; the busiest process, {name}, at "
+            f"{busiest:.2f} cores, the machine at {machine:.2f} of {ncpu})")
 
 
 def knee(stack: Any, worker: Worker, keys: dict[str, str], rates: list[float], args: argparse.Namespace,
@@ -794,12 +873,16 @@ def main(argv: list[str] | None = None) -> int:
                         "(its QuotaStreamWaitsPerCaller is 4), each opened again as it ends")
     parser.add_argument("--waits-total", type=int, help="the stack's QuotaStreamWaitsTotal (the template's 750 "
                         "otherwise; the local API function has 4 instances)")
+    parser.add_argument("--trace-memory", type=int, metavar="N", help="trace this process's allocations "
+                        "(tracemalloc) and print their growth by holder between N sessions finished and the end")
     parser.add_argument("--json", help="write the outcomes here")
     args = parser.parse_args(argv)
     if not 0 < args.rate <= 50 or not 0 < args.duration <= 7200:
         parser.error("--rate must be in (0, 50] and --duration in (0, 7200]")
     delay = tuple(float(x) for x in args.delay.split(","))
     spend = Spend()
+    if args.trace_memory:
+        MEMORY.start(args.trace_memory)
     stack = start_stack(parameters={"QuotaStreamWaitsTotal": str(args.waits_total)} if args.waits_total else None,
                         tracing=True)
     hog = None
@@ -816,6 +899,7 @@ def main(argv: list[str] | None = None) -> int:
         run = soak(stack, worker, keys, args.rate, args.duration, mix_of(args.mix), args.seed,
                    (delay[0], delay[1]), args.long_poll)
         spend.stop(stack)
+        MEMORY.report(len(run.outcomes))
         if faults is not None:
             faults.stop()
             print(f"  injected: {sum(faults.injected.values())} refusals at "
