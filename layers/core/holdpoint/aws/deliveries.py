@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from holdpoint.aws import clients
+from holdpoint.aws.ddb.expr import AttributeValue, Item
 from holdpoint.aws.ddb.schema import delivery_sk, posted_sk, session_pk
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import ConditionFailed
@@ -35,11 +36,11 @@ POSTED_KEEP_SECS = 400 * 24 * 3600
 Functions execution's year), then expires through the table's TTL."""
 
 
-def _s(value: str) -> dict[str, str]:
+def _s(value: str) -> AttributeValue:
     return {"S": value}
 
 
-def _n(value: int) -> dict[str, str]:
+def _n(value: int) -> AttributeValue:
     return {"N": str(value)}
 
 
@@ -52,7 +53,7 @@ class DeliveryLog:
         self._sqs = sqs
         self.dlq_url = dlq_url if dlq_url is not None else os.environ.get("NOTIFY_DLQ_URL", "")
 
-    def _key(self, tenant: str, session_id: str, key: str) -> dict[str, Any]:
+    def _key(self, tenant: str, session_id: str, key: str) -> Item:
         return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(delivery_sk(key))}
 
     def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool:
@@ -85,8 +86,8 @@ class DeliveryLog:
     def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
                error: str | None = None) -> None:
         """Record how attempt `attempt` ended (`delivered`, `retrying`, `dead`), if it is still the one running."""
-        values: dict[str, Any] = {":status": _s(status), ":sending": _s("sending"), ":n": _n(attempt),
-                                  ":error": _s(error or "")}
+        values: dict[str, AttributeValue] = {":status": _s(status), ":sending": _s("sending"), ":n": _n(attempt),
+                                                 ":error": _s(error or "")}
         with contextlib.suppress(ConditionFailed):  # a later attempt runs: this one's outcome is moot
             self.db.update(
                 self._key(tenant, session_id, key),

@@ -65,8 +65,9 @@ def answered(new: dict[str, Any], old: dict[str, Any], store: Store) -> dict[str
     interrupt_id = new["SK"]["S"][2:]
     generation = new.get("generation", {}).get("N", "0")
     answer = after[-1]
+    policy = body.get("policy")
     return {"type": "interrupt.answered", "key": f"{interrupt_id}#{generation}#{len(after)}",
             "at": answer.get("at"), "data": {
                 "interrupt_id": interrupt_id, "reason": body.get("reason"), "answers": len(after),
-                "quorum": (body.get("policy") or {}).get("quorum", 1),
+                "quorum": policy.get("quorum", 1) if isinstance(policy, dict) else 1,
                 "answer": {k: answer.get(k) for k in ("subject", "origin", "status", "comment")}}}
