@@ -26,6 +26,7 @@ from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.ddb.warm import WarmReads
 from holdpoint.aws.errors import ConditionFailed
 from holdpoint.core import quotas
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Interrupt, SessionState
 from holdpoint.ports import (
     MAX_SEQ,
@@ -163,10 +164,10 @@ class Store:
 
     # --- agents and keys ---------------------------------------------------------------
 
-    def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None:
+    def put_agent(self, tenant: str, agent_id: str, config: JsonObject) -> None:
         self.db.put({"PK": s(k.agent_pk(tenant, agent_id)), "SK": s("AGENT"), "body": s(json.dumps(config))})
 
-    def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None:
+    def get_agent(self, tenant: str, agent_id: str) -> JsonObject | None:
         item = self.db.get({"PK": s(k.agent_pk(tenant, agent_id)), "SK": s("AGENT")}, consistent=False)
         return json.loads(item["body"]["S"]) if item else None
 
