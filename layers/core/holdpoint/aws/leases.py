@@ -121,7 +121,7 @@ class WaitLeases(HeldLeases):
     def _put(self, key: Item, live: dict[str, float], got: Item) -> TransactOp:
         """Rewrite a holder with its live leases, conditioned on the version read."""
         item: Item = {**key, "l": {"M": {k: _n(v) for k, v in live.items()}}, "v": _s(secrets.token_hex(8)),
-                "ttl": _n(math.ceil(max(live.values())) + KEEP_SECS)}
+                      "ttl": _n(math.ceil(max(live.values())) + KEEP_SECS)}
         condition = "v = :v" if "v" in got else "attribute_not_exists(v)"
         put: Write = {"Item": item, "ConditionExpression": condition}
         if "v" in got:

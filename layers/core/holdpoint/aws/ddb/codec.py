@@ -307,7 +307,7 @@ def listing_attrs(state: SessionState, status: str) -> Item:
     do), so a commit pays an index write only when the session's status changes."""
     h = state.header
     out: Item = {"GSI2PK": s(k.sessions_pk(h.tenant)), "GSI2SK": s(f"{h.created_at}#{h.session_id}"),
-                           k.LISTED_AGENT: s(h.agent_id), k.LISTED_STATUS: s(status)}
+                 k.LISTED_AGENT: s(h.agent_id), k.LISTED_STATUS: s(status)}
     owner = (h.identity or {}).get("id")
     if owner:
         out[k.LISTED_OWNER] = s(listed_owner(str(owner), h.end_user))

@@ -95,7 +95,7 @@ class InterruptWrites:
     def resolve(self, key: Item, change: Resolve) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: `open -> resolved` exactly once, out of the open inbox (A6: kept until `kept_until`)."""
         sets: dict[str, AttributeValue] = {"status": s("resolved"), "resolution": s(json.dumps(change.resolution)),
-                                "responder": s(json.dumps(change.responder)), "resolved_at": s(change.at)}
+                                           "responder": s(json.dumps(change.responder)), "resolved_at": s(change.at)}
         if change.kept_until is not None:
             sets[k.TTL] = n(change.kept_until)
         return self.answer(key, Update(sets=sets, removes=["GSI1PK", "GSI1SK"]), change.checked,
