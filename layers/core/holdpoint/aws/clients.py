@@ -87,10 +87,10 @@ def refusal(exc: Exception) -> Exception | None:
         code = (exc.response.get("Error") or {}).get("Code")
         status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
         if code in THROTTLED:
-            return ThrottledCall(dict(exc.response), exc.operation_name)
+            return ThrottledCall(exc.response.copy(), exc.operation_name)
         if status >= 500:
-            return UnavailableCall(dict(exc.response), exc.operation_name)
-        return Refused(dict(exc.response), exc.operation_name)
+            return UnavailableCall(exc.response.copy(), exc.operation_name)
+        return Refused(exc.response.copy(), exc.operation_name)
     if isinstance(exc, NoConnection | ConnectTimeoutError | ReadTimeoutError):
         return Unreachable(str(exc))
     return None

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from holdpoint.aws.ddb.expr import AttributeValue, Item, QueryArgs
 from holdpoint.aws.ddb.schema import (
     CONNECTION_SK,
     caller_connections_pk,
@@ -45,15 +46,15 @@ from holdpoint.core.quotas import MAX_FOLLOWED
 _SEP = "\x1f"
 
 
-def _s(value: str) -> dict[str, str]:
+def _s(value: str) -> AttributeValue:
     return {"S": value}
 
 
-def connection_key(connection_id: str) -> dict[str, Any]:
+def connection_key(connection_id: str) -> Item:
     return {"PK": _s(connection_pk(connection_id)), "SK": _s(CONNECTION_SK)}
 
 
-def slot_key(pk: str, connection_id: str) -> dict[str, Any]:
+def slot_key(pk: str, connection_id: str) -> Item:
     """One connection's item in a session's followers or a caller's connections."""
     return {"PK": _s(pk), "SK": _s(slot_sk(connection_id))}
 
@@ -86,7 +87,7 @@ class Connections:
             raise
 
     def _take(self, pk: str, connection_id: str, expires: int, limit: str, allowed: int,
-              extra: dict[str, Any] | None = None) -> bool:
+              extra: Item | None = None) -> bool:
         """Write the slot `pk` / `C#{connection_id}`; True when it was not held before. Past the
         limit the new slot is deleted again and `QuotaExceeded` raised (see the module's docstring)."""
         key = slot_key(pk, connection_id)
@@ -101,10 +102,10 @@ class Connections:
 
     def _count(self, pk: str) -> int:
         """The partition's items whose `ttl` has not passed (strongly consistent)."""
-        kwargs: dict[str, Any] = {"KeyConditionExpression": "PK = :pk",
-                                  "FilterExpression": "#ttl > :now", "ExpressionAttributeNames": {"#ttl": "ttl"},
-                                  "ExpressionAttributeValues": {":pk": _s(pk), ":now": {"N": str(int(self.clock()))}},
-                                  "ConsistentRead": True, "Select": "COUNT"}
+        kwargs: QueryArgs = {"KeyConditionExpression": "PK = :pk",
+                             "FilterExpression": "#ttl > :now", "ExpressionAttributeNames": {"#ttl": "ttl"},
+                             "ExpressionAttributeValues": {":pk": _s(pk), ":now": {"N": str(int(self.clock()))}},
+                             "ConsistentRead": True, "Select": "COUNT"}
         count = 0
         while True:
             page = self.db.query_page(**kwargs)

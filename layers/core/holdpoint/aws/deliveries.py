@@ -21,10 +21,11 @@ import time
 from typing import Any
 
 from holdpoint.aws import clients
+from holdpoint.aws.ddb.expr import AttributeValue, Item
 from holdpoint.aws.ddb.schema import delivery_sk, posted_sk, session_pk
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import ConditionFailed
-from holdpoint.ports import DeliveryState, Posted
+from holdpoint.ports import DeadLetter, DeliveryRecord, DeliveryState, Posted
 
 KEEP_SECS = 14 * 24 * 3600
 """A record outlives every redelivery it dedupes (a stream keeps records a day; retries end within
@@ -35,11 +36,11 @@ POSTED_KEEP_SECS = 400 * 24 * 3600
 Functions execution's year), then expires through the table's TTL."""
 
 
-def _s(value: str) -> dict[str, str]:
+def _s(value: str) -> AttributeValue:
     return {"S": value}
 
 
-def _n(value: int) -> dict[str, str]:
+def _n(value: int) -> AttributeValue:
     return {"N": str(value)}
 
 
@@ -52,10 +53,10 @@ class DeliveryLog:
         self._sqs = sqs
         self.dlq_url = dlq_url if dlq_url is not None else os.environ.get("NOTIFY_DLQ_URL", "")
 
-    def _key(self, tenant: str, session_id: str, key: str) -> dict[str, Any]:
+    def _key(self, tenant: str, session_id: str, key: str) -> Item:
         return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(delivery_sk(key))}
 
-    def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool:
+    def claim(self, tenant: str, session_id: str, key: str, record: DeliveryRecord) -> bool:
         """Create the record at attempt 1; False when it already exists (the delivery has started)."""
         item = {**self._key(tenant, session_id, key), "status": _s("sending"), "attempt": _n(1),
                 "body": _s(json.dumps(record, separators=(",", ":"))), "ttl": _n(int(time.time()) + KEEP_SECS)}
@@ -65,7 +66,7 @@ class DeliveryLog:
             return False
         return True
 
-    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> dict[str, Any] | None:
+    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> DeliveryRecord | None:
         """Move a record from `attempt - 1` to `attempt`; its body, or None if it was not there. The
         record is `retrying`, or still `sending` when recording that attempt's failure was refused:
         only a failed attempt sets the timer that asks for the next, so either way it failed."""
@@ -79,14 +80,14 @@ class DeliveryLog:
                                            ":n": _n(attempt), ":prev": _n(attempt - 1)})
         except ConditionFailed:
             return None
-        body: dict[str, Any] = json.loads(out["body"]["S"])
+        body: DeliveryRecord = json.loads(out["body"]["S"])
         return body
 
     def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
                error: str | None = None) -> None:
         """Record how attempt `attempt` ended (`delivered`, `retrying`, `dead`), if it is still the one running."""
-        values: dict[str, Any] = {":status": _s(status), ":sending": _s("sending"), ":n": _n(attempt),
-                                  ":error": _s(error or "")}
+        values: dict[str, AttributeValue] = {":status": _s(status), ":sending": _s("sending"), ":n": _n(attempt),
+                                                 ":error": _s(error or "")}
         with contextlib.suppress(ConditionFailed):  # a later attempt runs: this one's outcome is moot
             self.db.update(
                 self._key(tenant, session_id, key),
@@ -94,7 +95,7 @@ class DeliveryLog:
                 ConditionExpression="#s = :sending AND attempt = :n",
                 ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values)
 
-    def waiting(self, tenant: str, session_id: str, key: str) -> tuple[dict[str, Any], int] | None:
+    def waiting(self, tenant: str, session_id: str, key: str) -> tuple[DeliveryRecord, int] | None:
         """The record's body and its failed attempt while it is `retrying` (one consistent read)."""
         item = self.db.get(self._key(tenant, session_id, key))
         if not item or item["status"]["S"] != "retrying":
@@ -127,7 +128,7 @@ class DeliveryLog:
             self._sqs = clients.client("sqs")
         return self._sqs
 
-    def dead_letter(self, record: dict[str, Any]) -> None:
+    def dead_letter(self, record: DeadLetter) -> None:
         """The delivery, its last error and attempt count, on the notification DLQ (alarmed)."""
         self.sqs.send_message(QueueUrl=self.dlq_url, MessageBody=json.dumps(
             {"kind": "notify.dead", **record}, separators=(",", ":")))

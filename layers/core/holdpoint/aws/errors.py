@@ -5,9 +5,30 @@ reference, a missing signing key, a failed batch)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
+from holdpoint.aws.ddb.expr import Item
 from holdpoint.ports import Throttled, Unavailable
+
+
+class ErrorDetail(TypedDict, total=False):
+    Code: str
+    Message: str
+
+
+class CancellationReason(TypedDict, total=False):
+    Code: str
+    Message: str
+    Item: Item
+
+
+class ErrorResponse(TypedDict, total=False):
+    """The part of AWS's parsed error answer the adapters read: the error, and what DynamoDB
+    returns with a failed condition (`Item`) or a cancelled transaction (`CancellationReasons`)."""
+
+    Error: ErrorDetail
+    Item: Item
+    CancellationReasons: list[CancellationReason]
 
 
 class Refused(Exception):
@@ -15,7 +36,7 @@ class Refused(Exception):
     taken, a token already spent): `code` is AWS's error code, `response` its parsed answer. The
     adapters read this, Holdpoint's own class, never botocore's."""
 
-    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
+    def __init__(self, response: ErrorResponse, operation_name: str = "") -> None:
         err = response.get("Error") or {}
         self.code = str(err.get("Code") or "")
         self.message = str(err.get("Message") or "")
@@ -26,7 +47,7 @@ class Refused(Exception):
 class ThrottledCall(Throttled):
     """AWS answered a throttling code after botocore's attempts (`code`, `response` as `Refused`'s)."""
 
-    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
+    def __init__(self, response: ErrorResponse, operation_name: str = "") -> None:
         answered = Refused(response, operation_name)
         self.code, self.response = answered.code, response
         super().__init__(str(answered))
@@ -35,7 +56,7 @@ class ThrottledCall(Throttled):
 class UnavailableCall(Unavailable):
     """AWS answered a 5xx after botocore's attempts (`code`, `response` as `Refused`'s)."""
 
-    def __init__(self, response: dict[str, Any], operation_name: str = "") -> None:
+    def __init__(self, response: ErrorResponse, operation_name: str = "") -> None:
         answered = Refused(response, operation_name)
         self.code, self.response = answered.code, response
         super().__init__(str(answered))
@@ -62,7 +83,7 @@ class SdkFailure(Exception):
 class ConditionFailed(Exception):
     """A conditional write's condition did not hold; `item` is the item as it was ({} if none)."""
 
-    def __init__(self, item: dict[str, Any]) -> None:
+    def __init__(self, item: Item) -> None:
         super().__init__("condition failed")
         self.item = item
 

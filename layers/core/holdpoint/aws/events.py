@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from holdpoint.aws import clients
@@ -17,7 +18,7 @@ class EventBus:
         self.bus_name = bus_name or os.environ.get("EVENT_BUS_NAME", "")
         self.client = client or clients.client("events")
 
-    def publish(self, detail_type: str, detail: dict[str, Any]) -> None:
+    def publish(self, detail_type: str, detail: Mapping[str, object]) -> None:
         """One entry, `source: holdpoint`; a refused entry raises (the stream record is retried)."""
         out = self.client.put_events(Entries=[{
             "Source": SOURCE, "DetailType": detail_type, "Detail": json.dumps(detail, separators=(",", ":")),

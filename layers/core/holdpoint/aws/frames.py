@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from holdpoint.aws import clients
@@ -31,7 +32,7 @@ class ManagementFrames:
         self.client = clients.refusing(client) if client is not None else clients.client(
             "apigatewaymanagementapi", endpoint_url=self.endpoint_url)
 
-    def post(self, connection_id: str, frame: dict[str, Any]) -> bool:
+    def post(self, connection_id: str, frame: Mapping[str, object]) -> bool:
         """Send the frame; False when the connection is gone (410). Any other failure is logged
         and the frame is lost to this connection: the client sees the gap at its next event."""
         data = json.dumps(frame, separators=(",", ":")).encode()

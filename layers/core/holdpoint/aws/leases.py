@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from holdpoint.aws.ddb import schema
+from holdpoint.aws.ddb.expr import AttributeValue, Item, TransactOp, Write
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import Cancelled, ConditionFailed
 from holdpoint.core import quotas
@@ -45,11 +46,11 @@ SHARDS = 8
 KEEP_SECS = 3600  # an idle holder item is left to the table's TTL this long after its last lease
 
 
-def _s(value: str) -> dict[str, str]:
+def _s(value: str) -> AttributeValue:
     return {"S": value}
 
 
-def _n(value: float) -> dict[str, str]:
+def _n(value: float) -> AttributeValue:
     return {"N": str(value)}
 
 
@@ -64,24 +65,24 @@ class WaitLeases(HeldLeases):
         self.limits = limits or quotas.from_env(os.environ)
         self.clock = clock
 
-    def keys(self, tenant: str, caller: str) -> list[tuple[dict[str, Any], str, int]]:
+    def keys(self, tenant: str, caller: str) -> list[tuple[Item, str, int]]:
         """The caller's and the tenant's holders, each with its limit's name and value."""
         pk = _s(schema.quota_pk(tenant))
         return [({"PK": pk, "SK": _s(schema.caller_waits_sk(caller))}, "stream_waits_per_caller",
                  self.limits.stream_waits_per_caller),
                 ({"PK": pk, "SK": _s(schema.WAITS_SK)}, "stream_waits_per_tenant", self.limits.stream_waits_per_tenant)]
 
-    def shards(self) -> list[tuple[dict[str, Any], int]]:
+    def shards(self) -> list[tuple[Item, int]]:
         """The deployment's holders, each with its share of `stream_waits_total` (the shares add up to it)."""
         return [({"PK": _s(schema.waits_shard_pk(i)), "SK": _s(schema.WAITS_SK)}, share)
                 for i, share in enumerate(quotas.shares(self.limits.stream_waits_total, SHARDS))]
 
-    def _live(self, key: dict[str, Any], now: float) -> tuple[dict[str, Any], dict[str, float]]:
+    def _live(self, key: Item, now: float) -> tuple[Item, dict[str, float]]:
         """A holder as read, and its leases that have not expired."""
         got = self.db.get(key) or {}
         return got, quotas.live_leases({k: float(v["N"]) for k, v in (got.get("l") or {}).get("M", {}).items()}, now)
 
-    def _room(self, now: float) -> tuple[int, dict[str, Any], dict[str, Any], dict[str, float]]:
+    def _room(self, now: float) -> tuple[int, Item, Item, dict[str, float]]:
         """A deployment holder with room (from a random one on): its shard, key, item and live leases."""
         shards = self.shards()
         start = random.randrange(len(shards))
@@ -117,12 +118,12 @@ class WaitLeases(HeldLeases):
             return lease
         raise QuotaExceeded("stream_waits_per_tenant", self.limits.stream_waits_per_tenant, 1)
 
-    def _put(self, key: dict[str, Any], live: dict[str, float], got: dict[str, Any]) -> dict[str, Any]:
+    def _put(self, key: Item, live: dict[str, float], got: Item) -> TransactOp:
         """Rewrite a holder with its live leases, conditioned on the version read."""
-        item = {**key, "l": {"M": {k: _n(v) for k, v in live.items()}}, "v": _s(secrets.token_hex(8)),
-                "ttl": _n(math.ceil(max(live.values())) + KEEP_SECS)}
+        item: Item = {**key, "l": {"M": {k: _n(v) for k, v in live.items()}}, "v": _s(secrets.token_hex(8)),
+                      "ttl": _n(math.ceil(max(live.values())) + KEEP_SECS)}
         condition = "v = :v" if "v" in got else "attribute_not_exists(v)"
-        put: dict[str, Any] = {"Item": item, "ConditionExpression": condition}
+        put: Write = {"Item": item, "ConditionExpression": condition}
         if "v" in got:
             put["ExpressionAttributeValues"] = {":v": got["v"]}
         return {"Put": put}
@@ -143,7 +144,7 @@ class WaitLeases(HeldLeases):
             if not out.get("l", {}).get("M"):
                 self._drop(key, version)
 
-    def _drop(self, key: dict[str, Any], version: dict[str, str]) -> None:
+    def _drop(self, key: Item, version: AttributeValue) -> None:
         """Delete a holder with no lease left, unless someone wrote it since."""
         with contextlib.suppress(ConditionFailed):  # written since: it is someone's again
             self.db.delete(key, ConditionExpression="v = :v", ExpressionAttributeValues={":v": version})

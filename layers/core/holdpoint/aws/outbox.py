@@ -8,10 +8,32 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from holdpoint.aws.ddb import schema as k
+from holdpoint.aws.ddb.expr import Item
 from holdpoint.aws.store import Store
+from holdpoint.core.jsontypes import JsonObject
+
+
+class StreamChange(TypedDict, total=False):
+    """A stream record's `dynamodb` part, as a NEW_AND_OLD_IMAGES stream writes it."""
+
+    SequenceNumber: str
+    Keys: Item
+    NewImage: Item
+    OldImage: Item
+
+
+class StreamRecord(TypedDict, total=False):
+    eventName: str  # INSERT, MODIFY or REMOVE
+    dynamodb: StreamChange
+
+
+class StreamEvent(TypedDict, total=False):
+    """The Lambda event of a DynamoDB stream batch (the part read here)."""
+
+    Records: list[StreamRecord]
 
 
 @dataclass(frozen=True)
@@ -19,7 +41,7 @@ class OutboxEvent:
     sequence_number: str  # the stream record's, for `batchItemFailures`
     tenant: str
     session_id: str
-    event: dict[str, Any]  # {seq, type, at, data}
+    event: JsonObject  # {seq, type, at, data}
 
 
 def session_of(pk: str) -> tuple[str, str] | None:
@@ -30,7 +52,7 @@ def session_of(pk: str) -> tuple[str, str] | None:
     return (tenant, session_id) if tenant and session_id and "#" not in session_id else None
 
 
-def events(stream_event: dict[str, Any], store: Store) -> Iterator[OutboxEvent]:
+def events(stream_event: StreamEvent, store: Store) -> Iterator[OutboxEvent]:
     """The lifecycle events of a stream batch, in stream order (large bodies read from S3): new
     event-log items, and answers appended to an open interrupt."""
     for record in stream_event.get("Records") or []:
@@ -40,7 +62,7 @@ def events(stream_event: dict[str, Any], store: Store) -> Iterator[OutboxEvent]:
         owner = session_of(image.get("PK", {}).get("S", ""))
         if owner is None:
             continue
-        found: list[dict[str, Any]] = []
+        found: list[JsonObject] = []
         if record.get("eventName") == "INSERT" and sk.startswith(k.EVENT):
             found = [e for e in store.codec.logged(image) if k.streamed(str(e.get("type")))]
         elif record.get("eventName") == "MODIFY" and sk.startswith("I#"):
@@ -50,11 +72,11 @@ def events(stream_event: dict[str, Any], store: Store) -> Iterator[OutboxEvent]:
             yield OutboxEvent(str(ddb.get("SequenceNumber")), owner[0], owner[1], event)
 
 
-def _answers(image: dict[str, Any]) -> list[dict[str, Any]]:
+def _answers(image: Item) -> list[JsonObject]:
     return [json.loads(a["S"]) for a in (image.get("approvals") or {}).get("L") or []]
 
 
-def answered(new: dict[str, Any], old: dict[str, Any], store: Store) -> dict[str, Any] | None:
+def answered(new: Item, old: Item, store: Store) -> JsonObject | None:
     """A2: the `interrupt.answered` event of an interrupt item change that appended an answer and
     left the interrupt open (the answer that decides it is published as `interrupt.resolved`).
     Keyed by interrupt, generation and answer count, so a redelivered record is the same event."""
@@ -65,8 +87,9 @@ def answered(new: dict[str, Any], old: dict[str, Any], store: Store) -> dict[str
     interrupt_id = new["SK"]["S"][2:]
     generation = new.get("generation", {}).get("N", "0")
     answer = after[-1]
+    policy = body.get("policy")
     return {"type": "interrupt.answered", "key": f"{interrupt_id}#{generation}#{len(after)}",
             "at": answer.get("at"), "data": {
                 "interrupt_id": interrupt_id, "reason": body.get("reason"), "answers": len(after),
-                "quorum": (body.get("policy") or {}).get("quorum", 1),
+                "quorum": policy.get("quorum", 1) if isinstance(policy, dict) else 1,
                 "answer": {k: answer.get(k) for k in ("subject", "origin", "status", "comment")}}}

@@ -16,6 +16,7 @@ import time
 from typing import Any, Literal
 
 from holdpoint.aws.ddb import schema
+from holdpoint.aws.ddb.expr import AttributeValue, Item
 from holdpoint.aws.ddb.schema import session_pk
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.deliveries import POSTED_KEEP_SECS
@@ -31,7 +32,7 @@ CONFLICT = "TransactionConflict"
 Created = Literal["created", "exists", "full", "interfered"]
 
 
-def _s(value: str) -> dict[str, str]:
+def _s(value: str) -> AttributeValue:
     return {"S": value}
 
 
@@ -57,10 +58,10 @@ class PushConfigLog:
         self.db = Table(self.table, client)
         self.client = self.db.client
 
-    def _key(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> dict[str, Any]:
+    def _key(self, tenant: str, session_id: str, turn_id: str, config_id: str) -> Item:
         return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(schema.push_config_sk(turn_id, config_id))}
 
-    def _count_key(self, tenant: str, session_id: str, turn_id: str) -> dict[str, Any]:
+    def _count_key(self, tenant: str, session_id: str, turn_id: str) -> Item:
         return {"PK": _s(session_pk(tenant, session_id)), "SK": _s(schema.push_count_sk(turn_id))}
 
     def put(self, tenant: str, session_id: str, turn_id: str, config: PushRecord, limit: int) -> bool:
@@ -77,8 +78,8 @@ class PushConfigLog:
 
     def _create(self, tenant: str, session_id: str, turn_id: str, config: PushRecord, limit: int) -> Created:
         """Put a new config and take a slot, in one transaction."""
-        ttl = {"N": str(int(time.time()) + POSTED_KEEP_SECS)}
-        item = {**self._key(tenant, session_id, turn_id, config.id), "body": _s(_body(config)), "ttl": ttl}
+        ttl: AttributeValue = {"N": str(int(time.time()) + POSTED_KEEP_SECS)}
+        item: Item = {**self._key(tenant, session_id, turn_id, config.id), "body": _s(_body(config)), "ttl": ttl}
         try:
             self.db.transact([
                 {"Put": {"Item": item, "ConditionExpression": "attribute_not_exists(SK)"}},
@@ -147,7 +148,7 @@ class PushConfigLog:
             _backoff(attempt)
         raise Throttled("the push config kept changing under this delete")
 
-    def _delete_uncounted(self, key: dict[str, Any]) -> None:
+    def _delete_uncounted(self, key: Item) -> None:
         """A config no count holds (its count item expired before it was swept): delete it alone."""
         with contextlib.suppress(ConditionFailed):  # gone already
             self.db.delete(key, ConditionExpression="attribute_exists(SK)")

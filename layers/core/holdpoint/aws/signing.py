@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from holdpoint.aws.errors import MissingKey
@@ -45,14 +46,14 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def seal(purpose: str, payload: dict[str, Any]) -> str:
+def seal(purpose: str, payload: Mapping[str, object]) -> str:
     """`payload` as an opaque string that only this deployment can have made."""
     body = _b64(strictjson.dumps(payload).encode())
     mac = hmac.new(_subkey(purpose), body.encode(), hashlib.sha256).digest()
     return f"{body}.{_b64(mac)}"
 
 
-def sealed_length(payload: dict[str, Any]) -> int:
+def sealed_length(payload: Mapping[str, object]) -> int:
     """How long `seal(_, payload)` is, without the key: the body, a dot and the 32-byte MAC."""
     return len(_b64(strictjson.dumps(payload).encode())) + 1 + MAC_CHARS
 

@@ -18,7 +18,7 @@ from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.cache import Cached, Head, Reads, StateCache, cache_from_env
 from holdpoint.aws.ddb.codec import Codec, agent_digest
 from holdpoint.aws.ddb.commit import Committer, quota_refusal
-from holdpoint.aws.ddb.expr import Between, Exists, Expr, Update, eq, s
+from holdpoint.aws.ddb.expr import Between, Exists, Expr, QueryArgs, Update, eq, s
 from holdpoint.aws.ddb.interrupts import InterruptWrites
 from holdpoint.aws.ddb.listings import Listings
 from holdpoint.aws.ddb.schema import quota_pk, session_pk
@@ -26,6 +26,7 @@ from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.ddb.warm import WarmReads
 from holdpoint.aws.errors import ConditionFailed
 from holdpoint.core import quotas
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Interrupt, SessionState
 from holdpoint.ports import (
     MAX_SEQ,
@@ -118,7 +119,7 @@ class Store:
         after = max(after_seq, 0)
         key = eq("PK", s(session_pk(tenant, session_id))) & Between(
             "SK", s(k.event_sk(after + 1)), s(k.event_sk(MAX_SEQ)))
-        request: dict[str, Any] = {"ConsistentRead": True, **Expr().request(key_condition=key)}
+        request = Expr().into(QueryArgs(ConsistentRead=True), key_condition=key)
         out: list[Event] = []
         while len(out) < limit:
             page = self.db.query_page(Limit=limit - len(out), **request)
@@ -163,10 +164,10 @@ class Store:
 
     # --- agents and keys ---------------------------------------------------------------
 
-    def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None:
+    def put_agent(self, tenant: str, agent_id: str, config: JsonObject) -> None:
         self.db.put({"PK": s(k.agent_pk(tenant, agent_id)), "SK": s("AGENT"), "body": s(json.dumps(config))})
 
-    def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None:
+    def get_agent(self, tenant: str, agent_id: str) -> JsonObject | None:
         item = self.db.get({"PK": s(k.agent_pk(tenant, agent_id)), "SK": s("AGENT")}, consistent=False)
         return json.loads(item["body"]["S"]) if item else None
 

@@ -22,11 +22,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from holdpoint.aws import clients
 from holdpoint.aws.errors import Refused
 from holdpoint.aws.queue import group_id
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.messages import WorkMessage, body
 
 NAME_FIELD = "schedule"
@@ -45,6 +46,35 @@ def at_expression(when: float) -> str:
     return "at(" + datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S") + ")"
 
 
+class SqsParameters(TypedDict, total=False):
+    MessageGroupId: str
+
+
+class TargetRetry(TypedDict, total=False):
+    MaximumEventAgeInSeconds: int
+    MaximumRetryAttempts: int
+
+
+class Target(TypedDict, total=False):
+    """A schedule's target as `schedule` writes it: the work queue, and the message as `Input`."""
+
+    Arn: str
+    RoleArn: str
+    Input: str
+    SqsParameters: SqsParameters
+    RetryPolicy: TargetRetry
+
+
+class Schedule(TypedDict, total=False):
+    """The part of a GetSchedule answer `scheduled` reads."""
+
+    Name: str
+    ScheduleExpression: str
+    Description: str
+    ActionAfterCompletion: str
+    Target: Target
+
+
 @dataclass(frozen=True)
 class Scheduled:
     """A timer as Scheduler holds it (for the local firer and for tests)."""
@@ -52,12 +82,12 @@ class Scheduled:
     name: str
     due: float
     seconds: int
-    target: dict[str, Any]
+    target: Target
     after_completion: str = "NONE"
 
     @property
-    def message(self) -> dict[str, Any]:
-        out: dict[str, Any] = json.loads(self.target["Input"])
+    def message(self) -> JsonObject:
+        out: JsonObject = json.loads(self.target["Input"])
         return out
 
 
@@ -107,11 +137,11 @@ class Timers:
         return sorted(out, key=lambda s: (s.due, s.name))
 
 
-def scheduled(schedule: dict[str, Any]) -> Scheduled:
+def scheduled(schedule: Schedule) -> Scheduled:
     """A GetSchedule answer as a `Scheduled`."""
     text = str(schedule["ScheduleExpression"])[len("at("):-1]
     due = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
     description = str(schedule.get("Description") or "")
     seconds = int(description[len("after "):].split("s:", 1)[0]) if description.startswith("after ") else 0
-    return Scheduled(str(schedule["Name"]), due, seconds, dict(schedule["Target"]),
+    return Scheduled(str(schedule["Name"]), due, seconds, schedule["Target"].copy(),
                      str(schedule.get("ActionAfterCompletion") or "NONE"))

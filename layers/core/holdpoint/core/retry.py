@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 UNBOUNDED = float("inf")
 
@@ -19,6 +19,21 @@ class Policy:
     def backoff(self, attempt: int) -> float:
         """Delay before attempt `attempt + 1` (attempt counts from 1)."""
         return float(min(self.backoff_base_secs ** attempt, self.backoff_max_secs))
+
+    def fields(self) -> PolicyFields:
+        """The policy as a delivery record keeps it (`Policy(**fields)` reads it back): the
+        fields in their declared order, as `dataclasses.asdict` wrote them."""
+        return {"attempt_timeout_secs": self.attempt_timeout_secs, "total_timeout_secs": self.total_timeout_secs,
+                "max_attempts": self.max_attempts, "backoff_base_secs": self.backoff_base_secs,
+                "backoff_max_secs": self.backoff_max_secs}
+
+
+class PolicyFields(TypedDict):
+    attempt_timeout_secs: float
+    total_timeout_secs: float
+    max_attempts: int
+    backoff_base_secs: float
+    backoff_max_secs: float
 
 
 DEFAULTS = {

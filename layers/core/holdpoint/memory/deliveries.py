@@ -11,7 +11,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from holdpoint.ports import DeliveryState, Posted
+from holdpoint.core.jsontypes import JsonObject
+from holdpoint.ports import DeadLetter, DeliveryRecord, DeliveryState, Posted
 
 Key = tuple[str, str, str]
 
@@ -34,10 +35,10 @@ class Delivery:
 class MemoryDeliveries:
     records: dict[Key, Delivery] = field(default_factory=dict)
     messages: dict[Key, Posted] = field(default_factory=dict)
-    dead: list[dict[str, Any]] = field(default_factory=list)
+    dead: list[JsonObject] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool:
+    def claim(self, tenant: str, session_id: str, key: str, record: DeliveryRecord) -> bool:
         """Create the record at attempt 1; False when it already exists (the delivery has started)."""
         with self._lock:
             if (tenant, session_id, key) in self.records:
@@ -45,14 +46,14 @@ class MemoryDeliveries:
             self.records[(tenant, session_id, key)] = Delivery("sending", 1, _text(record))
             return True
 
-    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> dict[str, Any] | None:
+    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> DeliveryRecord | None:
         """Move a failed attempt's record (`retrying`, or still `sending`) to `attempt`; its body."""
         with self._lock:
             found = self.records.get((tenant, session_id, key))
             if found is None or found.status not in ("retrying", "sending") or found.attempt != attempt - 1:
                 return None
             found.status, found.attempt = "sending", attempt
-            body: dict[str, Any] = json.loads(found.body)
+            body: DeliveryRecord = json.loads(found.body)
             return body
 
     def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
@@ -63,7 +64,7 @@ class MemoryDeliveries:
             if found is not None and found.status == "sending" and found.attempt == attempt:
                 found.status, found.last_error = status, error or ""
 
-    def waiting(self, tenant: str, session_id: str, key: str) -> tuple[dict[str, Any], int] | None:
+    def waiting(self, tenant: str, session_id: str, key: str) -> tuple[DeliveryRecord, int] | None:
         with self._lock:
             found = self.records.get((tenant, session_id, key))
             if found is None or found.status != "retrying":
@@ -75,7 +76,7 @@ class MemoryDeliveries:
             found = self.records.get((tenant, session_id, key))
             return DeliveryState(found.status, found.attempt, found.last_error or None) if found else None
 
-    def dead_letter(self, record: dict[str, Any]) -> None:
+    def dead_letter(self, record: DeadLetter) -> None:
         """The message the DLQ would get: the delivery, its last error and attempt count."""
         with self._lock:
             self.dead.append(json.loads(_text({"kind": "notify.dead", **record})))

@@ -314,11 +314,11 @@ class MemoryStore:
 
     # --- agents and keys ---------------------------------------------------------------
 
-    def put_agent(self, tenant: str, agent_id: str, config: dict[str, Any]) -> None:
+    def put_agent(self, tenant: str, agent_id: str, config: JsonObject) -> None:
         with self._lock:
             self._agents[(tenant, agent_id)] = as_text(config)
 
-    def get_agent(self, tenant: str, agent_id: str) -> dict[str, Any] | None:
+    def get_agent(self, tenant: str, agent_id: str) -> JsonObject | None:
         with self._lock:
             text = self._agents.get((tenant, agent_id))
         return json.loads(text) if text is not None else None

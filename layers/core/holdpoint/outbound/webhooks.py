@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any
 
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.outbound.workers import post_signed
 from holdpoint.ports import DeliveryFailed, WorkerUnavailable
 
@@ -24,24 +24,30 @@ def delivery_id(event_id: str, url: str) -> str:
     return "dlv_" + hashlib.sha256(f"{event_id}|{url}".encode()).hexdigest()[:24]
 
 
+def _tenant(event: JsonObject) -> str | None:
+    """The notification's tenant, whose secrets the entry's reference may name."""
+    tenant = event.get("tenant")
+    return tenant if isinstance(tenant, str) else None
+
+
 class WebhookChannel:
     """`NotifyChannel` for `{url, secret?, events?, approver?}` entries; the secret reference is
     resolved with the event's tenant (the tenant's own secrets only)."""
 
-    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
+    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str]) -> None:
         """A worker may replace the config in force, so the entry is re-checked here, not trusted."""
-        if not isinstance(entry.get("url"), str) or not isinstance(entry.get("secret") or "", str):
+        url, secret = entry.get("url"), entry.get("secret") or None  # an empty reference is none
+        if not isinstance(url, str) or not (secret is None or isinstance(secret, str)):
             raise DeliveryFailed("a notify webhook needs a url string and, optionally, a secret reference string")
-        body = {**event, "links": links} if event.get("type") == "interrupt.raised" else event
-        delivery = delivery_id(str(event.get("event_id")), str(entry.get("url")))
+        body: JsonObject = {**event, "links": {**links}} if event.get("type") == "interrupt.raised" else event
+        delivery = delivery_id(str(event.get("event_id")), url)
         try:
-            post_signed(entry["url"], body, entry.get("secret"), event.get("tenant"), "notify",
-                        TIMEOUT_SECS, {DELIVERY_HEADER: delivery})
+            post_signed(url, body, secret, _tenant(event), "notify", TIMEOUT_SECS, {DELIVERY_HEADER: delivery})
         except WorkerUnavailable as exc:
             raise DeliveryFailed(str(exc)) from exc
 
 
-PushTarget = Callable[[dict[str, Any], dict[str, Any]], tuple[str, dict[str, Any], dict[str, str]] | None]
+PushTarget = Callable[[JsonObject, JsonObject], tuple[str, JsonObject, dict[str, str]] | None]
 """(url, body, headers) of one A2A push attempt, read when it runs; None: nothing to send."""
 
 
@@ -53,7 +59,7 @@ class A2aPushChannel:
     def __init__(self, target: PushTarget) -> None:
         self.target = target
 
-    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
+    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str]) -> None:
         found = self.target(event, entry)
         if found is None:
             return
@@ -61,7 +67,7 @@ class A2aPushChannel:
         delivery = delivery_id(str(event.get("event_id")), f"a2a#{entry.get('config_id')}")
         secret = entry.get("secret")
         try:
-            post_signed(url, body, secret if isinstance(secret, str) else None, event.get("tenant"), "a2a.push",
+            post_signed(url, body, secret if isinstance(secret, str) else None, _tenant(event), "a2a.push",
                         TIMEOUT_SECS, {**headers, DELIVERY_HEADER: delivery})
         except WorkerUnavailable as exc:
             raise DeliveryFailed(str(exc)) from exc

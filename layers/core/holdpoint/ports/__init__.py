@@ -9,7 +9,9 @@ One module a concern: `store`, `parking`, `work`, `delivery`, `live`, `traces`, 
 raise; every name is also importable from `holdpoint.ports` itself."""
 
 from holdpoint.ports.delivery import (
+    DeadLetter,
     Deliveries,
+    DeliveryRecord,
     DeliveryState,
     EventPublisher,
     NotifyChannel,
@@ -64,8 +66,10 @@ __all__ = [
     "Clock",
     "Conflict",
     "Connections",
+    "DeadLetter",
     "Deliveries",
     "DeliveryFailed",
+    "DeliveryRecord",
     "DeliveryState",
     "Directory",
     "EventPublisher",

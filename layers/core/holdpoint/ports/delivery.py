@@ -4,10 +4,11 @@ A2A push configs, the event bus and sealed action payloads."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.push import PushRecord
+from holdpoint.core.retry import PolicyFields
 
 
 class Sealer(Protocol):
@@ -43,24 +44,44 @@ class DeliveryState:
     last_error: str | None = None
 
 
+class DeliveryRecord(TypedDict):
+    """One delivery as its record keeps it: the notification (`event`) for one entry, through
+    `channel`, retried under `policy`."""
+
+    key: str
+    tenant: str
+    session_id: str
+    channel: str
+    entry: JsonObject
+    event: JsonObject
+    policy: PolicyFields
+
+
+class DeadLetter(DeliveryRecord):
+    """A delivery out of attempts, as the dead-letter queue gets it."""
+
+    attempts: int
+    error: str
+
+
 class Deliveries(Protocol):
     """One record per (event, entry), every step of it a conditional write: a delivery starts once
     and each retry runs once, however often the stream or the timer repeats itself."""
 
-    def claim(self, tenant: str, session_id: str, key: str, record: dict[str, Any]) -> bool: ...
+    def claim(self, tenant: str, session_id: str, key: str, record: DeliveryRecord) -> bool: ...
 
-    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> dict[str, Any] | None: ...
+    def begin(self, tenant: str, session_id: str, key: str, attempt: int) -> DeliveryRecord | None: ...
 
     def finish(self, tenant: str, session_id: str, key: str, attempt: int, status: str,
                error: str | None = None) -> None: ...
 
-    def waiting(self, tenant: str, session_id: str, key: str) -> tuple[dict[str, Any], int] | None:
+    def waiting(self, tenant: str, session_id: str, key: str) -> tuple[DeliveryRecord, int] | None:
         """The record and its failed attempt when it waits for its retry (`retrying`), else None."""
         ...
 
     def read(self, tenant: str, session_id: str, key: str) -> DeliveryState | None: ...
 
-    def dead_letter(self, record: dict[str, Any]) -> None: ...
+    def dead_letter(self, record: DeadLetter) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

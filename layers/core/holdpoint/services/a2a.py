@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 from holdpoint.core import a2a, notify, retry
 from holdpoint.core.agent_config import A2aConfig
@@ -18,7 +18,16 @@ from holdpoint.core.protocols import a2a as models
 from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.push import PushRecord
 from holdpoint.core.state import SessionState, Turn
-from holdpoint.ports import Directory, Parking, PushConfigs, Sessions, SessionsAndInterrupts, SessionStore, WorkQueue
+from holdpoint.ports import (
+    DeliveryRecord,
+    Directory,
+    Parking,
+    PushConfigs,
+    Sessions,
+    SessionsAndInterrupts,
+    SessionStore,
+    WorkQueue,
+)
 from holdpoint.services import sessions, streams
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import resume
@@ -274,7 +283,7 @@ class Pushes:
     def __init__(self, store: Sessions, configs: PushConfigs) -> None:
         self.store, self.configs = store, configs
 
-    def starts(self, tenant: str, session_id: str, event: Mapping[str, object]) -> list[JsonObject]:
+    def starts(self, tenant: str, session_id: str, event: Mapping[str, object]) -> list[DeliveryRecord]:
         """One record per config of the task the entry parks or ends (none for another entry, or
         a session with no config: one Query)."""
         if event.get("type") not in ("session.interrupted", "turn.finished", "turn.failed"):
@@ -294,7 +303,7 @@ class Pushes:
         event_id = notify.event_id(tenant, session_id, seq)
         agent = state.header.agent or {}
         secret = (agent.get("a2a") or {}).get("push_secret")
-        policy = asdict(retry.policy(agent, "webhook"))
+        policy = retry.policy(agent, "webhook").fields()
         return [{"key": f"{event_id}#a2a#{c.id}", "tenant": tenant, "session_id": session_id,
                  "channel": PUSH_CHANNEL, "policy": policy,
                  "event": {"event_id": event_id, "type": "a2a.push", "tenant": tenant, "session_id": session_id,

@@ -18,7 +18,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 from holdpoint.core import claims, notify, retry
@@ -29,6 +28,7 @@ from holdpoint.ports import (
     Clock,
     Deliveries,
     DeliveryFailed,
+    DeliveryRecord,
     EventPublisher,
     NotifyChannel,
     Sealer,
@@ -41,10 +41,16 @@ from holdpoint.services import links
 
 log = logging.getLogger("holdpoint.notify")
 
-PushStarts = Callable[[str, str, dict[str, Any]], list[dict[str, Any]]]
+PushStarts = Callable[[str, str, JsonObject], list[DeliveryRecord]]
 """The delivery records an event-log entry starts beyond the `notify` entries (services.a2a.Pushes)."""
 
 ERROR_CHARS = 512
+
+
+def _links(notification: JsonObject) -> dict[str, str]:
+    """The one-click links `core.notify.notification` put in (none when it minted none)."""
+    found = notification.get("links")
+    return {k: v for k, v in found.items() if isinstance(v, str)} if isinstance(found, dict) else {}
 
 
 class Notifier:
@@ -109,8 +115,8 @@ class Notifier:
             return
         h = state.header
         key = f"{body['event_id']}#{index}"
-        record = {"key": key, "tenant": h.tenant, "session_id": h.session_id, "channel": channel,
-                  "entry": entry, "event": body, "policy": asdict(retry.policy(h.agent, "webhook"))}
+        record: DeliveryRecord = {"key": key, "tenant": h.tenant, "session_id": h.session_id, "channel": channel,
+                                  "entry": entry, "event": body, "policy": retry.policy(h.agent, "webhook").fields()}
         if self.deliveries.claim(h.tenant, h.session_id, key, record):
             self._attempt(record, 1)
         else:
@@ -134,7 +140,7 @@ class Notifier:
             record, attempt = waiting
             self._schedule(record, attempt)
 
-    def _attempt(self, record: dict[str, Any], attempt: int) -> None:
+    def _attempt(self, record: DeliveryRecord, attempt: int) -> None:
         tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
         if attempt > retry.Policy(**record["policy"]).max_attempts:  # every attempt failed; the dead letter did not go
             self._bury(record, attempt, self._last_error(tenant, session_id, key))
@@ -143,13 +149,13 @@ class Notifier:
         try:
             if channel is None:
                 raise DeliveryFailed(f"no notify channel {record['channel']} is installed")
-            channel.deliver(record["event"], record["entry"], record["event"].get("links") or {})
+            channel.deliver(record["event"], record["entry"], _links(record["event"]))
         except DeliveryFailed as exc:
             self._failed(record, attempt, str(exc)[:ERROR_CHARS])
             return
         self.deliveries.finish(tenant, session_id, key, attempt, "delivered")
 
-    def _failed(self, record: dict[str, Any], attempt: int, error: str) -> None:
+    def _failed(self, record: DeliveryRecord, attempt: int, error: str) -> None:
         """Retry after the policy's backoff on a durable timer, or dead-letter the last attempt."""
         tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
         policy = retry.Policy(**record["policy"])
@@ -164,7 +170,7 @@ class Notifier:
             log.warning("delivery %s: recording attempt %d's failure was refused (%s)", key, attempt, exc)
         self._schedule(record, attempt)
 
-    def _bury(self, record: dict[str, Any], attempt: int, error: str) -> None:
+    def _bury(self, record: DeliveryRecord, attempt: int, error: str) -> None:
         """Put the delivery out of attempts on the dead-letter queue, then record it `dead`. A
         refused send is retried on the same durable timers, as one more attempt that delivers
         nothing and sends the dead letter again (with the last delivery's error)."""
@@ -190,7 +196,7 @@ class Notifier:
             log.warning("delivery %s: reading its last error was refused (%s)", key, exc)
             return ""
 
-    def _schedule(self, record: dict[str, Any], attempt: int) -> None:
+    def _schedule(self, record: DeliveryRecord, attempt: int) -> None:
         """The timer of the attempt after `attempt`, after the policy's backoff."""
         tenant, session_id, key = record["tenant"], record["session_id"], record["key"]
         self.timers.schedule(retry.Policy(**record["policy"]).backoff(attempt),

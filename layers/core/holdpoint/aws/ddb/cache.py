@@ -24,7 +24,7 @@ from functools import reduce
 from typing import Any
 
 from holdpoint.aws.ddb import schema as k
-from holdpoint.aws.ddb.expr import Between, Compare, Cond, Exists, Expr, eq, n, s
+from holdpoint.aws.ddb.expr import Between, Compare, Cond, Exists, Expr, Item, eq, n, s
 from holdpoint.aws.ddb.table import Table
 
 LOG_VERSIONS = 4  # versions the header's change log covers: a cache further behind reads the tail in full
@@ -33,7 +33,7 @@ MAX_DELTA_KEYS = 100  # more changed keys than this and reading the whole tail i
 CACHE_ENV = "HOLDPOINT_STATE_CACHE"  # sessions a container keeps warm; 0 turns the cache off
 
 
-def canonical(item: dict[str, Any]) -> str:
+def canonical(item: Item) -> str:
     """An item as one immutable string: what the cache keeps and what the header's `tail_sum` hashes."""
     return json.dumps(item, sort_keys=True, separators=(",", ":"))
 
@@ -68,7 +68,7 @@ class Head:
     log: list[Any] = field(default_factory=list)
 
 
-def head_of(header: dict[str, Any]) -> Head:
+def head_of(header: Item) -> Head:
     return Head(int(header[k.VERSION]["N"]), header.get(k.TAIL_SUM, {}).get("S"),
                 json.loads(header[k.CHANGES]["S"]) if k.CHANGES in header else [])
 
@@ -140,7 +140,7 @@ class Stamp:
     can vouch for (if any), and the cache entry for the new version (if any)."""
 
     condition: Cond
-    attrs: dict[str, Any] = field(default_factory=dict)
+    attrs: Item = field(default_factory=dict)
     after: Cached | None = None
 
 
@@ -162,7 +162,7 @@ class Reads:
     def __init__(self, table: Table) -> None:
         self.table = table
 
-    def query(self, pk: str, low: str, high: str | None = None, *, after: bool = False) -> list[dict[str, Any]]:
+    def query(self, pk: str, low: str, high: str | None = None, *, after: bool = False) -> list[Item]:
         """Every item of the partition from `low` (or after it) up to `high`, strongly consistent."""
         expr = Expr()
         if high is not None:
@@ -171,10 +171,10 @@ class Reads:
             cond = eq("PK", s(pk)) & Compare("SK", ">" if after else ">=", s(low))
         return self.table.query_all(ConsistentRead=True, **expr.request(key_condition=cond))
 
-    def head(self, pk: str) -> list[dict[str, Any]]:
+    def head(self, pk: str) -> list[Item]:
         return self.query(pk, k.HEADER_SK, k.HEAD_END)
 
-    def state(self, pk: str) -> list[dict[str, Any]]:
+    def state(self, pk: str) -> list[Item]:
         return self.query(pk, k.HEADER_SK)
 
     def prepare(self, pk: str, *, exists: bool, version: int, written: dict[str, str]) -> Stamp:
@@ -184,7 +184,7 @@ class Reads:
             return stamp(Head(version, None), 0, written, Exists("PK", present=False))
         return Stamp(eq(k.VERSION, n(version)))
 
-    def committed(self, pk: str, header: dict[str, Any], after: Cached | None) -> None:
+    def committed(self, pk: str, header: Item, after: Cached | None) -> None:
         """The commit landed."""
 
     def forget(self, pk: str) -> None:

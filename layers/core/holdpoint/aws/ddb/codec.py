@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from holdpoint.aws.ddb import schema as k
-from holdpoint.aws.ddb.expr import n, s
+from holdpoint.aws.ddb.expr import Item, n, s
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
 from holdpoint.ports import SessionRow
 
 
-def _defaults(cls: type) -> dict[str, Any]:
+def _defaults(cls: type) -> dict[str, object]:
     out = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
     out.update({f.name: f.default_factory() for f in fields(cls) if f.default_factory is not MISSING})
     return out
@@ -46,16 +48,18 @@ class Snapshot:
     head_only: bool = False
     listed_status: str | None = None
     done_through: int = 0  # the header's `done_through` as loaded
-    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # decisions stored pending, as stored
+    pending: dict[str, JsonObject] = field(default_factory=dict)  # decisions stored pending, as stored
 
 
-def answered(stored: dict[str, Any]) -> dict[str, Any]:
+def answered(stored: JsonObject) -> JsonObject:
     """A pending decision once the worker's own response has answered it (`engine.apply_response`
     with `via="worker"`). The commit that answers a decision stored pending does not rewrite it
     when every decision of its order or lower is then answered: the header's `done_through` says
     so, and loading reads each decision stored pending at or below it as this. A transaction bills
     2 write units for every decision item, and most decisions are answered by the next step."""
-    return {**stored, "status": "delivered", "via": "worker", "attempts": stored.get("attempts", 0) + 1}
+    attempts = stored.get("attempts", 0)
+    return {**stored, "status": "delivered", "via": "worker",
+            "attempts": (attempts if isinstance(attempts, int) else 0) + 1}
 
 
 def done_through(state: SessionState) -> int:
@@ -94,12 +98,12 @@ def record_key(record: Record) -> tuple[str, str]:
     return type(record).__name__, record.interrupt_id if isinstance(record, Interrupt) else record.id
 
 
-def _load(cls: type, body: dict[str, Any]) -> Any:
+def _load(cls: type, body: Mapping[str, object]) -> Any:
     names = {f.name for f in fields(cls)}
     return cls(**{key: v for key, v in body.items() if key in names})
 
 
-def _rev(item: dict[str, Any]) -> int:
+def _rev(item: Item) -> int:
     return int(item.get(k.REV, {"N": "0"})["N"])
 
 
@@ -120,7 +124,7 @@ class Codec:
 
     # --- bodies ---------------------------------------------------------------------------
 
-    def body_attrs(self, pk: str, sk: str, body: Any) -> dict[str, Any]:
+    def body_attrs(self, pk: str, sk: str, body: Any) -> Item:
         """The item's `body`, or a `body_ref` to S3 when it would not fit DynamoDB's 400 KB item.
         The object is written first and named by its content, so a retried step rewrites the
         same object and a failed transaction leaves only an unreferenced object behind."""
@@ -132,7 +136,7 @@ class Codec:
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=text.encode(), ContentType="application/json")
         return {"body_ref": s(key)}
 
-    def body(self, item: dict[str, Any]) -> Any:
+    def body(self, item: Item) -> Any:
         if "body_ref" in item:
             got = self.s3.get_object(Bucket=self.bucket, Key=item["body_ref"]["S"])
             return json.loads(got["Body"].read())
@@ -140,7 +144,7 @@ class Codec:
 
     # --- decoding -------------------------------------------------------------------------
 
-    def state(self, items: list[dict[str, Any]], *, head_only: bool) -> SessionState:
+    def state(self, items: list[Item], *, head_only: bool) -> SessionState:
         """A session's state from its items (the header first), with its snapshot."""
         tenant, session_id = k.session_key(items[0]["PK"]["S"])
         header = _load(Header, {"tenant": tenant, "session_id": session_id, **self.body(items[0])})
@@ -161,7 +165,7 @@ class Codec:
                 self._record(state, snap, sk, item)
         return state
 
-    def _record(self, state: SessionState, snap: Snapshot, sk: str, item: dict[str, Any]) -> None:
+    def _record(self, state: SessionState, snap: Snapshot, sk: str, item: Item) -> None:
         kind = k.KIND_OF_PREFIX.get(sk[:2])
         if kind is None:
             return
@@ -185,10 +189,10 @@ class Codec:
         record = {"id": body["id"]}
         snap.revs[(kind, record["id"])] = _rev(item)
 
-    def interrupt_body(self, item: dict[str, Any]) -> dict[str, Any]:
+    def interrupt_body(self, item: Item) -> JsonObject:
         """An interrupt item's whole record: its body, with the top-level attributes (what the
         conditional updates write, and what the body leaves out) on top."""
-        body = {"interrupt_id": item["SK"]["S"][len(k.PREFIX[Interrupt]):], **self.body(item)}
+        body: JsonObject = {"interrupt_id": item["SK"]["S"][len(k.PREFIX[Interrupt]):], **self.body(item)}
         for attr in INTERRUPT_TEXT_ATTRS:
             if attr in item:
                 body[attr] = item[attr]["S"]
@@ -203,7 +207,7 @@ class Codec:
             body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
         return body
 
-    def interrupt(self, item: dict[str, Any]) -> Interrupt:
+    def interrupt(self, item: Item) -> Interrupt:
         interrupt: Interrupt = _load(Interrupt, self.interrupt_body(item))
         return interrupt
 
@@ -213,28 +217,28 @@ class Codec:
 
     # --- encoding -------------------------------------------------------------------------
 
-    def node_item(self, pk: str, node: Node) -> dict[str, Any]:
+    def node_item(self, pk: str, node: Node) -> Item:
         body = {"id": node.id, "parent_id": node.parent_id, "message": node.message, "order": node.order}
         sk = f"{k.NODE}{node.id}"
         return {"PK": s(pk), "SK": s(sk), **self.body_attrs(pk, sk, body)}
 
-    def events_item(self, pk: str, events: list[Event]) -> dict[str, Any]:
+    def events_item(self, pk: str, events: list[Event]) -> Item:
         """A commit's events as one item (a commit writes one item for its events, however many:
         DynamoDB bills a transaction 2 units for every item under 1 KB), keyed by the last seq."""
         sk = k.event_sk(events[-1].seq)
         return {"PK": s(pk), "SK": s(sk), "etype": s(k.log_type([e.type for e in events])),
                 **self.body_attrs(pk, sk, [e.wire() for e in events])}
 
-    def logged(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+    def logged(self, item: Item) -> list[dict[str, Any]]:
         """The events of an event-log item, in seq order (an item of one event alone, its body
         the event itself, is read as a list of one)."""
         body = self.body(item)
         return body if isinstance(body, list) else [body]
 
-    def agent_item(self, pk: str, agent: Any) -> dict[str, Any]:
+    def agent_item(self, pk: str, agent: Any) -> Item:
         return {"PK": s(pk), "SK": s(k.AGENT_SK), **self.body_attrs(pk, k.AGENT_SK, agent)}
 
-    def header_item(self, pk: str, state: SessionState, listing: dict[str, Any]) -> dict[str, Any]:
+    def header_item(self, pk: str, state: SessionState, listing: Item) -> Item:
         # The session's keys are the item's; the agent is in its own item (`agent_item`), written
         # only when it changes.
         omit = ("version", "agent", "tenant", "session_id")
@@ -243,12 +247,12 @@ class Codec:
         return {"PK": s(pk), "SK": s(k.HEADER_SK), k.VERSION: n(state.header.version + 1),
                 **self.body_attrs(pk, k.HEADER_SK, body), **listing}
 
-    def record_item(self, pk: str, record: Record, rev: int, header: Header) -> dict[str, Any]:
+    def record_item(self, pk: str, record: Record, rev: int, header: Header) -> Item:
         """A call, decision, turn or interrupt as the item written at revision `rev + 1`."""
         body = asdict(record)
         body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
         sk = k.PREFIX[type(record)] + record_key(record)[1]
-        attrs: dict[str, Any] = {}
+        attrs: Item = {}
         status = getattr(record, "status", None)
         if status:
             attrs["status"] = s(status)
@@ -263,10 +267,10 @@ class Codec:
         return {"PK": s(pk), "SK": s(sk), k.REV: n(rev + 1), **self.body_attrs(pk, sk, body), **attrs}
 
 
-def interrupt_attrs(record: Interrupt, header: Header) -> dict[str, Any]:
+def interrupt_attrs(record: Interrupt, header: Header) -> Item:
     """An interrupt's top-level attributes: what the resume's conditional writes test and set,
     and the index attributes (A6)."""
-    out: dict[str, Any] = {"origin": s(record.origin), "generation": n(record.generation)}
+    out: Item = {"origin": s(record.origin), "generation": n(record.generation)}
     if record.owner:
         out["owner"] = s(record.owner)
     if record.resolution is not None:
@@ -281,11 +285,11 @@ def interrupt_attrs(record: Interrupt, header: Header) -> dict[str, Any]:
     return out
 
 
-def index_attrs(record: Interrupt, tenant: str, session_id: str, agent_id: str | None) -> dict[str, Any]:
+def index_attrs(record: Interrupt, tenant: str, session_id: str, agent_id: str | None) -> Item:
     """A6: the Inbox index while open, the History index always (both newest first), the
     attributes the inbox filters on, and the TTL of a closed interrupt the agent keeps a while."""
     order = s(f"{record.created_at}#{session_id}#{record.interrupt_id}")
-    out: dict[str, Any] = {"GSI3PK": s(k.history_pk(tenant)), "GSI3SK": order, "reason": s(record.reason)}
+    out: Item = {"GSI3PK": s(k.history_pk(tenant)), "GSI3SK": order, "reason": s(record.reason)}
     if record.status == "open":
         out.update({"GSI1PK": s(k.inbox_pk(tenant)), "GSI1SK": order})
     if agent_id:
@@ -297,13 +301,13 @@ def index_attrs(record: Interrupt, tenant: str, session_id: str, agent_id: str |
     return out
 
 
-def listing_attrs(state: SessionState, status: str) -> dict[str, Any]:
+def listing_attrs(state: SessionState, status: str) -> Item:
     """The header's `Sessions` GSI keys (`GSI2SK` is `{created_at}#{session}`: newest first) and the
     row a listing shows. DynamoDB writes the index only when one of these changes (the keys never
     do), so a commit pays an index write only when the session's status changes."""
     h = state.header
-    out: dict[str, Any] = {"GSI2PK": s(k.sessions_pk(h.tenant)), "GSI2SK": s(f"{h.created_at}#{h.session_id}"),
-                           k.LISTED_AGENT: s(h.agent_id), k.LISTED_STATUS: s(status)}
+    out: Item = {"GSI2PK": s(k.sessions_pk(h.tenant)), "GSI2SK": s(f"{h.created_at}#{h.session_id}"),
+                 k.LISTED_AGENT: s(h.agent_id), k.LISTED_STATUS: s(status)}
     owner = (h.identity or {}).get("id")
     if owner:
         out[k.LISTED_OWNER] = s(listed_owner(str(owner), h.end_user))
@@ -318,7 +322,7 @@ def listed_owner(owner: str, end_user: str | None) -> str:
     return f"user:{owner}" if end_user is not None else f"key:{owner}"
 
 
-def session_row(item: dict[str, Any]) -> SessionRow:
+def session_row(item: Item) -> SessionRow:
     """A listing row, from the attributes the `Sessions` GSI projects (the owner without its kind)."""
     owner = item.get(k.LISTED_OWNER, {}).get("S")
     return SessionRow(session_id=k.session_of(item["PK"]["S"]), agent_id=item.get(k.LISTED_AGENT, {}).get("S"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import Any
 
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.cache import Reads, canonical
@@ -18,7 +17,7 @@ from holdpoint.aws.ddb.codec import (
     record_key,
     snapshot_of,
 )
-from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Update, absent_or, eq, n, s
+from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Item, TransactOp, Update, Write, absent_or, eq, n, s
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import Cancelled, ConditionFailed
 from holdpoint.core import interrupts as rules
@@ -27,12 +26,12 @@ from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.state import Decision, SessionState
 from holdpoint.ports import Conflict, Interfered, TooManyChanges
 
-Counted = tuple[dict[str, Any], str, int]
+Counted = tuple[TransactOp, str, int]
 """A quota counter's op, the limit it enforces and the limit's value."""
 
 
-def put(item: dict[str, Any], condition: Cond | None = None) -> dict[str, Any]:
-    return {"Put": {"Item": item, **Expr().request(condition=condition)}}
+def put(item: Item, condition: Cond | None = None) -> TransactOp:
+    return {"Put": Expr().into(Write(Item=item), condition=condition)}
 
 
 def new_item() -> Cond:
@@ -51,7 +50,7 @@ class Committer:
             return 0
         snap, h = snapshot_of(state), state.header
         pk = k.session_pk(h.tenant, h.session_id)
-        ops: list[dict[str, Any]] = []
+        ops: list[TransactOp] = []
         # The agent config in force lives in its own item, written only when it changes, so a
         # step does not rewrite (and pay for) a large system prompt every time.
         digest = agent_digest(h.agent)
@@ -142,9 +141,9 @@ class Committer:
         return out
 
 
-def counter_op(tenant: str, sk: str, update: Update, condition: Cond | None) -> dict[str, Any]:
+def counter_op(tenant: str, sk: str, update: Update, condition: Cond | None) -> TransactOp:
     key = {"PK": s(k.quota_pk(tenant)), "SK": s(sk)}
-    return {"Update": {"Key": key, **Expr().request(update=update, condition=condition)}}
+    return {"Update": Expr().into(Write(Key=key), update=update, condition=condition)}
 
 
 def quota_refusal(reasons: list[str], first: int, counted: list[Counted]) -> QuotaExceeded | None:

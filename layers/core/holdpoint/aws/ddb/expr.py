@@ -8,14 +8,85 @@ are `Cond` trees; an update is a set of `SET`, `ADD` and `REMOVE` parts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias, TypedDict, TypeVar
 
 
-def s(value: str) -> dict[str, str]:
+class AttributeValue(TypedDict, total=False):
+    """DynamoDB's low-level attribute value: exactly one of these keys is set (`{"S": "..."}`,
+    `{"N": "3"}`, `{"L": [...]}`), so a reader indexes the type it wrote."""
+
+    S: str
+    N: str
+    B: bytes
+    BOOL: bool
+    NULL: bool
+    M: dict[str, AttributeValue]
+    L: list[AttributeValue]
+    SS: list[str]
+    NS: list[str]
+    BS: list[bytes]
+
+
+Item: TypeAlias = dict[str, AttributeValue]
+"""An item, or a key, as the low-level client reads and writes it."""
+
+
+class Expression(TypedDict, total=False):
+    """A request's expression arguments (`Expr.request`), spread into the client's call."""
+
+    KeyConditionExpression: str
+    UpdateExpression: str
+    ConditionExpression: str
+    FilterExpression: str
+    ExpressionAttributeNames: dict[str, str]
+    ExpressionAttributeValues: dict[str, AttributeValue]
+
+
+E = TypeVar("E", bound=Expression)
+
+
+class Write(Expression, total=False):
+    """One write of a transaction (`Put`'s item, `Update`'s or `Delete`'s key); `Table.transact`
+    names the table."""
+
+    TableName: str
+    Item: dict[str, AttributeValue]
+    Key: dict[str, AttributeValue]
+
+
+class TransactOp(TypedDict, total=False):
+    """One entry of TransactWriteItems: exactly one of these is set."""
+
+    Put: Write
+    Update: Write
+    Delete: Write
+    ConditionCheck: Write
+
+
+class QueryArgs(Expression, total=False):
+    """A Query's arguments besides the table's name (`Table.query_page` adds it)."""
+
+    IndexName: str
+    ScanIndexForward: bool
+    ConsistentRead: bool
+    Limit: int
+    Select: str
+    ExclusiveStartKey: dict[str, AttributeValue]
+
+
+class QueryPage(TypedDict, total=False):
+    """The part of a Query's response the store reads."""
+
+    Items: list[dict[str, AttributeValue]]
+    LastEvaluatedKey: dict[str, AttributeValue]
+    Count: int
+
+
+def s(value: str) -> AttributeValue:
     return {"S": value}
 
 
-def n(value: int) -> dict[str, str]:
+def n(value: int) -> AttributeValue:
     return {"N": str(value)}
 
 
@@ -24,22 +95,28 @@ class Expr:
     """The placeholder tables one request's expressions share."""
 
     names: dict[str, str] = field(default_factory=dict)
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, AttributeValue] = field(default_factory=dict)
 
     def name(self, attr: str) -> str:
         key = "#" + "".join(c if c.isalnum() else "_" for c in attr)
         self.names[key] = attr
         return key
 
-    def value(self, value: Any) -> str:
+    def value(self, value: AttributeValue) -> str:
         key = f":v{len(self.values)}"
         self.values[key] = value
         return key
 
     def request(self, *, condition: Cond | None = None, update: Update | None = None,
-                key_condition: Cond | None = None, filter_: Cond | None = None) -> dict[str, Any]:
+                key_condition: Cond | None = None, filter_: Cond | None = None) -> Expression:
         """The request's expression arguments, with only the placeholder tables in use."""
-        out: dict[str, Any] = {}
+        return self.into(Expression(), condition=condition, update=update, key_condition=key_condition, filter_=filter_)
+
+    def into(self, out: E, *, condition: Cond | None = None, update: Update | None = None,
+             key_condition: Cond | None = None, filter_: Cond | None = None) -> E:
+        """`out` (a write's or a query's other arguments) with the request's expression arguments
+        added after them: a typed request is built whole, where spreading `request()` into it
+        could not be checked."""
         if key_condition is not None:
             out["KeyConditionExpression"] = key_condition.root(self)
         if update is not None:
@@ -97,7 +174,7 @@ class Compare(Cond):
 
     attr: str
     op: str
-    value: Any
+    value: AttributeValue
     size: bool = False
 
     def render(self, expr: Expr) -> str:
@@ -118,7 +195,7 @@ class Exists(Cond):
 @dataclass(frozen=True)
 class OneOf(Cond):
     attr: str
-    values: tuple[Any, ...]
+    values: tuple[AttributeValue, ...]
 
     def render(self, expr: Expr) -> str:
         return f"{expr.name(self.attr)} IN ({', '.join(expr.value(v) for v in self.values)})"
@@ -127,8 +204,8 @@ class OneOf(Cond):
 @dataclass(frozen=True)
 class Between(Cond):
     attr: str
-    low: Any
-    high: Any
+    low: AttributeValue
+    high: AttributeValue
 
     def render(self, expr: Expr) -> str:
         return f"{expr.name(self.attr)} BETWEEN {expr.value(self.low)} AND {expr.value(self.high)}"
@@ -142,7 +219,7 @@ class Never(Cond):
         return f"attribute_not_exists({expr.name('PK')})"
 
 
-def eq(attr: str, value: Any) -> Compare:
+def eq(attr: str, value: AttributeValue) -> Compare:
     return Compare(attr, "=", value)
 
 
@@ -159,10 +236,11 @@ def all_of(parts: list[Cond]) -> Cond:
 class Update:
     """The parts of an UpdateExpression."""
 
-    sets: dict[str, Any] = field(default_factory=dict)
+    sets: dict[str, AttributeValue] = field(default_factory=dict)
     increments: dict[str, int] = field(default_factory=dict)  # SET attr = attr + n
-    appends: dict[str, Any] = field(default_factory=dict)  # SET attr = list_append(if_not_exists(attr, []), v)
-    adds: dict[str, Any] = field(default_factory=dict)  # ADD attr v (a number counter)
+    # SET attr = list_append(if_not_exists(attr, []), v)
+    appends: dict[str, AttributeValue] = field(default_factory=dict)
+    adds: dict[str, AttributeValue] = field(default_factory=dict)  # ADD attr v (a number counter)
     removes: list[str] = field(default_factory=list)
 
     def render(self, expr: Expr) -> str:

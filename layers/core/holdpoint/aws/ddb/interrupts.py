@@ -4,14 +4,28 @@ conditional UpdateItem of the interrupt item alone."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.codec import Codec
-from holdpoint.aws.ddb.expr import Compare, Cond, Expr, Never, OneOf, Update, absent_or, all_of, eq, n, s
+from holdpoint.aws.ddb.expr import (
+    AttributeValue,
+    Compare,
+    Cond,
+    Expr,
+    Item,
+    Never,
+    OneOf,
+    Update,
+    absent_or,
+    all_of,
+    eq,
+    n,
+    s,
+)
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import ConditionFailed
 from holdpoint.core.interrupts import Checked, refused
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import InterruptRef, Resolve, ResolveOutcome
 
@@ -41,10 +55,10 @@ class InterruptWrites:
     def __init__(self, table: Table, codec: Codec) -> None:
         self.table, self.codec = table, codec
 
-    def key(self, tenant: str, session_id: str, interrupt_id: str) -> dict[str, Any]:
+    def key(self, tenant: str, session_id: str, interrupt_id: str) -> Item:
         return {"PK": s(k.session_pk(tenant, session_id)), "SK": s(f"{k.PREFIX[Interrupt]}{interrupt_id}")}
 
-    def key_of(self, where: InterruptRef) -> dict[str, Any]:
+    def key_of(self, where: InterruptRef) -> Item:
         return self.key(where.tenant, where.session_id, where.interrupt_id)
 
     def read(self, tenant: str, session_id: str, interrupt_id: str) -> Interrupt | None:
@@ -52,15 +66,14 @@ class InterruptWrites:
         item = self.table.get(self.key(tenant, session_id, interrupt_id))
         return self.codec.interrupt(item) if item else None
 
-    def update(self, key: dict[str, Any], update: Update,
-               condition: Cond) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    def update(self, key: Item, update: Update, condition: Cond) -> tuple[Item | None, Item]:
         """(the item as written, {}) or, when the condition fails, (None, the item as it was; {} if none)."""
         try:
             return self.table.update(key, **Expr().request(update=update, condition=condition)), {}
         except ConditionFailed as failed:
             return None, failed.item
 
-    def answer(self, key: dict[str, Any], update: Update, checked: Checked, *, approval: dict[str, Any] | None,
+    def answer(self, key: Item, update: Update, checked: Checked, *, approval: JsonObject | None,
                done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
         """The one conditional UpdateItem of an answer: `update` (with `approval` appended to the
         interrupt's answers) if everything the caller checked still holds; on a failed condition,
@@ -73,16 +86,16 @@ class InterruptWrites:
             return self.unresolved(old, checked)
         return done, self.codec.interrupt(new)
 
-    def unresolved(self, old: dict[str, Any], checked: Checked) -> tuple[ResolveOutcome, Interrupt | None]:
+    def unresolved(self, old: Item, checked: Checked) -> tuple[ResolveOutcome, Interrupt | None]:
         """Why the answer's conditional update failed, from the item as it was (`refused`: the
         condition is that rule's, so one of its refusals holds)."""
         found = self.codec.interrupt(old) if old else None
         return refused(found, checked) or ("forbidden", found)
 
-    def resolve(self, key: dict[str, Any], change: Resolve) -> tuple[ResolveOutcome, Interrupt | None]:
+    def resolve(self, key: Item, change: Resolve) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: `open -> resolved` exactly once, out of the open inbox (A6: kept until `kept_until`)."""
-        sets: dict[str, Any] = {"status": s("resolved"), "resolution": s(json.dumps(change.resolution)),
-                                "responder": s(json.dumps(change.responder)), "resolved_at": s(change.at)}
+        sets: dict[str, AttributeValue] = {"status": s("resolved"), "resolution": s(json.dumps(change.resolution)),
+                                           "responder": s(json.dumps(change.responder)), "resolved_at": s(change.at)}
         if change.kept_until is not None:
             sets[k.TTL] = n(change.kept_until)
         return self.answer(key, Update(sets=sets, removes=["GSI1PK", "GSI1SK"]), change.checked,

@@ -10,7 +10,7 @@ from typing import Any
 
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.codec import Codec, listed_owner, session_row
-from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, all_of, eq, s
+from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Item, QueryArgs, all_of, eq, s
 from holdpoint.aws.ddb.table import Table
 from holdpoint.ports import InboxQuery, InboxRow, SessionFilters, SessionRow
 
@@ -20,19 +20,19 @@ SESSION_KEYS = ("GSI2PK", "GSI2SK", "PK", "SK")
 INBOX_KEYS = ("PK", "SK", "GSI1PK", "GSI1SK")
 HISTORY_KEYS = ("PK", "SK", "GSI3PK", "GSI3SK")
 
-RowsOf = Callable[[list[dict[str, Any]]], list[tuple[dict[str, Any], Any]]]
+RowsOf = Callable[[list[Item]], list[tuple[Item, Any]]]
 
 
-def encode_cursor(key: dict[str, Any] | None) -> str | None:
+def encode_cursor(key: Item | None) -> str | None:
     if not key:
         return None
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
 
 
-def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
+def decode_cursor(cursor: str | None) -> Item | None:
     if not cursor:
         return None
-    key: dict[str, Any] = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    key: Item = json.loads(base64.urlsafe_b64decode(cursor.encode()))
     return key
 
 
@@ -46,7 +46,7 @@ class Listings:
     def __init__(self, table: Table, codec: Codec) -> None:
         self.table, self.codec = table, codec
 
-    def pages(self, kwargs: dict[str, Any], cursor: str | None, limit: int, reads: int,
+    def pages(self, kwargs: QueryArgs, cursor: str | None, limit: int, reads: int,
               keys: tuple[str, ...], rows_of: RowsOf) -> tuple[list[Any], str | None]:
         """A filtered, paged index Query: pages from `cursor` until `limit` rows are kept (`rows_of`
         gives each item its row, or None to skip it) or `reads` pages are read. The cursor is the
@@ -80,7 +80,7 @@ class Listings:
         kwargs = self.inbox_query(tenant, query)
         kwargs["Limit"] = limit
 
-        def rows_of(items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboxRow | None]]:
+        def rows_of(items: list[Item]) -> list[tuple[Item, InboxRow | None]]:
             if history:  # the History index holds keys and filter attributes: read the items
                 items = self.whole(items)
             out = []
@@ -93,7 +93,7 @@ class Listings:
         return self.pages(kwargs, cursor, limit, MAX_INBOX_PAGES, HISTORY_KEYS if history else INBOX_KEYS, rows_of)
 
     @staticmethod
-    def inbox_query(tenant: str, query: InboxQuery) -> dict[str, Any]:
+    def inbox_query(tenant: str, query: InboxQuery) -> QueryArgs:
         """Open interrupts from the Inbox index; closed or all from History, filtered on `status`."""
         index, pk_name, sk_name, pk = "Inbox", "GSI1PK", "GSI1SK", k.inbox_pk(tenant)
         if query.status != "open":
@@ -106,16 +106,16 @@ class Listings:
             ("agent_id", query.agent_id, "="), ("reason", query.reason, "="),
             ("expires_at", query.expiring_by, "<="), ("status", status, "=")) if value is not None]
         expr = Expr()
-        return {"IndexName": index, "ScanIndexForward": False,
-                **expr.request(key_condition=key, filter_=all_of(filters) if filters else None)}
+        return expr.into(QueryArgs(IndexName=index, ScanIndexForward=False),
+                         key_condition=key, filter_=all_of(filters) if filters else None)
 
-    def whole(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def whole(self, entries: list[Item]) -> list[Item]:
         """The items behind index entries, in the entries' order (one gone since, TTL, is left out)."""
         keys = [{"PK": e["PK"], "SK": e["SK"]} for e in entries]
         found = {(i["PK"]["S"], i["SK"]["S"]): i for i in self.table.batch_get(keys, consistent=False)}
         return [found[key] for key in ((e["PK"]["S"], e["SK"]["S"]) for e in entries) if key in found]
 
-    def inbox_row(self, item: dict[str, Any]) -> InboxRow:
+    def inbox_row(self, item: Item) -> InboxRow:
         body = self.codec.interrupt_body(item)
         interrupt = self.codec.interrupt(item)
         return InboxRow(session_id=k.session_of(item["PK"]["S"]), agent_id=item.get("agent_id", {}).get("S"),
@@ -132,9 +132,8 @@ class Listings:
         if filters.top_level is not None:
             conditions.append(Exists(k.SUB_AGENT, present=not filters.top_level))
         expr = Expr()
-        kwargs: dict[str, Any] = {"IndexName": "Sessions", "ScanIndexForward": False,
-                                  "Limit": 100 if conditions else limit,
-                                  **expr.request(key_condition=eq("GSI2PK", s(k.sessions_pk(tenant))),
-                                                 filter_=all_of(conditions) if conditions else None)}
+        base: QueryArgs = {"IndexName": "Sessions", "ScanIndexForward": False, "Limit": 100 if conditions else limit}
+        kwargs = expr.into(base, key_condition=eq("GSI2PK", s(k.sessions_pk(tenant))),
+                           filter_=all_of(conditions) if conditions else None)
         return self.pages(kwargs, cursor, limit, LIST_READS, SESSION_KEYS,
                           lambda items: [(item, session_row(item)) for item in items])

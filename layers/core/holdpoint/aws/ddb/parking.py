@@ -8,17 +8,29 @@ from __future__ import annotations
 
 import time
 from contextlib import suppress
-from typing import Any
 
 from holdpoint import tracing
 from holdpoint.aws.ddb import schema as k
-from holdpoint.aws.ddb.expr import Compare, Cond, Exists, Expr, Update, absent_or, all_of, eq, n, s
+from holdpoint.aws.ddb.expr import (
+    AttributeValue,
+    Compare,
+    Cond,
+    Exists,
+    Expr,
+    Item,
+    Update,
+    absent_or,
+    all_of,
+    eq,
+    n,
+    s,
+)
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import ConditionFailed
 from holdpoint.ports import Clock, ParkRecord
 
 
-def record_of(item: dict[str, Any]) -> ParkRecord:
+def record_of(item: Item) -> ParkRecord:
     return ParkRecord(handle=item[k.EXECUTION]["S"] if k.EXECUTION in item else None,
                       waits=int(item[k.WAITS]["N"]) if k.WAITS in item else 0,
                       token=item[k.TASK_TOKEN]["S"] if k.TASK_TOKEN in item else None,
@@ -29,7 +41,7 @@ class ParkRecords:
     def __init__(self, table: Table, clock: Clock = time.time) -> None:
         self.table, self.clock = table, clock
 
-    def key(self, tenant: str, session_id: str, interrupt_id: str, generation: int) -> dict[str, Any]:
+    def key(self, tenant: str, session_id: str, interrupt_id: str, generation: int) -> Item:
         return {"PK": s(k.session_pk(tenant, session_id)), "SK": s(k.park_sk(interrupt_id, generation))}
 
     def read(self, tenant: str, session_id: str, interrupt_id: str, generation: int) -> ParkRecord | None:
@@ -37,8 +49,8 @@ class ParkRecords:
         item = self.table.get(self.key(tenant, session_id, interrupt_id, generation))
         return record_of(item) if item else None
 
-    def _set(self, key: dict[str, Any], attr: str, value: dict[str, str], condition: Cond,
-             also: dict[str, dict[str, str]] | None = None) -> None:
+    def _set(self, key: Item, attr: str, value: AttributeValue, condition: Cond,
+             also: Item | None = None) -> None:
         """One conditional UpdateItem; a failed condition is the retry or duplicate, a no-op."""
         update = Update(sets={attr: value, **(also or {}), k.TTL: n(int(self.clock()) + k.PARK_TTL_SECONDS)})
         with suppress(ConditionFailed):

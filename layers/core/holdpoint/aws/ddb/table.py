@@ -8,16 +8,17 @@ or transaction over DynamoDB's size limits `ports.TooLarge`; throttling is `port
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypedDict
 
 from holdpoint.aws import clients
+from holdpoint.aws.ddb.expr import Item, QueryPage, TransactOp
 from holdpoint.aws.errors import Cancelled, ConditionFailed, Refused
 from holdpoint.ports import TooLarge
 
 
-def too_large(err: dict[str, Any]) -> bool:
+def too_large(err: Mapping[str, object]) -> bool:
     """DynamoDB refused an item over 400 KB (or a transaction over 4 MB): nothing was written."""
     text = str(err.get("Message") or "").lower()
     return err.get("Code") == "ValidationException" and "size" in text and "exceeded" in text
@@ -39,6 +40,13 @@ def translated() -> Iterator[None]:
         raise
 
 
+class _KeysToGet(TypedDict):
+    """One table's part of a BatchGetItem request (and of its `UnprocessedKeys`)."""
+
+    Keys: list[Item]
+    ConsistentRead: bool
+
+
 class Table:
     """One table through one client: every call goes through `translated`."""
 
@@ -46,45 +54,47 @@ class Table:
         self.name = name
         self.client = clients.refusing(client) if client is not None else clients.client("dynamodb")
 
-    def get(self, key: dict[str, Any], *, consistent: bool = True) -> dict[str, Any] | None:
+    def get(self, key: Item, *, consistent: bool = True) -> Item | None:
         with translated():
             got = self.client.get_item(TableName=self.name, Key=key, ConsistentRead=consistent)
-        item: dict[str, Any] | None = got.get("Item")
+        item: Item | None = got.get("Item")
         return item
 
-    def put(self, item: dict[str, Any], **expression: Any) -> dict[str, Any]:
+    def put(self, item: Item, **expression: Any) -> Item:
         """PutItem; the item it replaced when `ReturnValues="ALL_OLD"` asks for it ({} otherwise)."""
         with translated():
             out = self.client.put_item(TableName=self.name, Item=item, **expression)
-        old: dict[str, Any] = out.get("Attributes") or {}
+        old: Item = out.get("Attributes") or {}
         return old
 
-    def delete(self, key: dict[str, Any], **expression: Any) -> None:
+    def delete(self, key: Item, **expression: Any) -> None:
         with translated():
             self.client.delete_item(TableName=self.name, Key=key, **expression)
 
-    def update(self, key: dict[str, Any], **expression: Any) -> dict[str, Any]:
+    def update(self, key: Item, **expression: Any) -> Item:
         """UpdateItem returning the item as written; `ConditionFailed` carries it as it was."""
         with translated():
             out = self.client.update_item(TableName=self.name, Key=key, ReturnValues="ALL_NEW",
                                           ReturnValuesOnConditionCheckFailure="ALL_OLD", **expression)
-        attrs: dict[str, Any] = out.get("Attributes") or {}
+        attrs: Item = out.get("Attributes") or {}
         return attrs
 
-    def transact(self, ops: list[dict[str, Any]]) -> None:
+    def transact(self, ops: list[TransactOp]) -> None:
         for op in ops:
-            next(iter(op.values()))["TableName"] = self.name
+            for write in (op.get("Put"), op.get("Update"), op.get("Delete"), op.get("ConditionCheck")):
+                if write is not None:
+                    write["TableName"] = self.name
         with translated():
             self.client.transact_write_items(TransactItems=ops)
 
-    def query_page(self, **kwargs: Any) -> dict[str, Any]:
+    def query_page(self, **kwargs: Any) -> QueryPage:
         with translated():
-            page: dict[str, Any] = self.client.query(TableName=self.name, **kwargs)
+            page: QueryPage = self.client.query(TableName=self.name, **kwargs)
         return page
 
-    def query_all(self, **kwargs: Any) -> list[dict[str, Any]]:
+    def query_all(self, **kwargs: Any) -> list[Item]:
         """Every item a Query matches, following its pages."""
-        items: list[dict[str, Any]] = []
+        items: list[Item] = []
         while True:
             page = self.query_page(**kwargs)
             items.extend(page.get("Items", []))
@@ -92,11 +102,12 @@ class Table:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def batch_get(self, keys: list[dict[str, Any]], *, consistent: bool) -> list[dict[str, Any]]:
+    def batch_get(self, keys: list[Item], *, consistent: bool) -> list[Item]:
         """BatchGetItem, 100 keys a request, until nothing is left unprocessed."""
-        out: list[dict[str, Any]] = []
+        out: list[Item] = []
         for start in range(0, len(keys), 100):
-            request: dict[str, Any] = {self.name: {"Keys": keys[start:start + 100], "ConsistentRead": consistent}}
+            request: dict[str, _KeysToGet] = {
+                self.name: {"Keys": keys[start:start + 100], "ConsistentRead": consistent}}
             while request:
                 with translated():
                     page = self.client.batch_get_item(RequestItems=request)

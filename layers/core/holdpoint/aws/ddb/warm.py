@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.cache import (
@@ -19,7 +18,7 @@ from holdpoint.aws.ddb.cache import (
     stamp,
     tail_digest,
 )
-from holdpoint.aws.ddb.expr import Cond, Exists, eq, s
+from holdpoint.aws.ddb.expr import Cond, Exists, Item, eq, s
 from holdpoint.aws.ddb.table import Table
 
 
@@ -33,13 +32,13 @@ class WarmReads(Reads):
     def _key(self, pk: str) -> tuple[str, str]:
         return self.table.name, pk
 
-    def head(self, pk: str) -> list[dict[str, Any]]:
+    def head(self, pk: str) -> list[Item]:
         items = super().head(pk)
         if items and items[0]["SK"]["S"] == k.HEADER_SK:
             self.cache.note(self._key(pk), head_of(items[0]))
         return items
 
-    def state(self, pk: str) -> list[dict[str, Any]]:
+    def state(self, pk: str) -> list[Item]:
         """Head, then the tail from the cache plus what changed since; the whole tail on any doubt."""
         key = self._key(pk)
         entry = self.cache.get(key)
@@ -134,7 +133,7 @@ class WarmReads(Reads):
         out.after = Cached(version + 1, {**entry.items, **written}) if head.sum is not None else None
         return out
 
-    def committed(self, pk: str, header: dict[str, Any], after: Cached | None) -> None:
+    def committed(self, pk: str, header: Item, after: Cached | None) -> None:
         key = self._key(pk)
         self.cache.note(key, head_of(header))
         if after is not None:
