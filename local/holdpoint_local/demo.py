@@ -48,8 +48,13 @@ class Client:
         self.base, self.session = base, requests.Session()
         self.session.headers["Authorization"] = f"Bearer {key}"
 
+    READ_TIMEOUT = 120
+    """Seconds to wait for an answer. With every function in a container (`INVOKE=sam`), a request
+    that reaches a cold function waits for its container to start, and for the authorizer's: on a
+    busy 2-core machine the first request took over 30 s."""
+
     def call(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 202)) -> Any:
-        resp = self.session.request(method, self.base + path, json=body, timeout=30)
+        resp = self.session.request(method, self.base + path, json=body, timeout=self.READ_TIMEOUT)
         if resp.status_code not in ok:
             raise SystemExit(f"{method} {path} -> {resp.status_code}: {resp.text}")
         return resp.json()
