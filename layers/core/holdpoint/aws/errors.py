@@ -16,9 +16,9 @@ class ErrorDetail(TypedDict, total=False):
     Message: str
 
 
-class CancellationReason(TypedDict, total=False):
-    Code: str
-    Message: str
+class CancellationReason(ErrorDetail, total=False):
+    """One item's reason in a cancelled transaction: AWS's code and message, and the item as it was."""
+
     Item: Item
 
 
