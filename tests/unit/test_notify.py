@@ -37,6 +37,7 @@ from holdpoint.services.notify import Notifier
 from holdpoint.services.resume import resume
 from tests.harness import Harness
 from tests.unit.test_approver_policies import ANN, BOB, board
+from tests.unit.test_events_contract import bus_to_queue
 
 HOOK = {"url": "https://hooks.example.com/h", "events": ["interrupt.raised", "interrupt.resolved"]}
 
@@ -58,14 +59,9 @@ class Recording:
 @pytest.fixture
 def bus(aws: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The bus, a rule sending every event to a queue (its URL is yielded), and the DLQ."""
-    events, sqs = boto3.client("events"), boto3.client("sqs")
-    events.create_event_bus(Name="notify")
-    queue = sqs.create_queue(QueueName="watch")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events.put_rule(Name="all", EventBusName="notify", EventPattern=json.dumps({"source": ["holdpoint"]}))
-    events.put_targets(Rule="all", EventBusName="notify", Targets=[{"Id": "q", "Arn": arn}])
+    queue = bus_to_queue("notify", "watch")
     monkeypatch.setenv("EVENT_BUS_NAME", "notify")
-    monkeypatch.setenv("NOTIFY_DLQ_URL", sqs.create_queue(QueueName="notify-dlq")["QueueUrl"])
+    monkeypatch.setenv("NOTIFY_DLQ_URL", boto3.client("sqs").create_queue(QueueName="notify-dlq")["QueueUrl"])
     yield queue
 
 
