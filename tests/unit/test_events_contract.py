@@ -11,7 +11,7 @@ not a refused entry, and the twin has no bus name to miss."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -20,6 +20,7 @@ import pytest
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.memory.events import MemoryEventBus
 from holdpoint.ports import DeliveryFailed
+from tests.twins import side
 
 DETAIL: JsonObject = {"event_id": "evt_1", "tenant": "t1", "links": {"approve": "https://a.example/l/1"},
                       "n": 3, "ratio": 0.5, "ok": True, "none": None, "text": "h\u00e9llo \u2713"}
@@ -54,17 +55,21 @@ def _drained(url: str) -> Read:
     return read
 
 
-@pytest.fixture(params=["memory", "eventbridge"])
-def bus(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Read]]:
-    """A bus of one kind, and what has come off it."""
-    if request.param == "memory":
-        memory = MemoryEventBus()
-        yield memory, lambda: list(memory.published)
-        return
-    request.getfixturevalue("aws")
+def _in_memory() -> tuple[Any, Read]:
+    memory = MemoryEventBus()
+    return memory, lambda: list(memory.published)
+
+
+def _on_eventbridge() -> tuple[Any, Read]:
     from holdpoint.aws.events import EventBus
 
-    yield EventBus(bus_name="contract"), _drained(bus_to_queue("contract", "contract-events"))
+    return EventBus(bus_name="contract"), _drained(bus_to_queue("contract", "contract-events"))
+
+
+@pytest.fixture(params=["memory", "eventbridge"])
+def bus(request: pytest.FixtureRequest) -> tuple[Any, Read]:
+    """A bus of one kind, and what has come off it."""
+    return side(request, _in_memory, _on_eventbridge)
 
 
 def test_n1_published_events_come_off_the_bus_in_order_with_their_detail(bus: tuple[Any, Read]) -> None:

@@ -8,33 +8,37 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from holdpoint.core.sealing import MAX_TOKEN_CHARS, b64, unb64
 from holdpoint.memory.sealer import MemorySealer
+from tests.twins import side
 
 ALPHABET = string.ascii_letters + string.digits + "-_"
 PAYLOAD = {"t": "t1", "at": {"k": 1, "list": [1, "two", None, True, 0.25, -(10**30)], "empty": {}},
            "text": "h\u00e9llo \u2713 \U0001f600", "none": None, "no": False}
 
 
-@pytest.fixture(params=["memory", "secretsmanager"])
-def sides(request: pytest.FixtureRequest) -> Iterator[tuple[Any, str]]:
-    """A sealer of one kind and the secret it seals with."""
-    if request.param == "memory":
-        memory = MemorySealer()
-        yield memory, memory.secret
-        return
-    request.getfixturevalue("aws")
+def _in_memory() -> tuple[Any, str]:
+    memory = MemorySealer()
+    return memory, memory.secret
+
+
+def _the_deployments() -> tuple[Any, str]:
     from holdpoint.aws import secretrefs, signing
 
     secretrefs._CACHE.clear()  # this test's secret, not an earlier moto's
     secret = signing.platform_secret()
     assert secret
-    yield signing, secret
+    return signing, secret
+
+
+@pytest.fixture(params=["memory", "secretsmanager"])
+def sides(request: pytest.FixtureRequest) -> tuple[Any, str]:
+    """A sealer of one kind and the secret it seals with."""
+    return side(request, _in_memory, _the_deployments)
 
 
 @pytest.fixture

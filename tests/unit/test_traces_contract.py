@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -21,6 +21,7 @@ import pytest
 from holdpoint import tracing
 from holdpoint.memory.traces import MemoryTraces
 from holdpoint.ports import Span
+from tests.twins import side
 
 T0 = 1_800_000_000.0
 HOUR = 3600.0
@@ -36,17 +37,21 @@ def _to_xray(span: Span) -> None:
         TraceSegmentDocuments=[json.dumps(hop.document(span.end))])
 
 
-@pytest.fixture(params=["memory", "xray"])
-def traces(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Put]]:
-    """Traces of one kind, and how a hop is stored in them."""
-    if request.param == "memory":
-        memory = MemoryTraces()
-        yield memory, memory.keep
-        return
-    request.getfixturevalue("aws")
+def _in_memory() -> tuple[Any, Put]:
+    memory = MemoryTraces()
+    return memory, memory.keep
+
+
+def _on_xray() -> tuple[Any, Put]:
     from holdpoint.aws.traces import XRayTraces
 
-    yield XRayTraces(), _to_xray
+    return XRayTraces(), _to_xray
+
+
+@pytest.fixture(params=["memory", "xray"])
+def traces(request: pytest.FixtureRequest) -> tuple[Any, Put]:
+    """Traces of one kind, and how a hop is stored in them."""
+    return side(request, _in_memory, _on_xray)
 
 
 def root(at: float) -> str:
