@@ -7,12 +7,12 @@ such a message to `$default` as API Gateway does instead of dropping the socket.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
 
 from holdpoint.http import live
+from holdpoint.memory.frames import MemoryFrames
 from holdpoint_local.live_client import Follower
 from tests.stack import Api
 
@@ -42,18 +42,9 @@ def test_bad_bytes_live_deep_or_duplicate_key_messages_are_error_frames_and_the_
     assert subscribed[0]["session_id"] == sid
 
 
-class _Frames:
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def post(self, cid: str, frame: dict[str, Any]) -> bool:
-        self.sent.append(frame)
-        return True
-
-
 class _Live:
     def __init__(self) -> None:
-        self.frames = _Frames()
+        self.frames = MemoryFrames()
 
 
 @pytest.mark.parametrize(("body", "param"), [("[" * 5000 + "]" * 5000, "body"), (DEEP, "body"), (DUPLICATE, "body"),
@@ -65,6 +56,6 @@ def test_bad_bytes_live_function_answers_a_message_it_cannot_parse_strictly_with
     event = {"requestContext": {"routeKey": "$default", "connectionId": "c1", "authorizer": {"tenant": "t"}},
              "body": body}
     assert live.handle(event) == {"statusCode": 400}
-    assert [(f["type"], f["error"]["code"], f["error"]["param"]) for f in fake.frames.sent] == [
+    # the twin posts the frame's JSON, so a frame that is not plain JSON fails here
+    assert [(f["type"], f["error"]["code"], f["error"]["param"]) for f in fake.frames.received("c1")] == [
         ("error", "invalid_request", param)]
-    json.dumps(fake.frames.sent)  # the frame itself is plain JSON

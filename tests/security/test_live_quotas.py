@@ -18,6 +18,7 @@ from websockets.exceptions import InvalidStatus
 from holdpoint.aws.connections import Connections
 from holdpoint.core.state import Event
 from holdpoint.http.subscribe import Subscribe
+from holdpoint.memory.frames import MemoryFrames
 from holdpoint.services.caller import Caller
 from holdpoint.services.live import Live
 from holdpoint.services.tokens import mint_client_token
@@ -139,39 +140,30 @@ class _Connections:
         return True
 
 
-class _Frames:
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def post(self, cid: str, frame: dict[str, Any]) -> bool:
-        self.sent.append(frame)
-        return True
-
-
 CALLER = Caller(tenant="t", subject="u", origin="client", own_only=True)
 
 
 def test_quota_live_one_subscribe_message_reads_one_page_per_session_however_often_sent() -> None:
-    store, frames = _LongLog(10_000), _Frames()
+    store, frames = _LongLog(10_000), MemoryFrames()
     live = Live(store, _Connections(), frames)  # type: ignore[arg-type]
     raw = json.dumps({"action": "subscribe", "session_ids": [f"ses_{i:024d}" for i in range(10)], "after_seq": 0})
     for _ in range(2):  # the same message again: the sessions are followed already
         live.subscribe(CALLER, "c", 0, Subscribe.model_validate(json.loads(raw)).after())
     assert store.queries == 2 * 10 and store.events_read <= 2 * 10 * 100
-    done = [f for f in frames.sent if f["type"] == "subscribed"]
+    done = [f for f in frames.received("c") if f["type"] == "subscribed"]
     assert len(done) == 20 and all(f["has_more"] and f["through_seq"] == 100 for f in done)
 
 
 def test_quota_live_paging_on_has_more_gets_every_event_once() -> None:
-    store, frames = _LongLog(250), _Frames()
+    store, frames = _LongLog(250), MemoryFrames()
     live = Live(store, _Connections(), frames)  # type: ignore[arg-type]
     after, messages = 0, 0
     while True:
         messages += 1
         live.subscribe(CALLER, "c", 0, {"s1": after})
-        done = frames.sent[-1]
+        done = frames.received("c")[-1]
         after = done["through_seq"]
         if not done["has_more"]:
             break
-    seqs = [e["seq"] for f in frames.sent if f["type"] == "events" for e in f["events"]]
+    seqs = [e["seq"] for f in frames.received("c") if f["type"] == "events" for e in f["events"]]
     assert seqs == list(range(1, 251)) and messages == 3

@@ -13,6 +13,7 @@ import requests
 
 from holdpoint.aws.connections import Connections
 from holdpoint.aws.keys import put_api_key, revoke_api_key
+from holdpoint.memory.frames import MemoryFrames
 from holdpoint.ports import ApiKey
 from holdpoint.services.caller import Caller
 from holdpoint.services.live import Live
@@ -109,21 +110,8 @@ class _Connections:
         return True
 
 
-class _Frames:
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-        self.closed: list[str] = []
-
-    def post(self, cid: str, frame: dict[str, Any]) -> bool:
-        self.sent.append(frame)
-        return True
-
-    def close(self, cid: str) -> None:
-        self.closed.append(cid)
-
-
-def _subscribe(caller: Caller, store: _Store | None = None) -> tuple[_Store, _Connections, _Frames]:
-    store, connections, frames = store or _Store(), _Connections(), _Frames()
+def _subscribe(caller: Caller, store: _Store | None = None) -> tuple[_Store, _Connections, MemoryFrames]:
+    store, connections, frames = store or _Store(), _Connections(), MemoryFrames()
     live = Live(store, connections, frames, clock=lambda: NOW)  # type: ignore[arg-type]
     live.subscribe(caller, "c1", NOW - 60, {"s1": 0})
     return store, connections, frames
@@ -145,4 +133,4 @@ def test_revocation_a_subscribe_past_exp_or_with_a_revoked_key_is_refused_and_cl
                           (Caller("t", "k", "operator", key_hash="h" * 64), _Store(key_active=False))):
         _, connections, frames = _subscribe(caller, store)
         assert connections.ends == [] and frames.closed == ["c1"]
-        assert [f["error"]["code"] for f in frames.sent] == ["unauthorized"]
+        assert [f["error"]["code"] for f in frames.received("c1")] == ["unauthorized"]

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, SessionState
+from holdpoint.memory.frames import MemoryFrames
 from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services.live import FRAME_BUDGET, Live, frames_of
 
@@ -29,16 +31,11 @@ class FakeConnections:
         self.dropped.append(connection_id)
 
 
-class FakeFrames:
-    def __init__(self, gone: set[str], fail: bool = False) -> None:
-        self.gone, self.fail = gone, fail
-        self.sent: list[tuple[str, dict[str, Any]]] = []
+class DownFrames(MemoryFrames):
+    """Frames whose every post raises: a failure no adapter expected."""
 
-    def post(self, connection_id: str, frame: dict[str, Any]) -> bool:
-        if self.fail:
-            raise RuntimeError("the management API is down")
-        self.sent.append((connection_id, frame))
-        return connection_id not in self.gone
+    def post(self, connection_id: str, frame: JsonObject) -> bool:
+        raise RuntimeError("the management API is down")
 
 
 def state_with_events(n: int) -> SessionState:
@@ -59,7 +56,7 @@ def test_live_frames_stay_under_the_frame_limit_and_omit_an_event_too_large() ->
 
 
 def test_live_a_gone_connection_stops_following_and_the_others_still_get_the_events() -> None:
-    connections, frames = FakeConnections(["gone", "here"]), FakeFrames({"gone"})
+    connections, frames = FakeConnections(["gone", "here"]), MemoryFrames({"gone"})
     Live(None, connections, frames).publish(state_with_events(2))  # type: ignore[arg-type]
     assert connections.dropped == ["gone"]
     assert [e["seq"] for c, f in frames.sent if c == "here" for e in f["events"]] == [1, 2]
@@ -67,7 +64,7 @@ def test_live_a_gone_connection_stops_following_and_the_others_still_get_the_eve
 
 def test_live_a_failing_post_never_fails_the_commit() -> None:
     connections = FakeConnections(["c1"])
-    Live(None, connections, FakeFrames(set(), fail=True)).publish(state_with_events(1))  # type: ignore[arg-type]
+    Live(None, connections, DownFrames()).publish(state_with_events(1))  # type: ignore[arg-type]
     assert connections.dropped == []
 
 
@@ -76,7 +73,7 @@ def test_live_a_commit_without_events_reads_no_connection() -> None:
         def following(self, tenant: str, session_id: str) -> list[str]:
             raise AssertionError("no events, no Query")
 
-    Live(None, Refusing([]), FakeFrames(set())).publish(state_with_events(0))  # type: ignore[arg-type]
+    Live(None, Refusing([]), MemoryFrames()).publish(state_with_events(0))  # type: ignore[arg-type]
 
 
 def test_live_gateway_limits_idle_ten_minutes_and_two_hours_however_busy() -> None:
@@ -111,7 +108,7 @@ def test_live_ag_ui_subscriber_gets_deltas_as_text_messages_and_the_commit_witho
     from tests.unit.test_agui_live import CALL, MID, SID, committed, delta, end
 
     connections = FormatConnections({"raw": "events", "agui": "ag-ui"})
-    frames = FakeFrames(set())
+    frames = MemoryFrames()
     live = Live(None, connections, frames)  # type: ignore[arg-type]
     live.fan_out("t", SID, [delta(0, "Hel")])
     connections.formats["late"] = "ag-ui"
@@ -146,7 +143,7 @@ def test_live_subscribe_with_a_bad_format_is_refused_naming_format_and_records_n
         monkeypatch: pytest.MonkeyPatch, fmt: Any) -> None:
     from holdpoint.http import live as edge
 
-    connections, frames = RecordingConnections(), FakeFrames(set())
+    connections, frames = RecordingConnections(), MemoryFrames()
     monkeypatch.setattr(edge, "get_live", lambda: Live(None, connections, frames))  # type: ignore[arg-type]
     body = {"action": "subscribe", "session_ids": ["s1"], "after_seq": 0, "format": fmt}
     event = {"requestContext": {"routeKey": "subscribe", "connectionId": "c1", "connectedAt": 0,
@@ -180,7 +177,7 @@ def test_live_subscribe_records_the_format_and_catches_up_in_it(monkeypatch: pyt
     from tests.unit.test_agui_live import SID, committed
 
     state, _ = committed("Hello")
-    connections, frames = RecordingConnections(), FakeFrames(set())
+    connections, frames = RecordingConnections(), MemoryFrames()
     live = Live(OneSessionStore(state), connections, frames)  # type: ignore[arg-type]
     monkeypatch.setattr(edge, "get_live", lambda: live)
     body: dict[str, Any] = {"action": "subscribe", "session_ids": [SID], "after_seq": 0}
@@ -210,7 +207,7 @@ def test_live_ag_ui_catch_up_stops_at_the_session_it_loaded() -> None:
         def events(self, tenant: str, session_id: str, after: int, limit: int) -> list[Event]:
             return [*super().events(tenant, session_id, after, limit), later][:limit]
 
-    frames = FakeFrames(set())
+    frames = MemoryFrames()
     Live(Racing(state), RecordingConnections(), frames).catch_up("t", SID, "c1", 0, "ag-ui")  # type: ignore[arg-type]
     [(_, agui_frame), (_, done)] = frames.sent
     assert agui_frame["through_seq"] == done["through_seq"] == state.header.seq and not done["has_more"]
@@ -250,7 +247,7 @@ def test_live_aws_refusing_a_route_is_a_503_or_an_error_frame_to_retry_never_a_c
     from holdpoint.http import live as edge
     from tests.unit.test_agui_live import SID, committed
 
-    frames = FakeFrames(set())
+    frames = MemoryFrames()
     live = Live(OneSessionStore(committed("Hello")[0]), RefusedConnections(), frames)  # type: ignore[arg-type]
     monkeypatch.setattr(edge, "get_live", lambda: live)
     body = {"action": "subscribe", "session_ids": [SID], "after_seq": 0}

@@ -25,7 +25,7 @@ from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.outbox import session_of
 from holdpoint.aws.store import session_pk
 from holdpoint.aws.timers import Timers
-from holdpoint.core import notify
+from holdpoint.core import notify, sealing
 from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
@@ -37,6 +37,7 @@ from holdpoint.services.notify import Notifier
 from holdpoint.services.resume import resume
 from tests.harness import Harness
 from tests.unit.test_approver_policies import ANN, BOB, board
+from tests.unit.test_events_contract import bus_to_queue
 
 HOOK = {"url": "https://hooks.example.com/h", "events": ["interrupt.raised", "interrupt.resolved"]}
 
@@ -58,14 +59,9 @@ class Recording:
 @pytest.fixture
 def bus(aws: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The bus, a rule sending every event to a queue (its URL is yielded), and the DLQ."""
-    events, sqs = boto3.client("events"), boto3.client("sqs")
-    events.create_event_bus(Name="notify")
-    queue = sqs.create_queue(QueueName="watch")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events.put_rule(Name="all", EventBusName="notify", EventPattern=json.dumps({"source": ["holdpoint"]}))
-    events.put_targets(Rule="all", EventBusName="notify", Targets=[{"Id": "q", "Arn": arn}])
+    queue = bus_to_queue("notify", "watch")
     monkeypatch.setenv("EVENT_BUS_NAME", "notify")
-    monkeypatch.setenv("NOTIFY_DLQ_URL", sqs.create_queue(QueueName="notify-dlq")["QueueUrl"])
+    monkeypatch.setenv("NOTIFY_DLQ_URL", boto3.client("sqs").create_queue(QueueName="notify-dlq")["QueueUrl"])
     yield queue
 
 
@@ -231,7 +227,7 @@ def test_n3_tampered_expired_or_unconfirmed_links_are_refused(aws: dict[str, str
     body = raised(h, notifier(h, Recording()))
     token = link_token(body, "approve")
     claims, mac = token.split(".")
-    forged = signing.seal("inbox-cursor", json.loads(signing._unb64(claims)))  # another purpose's key
+    forged = signing.seal("inbox-cursor", json.loads(sealing.unb64(claims)))  # another purpose's key
     for bad in (claims + "." + mac[::-1], forged, "x" * 5000, "nodot"):
         with pytest.raises(Refusal) as err:
             links.show(h.store, signing, bad)
@@ -275,7 +271,7 @@ def test_n3_one_link_per_declared_option_answers_with_that_option(aws: dict[str,
     assert set(minted) == {"option-0", "option-1"}
     token = minted["option-1"].rsplit("/", 1)[1]
     assert links.show(h.store, signing, token)["label"] == "Hold"
-    stray = signing.seal(links.PURPOSE, {**json.loads(signing._unb64(token.split(".")[0])), "o": "option-7"})
+    stray = signing.seal(links.PURPOSE, {**json.loads(sealing.unb64(token.split(".")[0])), "o": "option-7"})
     with pytest.raises(Refusal) as err:  # signed, but for an option this interrupt does not offer
         links.follow(h.store, h.parking, signing, stray, "option-7")
     assert (err.value.code, err.value.param) == ("invalid_link", "token")

@@ -21,12 +21,13 @@ import boto3
 import pytest
 
 from holdpoint import llm
+from holdpoint.memory.frames import MemoryFrames
 from holdpoint.ports import LlmError, StreamStopped
 from holdpoint.services import sessions, streaming
 from holdpoint.services.live import Live
 from holdpoint.services.streaming import Batcher
 from tests.harness import Harness
-from tests.unit.test_live import FakeConnections, FakeFrames
+from tests.unit.test_live import DownFrames, FakeConnections
 from tests.unit.test_llm_providers import TOOLS, USER, ChatServer, openai_agent
 
 LONG = " ".join(f"word{i}" for i in range(41)) + "."  # 41 pieces: the last waits for the end
@@ -309,9 +310,9 @@ class CountingConnections(FakeConnections):
         return super().followers(tenant, session_id)
 
 
-def streaming_harness(followers: list[str], content: str = LONG, **kw: Any) -> tuple[Harness, Any, FakeFrames]:
+def streaming_harness(followers: list[str], content: str = LONG, **kw: Any) -> tuple[Harness, Any, MemoryFrames]:
     h = Harness(agent={"llm": {"provider": "scripted", "script": [{"reply": {"content": content}}]}}, **kw)
-    connections, frames = CountingConnections(followers), FakeFrames({"gone"})
+    connections, frames = CountingConnections(followers), MemoryFrames({"gone"})
     h.runner.live = Live(h.store, connections, frames)
     h.runner.llm_stream = llm.stream
     return h, connections, frames
@@ -358,7 +359,7 @@ def test_stream_engine_posts_batched_deltas_then_delta_end_and_commits_the_whole
     assert 1 < len(deltas) < len(LONG.split())  # batched: 41 words 20 ms apart, a post at most every 50 ms
     assert "".join(f["text"] for f in deltas) == LONG == h.view()["messages"][-1]["content"]
     assert end == {"type": "delta_end", "session_id": h.session_id, "call_id": call_id, "reason": "finished"}
-    assert connections.dropped == ["gone"] and [c for c, _ in frames.sent].count("gone") == 1  # a 410 stops its posts
+    assert connections.dropped == ["gone"] and frames.refused == ["gone"]  # a 410 stops its posts
     assert connections.lookups == 1
 
 
@@ -418,7 +419,7 @@ def test_stream_engine_a_call_voided_by_a_park_stops_its_stream_and_ends_voided(
 
 def test_stream_void_checks_cost_at_most_one_read_a_second() -> None:
     clock, reads = FakeClock(), []
-    live = Live(None, FakeConnections(["c1"]), FakeFrames(set()))  # type: ignore[arg-type]
+    live = Live(None, FakeConnections(["c1"]), MemoryFrames())  # type: ignore[arg-type]
     stream = streaming.DeltaStream(live, "t", "s", "c", ["c1"], clock, lambda: reads.append(clock.now) or True)
     for _ in range(1000):  # 10 s of deltas, 10 ms apart
         clock.now += 0.01
@@ -430,10 +431,10 @@ def test_stream_void_checks_cost_at_most_one_read_a_second() -> None:
 def test_live_publish_delta_never_raises_and_a_gone_connection_stops_following() -> None:
     connections = FakeConnections(["gone", "here"])
     frame = {"type": "delta", "session_id": "s", "call_id": "c", "index": 0, "text": "x"}
-    live = Live(None, connections, FakeFrames({"gone"}))  # type: ignore[arg-type]
+    live = Live(None, connections, MemoryFrames({"gone"}))  # type: ignore[arg-type]
     assert live.publish_delta("t", "s", {"gone": "events", "here": "events"}, frame) == {"here": "events"}
     assert connections.dropped == ["gone"]
-    failing = Live(None, connections, FakeFrames(set(), fail=True))  # type: ignore[arg-type]
+    failing = Live(None, connections, DownFrames())  # type: ignore[arg-type]
     assert failing.publish_delta("t", "s", {"here": "events"}, frame) == {"here": "events"}  # not a gone connection
 
 
@@ -453,7 +454,7 @@ def test_stream_engine_a_crashing_provider_ends_the_stream_failed_and_fails_the_
 
 def test_stream_a_failed_void_check_stops_nothing() -> None:
     clock = FakeClock()
-    live = Live(None, FakeConnections(["c1"]), FakeFrames(set()))  # type: ignore[arg-type]
+    live = Live(None, FakeConnections(["c1"]), MemoryFrames())  # type: ignore[arg-type]
 
     def unreadable() -> bool:
         raise RuntimeError("throttled")

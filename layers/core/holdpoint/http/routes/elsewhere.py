@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Form, Header, Pat
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from holdpoint.aws.signing import MAX_TOKEN_CHARS
+from holdpoint.core.sealing import MAX_TOKEN_CHARS
 from holdpoint.http.openapi import refusal
 
 router = APIGatewayHttpRouter()
