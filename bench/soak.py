@@ -8,6 +8,8 @@ resumed after a human-like delay, the turn ending "Email sent.". Shares of them 
 harder paths (`--mix`): duplicate and concurrent resumes, an edit that branches away from the
 parked question and back, an interrupt left to expire, a quorum of two approvers, and a follower on
 the WebSocket API from start to end.
+The sessions are driven from a process of their own, so the stack's process (every handler, the
+front end, the pollers and the in-process worker) is measured without them.
 
 Invariants (each a line `INVARIANT name: held|BROKEN (detail)`):
 - every session reached its expected final state (its messages, read from the table);
@@ -287,29 +289,32 @@ class Sessions:
 
 
 class MemoryTrace:
-    """`--trace-memory N`: where this process's memory grows. tracemalloc runs from the start; one
+    """`--trace-memory N`: where the stack process's memory grows. tracemalloc runs from the start; one
     snapshot is taken once N sessions have finished (the warm caches full, every function
     started), another at the end, and the growth between them is summed by who holds it: the
-    package, the local stack, this driver and its worker, and the libraries."""
+    package, the local stack, the soak's worker (which logs every decision), and the libraries.
+    The sessions' driver runs in a process of its own (`drive`), so none of this is the driver's."""
 
     AREAS = (("holdpoint package (layers/)", "/layers/core/holdpoint/"), ("local stack (local/)", "/local/"),
-             ("driver and worker (bench/, tests/)", "/bench/"), ("driver and worker (bench/, tests/)", "/tests/"))
+             ("the soak's worker and its log (bench/)", "/bench/"), ("tests/", "/tests/"))
 
     def __init__(self) -> None:
         self.after: int | None = None
         self.first: tuple[int, tracemalloc.Snapshot] | None = None
 
-    DEPTH = 16
-    """Frames kept per allocation: enough to find, past the standard library's and the libraries'
-    frames (json, threading, botocore), the first frame of code that asked for it."""
+    SITES = 12
+    """Allocation lines listed by their growth."""
 
-    def start(self, after: int) -> None:
+    def start(self, after: int, frames: int = 1) -> None:
+        """`frames` kept per allocation: 1 names the line that allocated; more find, past the
+        standard library's and the libraries' frames, the code that asked (16 made the stack
+        process CPU-bound on a 2-core machine)."""
         self.after = after
-        tracemalloc.start(self.DEPTH)
+        tracemalloc.start(frames)
 
     def holder(self, traceback: tracemalloc.Traceback) -> str:
         """The area of the innermost frame that is the package's, the local stack's or the
-        driver's; the libraries' when no frame is (their own threads and caches)."""
+        worker's; the libraries' when no frame is (their own threads and caches)."""
         for frame in reversed(traceback):  # innermost first (tracemalloc keeps the oldest call first)
             for name, part in self.AREAS:
                 if part in frame.filename:
@@ -327,20 +332,30 @@ class MemoryTrace:
             return
         since, first = self.first
         grown: Counter[str] = Counter()
-        for diff in tracemalloc.take_snapshot().compare_to(first, "traceback"):
+        sites: Counter[str] = Counter()
+        diffs = tracemalloc.take_snapshot().compare_to(first, "traceback")
+        for diff in diffs:
             grown[self.holder(diff.traceback)] += diff.size_diff
+            where = diff.traceback[-1]  # the innermost frame: the line that allocated it
+            sites[f"{where.filename.rsplit('/site-packages/', 1)[-1]}:{where.lineno}"] += diff.size_diff
         sessions = max(1, done - since)
-        print(f"  memory by holder (tracemalloc, over {sessions} sessions after the first {since}), KiB per session:")
+        traced, _ = tracemalloc.get_traced_memory()
+        print(f"  memory by holder (tracemalloc, over {sessions} sessions after the first {since}; live Python "
+              f"memory now {traced / 2**20:.1f} MiB), KiB per session:")
         for area, size in grown.most_common():
             print(f"    {area:42s} {size / 1024 / sessions:+8.1f}  ({size / 2**20:+.1f} MiB)")
+        print("  the lines whose allocations grew most, KiB per session:")
+        for site, size in sites.most_common(self.SITES):
+            print(f"    {size / 1024 / sessions:+8.2f}  {site}")
 
 
 MEMORY = MemoryTrace()
 
 
 class Sampler:
-    """RSS and open descriptors of this process (every handler, the front end, the pollers) and
-    the moto server child, against the sessions finished so far, every `every` seconds."""
+    """RSS and open descriptors of each process (the stack: every handler, the front end, the
+    pollers and the worker; the driver; the moto server), against the sessions finished so far,
+    every `every` seconds."""
 
     def __init__(self, pids: dict[str, int], finished: Callable[[], int], every: float = 2.0) -> None:
         self.pids, self.finished, self.every = pids, finished, every
@@ -390,7 +405,7 @@ def cpu_secs(pid: int) -> float:
 
 
 MACHINE = "whole machine"
-"""The `cores` entry of every process together (this driver, the worker, moto, the stack), out of
+"""The `cores` entry of every process together (the stack with its worker, the driver, moto), out of
 `os.cpu_count()`: the parts share the machine's cores, so they saturate together before any one
 process reaches its own one-core ceiling."""
 
@@ -492,6 +507,8 @@ class Spend:
         self.sent: Counter[str] = Counter()  # work messages a function sent, by function and kind
         self.invocations: Counter[str] = Counter()
         self.records: Counter[str] = Counter()  # the SQS messages and stream records the invocations carried
+        self.wru = 0
+        self.lock = threading.Lock()
 
     def _before(self, **kwargs: Any) -> None:
         from holdpoint_local.emulators.credentials import current
@@ -511,8 +528,12 @@ class Spend:
             self.sent[f"{acting.function} {kind}"] += 1
 
     def _after(self, **kwargs: Any) -> None:
+        """Each call's write units are summed and its record dropped, so the meter's memory does not
+        grow with the calls it has counted (it keeps each item's size, which the units need)."""
         if self.on and "bench_req" in (kwargs.get("context") or {}):
-            self.meter._after(**kwargs)  # noqa: SLF001
+            with self.lock:  # the functions' threads call at once: one record in, summed, out
+                self.meter._after(**kwargs)  # noqa: SLF001
+                self.wru += sum(rec.wru for rec in self.meter.take())
 
     def start(self, stack: Any) -> None:
         from holdpoint_local.emulators.credentials import CALLS
@@ -537,7 +558,7 @@ class Spend:
         """Each quantity the capacity model predicts, per session."""
         starts = self.count("StartExecution")
         return {name: value / max(1, sessions) for name, value in {
-            "ddb_table_wru": sum(r.wru for r in self.meter.records),
+            "ddb_table_wru": self.wru,
             "sfn_start_execution": starts,
             "sfn_send_task_success": self.count("SendTaskSuccess"),
             # the functions' sends, and each park's, which Step Functions sends (ParkBranch's sqs:sendMessage)
@@ -661,47 +682,86 @@ class Run:
         return done / (self.duration + statistics.median(spans)) if spans else 0.0
 
 
-def soak(stack: Any, worker: Worker, keys: dict[str, str], rate: float, duration: float, mix: list[tuple[str, float]],
-         seed: int, delay: tuple[float, float], long_poll: bool = False) -> Run:
-    """Open-loop arrivals for `duration` s, then every session is let finish."""
-    rng = random.Random(seed)
-    http = Http(stack.base_url, stack.api_key, long_poll)
-    flows = Sessions(http, keys, stack.live.url if stack.live else None, random.Random(seed + 7), delay)
-    kinds, weights = zip(*mix, strict=True)
+DRIVER = "driver (sessions over HTTP)"
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """What the driver process needs to run the sessions: where the stack answers, the keys, and
+    the run's shape."""
+
+    base: str
+    key: str
+    keys: dict[str, str]
+    live_url: str | None
+    rate: float
+    duration: float
+    mix: list[tuple[str, float]]
+    seed: int
+    delay: tuple[float, float]
+    long_poll: bool
+
+
+def drive(plan: Arrivals, done: Any, answers: Any) -> None:
+    """The driver process: open-loop arrivals for `plan.duration` s, then every session let finish;
+    sends back (outcomes, 5xx counts, arrivals, seconds, its own CPU seconds). It runs apart from the stack so that the
+    stack's memory and CPU are its own; its clock (`perf_counter`, CLOCK_MONOTONIC on Linux) is the
+    stack's, so its times and the worker's compare."""
+    rng = random.Random(plan.seed)
+    http = Http(plan.base, plan.key, plan.long_poll)
+    flows = Sessions(http, plan.keys, plan.live_url, random.Random(plan.seed + 7), plan.delay)
+    kinds, weights = zip(*plan.mix, strict=True)
     outcomes: list[Outcome] = []
-    done = [0]
     lock = threading.Lock()
 
     def one(kind: str) -> None:
         out = flows.run(kind)
         with lock:
             outcomes.append(out)
-            done[0] += 1
+            done.value += 1
 
-    pids = {"stack (handlers, front end, pollers)": os.getpid()}
-    moto = getattr(stack.moto, "_proc", None)
-    if moto is not None:
-        pids["moto server"] = moto.pid
-    sampler = Sampler(pids, lambda: done[0])
-    sampler.thread.start()
     start = time.monotonic()
     arrivals = 0
     with ThreadPoolExecutor(max_workers=256) as pool:
         at = start
         while True:
-            at += rng.expovariate(rate)
-            if at - start > duration:
+            at += rng.expovariate(plan.rate)
+            if at - start > plan.duration:
                 break
             time.sleep(max(0.0, at - time.monotonic()))
             pool.submit(one, rng.choices(kinds, weights)[0])
             arrivals += 1
-    seconds = time.monotonic() - start
+    answers.send((outcomes, http.errors, arrivals, time.monotonic() - start, time.process_time()))
+
+
+def soak(stack: Any, worker: Worker, keys: dict[str, str], rate: float, duration: float, mix: list[tuple[str, float]],
+         seed: int, delay: tuple[float, float], long_poll: bool = False) -> Run:
+    """Open-loop arrivals for `duration` s from a driver process of its own (`drive`), then every
+    session is let finish; the stack's, moto's and the driver's RSS, descriptors and CPU sampled apart."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # the stack's threads are not forked
+    done = ctx.Value("i", 0)
+    ours, theirs = ctx.Pipe(duplex=False)
+    plan = Arrivals(stack.base_url, stack.api_key, keys, stack.live.url if stack.live else None, rate, duration,
+                    mix, seed, delay, long_poll)
+    driver = ctx.Process(target=drive, args=(plan, done, theirs), daemon=True)
+    driver.start()
+    pids = {"stack (handlers, front end, pollers, worker)": os.getpid(), DRIVER: driver.pid}
+    moto = getattr(stack.moto, "_proc", None)
+    if moto is not None:
+        pids["moto server"] = moto.pid
+    sampler = Sampler({k: v for k, v in pids.items() if v}, lambda: done.value)
+    sampler.thread.start()
+    outcomes, errors, arrivals, seconds, driver_cpu = ours.recv()
+    driver.join(timeout=30)
     sampler.stop.set()
+    cores = {**sampler.cores(seconds), DRIVER: driver_cpu / seconds}  # its /proc entry is gone once it ends
     sqs = stack.client("sqs")
     depth = sqs.get_queue_attributes(QueueUrl=stack.env["WORK_QUEUE_URL"], AttributeNames=[
         "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
-    return Run(outcomes, arrivals / duration, seconds, duration, dict(sampler.samples), http.errors,
-               sampler.cores(seconds), sum(int(v) for v in depth.values()))
+    return Run(outcomes, arrivals / duration, seconds, duration, dict(sampler.samples), errors, cores,
+               sum(int(v) for v in depth.values()))
 
 
 def invariants(stack: Any, worker: Worker, run: Run) -> dict[str, str | None]:
@@ -873,8 +933,10 @@ def main(argv: list[str] | None = None) -> int:
                         "(its QuotaStreamWaitsPerCaller is 4), each opened again as it ends")
     parser.add_argument("--waits-total", type=int, help="the stack's QuotaStreamWaitsTotal (the template's 750 "
                         "otherwise; the local API function has 4 instances)")
-    parser.add_argument("--trace-memory", type=int, metavar="N", help="trace this process's allocations "
+    parser.add_argument("--trace-memory", type=int, metavar="N", help="trace the stack process's allocations "
                         "(tracemalloc) and print their growth by holder between N sessions finished and the end")
+    parser.add_argument("--trace-frames", type=int, default=1, metavar="K", help="frames tracemalloc keeps per "
+                        "allocation (default 1: the allocating line)")
     parser.add_argument("--json", help="write the outcomes here")
     args = parser.parse_args(argv)
     if not 0 < args.rate <= 50 or not 0 < args.duration <= 7200:
@@ -882,7 +944,7 @@ def main(argv: list[str] | None = None) -> int:
     delay = tuple(float(x) for x in args.delay.split(","))
     spend = Spend()
     if args.trace_memory:
-        MEMORY.start(args.trace_memory)
+        MEMORY.start(args.trace_memory, args.trace_frames)
     stack = start_stack(parameters={"QuotaStreamWaitsTotal": str(args.waits_total)} if args.waits_total else None,
                         tracing=True)
     hog = None
