@@ -937,12 +937,14 @@ def main(argv: list[str] | None = None) -> int:
                         "(tracemalloc) and print their growth by holder between N sessions finished and the end")
     parser.add_argument("--trace-frames", type=int, default=1, metavar="K", help="frames tracemalloc keeps per "
                         "allocation (default 1: the allocating line)")
+    parser.add_argument("--no-spend", dest="spend", action="store_false", help="leave the spend meter out of the "
+                        "stack's process (it keeps each item's size), so its memory is the stack's alone")
     parser.add_argument("--json", help="write the outcomes here")
     args = parser.parse_args(argv)
     if not 0 < args.rate <= 50 or not 0 < args.duration <= 7200:
         parser.error("--rate must be in (0, 50] and --duration in (0, 7200]")
     delay = tuple(float(x) for x in args.delay.split(","))
-    spend = Spend()
+    spend = Spend() if args.spend else None
     if args.trace_memory:
         MEMORY.start(args.trace_memory, args.trace_frames)
     stack = start_stack(parameters={"QuotaStreamWaitsTotal": str(args.waits_total)} if args.waits_total else None,
@@ -957,10 +959,12 @@ def main(argv: list[str] | None = None) -> int:
             return knee(stack, worker, keys, [float(r) for r in args.knee.split(",")], args, (delay[0], delay[1]))
         print(f"soak: {args.rate}/s for {args.duration:.0f} s, faults {args.faults}, kills {args.kills}, "
               f"seed {args.seed}", flush=True)
-        spend.start(stack)
+        if spend is not None:
+            spend.start(stack)
         run = soak(stack, worker, keys, args.rate, args.duration, mix_of(args.mix), args.seed,
                    (delay[0], delay[1]), args.long_poll)
-        spend.stop(stack)
+        if spend is not None:
+            spend.stop(stack)
         MEMORY.report(len(run.outcomes))
         if faults is not None:
             faults.stop()
@@ -974,7 +978,8 @@ def main(argv: list[str] | None = None) -> int:
         redelivered = sum(c - 1 for c in Counter((s, d) for s, d, _ in worker.log).values() if c > 1)
         ok = report(run, worker, held, redelivered)
         report_hops(hop_latencies(Http(stack.base_url, stack.api_key), run))
-        report_spend(spend, run)
+        if spend is not None:
+            report_spend(spend, run)
         if args.json:
             Path(args.json).write_text(json.dumps([o.__dict__ for o in run.outcomes]), encoding="utf-8")
     finally:
