@@ -175,6 +175,7 @@ help:
 	  'make bench-quick  the same figures at small sizes (under 3 minutes)' \
 	  'make soak         sustained load with faults, invariants, then the knee (about 16 minutes)' \
 	  'make soak-quick   the same at a small size (under 3 minutes)' \
+	  'make soak-containers the soak on the built artifact in containers, killing them (about 20 minutes)' \
 	  'make capacity     the capacity model' \
 	  'make clean        remove the venvs and build output'
 
@@ -188,10 +189,20 @@ SOAK_RATE ?= 0.4
 SOAK_SECS ?= 800
 SOAK_FAULTS ?= --faults 0.01 --kills 0.002
 SOAK_KNEE ?= 0.5,0.75,1,1.5,2
-.PHONY: soak soak-quick
+.PHONY: soak soak-quick soak-containers
 soak: venv
 	$(BENCH_ENV) $(PY) bench/soak.py --rate $(SOAK_RATE) --duration $(SOAK_SECS) $(SOAK_FAULTS)
 	$(BENCH_ENV) $(PY) bench/soak.py --knee $(SOAK_KNEE) --duration 60
+
+# The soak on `sam build`'s artifact, every function in its container (INVOKE=sam), with the engine's or the
+# notifier's container killed mid-invocation about every SOAK_CONTAINER_KILLS s; a slow rate, since every
+# invocation crosses a container (about 20 minutes).
+SOAK_CONTAINER_RATE ?= 0.05
+SOAK_CONTAINER_SECS ?= 900
+SOAK_CONTAINER_KILLS ?= 30
+soak-containers: venv system-packages $(SAM_STAMP)
+	$(BENCH_ENV) $(PY) bench/soak.py --invoke sam --rate $(SOAK_CONTAINER_RATE) --duration $(SOAK_CONTAINER_SECS) \
+		--container-kills $(SOAK_CONTAINER_KILLS)
 
 soak-quick: venv
 	$(BENCH_ENV) $(PY) bench/soak.py --rate 0.5 --duration 90 $(SOAK_FAULTS)

@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parent.parent
 for _p in (ROOT / "local", ROOT / "layers" / "core", ROOT):
@@ -151,9 +151,10 @@ class Timeline:
 
 
 def start_stack(moto_log: str | None = None, parameters: dict[str, str] | None = None,
-                tracing: bool = False) -> LocalStack:
+                tracing: bool = False, invoke: Literal["process", "sam"] = "process") -> LocalStack:
     """The bench's local stack; tracing off unless asked (the figures in docs/PERFORMANCE.md (b),
-    (d) were measured so), on for the soak, whose per-hop latencies come from the traces."""
+    (d) were measured so), on for the soak, whose per-hop latencies come from the traces. `invoke`:
+    the handlers in this process, or `sam build`'s artifact in containers (LocalStack's `invoke`)."""
     logging.basicConfig(level=logging.WARNING)
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     for name in ("botocore", "urllib3", "werkzeug"):
@@ -165,9 +166,10 @@ def start_stack(moto_log: str | None = None, parameters: dict[str, str] | None =
         parameters=parameters,
         extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
                    **({} if tracing else {"POWERTOOLS_TRACE_DISABLED": "1"})},
+        invoke=invoke,
     )
     stack.start()
-    assert stack.base_url.startswith("http://127.0.0.1:"), stack.base_url
+    assert stack.base_url.startswith(("http://127.0.0.1:", f"http://{stack.host}:")), stack.base_url
     assert str(stack.moto_endpoint).startswith("http://127.0.0.1:"), stack.moto_endpoint
     return stack
 

@@ -11,6 +11,12 @@ the WebSocket API from start to end.
 The sessions are driven from a process of their own, so the stack's process (every handler, the
 front end, the pollers and the in-process worker) is measured without them.
 
+`--invoke sam` runs every function as `sam build` built it, in its container (the local stack's
+INVOKE=sam), with the worker over signed HTTP on Docker's bridge; `--container-kills S` then kills
+the engine's or the notifier's container while it runs an invocation, about every S s. The
+in-process injectors (`--faults`, `--kills`) act on this process's AWS calls, so they do not apply
+there, nor the spend meter, nor the per-hop spans (the containers' hops do not reach the local X-Ray).
+
 Invariants (each a line `INVARIANT name: held|BROKEN (detail)`):
 - every session reached its expected final state (its messages, read from the table);
 - every `interrupt.resumed` decision reached the worker once per decision id (a redelivery of the
@@ -32,6 +38,7 @@ bench/capacity.py's model of one plain approval session (`--mix plain=1` to comp
     .venv/bin/python bench/soak.py [--rate 2] [--duration 600] [--faults 0.01] [--kills 0.002]
     .venv/bin/python bench/soak.py --knee 1,2,4,8 --duration 60      # step the rate up
     .venv/bin/python bench/soak.py --rate 1 --duration 30 --hog 4 --waits-total 2   # waits beside serving
+    .venv/bin/python bench/soak.py --invoke sam --rate 0.05 --duration 900 --container-kills 30
 """
 
 from __future__ import annotations
@@ -116,6 +123,9 @@ class Http:
     base: str
     key: str
     long_poll: bool = False
+    patience: float = 120.0
+    """How long a session may take to reach a status (longer in containers, where a killed
+    invocation's messages come back after the queue's visibility timeout, 120 s)."""
     errors: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -134,11 +144,11 @@ class Http:
             time.sleep(min(2.0, 0.1 * (attempt + 1)))
         raise RuntimeError(f"{method} {path}: still {resp.status_code} after 30 tries")
 
-    def until(self, sid: str, statuses: str, timeout: float = 120) -> dict[str, Any]:
+    def until(self, sid: str, statuses: str, timeout: float | None = None) -> dict[str, Any]:
         """The view once its status is one of `statuses`: with `long_poll`, the API's `?until=`
         long-poll (each wait holds an API function instance: docs/CAPACITY.md, "Under sustained
         load"); otherwise a plain read every 250 ms."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + (timeout or self.patience)
         while True:
             query = f"?until={statuses}&wait=20" if self.long_poll else ""
             view = self.call("GET", f"/v1/sessions/{sid}{query}")
@@ -239,7 +249,7 @@ class Sessions:
     def expire(self, out: Outcome) -> None:
         sid = self.start(out, "assistant-expiring")
         self.parked(out, sid)
-        self.http.until(sid, "done", timeout=EXPIRES_SECS + 120)
+        self.http.until(sid, "done", timeout=EXPIRES_SECS + self.http.patience)
 
     def quorum(self, out: Outcome) -> None:
         sid = self.start(out, "assistant-quorum")
@@ -459,25 +469,92 @@ class Killed(RuntimeError):
     """An invocation aborted mid-way, as if its execution environment died there."""
 
 
+CONTAINER_PATIENCE = 600.0
+"""How long a session may take with its functions in containers: a killed invocation's messages
+come back after the work queue's visibility timeout (120 s), and a new container starts."""
+
+
+class ContainerKiller:
+    """`--container-kills S` with `--invoke sam`: about every S s (exponential), `docker kill` the
+    container of the engine or the notifier while it runs an invocation, as an execution
+    environment dies on AWS; SAM CLI starts a new one for the next invoke."""
+
+    FUNCTIONS = ("EngineFunction", "NotifierFunction")
+
+    def __init__(self, stack: Any, mean_secs: float, seed: int) -> None:
+        self.stack, self.mean, self.rng = stack, mean_secs, random.Random(seed + 3)
+        self.killed: Counter[str] = Counter()
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> ContainerKiller:
+        self.thread.start()
+        return self
+
+    def stop(self) -> str:
+        self.stop_event.set()
+        self.thread.join(timeout=30)
+        return f"containers killed mid-invocation: {sum(self.killed.values())} ({dict(self.killed)})"
+
+    def _run(self) -> None:
+        while not self.stop_event.wait(self.rng.expovariate(1 / self.mean)):
+            busy = [f for f in self.FUNCTIONS if self.stack.functions[f].in_flight > 0]
+            while not busy and not self.stop_event.wait(0.05):  # the next invocation that runs
+                busy = [f for f in self.FUNCTIONS if self.stack.functions[f].in_flight > 0]
+            if busy:
+                self._kill(self.rng.choice(busy))
+
+    def _kill(self, function: str) -> None:
+        import subprocess
+
+        ids = subprocess.run(["docker", "ps", "-q"], capture_output=True, text=True, check=False).stdout.split()
+        for cid in ids:
+            env = subprocess.run(["docker", "inspect", "--format", "{{json .Config.Env}}", cid],
+                                 capture_output=True, text=True, check=False).stdout
+            if f"AWS_LAMBDA_FUNCTION_NAME={function}" in (json.loads(env) if env.strip() else []):
+                if subprocess.run(["docker", "kill", cid], capture_output=True, check=False).returncode == 0:
+                    self.killed[function] += 1
+                return
+
+
 # --------------------------------------------------------------------------- the run
 
 
+def http_worker(stack: Any, worker: Worker) -> dict[str, str]:
+    """The soak's worker over signed HTTP on the address the containers reach this machine at (the
+    functions in containers cannot call into this process); its agents' `worker` declaration."""
+    import seed_worker
+    from holdpoint_local import demo
+
+    class Logged(seed_worker.WorkerHandler):
+        def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> Any:
+            request = next(r for r in reversed(self.seen) if r["trigger"] is trigger)
+            return worker(request)
+
+    server, _ = seed_worker.serve(0, os.environ[demo.SECRET_ENV], base=Logged, host=stack.host)
+    return {"url": f"http://{stack.host}:{server.server_address[1]}/", "secret": f"env:{demo.SECRET_ENV}"}
+
+
 def setup(stack: Any, worker: Worker) -> dict[str, str]:
-    """The agents (plain, expiring, a quorum of two) with the in-process worker, and two approvers."""
+    """The agents (plain, expiring, a quorum of two) with the in-process worker (over HTTP when the
+    functions run in containers), and two approvers."""
     from holdpoint.aws.keys import put_api_key
     from holdpoint.aws.store import Store
     from holdpoint.outbound import workers
 
     workers.register(WORKER, worker)
     http = Http(stack.base_url, stack.api_key)
+    over_http = http_worker(stack, worker) if stack.invoke == "sam" else None
     base = {"llm": {"provider": "scripted", "script": SCRIPT},
-            "tools": [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}]}
+            "tools": [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}],
+            **({"worker": over_http} if over_http else {})}
     agents = {"assistant": base, "assistant-expiring": {**base, "interrupt_expires_in": EXPIRES_SECS},
               "assistant-quorum": {**base, "approval": {"subjects": ["ann", "bob"], "quorum": 2}}}
     store = Store(stack.env["TABLE_NAME"])
     for name, agent in agents.items():
         stored = http.call("PUT", f"/v1/agents/{name}", agent)["agent"]
-        store.put_agent(stack.tenant, name, {**stored, "worker": {"python": WORKER}})
+        if over_http is None:
+            store.put_agent(stack.tenant, name, {**stored, "worker": {"python": WORKER}})
     keys = {}
     for who in ("ann", "bob"):
         keys[who] = f"hp_soak_{who}_{uuid.uuid4().hex[:8]}"
@@ -700,6 +777,7 @@ class Arrivals:
     seed: int
     delay: tuple[float, float]
     long_poll: bool
+    patience: float
 
 
 def drive(plan: Arrivals, done: Any, answers: Any) -> None:
@@ -708,7 +786,7 @@ def drive(plan: Arrivals, done: Any, answers: Any) -> None:
     stack's memory and CPU are its own; its clock (`perf_counter`, CLOCK_MONOTONIC on Linux) is the
     stack's, so its times and the worker's compare."""
     rng = random.Random(plan.seed)
-    http = Http(plan.base, plan.key, plan.long_poll)
+    http = Http(plan.base, plan.key, plan.long_poll, plan.patience)
     flows = Sessions(http, plan.keys, plan.live_url, random.Random(plan.seed + 7), plan.delay)
     kinds, weights = zip(*plan.mix, strict=True)
     outcomes: list[Outcome] = []
@@ -744,7 +822,7 @@ def soak(stack: Any, worker: Worker, keys: dict[str, str], rate: float, duration
     done = ctx.Value("i", 0)
     ours, theirs = ctx.Pipe(duplex=False)
     plan = Arrivals(stack.base_url, stack.api_key, keys, stack.live.url if stack.live else None, rate, duration,
-                    mix, seed, delay, long_poll)
+                    mix, seed, delay, long_poll, CONTAINER_PATIENCE if stack.invoke == "sam" else 120.0)
     driver = ctx.Process(target=drive, args=(plan, done, theirs), daemon=True)
     driver.start()
     pids = {"stack (handlers, front end, pollers, worker)": os.getpid(), DRIVER: driver.pid}
@@ -913,7 +991,8 @@ def knee(stack: Any, worker: Worker, keys: dict[str, str], rates: list[float], a
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, checked."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=float, default=2.0, help="sessions started per second (default 2)")
     parser.add_argument("--duration", type=float, default=600.0, help="seconds of arrivals (default 600)")
@@ -939,17 +1018,37 @@ def main(argv: list[str] | None = None) -> int:
                         "allocation (default 1: the allocating line)")
     parser.add_argument("--no-spend", dest="spend", action="store_false", help="leave the spend meter out of the "
                         "stack's process (it keeps each item's size), so its memory is the stack's alone")
+    parser.add_argument("--invoke", choices=("process", "sam"), default="process", help="run the handlers in this "
+                        "process (default) or as sam build built them, each in its container (the local stack's "
+                        "INVOKE=sam; needs Docker and .venv-sam)")
+    parser.add_argument("--container-kills", type=float, default=0.0, metavar="S", help="with --invoke sam: about "
+                        "every S s, kill the engine's or the notifier's container while it runs an invocation")
     parser.add_argument("--json", help="write the outcomes here")
     args = parser.parse_args(argv)
     if not 0 < args.rate <= 50 or not 0 < args.duration <= 7200:
         parser.error("--rate must be in (0, 50] and --duration in (0, 7200]")
+    if args.invoke == "sam" and (args.faults or args.kills or args.knee):
+        parser.error("--faults, --kills and --knee act on handlers in this process; with --invoke sam, "
+                     "--container-kills kills their containers")
+    if args.container_kills and args.invoke != "sam":
+        parser.error("--container-kills needs --invoke sam")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    in_containers = args.invoke == "sam"
     delay = tuple(float(x) for x in args.delay.split(","))
-    spend = Spend() if args.spend else None
+    spend = Spend() if args.spend and not in_containers else None  # it counts this process's AWS calls
     if args.trace_memory:
         MEMORY.start(args.trace_memory, args.trace_frames)
+    if in_containers:
+        from holdpoint_local import demo
+
+        os.environ.setdefault(demo.SECRET_ENV, uuid.uuid4().hex)  # the containers are told it at start
     stack = start_stack(parameters={"QuotaStreamWaitsTotal": str(args.waits_total)} if args.waits_total else None,
-                        tracing=True)
-    hog = None
+                        tracing=True, invoke=args.invoke)
+    hog = killer = None
     try:
         worker = Worker()
         keys = setup(stack, worker)
@@ -961,6 +1060,7 @@ def main(argv: list[str] | None = None) -> int:
               f"seed {args.seed}", flush=True)
         if spend is not None:
             spend.start(stack)
+        killer = ContainerKiller(stack, args.container_kills, args.seed).start() if args.container_kills else None
         run = soak(stack, worker, keys, args.rate, args.duration, mix_of(args.mix), args.seed,
                    (delay[0], delay[1]), args.long_poll)
         if spend is not None:
@@ -974,10 +1074,14 @@ def main(argv: list[str] | None = None) -> int:
         if hog is not None:
             print(f"  {hog.stop()}", flush=True)
             hog = None
+        if killer is not None:
+            print(f"  {killer.stop()}", flush=True)
+            killer = None
         held = invariants(stack, worker, run)
         redelivered = sum(c - 1 for c in Counter((s, d) for s, d, _ in worker.log).values() if c > 1)
         ok = report(run, worker, held, redelivered)
-        report_hops(hop_latencies(Http(stack.base_url, stack.api_key), run))
+        if not in_containers:  # the containers' hops are not sent to the local X-Ray (local/README.md)
+            report_hops(hop_latencies(Http(stack.base_url, stack.api_key), run))
         if spend is not None:
             report_spend(spend, run)
         if args.json:
@@ -985,6 +1089,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if hog is not None:
             hog.stop()
+        if killer is not None:
+            killer.stop()
         stack.stop()
     return 0 if ok else 1
 
