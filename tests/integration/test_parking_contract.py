@@ -7,13 +7,14 @@ and the wake queue (tests/unit/test_queue_contract.py).
 
 On moto the state machine is one task with ParkBranch's integration (template.yaml): SQS
 `sendMessage.waitForTaskToken`, its message carrying the task token, which the test reads off the
-queue as the engine would. It needs moto's server with execution switched on, so it is in this tier."""
+queue as the engine would, under an execution role allowed only sqs:SendMessage. It needs moto's
+server (the run's `moto_server`: execution on, IAM enforced), so it is in this tier."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +23,8 @@ import pytest
 
 from holdpoint.core.state import Interrupt
 from holdpoint.memory.ports import MemoryParking
-from holdpoint_local import ACCOUNT_ID, FAKE_ENV
-from holdpoint_local.moto.server import MotoServer, enable_sfn_execution
+from holdpoint_local import FAKE_ENV
+from holdpoint_local.moto.server import MotoServer
 
 REGION = "us-east-1"
 
@@ -42,14 +43,6 @@ def raised(generation: int = 1) -> Interrupt:
                      generation=generation, expires_in=600)
 
 
-@pytest.fixture(scope="module")
-def moto() -> Iterator[MotoServer]:
-    server = MotoServer(iam=False).start()
-    enable_sfn_execution(server.endpoint)
-    yield server
-    server.stop()
-
-
 def _client(moto: MotoServer, service: str) -> Any:
     return boto3.client(service, endpoint_url=moto.endpoint, region_name=REGION,
                         aws_access_key_id=FAKE_ENV["AWS_ACCESS_KEY_ID"],
@@ -65,8 +58,14 @@ def _on_step_functions(moto: MotoServer) -> Side:
         "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "End": True,
         "Parameters": {"QueueUrl": url, "MessageBody": {"dedup_key.$": "$.dedup_key", "task_token.$": "$$.Task.Token"}},
     }}}
+    iam = _client(moto, "iam")
+    trust = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "states.amazonaws.com"}}]}
+    role = iam.create_role(RoleName=f"park-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument=json.dumps(trust))["Role"]
+    iam.put_role_policy(RoleName=role["RoleName"], PolicyName="park", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*"}]}))
     arn = sfn.create_state_machine(name=f"park-{uuid.uuid4().hex[:8]}", definition=json.dumps(definition),
-                                   roleArn=f"arn:aws:iam::{ACCOUNT_ID}:role/park")["stateMachineArn"]
+                                   roleArn=role["Arn"])["stateMachineArn"]
     tokens: dict[str, str] = {}
 
     def token(interrupt: Interrupt) -> str:
@@ -87,7 +86,7 @@ def side(request: pytest.FixtureRequest) -> Side:
     if request.param == "memory":
         memory = MemoryParking()
         return Side(memory, lambda: len(memory.started), lambda i: memory.start("t1", "s1", i))
-    return _on_step_functions(request.getfixturevalue("moto"))
+    return _on_step_functions(request.getfixturevalue("moto_server"))
 
 
 def test_r13_a_raise_is_paused_once_however_often_its_pause_is_started(side: Side) -> None:
