@@ -28,6 +28,10 @@ class _Session:
     filling: bool = False
 
 
+OPEN_SECS = 60.0
+"""As long as the gateway may hold a handshake: API Gateway's 29 s for the authorizer, then 29 s for
+`$connect` (a cold start of either is in them)."""
+
 RETRIED = ("throttled", "unavailable")
 """The error frames of a subscribe AWS refused about load: the client subscribes again."""
 
@@ -58,7 +62,7 @@ class Follower:
             url = f"{url}?token={self.token}"
         elif self.token:
             headers = {"Authorization": f"Bearer {self.token}"}
-        self.ws = await connect(url, additional_headers=headers, open_timeout=30, ping_interval=None,
+        self.ws = await connect(url, additional_headers=headers, open_timeout=OPEN_SECS, ping_interval=None,
                                 max_size=2**20, compression=None)
         self._reader = asyncio.create_task(self._read())
         return self

@@ -2,7 +2,8 @@
 only for a route: `$connect` (after the REQUEST authorizer's IAM policy), each message (routed by
 its `action`, `$request.body.action`), `$disconnect`. It serves the `@connections` management API
 that `PostToConnection` calls, delivering each frame to its socket (410 GoneException for one that
-is gone), and API Gateway's limits: 32 KB frames, a 10-minute idle timeout, 2-hour connections.
+is gone), and API Gateway's limits: 32 KB frames, a 10-minute idle timeout, 2-hour connections,
+29 s each for the authorizer and the `$connect` route (then 504).
 A management call must be SigV4-signed by a caller whose IAM policies allow
 `execute-api:ManageConnections` on the connection (the moto server checks the signed request as
 it checks every other call, moto/iam.py fixes 23-24); any other is 403 ForbiddenException.
@@ -50,6 +51,10 @@ IDLE_SECS = 600.0
 LIFETIME_SECS = 7200.0
 SWEEP_SECS = 30.0
 ROUTE_WORKERS = 16
+INTEGRATION_TIMEOUT_SECS = 29.0
+"""How long API Gateway waits for the authorizer, and then for the `$connect` route, before it
+answers the handshake 504: the handshake is held for both (the `websockets` server would close it
+after its own 10 s, which a cold start can outlast)."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,8 @@ class WebSocketGateway:
     async def _serve(self, ready: threading.Event) -> None:
         self._stopped = asyncio.Event()
         async with serve(self._session, sock=self._sock, process_request=self._handshake,
-                         max_size=MAX_MESSAGE_BYTES, ping_interval=None, compression=None) as server:
+                         open_timeout=2 * INTEGRATION_TIMEOUT_SECS + 1, max_size=MAX_MESSAGE_BYTES,
+                         ping_interval=None, compression=None) as server:
             self._server = server
             sweeper = asyncio.create_task(self._sweep())
             ready.set()
@@ -181,6 +187,10 @@ class WebSocketGateway:
 
     async def _call(self, function: str, event: dict[str, Any]) -> Any:
         return await self._loop.run_in_executor(self._pool, self.functions[function].invoke, event)
+
+    async def _integrate(self, function: str, event: dict[str, Any]) -> Any:
+        """A handshake's call, given up (`TimeoutError`) after API Gateway's integration timeout."""
+        return await asyncio.wait_for(self._call(function, event), INTEGRATION_TIMEOUT_SECS)
 
     # -- event shapes -----------------------------------------------------------------
     def _context(self, conn: _Conn, route_key: str, event_type: str, **extra: Any) -> dict[str, Any]:
@@ -221,7 +231,9 @@ class WebSocketGateway:
         if "$connect" in self.routes.routes:
             event = {**shared, "requestContext": self._context(conn, "$connect", "CONNECT"), "isBase64Encoded": False}
             try:
-                result = await self._call(self.routes.routes["$connect"], event)
+                result = await self._integrate(self.routes.routes["$connect"], event)
+            except TimeoutError:
+                return connection.respond(504, "Endpoint request timed out\n")
             except Exception:
                 log.exception("$connect raised")
                 return connection.respond(500, "Internal Server Error\n")
@@ -238,7 +250,9 @@ class WebSocketGateway:
         event = {"type": "REQUEST", "methodArn": method_arn, **shared, "stageVariables": {},
                  "requestContext": self._context(conn, "$connect", "CONNECT")}
         try:
-            answer = await self._call(self.routes.authorizer, event)
+            answer = await self._integrate(self.routes.authorizer, event)
+        except TimeoutError:
+            return 504, "Endpoint request timed out\n"
         except Exception as exc:
             if str(exc) == "Unauthorized":
                 return 401, "Unauthorized\n"
