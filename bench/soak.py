@@ -517,6 +517,22 @@ class ContainerKiller:
                 return
 
 
+def cut_calls(stack: Any, rate: float, seed: int) -> Any:
+    """`--cut-calls P`: the containers' relay to AWS loses that share of what it carries (None at 0)."""
+    relay = stack.containers.relay if rate and stack.containers else None
+    if relay is not None:
+        relay.cut(rate, seed)
+    return relay
+
+
+def uncut(relay: Any) -> None:
+    """Stop losing calls, and say how many were lost each way."""
+    if relay is not None:
+        relay.cut(0.0)
+        print(f"  AWS calls lost on the way: {relay.cuts['request']} requests, {relay.cuts['answer']} answers "
+              "(of calls AWS did)", flush=True)
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -1023,6 +1039,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
                         "INVOKE=sam; needs Docker and .venv-sam)")
     parser.add_argument("--container-kills", type=float, default=0.0, metavar="S", help="with --invoke sam: about "
                         "every S s, kill the engine's or the notifier's container while it runs an invocation")
+    parser.add_argument("--cut-calls", type=float, default=0.0, metavar="P", help="with --invoke sam: lose this "
+                        "share of the functions' AWS calls on the way (the request, or AWS's answer to a call it "
+                        "did), as a network does; the SDK in the container retries")
     parser.add_argument("--json", help="write the outcomes here")
     args = parser.parse_args(argv)
     if not 0 < args.rate <= 50 or not 0 < args.duration <= 7200:
@@ -1030,8 +1049,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     if args.invoke == "sam" and (args.faults or args.kills or args.knee):
         parser.error("--faults, --kills and --knee act on handlers in this process; with --invoke sam, "
                      "--container-kills kills their containers")
-    if args.container_kills and args.invoke != "sam":
-        parser.error("--container-kills needs --invoke sam")
+    if (args.container_kills or args.cut_calls) and args.invoke != "sam":
+        parser.error("--container-kills and --cut-calls need --invoke sam")
     return args
 
 
@@ -1061,6 +1080,7 @@ def main(argv: list[str] | None = None) -> int:
         if spend is not None:
             spend.start(stack)
         killer = ContainerKiller(stack, args.container_kills, args.seed).start() if args.container_kills else None
+        relay = cut_calls(stack, args.cut_calls, args.seed)
         run = soak(stack, worker, keys, args.rate, args.duration, mix_of(args.mix), args.seed,
                    (delay[0], delay[1]), args.long_poll)
         if spend is not None:
@@ -1077,6 +1097,7 @@ def main(argv: list[str] | None = None) -> int:
         if killer is not None:
             print(f"  {killer.stop()}", flush=True)
             killer = None
+        uncut(relay)
         held = invariants(stack, worker, run)
         redelivered = sum(c - 1 for c in Counter((s, d) for s, d, _ in worker.log).values() if c > 1)
         ok = report(run, worker, held, redelivered)

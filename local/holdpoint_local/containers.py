@@ -23,6 +23,7 @@ import ipaddress
 import json
 import os
 import platform
+import random
 import shutil
 import socket
 import subprocess
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,10 +297,19 @@ def bridge_gateway() -> str:
         raise Unavailable(f"Docker's bridge network has no address: {(done.stdout + done.stderr).strip()}") from None
 
 
+WAYS = ("request", "answer")
+"""A relayed call's two directions: the function's request to AWS, AWS's answer."""
+
+
 class Relay:
     """A TCP relay from `listen_host` (a free port) to `target`: the moto server binds 127.0.0.1 (its
     Step Functions integrations call back at localhost), and containers reach it on the bridge address.
-    Bytes pass unchanged, so SigV4 signatures (over the Host the function used) still verify."""
+    Bytes pass unchanged, so SigV4 signatures (over the Host the function used) still verify.
+
+    `cut(rate)` makes it lose AWS calls, as a network does: each chunk a function sends is dropped
+    with the connection at `rate` (the call never reached AWS), and so is each chunk of an answer
+    (AWS did the call, the function never heard). The SDK in the container sees a closed
+    connection and retries; `cuts` counts each by direction."""
 
     def __init__(self, listen_host: str, target: tuple[str, int]) -> None:
         self.target = target
@@ -306,6 +317,11 @@ class Relay:
         self.host, self.port = listen_host, int(self._server.getsockname()[1])
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._accept, name="holdpoint-relay", daemon=True)
+        self.rate = 0.0
+        self.cuts: Counter[str] = Counter()
+        self._rng = random.Random(0)
+        self._ways: tuple[str, ...] = WAYS
+        self._rng_lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -314,6 +330,11 @@ class Relay:
     def start(self) -> Relay:
         self._thread.start()
         return self
+
+    def cut(self, rate: float, seed: int = 0, ways: tuple[str, ...] = WAYS) -> None:
+        """Lose this share of the chunks going `ways` from now on (0 stops)."""
+        with self._rng_lock:
+            self.rate, self._rng, self._ways = rate, random.Random(seed), ways
 
     def _accept(self) -> None:
         while not self._closed.is_set():
@@ -327,13 +348,19 @@ class Relay:
                 client.close()
                 continue
             upstream.settimeout(None)
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            for a, b, way in ((client, upstream, WAYS[0]), (upstream, client, WAYS[1])):
+                threading.Thread(target=self._pump, args=(a, b, way), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _lost(self, way: str) -> bool:
+        with self._rng_lock:
+            lost = way in self._ways and self.rate > 0 and self._rng.random() < self.rate
+            if lost:
+                self.cuts[way] += 1
+        return lost
+
+    def _pump(self, src: socket.socket, dst: socket.socket, way: str) -> None:
         try:
-            while data := src.recv(65536):
+            while (data := src.recv(65536)) and not self._lost(way):
                 dst.sendall(data)
         except OSError:
             pass

@@ -6,11 +6,13 @@ from __future__ import annotations
 import socket
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from holdpoint_local import containers, processes
+from tests.waiting import wait_for
 
 
 def test_a_missing_docker_is_named_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,24 +42,59 @@ def test_the_base_image_digest_follows_each_input() -> None:
     assert base.name == "public.ecr.aws/lambda/python:3.13-arm64"
 
 
-def test_the_relay_passes_bytes_both_ways() -> None:
+@pytest.fixture
+def echo() -> Iterator[tuple[socket.socket, list[bytes]]]:
+    """A server that answers each chunk reversed, and the chunks it was sent."""
     upstream = socket.create_server(("127.0.0.1", 0))
+    heard: list[bytes] = []
 
-    def echo() -> None:
-        conn, _ = upstream.accept()
-        with conn:
-            while data := conn.recv(65536):
-                conn.sendall(data[::-1])
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = upstream.accept()
+            except OSError:
+                return
+            with conn:
+                while data := conn.recv(65536):
+                    heard.append(data)
+                    conn.sendall(data[::-1])
 
-    threading.Thread(target=echo, daemon=True).start()
-    relay = containers.Relay("127.0.0.1", ("127.0.0.1", upstream.getsockname()[1])).start()
+    threading.Thread(target=serve, daemon=True).start()
+    yield upstream, heard
+    upstream.close()
+
+
+def _exchange(relay: containers.Relay, data: bytes) -> bytes:
+    with socket.create_connection((relay.host, relay.port), timeout=10) as client:
+        client.sendall(data)
+        return client.recv(65536)
+
+
+def test_the_relay_passes_bytes_both_ways(echo: tuple[socket.socket, list[bytes]]) -> None:
+    relay = containers.Relay("127.0.0.1", ("127.0.0.1", echo[0].getsockname()[1])).start()
     try:
-        with socket.create_connection((relay.host, relay.port), timeout=10) as client:
-            client.sendall(b"signed request")
-            assert client.recv(65536) == b"tseuqer dengis"
+        assert _exchange(relay, b"signed request") == b"tseuqer dengis"
     finally:
         relay.stop()
-        upstream.close()
+
+
+def test_r33_a_cut_relay_loses_calls_before_and_after_aws_did_them(echo: tuple[socket.socket, list[bytes]]) -> None:
+    """The container soak's network faults: a lost request never reaches AWS; a lost answer is of a
+    call AWS did. Either way the function's connection closes with nothing read."""
+    relay = containers.Relay("127.0.0.1", ("127.0.0.1", echo[0].getsockname()[1])).start()
+    try:
+        relay.cut(1.0)
+        assert _exchange(relay, b"lost") == b""
+        assert echo[1] == [] and relay.cuts == {"request": 1}
+        relay.cuts.clear()
+        relay.cut(1.0, ways=("answer",))
+        assert _exchange(relay, b"done") == b""
+        wait_for(lambda: echo[1] == [b"done"], "the answered call to reach the server", timeout=10)
+        assert relay.cuts == {"answer": 1}
+        relay.cut(0.0)
+        assert _exchange(relay, b"kept") == b"tpek"
+    finally:
+        relay.stop()
 
 
 def test_the_engine_one_process_started_is_stopped_by_its_last_user_only(
