@@ -24,8 +24,9 @@ API_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/"
 
 
 class RecordedSam:
-    """Stands in for the SAM CLI: records each command; `deploy` creates the stack (in moto) with
-    the outputs template.yaml declares; `fail` makes the named subcommand exit 1."""
+    """Stands in for the SAM CLI and the compile step: records each command; `deploy` creates the stack
+    (in moto) with the outputs template.yaml declares; `fail` makes the named subcommand (or
+    `compileall`) exit 1."""
 
     def __init__(self, fail: str | None = None) -> None:
         self.commands: list[list[str]] = []
@@ -33,7 +34,7 @@ class RecordedSam:
 
     def __call__(self, cmd: Sequence[str]) -> int:
         self.commands.append(list(cmd))
-        if cmd[1] == self.fail:
+        if self.fail in cmd[1:3]:
             return 1
         if cmd[1] == "deploy" and "--guided" in cmd:
             template = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
@@ -53,6 +54,8 @@ def test_first_deploy_is_guided_prints_the_url_and_creates_an_operator_key(
     sam = RecordedSam()
     assert deploy.main(["--sam", "/x/sam", "--stack-name", "hp-test", "--tenant", "acme"], run=sam) == 0
     assert sam.commands == [["/x/sam", "build", "--region", "us-east-1"],
+                            ["python3.13", "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
+                             str(deploy.REPO_ROOT / ".aws-sam" / "build")],
                             ["/x/sam", "deploy", "--stack-name", "hp-test", "--guided", "--region", "us-east-1"]]
     out = capsys.readouterr().out
     assert f"API URL: {API_URL}" in out and "sam delete --stack-name hp-test" in out
@@ -65,20 +68,20 @@ def test_a_redeploy_is_not_guided_and_makes_no_key_unless_asked(
     capsys.readouterr()
     sam = RecordedSam()
     assert deploy.main(["--stack-name", "hp-test"], run=sam) == 0
-    assert [c[:2] for c in sam.commands] == [["sam", "build"], ["sam", "deploy"]]
-    assert "--guided" not in sam.commands[1]
+    assert [c[:2] for c in sam.commands] == [["sam", "build"], ["python3.13", "-m"], ["sam", "deploy"]]
+    assert "--guided" not in sam.commands[2]
     out = capsys.readouterr().out
     assert "no new key" in out and "stored only as its hash" not in out
     assert deploy.main(["--stack-name", "hp-test", "--new-key", "--tenant", "t2"], run=RecordedSam()) == 0
     assert stored_key(capsys.readouterr().out) == ApiKey("t2", "first-operator", "operator")
 
 
-@pytest.mark.parametrize("step", ["build", "deploy"])
+@pytest.mark.parametrize("step", ["build", "compileall", "deploy"])
 def test_a_failing_step_stops_everything_after_it(aws: dict[str, str], capsys: pytest.CaptureFixture[str],
                                                   step: str) -> None:
     sam = RecordedSam(fail=step)
     assert deploy.main(["--stack-name", "hp-test"], run=sam) == 1
-    assert sam.commands[-1][1] == step
+    assert step in sam.commands[-1][1:3]
     captured = capsys.readouterr()
     assert "failed; nothing else was done" in captured.err and "operator key" not in captured.out
 
@@ -97,6 +100,13 @@ def test_the_region_a_guided_deploy_saved_is_read_back(tmp_path: Path) -> None:
     assert deploy.samconfig_region(config) == "eu-west-1"
     assert deploy.samconfig_region(tmp_path / "missing.toml") is None
     assert deploy.samconfig_region(deploy.REPO_ROOT / "samconfig.toml") is None  # none until a guided deploy
+
+
+def test_the_artifact_is_compiled_by_the_python_beside_the_sam_cli(tmp_path: Path) -> None:
+    """`make deploy` passes .venv-sam's sam, whose venv has the runtime's python3.13."""
+    (tmp_path / "python3.13").touch()
+    assert deploy.runtime_python(str(tmp_path / "sam")) == str(tmp_path / "python3.13")
+    assert deploy.runtime_python("sam") == deploy.runtime_python("/nowhere/sam") == "python3.13"
 
 
 def test_make_deploy_and_smoke_are_targets() -> None:

@@ -1,6 +1,8 @@
 """`make deploy`: build and deploy the SAM app, print the API URL, create the first operator key.
 
-1. `sam build` (the layer resolves arm64 wheels, no container needed);
+1. `sam build` (the layer resolves arm64 wheels, no container needed), then its modules compiled to
+   bytecode by the runtime's python3.13 (deploy/bytecode.py: without it every cold start on AWS
+   compiles boto3 and the layer from source, as the container tier measured);
 2. `sam deploy --guided` when the stack does not exist yet (SAM asks for the region and the
    parameters and saves the answers in samconfig.toml), a plain `sam deploy` after that;
 3. the stack's outputs: `ApiUrl` (printed) and `TableName`;
@@ -36,6 +38,7 @@ from holdpoint.admin import create_key
 from holdpoint.core.ids import ID_PATTERN
 
 from ..provision import REPO_ROOT
+from . import bytecode
 
 Run = Callable[[Sequence[str]], int]
 STACK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")  # CloudFormation's rule for stack names
@@ -83,6 +86,20 @@ def sam_commands(sam: str, stack: str, region: str | None, guided: bool) -> list
     where = ["--region", region] if region else []
     deploy = [sam, "deploy", "--stack-name", stack, *(["--guided"] if guided else []), *where]
     return [[sam, "build", *where], deploy]
+
+
+def runtime_python(sam: str) -> str:
+    """The interpreter that compiles for the runtime: the python3.13 beside the SAM CLI (`make deploy`
+    passes .venv-sam's), else the one on PATH."""
+    beside = Path(sam).parent / bytecode.RUNTIME
+    return str(beside) if Path(sam).parent != Path() and beside.exists() else bytecode.RUNTIME
+
+
+def deploy_steps(sam: str, stack: str, region: str | None, guided: bool) -> list[list[str]]:
+    """`sam build`, the built artifact compiled (`.aws-sam/build`, where `sam deploy` packages from),
+    then `sam deploy`."""
+    build, deploy = sam_commands(sam, stack, region, guided)
+    return [build, bytecode.command(REPO_ROOT / ".aws-sam" / "build", runtime_python(sam)), deploy]
 
 
 def stack_outputs(cfn: Any, stack: str) -> dict[str, str] | None:
@@ -133,7 +150,7 @@ def main(argv: list[str] | None = None, run: Run = run_command) -> int:
     region = args.region or samconfig_region() or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     before = stack_outputs(boto3.client("cloudformation", region_name=region), args.stack_name)
     guided = args.guided == "always" or (args.guided == "auto" and before is None)
-    for cmd in sam_commands(args.sam, args.stack_name, region, guided):
+    for cmd in deploy_steps(args.sam, args.stack_name, region, guided):
         if run(cmd) != 0:
             print(f"deploy: `{' '.join(cmd)}` failed; nothing else was done", file=sys.stderr)
             return 1

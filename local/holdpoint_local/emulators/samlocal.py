@@ -35,6 +35,7 @@ import yaml
 from botocore.config import Config
 
 from .. import REGION, containers
+from ..deploy import bytecode
 from ..moto.server import free_port
 from ..processes import end
 from ..provision import REPO_ROOT, TEMPLATE_PATH, Provisioned
@@ -110,21 +111,19 @@ def build(template: Path, build_dir: Path, base_dir: Path = REPO_ROOT) -> float:
 
 
 def compile_bytecode(build_dir: Path) -> None:
-    """Compile the built layer's and functions' modules (python3.13, .pyc that are never re-checked
-    against their sources). A cold start would otherwise compile boto3 alone, in every container
-    (its writes outside /tmp are refused, and lost with it); the sources are what `sam build` wrote."""
-    python = SAM.parent / "python3.13"
-    done = subprocess.run([str(python), "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
-                           str(build_dir)], capture_output=True, text=True, timeout=600, check=False)
-    if done.returncode != 0:
-        raise AssertionError(done.stdout[-2000:] + done.stderr[-2000:])
+    """The artifact's bytecode, compiled as `make deploy` compiles it (deploy/bytecode.py) by the SAM
+    CLI venv's python3.13."""
+    bytecode.compile_artifact(build_dir, SAM.parent / bytecode.RUNTIME)
 
 
-def build_x86_64(work_dir: Path, template: Path = TEMPLATE_PATH, base_dir: Path = REPO_ROOT) -> Built:
-    """`sam build` of `template`'s x86_64 copy into `work_dir`/build, compiled, with its local template."""
+def build_x86_64(work_dir: Path, template: Path = TEMPLATE_PATH, base_dir: Path = REPO_ROOT,
+                 compiled: bool = True) -> Built:
+    """`sam build` of `template`'s x86_64 copy into `work_dir`/build, compiled (unless not `compiled`, to
+    measure what a cold start pays without bytecode), with its local template."""
     build_dir = work_dir / "build"
     seconds = build(x86_64_template(work_dir, template), build_dir, base_dir)
-    compile_bytecode(build_dir)
+    if compiled:
+        compile_bytecode(build_dir)
     return Built(build_dir, local_template(build_dir), seconds)
 
 
