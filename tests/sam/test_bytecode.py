@@ -78,6 +78,19 @@ def test_r30_every_function_loads_its_handler_from_the_bytecode_sam_deploy_uploa
         assert done.returncode == 0, (name, done.stderr[-2000:])
 
 
+UNZIPPED_LIMIT = 262_144_000
+"""Lambda's quota on a function's unzipped code with all its layers (250 MB): a deploy past it is refused."""
+
+
+def test_r30_each_function_with_the_compiled_layer_fits_lambdas_unzipped_limit(sam_build: Built) -> None:
+    def size(path: Path) -> int:
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+    layer = size(sam_build.build_dir / "CoreLayer")
+    for name in functions(sam_build.build_dir):
+        assert layer + size(sam_build.build_dir / name) < UNZIPPED_LIMIT, name
+
+
 def test_r30_bytecode_checked_against_its_sources_timestamp_is_compiled_again(
         deployed: Path, sam_build: Built, base_image: str, tmp_path: Path) -> None:
     """The mutant the check must catch: the resume function compiled with Python's default invalidation
