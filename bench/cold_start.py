@@ -335,7 +335,7 @@ def instruction_ratios(python: Path, handlers: list[str], references: bool) -> N
            all(r <= TARGET for r in got.values()))
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=9, help="handler/baseline pairs per handler (at least 7)")
     ap.add_argument("--python", type=Path, default=RUNTIME_PYTHON, help="the runtime venv's interpreter")
@@ -355,9 +355,18 @@ def main() -> None:
     args = ap.parse_args()
     if args.pairs < 7:
         ap.error("--pairs must be at least 7")
+    if args.instructions and (args.artifact or args.tracing):
+        ap.error("--instructions counts in this machine's runtime venv, with neither --artifact nor --tracing")
+    if not args.bytecode and not args.artifact:
+        ap.error("--no-bytecode is for --artifact (in process, the bytecode cache is filled by a warm-up run)")
     args.python = args.python.absolute()  # runs start in a temporary dir; a venv's python must stay a symlink
     if not args.artifact and not args.python.exists():
         sys.exit(f"{args.python} is missing: run `make venv-runtime` (a venv with only requirements.txt)")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     if args.instructions:
         instruction_ratios(args.python, [h for h in args.handlers.split(",") if h], args.references)
         return
