@@ -82,9 +82,10 @@ def test_deploy_post_deploy_refuses_a_stack_without_the_outputs(
 
 
 class SamOnEmulator:
-    """The SAM CLI with its deploy played by the local stack: `sam build` is recorded; `sam deploy`
-    translates template.yaml and creates (or updates) the stack in moto's CloudFormation, as the
-    change set `sam deploy` executes would, and starts the handlers behind the local front end."""
+    """The SAM CLI with its deploy played by the local stack: `sam build` and the compile step are
+    recorded; `sam deploy` translates template.yaml and creates (or updates) the stack in moto's
+    CloudFormation, as the change set `sam deploy` executes would, and starts the handlers behind the
+    local front end."""
 
     def __init__(self, factory: Callable[..., LocalStack], stack_name: str) -> None:
         self.factory, self.stack_name = factory, stack_name
@@ -106,6 +107,8 @@ def test_deploy_main_on_the_emulator_is_guided_once_and_its_key_passes_smoke(
     sam = SamOnEmulator(local_stack_factory, stack_name)
     assert deploy.main(["--stack-name", stack_name, "--tenant", TENANT], run=sam) == 0
     assert sam.commands == [["sam", "build", "--region", REGION],
+                            ["python3.13", "-m", "compileall", "-q", "-j", "0", "--invalidation-mode",
+                             "unchecked-hash", str(deploy.REPO_ROOT / ".aws-sam" / "build")],
                             ["sam", "deploy", "--stack-name", stack_name, "--guided", "--region", REGION]]
     out = capsys.readouterr().out
     api_url = out.split("API URL: ", 1)[1].split()[0]
