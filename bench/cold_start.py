@@ -28,7 +28,8 @@ bytecode as the container tier builds it), the function's directory read-only at
 the layer at /opt, one fresh container per run with no network; the baseline's boto3 is the
 layer's. The timer runs inside the container, so the container's own start is not counted.
 (The emulator's REPORT line is no help here: its `Init Duration` is under 2 ms for every function,
-since awslambdaric asks for the first event before it imports the handler.)
+since the emulator stops that clock before the runtime starts, and counts the handler's import in
+the first invocation's `Duration`; local/README.md, "Container tier".)
 
 `--instructions` gives the same ratios in instructions executed instead of milliseconds: each
 program runs once under valgrind's callgrind (`valgrind` from Debian's package), which counts every
