@@ -20,6 +20,7 @@ class SlackFake:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.refuse_posts = 0  # answer this many of the next chat.postMessage calls `ratelimited`
         self.messages: dict[str, dict[str, Any]] = {}
         self.posts: list[tuple[str, dict[str, Any]]] = []  # every chat.postMessage: (ts, arguments)
         self._ts = itertools.count(1)
@@ -56,6 +57,9 @@ class SlackFake:
         self.calls.append((method, token, args))
         if not token.startswith("xoxb-"):
             return {"ok": False, "error": "invalid_auth"}
+        if method == "chat.postMessage" and self.refuse_posts > 0:
+            self.refuse_posts -= 1
+            return {"ok": False, "error": "ratelimited"}
         if method == "chat.postMessage":
             ts = f"1700000000.{next(self._ts):06d}"
             self.messages[ts] = args

@@ -126,6 +126,20 @@ def test_slack_posts_options_as_buttons_and_a_signed_click_resumes_once(
     assert [m for m, _, _ in slack_fake.calls].count("chat.update") == 2
 
 
+def test_n4_a_post_slack_refused_is_posted_by_the_engines_retry_and_its_buttons_open(
+        api: Api, stack: Any, slack_fake: SlackFake, options_worker: list[dict[str, Any]]) -> None:
+    """The notifier's first post is refused (`ratelimited`); the retry runs in the engine on its durable
+    timer, whose role may not read the deployment's signing key, and still posts buttons a click
+    opens: they were sealed where the key is, when the delivery was claimed."""
+    slack_fake.refuse_posts = 1
+    sid, iid, ts, message = posted(api, stack, slack_fake)
+    assert [m for m, _, _ in slack_fake.calls] == ["chat.postMessage", "chat.postMessage"]
+    body = click_body(message, ts, 1, user="U0ALICE")
+    ok = click(stack, body, sign(SIGNING, body))
+    assert ok.status_code == 200 and ok.json() == {"ok": True, "interrupt_id": iid, "noop": False}
+    assert api.wait_status(sid, "done")["messages"][2]["content"] == "declined"
+
+
 def updated(slack_fake: SlackFake, ts: str) -> list[dict[str, Any]]:
     """Every `chat.update` of the message posted at `ts`."""
     return [args for m, _, args in list(slack_fake.calls) if m == "chat.update" and args.get("ts") == ts]

@@ -1,6 +1,8 @@
 """The local stack's Lambda runtime serves requests on threads side by side, where Lambda gives an
 execution environment one request at a time. Powertools keeps the request being routed on a class
-attribute, so the runtime makes it per thread: each thread routes and reads only its own request."""
+attribute, so the runtime makes it per thread: each thread routes and reads only its own request.
+Its functions share the process's modules, so the cache of secret values is one per function: a
+value one function read is not served to another, which must read it (and be refused) itself."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import threading
 
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver, BaseRouter
 
-from holdpoint_local.emulators.runtime import isolate_powertools_requests
+from holdpoint.aws import secretrefs
+from holdpoint_local.emulators.credentials import acting_as
+from holdpoint_local.emulators.runtime import isolate_powertools_requests, isolate_secret_caches
 
 
 def test_each_thread_sees_only_the_request_it_routes() -> None:
@@ -48,3 +52,15 @@ def test_a_function_counts_the_records_its_invocations_carried() -> None:
     fn.invoke({"Records": [{"messageId": "m4"}]})
     fn.invoke({"version": "2.0", "rawPath": "/v1/sessions"})  # an HTTP event carries no records
     assert (fn.invocations, fn.records) == (3, 4)
+
+
+def test_a_secret_one_function_read_is_not_in_another_functions_cache() -> None:
+    isolate_secret_caches()
+    with acting_as("NotifierFunction", "arn:aws:iam::123456789012:role/notifier"):
+        secretrefs._CACHE["arn:jwt"] = "the signing key"
+        assert secretrefs._CACHE.get("arn:jwt") == "the signing key"
+    with acting_as("EngineFunction", "arn:aws:iam::123456789012:role/engine"):
+        assert "arn:jwt" not in secretrefs._CACHE and len(secretrefs._CACHE) == 0
+    assert "arn:jwt" not in secretrefs._CACHE  # the operator's own
+    with acting_as("NotifierFunction", "arn:aws:iam::123456789012:role/notifier"):
+        del secretrefs._CACHE["arn:jwt"]

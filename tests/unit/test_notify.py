@@ -49,7 +49,11 @@ class Recording:
         self.got: list[tuple[dict[str, Any], dict[str, Any], dict[str, str]]] = []
         self.fail = fail
 
-    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str]) -> None:
+    def prepare(self, event: dict[str, Any], entry: dict[str, Any], interrupt: Any) -> dict[str, Any]:
+        return {}
+
+    def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str],
+                prepared: dict[str, Any] | None = None) -> None:
         self.got.append((event, entry, links))
         if self.fail > 0:
             self.fail -= 1

@@ -84,6 +84,33 @@ def test_slack_notify_channel_posts_a_raised_interrupt_as_stored(fake: SlackFake
     assert len(fake.calls) == 1
 
 
+class NoKey:
+    """A sealer where the deployment's key may not be read (the engine's role): every seal refused."""
+
+    def seal(self, purpose: str, payload: Any) -> str:
+        raise ValueError("AccessDenied: the signing key")
+
+    def unseal(self, purpose: str, token: str) -> None:
+        return None
+
+
+def test_n4_a_retry_without_the_key_posts_the_buttons_prepared_where_the_key_is(fake: SlackFake) -> None:
+    """`prepare` seals a raise's buttons in the notifier; an attempt in the engine, which may not read
+    the key, posts those values, and seals nothing itself. Values prepared for another raise of the
+    interrupt are not used: that attempt would have to seal, and without the key it fails, to be retried."""
+    ahead = SlackChannel(signing, lambda *_: stored()).prepare(RAISED, ENTRY, stored())
+    assert ahead["generation"] == 0 and len(ahead["buttons"]) == 2
+    SlackChannel(NoKey(), lambda *_: stored()).deliver(RAISED, ENTRY, {}, ahead)
+    [(_, _, args)] = fake.calls
+    assert [b["value"] for b in args["blocks"][-1]["elements"]] == ahead["buttons"]
+    assert signing.unseal("slack-action", ahead["buttons"][1])["n"] == 1
+    with pytest.raises(DeliveryFailed, match="AccessDenied"):
+        SlackChannel(NoKey(), lambda *_: replace(stored(), generation=1)).deliver(RAISED, ENTRY, {}, ahead)
+    assert SlackChannel(signing).prepare({**RAISED, "type": "interrupt.resolved"}, ENTRY, stored()) == {}
+    assert SlackChannel(signing).prepare(RAISED, ENTRY, stored("resolved")) == {}
+    assert SlackChannel(signing).prepare(RAISED, {"slack": {"channel": "#ops"}}, stored()) == {}
+
+
 def test_slack_notify_channel_failures_are_retried(fake: SlackFake, monkeypatch: pytest.MonkeyPatch) -> None:
     boto3.client("secretsmanager").create_secret(Name="holdpoint/tenants/t1/user-token", SecretString="xoxp-user")
     wrong = {"slack": {**ENTRY["slack"], "bot_token": "secretsmanager:holdpoint/tenants/t1/user-token"}}

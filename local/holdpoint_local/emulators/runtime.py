@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -80,6 +80,48 @@ def isolate_powertools_requests() -> None:
         setattr(BaseRouter, name, _per_thread(name))  # instance reads, while the metaclass is the original
     BaseRouter.__holdpoint_per_thread__ = True  # type: ignore[attr-defined]
     BaseRouter.__class__ = per_thread  # type: ignore[method-assign]  # class-level writes (`BaseRouter.current_event = ...`) go per thread
+
+class PerFunctionCache(MutableMapping[str, str]):
+    """A container's cache of secret values (`holdpoint.aws.secretrefs`), one per function. On Lambda
+    each execution environment holds only what its own role has read; here every function shares
+    the process's modules, so without this a value one function read (the notifier, the signing key)
+    would be served to another whose role may not read it (the engine), and IAM would never see
+    the call it refuses on AWS. Outside any function (the operator) the key is ""."""
+
+    def __init__(self) -> None:
+        self._by_function: dict[str, dict[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def _mine(self) -> dict[str, str]:
+        from .credentials import current
+
+        acting = current()
+        with self._lock:
+            return self._by_function.setdefault(acting.function if acting else "", {})
+
+    def __getitem__(self, key: str) -> str:
+        return self._mine()[key]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self._mine()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._mine()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._mine()))
+
+    def __len__(self) -> int:
+        return len(self._mine())
+
+
+def isolate_secret_caches() -> None:
+    """Each function reads its own secrets, as its own execution environment would (`PerFunctionCache`)."""
+    from holdpoint.aws import secretrefs
+
+    if not isinstance(secretrefs._CACHE, PerFunctionCache):
+        secretrefs._CACHE = PerFunctionCache()
+
 
 _module_counter = itertools.count(1)
 _import_lock = threading.Lock()
@@ -163,6 +205,7 @@ class LocalFunction:
         if handler is None and code_dir is None:
             raise ValueError(f"{name}: need a code_dir or a handler")
         isolate_powertools_requests()
+        isolate_secret_caches()
         self.name = name
         self.code_dir = code_dir
         self.handler_path = handler_path

@@ -22,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import MutableMapping
 
 from holdpoint.aws import clients
 from holdpoint.aws.errors import SecretRefError
@@ -38,7 +39,7 @@ _SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
 _SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):([0-9]{12}):secret:(.+)$")
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
 
-_CACHE: dict[str, str] = {}
+_CACHE: MutableMapping[str, str] = {}
 """Resolved values, one Secrets Manager read per reference per container (checked before every use)."""
 
 

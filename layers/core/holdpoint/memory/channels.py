@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable
 
 from holdpoint.core.jsontypes import JsonObject
+from holdpoint.core.state import Interrupt
 from holdpoint.ports import DeliveryFailed
 
 
@@ -21,7 +22,12 @@ class MemoryChannel:
         self.delivered: list[tuple[JsonObject, JsonObject, dict[str, str]]] = []
         self._lock = threading.Lock()
 
-    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str]) -> None:
+    def prepare(self, event: JsonObject, entry: JsonObject, interrupt: Interrupt | None) -> JsonObject:
+        """Nothing to make ahead: a webhook's receiver gets the notification as it is."""
+        return {}
+
+    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str],
+                prepared: JsonObject | None = None) -> None:
         if entry in self.failing:
             raise DeliveryFailed("the entry's receiver refused the notification (marked to fail)")
         kept: JsonObject = json.loads(json.dumps(event, separators=(",", ":")))

@@ -129,6 +129,15 @@ GONE = ("message_not_found", "channel_not_found", "cant_update_message")
 """Slack's answers to an update of a message that is no longer there to update: nothing to retry."""
 
 
+def sealed_for(prepared: JsonObject, interrupt: Interrupt) -> list[str] | None:
+    """The button values `prepare` sealed, when sealed for this raise of the interrupt."""
+    buttons = prepared.get("buttons")
+    if prepared.get("generation") != interrupt.generation or not isinstance(buttons, list):
+        return None
+    values = [b for b in buttons if isinstance(b, str)]
+    return values if len(values) == len(buttons) else None
+
+
 def message_key(interrupt_id: str, generation: int, config: SlackConfig) -> str:
     """Where the message posted for one raise of an interrupt to one Slack declaration is kept."""
     digest = hashlib.sha256(json.dumps(config.model_dump(exclude_none=True), sort_keys=True,
@@ -149,7 +158,23 @@ class SlackChannel:
         self.messages = messages
         self.clock = clock
 
-    def deliver(self, event: Mapping[str, object], entry: Mapping[str, object], links: dict[str, str]) -> None:
+    def prepare(self, event: JsonObject, entry: JsonObject, interrupt: Interrupt | None) -> JsonObject:
+        """A raise's buttons, sealed here, where the deployment's key is (the notifier, as it claims
+        the delivery): a retried post runs in the engine, whose role may not read the key. Kept with
+        the raise (`generation`) they were sealed for."""
+        if event.get("type") != "interrupt.raised" or interrupt is None or interrupt.status != "open":
+            return {}
+        try:
+            config = SlackNotify.model_validate({"slack": entry.get("slack")}).slack
+        except ValueError:
+            return {}  # the attempt refuses the entry, with its own error
+        tenant, session_id = str(event["tenant"]), str(event["session_id"])
+        sealed: list[JsonValue] = [self._seal(i, tenant, session_id, interrupt, config)
+                                   for i, _ in enumerate(options_of(interrupt.payload))]
+        return {"generation": interrupt.generation, "buttons": sealed}
+
+    def deliver(self, event: Mapping[str, object], entry: Mapping[str, object], links: dict[str, str],
+                prepared: JsonObject | None = None) -> None:
         """Post a raised interrupt that is still open (a notification carries only a summary of
         the payload, so the interrupt is read as stored) and keep the message; update the kept
         message once the interrupt closes; other events send nothing. Anything that keeps the
@@ -160,13 +185,14 @@ class SlackChannel:
         try:
             config = SlackNotify.model_validate({"slack": entry.get("slack")}).slack
             if kind == "interrupt.raised":
-                self._raised(event, config, links)
+                self._raised(event, config, links, prepared or {})
             else:
                 self._closed(event, config)
         except FAILURES as exc:
             raise DeliveryFailed(f"slack: {str(exc)[:300]}") from exc
 
-    def _raised(self, event: Mapping[str, object], config: SlackConfig, links: dict[str, str]) -> None:
+    def _raised(self, event: Mapping[str, object], config: SlackConfig, links: dict[str, str],
+                prepared: JsonObject) -> None:
         """Post once per raise: a retried attempt whose message was kept posts nothing again."""
         assert self.read_interrupt is not None
         tenant, session_id = str(event["tenant"]), str(event["session_id"])
@@ -176,7 +202,7 @@ class SlackChannel:
         key = message_key(found.interrupt_id, found.generation, config)
         if self.messages is not None and self.messages.posted(tenant, session_id, key) is not None:
             return
-        sent = self.post(tenant, session_id, found, config, links)
+        sent = self.post(tenant, session_id, found, config, links, sealed_for(prepared, found))
         if self.messages is None:
             return
         self.messages.keep_posted(tenant, session_id, key, sent)
@@ -229,23 +255,25 @@ class SlackChannel:
             logger.warning("slack message %s is gone; not updated", ref.ts)
 
     def post(self, tenant: str, session_id: str, interrupt: Interrupt, config: SlackConfig,
-             links: Mapping[str, str] | None = None) -> Posted:
-        """Post `interrupt` to the declared channel; where Slack put the message."""
+             links: Mapping[str, str] | None = None, sealed: list[str] | None = None) -> Posted:
+        """Post `interrupt` to the declared channel, its buttons' values `sealed` ahead (`prepare`)
+        or sealed now; where Slack put the message."""
         token = secretrefs.resolve(config.bot_token, tenant, "slack.bot_token") or ""
         text = message_of(interrupt.view())
-        buttons = [self._button(i, option, tenant, session_id, interrupt, config)
-                   for i, option in enumerate(options_of(interrupt.payload))]
+        options = options_of(interrupt.payload)
+        values = sealed if sealed is not None and len(sealed) == len(options) else [
+            self._seal(i, tenant, session_id, interrupt, config) for i in range(len(options))]
+        buttons = [button(f"{ACTION_PREFIX}{i}", str(option["label"]), values[i]) for i, option in enumerate(options)]
         blocks = question_blocks(text, f"{interrupt.reason} · session {session_id}", links, buttons)
         sent = self.client(token).chat_postMessage(channel=config.channel, text=text, blocks=blocks)
         return Posted(str(sent["channel"]), str(sent["ts"]))
 
-    def _button(self, index: int, option: Mapping[str, object], tenant: str, session_id: str,
-                interrupt: Interrupt, config: SlackConfig) -> JsonObject:
-        """One option's button, sealed to this raise (`g`) until it can no longer be answered (`x`)."""
-        sealed = self.sealer.seal(SEAL_PURPOSE, {
+    def _seal(self, index: int, tenant: str, session_id: str, interrupt: Interrupt, config: SlackConfig) -> str:
+        """Option `index`'s button value, sealed to this raise (`g`) until it can no longer be
+        answered (`x`); options_of's labels are text."""
+        return self.sealer.seal(SEAL_PURPOSE, {
             "t": tenant, "s": session_id, "i": interrupt.interrupt_id, "g": interrupt.generation,
             "x": int(answerable_until(interrupt)), "n": index, "e": config.model_dump(exclude_none=True)})
-        return button(f"{ACTION_PREFIX}{index}", str(option["label"]), sealed)  # options_of: labels are text
 
     # -- a click --------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Callable
 
 from holdpoint.core.jsontypes import JsonObject
+from holdpoint.core.state import Interrupt
 from holdpoint.outbound.workers import post_signed
 from holdpoint.ports import DeliveryFailed, WorkerUnavailable
 
@@ -34,7 +35,12 @@ class WebhookChannel:
     """`NotifyChannel` for `{url, secret?, events?, approver?}` entries; the secret reference is
     resolved with the event's tenant (the tenant's own secrets only)."""
 
-    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str]) -> None:
+    def prepare(self, event: JsonObject, entry: JsonObject, interrupt: Interrupt | None) -> JsonObject:
+        """Nothing: the links the notifier minted are in the notification already."""
+        return {}
+
+    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str],
+                prepared: JsonObject | None = None) -> None:
         """A worker may replace the config in force, so the entry is re-checked here, not trusted."""
         url, secret = entry.get("url"), entry.get("secret") or None  # an empty reference is none
         if not isinstance(url, str) or not (secret is None or isinstance(secret, str)):
@@ -59,7 +65,12 @@ class A2aPushChannel:
     def __init__(self, target: PushTarget) -> None:
         self.target = target
 
-    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str]) -> None:
+    def prepare(self, event: JsonObject, entry: JsonObject, interrupt: Interrupt | None) -> JsonObject:
+        """Nothing: the task is read when the attempt runs."""
+        return {}
+
+    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str],
+                prepared: JsonObject | None = None) -> None:
         found = self.target(event, entry)
         if found is None:
             return

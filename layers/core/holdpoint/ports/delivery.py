@@ -4,11 +4,12 @@ A2A push configs, the event bus and sealed action payloads."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, TypedDict
+from typing import NotRequired, Protocol, TypedDict
 
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.push import PushRecord
 from holdpoint.core.retry import PolicyFields
+from holdpoint.core.state import Interrupt
 
 
 class Sealer(Protocol):
@@ -29,9 +30,17 @@ class EventPublisher(Protocol):
 class NotifyChannel(Protocol):
     """One kind of `notify` entry (a webhook, Slack): hand one notification (`core.notify`'s, as
     published) to one declared entry (as its delivery record keeps it, re-checked by the channel),
-    with the one-click links minted for it; raise `DeliveryFailed` to have it retried."""
+    with the one-click links minted for it; raise `DeliveryFailed` to have it retried.
 
-    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str]) -> None: ...
+    `prepare` runs once, in the notifier, as the delivery is claimed, and its answer is kept in the
+    delivery record and handed to every attempt (`prepared`): what an attempt needs that only the
+    notifier may make, such as values sealed under the deployment's key. A retry runs in the engine,
+    whose role may not read that key."""
+
+    def prepare(self, event: JsonObject, entry: JsonObject, interrupt: Interrupt | None) -> JsonObject: ...
+
+    def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str],
+                prepared: JsonObject | None = None) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +64,7 @@ class DeliveryRecord(TypedDict):
     entry: JsonObject
     event: JsonObject
     policy: PolicyFields
+    prepared: NotRequired[JsonObject]  # the channel's `prepare`, when it made anything
 
 
 class DeadLetter(DeliveryRecord):

@@ -105,7 +105,8 @@ class Notifier:
         return notify.notification(h.tenant, h.session_id, h.agent_id, event, minted)
 
     def _start(self, state: SessionState, event: JsonObject, entry: dict[str, Any], index: int) -> None:
-        """Claim the (event, entry) delivery once, then make its first attempt."""
+        """Claim the (event, entry) delivery once, with what its channel prepares here (`prepare`:
+        only the notifier may seal), then make its first attempt."""
         channel = notify.channel_of(entry)
         if channel is None or channel not in self.channels:
             log.warning("no notify channel %s is installed; entry %d skipped", channel, index)
@@ -117,6 +118,9 @@ class Notifier:
         key = f"{body['event_id']}#{index}"
         record: DeliveryRecord = {"key": key, "tenant": h.tenant, "session_id": h.session_id, "channel": channel,
                                   "entry": entry, "event": body, "policy": retry.policy(h.agent, "webhook").fields()}
+        prepared = self.channels[channel].prepare(body, entry, state.interrupts.get(str(body.get("interrupt_id"))))
+        if prepared:
+            record["prepared"] = prepared
         if self.deliveries.claim(h.tenant, h.session_id, key, record):
             self._attempt(record, 1)
         else:
@@ -149,7 +153,7 @@ class Notifier:
         try:
             if channel is None:
                 raise DeliveryFailed(f"no notify channel {record['channel']} is installed")
-            channel.deliver(record["event"], record["entry"], _links(record["event"]))
+            channel.deliver(record["event"], record["entry"], _links(record["event"]), record.get("prepared"))
         except DeliveryFailed as exc:
             self._failed(record, attempt, str(exc)[:ERROR_CHARS])
             return
