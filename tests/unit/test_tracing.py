@@ -122,6 +122,21 @@ def test_item7_powertools_tracer_sends_the_handlers_subsegment_and_the_hop_nests
     assert (hop_doc["trace_id"], hop_doc["parent_id"]) == (ROOT_ID, sub["id"])
 
 
+def test_item7_a_handler_that_raises_under_the_tracer_raises_its_own_error_and_sends_a_fault(
+        daemon: socket.socket, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Powertools keeps the exception object itself in the subsegment's metadata; the segment is still
+    sent (the object as text), and the handler's own error, not the sender's, reaches the runtime."""
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", f"Root={ROOT_ID};Parent=3333333333333333;Sampled=1")
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        tracing.capture(handler)({}, None)
+    sub = received(daemon)
+    assert sub["fault"] is True and "boom" in json.dumps(sub["metadata"])
+
+
 def test_item7_kicks_and_wakes_carry_the_hop_as_their_aws_trace_header(aws: dict[str, str],
                                                                         daemon: socket.socket) -> None:
     import boto3

@@ -100,12 +100,13 @@ def daemon_address() -> tuple[str, int]:
 
 
 def emit(document: dict[str, Any]) -> None:
-    """One segment document to the daemon; a lost one never fails the work it describes."""
+    """One segment document to the daemon; a lost one never fails the work it describes. What JSON
+    cannot hold goes as its text: Powertools keeps a raised exception itself in the metadata."""
     if not _SOCKET:
         _SOCKET.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
     try:
-        _SOCKET[0].sendto(f"{PROTOCOL_HEADER}\n{json.dumps(document)}".encode(), daemon_address())
-    except (OSError, ValueError):
+        _SOCKET[0].sendto(f"{PROTOCOL_HEADER}\n{json.dumps(document, default=str)}".encode(), daemon_address())
+    except (OSError, ValueError, TypeError):
         return
 
 
