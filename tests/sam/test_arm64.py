@@ -5,12 +5,14 @@ x86_64 (holdpoint_local.emulators.samlocal.ARCHITECTURE)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from holdpoint_local.emulators.samlocal import Built
+from holdpoint_local.provision import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(2400)  # the first test builds the base images (arm64 under qemu: minutes)
 
@@ -35,6 +37,25 @@ def test_the_layer_holds_the_arm64_wheels(arm64_build: Built) -> None:
         if "Root-Is-Purelib: false" in text:
             tags = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Tag:")]
             assert tags and all(t.startswith("cp313-") and t.endswith("aarch64") for t in tags), (wheel, tags)
+
+
+def normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pins(requirements: Path) -> set[tuple[str, str]]:
+    """(name, version) of each `name==version` line."""
+    found = (re.match(r"^([A-Za-z0-9_.-]+)==(\S+)$", line.strip()) for line in requirements.read_text().splitlines())
+    return {(normalized(m[1]), m[2]) for m in found if m}
+
+
+def test_r30_the_layer_holds_exactly_the_pinned_versions_the_tests_run(arm64_build: Built) -> None:
+    """Every package `sam build` put in the layer is pinned, at the version pinned, in the layer's
+    requirements.txt, which pins what requirements.txt (the venvs the tests run in) pins."""
+    layer = arm64_build.build_dir / "CoreLayer" / "python"
+    shipped = {(normalized(d.name.removesuffix(".dist-info").rsplit("-", 1)[0]), d.name.removesuffix(".dist-info")
+                .rsplit("-", 1)[1]) for d in layer.glob("*.dist-info")}
+    assert shipped == pins(REPO_ROOT / "layers" / "core" / "requirements.txt") == pins(REPO_ROOT / "requirements.txt")
 
 
 def test_the_arm64_wheels_import_in_the_arm64_image(arm64_image: str, arm64_build: Built) -> None:
