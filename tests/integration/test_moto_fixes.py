@@ -468,6 +468,23 @@ def test_cfn_creates_a_schedule_group_a_schedule_can_go_in(aws: dict[str, str]) 
     assert scheduler.get_schedule(Name="n", GroupName="fx-timers")["GroupName"] == "fx-timers"
 
 
+def test_sfn_a_task_token_takes_one_answer(aws: dict[str, str]) -> None:
+    """Fix 27: a second answer to a token whose task has its answer is refused (TaskTimedOut), also
+    before the execution's thread has read the first; stock moto took both while the execution ran."""
+    from moto.stepfunctions.parser.asl.eval.callback.callback import (
+        CallbackNotifyConsumerError,
+        CallbackOutcomeSuccess,
+        CallbackPoolManager,
+    )
+
+    pool = CallbackPoolManager(activity_store={})
+    pool.add("token-1")
+    assert pool.notify("token-1", CallbackOutcomeSuccess(callback_id="token-1", output="{}")) is True
+    with pytest.raises(CallbackNotifyConsumerError):
+        pool.notify("token-1", CallbackOutcomeSuccess(callback_id="token-1", output="{}"))
+    assert pool.notify("token-2", CallbackOutcomeSuccess(callback_id="token-2", output="{}")) is False  # unknown
+
+
 def test_local_control_caps_open_executions_at_the_configured_number(aws: dict[str, str], monkeypatch: Any) -> None:
     """Not a fix: the local-only cap (CAP_KEY) stands in for Step Functions' open-execution ceiling."""
     from botocore.exceptions import ClientError

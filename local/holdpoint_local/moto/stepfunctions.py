@@ -1,9 +1,11 @@
-"""A local-only control on moto 5.2.5's Step Functions, not a fix: a cap on open executions
-(`CAP_KEY`, off unless set), standing in for the account-region's ceiling so tests can reach it."""
+"""Fix 27 to moto 5.2.5's Step Functions, a task token answered once, and a local-only control that
+is not a fix: a cap on open executions (`CAP_KEY`, off unless set), standing in for the
+account-region's ceiling so tests can reach it."""
 
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 CAP_KEY = "open_executions_cap"
@@ -48,6 +50,34 @@ def _running(execution: Any) -> bool:
     return str(getattr(status, "value", status)) == "RUNNING"
 
 
+def _answer_a_token_once() -> None:
+    """Fix 27: a task token takes one answer. moto kept a callback open until the execution's own
+    thread had read its outcome, so a second SendTaskSuccess (or SendTaskFailure) that came in
+    before then was answered 200 too, where Step Functions refuses a token whose task has its answer.
+    The second is now refused TaskTimedOut, the answer moto gives a token whose wait has ended;
+    the check and the answer are one step, so two answers at once cannot both be taken."""
+    from moto.stepfunctions.parser.asl.eval.callback.callback import (
+        CallbackConsumerTimeout,
+        CallbackNotifyConsumerError,
+        CallbackOutcome,
+        CallbackPoolManager,
+    )
+
+    original = CallbackPoolManager.notify
+    lock = threading.Lock()
+
+    @functools.wraps(original)
+    def notify(self: CallbackPoolManager, callback_id: str, outcome: CallbackOutcome) -> bool:
+        with lock:
+            endpoint = self.get(callback_id)
+            if endpoint is not None and endpoint.consumer_error is None and endpoint.get_outcome() is not None:
+                raise CallbackNotifyConsumerError(callback_consumer_error=CallbackConsumerTimeout())
+            return bool(original(self, callback_id, outcome))
+
+    CallbackPoolManager.notify = notify  # type: ignore[method-assign]
+
+
 def apply() -> None:
-    """Install the cap (`holdpoint_local.moto.apply` calls this once)."""
+    """Install fix 27 and the cap (`holdpoint_local.moto.apply` calls this once)."""
+    _answer_a_token_once()
     _cap_open_executions()
