@@ -43,17 +43,27 @@ HOOK = {"url": "https://hooks.example.com/h", "events": ["interrupt.raised", "in
 
 
 class Recording:
-    """A NotifyChannel that records each delivery and fails the first `fail` of them."""
+    """A NotifyChannel that records each delivery and fails the first `fail` of them; with `ahead`,
+    it prepares that (refused as AWS throttling for the first `refuse_prepare` claims) and records
+    what each attempt was handed."""
 
-    def __init__(self, fail: int = 0) -> None:
+    def __init__(self, fail: int = 0, ahead: dict[str, Any] | None = None, refuse_prepare: int = 0) -> None:
         self.got: list[tuple[dict[str, Any], dict[str, Any], dict[str, str]]] = []
         self.fail = fail
+        self.ahead, self.refuse_prepare = ahead or {}, refuse_prepare
+        self.prepares = 0
+        self.handed: list[dict[str, Any] | None] = []
 
     def prepare(self, event: dict[str, Any], entry: dict[str, Any], interrupt: Any) -> dict[str, Any]:
-        return {}
+        self.prepares += 1
+        if self.refuse_prepare > 0:
+            self.refuse_prepare -= 1
+            raise ThrottledCall({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "GetSecretValue")
+        return self.ahead
 
     def deliver(self, event: dict[str, Any], entry: dict[str, Any], links: dict[str, str],
                 prepared: dict[str, Any] | None = None) -> None:
+        self.handed.append(prepared)
         self.got.append((event, entry, links))
         if self.fail > 0:
             self.fail -= 1
@@ -474,6 +484,25 @@ def test_n4_a_refused_timer_after_a_failed_attempt_is_set_by_the_redelivered_rec
     [timer] = Timers().pending()
     n.retry(work_message(timer.message))
     assert len(channel.got) == 2
+    key = timer.message["key"]
+    assert DeliveryLog().read("t1", h.session_id or "", key).status == "delivered"  # type: ignore[union-attr]
+
+
+def test_n4_what_the_channel_prepares_is_made_once_and_handed_to_every_attempt(
+        aws: dict[str, str], bus: str) -> None:
+    """`prepare` (the notifier seals there) refused by AWS claims nothing: the stream hands the record
+    back. The redelivery prepares and claims it; the first attempt and the retry on its timer (run by
+    the engine, which could not prepare) are both handed what was prepared, from the record."""
+    h = parked(aws)
+    channel = Recording(fail=1, ahead={"buttons": ["sealed-0"], "generation": 0}, refuse_prepare=1)
+    n = notifier(h, channel)
+    with pytest.raises(ThrottledCall):
+        raised(h, n)
+    assert channel.got == [] and Timers().pending() == []
+    raised(h, n)  # the stream's retry of the record
+    [timer] = Timers().pending()
+    n.retry(work_message(timer.message))
+    assert channel.prepares == 2 and channel.handed == [channel.ahead, channel.ahead]
     key = timer.message["key"]
     assert DeliveryLog().read("t1", h.session_id or "", key).status == "delivered"  # type: ignore[union-attr]
 
