@@ -14,7 +14,7 @@ LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)
 
 .PHONY: venv system-packages test test-unit serve demo smoke deploy lint sam-check clean
 
-venv: $(STAMP)
+venv: $(STAMP) $(VENV)/bin/holdpoint
 
 # The stamp depends on the pinned files, so editing a pin reinstalls; otherwise `make venv` is a no-op.
 $(STAMP): requirements.txt requirements-dev.txt
@@ -23,6 +23,13 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
+
+# The `holdpoint` command in the venv (`.venv/bin/holdpoint`, on PATH once the venv is activated): this
+# checkout's client, without installing the package (which would leave build files in the layer's folder).
+$(VENV)/bin/holdpoint: Makefile | $(STAMP)
+	printf '#!/bin/sh\n# the holdpoint command of this checkout (make venv)\nPYTHONPATH="%s$${PYTHONPATH:+:$$PYTHONPATH}" exec "%s" -m holdpoint.cli "$$@"\n' \
+		"$(CURDIR)/layers/core" "$(CURDIR)/$(PY)" > $@
+	chmod +x $@
 
 # Debian's chromium and node/npm for the page and AG-UI tests: installed with apt-get when missing,
 # or one line naming them when this machine cannot install (not root, no apt-get).

@@ -28,7 +28,8 @@ def decide(trigger: dict[str, Any], proposed: dict[str, Any] | None,
             c.get("kind") == "tool_call" and c.get("name") == "send_email" for c in calls):
         return proposed or {"actions": []}
     if trigger["type"] == "interrupt.resumed":
-        if (trigger.get("payload") or {}).get("approved"):
+        answer = trigger.get("payload")
+        if isinstance(answer, dict) and answer.get("approved") is True:
             return {"actions": [{"type": "tool.result", "result": "sent"}]}
         return {"actions": [{"type": "tool.error", "error": "declined"}]}
     return proposed

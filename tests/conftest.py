@@ -78,7 +78,8 @@ def make_resources() -> dict[str, str]:
     ddb.create_table(
         TableName="holdpoint", BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
-                              for a in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK")],
+                              for a in ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK",
+                                        "GSI4PK", "GSI4SK")],
         KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
         GlobalSecondaryIndexes=[
             {"IndexName": "Inbox", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
@@ -88,7 +89,11 @@ def make_resources() -> dict[str, str]:
              "Projection": {"ProjectionType": "INCLUDE",
                             "NonKeyAttributes": ["agent_id", "status", "owner", "sub_agent"]}},
             {"IndexName": "History", "Projection": HISTORY, "KeySchema": [
-                {"AttributeName": "GSI3PK", "KeyType": "HASH"}, {"AttributeName": "GSI3SK", "KeyType": "RANGE"}]}])
+                {"AttributeName": "GSI3PK", "KeyType": "HASH"}, {"AttributeName": "GSI3SK", "KeyType": "RANGE"}]},
+            {"IndexName": "Attention", "KeySchema": [
+                {"AttributeName": "GSI4PK", "KeyType": "HASH"}, {"AttributeName": "GSI4SK", "KeyType": "RANGE"}],
+             "Projection": {"ProjectionType": "INCLUDE",
+                            "NonKeyAttributes": ["agent_id", "status", "owner", "sub_agent", "attention", "GSI2SK"]}}])
     sqs = boto3.client("sqs")
     queue = sqs.create_queue(QueueName="work.fifo", Attributes={"FifoQueue": "true",
                                                                 "ContentBasedDeduplication": "true"})["QueueUrl"]

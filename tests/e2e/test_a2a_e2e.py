@@ -112,7 +112,7 @@ def test_a2a_cancel_declines_the_interrupt(stack: Any, public: Api, worker: tupl
     # branch wakes (Step Functions, then the wake queue), which may be after the answer
     wait_for(lambda: resumed_triggers(worker[1], parked.context_id), "the worker's interrupt.resumed")
     [trigger] = resumed_triggers(worker[1], parked.context_id)
-    assert trigger["payload"] == {"status": "cancelled"}
+    assert (trigger["payload"], trigger["verdict"], trigger["channel"]) == (None, "cancelled", "a2a")
 
 
 def test_a2a_answer_without_a_data_part_is_invalid_params_naming_the_field(stack: Any, public: Api) -> None:

@@ -40,20 +40,11 @@ def agui_client() -> Path:
     return AGUI / "roundtrip.mjs"
 
 
-class AgUiSeed(seed_worker.WorkerHandler):
-    """The seed, reading an AG-UI answer's inner `payload`: a `resume[]` entry reaches the worker as
-    `{status, payload}` (PROTOCOL.md §7)."""
-
-    def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
-        payload = trigger.get("payload")
-        if trigger["type"] == "interrupt.resumed" and isinstance(payload, dict) and "status" in payload:
-            trigger = {**trigger, "payload": payload.get("payload")}
-        return super().answer(trigger, proposed)
-
-
 @pytest.fixture
 def agui_worker(api: Api) -> Iterator[list[dict[str, Any]]]:
-    handler = type("Handler", (AgUiSeed,), {"secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"], "seen": []})
+    """The shipped seed worker, as it is: an AG-UI answer reaches it as any other does."""
+    handler = type("Handler", (seed_worker.WorkerHandler,), {"secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"],
+                                                              "seen": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     import threading
 
@@ -87,7 +78,8 @@ def test_agui_round_trip_with_the_ag_ui_client_library(stack: Any, api: Api, agu
     sid = report["threadId"]
     resumed = [r for r in agui_worker if r["session_id"] == sid and r["trigger"]["type"] == "interrupt.resumed"]
     assert len(resumed) == 1, "the replayed resume reached the worker again"
-    assert resumed[0]["trigger"]["payload"] == {"status": "resolved", "payload": {"approved": True}}
+    trigger = resumed[0]["trigger"]  # the answer as given, as on every channel (PROTOCOL.md §2.3.1)
+    assert (trigger["payload"], trigger["verdict"], trigger["channel"]) == ({"approved": True}, "approved", "agui")
     view = api.view(sid)
     assert view["status"] == "done" and view["agent_id"] == "assistant"
     assert [m["id"] for m in view["messages"]] == [m["id"] for m in report["messages"]]

@@ -57,17 +57,16 @@ def test_a2_a6_a_policy_and_a_quorum_over_http(api: Api, stack: Any, worker: tup
     # A second answer by Ann is a no-op.
     again = ann.resume(sid, iid, {"approved": False}).json()
     assert again["noop"] is True and again["answered"]["status"] == "approved" and again["approvals"] == 1
-    # Bob's completes the quorum: the branch wakes once, with the AG-UI shape and every answer.
+    # Bob's completes the quorum: the branch wakes once, with his answer and, beside it, every answer.
     done = bob.resume(sid, iid, {"approved": True})
     assert done.status_code == 200 and done.json() == {"ok": True, "interrupt_id": iid, "noop": False}
     view = api.wait_status(sid, "done")
     wait_execution(stack, sid, iid, "SUCCEEDED")
     assert view["messages"][2]["content"] == "sent"
     [resumed] = resumed_triggers(worker[1], sid)
-    payload = resumed["payload"]
-    assert payload["status"] == "resolved" and payload["approved"] is True
-    assert payload["responder"] == {"subject": "bob", "origin": "operator"}
-    assert [(a["subject"], a["comment"]) for a in payload["approvals"]] == [("ann", "checked the recipient"),
+    assert resumed["payload"] == {"approved": True} and resumed["verdict"] == "approved"
+    assert resumed["responder"] == {"subject": "bob", "origin": "operator"}
+    assert [(a["subject"], a["comment"]) for a in resumed["approvals"]] == [("ann", "checked the recipient"),
                                                                             ("bob", None)]
     assert len([e for e in api.events(sid) if e["type"] == "session.interrupt_resumed"]) == 1
 
@@ -92,8 +91,8 @@ def test_a2_the_first_denial_resolves_as_denied_over_http(api: Api, stack: Any,
     view = api.wait_status(sid, "done")
     assert view["messages"][-1]["content"] == "I did not send it."
     [resumed] = resumed_triggers(worker[1], sid)
-    assert resumed["payload"]["status"] == "cancelled" and resumed["payload"]["approved"] is False
-    assert [a["status"] for a in resumed["payload"]["approvals"]] == ["approved", "denied"]
+    assert resumed["payload"] == {"approved": False} and resumed["verdict"] == "denied"
+    assert [a["status"] for a in resumed["approvals"]] == ["approved", "denied"]
 
 
 def test_a2_bad_policies_are_refused_at_declaration_over_http(api: Api, stack: Any,
@@ -119,8 +118,9 @@ def test_a2_bad_policies_are_refused_at_declaration_over_http(api: Api, stack: A
     raised = api.ok("POST", f"/v1/sessions/{sid}/interrupts",
                     {"reason": "review", "interrupt_id": "int-narrow", "approval": {"subjects": ["bob"]}})
     assert raised["interrupt"]["policy"] == {"subjects": ["bob"]}
-    refusal(approver(stack, "ann").resume(sid, "int-narrow", True), 403, code="not_an_approver")
-    assert approver(stack, "bob").resume(sid, "int-narrow", True).json()["noop"] is False
+    refusal(approver(stack, "ann").resume(sid, "int-narrow", {"approved": True}), 403, code="not_an_approver")
+    refusal(approver(stack, "bob").resume(sid, "int-narrow", True), 400, code="invalid_resume", param="payload")
+    assert approver(stack, "bob").resume(sid, "int-narrow", {"approved": True}).json()["noop"] is False
 
 
 def test_a2_ten_concurrent_approvers_on_a_quorum_of_two(api: Api, stack: Any,
@@ -145,7 +145,7 @@ def test_a2_ten_concurrent_approvers_on_a_quorum_of_two(api: Api, stack: Any,
     recorded = stored_answers(stack, sid, iid)
     assert len(recorded) == 2 and len({a["subject"] for a in recorded}) == 2
     [resumed] = resumed_triggers(worker[1], sid)
-    assert [a["subject"] for a in resumed["payload"]["approvals"]] == [a["subject"] for a in recorded]
+    assert [a["subject"] for a in resumed["approvals"]] == [a["subject"] for a in recorded]
     assert len([e for e in api.events(sid) if e["type"] == "session.interrupt_resumed"]) == 1
 
 

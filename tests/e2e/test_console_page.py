@@ -203,10 +203,10 @@ def test_console_countdown_reaches_expiry(console: Open, api: Api, stack: Any) -
     page = console()
     item = card(page, iid)
     countdown = item.locator(".countdown")
-    expect(countdown).to_have_text(re.compile(r"^expires in \d+s \(.+\)$"), timeout=WAIT_MS)
+    expect(countdown).to_have_text(re.compile(r"^cancels at .+ \(in \d+s\)$"), timeout=WAIT_MS)  # the expiry's outcome
     expect(item.locator("button.approve")).to_be_enabled()
     shot(page, "countdown-running")
-    expect(countdown).to_have_text(re.compile(r"^expired \(.+\)$"), timeout=WAIT_MS)
+    expect(countdown).to_have_text(re.compile(r"^expired \(.+\): cancels$"), timeout=WAIT_MS)
     expect(item).to_have_attribute("data-state", "expired")
     expect(item.locator("button.approve")).to_be_disabled()
     expect(item.locator("button.deny")).to_be_disabled()

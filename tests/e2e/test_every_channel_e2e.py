@@ -46,10 +46,7 @@ def everywhere(api: Api, stack: Any, receiver: Receiver) -> Iterator[list[dict[s
     Slack user U0ALICE is the subject alice). Yields the requests the worker saw."""
 
     def answer(self: Any, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
-        payload = trigger.get("payload")
-        if trigger["type"] == "interrupt.resumed" and isinstance(payload, dict) and "status" in payload:
-            trigger = {**trigger, "payload": payload.get("payload") or {}}  # the option a click chose
-        out = seed_worker.decide(trigger, proposed)
+        out = seed_worker.decide(trigger, proposed)  # an option's value reaches it as any answer does
         for action in (out or {}).get("actions", []):
             if action["type"] == "interrupt":
                 action["payload"]["metadata"] = {"options": OPTIONS}

@@ -41,6 +41,7 @@ def test_a5_expiry_resolves_with_the_declared_outcome_over_http(api: Api, stack:
     [resumed] = resumed_triggers(seen, sid)
     assert resumed["payload"] == {"status": "resolved", "reason": "expired", "on_expiry": "approve",
                                   "approved": True}
+    assert (resumed["verdict"], resumed["channel"], resumed["expired"]) == ("approved", "expiry", True)
     [expired] = events_of(api, sid, "interrupt.expired")
     assert expired["data"]["outcome"] == "approve"
     listed = api.ok("GET", "/v1/interrupts?status=expired")["interrupts"]

@@ -160,7 +160,7 @@ def test_inbox_page_shows_a_hostile_message_as_text_and_answers_with_an_option(
     resumed = api.wait(sid, lambda v: not v["interrupts"])
     assert resumed["status"] in ("idle", "done", "running")
     row = history_row(page, iid)
-    expect(row.locator("td.answer-cell")).to_have_text("ship", timeout=WAIT_MS)
+    expect(row.locator("td.answer-cell")).to_have_text("<b>Ship</b>", timeout=WAIT_MS)  # the option's label, as text
 
 
 def test_inbox_page_is_served_without_credentials_under_a_strict_csp(stack: Any) -> None:

@@ -42,13 +42,10 @@ def slack_stack(local_stack_factory: Callable[..., Any], slack_fake: SlackFake) 
 
 @pytest.fixture
 def options_worker(api: Api, stack: Any) -> Iterator[list[dict[str, Any]]]:
-    """The seed worker, asking with options and reading the answer in the upstream approval shape;
-    its agent notifies Slack, where the Slack user U0ALICE is the subject alice."""
+    """The seed worker, asking with options (whose values it reads as any answer: the option's value
+    is its `payload`); its agent notifies Slack, where the Slack user U0ALICE is the subject alice."""
 
     def answer(self: Any, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
-        if trigger["type"] == "interrupt.resumed":
-            chosen = (trigger.get("payload") or {}).get("payload") or {}
-            trigger = {**trigger, "payload": chosen}
         out = seed_worker.decide(trigger, proposed)
         for action in (out or {}).get("actions", []):
             if action["type"] == "interrupt":
@@ -109,8 +106,9 @@ def test_slack_posts_options_as_buttons_and_a_signed_click_resumes_once(
     view = api.wait_status(sid, "done")
     assert view["messages"][2]["content"] == "sent"
     wait_execution(stack, sid, iid, "SUCCEEDED")
-    assert [t["payload"] for t in resumed_triggers(options_worker, sid)] == [
-        {"status": "resolved", "payload": {"approved": True}, "responder": {"user": "U0ALICE"}}]
+    [trigger] = resumed_triggers(options_worker, sid)
+    assert (trigger["payload"], trigger["verdict"], trigger["channel"]) == ({"approved": True}, "approved", "slack")
+    assert trigger["responder"] == {"subject": "alice", "origin": "client"}
     [resumed] = [e for e in api.events(sid) if e["type"] == "session.interrupt_resumed"]
     assert (resumed.get("data") or resumed)["responder"]["subject"] == "alice"
     # The click updates its message, and the closing event (S1) updates it the same way again.

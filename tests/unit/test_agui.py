@@ -29,14 +29,11 @@ CONNECT = "/v1/channels/ag-ui/agents/assistant/connect"
 
 
 def agui_worker(log: list[dict[str, Any]]) -> Any:
-    """The seed, reading an AG-UI answer's inner `payload` (`{status, payload}` is what it gets)."""
+    """The seed's own `decide`, unwrapped: an AG-UI answer reaches it as any other does."""
 
     def decide(req: dict[str, Any]) -> Any:
         log.append(req)
-        trigger = req["trigger"]
-        if trigger["type"] == "interrupt.resumed" and isinstance(trigger.get("payload"), dict):
-            trigger = {**trigger, "payload": trigger["payload"].get("payload")}
-        return seed_decide(trigger, req["proposed"])
+        return seed_decide(req["trigger"], req["proposed"])
 
     return decide
 
@@ -137,8 +134,9 @@ def test_agui_resume_entries_resume_and_a_replay_is_a_no_op(api: dict[str, str])
     assert h.view()["head_id"] == head  # a retried run's older messages do not move the head back
     assert replay[-1]["type"] == "RUN_FINISHED" and replay[-1]["outcome"] == {"type": "success"}
     resumed = [r for r in h.log if r["trigger"]["type"] == "interrupt.resumed"]
-    assert len(resumed) == 1 and resumed[0]["trigger"]["payload"] == {"status": "resolved",
-                                                                      "payload": {"approved": True}}
+    [trigger] = [r["trigger"] for r in resumed]
+    assert trigger["payload"] == {"approved": True}  # the answer the person gave, as on every channel
+    assert (trigger["verdict"], trigger["channel"], trigger["expired"]) == ("approved", "agui", False)
 
 
 def test_agui_bad_resume_names_the_entry_field_and_records_nothing(api: dict[str, str]) -> None:

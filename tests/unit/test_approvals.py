@@ -16,6 +16,7 @@ import pytest
 from holdpoint import assembly
 from holdpoint.aws.store import agent_digest
 from holdpoint.core import schemas
+from holdpoint.core.answers import given
 from holdpoint.core.errors import Refusal
 from holdpoint.http import rendering
 from holdpoint.services import sessions
@@ -91,10 +92,9 @@ def test_a1_schema_module_checks_schemas_and_names_the_failing_path() -> None:
     items = {"type": "array", "items": {"type": "string"}}
     assert schemas.answer_error({"type": "object", "properties": {"items": items}},
                                 {"items": ["a", 1]})[0] == "payload.items[1]"  # type: ignore[index]
-    # AG-UI's shape: the inner payload of a `resolved` answer is checked, a `cancelled` one is not.
-    agui = {"status": "resolved", "payload": {"approved": 1}, "responder": {"name": "ann"}}
-    assert schemas.answer_error(APPROVAL, agui)[0] == "payload.payload.approved"  # type: ignore[index]
-    assert schemas.answer_error(APPROVAL, {"status": "cancelled"}) is None
+    # AG-UI's shape is read first (answers.given): the inner payload is checked, named where it was sent.
+    agui = given({"status": "resolved", "payload": {"approved": 1}, "responder": {"name": "ann"}})
+    assert schemas.answer_error(APPROVAL, agui.payload, agui.param)[0] == "payload.payload.approved"  # type: ignore[index]
     assert schemas.declared(None, {"responseSchema": APPROVAL}) == APPROVAL
     assert schemas.declared(True, {"responseSchema": APPROVAL}) is True
 

@@ -12,7 +12,8 @@ import pytest
 
 from holdpoint import assembly
 from holdpoint.core import approvals
-from holdpoint.core.approvals import narrow, refusal_reason, verdict
+from holdpoint.core.answers import given
+from holdpoint.core.approvals import narrow, refusal_reason
 from holdpoint.core.errors import PolicyError, Refusal
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import Progress, Resumed, resume
@@ -124,25 +125,6 @@ def test_a2_core_refusal_reason_origins_subjects_groups_requester_and_escalation
     assert refusal_reason({"forbid_requester": True}, "ann", "operator", (), None, False)
 
 
-def test_a2_core_denials_verdicts_and_the_agui_resolution() -> None:
-    assert approvals.is_denial({"approved": False}) and approvals.is_denial({"status": "cancelled"})
-    assert approvals.is_denial({"status": "resolved", "payload": {"approved": False}})
-    assert not approvals.is_denial({"approved": True}) and not approvals.is_denial(False)
-    assert not approvals.is_denial({"status": "resolved", "payload": {"approved": True}})
-    yes = [approvals.answer(s, "operator", {"approved": True}, None, "t") for s in ("ann", "bob")]
-    no = approvals.answer("cid", "operator", {"approved": False}, "too risky", "t")
-    q2 = {"quorum": 2}
-    assert verdict(q2, yes[:1]) == "open" and verdict(q2, yes) == "approved"
-    assert verdict(q2, [yes[0], no]) == "denied" and verdict({**q2, "deny_resolves": False}, [yes[0], no]) == "open"
-    assert verdict(None, [no]) == "denied" and verdict(None, yes[:1]) == "approved"
-    out = approvals.resolution(q2, "denied", no, [yes[0], no])
-    assert out["status"] == "cancelled" and out["approved"] is False and out["payload"] == {"approved": False}
-    assert out["responder"] == {"subject": "cid", "origin": "operator"}
-    assert [(a["subject"], a["status"], a["comment"]) for a in out["approvals"]] == [
-        ("ann", "approved", None), ("cid", "denied", "too risky")]
-    assert approvals.resolution(None, "approved", yes[0], yes[:1]) == {"approved": True}  # no quorum: as sent
-
-
 # --- declaration ------------------------------------------------------------------------------
 
 
@@ -250,11 +232,10 @@ def test_a2_a_quorum_records_each_answer_once_and_resolves_when_reached() -> Non
     assert calls == ["GetItem", "UpdateItem", "GetItem"] and len(tokens) == 1
     h.wake("int-ok", "resumed")
     assert h.view()["status"] == "done"
-    [resumed] = h.triggers("interrupt.resumed")
-    payload = resumed["payload"]
-    assert payload["status"] == "resolved" and payload["approved"] is True and payload["payload"] == {"approved": True}
-    assert payload["responder"] == {"subject": "bob", "origin": "operator"}
-    assert [(a["subject"], a["status"]) for a in payload["approvals"]] == [("ann", "approved"), ("bob", "approved")]
+    [resumed] = h.triggers("interrupt.resumed")  # the deciding answer as given; how it was decided beside it
+    assert resumed["payload"] == {"approved": True} and resumed["verdict"] == "approved"
+    assert resumed["responder"] == {"subject": "bob", "origin": "operator"}
+    assert [(a["subject"], a["status"]) for a in resumed["approvals"]] == [("ann", "approved"), ("bob", "approved")]
     assert len(h.events("session.interrupt_resumed")) == 1
     late = h.resume("int-ok", {"approved": True}, caller=CID)
     assert late.noop is True and late.cleared is not None and (late.cleared.subject, late.cleared.origin) == (
@@ -268,15 +249,15 @@ def test_a2_the_first_denial_resolves_as_denied_unless_the_policy_says_otherwise
     out = h.resume("int-ok", {"approved": False}, caller=BOB)
     assert out == Resumed("int-ok", noop=False)
     [resumed] = h.triggers("interrupt.resumed")
-    assert resumed["payload"]["status"] == "cancelled"
-    assert resumed["payload"]["responder"] == {"subject": "bob", "origin": "operator"}
+    assert (resumed["verdict"], resumed["payload"]) == ("denied", {"approved": False})
+    assert resumed["responder"] == {"subject": "bob", "origin": "operator"}
     # With deny_resolves false a denial is recorded and the interrupt waits for the quorum.
     h = board({**BOARD, "deny_resolves": False})
     assert h.resume("int-ok", {"status": "cancelled", "payload": None}, caller=ANN).progress is not None
     assert h.resume("int-ok", {"approved": True}, caller=BOB).progress is not None
     assert h.resume("int-ok", {"approved": True}, caller=CID).noop is False
     [resumed] = h.triggers("interrupt.resumed")
-    assert [a["status"] for a in resumed["payload"]["approvals"]] == ["denied", "approved", "approved"]
+    assert [a["status"] for a in resumed["approvals"]] == ["cancelled", "approved", "approved"]
 
 
 def test_a2_an_escalated_interrupt_admits_its_escalation_approvers() -> None:
@@ -294,7 +275,7 @@ def test_a2_an_escalated_interrupt_admits_its_escalation_approvers() -> None:
     h.store.commit(state)
     assert h.store.read_interrupt("t1", h.session_id, "int-ok").escalated  # type: ignore[union-attr]
     assert session_pk("t1", h.session_id)
-    assert h.resume("int-ok", True, caller=boss).noop is False
+    assert h.resume("int-ok", {"approved": True}, caller=boss).noop is False
 
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
@@ -390,7 +371,7 @@ def test_a6_a_comment_is_recorded_with_the_answer() -> None:
     resume(h.store, h.parking, BOB, h.session_id, "int-ok", {"approved": False}, comment="not to Bob")
     h.wake("int-ok", "resumed")
     [resumed] = h.triggers("interrupt.resumed")
-    assert [a["comment"] for a in resumed["payload"]["approvals"]] == ["looks right", "not to Bob"]
+    assert [a["comment"] for a in resumed["approvals"]] == ["looks right", "not to Bob"]
     err = refused(h, CID, True, comment="x" * (approvals.MAX_COMMENT + 1))
     assert err.param == "comment"
 
@@ -423,13 +404,13 @@ def test_a2_both_resume_routes_answer_403_not_an_approver() -> None:
     h = Harness(asking(), tenant="dev", agent={"approval": {"subjects": ["ann", "bob"], "quorum": 2}})
     sid = start_session(h)
     before = table_items()
-    status, out = call_resume(sid, "int-ok", {"payload": True})
+    status, out = call_resume(sid, "int-ok", {"payload": {"approved": True}})
     assert status == 403 and out["error"]["code"] == "not_an_approver" and "dev-user" in out["error"]["message"]
     status, out = call_api("POST", f"/v1/sessions/{sid}/inputs",
-                           {"type": "interrupt.resume", "interrupt_id": "int-ok", "payload": True})
+                           {"type": "interrupt.resume", "interrupt_id": "int-ok", "payload": {"approved": True}})
     assert status == 403 and out["error"]["code"] == "not_an_approver"
     assert table_items() == before
-    event = http_event("POST", f"/v1/sessions/{sid}/interrupts/int-ok/resume", {"payload": True},
+    event = http_event("POST", f"/v1/sessions/{sid}/interrupts/int-ok/resume", {"payload": {"approved": True}},
                        route_key="POST /v1/sessions/{session_id}/interrupts/{interrupt_id}/resume",
                        path_params={"session_id": sid, "interrupt_id": "int-ok"}, subject="ann")
     from tests.unit.test_api import CONTEXT, RESUME
@@ -490,7 +471,8 @@ def test_a2_an_approver_beaten_every_round_gets_409_conflict_and_nothing_of_thei
         if kw.get("approval", {}).get("subject") == "bob":
             now = h.store.read_interrupt("t1", sid, "int-ok")
             assert now is not None
-            other = approvals.answer(next(others), "operator", {"approved": True}, None, "2026-01-01T00:00:00.000Z")
+            other = approvals.answer(next(others), "operator", given({"approved": True}), "approved", None,
+                                     "2026-01-01T00:00:00.000Z", "api")
             checked = Checked(("worker", "client"), None, now.generation, len(now.approvals))
             assert write(writes.key("t1", sid, "int-ok"), Update(), checked, approval=other,
                          done="recorded")[0] == "recorded"

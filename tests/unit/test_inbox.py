@@ -105,9 +105,9 @@ def test_a6_listing_includes_requester_approvals_and_comments_when_recorded() ->
                           created_at="2026-05-01T09:30:00.000Z", status="resolved",
                           resolved_at="2026-05-01T09:31:30.500Z")
     body = {"requester": "ann", "approvals": [{"subject": "bob", "comment": "fine"}], "comment": "ok"}
-    out = listing(InboxRow("s", "a", interrupt, body))
+    out = listing(InboxRow("s", "a", interrupt, body), Caller("t1", "ann", "operator"))
     assert (out["requester"], out["approvals"], out["comment"]) == ("ann", body["approvals"], "ok")
-    assert out["decision_secs"] == 90.5
+    assert out["decision_secs"] == 90.5 and out["delivery"] == "waiting"  # closed, the worker not told yet
 
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto

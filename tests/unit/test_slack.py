@@ -18,11 +18,11 @@ import pytest
 from pydantic import ValidationError
 
 from holdpoint.aws import signing
+from holdpoint.core.answers import options_of
 from holdpoint.core.errors import Refusal
 from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.http.resolver import prepare
 from holdpoint.outbound.slack import SlackChannel
-from holdpoint.outbound.slack_blocks import DEFAULT_OPTIONS, options_of
 from holdpoint.outbound.slack_config import SlackNotify, check_declaration
 from holdpoint.ports import DeliveryFailed, Posted
 from tests.slack_fake import SlackFake, click_body, sign
@@ -75,7 +75,7 @@ def test_slack_notify_channel_posts_a_raised_interrupt_as_stored(fake: SlackFake
     channel = SlackChannel(signing, read)
     channel.deliver(RAISED, ENTRY, {"approve": "https://example.test/v1/links/a"})
     [(method, _, args)] = fake.calls
-    assert method == "chat.postMessage" and args["text"] == "<!channel> Deploy *now*?"
+    assert method == "chat.postMessage" and args["text"] == "&lt;!channel&gt; Deploy *now*?"  # escaped, never a ping
     assert [b["text"]["text"] for b in args["blocks"][-1]["elements"]] == ["yes", "No"]
     assert reads == [("t1", "sess-1", "int-1")]
     channel.deliver({**RAISED, "type": "interrupt.resolved"}, ENTRY, {})  # nothing to post
@@ -176,7 +176,7 @@ def test_slack_posts_the_message_as_plain_text_with_options_as_buttons(fake: Sla
     _, ts, sent = deliver()
     [(method, token, args)] = fake.calls
     assert (method, token, sent.channel) == ("chat.postMessage", BOT, "C0FAKE")
-    assert args["channel"] == "#ops" and args["text"] == "<!channel> Deploy *now*?"
+    assert args["channel"] == "#ops" and args["text"] == "&lt;!channel&gt; Deploy *now*?"
     section, context, actions = args["blocks"]
     assert section["text"] == {"type": "plain_text", "text": "<!channel> Deploy *now*?", "emoji": False}
     assert {"type": "mrkdwn", "text": "<https://example.test/inbox|open>"} in context["elements"]
@@ -185,7 +185,9 @@ def test_slack_posts_the_message_as_plain_text_with_options_as_buttons(fake: Sla
     sealed = signing.unseal("slack-action", actions["elements"][1]["value"])
     assert sealed is not None and (sealed["t"], sealed["s"], sealed["i"], sealed["n"]) == ("t1", "sess-1", "int-1", 1)
     assert BOT not in json.dumps(args) and SIGNING not in json.dumps(args)
-    assert options_of({"message": "plain"}) == DEFAULT_OPTIONS
+    assert options_of({"message": "plain"}) == [  # the links' and the console's defaults (one verdict)
+        {"label": "Approve", "value": {"approved": True}, "approved": True},
+        {"label": "Deny", "value": {"approved": False}, "approved": False}]
 
 
 def test_slack_click_with_a_valid_signature_is_the_upstream_approval_shape(fake: SlackFake) -> None:
@@ -197,7 +199,7 @@ def test_slack_click_with_a_valid_signature_is_the_upstream_approval_shape(fake:
     channel.show_decision(click, "2026-01-01 00:00:00 UTC")
     update = fake.calls[-1][2]
     assert fake.calls[-1][0] == "chat.update" and update["ts"] == ts
-    assert update["text"] == "<!channel> Deploy *now*?\nNo by <@U1> at 2026-01-01 00:00:00 UTC"
+    assert update["text"] == "&lt;!channel&gt; Deploy *now*?\nNo by <@U1> at 2026-01-01 00:00:00 UTC"
 
 
 def test_slack_click_without_users_acts_as_the_slack_user(fake: SlackFake) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -23,6 +24,7 @@ from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
 from holdpoint.core.messages import parse as work_message
+from holdpoint.core.state import Interrupt
 from holdpoint.outbound.slack import SlackChannel, message_key
 from holdpoint.outbound.slack_blocks import Decided, decided_blocks, decided_by, outcome_of
 from holdpoint.outbound.slack_config import SlackConfig
@@ -194,13 +196,14 @@ def test_s1_a_slack_entry_that_posts_raised_interrupts_gets_their_closing_events
 
 def test_s1_the_outcome_names_the_option_the_answer_and_never_the_payload() -> None:
     options = {"message": "Ship?", "metadata": {"options": [{"label": "Ship it", "value": {"go": 1}}, "hold"]}}
-    assert outcome_of("resolved", {"status": "resolved", "payload": {"go": 1}}, options) == "Ship it"
-    assert outcome_of("resolved", "hold", options) == "hold"
-    assert outcome_of("resolved", {"status": "cancelled"}, options) == "Cancelled"
-    assert outcome_of("resolved", {"approved": False, "secret": "s3cr3t"}, {}) == "Denied"
-    assert outcome_of("resolved", {"status": "resolved", "approved": True, "payload": {"x": 1}}, {}) == "Approved"
-    assert outcome_of("resolved", {"anything": "s3cr3t"}, {}) == "Answered"
-    assert outcome_of("expired", {"on_expiry": "deny", "approved": False}, {}) == "Expired (denied)"
+    assert outcome_of(closed(options, {"go": 1}, "answered")) == "Ship it"
+    assert outcome_of(closed(options, "hold", "answered")) == "hold"
+    assert outcome_of(closed(options, None, "cancelled")) == "Cancelled"
+    assert outcome_of(closed({}, {"approved": False, "secret": "s3cr3t"}, "denied")) == "Denied"
+    assert outcome_of(closed({}, {"approved": True, "x": 1}, "approved")) == "Approved"
+    assert outcome_of(closed({}, {"anything": "s3cr3t"}, "answered")) == "Answered"
+    gone = replace(closed({}, None, "answered"), status="expired", on_expiry="deny", approvals=[])
+    assert outcome_of(gone) == "Expired (denied)"
     config = SlackConfig.model_validate({**OPS["slack"], "users": {"U1": "alice", "U2": "bob", "U3": "bob"}})
     assert decided_by({"subject": "alice", "origin": "client"}, config.users) == ("U1", "")
     assert decided_by({"subject": "bob", "origin": "client"}, config.users) == ("", "bob (client)")  # two: no guess
@@ -263,3 +266,9 @@ def test_s1_an_interrupt_closed_while_its_post_was_on_its_way_is_updated_by_the_
     assert update["ts"] == ts and "\nApproved by user-1 (client) at 20" in update["text"]
     generation = h.state().interrupts[iid].generation
     assert log.posted("t1", h.session_id or "", message_key(iid, generation, SlackConfig.model_validate(OPS["slack"])))
+
+
+def closed(payload: object, answer: object, verdict: str) -> Interrupt:
+    """An interrupt resolved by one answer with this verdict."""
+    return Interrupt("int-1", "worker", "confirm", None, "2026-01-01T00:00:00.000Z", "k", status="resolved",
+                     payload=payload, resolution=answer, approvals=[{"subject": "ann", "status": verdict}])

@@ -18,6 +18,8 @@ from typing import Any
 
 URL_ENV = "HOLDPOINT_URL"
 KEY_ENV = "HOLDPOINT_API_KEY"
+MAX_BODY_BYTES = 1_048_576
+"""The largest request body the API takes (PROTOCOL.md §5.4; a test keeps it the API's own)."""
 APPROVE: dict[str, Any] = {"approved": True}
 DENY: dict[str, Any] = {"approved": False}
 """What `approve` and `deny` send when no payload is given: the shape the seed worker reads."""
@@ -66,6 +68,9 @@ class Client:
         query = urllib.parse.urlencode(_compact(params or {}))
         target = self.url + path + (f"?{query}" if query else "")
         data = None if body is None else json.dumps(body).encode()
+        if data is not None and len(data) > MAX_BODY_BYTES:  # the API answers 413; a gateway may cut the upload
+            raise HoldpointError("payload_too_large", f"the request body is {len(data):,} bytes; the API takes at "
+                                 f"most {MAX_BODY_BYTES:,} (send smaller payloads)", 413, "body")
         req = urllib.request.Request(target, data=data, method=method, headers={
             "Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json",
             "Accept": "application/json"})
@@ -190,7 +195,7 @@ ROUTES = (
     "/v1/sessions/{session_id}/inputs", "/v1/sessions/{session_id}/interrupts",
     "/v1/sessions/{session_id}/interrupts/{interrupt_id}/resume", "/v1/workers/submit",
     "/v1/channels/ag-ui/agents/{agent_id}/run", "/v1/channels/ag-ui/agents/{agent_id}/connect",
-    "/v1/channels/slack/interactions", "/a2a/{tenant}/{agent_id}", "/mcp/{agent_id}", "/inbox")
+    "/v1/channels/slack/interactions", "/a2a/{tenant}/{agent_id}", "/mcp/{agent_id}", "/inbox", "/favicon.ico")
 """The API's route templates (template.yaml's; a test keeps the two the same): where a path with
 no route is near one, API Gateway's bare 404 becomes the routes to try."""
 GATEWAY = {

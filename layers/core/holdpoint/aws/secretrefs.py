@@ -99,6 +99,11 @@ def check(ref: object, tenant: str | None, field: str) -> str | None:
     return None
 
 
+def env_set(name: str) -> bool:
+    """Whether an `env:` reference's variable is set in this function's environment."""
+    return os.environ.get(name) is not None
+
+
 def resolve(ref: str | None, tenant: str | None, field: str) -> str | None:
     """The secret's value (None when there is no reference). Raises `SecretRefError` for a refused
     or unset reference; a Secrets Manager failure propagates (botocore), worth another try."""

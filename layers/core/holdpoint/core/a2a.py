@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, TypedDict
 
-from holdpoint.core import notify, schemas
+from holdpoint.core import answers, approvals, schemas
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ID_PATTERN
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 PROTOCOL_VERSION = "1.0"
 SEPARATOR = "~"
-DECLINED: JsonObject = {"status": "cancelled"}
 """What `CancelTask` answers an open interrupt with: the AG-UI cancel, a denial (A2) that no
 response schema refuses (A1); a task whose interrupt was answered so reads `TASK_STATE_CANCELED`."""
 
@@ -117,8 +116,7 @@ def interrupt_out(interrupt: Interrupt) -> JsonObject:
         out["responseSchema"] = schema
     if interrupt.expires_at is not None:
         out["expiresAt"] = interrupt.expires_at
-    options = notify.declared_options(interrupt.payload)
-    out["options"] = [*options] or [{"label": k.capitalize(), "value": v} for k, v in notify.OPTIONS.items()]
+    out["options"] = [*answers.options_of(interrupt.payload)]
     if interrupt.action is not None:
         out["fingerprint"] = interrupt.action.get("fingerprint")
     return out
@@ -142,7 +140,7 @@ TERMINAL: frozenset[str] = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED
 def state_of(state: SessionState, turn: Turn) -> TaskState:
     """The task's state, read off its turn and the turn's interrupts."""
     raised = turn_interrupts(state, turn.id)
-    if any(i.status == "resolved" and i.resolution == DECLINED for i in raised):
+    if any(i.status == "resolved" and approvals.outcome(i).verdict == "cancelled" for i in raised):
         return "TASK_STATE_CANCELED"
     if any(i.status == "open" for i in raised):
         return "TASK_STATE_INPUT_REQUIRED"

@@ -15,7 +15,7 @@ from typing import Any
 from holdpoint.core import approvals, budget, expiry, subagents
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, open_llm_call, open_tool_call, retry_tool, settle_tool
-from holdpoint.core.errors import CallHeld, LateTimer, PolicyError, ProtocolError, Refusal
+from holdpoint.core.errors import CallHeld, DeclarationError, PolicyError, ProtocolError, Refusal
 from holdpoint.core.outcomes import llm_failure
 from holdpoint.core.state import Call, Decision, Effect, SessionState, derive
 from holdpoint.core.turns import finish_turn
@@ -147,7 +147,7 @@ def _interrupt(ctx: ActionContext, action: Any) -> None:
                               approval=approvals.declared(action.approval), declared=expiry.Declared.of(action))
     except PolicyError as exc:  # A2: an interrupt may narrow the policy in force, never widen it
         raise ProtocolError(exc.at(f"actions[{ctx.index}].approval"), str(exc)) from None
-    except LateTimer as exc:  # A5: refused where declared, like R1's missing reason
+    except DeclarationError as exc:  # A5: refused where declared, like R1's missing reason
         raise ProtocolError(f"actions[{ctx.index}].{exc.field}", str(exc)) from None
 
 

@@ -3,20 +3,20 @@
 A policy is declared on the agent (`approval`, the default), on a tool (`tools[].approval`, which
 replaces the agent's for interrupts bound to that tool's calls) and on an interrupt (`approval`,
 which may only narrow the policy in force). The effective policy is frozen on the interrupt when
-it is raised. Everything here is pure: the resume service and the inbox ask `refusal_reason`, and
-`verdict` says what the recorded answers add up to.
+it is raised. Everything here is pure: the resume service and the inbox ask `refusal_reason`,
+`decides` says whether the recorded answers close the interrupt, and `outcome` how they did.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypedDict
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
+from holdpoint.core import answers
 from holdpoint.core.errors import PolicyError
-from holdpoint.core.jsontypes import JsonObject, JsonValue
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Interrupt
-
-Verdict = Literal["open", "approved", "denied"]
 
 MAX_COMMENT = 2_000
 """A resume's `comment` is at most this many characters (400 `param: comment` beyond)."""
@@ -221,22 +221,28 @@ def is_requester(requester: str | None, caller_subject: str, end_user: bool) -> 
     return requester == caller_subject
 
 
+def own_answer(interrupt: Interrupt, subject: str) -> JsonObject | None:
+    """A2: this subject's answer to the interrupt, if it gave one (a second answer changes nothing)."""
+    return next((dict(a) for a in interrupt.approvals if a.get("subject") == subject), None)
+
+
+def waiting_for(interrupt: Interrupt) -> JsonObject:
+    """Who an open interrupt still waits for: how many more approvals, and the named approvers
+    (with the escalation's once escalated) who have not answered; groups as named."""
+    policy = interrupt.policy or {}
+    extra = (interrupt.escalate_to or policy.get("escalate_to") or {}) if interrupt.escalated else {}
+    answered = {a.get("subject") for a in interrupt.approvals}
+    subjects = [s for s in [*(policy.get("subjects") or []), *(extra.get("subjects") or [])] if s not in answered]
+    approved = sum(1 for a in interrupt.approvals if a.get("status") == "approved")
+    return {"approvals": max(0, quorum_of(policy) - approved), "subjects": list(dict.fromkeys(subjects)),
+            "groups": list(dict.fromkeys([*(policy.get("groups") or []), *(extra.get("groups") or [])]))}
+
+
 def interrupt_refusal(interrupt: Interrupt, caller_subject: str, caller_origin: str,
                       caller_groups: list[str] | tuple[str, ...], *, end_user: bool = False) -> str | None:
     """`refusal_reason` for a stored interrupt (the resume, and the inbox's `approver=me`)."""
     return refusal_reason(interrupt.policy, caller_subject, caller_origin, caller_groups, interrupt.requester,
                           interrupt.escalated, interrupt.escalate_to, end_user=end_user)
-
-
-def is_denial(payload: Any) -> bool:
-    """An answer denies when it is AG-UI `cancelled`, or says `approved: false` (itself or as the
-    inner payload of an AG-UI answer)."""
-    if not isinstance(payload, dict):
-        return False
-    if payload.get("status") == "cancelled":
-        return True
-    inner = payload.get("payload") if payload.get("status") == "resolved" else payload
-    return isinstance(inner, dict) and inner.get("approved") is False
 
 
 def quorum_of(policy: Mapping[str, object] | None) -> int:
@@ -246,33 +252,58 @@ def quorum_of(policy: Mapping[str, object] | None) -> int:
     return int(quorum)
 
 
-def verdict(policy: Mapping[str, object] | None, approvals: Sequence[Mapping[str, object]]) -> Verdict:
-    """What the recorded answers decide: the first denial (unless `deny_resolves` is false), or
-    `quorum` distinct approvals, or nothing yet."""
-    if (policy or {}).get("deny_resolves", True) and any(a["status"] == "denied" for a in approvals):
-        return "denied"
-    if sum(1 for a in approvals if a["status"] == "approved") >= quorum_of(policy):
-        return "approved"
-    return "open"
+def decides(policy: Mapping[str, object] | None, recorded: Sequence[Mapping[str, object]]) -> bool:
+    """Whether the last of the recorded answers closes the interrupt: a denial (or dismissal)
+    unless `deny_resolves` is false, the approval that completes `quorum` distinct approvals, or
+    any answer at all where no approver policy is in force (it has no verdict to count)."""
+    last = recorded[-1]["status"]
+    if last == "answered" or (last in answers.DENIALS and (policy or {}).get("deny_resolves", True)):
+        return True
+    return sum(1 for a in recorded if a["status"] == "approved") >= quorum_of(policy)
 
 
-def answer(subject: str, origin: str, payload: JsonValue, comment: str | None, at: str) -> JsonObject:
-    """One approver's answer as the interrupt records it."""
-    return {"subject": subject, "origin": origin, "status": "denied" if is_denial(payload) else "approved",
-            "payload": payload, "comment": comment, "at": at}
+def answer(subject: str, origin: str, given: answers.Given, verdict: answers.Verdict, comment: str | None,
+           at: str, channel: answers.Channel) -> JsonObject:
+    """One answer as the interrupt records it (its `approvals`): who, the verdict as `status`, the
+    payload the person gave, their comment, when, and by which channel."""
+    return {"subject": subject, "origin": origin, "status": verdict, "payload": given.payload,
+            "comment": comment, "at": at, "channel": channel}
 
 
-def resolution(policy: Mapping[str, object] | None, decided: Verdict, deciding: JsonObject,
-               approvals: Sequence[JsonObject]) -> JsonValue:
-    """What the worker receives in `interrupt.resumed`: with a quorum, the AG-UI shape with every
-    answer (and `approved`, so a worker that reads `payload.approved` reads the verdict);
-    otherwise the deciding answer's payload as sent."""
-    if quorum_of(policy) <= 1:
-        return deciding["payload"]
-    payload = deciding["payload"]
-    if isinstance(payload, dict) and payload.get("status") in ("resolved", "cancelled") and "payload" in payload:
-        payload = payload["payload"]
-    return {"status": "resolved" if decided == "approved" else "cancelled", "approved": decided == "approved",
-            "payload": payload,
-            "responder": {"subject": deciding["subject"], "origin": deciding["origin"]},
-            "approvals": [{k: a[k] for k in ("subject", "origin", "status", "comment", "at")} for a in approvals]}
+ANSWER_FIELDS = ("subject", "origin", "status", "channel", "comment", "at")
+"""What `interrupt.resumed` and the notifications repeat of each recorded answer (not its payload)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a closed interrupt was decided: the verdict, who decided it, by which channel, whether
+    it expired, and every answer recorded (the quorum's, in order)."""
+
+    verdict: answers.Verdict
+    responder: JsonObject | None
+    channel: answers.Channel | None
+    expired: bool
+    approvals: list[JsonObject]
+
+    def fields(self) -> JsonObject:
+        """The outcome as `interrupt.resumed` carries it beside `payload` (PROTOCOL.md §2.3)."""
+        return {"verdict": self.verdict, "responder": self.responder, "channel": self.channel,
+                "expired": self.expired, "approvals": [
+                    {k: a.get(k) for k in ANSWER_FIELDS} for a in self.approvals]}
+
+
+def outcome(interrupt: Interrupt) -> Outcome:
+    """A closed interrupt's outcome: an expiry's from its `on_expiry` (A5), else the deciding
+    answer's, which is always the last one recorded (the resolve appends it)."""
+    recorded = [dict(a) for a in interrupt.approvals]
+    if interrupt.status == "expired":
+        return Outcome(answers.expiry_verdict(interrupt.on_expiry), interrupt.responder, "expiry", True, recorded)
+    last = recorded[-1] if recorded else {}
+    verdict = answers.as_verdict(last.get("status")) or "answered"
+    return Outcome(verdict, interrupt.responder, answers.as_channel(last.get("channel")), False, recorded)
+
+
+def resumed(interrupt: Interrupt) -> JsonObject:
+    """What `interrupt.resumed` carries for a closed interrupt: the person's answer as `payload`,
+    and beside it how it was decided (`Outcome.fields`), the same for every channel and policy."""
+    return {"payload": interrupt.resolution, **outcome(interrupt).fields()}

@@ -38,12 +38,10 @@ def check(state: SessionState, raised_by: str) -> None:
                           turn_id=state.header.active_turn, raised_by=raised_by)
 
 
-def apply_resume(state: SessionState, resolution: Any) -> None:
-    """A resume payload `{"budget": N}` (or `{"max_cost": N}`) raises the session's budget."""
-    if not isinstance(resolution, dict):
+def apply_resume(state: SessionState, payload: Any) -> None:
+    """An answer `{"budget": N}` (or `{"max_cost": N}`) raises the session's budget."""
+    if not isinstance(payload, dict):
         return
-    inner = resolution.get("payload")
-    payload: dict[str, Any] = inner if isinstance(inner, dict) else resolution
     for key in ("budget", "max_cost"):
         value = payload.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from holdpoint.core import budget, calls, expiry, retry, subagents, wire
+from holdpoint.core import approvals, attention, budget, calls, expiry, retry, subagents, wire
 from holdpoint.core import interrupts as rules
 from holdpoint.core.actions import apply_action
 from holdpoint.core.calls import arm_deadline
@@ -22,7 +22,7 @@ from holdpoint.core.proposals import propose
 from holdpoint.core.protocols import Message
 from holdpoint.core.protocols.worker import DecisionProposal, DecisionRequest, WireMessage
 from holdpoint.core.protocols.worker_actions import UPSTREAM_ACTIONS, DecisionResponse
-from holdpoint.core.state import Decision, DecisionVia, Interrupt, SessionState, derive, iso
+from holdpoint.core.state import Decision, DecisionVia, Delivery, Interrupt, SessionState, derive, iso
 from holdpoint.core.turns import finish_turn, start_next_queued
 
 
@@ -115,6 +115,8 @@ def apply_response(state: SessionState, decision: Decision, response: DecisionRe
     state.touch(decision)
     kind = decision.trigger.get("type")
     state.emit("decision.delivered", decision_id=decision.id, trigger=kind)
+    _delivered(state, decision, "delivered")
+    attention.clear(state)
     h = state.header
     turn = state.turns.get(decision.turn_id or "")
     if turn is not None and turn.status == "suspended" and h.active_turn is None:
@@ -173,6 +175,8 @@ def fail_decision(state: SessionState, decision: Decision, error: str, param: st
     decision.status = "failed"
     decision.attempts += 1
     state.touch(decision)
+    _delivered(state, decision, "failed")
+    attention.record(state, "failed", error)
     detail = {"code": code, "message": error}
     if param:
         detail["param"] = param
@@ -198,6 +202,7 @@ def retry_decision(state: SessionState, decision: Decision, error: str, now: flo
         return False
     decision.attempts = attempt
     decision.last_error = error[:RETRY_REASON_CHARS]
+    attention.record(state, "retrying", error)
     delay = policy.backoff(attempt)
     decision.not_before = now + delay
     state.touch(decision)
@@ -266,9 +271,13 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation:
         budget.apply_resume(state, interrupt.resolution)
     interrupt.woken = True
     state.touch(interrupt)
+    decided = approvals.outcome(interrupt)
     state.emit("session.interrupt_resumed", interrupt_id=interrupt_id, payload=interrupt.resolution,
-               responder=interrupt.responder, expired=happened == "expired", generation=interrupt.generation)
-    if was_parking_active:
+               responder=interrupt.responder, expired=happened == "expired", generation=interrupt.generation,
+               verdict=decided.verdict, channel=decided.channel)
+    if not was_parking_active:
+        interrupt.delivery = "none"  # R8: the branch was left; nothing is delivered
+    else:
         # The answer is stored once, on the interrupt: the trigger names it (and the generation it
         # answers) and delivery fills the payload in from the interrupt record (wire.trigger).
         trigger = {"type": "interrupt.resumed", "interrupt_id": interrupt_id, "generation": interrupt.generation}
@@ -277,6 +286,17 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation:
                       key=resumed_key(interrupt), interrupt_id=interrupt_id)
     start_next_queued(state)
     return happened
+
+
+def _delivered(state: SessionState, decision: Decision, how: Delivery) -> None:
+    """An `interrupt.resumed` answered or failed for good: its interrupt says so (the console's
+    "approved, waiting to be delivered" ends), while it is still the raise the decision answers."""
+    interrupt = state.interrupts.get(decision.interrupt_id or "")
+    if decision.trigger.get("type") != "interrupt.resumed" or interrupt is None or \
+            decision.trigger.get("generation", interrupt.generation) != interrupt.generation:
+        return
+    interrupt.delivery = how
+    state.touch(interrupt)
 
 
 def resumed_key(interrupt: Interrupt) -> tuple[str, str, int]:

@@ -68,8 +68,9 @@ class PolicyError(ValueError):
         return f"{field}.{self.param}" if self.param else field
 
 
-class LateTimer(ValueError):
-    """A reminder or escalation declared at or after the interrupt's expiry: it could never fire."""
+class DeclarationError(ValueError):
+    """A raise declares what could never work, `field` naming it (relative to the raise): a reminder
+    or escalation at or after its expiry (A5), or options an approval cannot count (A2)."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)

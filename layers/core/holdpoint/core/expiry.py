@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from holdpoint.core.errors import LateTimer
+from holdpoint.core.errors import DeclarationError
 from holdpoint.core.messages import InterruptTimer
 from holdpoint.core.state import Interrupt, OnExpiry, SessionState, iso_ms
 
@@ -48,7 +48,7 @@ class Declared:
 
 def apply_declared(state: SessionState, interrupt: Interrupt, declared: Declared) -> None:
     """Fill the interrupt's A5 fields from the declaration, else the agent's defaults, and refuse
-    (LateTimer, naming the field) a timer that would fire only after the interrupt expired."""
+    (DeclarationError, naming the field) a timer that would fire only after the interrupt expired."""
     agent = state.header.agent or {}
     interrupt.on_expiry = declared.on_expiry or agent.get("interrupt_on_expiry")
     interrupt.remind_after = declared.remind_after or agent.get("interrupt_remind_after")
@@ -59,10 +59,10 @@ def apply_declared(state: SessionState, interrupt: Interrupt, declared: Declared
         return
     for i, delay in enumerate(interrupt.remind_after or []):
         if delay >= expires:
-            raise LateTimer(f"remind_after[{i}]", f"a reminder after {delay} s would come after the "
+            raise DeclarationError(f"remind_after[{i}]", f"a reminder after {delay} s would come after the "
                             f"interrupt expires ({expires} s)")
     if interrupt.escalate_after is not None and interrupt.escalate_after >= expires:
-        raise LateTimer("escalate_after", f"an escalation after {interrupt.escalate_after} s would come after "
+        raise DeclarationError("escalate_after", f"an escalation after {interrupt.escalate_after} s would come after "
                         f"the interrupt expires ({expires} s)")
 
 

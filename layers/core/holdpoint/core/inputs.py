@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from holdpoint.core import interrupts as rules
-from holdpoint.core.errors import LateTimer, Refusal, ViewConflict
+from holdpoint.core.errors import DeclarationError, Refusal, ViewConflict
 from holdpoint.core.expiry import Declared
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import Effect, SessionState, derive, mint
@@ -140,7 +140,7 @@ def raise_from_api(state: SessionState, *, reason: str, payload: Any, origin: st
             state, interrupt_id=interrupt_id, reason=reason, payload=payload, origin=origin, anchor=anchor,
             expires_in=expires_in, call_id=None, turn_id=state.header.active_turn, raised_by=f"api:{request_id}",
             response_schema=response_schema, approval=approval, declared=declared, requester=requester)
-    except LateTimer as exc:
+    except DeclarationError as exc:
         raise Refusal("validation_error", str(exc), exc.field) from None
     if interrupt is None:
         return interrupt_id or ""

@@ -8,8 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from holdpoint.core import approvals, claims
-from holdpoint.core.errors import PolicyError, Refusal
+from holdpoint.core import answers, approvals, claims
+from holdpoint.core.errors import DeclarationError, PolicyError, Refusal
 from holdpoint.core.expiry import Declared, apply_declared
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, epoch, iso_ms
 
@@ -160,7 +160,8 @@ def raise_interrupt(
     """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1). Its
     approver policy (A2) is `approval` narrowing the policy in force (`PolicyError` if it widens).
     A5's expiry outcome, reminders and escalation come from `declared`, else the agent's defaults;
-    one that could only fire after the expiry raises `core.errors.LateTimer` before anything changes.
+    one that could only fire after the expiry raises `core.errors.DeclarationError` before anything
+    changes, as do options that do not say whether they approve under a policy.
     `requester` is who asked (an API raise's caller); else the principal whose input started the
     turn. A policy that forbids the requester to approve refuses a raise whose requester is unknown
     (`PolicyError`), so the rule is never skipped."""
@@ -178,6 +179,10 @@ def raise_interrupt(
     if policy and policy.get("forbid_requester") and not requester:
         raise PolicyError("forbid_requester", "the policy forbids the requester to approve, and this "
                                     "interrupt's requester is not known")
+    unusable = answers.options_problem(payload) if policy else None
+    if unusable is not None:
+        raise DeclarationError(unusable, "under an approver policy every option must say whether choosing it "
+                               "approves: give it `approved: true` or `approved: false`")
     escalate_to = policy.pop("escalate_to", None) if policy else None
     seconds = expires_in or (h.agent or {}).get("interrupt_expires_in")
     interrupt = Interrupt(
@@ -211,6 +216,8 @@ def raise_interrupt(
     event: dict[str, Any] = {"interrupt_id": iid, "origin": origin, "reason": reason, "payload": payload}
     if anchor is not None:
         event["anchor"] = anchor
+    if interrupt.action is not None:  # A3: what an approval approves, for every notification of the raise
+        event["action"] = interrupt.action
     state.emit("session.interrupted", **event)
     void_parked_llm_calls(state)
     state.effects.append(Effect(kind="start_park", interrupt_id=iid))
@@ -220,12 +227,12 @@ def raise_interrupt(
 def keep_answer(state: SessionState, closed: Interrupt) -> None:
     """An `interrupt.resumed` names the answer it delivers on the interrupt (stored once). A raise
     of the same id again replaces that answer, so a resume of the closed generation still waiting
-    to be delivered takes its own copy first."""
+    to be delivered takes its own copy (the answer and how it was decided) first."""
     for decision in state.pending_decisions():
         t = decision.trigger
         if t.get("type") == "interrupt.resumed" and t.get("interrupt_id") == closed.interrupt_id \
                 and "payload" not in t and t.get("generation", closed.generation) == closed.generation:
-            decision.trigger = {**t, "payload": closed.resolution}
+            decision.trigger = {**t, **approvals.resumed(closed)}
             state.touch(decision)
 
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
-from holdpoint.core import notify, schemas
+from holdpoint.core import answers, approvals, schemas
 from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.ids import ID_PATTERN
 from holdpoint.core.jsontypes import JsonObject, JsonValue
@@ -25,7 +25,6 @@ TASKS = "io.modelcontextprotocol/tasks"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 SEPARATOR = "~"
-DECLINED: JsonObject = {"status": "cancelled"}
 """A declined elicitation or a cancelled task: the AG-UI cancel, a denial no response schema refuses (A1)."""
 POLL_MS = 2_000
 
@@ -52,6 +51,7 @@ class Approval(TypedDict):
     policy: NotRequired[JsonObject]
     approvals: NotRequired[list[JsonObject]]
     answer: NotRequired[JsonValue]
+    verdict: NotRequired[str]
     responder: NotRequired[JsonObject | None]
     resolved_at: NotRequired[str | None]
     noop: NotRequired[bool]
@@ -235,9 +235,9 @@ def answer_from(elicited: Elicited, interrupt: Interrupt) -> Any:
     mapped back to its option's value, AG-UI's shape, as the inbox's option buttons answer),
     or the decline."""
     if elicited.action != "accept":
-        return dict(DECLINED)
+        return dict(answers.CANCELLED)
     content = elicited.content or {}
-    options = notify.declared_options(interrupt.payload)
+    options = answers.declared_options(interrupt.payload)
     if schemas.declared(interrupt.response_schema, interrupt.payload) is None and options:
         choice = content.get("choice")
         index = int(choice) if isinstance(choice, str) and choice.isdigit() else -1
@@ -254,7 +254,7 @@ def approval_out(session_id: str, interrupt: Interrupt) -> Approval:
     """An approval as the tools answer it: the question, its state, and once closed the answer."""
     out: Approval = {"id": approval_id(session_id, interrupt.interrupt_id), "status": interrupt.status,
                      "question": _question(interrupt), "created_at": interrupt.created_at}
-    options = notify.declared_options(interrupt.payload)
+    options = answers.declared_options(interrupt.payload)
     if options:
         out["options"] = options
     schema = schemas.declared(interrupt.response_schema, interrupt.payload)
@@ -266,6 +266,7 @@ def approval_out(session_id: str, interrupt: Interrupt) -> Approval:
             out[key] = value
     if interrupt.status != "open":
         out["answer"], out["responder"] = interrupt.resolution, interrupt.responder
+        out["verdict"] = approvals.outcome(interrupt).verdict
         out["resolved_at"] = interrupt.resolved_at
     return out
 
@@ -292,7 +293,7 @@ def task_out(session_id: str, interrupt: Interrupt, now_iso: str, *, created: bo
     """The approval as a task of the tasks extension: `working` while a person has not answered,
     `completed` with the tool's result once one has (or it expired), `cancelled` when declined."""
     status: Literal["working", "cancelled", "completed"] = "working" if interrupt.status == "open" else (
-        "cancelled" if interrupt.resolution == DECLINED else "completed")
+        "cancelled" if approvals.outcome(interrupt).verdict == "cancelled" else "completed")
     out: Task = {"resultType": "task" if created else "complete",
                  "taskId": approval_id(session_id, interrupt.interrupt_id), "status": status,
                  "createdAt": interrupt.created_at, "lastUpdatedAt": interrupt.resolved_at or now_iso,

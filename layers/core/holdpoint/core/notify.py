@@ -11,6 +11,8 @@ import hashlib
 import json
 from typing import Any, Literal
 
+from holdpoint.core import answers
+
 NotifyEvent = Literal["interrupt.raised", "interrupt.answered", "interrupt.resolved", "interrupt.expired",
                       "interrupt.reminded", "interrupt.escalated"]
 NOTIFY_EVENTS: tuple[str, ...] = ("interrupt.raised", "interrupt.answered", "interrupt.resolved",
@@ -29,36 +31,14 @@ no event-log entry: the outbox reads it off the interrupt item's own change (`aw
 SUMMARY_CHARS = 1_024
 """A notification carries the interrupt payload as bounded JSON text, never the whole payload."""
 
-OPTIONS: dict[str, Any] = {"approve": {"approved": True}, "deny": {"approved": False}}
-"""The links of an interrupt that declares no options; following one resumes with this payload
-(checked like any resume, A1)."""
-
-MAX_OPTIONS = 25
-"""Options past this many get no button or link (Block Kit's limit of elements in one actions block)."""
-
-
-def declared_options(payload: Any) -> list[dict[str, Any]]:
-    """`payload.metadata.options` as `{label, value}` (a bare option is both); [] when none."""
-    meta = payload.get("metadata") if isinstance(payload, dict) else None
-    raw = meta.get("options") if isinstance(meta, dict) else None
-    if not isinstance(raw, list):
-        return []
-    out = []
-    for option in raw[:MAX_OPTIONS]:
-        if isinstance(option, dict) and "value" in option:
-            out.append({"label": str(option.get("label", option["value"])), "value": option["value"]})
-        else:
-            out.append({"label": option if isinstance(option, str) else json.dumps(option), "value": option})
-    return out
-
-
 def link_choices(payload: Any) -> dict[str, dict[str, Any]]:
-    """One link per option: `option-<i>` for each declared option, answering in the AG-UI shape
-    `{status: "resolved", payload: <value>}` as a Slack button or the inbox page does; approve and
-    deny (`OPTIONS`) for an interrupt that declares none."""
-    declared = declared_options(payload)
+    """One link per option a person is offered (`answers.options_of`): `approve` and `deny` for an
+    interrupt that declares none, `option-<i>` for each declared one. Following a link answers with
+    that option's value, as a Slack button, the console's option button and an MCP choice do (in
+    the AG-UI envelope, so a value is read as it is, never as an envelope of its own)."""
+    declared = answers.declared_options(payload)
     if not declared:
-        return {key: {"label": key.capitalize(), "answer": answer} for key, answer in OPTIONS.items()}
+        return {str(o["label"]).lower(): {"label": o["label"], "answer": o["value"]} for o in answers.DEFAULT_OPTIONS}
     return {f"option-{i}": {"label": o["label"], "answer": {"status": "resolved", "payload": o["value"]}}
             for i, o in enumerate(declared)}
 
@@ -112,14 +92,19 @@ def notification(tenant: str, session_id: str, agent_id: str | None, event: dict
     }
     if kind == "interrupt.raised":
         out.update(origin=data.get("origin"), reason=data.get("reason"), summary=summary(data.get("payload")))
+        if data.get("action"):  # A3: the tool, its arguments and the fingerprint an approval binds to
+            out["action"] = data["action"]
         out["links"] = dict(links or {})
     elif kind in TIMER_EVENTS:  # A5: still waiting; `reminder`/`of` or `escalate_to`, and the links again
         out.update({k: data[k] for k in ("reason", "reminder", "of", "escalate_to", "after_secs") if k in data})
         out["links"] = dict(links or {})
     elif kind == ANSWERED:  # A2: who answered and how; the interrupt waits for the rest of its quorum
         out.update({k: data[k] for k in ("reason", "answer", "answers", "quorum") if k in data})
-    else:  # CLOSING: who decided, and which raise of the interrupt it closed (S1)
+    else:  # CLOSING: who decided, how (the verdict, PROTOCOL.md §2.3.1), and which raise it closed (S1)
         out.update(responder=data.get("responder"), summary=summary(data.get("payload")))
+        for key in ("verdict", "channel"):
+            if data.get(key) is not None:
+                out[key] = data[key]
         if "generation" in data:
             out["generation"] = data["generation"]
     return out

@@ -18,7 +18,6 @@ from holdpoint.core.errors import TooMuchWork, Unsupported
 if TYPE_CHECKING:
     from holdpoint.core.schema_keywords import Meter
 
-AGUI_STATUSES = frozenset({"resolved", "cancelled"})
 PROBES: tuple[Any, ...] = (None, True, 0, "", [], {})  # one instance of each JSON type
 MAX_SCHEMA_BYTES = 16_384  # stored on the interrupt item and read on every resume
 MAX_STEPS = 100_000  # keyword evaluations (weighted by size) one evaluation, or one declaration, may do
@@ -197,17 +196,6 @@ def declared(response_schema: Any, payload: Any) -> Any:
     return None
 
 
-def answer_of(payload: Any) -> tuple[bool, Any, str]:
-    """What the schema applies to: (checked?, value, its param). An AG-UI answer `{status, payload,
-    responder}` is checked on its inner `payload` when `resolved`; a `cancelled` one is not checked."""
-    if isinstance(payload, dict) and payload.get("status") in AGUI_STATUSES and set(payload) <= {
-            "status", "payload", "responder"}:
-        if payload["status"] == "cancelled":
-            return False, None, ""
-        return True, payload.get("payload"), "payload.payload"
-    return True, payload, "payload"
-
-
 def json_path(prefix: str, path: Any) -> str:
     """A failing location as `payload.approved` or `payload.items[0]`."""
     out = prefix
@@ -216,12 +204,10 @@ def json_path(prefix: str, path: Any) -> str:
     return out
 
 
-def answer_error(schema: Any, payload: Any) -> tuple[str, str] | None:
-    """(param, message) for the first way a resume payload fails the schema, or None when it passes."""
+def answer_error(schema: Any, value: Any, prefix: str = "payload") -> tuple[str, str] | None:
+    """(param, message) for the first way an answer (as `answers.given` reads it, at `prefix` in
+    what was sent) fails the schema, or None when it passes."""
     if schema is None:
-        return None
-    checked, value, prefix = answer_of(payload)
-    if not checked:
         return None
     failure = evaluate(schema, value)
     if failure is None:

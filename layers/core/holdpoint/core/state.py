@@ -21,6 +21,10 @@ CallKind = Literal["llm_call", "tool_call", "sub_agent"]
 CallStatus = Literal["open", "settled", "voided"]
 CallHandler = Literal["engine", "worker", "client"]  # who runs it: the engine, the worker, the client
 InterruptStatus = Literal["open", "resolved", "expired"]
+Delivery = Literal["delivered", "none", "failed"]
+"""Where a closed interrupt's answer stands with the worker: its `interrupt.resumed` answered, none
+to deliver (it parked a branch the session had left, R8), or its delivery failed for good; unset
+while it waits to be delivered."""
 OnExpiry = Literal["cancel", "deny", "approve"]  # A5: what an expiry answers
 DecisionStatus = Literal["pending", "delivered", "failed"]
 DecisionVia = Literal["worker", "submit"]
@@ -76,6 +80,7 @@ class Header:
     usage: dict[str, Any] = field(default_factory=dict)
     budget: float | None = None
     parent: dict[str, Any] | None = None  # {session_id, call_id} of a sub-agent's parent
+    attention: dict[str, Any] | None = None  # {kind, reason, since}: a delivery retrying or failed (core/attention)
 
 
 @dataclass
@@ -161,6 +166,7 @@ class Interrupt:
     reminded: list[int] = field(default_factory=list)  # A5: indexes of the reminders that fired
     retention_days: int | None = None  # A6: the agent's retention for the closed interrupt
     kept_until: int | None = None  # A6: epoch seconds the closed interrupt is kept until
+    delivery: Delivery | None = None  # a closed interrupt's answer with the worker (None: waiting)
 
     def view(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any, NotRequired, TypedDict
 
+from holdpoint.core import approvals
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.protocols import worker as p
 from holdpoint.core.state import Call, Decision, Interrupt, SessionState, derive, iso
@@ -150,21 +151,25 @@ def _llm_finished(state: SessionState, decision: Decision, t: JsonObject) -> p.O
     return out
 
 
-def resumed_payload(state: SessionState, t: JsonObject) -> JsonValue:
-    """The answer an `interrupt.resumed` delivers: the interrupt's own resolution, for the
-    generation the trigger names (a record stored with the payload in it keeps that copy)."""
+RESUMED_KEYS = ("payload", "verdict", "responder", "channel", "expired", "approvals")
+"""What an `interrupt.resumed` carries beside its id (`approvals.resumed`), as a kept copy stores it."""
+
+
+def resumed_fields(state: SessionState, t: JsonObject) -> JsonObject:
+    """The answer an `interrupt.resumed` delivers and how it was decided: from the interrupt, for
+    the generation the trigger names (a record stored with its own copy keeps that copy; one kept
+    before the outcome was, only its payload)."""
     if "payload" in t:
-        return t["payload"]
+        return {k: t[k] for k in RESUMED_KEYS if k in t}
     named = t["interrupt_id"]
     interrupt = state.interrupts.get(named) if isinstance(named, str) else None
     if interrupt is None or interrupt.generation != t.get("generation", interrupt.generation):
-        return None
-    answer: JsonValue = interrupt.resolution
-    return answer
+        return {"payload": None}
+    return approvals.resumed(interrupt)
 
 
 def _interrupt_resumed(state: SessionState, decision: Decision, t: JsonObject) -> p.Out:
-    return p.InterruptResumed(interrupt_id=t["interrupt_id"], payload=resumed_payload(state, t))
+    return p.InterruptResumed(interrupt_id=t["interrupt_id"], **resumed_fields(state, t))
 
 
 TRIGGERS: dict[str, Callable[[SessionState, Decision, JsonObject], p.Out]] = {

@@ -24,7 +24,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from holdpoint import assembly, tracing
 from holdpoint.aws import signing
 from holdpoint.core.errors import Refusal
-from holdpoint.http import rendering
+from holdpoint.http import markup, rendering
 from holdpoint.http.edge import INTERNAL_BODY, headers_of, load_refusal, status_of
 from holdpoint.http.telemetry import logger, traced
 from holdpoint.ports import Throttled, Unavailable
@@ -68,10 +68,19 @@ def _refused(exc: Refusal, as_json: bool) -> Response[str]:
 
 
 def _confirmation(view: dict[str, Any]) -> str:
+    """What is asked and what the answer approves (the question, the tool and its arguments, as
+    the console's card shows them), then the one button."""
     option = str(view["option"])
     parts = [f"<p>{html.escape(str(view.get('reason') or ''))}</p>"]
-    if view.get("summary"):
+    if view.get("message_blocks"):
+        parts.append(f"<div class=\"question\">{markup.blocks_html(view['message_blocks'])}</div>")
+    elif view.get("summary"):
         parts.append(f"<pre>{html.escape(str(view['summary']))}</pre>")
+    if view.get("action"):
+        parts.append(markup.action_html(view["action"]))
+    if view.get("expires_at") and view["status"] == "open":
+        verb = markup.EXPIRY_VERBS.get(view.get("on_expiry") or "cancel", "closes")
+        parts.append(f"<p>If no one answers, it {html.escape(verb)} at {html.escape(str(view['expires_at']))}.</p>")
     if view["status"] != "open":
         parts.append("<p>This request has already been answered; nothing more to do.</p>")
         return "".join(parts)

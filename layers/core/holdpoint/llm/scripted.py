@@ -2,7 +2,8 @@
 
 `{"provider": "scripted", "script": [{"when": {"role": "tool", "contains": "sent"}, "reply":
 {"content": "...", "tool_calls": [{"name": "send_email", "arguments": {...}}]}}]}`: the first
-rule whose `when` matches the last message answers; a rule without `when` always matches.
+rule whose `when` matches the last message answers (`contains`: a word or phrase of it, whole
+words in any case); a rule without `when` always matches.
 `stream` hands the reply's content over one word at a time (each word with the whitespace after it).
 """
 
@@ -28,9 +29,14 @@ def _matches(when: Mapping[str, object] | None, last: Mapping[str, object]) -> b
         return True
     if "role" in when and last.get("role") != when["role"]:
         return False
-    if "contains" in when and str(when["contains"]).lower() not in text(last.get("content")).lower():
+    if "contains" in when and not _says(str(when["contains"]), text(last.get("content"))):
         return False
     return True
+
+
+def _says(phrase: str, content: str) -> bool:
+    """`contains`: the phrase as whole words, in any case ("hi" is in "say hi", not in "this")."""
+    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", content, re.IGNORECASE) is not None
 
 
 def complete(call: LlmCall) -> LlmOutcome:

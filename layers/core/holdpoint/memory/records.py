@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Call, Decision, Interrupt, Turn
 from holdpoint.ports import InboxQuery, InboxRow, SessionFilters
 
@@ -78,6 +79,7 @@ class Session:
     owner: str | None
     end_user: str | None
     sub_agent: bool
+    attention: JsonObject | None = None
     nodes: dict[str, str] = field(default_factory=dict)
     records: dict[tuple[str, str], Kept] = field(default_factory=dict)
     events: dict[int, str] = field(default_factory=dict)
@@ -125,4 +127,6 @@ def listed_session(filters: SessionFilters, kept: Session) -> bool:
     """Whether `GET /v1/sessions` lists the session (the DynamoDB store's `Sessions` index filters)."""
     wanted = ((filters.agent_id, kept.agent_id), (filters.status, kept.status),
               (filters.top_level, not kept.sub_agent), (filters.end_user, kept.end_user))
+    if filters.attention and kept.attention is None:
+        return False
     return all(value is None or value == have for value, have in wanted)

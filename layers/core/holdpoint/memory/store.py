@@ -213,6 +213,7 @@ class MemoryStore:
             self._sessions[(h.tenant, h.session_id)] = kept
         kept.version, kept.header, kept.agent, kept.status = h.version + 1, header, agent, status
         kept.agent_id, kept.owner, kept.sub_agent = h.agent_id, str(owner) if owner else None, bool(h.ancestry)
+        kept.attention = dict(h.attention) if h.attention else None
         kept.nodes.update(nodes)
         kept.events.update(events)
         for key, _, text in written:
@@ -307,8 +308,9 @@ class MemoryStore:
     def sessions(self, tenant: str, limit: int, cursor: str | None,
                  filters: SessionFilters) -> tuple[list[SessionRow], str | None]:
         with self._lock:
-            rows = [(kept.order(), SessionRow(kept.session_id, kept.agent_id, kept.status, kept.created_at,
-                                              kept.owner, top_level=not kept.sub_agent))
+            rows = [(_order(kept, filters), SessionRow(kept.session_id, kept.agent_id, kept.status, kept.created_at,
+                                                       kept.owner, top_level=not kept.sub_agent,
+                                                       attention=kept.attention if filters.attention else None))
                     for kept in self._sessions.values() if kept.tenant == tenant and listed_session(filters, kept)]
         return page(rows, limit, cursor)
 
@@ -345,3 +347,10 @@ INTERRUPT_DEFAULTS["reminded"] = []
 
 if TYPE_CHECKING:  # mypy proves the twin implements the three ports (nothing else passes it as one)
     _TWIN: SessionStore = MemoryStore()
+
+
+def _order(kept: Session, filters: SessionFilters) -> str:
+    """A listing's order key: when created, or (the attention listing) since when it needs a person."""
+    if filters.attention and kept.attention is not None:
+        return f"{kept.attention.get('since')}#{kept.session_id}"
+    return kept.order()

@@ -56,3 +56,21 @@ def check_webhook(entry: dict[str, Any], tenant: str, field: str) -> None:
         _refuse(netguard.check_url(entry["url"], f"{field}.url"), f"{field}.url")
     if entry.get("secret") is not None:
         _refuse(secretrefs.check(entry["secret"], tenant, f"{field}.secret"), f"{field}.secret")
+
+
+SECRET_FIELDS = (("worker", "secret"), ("llm", "api_key"), ("a2a", "push_secret"))
+
+
+def warnings(config: dict[str, Any]) -> list[dict[str, str]]:
+    """What a declaration allows but will fail at run time: an `env:` secret reference to a variable
+    that is not set here. The template declares such variables in `Globals`, which the functions
+    that declare agents and the engine that signs with them share, so unset here is unset there."""
+    refs = [(f"{block}.{key}", (config.get(block) or {}).get(key)) for block, key in SECRET_FIELDS]
+    refs += [(f"notify[{i}].secret", entry.get("secret")) for i, entry in enumerate(config.get("notify") or [])]
+    out = []
+    for field, ref in refs:
+        if isinstance(ref, str) and ref.startswith("env:") and not secretrefs.env_set(ref[len("env:"):]):
+            out.append({"param": field, "message": f"{ref} is not set where the engine runs, so every request "
+                        f"that needs it will fail (the session waits, retrying): set {ref[len('env:'):]} in the "
+                        "deployment's environment, or name a secretsmanager: secret"})
+    return out

@@ -40,6 +40,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from holdpoint.aws import secretrefs
 from holdpoint.aws.errors import Refused, SecretRefError, ThrottledCall, UnavailableCall
+from holdpoint.core.answers import options_of
 from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import answerable_until
@@ -51,8 +52,8 @@ from holdpoint.outbound.slack_blocks import (
     button,
     decided_blocks,
     decided_by,
+    escape,
     message_of,
-    options_of,
     outcome_of,
     question_blocks,
     slack_time,
@@ -115,7 +116,7 @@ class Click:
                        text=message_of({"payload": payload, "reason": "interrupt"}))
 
     def resume_payload(self) -> SlackAnswer:
-        """The shape the upstream approval example reads."""
+        """The option's value in the AG-UI envelope (a value is read as it is, `answers.given`)."""
         return {"status": "resolved", "payload": self.value, "responder": {"user": self.user}}
 
 
@@ -240,7 +241,7 @@ class SlackChannel:
         """Update a message with how the interrupt, as stored, closed."""
         user, subject = decided_by(closed.responder, config.users)
         self._update(tenant, config, ref, message_of(closed.view()), Decided(
-            outcome=outcome_of(closed.status, closed.resolution, closed.payload), at=slack_time(closed.resolved_at),
+            outcome=outcome_of(closed), at=slack_time(closed.resolved_at),
             user=user, subject=subject))
 
     def _update(self, tenant: str, config: SlackConfig, ref: Posted, text: str, decided: Decided) -> None:
@@ -264,8 +265,9 @@ class SlackChannel:
         values = sealed if sealed is not None and len(sealed) == len(options) else [
             self._seal(i, tenant, session_id, interrupt, config) for i in range(len(options))]
         buttons = [button(f"{ACTION_PREFIX}{i}", str(option["label"]), values[i]) for i, option in enumerate(options)]
-        blocks = question_blocks(text, f"{interrupt.reason} · session {session_id}", links, buttons)
-        sent = self.client(token).chat_postMessage(channel=config.channel, text=text, blocks=blocks)
+        blocks = question_blocks(text, f"{interrupt.reason} · session {session_id}", links, buttons, interrupt.action)
+        # `text` is the notification's and every fallback's: escaped, so no `<!channel>` or `<url|label>` is read
+        sent = self.client(token).chat_postMessage(channel=config.channel, text=escape(text), blocks=blocks)
         return Posted(str(sent["channel"]), str(sent["ts"]))
 
     def _seal(self, index: int, tenant: str, session_id: str, interrupt: Interrupt, config: SlackConfig) -> str:

@@ -8,21 +8,16 @@ Holdpoint adds and a Slack user id it mentions.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from holdpoint.core.answers import declared_options
+from holdpoint.core.approvals import outcome
 from holdpoint.core.jsontypes import JsonObject, JsonValue
-from holdpoint.core.notify import declared_options
+from holdpoint.core.state import Interrupt
 
 MAX_TEXT = 3000  # Block Kit's limit of a section's text
-DEFAULT_OPTIONS: list[JsonObject] = [{"label": "Approve", "value": "approve"}, {"label": "Deny", "value": "deny"}]
-"""The buttons of an interrupt whose payload names no `metadata.options`."""
-
-
-def options_of(payload: object) -> list[JsonObject]:
-    """`payload.metadata.options` as `{label, value}` (a bare option is both), or Approve/Deny."""
-    return declared_options(payload) or DEFAULT_OPTIONS
 
 
 def message_of(interrupt: Mapping[str, object]) -> str:
@@ -48,21 +43,21 @@ def slack_time(iso: str | None) -> str:
     return f"{iso[:10]} {iso[11:19]} UTC" if iso and len(iso) >= 19 else "an unknown time"
 
 
-def outcome_of(status: str, resolution: Any, payload: Any) -> str:
-    """The closing answer in words: expired (with its `on_expiry` outcome), cancelled, the label of
-    the option it chose, approved or denied; never the answer's own content beyond that."""
-    answer = resolution if isinstance(resolution, dict) else {}
-    if status == "expired":
-        return {"approve": "Expired (approved)", "deny": "Expired (denied)"}.get(
-            str(answer.get("on_expiry")), "Expired (cancelled)")
-    if answer.get("status") == "cancelled":
-        return "Cancelled"
-    inner = answer["payload"] if answer.get("status") == "resolved" and "payload" in answer else resolution
-    for option in options_of(payload):
-        if inner == option["value"]:
-            return str(option["label"])[:75]
-    approved = inner["approved"] if isinstance(inner, dict) and "approved" in inner else answer.get("approved")
-    return {True: "Approved", False: "Denied"}.get(approved, "Answered") if isinstance(approved, bool) else "Answered"
+WORDS = {"approved": "Approved", "denied": "Denied", "cancelled": "Cancelled", "answered": "Answered"}
+
+
+def outcome_of(closed: Interrupt) -> str:
+    """The closing answer in words, from its verdict (`approvals.outcome`, the one reading every
+    view shares): expired (with its outcome), the label of the declared option it chose, or
+    approved, denied, cancelled, answered; never the answer's own content beyond that."""
+    decided = outcome(closed)
+    if decided.expired:
+        return f"Expired ({decided.verdict})"
+    if decided.verdict != "cancelled":
+        for option in declared_options(closed.payload):
+            if option["value"] == closed.resolution:
+                return str(option["label"])[:75]
+    return WORDS[decided.verdict]
 
 
 def decided_by(responder: Mapping[str, object] | None, users: Mapping[str, str] | None) -> tuple[str, str]:
@@ -93,7 +88,7 @@ def decided_blocks(text: str, decided: Decided) -> tuple[str, list[JsonObject]]:
         shown = f"{who}{decided.at}"[:MAX_TEXT]
         by = {"type": "plain_text", "text": shown, "emoji": False}
         said = escape(shown)
-    fallback = f"{text}\n{escape(decided.outcome)} {said}"
+    fallback = f"{escape(text)}\n{escape(decided.outcome)} {said}"
     return fallback[:MAX_TEXT], [section(text), {"type": "context", "elements": [
         {"type": "plain_text", "text": decided.outcome[:75] or " ", "emoji": False}, by]}]
 
@@ -123,8 +118,23 @@ def button(action_id: str, label: str, value: str) -> JsonObject:
             "text": {"type": "plain_text", "text": label[:75]}}
 
 
+def action_text(action: Mapping[str, object] | None) -> str:
+    """The tool call an approval binds to (A3), as plain text: `send_email(to: "bob")`, fingerprint."""
+    if not action:
+        return ""
+    try:
+        arguments = json.loads(str(action.get("arguments") or "{}"))
+    except ValueError:
+        arguments = action.get("arguments")
+    shown = ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items()) \
+        if isinstance(arguments, dict) else json.dumps(arguments, ensure_ascii=False)
+    return f"Action: {action.get('tool')}({shown})\nfingerprint {action.get('fingerprint')}"[:MAX_TEXT]
+
+
 def question_blocks(text: str, about: str, links: Mapping[str, str] | None,
-                    buttons: list[JsonObject]) -> list[JsonObject]:
-    """A raised interrupt's message: its text, what it is about with the links, and its buttons."""
-    return [section(text), context(about, links), {"type": "actions", "block_id": "holdpoint",
-                                                   "elements": [*buttons]}]
+                    buttons: list[JsonObject], action: Mapping[str, object] | None = None) -> list[JsonObject]:
+    """A raised interrupt's message: its text, the action it approves (as plain text), what it is
+    about with the links, and its buttons."""
+    shown = [section(action_text(action))] if action else []
+    return [section(text), *shown, context(about, links), {"type": "actions", "block_id": "holdpoint",
+                                                           "elements": [*buttons]}]

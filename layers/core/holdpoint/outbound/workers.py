@@ -132,7 +132,9 @@ def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | No
     except Refused as exc:
         raise WorkerUnavailable(str(exc)) from exc
     except urllib.error.HTTPError as exc:
-        raise WorkerUnavailable(f"{field.split('[')[0]} answered HTTP {exc.code}") from exc
+        said = " (it refused the request's signature or credentials: is the secret the same on both sides?)" \
+            if exc.code in (401, 403) else ""
+        raise WorkerUnavailable(f"{field.split('[')[0]} answered HTTP {exc.code}{said}") from exc
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise WorkerUnavailable(f"{field.split('[')[0]} unreachable: {exc}") from exc
     except ValueError as exc:  # http.client refuses the URL or a header (InvalidURL, UnicodeEncodeError)

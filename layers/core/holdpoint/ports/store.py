@@ -32,6 +32,7 @@ class SessionFilters:
     status: str | None = None
     top_level: bool | None = None
     end_user: str | None = None  # a client token sees only the sessions its subject started
+    attention: bool = False  # only sessions whose delivery is retrying or failed (core/attention), newest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +45,14 @@ class SessionRow:
     created_at: str
     owner: str | None
     top_level: bool
+    attention: JsonObject | None = None  # {kind, reason, since}: only the attention listing reads it
 
     def wire(self) -> JsonObject:
-        return {"session_id": self.session_id, "agent_id": self.agent_id, "status": self.status,
-                "created_at": self.created_at, "owner": self.owner, "top_level": self.top_level}
+        out: JsonObject = {"session_id": self.session_id, "agent_id": self.agent_id, "status": self.status,
+                           "created_at": self.created_at, "owner": self.owner, "top_level": self.top_level}
+        if self.attention is not None:
+            out["attention"] = self.attention
+        return out
 
 
 @dataclass(frozen=True, slots=True)

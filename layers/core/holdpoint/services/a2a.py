@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from holdpoint.core import a2a, notify, retry
+from holdpoint.core import a2a, answers, notify, retry
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
@@ -153,7 +153,7 @@ def _answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller, stat
     fingerprint = (message.metadata or {}).get("expectFingerprint")
     try:
         resume(store, parking, caller, state.header.session_id, target.interrupt_id, payload,
-               expect_fingerprint=fingerprint if isinstance(fingerprint, str) else None)
+               expect_fingerprint=fingerprint if isinstance(fingerprint, str) else None, channel="a2a")
     except Refusal as exc:
         exc.param = _part_param(exc.param)
         raise
@@ -187,7 +187,8 @@ def cancel(store: SessionsAndInterrupts, parking: Parking, caller: Caller, agent
     if not waiting:
         raise Refusal("invalid_request", f"a task in {kind} waits on no interrupt; it cannot be canceled", "id")
     for interrupt in waiting:
-        resume(store, parking, caller, state.header.session_id, interrupt.interrupt_id, dict(a2a.DECLINED))
+        resume(store, parking, caller, state.header.session_id, interrupt.interrupt_id, dict(answers.CANCELLED),
+               channel="a2a")
     state, turn = _task(store, caller, agent_id, ref.id, "id")
     return a2a.task_out(state, turn, ref.historyLength)
 

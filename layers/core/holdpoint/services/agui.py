@@ -85,7 +85,8 @@ def _resume_all(store: SessionsAndInterrupts, parking: Parking, caller: Caller, 
             precheck(store, caller, body.threadId, entry.interruptId, agui.resume_payload(entry))
     for index, entry in enumerate(entries):
         with _naming(index):
-            resume(store, parking, caller, body.threadId, entry.interruptId, agui.resume_payload(entry))
+            resume(store, parking, caller, body.threadId, entry.interruptId, agui.resume_payload(entry),
+                   channel="agui")
 
 
 def _behind(state: SessionState | None, messages: list[dict[str, Any]]) -> bool:

@@ -9,10 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from holdpoint.core import approvals
-from holdpoint.core.interrupts import may_resume
 from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.ports import Clock, InboxQuery, InboxRow, InboxStatus, Interrupts, Sealer
 from holdpoint.services.caller import Caller
+from holdpoint.services.resume import open_fields, readable, refusal
 from holdpoint.services.sessions import opened_cursor, sealed_cursor
 
 AUDIT_FIELDS = ("requester", "approvals", "policy", "comment")
@@ -35,8 +35,7 @@ class InboxFilters:
 def may_answer(caller: Caller, interrupt: Interrupt) -> bool:
     """Whether the caller may resume the interrupt: the origin rule (R17) and its approver policy
     (A2, with the escalation's approvers once it has escalated, A5), as the resume checks them."""
-    return may_resume(caller.origin, interrupt.origin) and approvals.interrupt_refusal(
-        interrupt, caller.subject, caller.origin, caller.groups, end_user=caller.own_only) is None
+    return refusal(caller, interrupt) is None
 
 
 def inbox(store: Interrupts, sealer: Sealer, caller: Caller, limit: int, cursor: str | None,
@@ -53,7 +52,8 @@ def inbox(store: Interrupts, sealer: Sealer, caller: Caller, limit: int, cursor:
         created_before=iso_ms(now - filters.older_than) if filters.older_than is not None else None,
         expiring_by=iso_ms(now + filters.expiring_within) if filters.expiring_within is not None else None)
     rows, last = store.inbox(caller.tenant, limit, start, query, lambda row: _visible(caller, filters, row))
-    return {"interrupts": [listing(row) for row in rows], "next_cursor": sealed_cursor(sealer, purpose, caller, last)}
+    return {"interrupts": [listing(row, caller) for row in rows],
+            "next_cursor": sealed_cursor(sealer, purpose, caller, last)}
 
 
 def _visible(caller: Caller, filters: InboxFilters, row: InboxRow) -> bool:
@@ -65,22 +65,32 @@ def _visible(caller: Caller, filters: InboxFilters, row: InboxRow) -> bool:
     return not filters.approver_me or (row.interrupt.status == "open" and may_answer(caller, row.interrupt))
 
 
-def listing(row: InboxRow) -> dict[str, Any]:
-    """An inbox item: the interrupt as the view shows it, where it lives, and its audit trail."""
+def listing(row: InboxRow, caller: Caller) -> dict[str, Any]:
+    """An inbox item: the interrupt as the view shows it, where it lives, and its audit trail;
+    open, what this caller may do with it; closed, how it was decided (`closed_fields`)."""
     interrupt = row.interrupt
     out: dict[str, Any] = {"session_id": row.session_id, **interrupt.view(), "owner": interrupt.owner,
                            "status": interrupt.status}
+    if interrupt.status == "open":
+        out.update(open_fields(caller, interrupt))
     if row.agent_id:
         out["agent_id"] = row.agent_id
     for key in AUDIT_FIELDS:  # the view's own (read from the item as it is now) come first
         if row.body.get(key) is not None:
             out.setdefault(key, row.body[key])
     if interrupt.status != "open":
-        out["resolved_at"] = interrupt.resolved_at
-        out["responder"] = interrupt.responder
-        out["resolution"] = interrupt.resolution
-        out["decision_secs"] = decision_secs(interrupt.created_at, interrupt.resolved_at)
+        out.update(closed_fields(interrupt))
     return out
+
+
+def closed_fields(interrupt: Interrupt) -> dict[str, Any]:
+    """How a closed interrupt was decided: the answer (`resolution`), its verdict and channel, who
+    decided and when, how long it took, and whether the worker has the answer yet (`delivery`)."""
+    decided = approvals.outcome(interrupt)
+    return {"resolved_at": interrupt.resolved_at, "responder": interrupt.responder,
+            "resolution": interrupt.resolution, "verdict": decided.verdict, "channel": decided.channel,
+            "delivery": interrupt.delivery or "waiting",
+            "decision_secs": decision_secs(interrupt.created_at, interrupt.resolved_at), **readable(interrupt)}
 
 
 def decision_secs(created_at: str, resolved_at: str | None) -> float | None:

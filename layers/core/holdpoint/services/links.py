@@ -21,7 +21,7 @@ from holdpoint.core.notify import LINK_ORIGINS, link_choices, summary
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import Clock, Interrupts, Parking, Sealer, SessionsAndInterrupts
 from holdpoint.services.caller import Caller
-from holdpoint.services.resume import Resumed, resume
+from holdpoint.services.resume import Resumed, readable, resume
 
 PURPOSE = "link"
 LINK_TTL_SECS = 7 * 24 * 3600
@@ -123,11 +123,15 @@ def show(store: Interrupts, sealer: Sealer, token: str, clock: Clock = time.time
     interrupt = _current(store, link)
     status = interrupt.status if interrupt is not None else "closed"
     choice = link_choices(interrupt.payload).get(link.option) if interrupt is not None else None
-    return {"option": link.option, "label": choice["label"] if choice else link.option,
-            "approver": link.approver_name, "status": status,
-            "interrupt_id": link.interrupt_id, "session_id": link.session_id,
-            "reason": interrupt.reason if interrupt is not None else None,
-            "summary": summary(interrupt.payload, 512) if interrupt is not None else None}
+    out: dict[str, Any] = {
+        "option": link.option, "label": choice["label"] if choice else link.option,
+        "approver": link.approver_name, "status": status, "interrupt_id": link.interrupt_id,
+        "session_id": link.session_id, "reason": interrupt.reason if interrupt is not None else None,
+        "summary": summary(interrupt.payload, 512) if interrupt is not None else None}
+    if interrupt is not None:  # what the person approves, as the console's card shows it
+        out.update(readable(interrupt), action=interrupt.action, expires_at=interrupt.expires_at,
+                   on_expiry=interrupt.on_expiry)
+    return out
 
 
 def follow(store: SessionsAndInterrupts, parking: Parking, sealer: Sealer, token: str, confirm: str | None,
@@ -145,5 +149,5 @@ def follow(store: SessionsAndInterrupts, parking: Parking, sealer: Sealer, token
     if choice is None:  # signed, but for an option this interrupt does not offer
         raise Refusal("invalid_link", "this link is not valid for this request", param="token")
     out = resume(store, parking, link.caller(), link.session_id, link.interrupt_id, choice["answer"], clock,
-                 generation=link.generation)
+                 generation=link.generation, channel="link")
     return Followed(out, link.option)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from pydantic import ValidationError
 
-from holdpoint.core import approvals, mcp, notify
+from holdpoint.core import answers, approvals, mcp
 from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import first_error
@@ -119,7 +119,7 @@ def request(store: SessionsAndAgents, queue: WorkQueue, sealer: Sealer, caller: 
                                "elicitation", "arguments.answered_by",
                                requiredCapabilities={"elicitation": {"form": {}}})
         schema = body.declared_schema()
-        form = mcp.elicitation_schema(schema if isinstance(schema, dict) else None, notify.declared_options(
+        form = mcp.elicitation_schema(schema if isinstance(schema, dict) else None, answers.declared_options(
             body.payload))
     sid = _session(store, caller, agent_id, agent, clock)
     raised = sessions.raise_interrupt(
@@ -159,7 +159,8 @@ def answered_here(store: SessionsAndInterrupts, parking: Parking, sealer: Sealer
             param, message = first_error(exc)
             where = f"inputResponses.{interrupt.interrupt_id}.{param}"
             raise RpcError(mcp.INVALID_PARAMS, message, where) from None
-        resume(store, parking, caller, sid, interrupt.interrupt_id, mcp.answer_from(elicited, interrupt))
+        resume(store, parking, caller, sid, interrupt.interrupt_id, mcp.answer_from(elicited, interrupt),
+               channel="mcp")
         sid, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, interrupt.interrupt_id), "requestState")
     return mcp.tool_result(mcp.approval_out(sid, interrupt))
 
@@ -200,7 +201,7 @@ def answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller, args:
     admit is refused and nothing is recorded); any session the caller may see, not only its own."""
     sid, iid = mcp.split_id(args.id, "arguments.id")
     try:
-        out = resume(store, parking, caller, sid, iid, args.payload, comment=args.comment)
+        out = resume(store, parking, caller, sid, iid, args.payload, comment=args.comment, channel="mcp")
     except Refusal as exc:
         if exc.code == "not_found":
             raise Refusal("not_found", f"approval {args.id[:100]} not found", "arguments.id") from None
@@ -234,5 +235,5 @@ def cancel(store: SessionsAndInterrupts, parking: Parking, caller: Caller, agent
     policy admits the caller); an approval already answered stays as it was."""
     sid, interrupt = _own(store, caller, agent_id, ref.taskId, "taskId")
     if interrupt.status == "open":
-        resume(store, parking, caller, sid, interrupt.interrupt_id, dict(mcp.DECLINED))
+        resume(store, parking, caller, sid, interrupt.interrupt_id, dict(answers.CANCELLED), channel="mcp")
     return {"resultType": "complete"}

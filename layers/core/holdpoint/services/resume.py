@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from holdpoint.core import approvals, schemas
+from holdpoint.core import answers, approvals, markdown, schemas
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import kept_until
 from holdpoint.core.interrupts import Checked, may_resume, resumable_origins
@@ -80,13 +80,14 @@ class Resumed:
 
 def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, session_id: str, interrupt_id: str,
            payload: Any, clock: Clock = time.time, expect_fingerprint: str | None = None,
-           comment: str | None = None, generation: int | None = None) -> Resumed:
+           comment: str | None = None, generation: int | None = None, channel: answers.Channel = "api") -> Resumed:
     """Clear an interrupt exactly once. Stale, unknown and duplicate ids are no-ops (200) that say
     how the interrupt was cleared (A4); an answer its response schema refuses changes nothing (A1),
-    nor does an `expect_fingerprint` that is not the fingerprint of the action it approves (A3), nor
-    a caller its approver policy does not admit (A2). Under a quorum an answer that does not decide
-    the interrupt is recorded (`comment` with it) and leaves it open. With `generation` (a sealed
-    link's or Slack button's), an interrupt that is now another raise is a no-op too."""
+    nor does an answer with no verdict under an approver policy, nor an `expect_fingerprint` that
+    is not the fingerprint of the action it approves (A3), nor a caller its approver policy does
+    not admit (A2). Under a quorum an answer that does not decide the interrupt is recorded
+    (`comment` with it) and leaves it open. With `generation` (a sealed link's or Slack button's),
+    an interrupt that is now another raise is a no-op too. `channel` is how the answer came."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
     if comment is not None and len(comment) > approvals.MAX_COMMENT:  # A6 (the wire models bound it too)
@@ -102,14 +103,14 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
         return Resumed(interrupt_id, noop=True)
     if found.status != "open":
         return _noop(parking, caller.tenant, session_id, found, payload, caller.subject)
-    _check(caller, found, payload)
+    given, verdict = _check(caller, found, payload)
     _check_fingerprint(found, expect_fingerprint)
-    _check_size(found, payload)
+    _check_size(found, given)
     now_secs = clock()
-    mine = approvals.answer(caller.subject, caller.origin, payload, comment, iso_ms(now_secs))
+    mine = approvals.answer(caller.subject, caller.origin, given, verdict, comment, iso_ms(now_secs), channel)
     until = kept_until(found.retention_days, now_secs)  # A6: how long the closed interrupt stays listable
     for _ in range(ROUNDS):
-        own = _own_answer(found, caller.subject)
+        own = approvals.own_answer(found, caller.subject)
         if own is not None:  # A2: a second answer by the same subject is a no-op
             return _noop_open(found, own, payload)
         outcome, now = _write(store, caller, session_id, found, mine, until)
@@ -132,16 +133,13 @@ def _write(store: Interrupts, caller: Caller, session_id: str, found: Interrupt,
            mine: dict[str, Any], until: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
     """One conditional UpdateItem: record an answer that decides nothing yet, or resolve with it
     (kept until `until`, A6)."""
-    answers = [*found.approvals, mine]
-    decided = approvals.verdict(found.policy, answers)
     where = InterruptRef(caller.tenant, session_id, found.interrupt_id)
     checked = Checked(resumable_origins(caller.origin), caller.owner(), found.generation, len(found.approvals))
-    if decided == "open":
+    if not approvals.decides(found.policy, [*found.approvals, mine]):
         return store.record_approval(AddAnswer(where, checked, mine))
     return store.resolve_interrupt(Resolve(
-        where, checked, resolution=approvals.resolution(found.policy, decided, mine, answers),
-        responder={"subject": caller.subject, "origin": caller.origin}, at=mine["at"], approval=mine,
-        kept_until=until))
+        where, checked, resolution=mine["payload"], responder={"subject": caller.subject, "origin": caller.origin},
+        at=mine["at"], approval=mine, kept_until=until))
 
 
 def _written(parking: Parking, tenant: str, session_id: str, outcome: ResolveOutcome,
@@ -159,38 +157,76 @@ def _progress(interrupt: Interrupt) -> Progress:
                     quorum=approvals.quorum_of(interrupt.policy))
 
 
-def _own_answer(interrupt: Interrupt, subject: str) -> dict[str, Any] | None:
-    return next((a for a in interrupt.approvals if a.get("subject") == subject), None)
-
-
 def _noop_open(interrupt: Interrupt, own: dict[str, Any], payload: Any) -> Resumed:
     """A2: the subject has answered this still-open interrupt already; its answer stands."""
+    same = _canonical(answers.given(payload).payload) == _canonical(own.get("payload"))
     return Resumed(interrupt.interrupt_id, noop=True, progress=_progress(interrupt),
-                   answered=Answered(at=own.get("at"), status=own.get("status"),
-                                     same_payload=_canonical(payload) == _canonical(own.get("payload"))))
+                   answered=Answered(at=own.get("at"), status=own.get("status"), same_payload=same))
 
 
-def _check_size(interrupt: Interrupt, payload: Any) -> None:
+def _check_size(interrupt: Interrupt, given: answers.Given) -> None:
     """A2: every answer to a quorum is kept on the interrupt's one item, so each is small."""
-    size = len(_canonical(payload))
+    size = len(_canonical(given.payload))
     if approvals.quorum_of(interrupt.policy) > 1 and size > approvals.MAX_QUORUM_ANSWER_BYTES:
         raise Refusal("payload_too_large", f"an answer to a quorum is at most {approvals.MAX_QUORUM_ANSWER_BYTES} "
                       f"bytes of JSON, this one {size}", param="payload")
 
 
-def _check(caller: Caller, interrupt: Interrupt, payload: Any) -> None:
-    """R17 (origin rank), A2 (the approver policy) and A1 (the response schema), before anything
-    is written."""
-    if not may_resume(caller.origin, interrupt.origin):
-        raise Refusal("forbidden", f"an interrupt raised by {interrupt.origin} cannot be cleared by {caller.origin}",
-                      param="interrupt_id")
-    reason = approvals.interrupt_refusal(interrupt, caller.subject, caller.origin, caller.groups,
-                                         end_user=caller.own_only)
-    if reason is not None:
-        raise Refusal("not_an_approver", reason, param="interrupt_id")
-    failed = schemas.answer_error(interrupt.response_schema, payload)
+def _check(caller: Caller, interrupt: Interrupt, payload: Any) -> tuple[answers.Given, answers.Verdict]:
+    """R17 (origin rank), A2 (the approver policy), then the answer itself: A1 (the response
+    schema, which a missing answer never satisfies) and its verdict (under a policy it must say
+    whether it approves), before anything is written. The answer as read and its verdict."""
+    refused = refusal(caller, interrupt)
+    if refused is not None:
+        raise refused
+    given = answers.given(payload)
+    schema = schemas.declared(interrupt.response_schema, interrupt.payload)
+    if schema is not None and given.empty:
+        raise Refusal("invalid_resume", "this interrupt declares a response_schema, and the resume sent no answer: "
+                      "send the answer in `payload`", param=given.param)
+    failed = None if given.cancelled else schemas.answer_error(interrupt.response_schema, given.payload,
+                                                               given.param)
     if failed is not None:
         raise Refusal("invalid_resume", failed[1], param=failed[0])
+    options = answers.declared_options(interrupt.payload)
+    return given, answers.verdict(given, options, under_policy=interrupt.policy is not None)
+
+
+def refusal(caller: Caller, interrupt: Interrupt) -> Refusal | None:
+    """Why this caller may not answer the interrupt at all: R17's origin rank, then its approver
+    policy (A2, with the escalation's approvers once escalated). The resume raises it; the inbox
+    and the session view show it, so a person is offered only what they may do."""
+    if not may_resume(caller.origin, interrupt.origin):
+        return Refusal("forbidden", f"an interrupt raised by {interrupt.origin} cannot be cleared by {caller.origin}",
+                       param="interrupt_id")
+    reason = approvals.interrupt_refusal(interrupt, caller.subject, caller.origin, caller.groups,
+                                         end_user=caller.own_only)
+    return Refusal("not_an_approver", reason, param="interrupt_id") if reason is not None else None
+
+
+def yours(caller: Caller, interrupt: Interrupt) -> dict[str, Any]:
+    """What the caller may do with an open interrupt, by the resume's own rules: answer it, or why
+    not (refused by the origin rank or the policy, or already answered: its answer stands, A2)."""
+    own = approvals.own_answer(interrupt, caller.subject)
+    if own is not None:
+        return {"may_answer": False, "why": "you have answered; your answer stands",
+                "answered": {"status": own.get("status"), "at": own.get("at")}}
+    refused = refusal(caller, interrupt)
+    return {"may_answer": refused is None, "why": refused.message if refused is not None else None}
+
+
+def open_fields(caller: Caller, interrupt: Interrupt) -> dict[str, Any]:
+    """What a console needs to offer only what this caller may do with an open interrupt: `you`
+    (may they answer, why not), `waiting_for` (the approvals and approvers still missing), and
+    the question to show (`readable`)."""
+    out = {"you": yours(caller, interrupt), "waiting_for": approvals.waiting_for(interrupt)}
+    return {**out, **readable(interrupt)}
+
+
+def readable(interrupt: Interrupt) -> dict[str, Any]:
+    """The question as a page renders it (`core.markdown`: a safe subset, parsed here once)."""
+    shown = markdown.question(interrupt.payload)
+    return {"message_blocks": shown} if shown is not None else {}
 
 
 def _check_fingerprint(interrupt: Interrupt, expected: str | None) -> None:
@@ -212,14 +248,15 @@ def _noop(parking: Parking, tenant: str, session_id: str, interrupt: Interrupt, 
         # one wake per interrupt generation, and a spent token answers InvalidToken.
         parking.release(tenant, session_id, interrupt)
     who = interrupt.responder or {}
+    same = _canonical(answers.given(payload).payload) == _canonical(_answered_with(interrupt, subject))
     return Resumed(interrupt.interrupt_id, noop=True, cleared=Cleared(
         subject=who.get("subject"), origin=who.get("origin"), at=interrupt.resolved_at, status=interrupt.status,
-        same_payload=_canonical(payload) == _canonical(_answered_with(interrupt, subject))))
+        same_payload=same))
 
 
 def _answered_with(interrupt: Interrupt, subject: str | None) -> Any:
     """What a repeat is compared with: this subject's own answer to a quorum, else the resolution."""
-    own = _own_answer(interrupt, subject or "") if approvals.quorum_of(interrupt.policy) > 1 else None
+    own = approvals.own_answer(interrupt, subject or "") if approvals.quorum_of(interrupt.policy) > 1 else None
     return own["payload"] if own is not None else interrupt.resolution
 
 
@@ -229,7 +266,8 @@ def _canonical(value: Any) -> str:
 
 
 def precheck(store: Interrupts, caller: Caller, session_id: str, interrupt_id: str, payload: Any) -> None:
-    """The refusals `resume` would give before writing (R17 origin, A1 schema), without writing:
+    """The refusals `resume` would give before writing (R17 origin, A2 policy, A1 schema, the
+    verdict), without writing:
     a caller resuming several interrupts at once checks them all first, so a bad one records nothing."""
     found = store.read_interrupt(caller.tenant, session_id, interrupt_id)
     if found is not None and found.status == "open":

@@ -6,10 +6,10 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from holdpoint.core import claims
+from holdpoint.core import attention, claims
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import PolicyError, QuotaExceeded, Refusal
 from holdpoint.core.expiry import Declared
@@ -22,6 +22,7 @@ from holdpoint.ports import (
     Directory,
     Sealer,
     SessionFilters,
+    SessionRow,
     Sessions,
     SessionsAndAgents,
     Throttled,
@@ -32,6 +33,7 @@ from holdpoint.ports import (
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import transact
 from holdpoint.services.errors import Contended
+from holdpoint.services.resume import open_fields
 
 T = TypeVar("T")
 Backstop = Callable[[], Timers]
@@ -226,7 +228,7 @@ def view(store: Sessions, caller: Caller, session_id: str) -> dict[str, Any]:
         "turn_id": h.active_turn,
         "last_turn": {"turn_id": last.id, "status": last.status, "data": last.data, "error": last.error}
         if last else None,
-        "interrupts": [i.view() for i in state.open_interrupts()],
+        "interrupts": [{**i.view(), **open_fields(caller, i)} for i in state.open_interrupts()],
         "parked_by": [i.interrupt_id for i in rules.active_parking(state)],
         "messages": [n.message for n in state.tree.active_path()],
         "message_tree": state.tree.wire(),
@@ -320,9 +322,24 @@ def listing(store: Sessions, sealer: Sealer, caller: Caller, limit: int, cursor:
     sessions its subject started (the filter is applied in the query, so pages stay full), and a
     token bound to one session only that one."""
     if caller.owner() is not None:
-        filters = SessionFilters(filters.agent_id, filters.status, filters.top_level, end_user=caller.subject)
-    rows, last = store.sessions(caller.tenant, limit, opened_cursor(sealer, "sessions-cursor", caller, cursor),
-                                filters)
+        filters = replace(filters, end_user=caller.subject)
+    purpose = "sessions-cursor:attention" if filters.attention else "sessions-cursor"  # another index's keys
+    rows, last = store.sessions(caller.tenant, limit, opened_cursor(sealer, purpose, caller, cursor), filters)
     if caller.session_id:
         rows = [r for r in rows if r.session_id == caller.session_id]
-    return {"sessions": [r.wire() for r in rows], "next_cursor": sealed_cursor(sealer, "sessions-cursor", caller, last)}
+    return {"sessions": [_row(caller, r) for r in rows], "next_cursor": sealed_cursor(sealer, purpose, caller, last)}
+
+
+def _row(caller: Caller, row: SessionRow) -> dict[str, Any]:
+    """A listing row; one that needs attention says what to do about it. An end user is told that
+    it waits, not why: the reason can name the worker's secret reference or its address."""
+    out = row.wire()
+    if row.attention is None:
+        return out
+    reason = str(row.attention.get("reason") or "")
+    if caller.own_only:
+        out["attention"] = {"kind": row.attention.get("kind"), "since": row.attention.get("since"),
+                            "reason": "the agent's worker is not answering; the operators can see why"}
+    else:
+        out["attention"] = {**row.attention, "advice": attention.advice(reason)}
+    return out

@@ -313,6 +313,9 @@ def listing_attrs(state: SessionState, status: str) -> Item:
         out[k.LISTED_OWNER] = s(listed_owner(str(owner), h.end_user))
     if h.ancestry:
         out[k.SUB_AGENT] = {"BOOL": True}
+    if h.attention:  # the sparse Attention index: only while a delivery retries or failed
+        out.update({"GSI4PK": s(k.attention_pk(h.tenant)), "GSI4SK": s(f"{h.attention['since']}#{h.session_id}"),
+                    k.LISTED_ATTENTION: s(json.dumps(h.attention))})
     return out
 
 
@@ -325,6 +328,8 @@ def listed_owner(owner: str, end_user: str | None) -> str:
 def session_row(item: Item) -> SessionRow:
     """A listing row, from the attributes the `Sessions` GSI projects (the owner without its kind)."""
     owner = item.get(k.LISTED_OWNER, {}).get("S")
+    attention = item.get(k.LISTED_ATTENTION, {}).get("S")
     return SessionRow(session_id=k.session_of(item["PK"]["S"]), agent_id=item.get(k.LISTED_AGENT, {}).get("S"),
                       status=item.get(k.LISTED_STATUS, {}).get("S"), created_at=item["GSI2SK"]["S"].split("#", 1)[0],
-                      owner=owner.split(":", 1)[1] if owner else None, top_level=k.SUB_AGENT not in item)
+                      owner=owner.split(":", 1)[1] if owner else None, top_level=k.SUB_AGENT not in item,
+                      attention=json.loads(attention) if attention else None)

@@ -17,6 +17,7 @@ from holdpoint.ports import InboxQuery, InboxRow, SessionFilters, SessionRow
 LIST_READS = 5  # Query pages one listing page may read when filters skip rows (a cursor resumes after)
 MAX_INBOX_PAGES = 10  # a filtered inbox page reads at most this many index pages, then hands a cursor
 SESSION_KEYS = ("GSI2PK", "GSI2SK", "PK", "SK")
+ATTENTION_KEYS = ("GSI4PK", "GSI4SK", "PK", "SK")
 INBOX_KEYS = ("PK", "SK", "GSI1PK", "GSI1SK")
 HISTORY_KEYS = ("PK", "SK", "GSI3PK", "GSI3SK")
 
@@ -123,8 +124,9 @@ class Listings:
 
     def sessions(self, tenant: str, limit: int, cursor: str | None,
                  filters: SessionFilters) -> tuple[list[SessionRow], str | None]:
-        """The tenant's sessions, newest first: one Query page when nothing is filtered; with
-        filters, pages of 100 until `limit` rows match or `LIST_READS` pages are read."""
+        """The tenant's sessions, newest first (with `attention`, those that need a person, from the
+        sparse Attention index, most recently stuck first): one Query page when nothing is filtered;
+        with filters, pages of 100 until `limit` rows match or `LIST_READS` pages are read."""
         conditions: list[Cond] = [eq(attr, s(value)) for attr, value in (
             (k.LISTED_AGENT, filters.agent_id), (k.LISTED_STATUS, filters.status),
             (k.LISTED_OWNER, None if filters.end_user is None else listed_owner(filters.end_user, filters.end_user)))
@@ -132,8 +134,9 @@ class Listings:
         if filters.top_level is not None:
             conditions.append(Exists(k.SUB_AGENT, present=not filters.top_level))
         expr = Expr()
-        base: QueryArgs = {"IndexName": "Sessions", "ScanIndexForward": False, "Limit": 100 if conditions else limit}
-        kwargs = expr.into(base, key_condition=eq("GSI2PK", s(k.sessions_pk(tenant))),
-                           filter_=all_of(conditions) if conditions else None)
-        return self.pages(kwargs, cursor, limit, LIST_READS, SESSION_KEYS,
+        index, pk, keys = ("Attention", eq("GSI4PK", s(k.attention_pk(tenant))), ATTENTION_KEYS) if filters.attention \
+            else ("Sessions", eq("GSI2PK", s(k.sessions_pk(tenant))), SESSION_KEYS)
+        base: QueryArgs = {"IndexName": index, "ScanIndexForward": False, "Limit": 100 if conditions else limit}
+        kwargs = expr.into(base, key_condition=pk, filter_=all_of(conditions) if conditions else None)
+        return self.pages(kwargs, cursor, limit, LIST_READS, keys,
                           lambda items: [(item, session_row(item)) for item in items])

@@ -62,6 +62,7 @@ LISTED_AGENT = "agent_id"
 LISTED_STATUS = "status"
 LISTED_OWNER = "owner"
 SUB_AGENT = "sub_agent"  # present only on a sub-agent's session
+LISTED_ATTENTION = "attention"  # JSON {kind, reason, since} while a delivery retries or failed (core/attention)
 LISTING_ATTRS = (LISTED_AGENT, LISTED_STATUS, LISTED_OWNER, SUB_AGENT)
 
 # A park record's attributes (aws/ddb/parking.py), each set once by a conditional UpdateItem.
@@ -102,6 +103,11 @@ def history_pk(tenant: str) -> str:
 
 def sessions_pk(tenant: str) -> str:
     return f"T#{tenant}#LIST"
+
+
+def attention_pk(tenant: str) -> str:
+    """The Attention index's partition: a tenant's sessions that need a person (sparse)."""
+    return f"T#{tenant}#ATTN"
 
 
 def quota_pk(tenant: str) -> str:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from holdpoint.core import approvals, notify
+from holdpoint.core import answers, approvals
 from holdpoint.core.agent_config import ApprovalPolicy
 from holdpoint.core.protocols import ExpiresIn
 
@@ -50,7 +50,7 @@ class RequestApproval(Strict):
 
     question: Text = Field(description="what the approvers are asked (shown in Slack, the link and the inbox)")
     options: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=256)] | Option],
-                       Field(min_length=1, max_length=notify.MAX_OPTIONS)] | None = Field(
+                       Field(min_length=1, max_length=answers.MAX_OPTIONS)] | None = Field(
         default=None, description="the answers to choose from (a label, or {label, value})")
     response_schema: Mapping[str, object] | None = Field(default=None,
                                                          description="a JSON Schema the answer must satisfy")

@@ -169,10 +169,29 @@ class LlmFinished(Out):
     provider_code: str | None = None
 
 
+class ResumedAnswer(Out):
+    """One answer recorded on the interrupt (a quorum's are all listed): its verdict as `status`."""
+
+    subject: str | None = None
+    origin: str | None = None
+    status: str | None = None
+    channel: str | None = None
+    comment: str | None = None
+    at: str | None = None
+
+
 class InterruptResumed(Out):
+    """`payload` is the answer the person gave, the same shape whatever channel carried it; the
+    rest are Holdpoint additions saying how the interrupt was decided (PROTOCOL.md §2.3)."""
+
     type: Literal["interrupt.resumed"] = "interrupt.resumed"
     interrupt_id: str
     payload: Any = None
+    verdict: Literal["approved", "denied", "cancelled", "answered"] | None = None
+    responder: dict[str, Any] | None = None
+    channel: str | None = None
+    expired: bool | None = None
+    approvals: list[ResumedAnswer] | None = None
 
 
 class TurnFinished(Out):

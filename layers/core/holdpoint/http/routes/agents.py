@@ -12,7 +12,7 @@ from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers, id_path
-from holdpoint.outbound.declared import check_agent
+from holdpoint.outbound.declared import check_agent, warnings
 
 MAX_AGENT_BYTES = 131_072
 """An agent config is copied into the header of every session it starts, which must stay under 400 KB."""
@@ -31,7 +31,11 @@ def put_agent(agent_id: Annotated[str, id_path("agent")], body: AgentConfig) -> 
         raise Refusal("payload_too_large", f"the agent config is over {MAX_AGENT_BYTES} bytes")
     check_agent(config, who.tenant)
     assembly.get_store().put_agent(who.tenant, agent_id, config)
-    return {"agent_id": agent_id, "agent": config}
+    out: dict[str, Any] = {"agent_id": agent_id, "agent": config}
+    said = warnings(config)
+    if said:  # declared all the same: the variable may be set before the first session
+        out["warnings"] = said
+    return out
 
 
 @router.get("/v1/agents/<agent_id>", security=BEARER, responses=answers(200, 404), summary="An agent's config")

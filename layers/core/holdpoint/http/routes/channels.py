@@ -31,7 +31,7 @@ def slack_interaction() -> dict[str, Any]:
     click = click.choosing(stored)  # a button of another raise of the id: 409, nothing recorded
     who = Caller(tenant=click.tenant, subject=click.subject, origin="client")
     out = resume(assembly.get_store(), assembly.get_parking(), who, click.session_id, click.interrupt_id,
-                 edge.check_payload(click.resume_payload()), generation=click.generation)
+                 edge.check_payload(click.resume_payload()), generation=click.generation, channel="slack")
     if not out.noop:
         count("InterruptsResumed")
     if out.decided:  # a quorum still short keeps its buttons

@@ -27,7 +27,7 @@ HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", 
            "X-Frame-Options": "DENY", "Cache-Control": "no-cache"}
 FILES = {"inbox.html": "text/html; charset=utf-8", "inbox.js": "text/javascript; charset=utf-8",
          "inbox.css": "text/css; charset=utf-8", "session.html": "text/html; charset=utf-8",
-         "session.js": "text/javascript; charset=utf-8"}
+         "session.js": "text/javascript; charset=utf-8", "favicon.svg": "image/svg+xml"}
 LIVE_URL_ENV = "HOLDPOINT_LIVE_URL"
 """The WebSocket API's URL (`wss://.../live`, template.yaml); unset: no live page."""
 
@@ -95,6 +95,12 @@ def session_page() -> Response[str]:
 @router.get("/inbox/session.js", summary="The session page's script", responses=_documented("session.js"))
 def session_script() -> Response[str]:
     return _file("session.js")
+
+
+@router.get("/favicon.ico", summary="The pages' icon (an SVG; no credentials)", responses=_documented("favicon.svg"))
+def favicon() -> Response[str]:
+    """Browsers ask every origin for `/favicon.ico`: answered, not a 404 in every page's console."""
+    return _file("favicon.svg", {**HEADERS, "Cache-Control": "max-age=86400"})
 
 
 @router.get("/inbox/live.json", summary="The WebSocket API's URL the session page connects to (no credentials)",

@@ -85,10 +85,12 @@ def list_sessions(
     agent_id: Annotated[str | None, Query(pattern=ID_REGEX)] = None,
     status: Annotated[str | None, Query(pattern="^(interrupted|running|done|idle)$")] = None,
     top_level: Annotated[bool | None, Query()] = None,
+    attention: Annotated[bool, Query(description="only sessions whose delivery to the worker is retrying or "
+                                                 "failed, most recently stuck first, each with `attention`")] = False,
 ) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
     return sessions.listing(assembly.get_store(), signing, who, limit, cursor,
-                            SessionFilters(agent_id=agent_id, status=status, top_level=top_level))
+                            SessionFilters(agent_id=agent_id, status=status, top_level=top_level, attention=attention))
 
 
 @router.post("/v1/sessions/<session_id>/inputs", status_code=202, security=BEARER,

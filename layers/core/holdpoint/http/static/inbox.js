@@ -89,21 +89,30 @@ function callText(name, args) {
   return `${name}(${pairs.join(", ")})`;
 }
 
-// What an answer means: Approved/Denied, an option's value, Cancelled, Expired, or its fields.
-function answerText(resolution, status) {
-  const r = resolution && typeof resolution === "object" ? resolution : null;
+// What a closed interrupt's answer means, from its verdict (PROTOCOL.md §2.3.1, the one reading
+// every channel shares): Approved, Denied, Cancelled, Expired (with its outcome), a declared
+// option's label, or the answer's fields; and whether the worker has it yet.
+const VERDICT_WORDS = { approved: "Approved", denied: "Denied", cancelled: "Cancelled", answered: "Answered" };
+
+function answerText(item) {
+  const verdict = item.verdict || "answered";
+  const answer = item.resolution;
   let text;
-  if (r && r.reason === "expired") text = `Expired${r.on_expiry ? ` (${r.on_expiry})` : ""}`;
-  else if (r && typeof r.approved === "boolean") text = r.approved ? "Approved" : "Denied";
-  else if (r && r.status === "cancelled") text = "Cancelled";
-  else if (r && r.status === "resolved" && "payload" in r) text = answerText(r.payload);
-  else if (r && !Array.isArray(r)) text = Object.entries(r).map(([k, v]) => `${k}: ${plain(v)}`).join(", ");
-  else text = resolution === undefined ? "" : plain(resolution);
-  if (r && r.approved !== undefined && r.payload && typeof r.payload === "object") {
-    const extra = Object.entries(r.payload).filter(([k]) => k !== "approved").map(([k, v]) => `${k}: ${plain(v)}`);
-    if (extra.length) text += ` (${extra.join(", ")})`;
+  if (item.status === "expired") text = `Expired (${verdict})`;
+  else if (answer === null || answer === undefined) text = verdict === "answered" ? "Answered with no payload" : VERDICT_WORDS[verdict];
+  else {
+    const options = item.payload && item.payload.metadata && Array.isArray(item.payload.metadata.options) ? item.payload.metadata.options : [];
+    const chosen = options.find((o) => JSON.stringify(o && typeof o === "object" && "value" in o ? o.value : o) === JSON.stringify(answer));
+    const label = chosen === undefined ? null : String(typeof chosen === "object" && chosen !== null ? (chosen.label ?? chosen.value) : chosen);
+    text = label !== null ? label : VERDICT_WORDS[verdict] || "Answered";
+    const extra = answer && typeof answer === "object" && !Array.isArray(answer) && label === null
+      ? Object.entries(answer).filter(([k]) => k !== "approved").map(([k, v]) => `${k}: ${plain(v)}`) : [];
+    if (verdict === "answered" && !extra.length && label === null) text = plain(answer);
+    else if (extra.length) text += ` (${extra.join(", ")})`;
   }
-  return status === "expired" && !text.startsWith("Expired") ? `Expired: ${text}` : text;
+  if (item.status !== "expired" && item.delivery === "waiting") text += ", waiting to be delivered";
+  if (item.delivery === "failed") text += ", not delivered (the worker never took it)";
+  return text;
 }
 
 const sameDay = (d) => d.toDateString() === new Date().toDateString();
@@ -160,9 +169,66 @@ function quorumText(item) {
 
 function answerItems(answers) {
   return (answers || []).map((a) => el("li", { className: `answered ${a.status}` },
-    `${a.status === "denied" ? "Denied" : "Approved"} by ${principal(a.subject)}`, a.at ? " at " : "",
+    `${VERDICT_WORDS[a.status] || "Answered"} by ${principal(a.subject)}`, a.at ? " at " : "",
     a.at ? timeEl(a.at) : "", a.comment ? el("q", { textContent: a.comment }) : ""));
 }
+
+// Who an open interrupt still waits for (`waiting_for`, read off its policy by the server).
+function waitingText(w) {
+  if (!w) return "";
+  const who = [...(w.subjects || []).map(principal), ...(w.groups || []).map((g) => `anyone in ${principal(g)}`)];
+  const more = w.approvals > 1 ? `${w.approvals} more approvals` : "";
+  if (!who.length && !more) return "";
+  return `Waiting for ${more}${more && who.length ? " from " : ""}${who.join(" or ")}.`;
+}
+
+// What this person may do with the card (`you`, by the resume's own rules): nothing, and why,
+// when the policy refuses them or they have answered already.
+function readOnlyText(item) {
+  const you = item.you;
+  if (!you || you.may_answer) return "";
+  if (you.answered) {
+    const said = VERDICT_WORDS[you.answered.status] || "Answered";
+    return `You answered (${said.toLowerCase()}) at ${localTime(you.answered.at)}. ${waitingText(item.waiting_for)}`.trim();
+  }
+  return `You cannot answer this: ${you.why}. ${waitingText(item.waiting_for)}`.trim();
+}
+
+// The question, as the server parsed its Markdown (core/markdown.py): text nodes, strong, em,
+// code, and https: links only (rel noopener); nothing in a message becomes markup of its own.
+function inlineNodes(parts) {
+  const out = [];
+  for (const p of parts || []) {
+    if (typeof p === "string") p.split("\n").forEach((line, i) => { if (i) out.push(el("br")); if (line) out.push(line); });
+    else if (p && p.b) out.push(el("strong", {}, ...inlineNodes(p.b)));
+    else if (p && p.i) out.push(el("em", {}, ...inlineNodes(p.i)));
+    else if (p && typeof p.code === "string") out.push(el("code", { textContent: p.code }));
+    else if (p && p.a && /^https:\/\//i.test(p.href || "")) {
+      out.push(el("a", { href: p.href, rel: "noopener noreferrer", target: "_blank" }, ...inlineNodes(p.a)));
+    } else if (p && (p.a || p.span)) out.push(...inlineNodes(p.a || p.span));
+  }
+  return out;
+}
+
+function blockNodes(blocks) {
+  return (blocks || []).map((b) => {
+    if (b.ul || b.ol) return el(b.ul ? "ul" : "ol", {}, ...(b.ul || b.ol).map((i) => el("li", {}, ...inlineNodes(i))));
+    if (b.h) return el("p", { className: "subhead" }, el("strong", {}, ...inlineNodes(b.h)));
+    return el("p", {}, ...inlineNodes(b.p));
+  });
+}
+
+// A question into a heading (its first paragraph, inline markup only) and what follows it.
+function renderQuestion(heading, more, item, fallback) {
+  const blocks = item.message_blocks || [];
+  const first = blocks[0] && (blocks[0].p || blocks[0].h);
+  heading.replaceChildren(...(first ? inlineNodes(first) : [fallback]));
+  more.replaceChildren(...blockNodes(first ? blocks.slice(1) : blocks));
+  more.hidden = !more.childNodes.length;
+}
+
+// "denies at 16:10": what the interrupt's expiry will answer (A5), said before it comes.
+const EXPIRY_VERBS = { approve: "approves", deny: "denies", cancel: "cancels" };
 
 // -- countdowns -----------------------------------------------------------------------------
 
@@ -175,14 +241,15 @@ function tick() {
     const left = (Date.parse(node.dataset.expires) - now) / 1000;
     const owner = node.closest("[data-card]");
     if (left <= 0) {
-      node.textContent = `expired (${localTime(node.dataset.expires)})`;
+      node.textContent = `expired (${localTime(node.dataset.expires)}): ${EXPIRY_VERBS[node.dataset.outcome || "cancel"] || "closed"}`;
       node.classList.add("expired");
       if (owner && owner.dataset.state !== "expired") {
         owner.dataset.state = "expired";
         owner.querySelectorAll(".answer button").forEach((b) => { b.disabled = true; });
       }
     } else {
-      node.textContent = `expires in ${span(Math.ceil(left))} (${localTime(node.dataset.expires)})`;
+      const verb = EXPIRY_VERBS[node.dataset.outcome || "cancel"] || "expires";
+      node.textContent = `${verb} at ${localTime(node.dataset.expires)} (in ${span(Math.ceil(left))})`;
       node.classList.toggle("soon", left < 60);
     }
   }
@@ -407,7 +474,8 @@ function excerpt(messages, anchor, count = 4) {
 
 window.Holdpoint = { TOKEN_KEY, $, el, api, ApiError, principal, brief, plain, answerText, callText, localTime,
                      timeEl, span, ago, policyText, quorumText, answerItems, tick, answerForm, resultText,
-                     messageText, roleName, argumentPairs, setRefused: (fn) => { onRefused = fn; } };
+                     messageText, roleName, argumentPairs, readOnlyText, waitingText, renderQuestion,
+                     setRefused: (fn) => { onRefused = fn; } };
 
 // == the inbox page =========================================================================
 
@@ -493,6 +561,7 @@ async function refresh(force) {
 
 async function loadOpen() {
   const f = filters();
+  if (ticks % HISTORY_EVERY === 1) loadAttention(); // every 10 s: stuck work changes slowly
   const page = await api("GET", `/v1/interrupts?${query(f)}`);
   const now = Date.now();
   const items = (page.interrupts || []).filter((i) => keep(i, f, now));
@@ -518,8 +587,45 @@ async function loadOpen() {
     removeCard(node);
   }
   $("empty").hidden = list.children.length > 0;
+  countOpen();
   document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || 0) + 1);
   for (const [sid, sig] of bySession) loadExcerpt(sid, sig.sort().join(","));
+}
+
+// -- needs attention -------------------------------------------------------------------------
+
+const agents = new Map(); // agent_id -> its config, or null where this caller may not read it (a client token)
+
+// The sessions whose delivery is retrying or has failed (GET /v1/sessions?attention=true): why, what
+// to do, and the worker's URL to a caller who may read the agent.
+async function loadAttention() {
+  let page;
+  try { page = await api("GET", "/v1/sessions?attention=true&limit=20"); } catch (err) { return; }
+  const rows = page.sessions || [];
+  for (const row of rows) {
+    if (row.agent_id && !agents.has(row.agent_id)) {
+      agents.set(row.agent_id, null);
+      try { agents.set(row.agent_id, (await api("GET", `/v1/agents/${encodeURIComponent(row.agent_id)}`)).agent); }
+      catch (err) { /* 403 for a client token: the worker's address is not theirs to see */ }
+    }
+  }
+  $("attention").hidden = rows.length === 0;
+  $("attention-items").replaceChildren(...rows.map(attentionItem));
+}
+
+function attentionItem(row) {
+  const a = row.attention || {};
+  const agent = agents.get(row.agent_id);
+  const worker = agent && agent.worker && agent.worker.url;
+  const item = el("li", { className: "stuck", dataset: { kind: a.kind || "" } },
+    el("b", { textContent: a.kind === "failed" ? "Delivery failed" : "Delivery retrying" }), " since ", timeEl(a.since), ": ",
+    el("span", { className: "reason", textContent: a.reason || "" }), " ",
+    el("a", { href: `/inbox/session?id=${encodeURIComponent(row.session_id)}`, textContent: "open session",
+      ariaLabel: `session ${row.session_id}` }));
+  if (worker) item.append(el("div", { className: "worker" }, "Worker ", el("code", { textContent: worker })));
+  if (a.advice) item.append(el("div", { className: "what-to-do", textContent: `What to do: ${a.advice}` }));
+  item.dataset.sessionId = row.session_id;
+  return item;
 }
 
 // The conversation of each session, read once and again only when its open interrupts or their
@@ -577,8 +683,8 @@ function card(item, key) {
   node.querySelector(".follow").href = `/inbox/session?id=${encodeURIComponent(item.session_id)}`;
   const message = node.querySelector(".message");
   message.id = `${id}-message`;
-  message.textContent = typeof payload.message === "string" ? payload.message
-    : (item.action ? `Run ${item.action.tool}?` : brief(item.payload) || item.reason);
+  renderQuestion(message, node.querySelector(".question-more"), item,
+    item.action ? `Run ${item.action.tool}?` : brief(item.payload) || item.reason);
   node.setAttribute("aria-labelledby", message.id);
   const raised = node.querySelector(".raised");
   raised.append("asked ", timeEl(item.created_at), " ", el("span", { className: "ago", dataset: { since: item.created_at } }));
@@ -591,15 +697,29 @@ function card(item, key) {
     node.querySelector(".agent-version").textContent = item.action.agent_version || "";
   }
   node.querySelector(".who").textContent = policyText(item.policy, item.requester);
-  node.querySelector(".answer-box").append(answerForm(item, (result, form) => answered(node, item, result, form)));
   updateCard(node, item);
   return node;
+}
+
+// The answer form for a person who may answer; for anyone else a line saying why not and who the
+// card waits for (the server's own rule, `you`): never buttons that could only be refused.
+function answerBox(node, item) {
+  const box = node.querySelector(".answer-box");
+  const readOnly = readOnlyText(item);
+  const sig = readOnly ? `ro:${readOnly}` : "form";
+  if (box.dataset.sig === sig) return;
+  const had = box.dataset.sig === "form";
+  box.dataset.sig = sig;
+  node.dataset.readonly = readOnly ? "true" : "false";
+  if (readOnly) box.replaceChildren(el("p", { className: "readonly", textContent: readOnly }));
+  else if (!had) box.replaceChildren(answerForm(item, (result, form) => answered(node, item, result, form)));
 }
 
 // What changes while a card is open, updated in place (its form, and what is typed, stay).
 function updateCard(node, item) {
   const countdown = node.querySelector(".countdown");
-  if (item.expires_at) countdown.dataset.expires = item.expires_at;
+  if (item.expires_at) { countdown.dataset.expires = item.expires_at; countdown.dataset.outcome = item.on_expiry || "cancel"; }
+  if (node.dataset.mine !== "answered") answerBox(node, item);
   node.querySelector(".progress").textContent = quorumText(item);
   const sig = JSON.stringify(item.approvals || []);
   const list = node.querySelector(".answers");
@@ -635,7 +755,14 @@ function removeCard(node) {
   const next = node.nextElementSibling || node.previousElementSibling;
   node.remove();
   $("empty").hidden = $("items").children.length > 0;
+  countOpen();
   if (focused && next) next.focus();
+}
+
+// The tab's title counts what is open, so a person sees it from another tab: "(3) Holdpoint inbox".
+function countOpen() {
+  const open = cards().filter((c) => c.dataset.state !== "expired").length;
+  document.title = open ? `(${open}) Holdpoint inbox` : "Holdpoint inbox";
 }
 
 // -- keyboard -------------------------------------------------------------------------------
@@ -712,7 +839,7 @@ function decision(item) {
   const comments = answers.filter((a) => a.comment).map((a) => (answers.length > 1 ? `${a.subject}: ${a.comment}` : a.comment));
   if (!comments.length && item.comment) comments.push(item.comment);
   return {
-    decided_at: item.resolved_at || "", status: item.status, answer: answerText(item.resolution, item.status),
+    decided_at: item.resolved_at || "", status: item.status, answer: answerText(item),
     by: expired ? "expired (no one)" : by.join(", "), comment: comments.join(" | "),
     question: typeof payload.message === "string" ? payload.message : brief(item.payload),
     tool: item.action ? item.action.tool : "", arguments: item.action ? item.action.arguments : "",
@@ -771,9 +898,12 @@ function download(name, type, text) {
 const CSV_COLUMNS = ["decided_at", "status", "answer", "by", "comment", "question", "tool", "arguments", "reason",
   "requester", "session_id", "interrupt_id", "decision_secs"];
 
+// A cell a spreadsheet reads as text: one that starts with a formula's lead (= + - @, or TAB or
+// CR, which some programs skip first) gets a leading apostrophe, then the CSV quoting.
 function csvCell(value) {
-  const text = value === null || value === undefined ? "" : String(value);
-  return /[",\r\n]/.test(text) || /^[=+\-@]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  let text = value === null || value === undefined ? "" : String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n\t]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 function exportRows(kind) {

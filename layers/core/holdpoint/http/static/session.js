@@ -41,9 +41,10 @@ function detail(event) {
     case "call.settled": return `${d.kind === "tool_call" ? "tool" : (d.kind || "")} ${d.ok === false ? `failed: ${H.brief(d.error)}` : "done"}`;
     case "call.retry": return `attempt ${d.attempt}: ${H.brief(d.error || d.reason)}`;
     case "session.interrupted": return `${d.reason || ""}: ${H.brief(d.payload && d.payload.message ? d.payload.message : d.payload, 100)}`;
-    case "session.interrupt_resumed":
-      return d.expired ? `expired: ${H.answerText(d.payload)}`
-        : `${H.answerText(d.payload)} by ${who(d.responder || (d.payload && d.payload.responder))}`;
+    case "session.interrupt_resumed": {
+      const answer = H.answerText({ verdict: d.verdict, resolution: d.payload, status: d.expired ? "expired" : "resolved" });
+      return d.expired ? answer : `${answer} by ${who(d.responder)}`;
+    }
     case "interrupt.reminded": return `reminder ${d.reminder}`;
     case "interrupt.escalated": return "escalated";
     case "interrupt.expired": return d.outcome ? `outcome ${d.outcome}` : "";
@@ -110,6 +111,7 @@ function renderBanners(interrupts) {
     let node = box.querySelector(`[data-interrupt-id="${CSS.escape(item.interrupt_id)}"]`);
     if (!node) node = banner(item);
     node.querySelector(".progress").textContent = H.quorumText(item);
+    readOnly(node, item);
     const sig = JSON.stringify(item.approvals || []);
     const list = node.querySelector(".answers");
     if (list.dataset.sig !== sig) { list.dataset.sig = sig; list.replaceChildren(...H.answerItems(item.approvals)); }
@@ -126,8 +128,11 @@ function banner(item) {
   node.dataset.interruptId = item.interrupt_id;
   node.dataset.card = "";
   const countdown = el("span", { className: "countdown" });
-  if (item.expires_at) countdown.dataset.expires = item.expires_at;
-  node.append(el("h2", { className: "question", textContent: `Waiting for approval: ${question}` }),
+  if (item.expires_at) { countdown.dataset.expires = item.expires_at; countdown.dataset.outcome = item.on_expiry || "cancel"; }
+  const heading = el("span", { className: "asked-text" });
+  const more = el("div", { className: "question-more", hidden: true });
+  H.renderQuestion(heading, more, item, question);
+  node.append(el("h2", { className: "question" }, "Waiting for approval: ", heading), more,
     el("p", { className: "times" }, `asked by ${H.principal(item.requester)} at `, H.timeEl(item.created_at), " ", countdown));
   if (item.action) {
     node.append(el("p", { className: "call" }, "Action: ",
@@ -137,7 +142,7 @@ function banner(item) {
   }
   node.append(el("p", { className: "who", textContent: H.policyText(item.policy, item.requester) }),
     el("p", { className: "progress" }), el("ul", { className: "answers" }),
-    el("p", { className: "mine", role: "status" }));
+    el("p", { className: "mine", role: "status" }), el("p", { className: "readonly", hidden: true }));
   node.append(H.answerForm(item, (result) => {
     node.querySelector(".mine").textContent = H.resultText(result);
     if (result.status !== "open") node.dataset.state = "answered";
@@ -145,6 +150,16 @@ function banner(item) {
   }));
   H.$("banners").append(node);
   return node;
+}
+
+// As on the inbox's cards: no answer form for a person the server says may not answer (or has).
+function readOnly(node, item) {
+  const text = H.readOnlyText(item);
+  const line = node.querySelector(".readonly");
+  line.textContent = text;
+  line.hidden = !text;
+  node.dataset.readonly = text ? "true" : "false";
+  node.querySelector("form.answer").hidden = Boolean(text);
 }
 
 // Who decided each closed interrupt of this session, when, with which comment: the audit query
@@ -171,7 +186,7 @@ async function loadDecisions() {
     const comments = answers.filter((a) => a.comment).map((a) => `${a.subject}: ${a.comment}`);
     if (!comments.length && i.comment) comments.push(i.comment);
     const node = el("li", { className: `decision ${i.status}` },
-      el("b", { className: "verdict", textContent: H.answerText(i.resolution, i.status) }), " ",
+      el("b", { className: "verdict", textContent: H.answerText(i) }), " ",
       el("span", { className: "asked", textContent: typeof payload.message === "string" ? payload.message : i.reason }),
       ` ${who} at `, H.timeEl(i.resolved_at),
       comments.length ? " " : "", comments.length ? el("q", { className: "comment", textContent: comments.join(" | ") }) : "");
@@ -206,7 +221,9 @@ function deliver(event) {
     page.callOf.set(data.message_id, data.call_id);
     page.committedCalls.add(data.call_id);
   }
-  if (event.type === "session.interrupt_resumed") page.decisionsWanted = true;
+  // a decision's answer reached the worker (its `delivery`): read who decided what again
+  if (event.type === "session.interrupt_resumed" || (event.type === "decision.delivered"
+      && (event.data || {}).trigger === "interrupt.resumed")) page.decisionsWanted = true;
   return true;
 }
 
