@@ -72,6 +72,7 @@ table, so a shell (the README's walkthrough, the admin CLI) reads them instead o
 def write_env(path: Path, stack: LocalStack) -> None:
     settings = {
         "HOLDPOINT_URL": stack.base_url, "HOLDPOINT_API_KEY": stack.api_key,  # the CLI's own names (client.py)
+        "HOLDPOINT_LIVE_URL": stack.live.url if stack.live else "",  # the WebSocket API (examples/follow_live.py)
         "AWS_ENDPOINT_URL": stack.moto_endpoint or "", "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
         "TABLE_NAME": stack.env.get("TABLE_NAME", ""),

@@ -71,7 +71,7 @@ def posted(api: Api, stack: Any, slack_fake: SlackFake) -> tuple[str, str, str, 
 
     def message() -> tuple[str, dict[str, Any]] | None:
         for ts, args in list(slack_fake.messages.items()):
-            if sid in json.dumps(args["blocks"][1]):  # the context line names the session
+            if sid in json.dumps([b for b in args["blocks"] if b["type"] == "context"]):  # it names the session
                 return ts, args
         return None
 
