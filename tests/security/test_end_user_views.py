@@ -3,7 +3,7 @@ for a client token, yet her own session's view once returned the agent's whole c
 prompt, the LLM block, the worker's URL, every `notify` entry (webhook URLs with their capability
 paths and query tokens, Slack's channel and users map), the secret references and the approver
 policy. Now a client token's views carry only what a client UI needs of the agent (its tools'
-names and descriptions), decided in one place (`services.views.agent_for`), and `retrying` names
+names and descriptions), decided in one place (`services.sessions.agent_shown`), and `retrying` names
 no secret reference. Every view an end user can read is searched for the planted markers: the
 session view, the events, the AG-UI run and connect, the A2A task, the MCP approval, the inbox.
 
@@ -83,10 +83,12 @@ def test_end_user_events_runs_tasks_and_inbox_carry_no_agent_config(zoe: tuple[H
     assert leaked(task) == []
     listed = inbox(h.store, signing, caller, 10, None, InboxFilters())
     assert [i["session_id"] for i in listed["interrupts"]] == [sid]
-    assert leaked([{k: v for k, v in i.items() if k != "policy"} for i in listed["interrupts"]]) == []
+    assert leaked(listed) == [] and listed["interrupts"][0]["policy"] is None
+    assert listed["interrupts"][0]["waiting_for"] == {"approvals": 1, "subjects": ["user:zoe"], "groups": []}
 
 
-def test_end_user_retrying_names_no_secret_reference() -> None:
+def test_end_user_retrying_names_no_secret_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOLDPOINT_SECRET_ENV_ALLOWLIST", "t1=MARK_*")
     h = Harness(agent={"worker": {"url": "https://w.example.com/", "secret": "env:MARK_SECRET_WORKER"}})
     h.caller = Caller("t1", "zoe", "client", own_only=True)
     h.say("say hi")  # the worker's secret is not set: its delivery waits to be retried

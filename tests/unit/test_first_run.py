@@ -40,12 +40,13 @@ def test_the_pages_icon_is_served() -> None:
 
 def test_make_serves_settings_are_the_names_the_cli_reads(tmp_path: Path) -> None:
     stack = SimpleNamespace(base_url="http://127.0.0.1:8787", api_key="hp_dev_local_key", moto_endpoint="x",
-                            env={"TABLE_NAME": "t"})
+                            env={"TABLE_NAME": "t"}, live=SimpleNamespace(url="ws://127.0.0.1:8788/live"))
     path = tmp_path / "local.env"
     serve.write_env(path, stack)  # type: ignore[arg-type]
     written = dict(line.split("=", 1) for line in path.read_text().splitlines())
     from_env = client.Client.from_env(written)
     assert (from_env.url, from_env.api_key) == ("http://127.0.0.1:8787", "hp_dev_local_key")
+    assert written["HOLDPOINT_LIVE_URL"] == "ws://127.0.0.1:8788/live"  # what examples/follow_live.py reads
 
 
 def test_make_venv_puts_the_holdpoint_command_in_the_venv() -> None:

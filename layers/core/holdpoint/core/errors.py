@@ -29,6 +29,7 @@ Code = Literal[
     "invalid_link",  # a one-click link token that this deployment did not sign as it stands
     "link_expired",  # a one-click link token past its expiry
     "action_expired",  # a sealed Slack button past its expiry
+    "interrupt_expired",  # R16: an answer at or past the interrupt's `expires_at`: its expiry decides
     "not_an_approver",  # A2: the interrupt's approver policy does not admit this caller
     "quota_exceeded",  # a tenant, session or caller limit (core/quotas.py); `param` names it
     "throttled",  # AWS throttled a call the request needs (after its client's retries): try later

@@ -262,7 +262,7 @@ def requester_of(state: SessionState, turn_id: str | None) -> str | None:
     return claims.principal_of(state.header) if (state.header.identity or {}).get("id") else None
 
 
-WriteRefusal = Literal["noop", "forbidden", "not_found", "changed", "raced"]
+WriteRefusal = Literal["noop", "forbidden", "not_found", "changed", "raced", "expired"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +273,7 @@ class Checked:
     owner: str | None = None
     generation: int | None = None
     seen: int | None = None  # A2: the answers the caller read
+    now: str | None = None  # R16: when the answer was given (ISO, ms): it counts only before `expires_at`
 
 
 def write_refusal(found: Interrupt | None, checked: Checked) -> WriteRefusal | None:
@@ -286,11 +287,19 @@ def write_refusal(found: Interrupt | None, checked: Checked) -> WriteRefusal | N
         return "noop"
     if checked.generation is not None and found.generation != checked.generation:
         return "changed"
+    if past_deadline(found, checked.now):
+        return "expired"
     if checked.seen is not None and len(found.approvals) != checked.seen:
         return "raced"
     if found.origin not in checked.allowed_origins:
         return "forbidden"
     return None
+
+
+def past_deadline(interrupt: Interrupt, now: str | None) -> bool:
+    """R16: an answer given at or after the interrupt's `expires_at` is too late, whether or not
+    the expiry has been applied yet (times compare as the ISO text both are written in)."""
+    return now is not None and interrupt.expires_at is not None and interrupt.expires_at <= now
 
 
 def refused(found: Interrupt | None, checked: Checked) -> tuple[WriteRefusal, Interrupt | None] | None:

@@ -250,8 +250,9 @@ def answer_from(elicited: Elicited, interrupt: Interrupt) -> Any:
 # --- out ---------------------------------------------------------------------------------
 
 
-def approval_out(session_id: str, interrupt: Interrupt) -> Approval:
-    """An approval as the tools answer it: the question, its state, and once closed the answer."""
+def approval_out(session_id: str, interrupt: Interrupt, *, policy: bool = True) -> Approval:
+    """An approval as the tools answer it: the question, its state, and once closed the answer;
+    without `policy` (an end user's: who the tenant's approvers are is not hers to read)."""
     out: Approval = {"id": approval_id(session_id, interrupt.interrupt_id), "status": interrupt.status,
                      "question": _question(interrupt), "created_at": interrupt.created_at}
     options = answers.declared_options(interrupt.payload)
@@ -261,7 +262,7 @@ def approval_out(session_id: str, interrupt: Interrupt) -> Approval:
     if isinstance(schema, dict):
         out["response_schema"] = schema
     for key in ("expires_at", "policy", "approvals"):
-        value = getattr(interrupt, key)
+        value = getattr(interrupt, key) if key != "policy" or policy else None  # an end user's: left out
         if value:
             out[key] = value
     if interrupt.status != "open":

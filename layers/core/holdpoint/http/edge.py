@@ -31,6 +31,7 @@ STATUS: dict[Code, int] = {
     "invalid_link": 400,
     "link_expired": 410,
     "action_expired": 410,
+    "interrupt_expired": 410,
     "payload_too_large": 413,
     "too_many_messages": 413,
     "unknown_input_type": 422,

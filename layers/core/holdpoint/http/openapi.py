@@ -23,6 +23,8 @@ _WHY: dict[int, tuple[str, Any]] = {
           Error | GatewayError),
     409: ("The session's state refuses it now (`interrupted`, `turn_already_active`, `call_not_open`, "
           "`call_held`, `conflict`, `stale_approval`, `decision_not_current`)", Error),
+    410: ("`interrupt_expired`: the answer came at or after the interrupt's `expires_at`; nothing was recorded",
+          Error),
     413: ("Holdpoint: a body over 1 MiB or a payload too large to record; API Gateway: a body over 10 MiB",
           Error | GatewayError),
     422: ("Unknown input `type`", Error),

@@ -16,7 +16,7 @@ MAX_SEQ = 10**12 - 1
 refuses a larger `after_seq` or `Last-Event-ID` (400), and a store reads nothing after it."""
 
 
-ResolveOutcome = Literal["resolved", "recorded", "noop", "forbidden", "not_found", "changed", "raced"]
+ResolveOutcome = Literal["resolved", "recorded", "noop", "forbidden", "not_found", "changed", "raced", "expired"]
 
 
 InboxStatus = Literal["open", "resolved", "expired", "all"]

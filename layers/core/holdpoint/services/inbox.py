@@ -12,7 +12,7 @@ from holdpoint.core import approvals
 from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.ports import Clock, InboxQuery, InboxRow, InboxStatus, Interrupts, Sealer
 from holdpoint.services.caller import Caller
-from holdpoint.services.resume import open_fields, readable, refusal
+from holdpoint.services.resume import open_fields, readable, refusal, shown_to
 from holdpoint.services.sessions import opened_cursor, sealed_cursor
 
 AUDIT_FIELDS = ("requester", "approvals", "policy", "comment")
@@ -80,7 +80,7 @@ def listing(row: InboxRow, caller: Caller) -> dict[str, Any]:
             out.setdefault(key, row.body[key])
     if interrupt.status != "open":
         out.update(closed_fields(interrupt))
-    return out
+    return shown_to(caller, out)
 
 
 def closed_fields(interrupt: Interrupt) -> dict[str, Any]:

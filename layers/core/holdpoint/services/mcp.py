@@ -134,7 +134,7 @@ def request(store: SessionsAndAgents, queue: WorkQueue, sealer: Sealer, caller: 
                 "inputRequests": {interrupt.interrupt_id: mcp.elicitation(interrupt, form)}}
     if mcp.has_tasks(capabilities):
         return mcp.task_out(sid_, interrupt, iso_ms(clock()), created=True)
-    out = mcp.approval_out(sid_, interrupt)
+    out = mcp.approval_out(sid_, interrupt, policy=not caller.own_only)
     return mcp.tool_result(out, f"Approval {out['id']} is waiting for an approver; call get_approval with this id "
                                 "until its status is no longer open.")
 
@@ -162,13 +162,13 @@ def answered_here(store: SessionsAndInterrupts, parking: Parking, sealer: Sealer
         resume(store, parking, caller, sid, interrupt.interrupt_id, mcp.answer_from(elicited, interrupt),
                channel="mcp")
         sid, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, interrupt.interrupt_id), "requestState")
-    return mcp.tool_result(mcp.approval_out(sid, interrupt))
+    return mcp.tool_result(mcp.approval_out(sid, interrupt, policy=not caller.own_only))
 
 
 def get(store: Sessions, caller: Caller, agent_id: str, args: models.ApprovalRef) -> ToolResult:
     """`get_approval`: one of the caller's own approvals."""
     sid, interrupt = _own(store, caller, agent_id, args.id, "arguments.id")
-    return mcp.tool_result(mcp.approval_out(sid, interrupt))
+    return mcp.tool_result(mcp.approval_out(sid, interrupt, policy=not caller.own_only))
 
 
 def pending(store: SessionsAndInterrupts, sealer: Sealer, caller: Caller, agent_id: str,
@@ -192,7 +192,7 @@ def pending(store: SessionsAndInterrupts, sealer: Sealer, caller: Caller, agent_
         return mcp.tool_result(none)
     sid = state.header.session_id
     opened = sorted(state.open_interrupts(), key=lambda i: (i.created_at, i.interrupt_id))[:args.limit]
-    listed: Approvals = {"approvals": [mcp.approval_out(sid, i) for i in opened]}
+    listed: Approvals = {"approvals": [mcp.approval_out(sid, i, policy=not caller.own_only) for i in opened]}
     return mcp.tool_result(listed)
 
 
@@ -211,7 +211,7 @@ def answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller, args:
     interrupt = state.interrupts.get(iid)
     if interrupt is None:
         raise Refusal("not_found", f"approval {args.id[:100]} not found", "arguments.id")
-    answered: Approval = mcp.approval_out(sid, interrupt)
+    answered: Approval = mcp.approval_out(sid, interrupt, policy=not caller.own_only)
     answered["noop"] = out.noop
     return mcp.tool_result(answered)
 

@@ -12,7 +12,7 @@ from typing import Any
 from holdpoint.core import answers, approvals, markdown, schemas
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import kept_until
-from holdpoint.core.interrupts import Checked, may_resume, resumable_origins
+from holdpoint.core.interrupts import Checked, may_resume, past_deadline, resumable_origins
 from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.ports import (
     AddAnswer,
@@ -103,11 +103,13 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
         return Resumed(interrupt_id, noop=True)
     if found.status != "open":
         return _noop(parking, caller.tenant, session_id, found, payload, caller.subject)
+    now_secs = clock()
+    _check_deadline(found, iso_ms(now_secs))
     given, verdict = _check(caller, found, payload)
     _check_fingerprint(found, expect_fingerprint)
     _check_size(found, given)
-    now_secs = clock()
-    mine = approvals.answer(caller.subject, caller.origin, given, verdict, comment, iso_ms(now_secs), channel)
+    at = iso_ms(now_secs)
+    mine = approvals.answer(caller.subject, caller.origin, given, verdict, comment, at, channel)
     until = kept_until(found.retention_days, now_secs)  # A6: how long the closed interrupt stays listable
     for _ in range(ROUNDS):
         own = approvals.own_answer(found, caller.subject)
@@ -118,6 +120,8 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
             return _written(parking, caller.tenant, session_id, outcome, now or found)
         if outcome == "not_found":
             raise Refusal("not_found", f"session {session_id} not found")
+        if outcome == "expired" and now is not None:  # its deadline passed between the read and the write
+            _check_deadline(now, at)
         if outcome != "raced" or now is None:
             break
         found = now  # another approver's answer landed first: decide again on what is there now
@@ -134,7 +138,8 @@ def _write(store: Interrupts, caller: Caller, session_id: str, found: Interrupt,
     """One conditional UpdateItem: record an answer that decides nothing yet, or resolve with it
     (kept until `until`, A6)."""
     where = InterruptRef(caller.tenant, session_id, found.interrupt_id)
-    checked = Checked(resumable_origins(caller.origin), caller.owner(), found.generation, len(found.approvals))
+    checked = Checked(resumable_origins(caller.origin), caller.owner(), found.generation, len(found.approvals),
+                      now=str(mine["at"]))  # the answer's own time (`approvals.answer`)
     if not approvals.decides(found.policy, [*found.approvals, mine]):
         return store.record_approval(AddAnswer(where, checked, mine))
     return store.resolve_interrupt(Resolve(
@@ -223,10 +228,41 @@ def open_fields(caller: Caller, interrupt: Interrupt) -> dict[str, Any]:
     return {**out, **readable(interrupt)}
 
 
+END_USER_HIDDEN = ("policy", "escalate_to", "escalated")
+"""An interrupt's fields an end user's views leave out: who the tenant's approvers are is not hers to read."""
+
+
+def shown_to(caller: Caller, view: dict[str, Any]) -> dict[str, Any]:
+    """An interrupt's view as the caller may read it: whole to the tenant's API keys; to an end
+    user (a client token) without the approver policy (`policy: null` where there is one), and
+    with `waiting_for` naming only end users (`user:` entries) beside the approvals still missing."""
+    if not caller.own_only:
+        return view
+    out = {k: v for k, v in view.items() if k not in END_USER_HIDDEN}
+    if view.get("policy") is not None:
+        out["policy"] = None  # there is one: a page says "the tenant's approvers", not "anyone"
+    waiting = out.get("waiting_for")
+    if isinstance(waiting, dict):
+        out["waiting_for"] = {"approvals": waiting.get("approvals"), "groups": [],
+                              "subjects": [s for s in waiting.get("subjects") or [] if str(s).startswith("user:")]}
+    return out
+
+
 def readable(interrupt: Interrupt) -> dict[str, Any]:
     """The question as a page renders it (`core.markdown`: a safe subset, parsed here once)."""
     shown = markdown.question(interrupt.payload)
     return {"message_blocks": shown} if shown is not None else {}
+
+
+def _check_deadline(interrupt: Interrupt, now: str) -> None:
+    """R16: past `expires_at` an answer no longer counts, on every channel, even before the expiry
+    is applied (ParkBranch's timeout, then the engine): 410 `interrupt_expired`, nothing recorded.
+    The resolve's conditional write carries the same deadline, so an answer racing it loses."""
+    if past_deadline(interrupt, now):
+        outcome = interrupt.on_expiry or "cancel"
+        raise Refusal("interrupt_expired", f"this interrupt expired at {interrupt.expires_at}: its expiry "
+                      f"answers `{outcome}` and nothing was recorded", param="interrupt_id",
+                      expires_at=interrupt.expires_at, on_expiry=outcome)
 
 
 def _check_fingerprint(interrupt: Interrupt, expected: str | None) -> None:

@@ -33,7 +33,7 @@ from holdpoint.ports import (
 from holdpoint.services.caller import Caller
 from holdpoint.services.contention import transact
 from holdpoint.services.errors import Contended
-from holdpoint.services.resume import open_fields
+from holdpoint.services.resume import open_fields, shown_to
 
 T = TypeVar("T")
 Backstop = Callable[[], Timers]
@@ -228,26 +228,45 @@ def view(store: Sessions, caller: Caller, session_id: str) -> dict[str, Any]:
         "turn_id": h.active_turn,
         "last_turn": {"turn_id": last.id, "status": last.status, "data": last.data, "error": last.error}
         if last else None,
-        "interrupts": [{**i.view(), **open_fields(caller, i)} for i in state.open_interrupts()],
+        "interrupts": [shown_to(caller, {**i.view(), **open_fields(caller, i)}) for i in state.open_interrupts()],
         "parked_by": [i.interrupt_id for i in rules.active_parking(state)],
         "messages": [n.message for n in state.tree.active_path()],
         "message_tree": state.tree.wire(),
         "calls": [c.wire() for c in state.open_calls()],
-        "retrying": retrying(state),
+        "retrying": retrying(state, caller),
         "usage": h.usage,
         "state": h.state,
-        "agent": h.agent,
+        "agent": agent_shown(caller, h.agent),
         "created_at": h.created_at,
         "version": h.version,
     }
 
 
-def retrying(state: SessionState) -> dict[str, Any] | None:
+CLIENT_AGENT_FIELDS = ("name", "description")
+"""What an end user's views show of each of the agent's tools: what a client UI needs, nothing more."""
+END_USER_RETRYING = "the agent's worker is not answering; the operators can see why"
+
+
+def agent_shown(caller: Caller, agent: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The agent config as a caller's views show it: whole to the tenant's API keys (who may read
+    it, `GET /v1/agents`), and to an end user only its tools' names and descriptions. The config
+    holds the system prompt, the worker's address, the notify channels' capability URLs, secret
+    references and the approver policy, none of them a client's to read."""
+    if agent is None or not caller.own_only:
+        return agent
+    tools = [{k: t[k] for k in CLIENT_AGENT_FIELDS if isinstance(t.get(k), str)}
+             for t in agent.get("tools") or [] if isinstance(t, dict)]
+    return {"tools": tools}
+
+
+def retrying(state: SessionState, caller: Caller) -> dict[str, Any] | None:
     """The delivery the session waits to retry, and why the last one failed (a worker that is
-    down, a secret that is not set), so a stuck `running` says what it is waiting for."""
+    down, a secret that is not set), so a stuck `running` says what it is waiting for. An end
+    user is told that it waits, not why: the reason can name a secret reference or an address."""
     for decision in state.pending_decisions():
         if decision.last_error and decision.attempts:
-            return {"decision_id": decision.id, "attempt": decision.attempts, "reason": decision.last_error,
+            return {"decision_id": decision.id, "attempt": decision.attempts,
+                    "reason": END_USER_RETRYING if caller.own_only else decision.last_error,
                     "next_at": iso_ms(decision.not_before) if decision.not_before else None}
     return None
 
@@ -339,7 +358,7 @@ def _row(caller: Caller, row: SessionRow) -> dict[str, Any]:
     reason = str(row.attention.get("reason") or "")
     if caller.own_only:
         out["attention"] = {"kind": row.attention.get("kind"), "since": row.attention.get("since"),
-                            "reason": "the agent's worker is not answering; the operators can see why"}
+                            "reason": END_USER_RETRYING}
     else:
         out["attention"] = {**row.attention, "advice": attention.advice(reason)}
     return out

@@ -37,7 +37,8 @@ def same_generation(generation: int) -> Cond:
 
 
 def answerable(checked: Checked) -> Cond:
-    """Still open, to an origin the caller's outranks, of the owner, generation and answers checked."""
+    """Still open, to an origin the caller's outranks, of the owner, generation and answers checked,
+    and not yet at its expiry."""
     parts: list[Cond] = [eq("status", s("open"))]
     origins = tuple(s(o) for o in checked.allowed_origins)
     parts.append(OneOf("origin", origins) if origins else Never())
@@ -48,6 +49,8 @@ def answerable(checked: Checked) -> Cond:
     if checked.seen is not None:
         counted = Compare("approvals", "=", n(checked.seen), size=True)
         parts.append(absent_or("approvals", counted) if checked.seen == 0 else counted)
+    if checked.now is not None:  # R16: the deadline is in the write, so an answer racing it loses
+        parts.append(absent_or("expires_at", Compare("expires_at", ">", s(checked.now))))
     return all_of(parts)
 
 

@@ -17,7 +17,7 @@ from holdpoint.http.resuming import PATH, resume_request
 router = APIGatewayHttpRouter()
 
 
-@router.post(PATH, security=BEARER, responses=answers(200, 400, 404, 409, 413, holdpoint_403=True),
+@router.post(PATH, security=BEARER, responses=answers(200, 400, 404, 409, 410, 413, holdpoint_403=True),
              summary="Resume an open interrupt")
 def post_resume(session_id: Annotated[str, id_path("session")], interrupt_id: Annotated[str, id_path("interrupt")],
                 body: ResumeBody) -> dict[str, Any]:

@@ -94,7 +94,7 @@ def list_sessions(
 
 
 @router.post("/v1/sessions/<session_id>/inputs", status_code=202, security=BEARER,
-             responses={**answers(202, 400, 404, 409, 413, 422, holdpoint_403=True),
+             responses={**answers(202, 400, 404, 409, 410, 413, 422, holdpoint_403=True),
                         200: {"description": "interrupt.resume, tool.result or tool.error: applied now"}},
              summary="Send a client input to a session")
 def post_input(session_id: Annotated[str, id_path("session")],

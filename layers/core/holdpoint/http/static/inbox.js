@@ -144,6 +144,7 @@ function ago(iso) {
 
 // Who may answer, from the frozen policy (A2) and the requester.
 function policyText(policy, requester) {
+  if (policy === null) return "Who may answer: the approvers the tenant's policy names."; // an end user's view
   const p = policy || {};
   const who = [];
   if (p.subjects) who.push(p.subjects.map(principal).join(", "));
