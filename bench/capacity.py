@@ -158,15 +158,15 @@ class Measured:
     """DynamoDB units per operation, from `ddb_per_step.py` and `cost_model.py` (cold containers,
     10 nodes): the marginal interrupt and the whole approval turn (which holds one interrupt)."""
 
-    interrupt_wru: float = 32.0   # cost_model.marginal: raise, start_park, park, resume, wake (+GSI)
+    interrupt_wru: float = 34.0   # cost_model.marginal: raise, start_park, park, resume, wake (+GSI, +shares)
     interrupt_rru: float = 8.5
     interrupt_gsi_wru: float = 6.0  # of interrupt_wru, the index writes (Inbox, History, Sessions)
-    turn_wru: float = 94.0        # cost_model.whole_turn: submit ... resume ... turn end (+GSI)
+    turn_wru: float = 98.0        # cost_model.whole_turn: submit ... resume ... turn end (+GSI, +shares)
     turn_rru: float = 23.0
     turn_gsi_wru: float = 8.0
-    step_wru: float = 7.38        # ddb_per_step.mean_step: mean engine step
+    step_wru: float = 7.69        # ddb_per_step.mean_step: mean engine step
     step_rru: float = 1.54
-    commit_items: float = 8.0     # the most items one measured step writes (the wake's commit)
+    commit_items: float = 9.0     # the most items one measured step writes (the wake's commit)
 
 
 MEASURED = Measured()

@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from holdpoint.core import claims
 from holdpoint.core.digits import parse_digits
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.state import Interrupt, SessionState
@@ -19,13 +20,21 @@ class Quotas:
 
     open_interrupts_per_tenant: int = 10_000
     open_interrupts_per_session: int = 20
+    open_interrupts_per_end_user: int = 100
+    open_interrupts_per_api_key: int = 5_000
     sessions_per_second: int = 50
+    sessions_per_second_per_end_user: int = 5
+    sessions_per_second_per_api_key: int = 50
     stream_waits_per_caller: int = 4
     stream_waits_per_tenant: int = 200
     stream_waits_total: int = 750
     live_followers_per_session: int = 100
     live_connections_per_caller: int = 100
 
+
+END_USER_RAISE_EXPIRES_IN = 7 * 86_400
+"""An interrupt an end user raises (the API, MCP) with no expiry of its own or its agent's expires
+after this long, so one she abandons gives its slot of her share back."""
 
 ENV_PREFIX = "HOLDPOINT_QUOTA_"
 """`open_interrupts_per_tenant` is read from `HOLDPOINT_QUOTA_OPEN_INTERRUPTS_PER_TENANT`, and so on."""
@@ -62,6 +71,68 @@ def holds_slot(interrupt: Interrupt) -> bool:
 def slots(state: SessionState) -> frozenset[str]:
     """The interrupts of the session that hold a slot."""
     return frozenset(i.interrupt_id for i in state.interrupts.values() if holds_slot(i))
+
+
+@dataclass(frozen=True)
+class Counter:
+    """One quota counter a commit moves: the tenant's (`principal` None) or one principal's share of
+    it, by `delta`, refused (429 naming `limit`) past `allowed`."""
+
+    principal: str | None
+    delta: int
+    limit: str
+    allowed: int
+
+
+def holder(state: SessionState, interrupt: Interrupt) -> str:
+    """Whose share an interrupt's slot counts against: its requester (`user:NAME` or `key:NAME`; a
+    bare name recorded before principals were is a key's), else the session's principal. An end
+    user's raises, on her sessions or through MCP, are hers; a worker's are the turn's requester's."""
+    who = interrupt.requester
+    if who is None:
+        return claims.principal_of(state.header)
+    return who if who.startswith(("user:", "key:")) else f"key:{who}"
+
+
+def share(limits: Quotas, principal: str, kind: str) -> tuple[str, int]:
+    """A principal's share of the tenant's pool `kind` (`open_interrupts`, `sessions_per_second`):
+    an end user's is small, an API key's its own (docs/SECURITY.md, "Quotas")."""
+    who = "end_user" if principal.startswith("user:") else "api_key"
+    name = f"{kind}_per_{who}"
+    return name, int(getattr(limits, name))
+
+
+def open_counters(state: SessionState, held: frozenset[str], limits: Quotas) -> list[Counter]:
+    """The tenant's open-interrupt counter and each principal's share of it that the commit moves
+    (the session's own limit needs no counter: its commits are serialized by the header's version).
+    `QuotaExceeded` at once for a share or the session's limit the change alone passes."""
+    gained, lost = held - state.held, state.held - held
+    delta = len(gained) - len(lost)
+    if delta > 0 and len(held) > limits.open_interrupts_per_session:
+        raise QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
+    moves: dict[str, int] = {}
+    for iid, step in [*((i, 1) for i in gained), *((i, -1) for i in lost)]:
+        who = holder(state, state.interrupts[iid])
+        moves[who] = moves.get(who, 0) + step
+    out = [Counter(None, delta, "open_interrupts_per_tenant", limits.open_interrupts_per_tenant)] if delta else []
+    for who, step in sorted(moves.items()):
+        if step:
+            name, allowed = share(limits, who, "open_interrupts")
+            out.append(Counter(who, step, name, allowed))
+    for counter in out:
+        if counter.delta > counter.allowed:
+            raise QuotaExceeded(counter.limit, counter.allowed)
+    return out
+
+
+def session_counters(state: SessionState, limits: Quotas) -> list[Counter]:
+    """A new top-level session counts in its second against the tenant's rate and its principal's
+    share of it; a sub-agent's session is its parent's work, not a new one."""
+    if state.exists or state.header.parent:
+        return []
+    who = claims.principal_of(state.header)
+    name, allowed = share(limits, who, "sessions_per_second")
+    return [Counter(None, 1, "sessions_per_second", limits.sessions_per_second), Counter(who, 1, name, allowed)]
 
 
 def live_leases(leases: Mapping[str, float], now: float) -> dict[str, float]:

@@ -66,8 +66,8 @@ class MemoryStore:
         self._sessions: dict[tuple[str, str], Session] = {}
         self._agents: dict[tuple[str, str], str] = {}
         self._keys: dict[str, ApiKey | None] = {}  # None: revoked
-        self._open: dict[str, int] = {}  # the tenant's interrupts holding a slot
-        self._created: dict[tuple[str, int], int] = {}  # top-level sessions created per tenant and second
+        self._open: dict[Any, int] = {}  # interrupts holding a slot: (tenant, principal or None) -> n
+        self._created: dict[Any, int] = {}  # top-level sessions: (tenant, second, principal or None) -> n
 
     # --- sessions --------------------------------------------------------------------
 
@@ -170,37 +170,27 @@ class MemoryStore:
                 raise Conflict("the session changed")
 
     def _quota_checks(self, state: SessionState, held: frozenset[str]) -> list[Callable[[bool], None]]:
-        """The quota counters the commit moves, as the DynamoDB store counts them: each checks
-        (False) or applies (True) its change."""
+        """The quota counters the commit moves (`quotas.open_counters`, `quotas.session_counters`),
+        as the DynamoDB store counts them: each checks (False) or applies (True) its change."""
         h, limits = state.header, self.limits
-        delta = len(held - state.held) - len(state.held - held)
         out: list[Callable[[bool], None]] = []
-        if delta > 0 and len(held) > limits.open_interrupts_per_session:
-            raise QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
-        if delta != 0:
-            if delta > 0 and delta > limits.open_interrupts_per_tenant:
-                raise QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
-
-            def open_slots(apply: bool) -> None:
-                now = self._open.get(h.tenant)
-                if delta > 0 and now is not None and now > limits.open_interrupts_per_tenant - delta:
-                    raise QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
-                if apply:
-                    self._open[h.tenant] = (now or 0) + delta
-
-            out.append(open_slots)
-        if not state.exists and not h.parent:
-            second = int(self.clock())
-
-            def created(apply: bool) -> None:
-                now = self._created.get((h.tenant, second), 0)
-                if now >= limits.sessions_per_second:
-                    raise QuotaExceeded("sessions_per_second", limits.sessions_per_second)
-                if apply:
-                    self._created[(h.tenant, second)] = now + 1
-
-            out.append(created)
+        for counter in quotas.open_counters(state, held, limits):
+            out.append(self._counted(self._open, (h.tenant, counter.principal), counter, grows=counter.delta > 0))
+        second = int(self.clock())
+        for counter in quotas.session_counters(state, limits):
+            out.append(self._counted(self._created, (h.tenant, second, counter.principal), counter, grows=True))
         return out
+
+    @staticmethod
+    def _counted(counts: dict[Any, int], key: Any, counter: quotas.Counter, *, grows: bool) -> Callable[[bool], None]:
+        def check(apply: bool) -> None:
+            now = counts.get(key, 0)
+            if grows and now > counter.allowed - counter.delta:
+                raise QuotaExceeded(counter.limit, counter.allowed)
+            if apply:
+                counts[key] = now + counter.delta
+
+        return check
 
     def _write(self, state: SessionState, kept: Session | None, status: str, header: str, agent: str,
                written: list[tuple[tuple[str, str], str, str]], nodes: dict[str, str],

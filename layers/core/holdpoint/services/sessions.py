@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from holdpoint.core import attention, claims
+from holdpoint.core import attention, claims, quotas
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import PolicyError, QuotaExceeded, Refusal
 from holdpoint.core.expiry import Declared
@@ -305,8 +305,11 @@ def raise_interrupt(store: Sessions, queue: WorkQueue, caller: Caller, session_i
             if interrupt_id not in state.interrupts and claims.reserved(interrupt_id):
                 raise Refusal("validation_error", f"{interrupt_id} has the shape of an id Holdpoint makes (int_ "
                               "and 24 hex digits), which a caller may not choose; choose another", "interrupt_id")
+            seconds = expires_in
+            if seconds is None and caller.own_only and not (state.header.agent or {}).get("interrupt_expires_in"):
+                seconds = quotas.END_USER_RAISE_EXPIRES_IN  # an abandoned one frees its slot of her share
             return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
-                                  interrupt_id=interrupt_id, expires_in=expires_in, request_id=request_id,
+                                  interrupt_id=interrupt_id, expires_in=seconds, request_id=request_id,
                                   response_schema=response_schema, approval=approval, declared=declared,
                                   requester=caller.principal())
         except PolicyError as exc:

@@ -114,30 +114,24 @@ class Committer:
         return len(ops)
 
     def quota_ops(self, state: SessionState, held: frozenset[str]) -> list[Counted]:
-        """The quota counters the commit moves: the tenant's interrupts holding a slot (`ADD` the
-        change, conditioned to stay within the limit when it grows), and a new top-level session's
-        count in its second. The session's own limit needs no counter: its commits are serialized
-        by the header's version, so the count of its interrupts is exact here."""
-        h, limits = state.header, self.limits
-        delta = len(held - state.held) - len(state.held - held)
+        """The quota counters the commit moves (`quotas.open_counters`, `quotas.session_counters`):
+        each an `ADD` on its item in the tenant's quota partition, conditioned to stay within its
+        limit when it grows; a principal's share is an item of its own beside the tenant's."""
         out: list[Counted] = []
-        if delta > 0 and len(held) > limits.open_interrupts_per_session:
-            raise QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
-        if delta != 0:
+        tenant = state.header.tenant
+        for counter in quotas.open_counters(state, held, self.limits):
+            sk = k.OPEN_SK if counter.principal is None else k.principal_open_sk(counter.principal)
             condition: Cond | None = None
-            if delta > 0:
-                room = limits.open_interrupts_per_tenant - delta
-                if room < 0:
-                    raise QuotaExceeded("open_interrupts_per_tenant", limits.open_interrupts_per_tenant)
-                condition = absent_or("n", Compare("n", "<=", n(room)))
-            out.append((counter_op(h.tenant, k.OPEN_SK, Update(adds={"n": n(delta)}), condition),
-                        "open_interrupts_per_tenant", limits.open_interrupts_per_tenant))
-        if not state.exists and not h.parent:  # a sub-agent's session is its parent's work, not a new one
-            second = int(time.time())
+            if counter.delta > 0:
+                condition = absent_or("n", Compare("n", "<=", n(counter.allowed - counter.delta)))
+            out.append((counter_op(tenant, sk, Update(adds={"n": n(counter.delta)}), condition),
+                        counter.limit, counter.allowed))
+        second = int(time.time())
+        for counter in quotas.session_counters(state, self.limits):
+            sk = k.sessions_second_sk(second, counter.principal)
             update = Update(adds={"n": n(1)}, sets={k.TTL: n(second + k.SESSION_COUNT_TTL)})
-            condition = absent_or("n", Compare("n", "<", n(limits.sessions_per_second)))
-            out.append((counter_op(h.tenant, k.sessions_second_sk(second), update, condition),
-                        "sessions_per_second", limits.sessions_per_second))
+            condition = absent_or("n", Compare("n", "<", n(counter.allowed)))
+            out.append((counter_op(tenant, sk, update, condition), counter.limit, counter.allowed))
         return out
 
 

@@ -19,7 +19,8 @@ Session partition `T#{tenant}#S#{session}`:
 | `D#AN#{turn}` | how many push configs the task holds, `n` (outside `D#A#`, so no listing sees it) |
 
 Quota partition `T#{tenant}#QUOTA` (docs/SECURITY.md, "Quotas"): `OPEN` (the tenant's interrupts
-holding a slot, `n`), `S#{epoch second}` (sessions created in that second, `n`, with a `ttl`), and
+holding a slot, `n`) and `OPEN#{principal digest}` (one principal's share), `S#{epoch second}`
+(sessions created in that second, `n`, with a `ttl`) and `S#{second}#{principal digest}`, and
 the stream wait leases (`aws/leases.py`): `W` the tenant's, `W#{caller digest}` a caller's. The
 deployment's wait leases are spread over the partitions `QUOTA#W#{shard}`, SK `W`.
 
@@ -118,9 +119,15 @@ OPEN_SK = "OPEN"
 """The tenant's interrupts holding a slot (`n`), in its quota partition."""
 
 
-def sessions_second_sk(second: int) -> str:
-    """The sessions the tenant created in one epoch second (`n`, with a `ttl`), in its quota partition."""
-    return f"S#{second}"
+def sessions_second_sk(second: int, principal: str | None = None) -> str:
+    """The sessions the tenant (or one principal of it) created in one epoch second (`n`, with a
+    `ttl`), in its quota partition."""
+    return f"S#{second}" if principal is None else f"S#{second}#{caller_digest(principal)}"
+
+
+def principal_open_sk(principal: str) -> str:
+    """One principal's share of the tenant's interrupts holding a slot (`n`), in its quota partition."""
+    return f"{OPEN_SK}#{caller_digest(principal)}"
 
 
 def caller_digest(caller: str) -> str:
