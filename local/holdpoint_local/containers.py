@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import ipaddress
 import json
@@ -297,13 +298,63 @@ def bridge_gateway() -> str:
         raise Unavailable(f"Docker's bridge network has no address: {(done.stdout + done.stderr).strip()}") from None
 
 
+@functools.cache
+def _own_address(address: str) -> bool:
+    """Whether `address` is one of this machine's: only its own can be bound (a container's cannot)."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((address, 0))
+        except OSError:
+            return False
+    return True
+
+
+@dataclass
+class StackNetwork:
+    """A Docker bridge network of one stack's own: its containers run on it (`sam local
+    --docker-network`), and what they call back on this machine (the relay to moto, the WebSocket
+    gateway) listens on its gateway and takes connections from its subnet alone, so no other
+    container (one on the default bridge, another stack's) reaches AWS or the gateway through them."""
+
+    name: str
+    subnet: ipaddress.IPv4Network | ipaddress.IPv6Network
+    gateway: str
+
+    @classmethod
+    def create(cls, name: str) -> StackNetwork:
+        made = _run(["docker", "network", "create", "--driver", "bridge", name])
+        if made.returncode != 0:
+            raise Unavailable(f"docker network create {name} failed: {made.stderr.strip()[-300:]}")
+        done = _run(["docker", "network", "inspect", name, "--format", "{{json .IPAM.Config}}"])
+        try:
+            config = json.loads(done.stdout)[0]
+            subnet = ipaddress.ip_network(config["Subnet"])
+            return cls(name, subnet, str(config.get("Gateway") or next(subnet.hosts())))
+        except (ValueError, KeyError, IndexError, TypeError, StopIteration):
+            _run(["docker", "network", "rm", name])
+            raise Unavailable(f"the network {name} has no address: {(done.stdout + done.stderr).strip()}") from None
+
+    def admits(self, address: str) -> bool:
+        """A peer on this network (the stack's containers), or this machine itself (which connects to
+        the gateway from whichever of its addresses the kernel picks)."""
+        try:
+            return ipaddress.ip_address(address) in self.subnet or _own_address(address)
+        except ValueError:
+            return False
+
+    def remove(self) -> None:
+        _run(["docker", "network", "rm", self.name])
+
+
 WAYS = ("request", "answer")
 """A relayed call's two directions: the function's request to AWS, AWS's answer."""
 
 
 class Relay:
     """A TCP relay from `listen_host` (a free port) to `target`: the moto server binds 127.0.0.1 (its
-    Step Functions integrations call back at localhost), and containers reach it on the bridge address.
+    Step Functions integrations call back at localhost), and containers reach it on their network's
+    gateway; with `network`, only a peer on it is relayed (moto takes the well-known local credentials).
     Bytes pass unchanged, so SigV4 signatures (over the Host the function used) still verify.
 
     `cut(rate)` makes it lose AWS calls, as a network does: each chunk a function sends is dropped
@@ -311,8 +362,8 @@ class Relay:
     (AWS did the call, the function never heard). The SDK in the container sees a closed
     connection and retries; `cuts` counts each by direction."""
 
-    def __init__(self, listen_host: str, target: tuple[str, int]) -> None:
-        self.target = target
+    def __init__(self, listen_host: str, target: tuple[str, int], network: StackNetwork | None = None) -> None:
+        self.target, self.network = target, network
         self._server = socket.create_server((listen_host, 0))
         self.host, self.port = listen_host, int(self._server.getsockname()[1])
         self._closed = threading.Event()
@@ -339,9 +390,12 @@ class Relay:
     def _accept(self) -> None:
         while not self._closed.is_set():
             try:
-                client, _ = self._server.accept()
+                client, peer = self._server.accept()
             except OSError:
                 return
+            if self.network is not None and not self.network.admits(peer[0]):
+                client.close()  # not one of the stack's containers: it reaches no AWS through here
+                continue
             try:
                 upstream = socket.create_connection(self.target, timeout=10)
             except OSError:

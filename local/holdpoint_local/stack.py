@@ -38,6 +38,10 @@ PUBLIC_URL_ENV = "HOLDPOINT_PUBLIC_API_URL"
 LIVE_ENV = "HOLDPOINT_LIVE_ENDPOINT"
 LIVE_URL_ENV = "HOLDPOINT_LIVE_URL"
 INVOKE_ENV = "HOLDPOINT_INVOKE"
+WAITING_FUNCTIONS = ("ApiFunction", "ProtocolsFunction")
+"""The functions whose requests may wait (long-polls, event streams, AG-UI runs): on AWS each wait holds
+an instance of its own, so locally they may grow by as many instances as waits may be held at once,
+beyond the instances that serve; one caller's waits never leave another tenant's request queued."""
 SECRET_ENV_PATTERN = "HOLDPOINT_*WORKER_SECRET"
 """`env:` secrets the local stack lets its tenant's agents reference: the demo's, the tests' and the
 README walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
@@ -148,7 +152,9 @@ class LocalStack:
             os.environ.update(self.env)
             if self.containers:
                 self.containers.prepare(self.moto_endpoint)
-            self.live = WebSocketGateway(host=self.host, port=port_from_env())
+            network = self.containers.network if self.containers else None
+            self.live = WebSocketGateway(host=self.host, port=port_from_env(),
+                                         admits=network.admits if network else None)
             os.environ[LIVE_ENV] = self.live.management_url  # PostToConnection reaches this gateway
             os.environ[LIVE_URL_ENV] = self.live.url  # the session page connects here
             # Lambda's X-Ray daemon: the functions' trace segments, over UDP, to moto's X-Ray.
@@ -305,10 +311,16 @@ class LocalStack:
                 handler=override,
                 timeout=spec.timeout,
                 memory=spec.memory,
-                max_instances=self.max_instances,
+                max_instances=self.max_instances + (self._waits_total() if logical in WAITING_FUNCTIONS else 0),
                 role_arn=spec.role_arn,
             )
         return out
+
+    def _waits_total(self) -> int:
+        """How many stream waits the deployment lets be held at once (`QuotaStreamWaitsTotal`)."""
+        parameters = self.provisioned.template.get("Parameters", {}) if self.provisioned else {}
+        default = parameters.get("QuotaStreamWaitsTotal", {}).get("Default", 750)
+        return int(self.parameters.get("QuotaStreamWaitsTotal", default))
 
     def _seed_api_key(self) -> None:
         """Store the dev API key through the layer's own function, so the authorizer accepts it."""

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import secrets
+import subprocess
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -225,3 +226,58 @@ def test_the_seed_scenario_through_sam_local_start_api(
     preflight = {"Origin": "http://127.0.0.1:8787", "Access-Control-Request-Method": "POST"}
     sam_cors = requests.options(f"{base}/v1/sessions", headers=preflight, timeout=120)
     assert sam_cors.status_code == 200 and "Access-Control-Allow-Origin" not in sam_cors.headers
+
+
+def container_env(function: str) -> dict[str, str]:
+    """The environment of the running container of `function` (the variables Docker gave it)."""
+    ids = subprocess.run(["docker", "ps", "-q"], capture_output=True, text=True, check=True).stdout.split()
+    for cid in ids:
+        raw = subprocess.run(["docker", "inspect", "-f", "{{json .Config.Env}}", cid], capture_output=True,
+                             text=True, check=True).stdout
+        env = dict(item.split("=", 1) for item in json.loads(raw))
+        if env.get("AWS_LAMBDA_FUNCTION_NAME") == function:
+            return env
+    raise AssertionError(f"no running container of {function}")
+
+
+def test_r42_each_container_gets_its_template_environment_and_nothing_else(sam_stack: LocalStack) -> None:
+    """On AWS a function has only what template.yaml declares for it: the links function no other
+    function's URL, the authorizer no worker secret. Read inside the running containers."""
+    assert requests.get(f"{sam_stack.base_url}/v1/links/not-a-token", timeout=120).status_code == 400  # links
+    assert requests.get(f"{sam_stack.base_url}/v1/sessions", timeout=120,  # the authorizer
+                        headers={"Authorization": f"Bearer {sam_stack.api_key}"}).status_code == 200
+    declared = {name: spec.env for name, spec in (sam_stack.provisioned.functions.items()
+                                                  if sam_stack.provisioned else [])}
+    for function in ("LinksFunction", "AuthorizerFunction"):
+        env = wait_for(lambda f=function: container_env(f), f"the container of {function}")
+        ours = {k for k in env if k.startswith("HOLDPOINT_")}
+        assert ours <= set(declared[function]) | {"HOLDPOINT_ALLOW_HTTP_WORKERS"}, ours - set(declared[function])
+        assert not any(k.endswith("WORKER_SECRET") for k in env), function
+        assert "HOLDPOINT_PUBLIC_API_URL" not in env and "HOLDPOINT_LINK_BASE_URL" not in env  # others' own
+
+
+def test_r42_a_container_on_another_network_reaches_neither_aws_nor_the_gateway(
+        sam_stack: LocalStack, base_image: str) -> None:
+    """The relay to moto and the WebSocket gateway listen on the stack network's gateway and take
+    its containers alone: a container on Docker's default bridge is cut off at once."""
+    assert sam_stack.containers and sam_stack.containers.relay and sam_stack.live
+    relay, live = sam_stack.containers.relay, sam_stack.live
+    probe = ("import socket, sys\n"
+             "for port, ask in ((int(sys.argv[2]), b'GET / HTTP/1.0\\r\\n\\r\\n'),\n"
+             "                  (int(sys.argv[3]), b'GET /live HTTP/1.1\\r\\nHost: x\\r\\nUpgrade: websocket\\r\\n'\n"
+             "                   b'Connection: Upgrade\\r\\nSec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==\\r\\n'\n"
+             "                   b'Sec-WebSocket-Version: 13\\r\\n\\r\\n')):\n"
+             "    s = socket.create_connection((sys.argv[1], port), timeout=20)\n"
+             "    s.sendall(ask)\n"
+             "    try:\n"
+             "        print(port, repr(s.recv(200)[:12]))\n"
+             "    except OSError as e:\n"
+             "        print(port, 'error', type(e).__name__)\n")
+    python = "/usr/bin/python3.13"  # the base image's (its entry point is the Lambda runtime's bootstrap)
+    done = subprocess.run(["docker", "run", "--rm", "--network", "bridge", "--entrypoint", python, base_image,
+                           "-c", probe, relay.host, str(relay.port), str(live.port)],
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] in (f"{relay.port} b''", f"{relay.port} error ConnectionResetError"), lines  # closed: no AWS
+    assert lines[1] == f"{live.port} b'HTTP/1.1 403'", lines  # the gateway refuses the handshake

@@ -75,18 +75,26 @@ def x86_64_template(out_dir: Path, template: Path = TEMPLATE_PATH) -> Path:
     return out
 
 
-def local_template(built: Path, declared: tuple[str, ...] = ()) -> Path:
-    """The built template with `AWS_ENDPOINT_URL`, the three credential variables and `declared`
-    declared on every function (Globals): `sam local` lets `--env-vars` set only the variables a
-    template declares. The first points the SDK at the moto server, the credentials give each
-    function its own role's (one `sam local start-lambda` serves them all, and would otherwise pass
-    every function its own process's), and `declared` are the local stack's own settings (its
-    front end's URLs, http workers). Nothing else differs from what `sam build` wrote."""
+def local_template(built: Path, declared: dict[str, tuple[str, ...]] | None = None) -> Path:
+    """The built template with `AWS_ENDPOINT_URL` and the three credential variables declared on
+    every function (Globals), and `declared` (function -> names) on each function: `sam local` lets
+    `--env-vars` set only the variables a template declares. The first points the SDK at the moto
+    server, the credentials give each function its own role's (one `sam local start-lambda` serves
+    them all, and would otherwise pass every function its own process's), and `declared` are the
+    local stack's own additions to that function (`own_settings`). Nothing else differs from what
+    `sam build` wrote."""
+    declared = declared or {}
     template = yaml.safe_load((built / "template.yaml").read_text())
     variables = template["Globals"]["Function"]["Environment"]["Variables"]
-    for name in (ENDPOINT_VAR, *CREDENTIAL_VARS, *declared):
+    for name in (ENDPOINT_VAR, *CREDENTIAL_VARS):
         variables.setdefault(name, "")
-    suffix = hashlib.sha256(" ".join(declared).encode()).hexdigest()[:8] if declared else "local"
+    for function, names in declared.items():
+        props = template["Resources"][function]["Properties"]
+        own = props.setdefault("Environment", {}).setdefault("Variables", {})
+        for name in names:
+            own.setdefault(name, "")
+    key = json.dumps(declared, sort_keys=True)
+    suffix = hashlib.sha256(key.encode()).hexdigest()[:8] if declared else "local"
     out = built / f"template.{suffix}.yaml"
     out.write_text(yaml.safe_dump(template, sort_keys=False))
     return out
@@ -138,13 +146,32 @@ class Invocation:
     duration_ms: float | None
 
 
+LOCAL_SETTINGS = ("HOLDPOINT_ALLOW_HTTP_WORKERS",)
+"""What the local stack adds to every function beyond its template's variables: it lets agents name
+`http://` workers on this machine (AWS requires https)."""
+SECRET_READERS = ("ApiFunction", "ProtocolsFunction", "ChannelsFunction", "EngineFunction", "NotifierFunction")
+"""The functions that read a tenant's `env:` secret references (the API checks a declaration and warns
+of an unset one; the others sign or verify with them): they alone are told the worker secrets, as an
+operator would declare them on AWS (docs/OPERATIONS.md, "Secrets")."""
+
+
+def own_settings(function: str, declared: dict[str, str], settings: dict[str, str]) -> dict[str, str]:
+    """The local stack's settings one function's container is told: those its template declares for
+    it (the local values), the local relaxations, observability, and the worker secrets to a function
+    that reads secret references. Nothing another function declares reaches it."""
+    return {k: v for k, v in settings.items()
+            if k in declared or k in LOCAL_SETTINGS or k.startswith("POWERTOOLS_")
+            or (function in SECRET_READERS and k.endswith("WORKER_SECRET"))}
+
+
 class LambdaEndpoint:
     """`sam local start-lambda`: the Lambda Invoke API on 127.0.0.1, each function run in its own
     container from `sam build`'s artifact (created on its first invoke and kept warm, as Lambda keeps
     an execution environment). Its log is read after each invoke for the invoke's REPORT line."""
 
-    def __init__(self, built: Built, env_vars: dict[str, dict[str, str]], host: str, log_path: Path) -> None:
-        self.built, self.host, self.log_path = built, host, log_path
+    def __init__(self, built: Built, env_vars: dict[str, dict[str, str]], host: str, log_path: Path,
+                 network: str | None = None) -> None:
+        self.built, self.host, self.log_path, self.network = built, host, log_path, network
         self.env_file = log_path.parent / f"start-lambda-env-{os.getpid()}-{id(self)}.json"
         self.env_file.write_text(json.dumps(env_vars))
         self.port = free_port()
@@ -159,7 +186,7 @@ class LambdaEndpoint:
         cmd = [str(SAM), "local", self.command, "--template-file", str(self.built.template), "--env-vars",
                str(self.env_file), "--skip-pull-image", "--warm-containers", "LAZY", "--host", "127.0.0.1",
                "--port", str(self.port), "--container-host", self.host, "--container-host-interface", self.host,
-               "--region", REGION]
+               "--region", REGION, *(["--docker-network", self.network] if self.network else [])]
         env = sam_env({"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION})
         for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SECURITY_TOKEN", *CREDENTIAL_VARS):
             env.pop(name, None)  # the functions' own credentials come from the env-vars file
@@ -265,6 +292,7 @@ class Containers:
         self.work_dir, self.built = work_dir, built
         self.engine = containers.Engine(work_dir / "dockerd.log")
         self.host = ""
+        self.network: containers.StackNetwork | None = None
         self.relay: containers.Relay | None = None
         self.lambdas: LambdaEndpoint | None = None
         self.api: ApiEndpoint | None = None
@@ -277,9 +305,10 @@ class Containers:
         self.engine.start()
         containers.ensure_emulation(ARCHITECTURE)
         containers.BaseImage(ARCHITECTURE).ensure()
-        self.host = containers.bridge_gateway()
+        self.network = containers.StackNetwork.create(f"holdpoint-{self.work_dir.name[-12:]}")
+        self.host = self.network.gateway
         port = int(moto_endpoint.rsplit(":", 1)[-1])
-        self.relay = containers.Relay(self.host, ("127.0.0.1", port)).start()
+        self.relay = containers.Relay(self.host, ("127.0.0.1", port), self.network).start()
         if self.built is None:
             self.built = build_x86_64(self.work_dir)
         return self
@@ -293,12 +322,15 @@ class Containers:
         env_vars: dict[str, dict[str, str]] = {}
         for name, spec in provisioned.functions.items():
             creds = roles.get(spec.role_arn)
-            env_vars[name] = {**spec.env, **settings, ENDPOINT_VAR: self.relay.url,
+            env_vars[name] = {**spec.env, **own_settings(name, spec.env, settings), ENDPOINT_VAR: self.relay.url,
                               **dict(zip(CREDENTIAL_VARS, (creds.access_key, creds.secret_key, creds.token),
                                          strict=True))}
-        template = local_template(self.built.build_dir, tuple(sorted(settings)))
+        declared = {name: tuple(sorted(set(env_vars[name]) - set(spec.env)))
+                    for name, spec in provisioned.functions.items()}
+        template = local_template(self.built.build_dir, declared)
         built = Built(self.built.build_dir, template, self.built.seconds)
-        self.lambdas = LambdaEndpoint(built, env_vars, self.host, self.work_dir / "start-lambda.log").start()
+        self.lambdas = LambdaEndpoint(built, env_vars, self.host, self.work_dir / "start-lambda.log",
+                                      self.network.name if self.network else None).start()
         return {name: ContainerFunction(self.lambdas, name, self.reports, spec.role_arn)
                 for name, spec in provisioned.functions.items()}
 
@@ -306,7 +338,8 @@ class Containers:
         """`sam local start-api` with the functions' environment as `start` gave it (stopped by `stop`)."""
         assert self.lambdas is not None, "start() first"
         env_vars = json.loads(self.lambdas.env_file.read_text())
-        api = ApiEndpoint(self.lambdas.built, env_vars, self.host, self.work_dir / "start-api.log")
+        api = ApiEndpoint(self.lambdas.built, env_vars, self.host, self.work_dir / "start-api.log",
+                          self.network.name if self.network else None)
         self.api = api
         api.start()
         return api
@@ -321,4 +354,7 @@ class Containers:
         if self.relay:
             self.relay.stop()
             self.relay = None
+        if self.network:
+            self.network.remove()
+            self.network = None
         self.engine.stop()

@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -114,10 +114,12 @@ def _epoch_ms(at: float) -> int:
 class WebSocketGateway:
     """The WebSocket server (its own asyncio loop in a thread) and the management API server."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, management_port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, management_port: int = 0,
+                 admits: Callable[[str], bool] | None = None) -> None:
         self.host = host
+        self.admits = admits  # a peer's address -> whether it is one of the stack's (None: any that reaches it)
         self._sock = socket.create_server((host, port), backlog=1024)
-        self._management = ThreadingHTTPServer((host, management_port), _ManagementHandler)
+        self._management = _Management((host, management_port), _ManagementHandler)
         self._management.daemon_threads = True
         self._management.gateway = self  # type: ignore[attr-defined]
         self.routes: LiveRoutes | None = None
@@ -213,6 +215,8 @@ class WebSocketGateway:
     async def _handshake(self, connection: ServerConnection, request: Request) -> Response | None:
         """API Gateway's `$connect`: the authorizer, then the route; any refusal ends the handshake."""
         assert self.routes is not None
+        if self.admits is not None and not self.admits(str(connection.remote_address[0])):
+            return connection.respond(403, "Forbidden\n")  # not the stack's own: no route to its functions
         path = urlsplit(request.path)
         if path.path.rstrip("/") != f"/{STAGE}":
             return connection.respond(404, "Not Found\n")
@@ -398,6 +402,14 @@ def iam_refusal(endpoint: str, api_id: str, method: str, path: str, headers: Any
         return None
     message = text.partition("<Message>")[2].partition("</Message>")[0]
     return message or f"Forbidden (the IAM check answered {answer.status})"
+
+
+class _Management(ThreadingHTTPServer):
+    """The management API's server: a connection from a peer the gateway does not admit is closed."""
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        admits = self.gateway.admits  # type: ignore[attr-defined]
+        return admits is None or bool(admits(str(client_address[0])))
 
 
 class _ManagementHandler(BaseHTTPRequestHandler):

@@ -139,15 +139,17 @@ def get_events(
                         after_seq, limit, wait, assembly.get_leases())
 
 
-@router.get("/v1/sessions/<session_id>/trace", security=BEARER, responses=answers(200, 400, 404),
+@router.get("/v1/sessions/<session_id>/trace", security=BEARER, responses=answers(200, 400, 404, 429),
             summary="The session's traces: each turn's hops (API, engine, park, resume, wake) with their times")
 def get_trace(
     session_id: Annotated[str, id_path("session")],
-    hours: Annotated[int, Query(ge=1, le=720, description="how far back to look, in hours"), ASCII_DIGITS] = 24,
+    hours: Annotated[int, Query(ge=1, le=720, description="how far back to look, in hours (an end user: at most "
+                                                         "24)"), ASCII_DIGITS] = 24,
 ) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
     return session_traces(assembly.get_store(), assembly.get_traces(), who,
-                          edge.check_id(session_id, f"session {session_id}"), time.time(), hours)
+                          edge.check_id(session_id, f"session {session_id}"), time.time(), hours,
+                          leases=assembly.get_leases())
 
 
 @router.post("/v1/sessions/<session_id>/interrupts", security=BEARER,
