@@ -485,6 +485,23 @@ def test_sfn_a_task_token_takes_one_answer(aws: dict[str, str]) -> None:
     assert pool.notify("token-2", CallbackOutcomeSuccess(callback_id="token-2", output="{}")) is False  # unknown
 
 
+def test_sfn_a_task_failure_keeps_its_cause(aws: dict[str, str], monkeypatch: Any) -> None:
+    """Fix 28: SendTaskFailure hands its cause to the execution with its error; stock moto dropped
+    the cause (tests/e2e/test_runs_e2e.py reads it from a real execution's history)."""
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    seen: dict[str, Any] = {}
+
+    def record(self: Any, task_token: str, error: str | None = None, cause: str | None = None) -> None:
+        seen.update(token=task_token, error=error, cause=cause)
+
+    monkeypatch.setattr(StepFunctionsParserBackend, "send_task_failure", record)
+    monkeypatch.setattr("moto.stepfunctions.responses.get_backend", lambda account, region: StepFunctionsParserBackend(
+        region, account))  # the executing backend, as the local stack's moto server runs it
+    boto3.client("stepfunctions").send_task_failure(taskToken="tok", error="Holdpoint.Denied", cause='{"why":1}')
+    assert seen == {"token": "tok", "error": "Holdpoint.Denied", "cause": '{"why":1}'}
+
+
 def test_local_control_caps_open_executions_at_the_configured_number(aws: dict[str, str], monkeypatch: Any) -> None:
     """Not a fix: the local-only cap (CAP_KEY) stands in for Step Functions' open-execution ceiling."""
     from botocore.exceptions import ClientError

@@ -91,7 +91,9 @@ def test_the_api_is_what_its_document_says(stack: Any, api: Api, monkeypatch: py
     # (200), and its form with the link's own option answers a no-op.
     token = signing.seal(links.PURPOSE, {"t": stack.tenant, "s": sid, "i": "never-raised", "g": 1, "o": "approve",
                                          "a": f"key:{stack.subject}", "x": int(time.time()) + 3600})
-    live = {"session_id": sid, "agent_id": "assistant", "token": token, "tenant": stack.tenant}
+    api.ok("POST", "/v1/runs/run-live/interrupts", {"agent_id": "assistant", "interrupts": [
+        {"reason": "approve", "payload": {"message": "Go?"}}]})  # an external run that reads its own answers
+    live = {"session_id": sid, "agent_id": "assistant", "token": token, "tenant": stack.tenant, "run_id": "run-live"}
     started = time.monotonic()
     cases = 0
     answered: dict[str, set[int]] = {}

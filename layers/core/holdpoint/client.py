@@ -194,6 +194,7 @@ ROUTES = (
     "/v1/sessions/{session_id}/events", "/v1/sessions/{session_id}/events/stream", "/v1/sessions/{session_id}/trace",
     "/v1/sessions/{session_id}/inputs", "/v1/sessions/{session_id}/interrupts",
     "/v1/sessions/{session_id}/interrupts/{interrupt_id}/resume", "/v1/workers/submit",
+    "/v1/runs/{run_id}/interrupts", "/v1/runs/{run_id}",
     "/v1/channels/ag-ui/agents/{agent_id}/run", "/v1/channels/ag-ui/agents/{agent_id}/connect",
     "/v1/channels/slack/interactions", "/a2a/{tenant}/{agent_id}", "/mcp/{agent_id}", "/inbox", "/favicon.ico")
 """The API's route templates (template.yaml's; a test keeps the two the same): where a path with

@@ -12,8 +12,8 @@ in-process moto) so the emulator keeps the guarantees the real service gives.
   trust, a CloudFormation role's policies, a state machine's role, a bodiless GET's signature, the
   management API's routing and authorisation, an X-Ray call as its API action;
 - xray.py, fix 25: GetTraceSummaries filters on annotations and lists them;
-- stepfunctions.py, fix 27: a task token takes one answer; and, not a fix, a local-only cap on
-  open Step Functions executions (`CAP_KEY`).
+- stepfunctions.py, fixes 27-28: a task token takes one answer, a failure keeps its cause; and,
+  not a fix, a local-only cap on open Step Functions executions (`CAP_KEY`).
 
 They are checked by tests/integration/test_moto_fixes.py and test_moto_iam.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch moto
@@ -54,6 +54,6 @@ def apply() -> None:
     dynamodb.apply()  # fixes 1-6, 8
     sqs.apply()  # fix 7
     cloudformation.apply()  # fixes 9-15, 22
-    stepfunctions.apply()  # fix 27, the open-execution cap
+    stepfunctions.apply()  # fixes 27-28, the open-execution cap
     xray.apply()  # fix 25
     iam.apply()  # fixes 16-21, 23-24, 26: IAM checked against the resource a call names

@@ -1,10 +1,11 @@
-"""Fix 27 to moto 5.2.5's Step Functions, a task token answered once, and a local-only control that
-is not a fix: a cap on open executions (`CAP_KEY`, off unless set), standing in for the
-account-region's ceiling so tests can reach it."""
+"""Fixes 27-28 to moto 5.2.5's Step Functions (a task token answered once; a failure keeps its
+cause), and a local-only control that is not a fix: a cap on open executions (`CAP_KEY`, off
+unless set), standing in for the account-region's ceiling so tests can reach it."""
 
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from typing import Any
 
@@ -77,7 +78,28 @@ def _answer_a_token_once() -> None:
     CallbackPoolManager.notify = notify  # type: ignore[method-assign]
 
 
+def _failure_keeps_its_cause() -> None:
+    """Fix 28: SendTaskFailure's `cause` reaches the execution. moto's handler passed only the
+    error on, so the TaskFailed and ExecutionFailed events (and a Catch's `$.Cause`) had none, where
+    Step Functions records both. (The backend that only records executions takes no cause.)"""
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def send_task_failure(self: StepFunctionResponse) -> Any:
+        from moto.core.responses import ActionResult, EmptyResult
+
+        backend = self.stepfunction_backend
+        failed: dict[str, Any] = {"error": self._get_param("error")}
+        if "cause" in inspect.signature(backend.send_task_failure).parameters:  # the executing backend's
+            failed["cause"] = self._get_param("cause")
+        backend.send_task_failure(self._get_param("taskToken"), **failed)
+        result: ActionResult = EmptyResult()
+        return result
+
+    StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
+
+
 def apply() -> None:
-    """Install fix 27 and the cap (`holdpoint_local.moto.apply` calls this once)."""
+    """Install fixes 27-28 and the cap (`holdpoint_local.moto.apply` calls this once)."""
     _answer_a_token_once()
+    _failure_keeps_its_cause()
     _cap_open_executions()

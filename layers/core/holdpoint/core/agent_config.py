@@ -176,6 +176,35 @@ class A2aConfig(Wire):
         default=None, description="the secret reference A2A push deliveries are signed with (as notify webhooks)")
 
 
+TargetName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
+
+
+class RunTarget(Wire):
+    """Where an external run's answers go (PROTOCOL.md §10), exactly one of: a Lambda function
+    (asynchronous Invoke, under the deployment's allow-list), an SQS queue (under its allow-list), a
+    signed HTTPS URL (as worker requests are signed, under the network guard), or the caller's own
+    wait: a Step Functions task token or a Lambda durable function's callback, completed by Holdpoint."""
+
+    lambda_: Annotated[str, StringConstraints(max_length=256)] | None = Field(default=None, alias="lambda")
+    queue: Annotated[str, StringConstraints(max_length=1_024)] | None = None
+    url: Annotated[str, StringConstraints(max_length=2_048)] | None = None
+    secret: Annotated[str, StringConstraints(max_length=2_048)] | None = Field(
+        default=None, description="the url target's HMAC secret reference (as a worker's)")
+    step_functions: Literal[True] | None = None
+    durable_function: Literal[True] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "RunTarget":
+        kinds = [k for k in ("lambda_", "queue", "url", "step_functions", "durable_function")
+                 if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("a run target is one of {lambda}, {queue}, {url, secret?}, {step_functions: true} "
+                             "or {durable_function: true}")
+        if self.secret is not None and self.url is None:
+            raise ValueError("secret signs a url target's deliveries; only a url target has one")
+        return self
+
+
 class AgentConfig(Open):
     model: Annotated[str, StringConstraints(max_length=256)] | None = None
     llm: LlmConfig | None = None
@@ -194,6 +223,7 @@ class AgentConfig(Open):
     notify: list[NotifyEntry] | None = Field(default=None, max_length=16)  # docs/NOTIFICATIONS.md
     approval: ApprovalPolicy | None = None  # A2: the default approver policy of this agent's interrupts
     a2a: A2aConfig | None = None  # PROTOCOL.md §8: the agent's A2A server and Agent Card
+    run_targets: Annotated[dict[TargetName, RunTarget], Field(max_length=16)] | None = None  # §10: external runs
 
     @field_validator("interrupt_remind_after", "interrupt_escalate_after")
     @classmethod

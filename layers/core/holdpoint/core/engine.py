@@ -275,8 +275,10 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation:
     state.emit("session.interrupt_resumed", interrupt_id=interrupt_id, payload=interrupt.resolution,
                responder=interrupt.responder, expired=happened == "expired", generation=interrupt.generation,
                verdict=decided.verdict, channel=decided.channel)
-    if not was_parking_active:
-        interrupt.delivery = "none"  # R8: the branch was left; nothing is delivered
+    if not was_parking_active or state.header.kind == "run":
+        # R8: the branch was left, nothing is delivered; a run's answers go to its target instead,
+        # from the notifier (core/runs.py), where its delivery record says how it stands
+        interrupt.delivery = "none"
     else:
         # The answer is stored once, on the interrupt: the trigger names it (and the generation it
         # answers) and delivery fills the payload in from the interrupt record (wire.trigger).

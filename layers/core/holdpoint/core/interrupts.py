@@ -119,12 +119,19 @@ def bound_action(state: SessionState, call_id: str | None) -> dict[str, Any] | N
     call = state.calls.get(call_id or "")
     if call is None or call.kind != "tool_call":
         return None
+    return action_of(state, call.name or "", call.arguments or "{}")
+
+
+def action_of(state: SessionState, tool: str, arguments_text: str) -> dict[str, Any]:
+    """A3's binding of an action: the tool, the canonical JSON of its arguments (text that is not
+    JSON as sent), the agent configuration in force, and the fingerprint of the three. A session's
+    own tool call and an external run's declared action are bound alike."""
     try:
-        arguments = canonical(json.loads(call.arguments or "{}"))
+        arguments = canonical(json.loads(arguments_text))
     except ValueError:
-        arguments = call.arguments or ""  # not JSON: bound to the text as sent
-    action = {"tool": call.name, "arguments": arguments, "agent_version": digest(state.header.agent)}
-    action["fingerprint"] = digest([action["tool"], arguments, action["agent_version"]])
+        arguments = arguments_text  # not JSON: bound to the text as sent
+    action = {"tool": tool, "arguments": arguments, "agent_version": digest(state.header.agent)}
+    action["fingerprint"] = digest([tool, arguments, action["agent_version"]])
     return action
 
 
@@ -156,6 +163,7 @@ def raise_interrupt(
     approval: dict[str, Any] | None = None,
     declared: Declared | None = None,
     requester: str | None = None,
+    action: dict[str, Any] | None = None,
 ) -> Interrupt | None:
     """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1). Its
     approver policy (A2) is `approval` narrowing the policy in force (`PolicyError` if it widens).
@@ -164,7 +172,8 @@ def raise_interrupt(
     changes, as do options that do not say whether they approve under a policy.
     `requester` is who asked (an API raise's caller); else the principal whose input started the
     turn. A policy that forbids the requester to approve refuses a raise whose requester is unknown
-    (`PolicyError`), so the rule is never skipped."""
+    (`PolicyError`), so the rule is never skipped. `action` is an external run's declared action
+    (`action_of`); else the bound call's."""
     h = state.header
     iid = interrupt_id or derive("int", h.tenant, h.session_id, raised_by)
     existing = state.interrupts.get(iid)
@@ -202,7 +211,7 @@ def raise_interrupt(
         owner=(h.identity or {}).get("id"),
         end_user=h.end_user,
         response_schema=response_schema,
-        action=bound_action(state, call_id),
+        action=action or bound_action(state, call_id),
         policy=policy or None,
         requester=requester,
         escalate_to=escalate_to,

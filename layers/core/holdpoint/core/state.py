@@ -30,9 +30,10 @@ DecisionStatus = Literal["pending", "delivered", "failed"]
 DecisionVia = Literal["worker", "submit"]
 TurnStatus = Literal["queued", "running", "suspended", "done", "failed"]
 EffectKind = Literal["start_park", "kick", "timer", "spawn", "notify_parent", "send"]
-SessionKind = Literal["conversation", "approvals"]
+SessionKind = Literal["conversation", "approvals", "run"]
 """A conversation runs turns on the engine; an approvals session only holds the interrupts an
-agent elsewhere raises over MCP (PROTOCOL.md §9)."""
+agent elsewhere raises over MCP (PROTOCOL.md §9); a run session those an external run raises for
+its answers to be delivered to a target the agent declares (PROTOCOL.md §10)."""
 
 def iso(epoch_secs: float) -> str:
     return datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -81,6 +82,7 @@ class Header:
     budget: float | None = None
     parent: dict[str, Any] | None = None  # {session_id, call_id} of a sub-agent's parent
     attention: dict[str, Any] | None = None  # {kind, reason, since}: a delivery retrying or failed (core/attention)
+    run: dict[str, Any] | None = None  # a run session's {id, target, deliver, state, callback} (core/runs)
 
 
 @dataclass

@@ -10,14 +10,14 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from holdpoint.http import openapi
 from holdpoint.http.resolver import new_resolver
-from holdpoint.http.routes import agents, agui, inbox_page, resume, sessions, streams, tokens, workers
+from holdpoint.http.routes import agents, agui, inbox_page, resume, runs, sessions, streams, tokens, workers
 
 
 def build(documented: bool = False) -> APIGatewayHttpResolver:
     """The API function's routes; `documented` adds the other functions' declarations, for the
     document only (so a cold start never imports them)."""
     app = new_resolver()
-    for module in (sessions, streams, resume, agents, tokens, workers, inbox_page, agui):
+    for module in (sessions, streams, resume, agents, tokens, workers, inbox_page, agui, runs):
         app.include_router(module.router)
     if documented:
         from holdpoint.http.routes import a2a, elsewhere, mcp

@@ -11,6 +11,7 @@ from holdpoint.aws import secretrefs
 from holdpoint.core import schemas
 from holdpoint.core.errors import Refusal
 from holdpoint.outbound import netguard
+from holdpoint.outbound import runs as runs_out
 from holdpoint.outbound.workers import check_lambda_arn
 
 
@@ -47,6 +48,18 @@ def check_agent(config: dict[str, Any], tenant: str) -> None:
             check_declaration(entry["slack"], tenant, f"notify[{i}]")
     if config.get("tools") and (bad := schemas.tools_error(config["tools"])):
         raise Refusal("validation_error", bad[1], bad[0])
+    for name, target in (config.get("run_targets") or {}).items():
+        check_run_target(target, tenant, f"run_targets.{name}")
+
+
+def check_run_target(target: dict[str, Any], tenant: str, field: str) -> None:
+    """A run's target follows its kind's rules: a Lambda and a queue under the deployment's
+    allow-lists, a url and its secret as a webhook's."""
+    if target.get("lambda") is not None:
+        _refuse(check_lambda_arn(target["lambda"], f"{field}.lambda"), f"{field}.lambda")
+    if target.get("queue") is not None:
+        _refuse(runs_out.check_queue_url(target["queue"], f"{field}.queue"), f"{field}.queue")
+    check_webhook(target, tenant, field)
 
 
 def check_webhook(entry: dict[str, Any], tenant: str, field: str) -> None:

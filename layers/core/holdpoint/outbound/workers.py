@@ -59,22 +59,32 @@ def verify(secret: str, timestamp: str, body: bytes, signature: str, max_skew: f
     return hmac.compare_digest(sign(secret, timestamp, body), signature)
 
 
-def check_lambda_arn(arn: object) -> str | None:
-    """Why a worker Lambda may not be invoked, or None: a full function ARN of this deployment's
-    account and region, matching a pattern of `WORKER_LAMBDA_ALLOWLIST` (empty allows none)."""
+def check_lambda_arn(arn: object, field: str = "worker.lambda_arn") -> str | None:
+    """Why a Lambda may not be invoked (a worker, a run's target), or None: a full function ARN of
+    this deployment's account and region, matching a pattern of `WORKER_LAMBDA_ALLOWLIST` (empty
+    allows none)."""
     if not isinstance(arn, str):
-        return "worker.lambda_arn must be a Lambda function ARN"
+        return f"{field} must be a Lambda function ARN"
     match = _LAMBDA_ARN.match(arn)
     if not match:
-        return "worker.lambda_arn must be a Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME)"
+        return f"{field} must be a Lambda function ARN (arn:aws:lambda:REGION:ACCOUNT:function:NAME)"
     region, account = match.group(1), match.group(2)
-    if account != os.environ.get("HOLDPOINT_ACCOUNT_ID") or \
-            region != (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")):
-        return "worker.lambda_arn must be a function of this deployment's account and region"
-    patterns = [p.strip() for p in os.environ.get(LAMBDA_ALLOWLIST, "").split(",") if p.strip()]
-    if not any(fnmatch.fnmatchcase(arn, p) for p in patterns):
-        return f"worker.lambda_arn is not allowed by {LAMBDA_ALLOWLIST}"
+    if account != os.environ.get("HOLDPOINT_ACCOUNT_ID") or region != here():
+        return f"{field} must be a function of this deployment's account and region"
+    if not allowed(arn, LAMBDA_ALLOWLIST):
+        return f"{field} is not allowed by {LAMBDA_ALLOWLIST}"
     return None
+
+
+def here() -> str | None:
+    """This deployment's region."""
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+
+
+def allowed(arn: str, allowlist: str) -> bool:
+    """Whether an ARN matches a pattern of the comma-separated allow-list `allowlist` names (empty: none)."""
+    patterns = [p.strip() for p in os.environ.get(allowlist, "").split(",") if p.strip()]
+    return any(fnmatch.fnmatchcase(arn, p) for p in patterns)
 
 
 def _parse(raw: bytes) -> dict[str, Any] | None:

@@ -118,3 +118,38 @@ class SettleBody(Wire):
     usage: dict[str, Any] | None = None
     cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     code: Annotated[str, StringConstraints(max_length=128)] | None = None
+
+
+class RunAction(Wire):
+    """What an approval approves (A3): the tool the run will call and its arguments (any JSON)."""
+
+    tool: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    arguments: Any = None
+
+
+class RunInterrupt(InterruptFields):
+    """One interrupt an external run raises (PROTOCOL.md §10)."""
+
+    expires_in: ExpiresIn | None = None
+    action: RunAction | None = None
+
+
+class RunCallback(Wire):
+    """The caller's own wait a `step_functions` or `durable_function` target completes."""
+
+    task_token: Annotated[str, StringConstraints(min_length=1, max_length=2_048)] | None = None
+    callback_id: Annotated[str, StringConstraints(min_length=1, max_length=2_048)] | None = None
+
+
+class RunInterruptsBody(Wire):
+    """`POST /v1/runs/{run_id}/interrupts`: raise a run's interrupts; answers go to `target`, one of
+    the agent's `run_targets`, each as it closes (`each`) or all once the batch has (`all`). With no
+    target the run reads its answers itself (`GET /v1/runs/{run_id}`, its session's event stream)."""
+
+    agent_id: Id
+    target: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")] | None = None
+    deliver: Literal["each", "all"] | None = Field(
+        default=None, description="`each` (the default) or `all`; a target that completes one wait takes `all`")
+    state: Any = None
+    callback: RunCallback | None = None
+    interrupts: Annotated[list[RunInterrupt], Field(min_length=1, max_length=20)]
