@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 SAM_STAMP := $(VENV_SAM)/.installed
 LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)
 
-.PHONY: venv system-packages test test-unit serve demo smoke deploy lint sam-check clean
+.PHONY: venv sdk-venvs system-packages test test-unit serve demo smoke deploy lint sam-check clean
 
 venv: $(STAMP) $(VENV)/bin/holdpoint
 
@@ -27,9 +27,23 @@ $(STAMP): requirements.txt requirements-dev.txt
 # The `holdpoint` command in the venv (`.venv/bin/holdpoint`, on PATH once the venv is activated): this
 # checkout's client, without installing the package (which would leave build files in the layer's folder).
 $(VENV)/bin/holdpoint: Makefile | $(STAMP)
-	printf '#!/bin/sh\n# the holdpoint command of this checkout (make venv)\nPYTHONPATH="%s$${PYTHONPATH:+:$$PYTHONPATH}" exec "%s" -m holdpoint.cli "$$@"\n' \
-		"$(CURDIR)/layers/core" "$(CURDIR)/$(PY)" > $@
+	printf '#!/bin/sh\n# the holdpoint command of this checkout (make venv)\nPYTHONPATH="%s$${PYTHONPATH:+:$$PYTHONPATH}" exec "%s" -m holdpoint_sdk.cli "$$@"\n' \
+		"$(CURDIR)/sdk/src" "$(CURDIR)/$(PY)" > $@
 	chmod +x $@
+
+# The SDK's integrations, each in a venv of its own (the frameworks' pins do not install together, nor
+# with the server's: strands-agents wants mcp<2.2, openai-agents websockets<16): the SDK installed
+# editable with its extra, under the pins the tests ran (sdk/constraints/), and what each example needs.
+SDK_VENVS := .venv-sdk/strands .venv-sdk/langgraph .venv-sdk/openai-agents
+EXAMPLE_NEEDS_langgraph := langgraph-checkpoint-sqlite
+sdk-venvs: $(foreach v,$(SDK_VENVS),$(v)/.installed)
+
+.venv-sdk/%/.installed: sdk/pyproject.toml sdk/constraints/%.txt
+	@test -n "$(PYTHON)" || { echo "the venvs need python3.13 (Lambda's runtime); install it or set PYTHON" >&2; exit 1; }
+	rm -rf .venv-sdk/$*
+	$(PYTHON) -m venv .venv-sdk/$*
+	.venv-sdk/$*/bin/python -m pip install --quiet -c sdk/constraints/$*.txt -e "./sdk[$*]" $(EXAMPLE_NEEDS_$*)
+	touch $@
 
 # Debian's chromium and node/npm for the page and AG-UI tests: installed with apt-get when missing,
 # or one line naming them when this machine cannot install (not root, no apt-get).
@@ -48,7 +62,7 @@ ORDER = $(if $(SEED),--randomly-seed=$(SEED))
 # moto server, ports and containers, so two files run side by side as they would alone. TEST_WORKERS=0: one
 # process, the whole order in it.
 TEST_WORKERS ?= 2
-test: system-packages venv $(SAM_STAMP)
+test: system-packages venv sdk-venvs $(SAM_STAMP)
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(ORDER)
 
 # The fast tier (README, "Tests"): the core, the services and the rules R1-R17/A1-A6 on the in-memory
@@ -85,10 +99,13 @@ smoke: venv
 
 # ruff (style, complexity <= 15, no real clock in the core), the architecture contracts
 # (import-linter, [tool.importlinter] in pyproject.toml) and the type checker (strict on the core).
-lint: venv
+lint: venv sdk-venvs
 	$(PY) -m ruff check .
-	PYTHONPATH=$(CURDIR)/layers/core $(VENV)/bin/lint-imports
+	PYTHONPATH=$(CURDIR)/layers/core:$(CURDIR)/sdk/src $(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
+	$(foreach i,strands:strands langgraph:langgraph openai_agents:openai-agents,\
+		MYPYPATH=sdk/src:layers/core:examples $(VENV)/bin/mypy --python-executable .venv-sdk/$(word 2,$(subst :, ,$(i)))/bin/python \
+		sdk/src/holdpoint_sdk/integrations/$(word 1,$(subst :, ,$(i))).py examples/$(word 1,$(subst :, ,$(i)))_approval.py &&) true
 
 $(SAM_STAMP): requirements-sam.txt
 	@test -n "$(PYTHON)" || { echo "the venvs need python3.13 (Lambda's runtime); install it or set PYTHON" >&2; exit 1; }
@@ -112,7 +129,7 @@ deploy: venv $(SAM_STAMP)
 		--stack-name $(STACK) --tenant $(TENANT) $(if $(REGION),--region $(REGION)) $(if $(NEW_KEY),--new-key)
 
 clean:
-	rm -rf $(VENV) $(VENV_SAM) .aws-sam .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VENV_SAM) .venv-sdk .aws-sam .pytest_cache .ruff_cache
 
 # Benchmarks (bench/, figures recorded in docs/PERFORMANCE.md): requests and bytes per engine
 # step at 10/100/1000-node trees, cold start per handler (in a venv with only requirements.txt),

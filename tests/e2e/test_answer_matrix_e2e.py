@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 import requests
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser
 
 from tests.conftest import ROOT
 from tests.e2e.test_approver_policies_e2e import approver
-from tests.e2e.test_inbox_page import WAIT_MS, card, open_inbox
+from tests.e2e.test_inbox_page import answer_on_its_card
 from tests.e2e.test_notify_e2e import SECRET_REF, Receiver
 from tests.e2e.test_slack_e2e import SIGNING, click, entry, slack_stack
 from tests.slack_fake import SlackFake, click_body, sign
@@ -98,14 +98,8 @@ def by_cli(case: Case, sid: str, iid: str, approve: bool) -> None:
 
 
 def by_console(case: Case, sid: str, iid: str, approve: bool) -> None:
-    errors: list[str] = []
-    page = open_inbox(case.browser, case.stack, case.bob.http.headers["Authorization"].removeprefix("Bearer "), errors)
-    item = card(page, iid)
-    expect(item).to_be_visible(timeout=WAIT_MS)
-    item.locator("button.approve" if approve else "button.deny").click()
-    expect(page.locator("#status")).to_contain_text("Answered", timeout=WAIT_MS)
-    page.context.close()
-    assert errors == [], errors
+    key = case.bob.http.headers["Authorization"].removeprefix("Bearer ")
+    answer_on_its_card(case.browser, case.stack, key, iid, approve)
 
 
 def by_agui(case: Case, sid: str, iid: str, approve: bool) -> None:

@@ -1,4 +1,4 @@
-"""The `holdpoint` command and `holdpoint.client` over HTTP on the local stack: list the inbox,
+"""The `holdpoint` command and `holdpoint_sdk.client` over HTTP on the local stack: list the inbox,
 show an interrupt, approve it (the worker acts on it), follow the event log, and one-line errors
 carrying the API's error code."""
 
@@ -11,8 +11,8 @@ import subprocess
 import sys
 from typing import Any
 
-from holdpoint import cli
-from holdpoint.client import Client
+from holdpoint_sdk import cli
+from holdpoint_sdk.client import Client
 from tests.conftest import ROOT
 from tests.stack import Api, resumed_triggers, wait_execution
 
@@ -74,12 +74,12 @@ def test_cli_reads_its_configuration_from_the_environment(api: Api, stack: Any) 
     sid = api.start()
     [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
     env = {**os.environ, "HOLDPOINT_URL": stack.base_url, "HOLDPOINT_API_KEY": stack.api_key,
-           "PYTHONPATH": str(ROOT / "layers/core")}
-    done = subprocess.run([sys.executable, "-m", "holdpoint.cli", "--json", "inbox"], env=env, capture_output=True,
+           "PYTHONPATH": str(ROOT / "sdk/src")}
+    done = subprocess.run([sys.executable, "-m", "holdpoint_sdk.cli", "--json", "inbox"], env=env, capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert interrupt["interrupt_id"] in [i["interrupt_id"] for i in json.loads(done.stdout)["interrupts"]]
     env.pop("HOLDPOINT_API_KEY")
-    done = subprocess.run([sys.executable, "-m", "holdpoint.cli", "inbox"], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "holdpoint_sdk.cli", "inbox"], env=env, capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 1 and done.stderr == "error: config: no credentials: set HOLDPOINT_API_KEY\n"

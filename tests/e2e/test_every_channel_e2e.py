@@ -16,8 +16,8 @@ import pytest
 import requests
 from playwright.sync_api import Browser, expect
 
-from holdpoint import cli
-from holdpoint.client import Client
+from holdpoint_sdk import cli
+from holdpoint_sdk.client import Client
 from tests.e2e.test_inbox_page import WAIT_MS, card, open_inbox
 from tests.e2e.test_notify_e2e import SECRET_REF, BusWatch, Receiver
 from tests.e2e.test_slack_e2e import OPTIONS, SIGNING, blocks, click, entry, slack_stack, updated

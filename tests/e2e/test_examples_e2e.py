@@ -91,3 +91,44 @@ def test_example_follow_live_prints_the_session_to_its_finished_turn(stack: Any,
     seqs = [int(line.split(" ", 1)[0]) for line in out.splitlines()]
     assert seqs == sorted(set(seqs))  # each event once, in order
     wait_for(lambda: api.view(sid)["status"] == "done", "the session done")
+
+
+def readme_lines(example: str) -> dict[str, str]:
+    """The README's command lines that run `examples/<example>`, by their subcommand."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = [re.sub(r"\s+#\s.*$", "", line) for block in re.findall(r"```sh\n(.*?)```", text, re.S)
+             for line in block.splitlines() if f"examples/{example}" in line and not line.lstrip().startswith("#")]
+    return {line.split()[-1]: line for line in lines}
+
+
+def test_example_strands_approval_as_printed_sends_the_email_once(stack: Any, api: Api, monkeypatch: Any) -> None:
+    """The README's two commands, in a shell whose `python` is the one `pip install "./sdk[strands]"`
+    installed into (the strands venv, `make sdk-venvs`): `resume` listens, `start` asks and ends,
+    the API approves, and `resume` prints the agent's reply and exits."""
+    import json
+    import secrets
+
+    commands = readme_lines("strands_approval.py")
+    assert set(commands) == {"resume", "start"}, commands
+    monkeypatch.setenv("HOLDPOINT_WORKER_SECRET", secrets.token_hex(16))  # exported for `make serve` and both shells
+    workdir = ROOT / ".holdpoint" / "examples" / "strands-mailer"
+    shutil.rmtree(workdir, ignore_errors=True)
+    env = {**os.environ, "HOLDPOINT_URL": stack.base_url, "HOLDPOINT_API_KEY": stack.api_key,
+           "PATH": f"{ROOT / '.venv-sdk' / 'strands' / 'bin'}:{os.environ['PATH']}"}
+    resuming = subprocess.Popen(["bash", "-c", commands["resume"]], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        assert resuming.stdout is not None
+        assert "listening" in resuming.stdout.readline()
+        started = subprocess.run(["bash", "-c", commands["start"]], cwd=ROOT, env=env, capture_output=True,
+                                 text=True, timeout=120, check=False)
+        assert started.returncode == 0, started.stderr
+        raised = json.loads(started.stdout.splitlines()[-1])
+        assert api.resume(raised["session_id"], raised["interrupts"][0], {"approved": True}).status_code == 200
+        out, err = resuming.communicate(timeout=120)
+    finally:
+        if resuming.poll() is None:
+            resuming.kill()
+    assert resuming.returncode == 0, err
+    assert json.loads(out.splitlines()[-1])["reply"].startswith("I emailed Bob")
+    assert len((workdir / "outbox.txt").read_text().splitlines()) == 1

@@ -51,6 +51,18 @@ def card(page: Page, iid: str) -> Any:
     return page.locator(f"article.card[data-interrupt-id='{iid}']")
 
 
+def answer_on_its_card(browser: Browser, stack: Any, credential: str, iid: str, approve: bool) -> None:
+    """Sign in as `credential`, click Approve or Deny on the interrupt's card, see it answered."""
+    errors: list[str] = []
+    page = open_inbox(browser, stack, credential, errors)
+    item = card(page, iid)
+    expect(item).to_be_visible(timeout=WAIT_MS)
+    item.locator("button.approve" if approve else "button.deny").click()
+    expect(page.locator("#status")).to_contain_text("Answered", timeout=WAIT_MS)
+    page.context.close()
+    assert errors == [], errors
+
+
 def parked(api: Api, stack: Any) -> tuple[str, str]:
     sid = api.start()
     [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]

@@ -8,8 +8,8 @@ import io
 import json
 from typing import Any
 
-from holdpoint import cli
-from holdpoint.client import Client
+from holdpoint_sdk import cli
+from holdpoint_sdk.client import Client
 from tests.stack import Api, seed_worker, wait_execution, worker_answering
 from tests.waiting import wait_for
 

@@ -12,10 +12,11 @@ from holdpoint.aws import secretrefs, signing
 from holdpoint.aws.keys import put_api_key, revoke_api_key
 from holdpoint.aws.signing import platform_secret
 from holdpoint.aws.store import Store
+from holdpoint.core import signatures
 from holdpoint.core.credentials import hash_key
 from holdpoint.core.errors import Refusal
 from holdpoint.http.credentials import authenticate, caller_of, context_of
-from holdpoint.outbound import netguard, workers
+from holdpoint.outbound import netguard
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.inbox import inbox
@@ -91,14 +92,14 @@ def test_worker_signature_verifies_and_fails_on_a_tampered_body() -> None:
 
     body = b'{"trigger":{"type":"session.start"}}'
     ts = str(int(time.time()))
-    signature = workers.sign("s3cret", ts, body)
-    assert workers.verify("s3cret", ts, body, signature)
+    signature = signatures.sign("s3cret", ts, body)
+    assert signatures.verify("s3cret", ts, body, signature, time.time())
     assert seed_worker.signature_ok("s3cret", ts, body, signature)
     tampered = body.replace(b"start", b"stop!")
-    assert not workers.verify("s3cret", ts, tampered, signature)
+    assert not signatures.verify("s3cret", ts, tampered, signature, time.time())
     assert not seed_worker.signature_ok("s3cret", ts, tampered, signature)
     old = str(int(time.time()) - 3600)
-    assert not workers.verify("s3cret", old, body, workers.sign("s3cret", old, body))
+    assert not signatures.verify("s3cret", old, body, signatures.sign("s3cret", old, body), time.time())
 
 
 @pytest.mark.parametrize("url", ["https://169.254.169.254/latest/meta-data", "http://169.254.169.254/",

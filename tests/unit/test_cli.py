@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from holdpoint import cli
-from holdpoint.client import Client, HoldpointError
+from holdpoint_sdk import cli
+from holdpoint_sdk.client import Client, HoldpointError
 from tests.conftest import ROOT
 
 ITEM = {"session_id": "sess-1", "interrupt_id": "int-1", "reason": "confirm", "created_at": "2026-01-01T00:00:00Z",
@@ -39,8 +39,8 @@ class Tty(io.StringIO):
         return True
 
 
-def test_cli_is_declared_as_the_holdpoint_console_command() -> None:
-    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+def test_cli_is_declared_as_the_sdks_holdpoint_console_command() -> None:
+    scripts = tomllib.loads((ROOT / "sdk" / "pyproject.toml").read_text())["project"]["scripts"]
     module, _, name = scripts["holdpoint"].partition(":")
     assert getattr(importlib.import_module(module), name) is cli.main
 
@@ -138,7 +138,7 @@ def test_client_turns_api_gateways_own_answers_into_next_steps() -> None:
     import urllib.error
     from email.message import Message
 
-    from holdpoint.client import _http_error
+    from holdpoint_sdk.client import _http_error
 
     def gateway(status: int, message: str) -> urllib.error.HTTPError:
         body = io.BytesIO(json.dumps({"message": message}).encode())
@@ -157,7 +157,7 @@ def test_client_routes_are_the_templates() -> None:
     import re
     from pathlib import Path
 
-    from holdpoint.client import ROUTES
+    from holdpoint_sdk.client import ROUTES
 
     paths = set(re.findall(r"^\s+Path: (/\S*)$", (Path(__file__).parents[2] / "template.yaml").read_text(), re.M))
     served = {p for p in paths if not p.startswith("/inbox/") and p not in ("/", "/a2a/{tenant}/{agent_id}/"

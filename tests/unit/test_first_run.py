@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from holdpoint import client
 from holdpoint.http import limits
 from holdpoint.llm import scripted
 from holdpoint_local import serve
+from holdpoint_sdk import client
 from tests.conftest import ROOT
 from tests.unit.test_api import API, CONTEXT, call_api, http_event
 

@@ -25,6 +25,7 @@ from holdpoint.services import runs
 from holdpoint.services.caller import Caller
 from holdpoint.services.notify import Notifier
 from holdpoint.services.resume import resume
+from holdpoint_sdk import runs as sdk_runs
 from tests.harness import Harness
 from tests.unit.test_api import call_api
 from tests.unit.test_notify import bus, stream_batch
@@ -91,6 +92,8 @@ def test_external_run_raises_parks_and_delivers_its_answer_to_the_declared_queue
     assert (answer["interrupt_id"], answer["payload"], answer["verdict"]) == ("send-1", {"approved": True}, "approved")
     assert answer["responder"] == {"subject": "ann", "origin": "operator"}
     assert delivery["delivery_id"].startswith("dlv_")
+    read = sdk_runs.delivery(json.dumps(delivery))  # what the SDK reads is what the server built
+    assert read.answer("send-1") is not None and read.answers[0].approved
 
 
 def test_external_run_delivers_once_however_often_the_stream_repeats(queue: str) -> None:

@@ -22,6 +22,7 @@ from holdpoint.core import approvals
 from holdpoint.core import interrupts as rules
 from holdpoint.core.expiry import Declared
 from holdpoint.core.jsontypes import JsonObject, JsonValue
+from holdpoint.core.protocols.runs import RunDelivery
 from holdpoint.core.state import Interrupt, SessionState, derive
 
 Deliver = Literal["each", "all"]
@@ -121,7 +122,8 @@ def body(state: SessionState, closed: list[Interrupt], key: str) -> JsonObject:
     h, run = state.header, state.header.run or {}
     answers: list[JsonValue] = [{"interrupt_id": i.interrupt_id, "reason": i.reason, "action": i.action,
                                  **approvals.resumed(i)} for i in closed]
-    out: JsonObject = {"delivery_id": derive("dlv", h.tenant, h.session_id, key), "type": "run.answers",
-                       "tenant": h.tenant, "agent_id": h.agent_id, "run_id": run.get("id"),
-                       "session_id": h.session_id, "answers": answers, "state": run.get("state")}
-    return out
+    out = RunDelivery.model_validate({
+        "delivery_id": derive("dlv", h.tenant, h.session_id, key), "type": "run.answers", "tenant": h.tenant,
+        "agent_id": h.agent_id, "run_id": run.get("id"), "session_id": h.session_id, "answers": answers,
+        "state": run.get("state")})
+    return out.model_dump(mode="json", by_alias=True)

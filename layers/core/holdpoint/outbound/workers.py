@@ -9,8 +9,6 @@ through `secretrefs`, and in-process workers only from the registry filled in co
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import hmac
 import json
 import os
 import re
@@ -23,14 +21,12 @@ from typing import Any
 from holdpoint import tracing
 from holdpoint.aws import clients, secretrefs
 from holdpoint.aws import errors as aws_errors
-from holdpoint.core import strictjson
+from holdpoint.core import signatures, strictjson
 from holdpoint.core.errors import JsonProblem
 from holdpoint.outbound import netguard
 from holdpoint.outbound.errors import Refused
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 
-SIGNATURE_HEADER = "X-Holdpoint-Signature"
-TIMESTAMP_HEADER = "X-Holdpoint-Timestamp"
 LAMBDA_ALLOWLIST = "WORKER_LAMBDA_ALLOWLIST"
 
 _REGISTRY: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
@@ -42,21 +38,6 @@ def register(name: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     """Make an in-process worker reachable as `{"worker": {"python": name}}`. Only code registers:
     the API refuses `worker.python`, so a tenant can never name a Python callable of its choice."""
     _REGISTRY[name] = fn
-
-
-def sign(secret: str, timestamp: str, body: bytes) -> str:
-    mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
-    return "sha256=" + mac.hexdigest()
-
-
-def verify(secret: str, timestamp: str, body: bytes, signature: str, max_skew: float = 300.0) -> bool:
-    """What a worker does with our headers: constant-time compare, bounded clock skew."""
-    try:
-        if abs(time.time() - float(timestamp)) > max_skew:
-            return False
-    except ValueError:
-        return False
-    return hmac.compare_digest(sign(secret, timestamp, body), signature)
 
 
 def check_lambda_arn(arn: object, field: str = "worker.lambda_arn") -> str | None:
@@ -130,8 +111,8 @@ def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | No
     secret = _secret(secret_ref, tenant, f"{field}.secret")
     if secret:
         ts = str(int(time.time()))
-        sent[TIMESTAMP_HEADER] = ts
-        sent[SIGNATURE_HEADER] = sign(secret, ts, body)
+        sent[signatures.TIMESTAMP_HEADER] = ts
+        sent[signatures.SIGNATURE_HEADER] = signatures.sign(secret, ts, body)
     req = urllib.request.Request(url, data=body, headers=sent, method="POST")
     try:
         with netguard.urlopen(req, f"{field}.url", timeout) as resp:

@@ -1,5 +1,5 @@
 """`holdpoint`: the inbox, interrupts, answers and event streams from a terminal, on
-`holdpoint.client`. Configuration from HOLDPOINT_URL and HOLDPOINT_API_KEY; tables (in colour on
+`holdpoint_sdk.client`. Configuration from HOLDPOINT_URL and HOLDPOINT_API_KEY; tables (in colour on
 a terminal) for people, `--json` for programs; an error is one line naming the API's error code."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
-from holdpoint.client import Client, HoldpointError
+from holdpoint_sdk.client import Client, HoldpointError
 
 _COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 

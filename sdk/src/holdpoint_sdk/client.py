@@ -1,4 +1,4 @@
-"""A small typed client of the Holdpoint HTTP API, usable on its own (standard library only).
+"""A small client of the Holdpoint HTTP API, usable on its own (standard library only).
 
 Every failure is a `HoldpointError` carrying the API's error `code`, message and `param`, so a
 caller (the `holdpoint` command among them) can say in one line what went wrong.
@@ -182,6 +182,21 @@ class Client:
              expect_fingerprint: str | None = None) -> Json:
         return self.resume(session_id, interrupt_id, DENY if payload is None else payload, comment,
                            expect_fingerprint)
+
+
+    # -- external runs (PROTOCOL.md §10) -------------------------------------------------------------
+    def raise_run(self, run_id: str, body: Json) -> Json:
+        """Raise a run's interrupts (`POST /v1/runs/{run_id}/interrupts`); a retried call raises
+        nothing twice. `holdpoint_sdk.runs.ask` builds and checks the body with the server's model."""
+        return self.request("POST", f"/v1/runs/{_seg(run_id)}/interrupts", body)
+
+    def run(self, run_id: str) -> Json:
+        """The caller's own run: each interrupt, open or with its answer and verdict."""
+        return self.request("GET", f"/v1/runs/{_seg(run_id)}")
+
+    def declare_agent(self, agent_id: str, config: Json) -> Json:
+        """Declare or replace an agent (`PUT /v1/agents/{agent_id}`)."""
+        return self.request("PUT", f"/v1/agents/{_seg(agent_id)}", config)
 
 
 def _seg(value: str) -> str:

@@ -1,0 +1,45 @@
+"""What Holdpoint delivers to an external run's target when its approvals close (PROTOCOL.md §10):
+`core.runs` builds it with these models, and the SDK reads it with the same ones. Open models: a
+receiver built today keeps reading a delivery that grows a field."""
+
+# No `from __future__ import annotations` (see protocols/client.py).
+from typing import Any, Literal
+
+from holdpoint.core.protocols import Open
+
+Verdict = Literal["approved", "denied", "cancelled", "answered"]
+
+
+class RunAnswer(Open):
+    """One closed interrupt, as `interrupt.resumed` tells a worker of it (PROTOCOL.md §2.3.1)."""
+
+    interrupt_id: str
+    reason: str
+    action: dict[str, Any] | None = None
+    payload: Any = None
+    verdict: Verdict
+    responder: dict[str, Any] | None = None
+    channel: str | None = None
+    expired: bool = False
+    approvals: list[dict[str, Any]] = []
+
+    @property
+    def approved(self) -> bool:
+        """Only an explicit approval approves; what cannot be read as one does not (fails closed)."""
+        return self.verdict == "approved"
+
+
+class RunDelivery(Open):
+    """One delivery: the run's answers (one, or its whole batch) and the state it left with Holdpoint."""
+
+    delivery_id: str
+    type: Literal["run.answers"]
+    tenant: str
+    agent_id: str
+    run_id: str
+    session_id: str
+    answers: list[RunAnswer]
+    state: Any = None
+
+    def answer(self, interrupt_id: str) -> RunAnswer | None:
+        return next((a for a in self.answers if a.interrupt_id == interrupt_id), None)
