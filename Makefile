@@ -10,26 +10,21 @@ VENV_SAM := .venv-sam
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SAM_STAMP := $(VENV_SAM)/.installed
-LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)
+LOCAL_PATH := $(CURDIR)/local:$(CURDIR)/layers/core:$(CURDIR)/sdk/src:$(CURDIR)
 
 .PHONY: venv sdk-venvs system-packages test test-unit serve demo smoke deploy lint sam-check clean
 
-venv: $(STAMP) $(VENV)/bin/holdpoint
+venv: $(STAMP)
 
 # The stamp depends on the pinned files, so editing a pin reinstalls; otherwise `make venv` is a no-op.
-$(STAMP): requirements.txt requirements-dev.txt
+# The SDK goes in editable (its code is this checkout's), which puts the `holdpoint` command in .venv/bin.
+$(STAMP): requirements.txt requirements-dev.txt sdk/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "the venvs need python3.13 (Lambda's runtime); install it or set PYTHON" >&2; exit 1; }
 	test -x $(VENV)/bin/python3.13 || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e ./sdk
 	touch $(STAMP)
-
-# The `holdpoint` command in the venv (`.venv/bin/holdpoint`, on PATH once the venv is activated): this
-# checkout's client, without installing the package (which would leave build files in the layer's folder).
-$(VENV)/bin/holdpoint: Makefile | $(STAMP)
-	printf '#!/bin/sh\n# the holdpoint command of this checkout (make venv)\nPYTHONPATH="%s$${PYTHONPATH:+:$$PYTHONPATH}" exec "%s" -m holdpoint_sdk.cli "$$@"\n' \
-		"$(CURDIR)/sdk/src" "$(CURDIR)/$(PY)" > $@
-	chmod +x $@
 
 # The SDK's integrations, each in a venv of its own (the frameworks' pins do not install together, nor
 # with the server's: strands-agents wants mcp<2.2, openai-agents websockets<16): the SDK installed

@@ -542,12 +542,7 @@ def http_worker(stack: Any, worker: Worker) -> dict[str, str]:
     import seed_worker
     from holdpoint_local import demo
 
-    class Logged(seed_worker.WorkerHandler):
-        def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> Any:
-            request = next(r for r in reversed(self.seen) if r["trigger"] is trigger)
-            return worker(request)
-
-    server, _ = seed_worker.serve(0, os.environ[demo.SECRET_ENV], base=Logged, host=stack.host)
+    server, _ = seed_worker.serve(0, os.environ[demo.SECRET_ENV], host=stack.host, answer=worker, remember=0)
     return {"url": f"http://{stack.host}:{server.server_address[1]}/", "secret": f"env:{demo.SECRET_ENV}"}
 
 

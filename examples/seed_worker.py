@@ -1,20 +1,25 @@
-"""The seed's `decide` as a standalone HTTPS-style worker (standard library only).
+"""The seed's `decide` as an HTTPS-style worker, on the SDK (`pip install ./sdk`).
 
-Run it with `python examples/seed_worker.py --port 9001` and point an agent's
-`worker.url` at it; set `HOLDPOINT_WORKER_SECRET` on both sides to sign and verify.
+Run it with `python examples/seed_worker.py --port 9001` and point an agent's `worker.url` at it;
+set `HOLDPOINT_WORKER_SECRET` on both sides to sign and verify. The SDK's `Worker` checks the
+signature and the request, checks the answer before it leaves, answers a decision it answered
+before with the same answer, and runs the same `decide` as a Lambda or an SQS consumer.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import hmac
-import json
 import os
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Mapping
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from holdpoint_sdk.worker import LATER, DecisionRequest, Worker
+
+__all__ = ["LATER", "decide", "serve", "worker"]
+Answer = Callable[[dict[str, Any]], Any]
+"""A worker's answer to a request as it was sent (a dict): the seed's, or a test's own."""
 
 
 def decide(trigger: dict[str, Any], proposed: dict[str, Any] | None,
@@ -35,66 +40,34 @@ def decide(trigger: dict[str, Any], proposed: dict[str, Any] | None,
     return proposed
 
 
-def signature_ok(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
-    """HMAC-SHA256 over `timestamp.body`, five minutes of clock skew at most."""
-    try:
-        if abs(time.time() - float(timestamp)) > 300:
-            return False
-    except ValueError:
-        return False
-    expected = "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, signature)
+def seed(sent: dict[str, Any]) -> Any:
+    return decide(sent["trigger"], sent.get("proposed"), sent.get("calls"))
 
 
-LATER = object()
-"""What `answer` returns to take a decision and answer it later: the worker replies 202 and sends
-its answer to `POST /v1/workers/submit` (PROTOCOL.md §2.9)."""
+class Recording(Worker):
+    """A worker that keeps every request it was sent (`seen`), repeats included."""
+
+    def __init__(self, answer: Answer, secret: str | None, remember: int = 1024) -> None:
+        super().__init__(lambda request: answer(request.wire()), secret, remember=remember)
+        self.seen: list[dict[str, Any]] = []
+
+    def request(self, body: bytes, headers: Mapping[str, str], max_skew: float | None = None) -> DecisionRequest:
+        got = super().request(body, headers, max_skew)
+        self.seen.append(got.wire())
+        return got
 
 
-class WorkerHandler(BaseHTTPRequestHandler):
-    secret: str | None = None
-    seen: list[dict[str, Any]] = []
-    calls: list[dict[str, Any]] | None = None  # the open calls of the request being answered
-
-    def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> Any:
-        return decide(trigger, proposed, self.calls)
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.secret and not signature_ok(self.secret, self.headers.get("X-Holdpoint-Timestamp", ""), body,
-                                            self.headers.get("X-Holdpoint-Signature", "")):
-            self.send_response(401)
-            self.end_headers()
-            return
-        request = json.loads(body)
-        self.seen.append(request)
-        self.calls = request.get("calls")
-        decided = self.answer(request["trigger"], request.get("proposed"))
-        if decided is LATER:
-            self.send_response(202)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        answer = json.dumps(decided).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
-        return
+def worker(secret: str | None = None, answer: Answer = seed, remember: int = 1024) -> Recording:
+    """`remember=0`: every delivery reaches `answer`, a redelivered decision too (the soak counts them)."""
+    return Recording(answer, secret, remember)
 
 
-def serve(port: int = 0, secret: str | None = None, base: type[WorkerHandler] = WorkerHandler,
-          host: str = "127.0.0.1") -> tuple[ThreadingHTTPServer, list[dict[str, Any]]]:
-    """Start the worker (`base`, or a subclass with its own `answer`) in a thread on `host` (where the
-    engine reaches it: loopback in process, Docker's bridge address for functions in containers);
-    returns the server (for its port) and the requests it saw."""
-    handler = type("Handler", (base,), {"secret": secret, "seen": []})
-    server = ThreadingHTTPServer((host, port), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, handler.seen
+def serve(port: int = 0, secret: str | None = None, host: str = "127.0.0.1", answer: Answer = seed,
+          remember: int = 1024) -> tuple[ThreadingHTTPServer, list[dict[str, Any]]]:
+    """The worker on a thread, on `host` (where the engine reaches it: loopback in process, Docker's
+    bridge address for functions in containers): the server (for its port) and the requests it saw."""
+    running = worker(secret, answer, remember)
+    return running.serve(port, host), running.seen
 
 
 if __name__ == "__main__":

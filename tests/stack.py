@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 import requests
 
 from holdpoint.aws.keys import put_api_key
+from holdpoint.core import signatures
 from tests.conftest import ROOT
 from tests.waiting import wait_for
 
@@ -108,20 +110,32 @@ def other_tenant(stack: Any) -> Api:
     return Api(stack.base_url, key)
 
 
+def signed(secret: str, headers: Any, body: bytes) -> bool:
+    """Whether a POST Holdpoint made carries its signature under `secret` (PROTOCOL.md §2.7)."""
+    return signatures.verify(secret, headers.get(signatures.TIMESTAMP_HEADER, ""), body,
+                             headers.get(signatures.SIGNATURE_HEADER, ""), time.time())
+
+
 Answer = Callable[[Any, dict[str, Any], dict[str, Any] | None], dict[str, Any] | None]
 
 
 @contextmanager
 def worker_answering(api: Api, answer: Answer, **agent: Any) -> Iterator[list[dict[str, Any]]]:
-    """A signed HTTP worker deciding with `answer(self, trigger, proposed)`; the agent is declared
-    on it (with `agent`'s other fields). Yields the requests it saw."""
-    handler = type("Handler", (seed_worker.WorkerHandler,), {
-        "secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"], "seen": [], "answer": answer})
-    server = seed_worker.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    seed_worker.threading.Thread(target=server.serve_forever, daemon=True).start()
+    """A signed HTTP worker (the SDK's, as the seed's) deciding with `answer(self, trigger, proposed)`,
+    where `self.seen` holds the requests so far and `self.calls` the request's open calls; the agent
+    is declared on it (with `agent`'s other fields). Yields the requests it saw."""
+    worker = seed_worker.worker(os.environ["HOLDPOINT_E2E_WORKER_SECRET"])
+    worker.calls = None
+
+    def answering(sent: dict[str, Any]) -> Any:
+        worker.calls = sent.get("calls")
+        return answer(worker, sent["trigger"], sent.get("proposed"))
+
+    worker.decide = lambda request: answering(request.wire())
+    server = worker.serve()
     declare_agent(api, f"http://127.0.0.1:{server.server_address[1]}/", **agent)
     try:
-        yield handler.seen
+        yield worker.seen
     finally:
         server.shutdown()
 

@@ -34,7 +34,7 @@ from holdpoint.aws.keys import put_api_key
 from holdpoint_local.faults import Faults, refusals_for
 from holdpoint_local.live_client import Follower
 from tests.chaos.sites import REFUSED
-from tests.stack import Api, declare_agent, seed_worker
+from tests.stack import Api, declare_agent, seed_worker, signed
 from tests.waiting import wait_for
 
 SEED = 22
@@ -240,11 +240,10 @@ class Hook:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                signed = seed_worker.signature_ok(hook.secret, self.headers.get("X-Holdpoint-Timestamp", ""),
-                                                  body, self.headers.get("X-Holdpoint-Signature", ""))
+                verified = signed(hook.secret, self.headers, body)
                 delivery = self.headers.get("X-Holdpoint-Delivery")
                 with hook.lock:
-                    ok = signed and any(g["delivery"] == delivery for g in hook.got)
+                    ok = verified and any(g["delivery"] == delivery for g in hook.got)
                     hook.got.append({"body": json.loads(body), "delivery": delivery, "ok": ok})
                 self.send_response(204 if ok else 500)
                 self.end_headers()
@@ -281,20 +280,17 @@ def hook(worker: Any) -> Iterator[Hook]:
 ADDRESS = "bob@example.com"
 
 
-class ChaosWorker(seed_worker.WorkerHandler):
+def chaos_answer(sent: dict[str, Any]) -> Any:
     """The seed's worker, which also answers a `lookup` at once."""
-
-    def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> Any:
-        if trigger["type"] == "tool.execute" and trigger["name"] == "lookup":
-            return {"actions": [{"type": "tool.result", "result": ADDRESS}]}
-        return seed_worker.decide(trigger, proposed)
+    trigger = sent["trigger"]
+    if trigger["type"] == "tool.execute" and trigger["name"] == "lookup":
+        return {"actions": [{"type": "tool.result", "result": ADDRESS}]}
+    return seed_worker.decide(trigger, sent.get("proposed"))
 
 
 @pytest.fixture
 def chaos_worker(worker: Any) -> Iterator[str]:
-    handler = type("Handler", (ChaosWorker,), {"secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"], "seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, _ = seed_worker.serve(0, os.environ["HOLDPOINT_E2E_WORKER_SECRET"], answer=chaos_answer)
     yield f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
 

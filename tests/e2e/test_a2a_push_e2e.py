@@ -21,7 +21,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
 from tests.e2e.test_a2a_e2e import message, run
-from tests.stack import Api, seed_worker
+from tests.stack import Api, signed
 from tests.waiting import wait_for
 
 SECRET_REF = "env:HOLDPOINT_E2E_WORKER_SECRET"
@@ -39,8 +39,7 @@ class PushReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                ok = seed_worker.signature_ok(secret, self.headers.get("X-Holdpoint-Timestamp", ""), body,
-                                              self.headers.get("X-Holdpoint-Signature", ""))
+                ok = signed(secret, self.headers, body)
                 with receiver.lock:
                     receiver.got.append({"body": json.loads(body), "signed": ok,
                                          "token": self.headers.get("X-A2A-Notification-Token"),

@@ -23,6 +23,7 @@ from holdpoint.aws.store import Store
 from holdpoint.aws.timers import Timers
 from holdpoint.outbound import workers
 from holdpoint_local.stack import DEFAULT_TENANT
+from holdpoint_sdk.worker import http_handler
 from tests.harness import proposing
 from tests.stack import SCRIPT, Api, resumed_triggers, seed_worker
 from tests.waiting import wait_for, wait_quiet
@@ -113,7 +114,10 @@ def http_worker(decide: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any
     hits = {"n": 0, "failed": 0}
     lock = threading.Lock()
 
-    class Handler(seed_worker.WorkerHandler):
+    recording = seed_worker.worker(secret, lambda sent: (decide or seed_worker.decide)(sent["trigger"],
+                                                                                       sent.get("proposed")))
+
+    class Handler(http_handler(recording)):  # type: ignore[misc]
         def do_POST(self) -> None:  # noqa: N802
             with lock:
                 hits["n"] += 1
@@ -128,14 +132,9 @@ def http_worker(decide: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any
                 return
             super().do_POST()
 
-        def answer(self, trigger: dict[str, Any], proposed: dict[str, Any]) -> dict[str, Any]:
-            return (decide or seed_worker.decide)(trigger, proposed)
-
-    Handler.secret = secret
-    Handler.seen = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, Handler.seen, hits
+    return server, recording.seen, hits
 
 
 @pytest.fixture

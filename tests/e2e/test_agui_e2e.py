@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +42,9 @@ def agui_client() -> Path:
 @pytest.fixture
 def agui_worker(api: Api) -> Iterator[list[dict[str, Any]]]:
     """The shipped seed worker, as it is: an AG-UI answer reaches it as any other does."""
-    handler = type("Handler", (seed_worker.WorkerHandler,), {"secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"],
-                                                              "seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    import threading
-
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, seen = seed_worker.serve(0, os.environ["HOLDPOINT_E2E_WORKER_SECRET"])
     declare_agent(api, f"http://127.0.0.1:{server.server_address[1]}/")
-    yield handler.seen
+    yield seen
     server.shutdown()
 
 

@@ -19,12 +19,14 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from holdpoint_sdk.worker import http_handler
 from tests.conftest import ROOT
 from tests.e2e.test_approver_policies_e2e import BOARD, approver
 from tests.e2e.test_inbox_page import WAIT_MS, card, history_row, parked
@@ -124,29 +126,36 @@ def test_console_quorum_of_two_moves_to_one_of_two_in_place_then_is_answered(
     shot(page, "quorum-history")
 
 
-class FlakyResume(seed_worker.WorkerHandler):
+class FlakyResume:
     """The seed worker, answering the delivery of a resume with 503 until `release` is set."""
 
-    release = threading.Event()
-    failed = threading.Event()
+    release: threading.Event
+    failed: threading.Event
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if json.loads(body)["trigger"]["type"] == "interrupt.resumed" and not self.release.is_set():
-            self.failed.set()
-            self.send_response(503)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        self.rfile = io.BytesIO(body)
-        super().do_POST()
+
+def flaky_resume(secret: str) -> type[Any]:
+    class Handler(http_handler(seed_worker.worker(secret))):  # type: ignore[misc]
+        release = threading.Event()
+        failed = threading.Event()
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if json.loads(body)["trigger"]["type"] == "interrupt.resumed" and not self.release.is_set():
+                self.failed.set()
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.rfile = io.BytesIO(body)
+            super().do_POST()
+
+    return Handler
 
 
 @pytest.fixture
 def flaky_worker(api: Api) -> Iterator[type[FlakyResume]]:
-    handler = type("Handler", (FlakyResume,), {"secret": os.environ["HOLDPOINT_E2E_WORKER_SECRET"], "seen": [],
-                                               "release": threading.Event(), "failed": threading.Event()})
-    server = seed_worker.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    handler = flaky_resume(os.environ["HOLDPOINT_E2E_WORKER_SECRET"])
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     declare_agent(api, f"http://127.0.0.1:{server.server_address[1]}/")
     yield handler

@@ -14,18 +14,16 @@ from tests.security.probes import client_token_api, refusal, table_count
 from tests.stack import Api, declare_agent, seed_worker
 
 
-class Deferring(seed_worker.WorkerHandler):
+def deferring_answer(sent: dict[str, Any]) -> Any:
     """The seed worker, except that it takes `tool.execute` and answers it later."""
-
-    def answer(self, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> Any:
-        if trigger["type"] == "tool.execute":
-            return seed_worker.LATER
-        return super().answer(trigger, proposed)
+    if sent["trigger"]["type"] == "tool.execute":
+        return seed_worker.LATER
+    return seed_worker.seed(sent)
 
 
 @pytest.fixture
 def deferring(stack: Any) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    server, seen = seed_worker.serve(0, None, Deferring)
+    server, seen = seed_worker.serve(0, None, answer=deferring_answer)
     yield f"http://127.0.0.1:{server.server_address[1]}/", seen
     server.shutdown()
 

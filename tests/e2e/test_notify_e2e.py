@@ -19,7 +19,7 @@ import requests
 from holdpoint.aws import signing
 from tests.e2e.test_approver_policies_e2e import BOARD, approver
 from tests.security.probes import refusal, table_count
-from tests.stack import Api, declare_agent, resumed_triggers, seed_worker, wait_execution
+from tests.stack import Api, declare_agent, resumed_triggers, signed, wait_execution
 from tests.waiting import wait_for
 
 SECRET_REF = "env:HOLDPOINT_E2E_WORKER_SECRET"
@@ -39,8 +39,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                ok = seed_worker.signature_ok(receiver.secret, self.headers.get("X-Holdpoint-Timestamp", ""),
-                                              body, self.headers.get("X-Holdpoint-Signature", ""))
+                ok = signed(receiver.secret, self.headers, body)
                 with receiver.lock:
                     receiver.got.append({"body": json.loads(body), "signed": ok,
                                          "delivery": self.headers.get("X-Holdpoint-Delivery")})

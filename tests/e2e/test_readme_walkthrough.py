@@ -91,7 +91,7 @@ def servers(tmp_path: Path) -> Iterator[dict[str, str]]:
         procs.append(subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=ROOT, env=env, stdout=log,
                                       stderr=subprocess.STDOUT, start_new_session=True))
     try:
-        wait_for(lambda: "ready at" in (tmp_path / "server1.log").read_text() or None, "make serve to be ready", 240)
+        wait_for(lambda: "ready at" in (tmp_path / "server0.log").read_text() or None, "make serve to be ready", 240)
         wait_for(lambda: listening(9001) or None, "the seed worker on 9001", 30)
         yield env
     finally:

@@ -83,21 +83,23 @@ def test_client_token_touches_only_its_own_sessions(jwt_secret: str) -> None:
 
 
 def test_worker_signature_verifies_and_fails_on_a_tampered_body() -> None:
-    import sys
-
-    from tests.conftest import ROOT
-
-    sys.path.insert(0, str(ROOT / "examples"))
-    import seed_worker
+    """The signature Holdpoint sends is the one the SDK's worker checks (core/signatures.py, both sides)."""
+    from holdpoint_sdk.worker import Worker, WorkerRefused
 
     body = b'{"trigger":{"type":"session.start"}}'
     ts = str(int(time.time()))
     signature = signatures.sign("s3cret", ts, body)
     assert signatures.verify("s3cret", ts, body, signature, time.time())
-    assert seed_worker.signature_ok("s3cret", ts, body, signature)
+    headers = {signatures.TIMESTAMP_HEADER: ts, signatures.SIGNATURE_HEADER: signature}
+    worker = Worker(lambda request: None, "s3cret")
+    with pytest.raises(WorkerRefused) as refused:
+        worker.request(body, headers)
+    assert refused.value.status == 400  # signed right, then refused for its shape: not a whole request
     tampered = body.replace(b"start", b"stop!")
     assert not signatures.verify("s3cret", ts, tampered, signature, time.time())
-    assert not seed_worker.signature_ok("s3cret", ts, tampered, signature)
+    with pytest.raises(WorkerRefused) as unsigned:
+        worker.request(tampered, headers)
+    assert unsigned.value.status == 401
     old = str(int(time.time()) - 3600)
     assert not signatures.verify("s3cret", old, body, signatures.sign("s3cret", old, body), time.time())
 

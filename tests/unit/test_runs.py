@@ -39,7 +39,7 @@ ANN = Caller("t1", "ann", "operator")
 @pytest.fixture
 def queue(bus: str, monkeypatch: pytest.MonkeyPatch) -> str:
     url = boto3.client("sqs").create_queue(QueueName="run-answers")["QueueUrl"]
-    monkeypatch.setenv("RUN_QUEUE_ALLOWLIST", "arn:aws:sqs:us-east-1:123456789012:run-*")
+    monkeypatch.setenv("TENANT_QUEUE_ALLOWLIST", "arn:aws:sqs:us-east-1:123456789012:run-*")
     monkeypatch.setenv("HOLDPOINT_ACCOUNT_ID", "123456789012")  # the template gives every function its account
     return str(url)
 
@@ -192,6 +192,6 @@ def test_external_run_a_bad_raise_names_the_field_and_records_nothing(queue: str
     ({"queue": "https://sqs.us-east-1.amazonaws.com/123456789012/run-x", "step_functions": True}, "run_targets.t"),
 ])
 def test_external_run_targets_are_checked_where_declared(queue: str, target: dict[str, Any], param: str) -> None:
-    assert os.environ["RUN_QUEUE_ALLOWLIST"]
+    assert os.environ["TENANT_QUEUE_ALLOWLIST"]
     status, out = call_api("PUT", "/v1/agents/runner", {"run_targets": {"t": target}})
     assert status == 400 and out["error"]["param"].startswith(param), out

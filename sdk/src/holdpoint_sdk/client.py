@@ -184,6 +184,11 @@ class Client:
                            expect_fingerprint)
 
 
+    def submit(self, session_id: str, decision_id: str, answer: Json) -> Json:
+        """A worker's later answer to a decision it took (`POST /v1/workers/submit`, a machine key)."""
+        return self.request("POST", "/v1/workers/submit", {**answer, "session_id": session_id,
+                                                           "decision_id": decision_id})
+
     # -- external runs (PROTOCOL.md §10) -------------------------------------------------------------
     def raise_run(self, run_id: str, body: Json) -> Json:
         """Raise a run's interrupts (`POST /v1/runs/{run_id}/interrupts`); a retried call raises

@@ -126,11 +126,13 @@ class LlmConfig(Open):
 
 
 class WorkerConfig(Open):
-    """Where decisions go: an HTTPS url or a Lambda ARN. `python` names an in-process callable
-    registered in code (tests, benchmarks); the API refuses it from tenants."""
+    """Where decisions go: an HTTPS url, a Lambda ARN, or an SQS queue (the worker answers through
+    `POST /v1/workers/submit`). `python` names an in-process callable registered in code (tests,
+    benchmarks); the API refuses it from tenants."""
 
     url: Annotated[str, StringConstraints(max_length=2_048)] | None = None
     lambda_arn: Annotated[str, StringConstraints(max_length=256)] | None = None
+    queue: Annotated[str, StringConstraints(max_length=1_024)] | None = None
     python: Annotated[str, StringConstraints(max_length=256)] | None = None
     secret: Annotated[str, StringConstraints(max_length=2_048)] | None = Field(
         default=None, description="HMAC secret reference: `env:NAME` (allow-listed) or "

@@ -10,8 +10,7 @@ from typing import Any
 from holdpoint.aws import secretrefs
 from holdpoint.core import schemas
 from holdpoint.core.errors import Refusal
-from holdpoint.outbound import netguard
-from holdpoint.outbound import runs as runs_out
+from holdpoint.outbound import netguard, queues
 from holdpoint.outbound.workers import check_lambda_arn
 
 
@@ -30,6 +29,8 @@ def check_agent(config: dict[str, Any], tenant: str) -> None:
         _refuse(check_lambda_arn(worker["lambda_arn"]), "worker.lambda_arn")
     if worker.get("url") is not None:
         _refuse(netguard.check_url(worker["url"], "worker.url"), "worker.url")
+    if worker.get("queue") is not None:
+        _refuse(queues.check_queue_url(worker["queue"], "worker.queue"), "worker.queue")
     if worker.get("secret") is not None:
         _refuse(secretrefs.check(worker["secret"], tenant, "worker.secret"), "worker.secret")
     llm_config = config.get("llm") or {}
@@ -58,7 +59,7 @@ def check_run_target(target: dict[str, Any], tenant: str, field: str) -> None:
     if target.get("lambda") is not None:
         _refuse(check_lambda_arn(target["lambda"], f"{field}.lambda"), f"{field}.lambda")
     if target.get("queue") is not None:
-        _refuse(runs_out.check_queue_url(target["queue"], f"{field}.queue"), f"{field}.queue")
+        _refuse(queues.check_queue_url(target["queue"], f"{field}.queue"), f"{field}.queue")
     check_webhook(target, tenant, field)
 
 

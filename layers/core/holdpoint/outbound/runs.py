@@ -17,43 +17,21 @@ stable `delivery_id` for the receiver to dedupe on.
 from __future__ import annotations
 
 import json
-import os
-import re
 from typing import Any
 
 from holdpoint.aws import clients
 from holdpoint.aws.errors import SdkFailure
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.state import Interrupt
+from holdpoint.outbound import queues
 from holdpoint.outbound.webhooks import DELIVERY_HEADER, TIMEOUT_SECS
-from holdpoint.outbound.workers import allowed, check_lambda_arn, here, post_signed
+from holdpoint.outbound.workers import check_lambda_arn, post_signed
 from holdpoint.ports import DeliveryFailed, WorkerUnavailable
 
-QUEUE_ALLOWLIST = "RUN_QUEUE_ALLOWLIST"
-"""The template's `RunQueueArnPattern`: the queues a run target may name (also the notifier's grant)."""
-_QUEUE_URL = re.compile(r"^https?://[^/\s]+/(\d{12})/([A-Za-z0-9_-]{1,75}(?:\.fifo)?)$")
 SPENT = ("TaskDoesNotExist", "TaskTimedOut", "InvalidToken", "ResourceNotFoundException",
          "CallbackTimeoutException", "InvalidParameterValueException")
 """What AWS answers for a wait already completed, timed out or gone: nothing left to deliver to."""
 MAX_CAUSE = 32_768
-
-
-def check_queue_url(url: object, field: str) -> str | None:
-    """Why a queue may not be a run's target, or None: a queue of this deployment's account, in
-    its region, matching a pattern of `RUN_QUEUE_ALLOWLIST` (ARNs; empty allows none)."""
-    match = _QUEUE_URL.match(url) if isinstance(url, str) else None
-    if match is None:
-        return f"{field} must be an SQS queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)"
-    account, name = match.groups()
-    if account != os.environ.get("HOLDPOINT_ACCOUNT_ID"):
-        return f"{field} must be a queue of this deployment's account"
-    if not allowed(queue_arn(account, name), QUEUE_ALLOWLIST):
-        return f"{field} is not allowed by {QUEUE_ALLOWLIST}"
-    return None
-
-
-def queue_arn(account: str, name: str) -> str:
-    return f"arn:aws:sqs:{here()}:{account}:{name}"
 
 
 def _refused(why: str | None) -> None:
@@ -119,12 +97,11 @@ class RunLambdaChannel(_Channel):
 class RunQueueChannel(_Channel):
     def deliver(self, event: JsonObject, entry: JsonObject, links: dict[str, str],
                 prepared: JsonObject | None = None) -> None:
-        url = entry.get("queue")
-        _refused(check_queue_url(url, "run target queue"))
-        params: dict[str, Any] = {"QueueUrl": url, "MessageBody": json.dumps(event)}
-        if str(url).endswith(".fifo"):
-            params.update(MessageGroupId=str(event.get("run_id")), MessageDeduplicationId=str(event.get("delivery_id")))
-        _call("sqs", "send_message", **params)
+        try:
+            queues.send(str(entry.get("queue")), "run target queue", event, group=str(event.get("run_id")),
+                        dedup=str(event.get("delivery_id")))
+        except queues.QueueRefused as exc:
+            raise DeliveryFailed(str(exc)) from exc
 
 
 def _callback(entry: JsonObject, field: str) -> str:

@@ -8,7 +8,6 @@ through `secretrefs`, and in-process workers only from the registry filled in co
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import re
@@ -23,7 +22,8 @@ from holdpoint.aws import clients, secretrefs
 from holdpoint.aws import errors as aws_errors
 from holdpoint.core import signatures, strictjson
 from holdpoint.core.errors import JsonProblem
-from holdpoint.outbound import netguard
+from holdpoint.outbound import netguard, queues
+from holdpoint.outbound.allowlists import allowed, here
 from holdpoint.outbound.errors import Refused
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 
@@ -57,17 +57,6 @@ def check_lambda_arn(arn: object, field: str = "worker.lambda_arn") -> str | Non
     return None
 
 
-def here() -> str | None:
-    """This deployment's region."""
-    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-
-
-def allowed(arn: str, allowlist: str) -> bool:
-    """Whether an ARN matches a pattern of the comma-separated allow-list `allowlist` names (empty: none)."""
-    patterns = [p.strip() for p in os.environ.get(allowlist, "").split(",") if p.strip()]
-    return any(fnmatch.fnmatchcase(arn, p) for p in patterns)
-
-
 def _parse(raw: bytes) -> dict[str, Any] | None:
     """An object, or `null` (a worker echoing a `null` proposal: the engine continues on its own),
     as strict JSON: NaN, duplicate keys or lone surrogates would be stored and then served to
@@ -92,6 +81,14 @@ def _secret(ref: str | None, tenant: str | None, field: str = "worker.secret") -
         raise WorkerUnavailable(f"{field} could not be read: {exc}") from exc
 
 
+def signed(secret: str | None, body: bytes) -> dict[str, str]:
+    """The signature headers (or SQS message attributes) for `body`, none without a secret (§2.7)."""
+    if not secret:
+        return {}
+    stamp = str(int(time.time()))
+    return {signatures.TIMESTAMP_HEADER: stamp, signatures.SIGNATURE_HEADER: signatures.sign(secret, stamp, body)}
+
+
 def traced() -> dict[str, str]:
     """W3C `traceparent` for the hop in progress: a worker's own tracing joins the session's trace."""
     parent = tracing.traceparent()
@@ -108,11 +105,7 @@ def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | No
     worker answers later, PROTOCOL.md §2.9)."""
     body = json.dumps(payload, separators=(",", ":")).encode()
     sent = {"Content-Type": "application/json", "User-Agent": "holdpoint", **traced(), **(headers or {})}
-    secret = _secret(secret_ref, tenant, f"{field}.secret")
-    if secret:
-        ts = str(int(time.time()))
-        sent[signatures.TIMESTAMP_HEADER] = ts
-        sent[signatures.SIGNATURE_HEADER] = signatures.sign(secret, ts, body)
+    sent.update(signed(_secret(secret_ref, tenant, f"{field}.secret"), body))
     req = urllib.request.Request(url, data=body, headers=sent, method="POST")
     try:
         with netguard.urlopen(req, f"{field}.url", timeout) as resp:
@@ -161,6 +154,21 @@ def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, An
     return _parse(out["Payload"].read())
 
 
+def call_queue(config: dict[str, Any], request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
+    """Send the decision to the worker's SQS queue (a FIFO queue: one group per session, so its
+    decisions stay in order; a redelivery, `attempts` higher, is a new message), signed as an HTTP
+    request is when the worker has a secret. The worker answers through `POST /v1/workers/submit`,
+    so the decision is deferred (§2.9): its deadline and retries are those of a 202."""
+    body = json.dumps(request, separators=(",", ":")).encode()
+    attributes = signed(_secret(config.get("secret"), tenant, "worker.secret"), body)
+    try:
+        queues.send(config["queue"], "worker.queue", request, group=f"{tenant}.{request.get('session_id')}",
+                    dedup=f"{request.get('decision_id')}.{request.get('attempts')}", attributes=attributes)
+    except queues.QueueRefused as exc:
+        raise WorkerUnavailable(str(exc)) from exc
+    raise WorkerDeferred("sent to worker.queue: the worker answers later")
+
+
 def call_python(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:
     """Run a worker registered in code; any other name is unavailable (nothing is ever imported)."""
     name = config["python"]
@@ -185,6 +193,8 @@ def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str | 
         return call_https(config, request, tenant)
     if config.get("lambda_arn"):
         return call_lambda(config, request)
+    if config.get("queue"):
+        return call_queue(config, request, tenant)
     if config.get("python"):
         return call_python(config, request)
     proposed: dict[str, Any] | None = request["proposed"]
