@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -122,15 +123,23 @@ Answer = Callable[[Any, dict[str, Any], dict[str, Any] | None], dict[str, Any] |
 @contextmanager
 def worker_answering(api: Api, answer: Answer, **agent: Any) -> Iterator[list[dict[str, Any]]]:
     """A signed HTTP worker (the SDK's, as the seed's) deciding with `answer(self, trigger, proposed)`,
-    where `self.seen` holds the requests so far and `self.calls` the request's open calls; the agent
+    where `self.seen` holds the requests so far, `self.calls` the request's open calls and
+    `self.headers` its HTTP headers (lower-cased); the agent
     is declared on it (with `agent`'s other fields). Yields the requests it saw."""
     worker = seed_worker.worker(os.environ["HOLDPOINT_E2E_WORKER_SECRET"])
-    worker.calls = None
+    worker.calls, worker.headers = None, {}
+    received = threading.local()
+    handle = worker.handle
+
+    def handling(body: bytes, headers: Mapping[str, str]) -> tuple[int, bytes]:
+        received.headers = {k.lower(): v for k, v in headers.items()}
+        return handle(body, headers)
 
     def answering(sent: dict[str, Any]) -> Any:
-        worker.calls = sent.get("calls")
+        worker.calls, worker.headers = sent.get("calls"), getattr(received, "headers", {})
         return answer(worker, sent["trigger"], sent.get("proposed"))
 
+    worker.handle = handling  # type: ignore[method-assign]
     worker.decide = lambda request: answering(request.wire())
     server = worker.serve()
     declare_agent(api, f"http://127.0.0.1:{server.server_address[1]}/", **agent)

@@ -7,9 +7,7 @@ admit is refused where it is declared. Select with `pytest -k sqs_worker`."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,9 +15,8 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.keys import put_api_key
-from holdpoint_local.emulators.pollers import SqsPoller
-from holdpoint_local.provision import SqsMapping
 from holdpoint_sdk.client import Client
+from tests.customer import CustomerFunction, triggered_by
 from tests.stack import SCRIPT, Api, seed_worker
 
 ADMITTED = "arn:aws:sqs:*:*:workers-*"
@@ -32,45 +29,20 @@ def stack(local_stack_factory: Any, worker: Any) -> Any:
                                extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"})
 
 
-class CustomerFunction:
-    """The customer's SQS-triggered Lambda: the SDK's consumer of the seed worker (as the local
-    stack's own functions are handed their SQS batches)."""
-
-    def __init__(self, handler: Any) -> None:
-        self.name, self.handler = "customer-worker", handler
-        self.invocations = self.records = self.in_flight = 0
-
-    def invoke(self, event: Any) -> Any:
-        self.invocations += 1
-        self.records += len(event["Records"])
-        return self.handler(event, None)
-
-    def acting(self) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()
-
-
 @pytest.fixture
 def sqs_worker(stack: Any, api: Api) -> Iterator[CustomerFunction]:
     """The customer's FIFO queue, its function polling it, and the agent declared on it."""
-    sqs = stack.client("sqs")
     name = f"workers-{uuid.uuid4().hex[:8]}.fifo"
-    url = sqs.create_queue(QueueName=name, Attributes={"FifoQueue": "true"})["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    url = stack.client("sqs").create_queue(QueueName=name, Attributes={"FifoQueue": "true"})["QueueUrl"]
     key = f"hp_machine_{uuid.uuid4().hex[:12]}"
     put_api_key(stack.env["TABLE_NAME"], key, stack.tenant, "sqs-worker", "machine")
-    secret = os.environ["HOLDPOINT_E2E_WORKER_SECRET"]
-    function = CustomerFunction(seed_worker.worker(secret).sqs_handler(Client(stack.base_url, key)))
-    stop = threading.Event()
-    poller = SqsPoller(SqsMapping("CustomerQueue", url, arn, "customer-worker", 10, True), function,
-                       endpoint_url=stack.moto_endpoint, stop_event=stop)
-    poller.start()
-    api.ok("PUT", "/v1/agents/assistant", {
-        "llm": {"provider": "scripted", "script": SCRIPT},
-        "tools": [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}],
-        "worker": {"queue": url, "secret": "env:HOLDPOINT_E2E_WORKER_SECRET"}})
-    yield function
-    stop.set()
-    poller.join(10)
+    worker = seed_worker.worker(os.environ["HOLDPOINT_E2E_WORKER_SECRET"])
+    with triggered_by(stack, url, worker.sqs_handler(Client(stack.base_url, key)), "customer-worker") as function:
+        api.ok("PUT", "/v1/agents/assistant", {
+            "llm": {"provider": "scripted", "script": SCRIPT},
+            "tools": [{"name": "send_email", "input": {"type": "object", "required": ["to"]}}],
+            "worker": {"queue": url, "secret": "env:HOLDPOINT_E2E_WORKER_SECRET"}})
+        yield function
 
 
 @pytest.mark.parametrize(("answer", "result"), [(True, "sent"), (False, "declined")])

@@ -1,8 +1,8 @@
 """External runs (PROTOCOL.md §10), in process on moto's AWS with the real engine, store and
 notifier: a run raises interrupts in a session of its own, parked and answered like any other, and
-their answers reach the target the agent declares (an SQS queue here; a signed URL, a Step
-Functions task token over HTTP in tests/e2e/test_runs_e2e.py), once per interrupt or all together,
-each under a stable delivery id, with the run's state Holdpoint held."""
+their answers reach the target the agent declares (an SQS queue here; a signed URL in
+tests/e2e/test_runs_e2e.py, a Step Functions task token in test_step_functions_wait_e2e.py), once
+per interrupt or all together, each under a stable delivery id, with the run's state Holdpoint held."""
 
 from __future__ import annotations
 
