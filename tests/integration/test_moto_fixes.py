@@ -23,6 +23,7 @@ from moto.sqs.models import Queue
 
 from holdpoint_local.moto import sqs as moto_sqs
 from tests.tables import count_items, moto_item_count
+from tests.waiting import wait_for
 
 RACE_WINDOW_SECS = 0.003  # long enough for a second request to interleave, were nothing locked
 
@@ -584,3 +585,45 @@ def test_xray_trace_summaries_filter_on_annotations(aws: dict[str, str]) -> None
     assert xray.get_trace_summaries(**window, FilterExpression='annotation.session_id = "none"')["TraceSummaries"] == []
     with pytest.raises(ClientError):  # what the fix does not parse is still moto's refusal
         xray.get_trace_summaries(**window, FilterExpression="responsetime > 5")
+
+
+def test_lambda_durable_callbacks_reach_the_durable_execution_emulator(aws: dict[str, str],
+                                                                      monkeypatch: Any) -> None:
+    """Fix 29: a durable function's callback completed through Lambda's API reaches the durable
+    execution emulator that runs it (AWS's own), and a spent or unknown one is refused as Lambda
+    refuses it, its type named; stock moto had no such route."""
+    from aws_durable_execution_sdk_python import DurableContext, durable_execution
+    from moto.core.config import default_user_config
+
+    from holdpoint.outbound.runs import SPENT
+    from holdpoint_local.moto.awslambda import ENDPOINT_KEY
+    from tests.durable import DurableHost
+
+    def waits(event: Any, context: DurableContext) -> Any:
+        return context.wait_for_callback(lambda callback_id, _: None, name="approval")
+
+    host = DurableHost(durable_execution(waits))
+    threading.Thread(target=host.server.serve_forever, daemon=True).start()
+    lam = boto3.client("lambda", region_name="us-east-1")
+    try:
+        monkeypatch.setitem(default_user_config, "lambda", {ENDPOINT_KEY: host.url})
+        arn = host.start("{}", "fix-29")
+
+        def started() -> str | None:
+            events = host.runner.get_execution_history(arn).events
+            found = [e.callback_started_details for e in events if e.callback_started_details]
+            return found[0].callback_id if found else None
+
+        callback_id = wait_for(started, "the function to wait on its callback")
+        lam.send_durable_execution_callback_success(CallbackId=callback_id, Result=b'"approved"')
+        assert json.loads(host.runner.wait_for_result(arn, timeout=30).result) == '"approved"'  # as sent
+        with pytest.raises(ClientError) as again:
+            lam.send_durable_execution_callback_success(CallbackId=callback_id, Result=b'"again"')
+        assert again.value.response["Error"]["Code"] in SPENT
+        monkeypatch.setitem(default_user_config, "lambda", {})
+        with pytest.raises(ClientError) as unknown:
+            lam.send_durable_execution_callback_failure(CallbackId=callback_id, Error={"ErrorType": "x"})
+        assert unknown.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    finally:
+        host.server.shutdown()
+        host.runner.close()

@@ -130,3 +130,10 @@ def test_sdk_receiver_answers_by_what_it_got() -> None:
     finally:
         server.shutdown()
     assert taken == [DELIVERY["delivery_id"]]
+
+
+def test_sdk_a_refusal_says_who_refused_and_their_comment() -> None:
+    answer = runs.delivery({**DELIVERY, "answers": [{**DELIVERY["answers"][0], "verdict": "denied",
+                                                      "responder": {"subject": "ann"},
+                                                      "payload": {"approved": False, "comment": "not today"}}]})
+    assert runs.refusal(answer.answers[0]) == "not approved: denied by ann (not today)"

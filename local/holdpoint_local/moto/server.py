@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import ACCOUNT_ID, FAKE_ENV
 from ..processes import end
+from . import awslambda
 
 # The child runs moto.server and exits when its parent goes away (killed test run, Ctrl-C twice),
 # so a moto server is never left orphaned holding a port. It applies the fixes (holdpoint_local.moto)
@@ -92,6 +93,19 @@ def enable_sfn_execution(endpoint: str) -> None:
     status, _ = _http("POST", f"{endpoint}/moto-api/config", SFN_CONFIG)
     if status not in (200, 201):
         raise RuntimeError(f"moto refused the Step Functions config (HTTP {status})")
+
+
+def set_durable_endpoint(endpoint: str, url: str | None) -> None:
+    """Fix 29 (awslambda.py): the durable execution emulator that answers the durable functions'
+    callbacks (None: none, every callback unknown). Lambda's other settings are kept."""
+    status, body = _http("GET", f"{endpoint}/moto-api/config")
+    config = dict((json.loads(body) if status == 200 and body else {}).get("lambda") or {})
+    config.pop(awslambda.ENDPOINT_KEY, None)
+    if url is not None:
+        config[awslambda.ENDPOINT_KEY] = url
+    status, _ = _http("POST", f"{endpoint}/moto-api/config", {"lambda": config})
+    if status not in (200, 201):
+        raise RuntimeError(f"moto refused the durable execution endpoint (HTTP {status})")
 
 
 def set_execution_cap(endpoint: str, cap: int | None) -> None:

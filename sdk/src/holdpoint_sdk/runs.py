@@ -79,6 +79,8 @@ def refusal(answer: RunAnswer | None) -> str:
     who = (answer.responder or {}).get("subject")
     how = "expired" if answer.expired else f"{answer.verdict}{f' by {who}' if who else ''}"
     said = next((a["comment"] for a in reversed(answer.approvals) if a.get("comment")), None)
+    if said is None and isinstance(answer.payload, dict) and isinstance(answer.payload.get("comment"), str):
+        said = answer.payload["comment"]
     return f"not approved: {how}" + (f" ({said})" if said else "")
 
 

@@ -32,6 +32,8 @@ SPENT = ("TaskDoesNotExist", "TaskTimedOut", "InvalidToken", "ResourceNotFoundEx
          "CallbackTimeoutException", "InvalidParameterValueException")
 """What AWS answers for a wait already completed, timed out or gone: nothing left to deliver to."""
 MAX_CAUSE = 32_768
+MAX_RESULT = 262_144
+"""A durable callback's result (and its error's data) is at most 256 KiB."""
 
 
 def _refused(why: str | None) -> None:
@@ -137,7 +139,8 @@ class RunDurableChannel(_Channel):
             _call("lambda", "send_durable_execution_callback_success", spent_ok=True, CallbackId=callback,
                   Result=json.dumps(event).encode())
         else:
-            failure: JsonValue = {"ErrorType": error, "ErrorMessage": _cause(event)[:2_048]}
+            failure: JsonValue = {"ErrorType": error, "ErrorMessage": f"{error}: a person refused the approval",
+                                  "ErrorData": json.dumps(event)[:MAX_RESULT]}
             _call("lambda", "send_durable_execution_callback_failure", spent_ok=True, CallbackId=callback,
                   Error=failure)
 
