@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from holdpoint import assembly
+from holdpoint_local.emulators.runtime import LocalFunction
 from holdpoint_local.stack import LocalStack
 from tests.waiting import wait_quiet
 
@@ -234,7 +235,10 @@ def test_concurrent_requests_use_separate_module_instances(stack: LocalStack) ->
         t.join()
     assert [r.status_code for r in results] == [200] * 12
     modules = {r.headers["x-module"] for r in results}
-    assert 1 <= len(modules) <= stack.max_instances
+    # Each instance its own module, as many as the function may grow to (a function that waits grows
+    # by as many instances as waits may be held: LocalStack's WAITING_FUNCTIONS).
+    api = stack.functions["ApiFunction"]
+    assert isinstance(api, LocalFunction) and 1 <= len(modules) <= api.max_instances
 
 
 def test_a_stopped_stack_leaves_no_container_wide_adapter_behind(stack: LocalStack) -> None:

@@ -627,3 +627,56 @@ def test_lambda_durable_callbacks_reach_the_durable_execution_emulator(aws: dict
     finally:
         host.server.shutdown()
         host.runner.close()
+
+
+class LambdaEndpointProbe:
+    """Where fix 30 hands an invoke: records each request (its path, invocation type and body) and
+    answers as `sam local start-lambda` does (202 for an Event invoke, else the function's output)."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.seen: list[tuple[str, str, bytes]] = []
+        seen = self.seen
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                kind = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
+                seen.append((self.path, kind, self.rfile.read(int(self.headers.get("Content-Length") or 0))))
+                out = b"" if kind == "Event" else b'{"errorMessage": "no", "errorType": "Refused"}'
+                self.send_response(202 if kind == "Event" else 200)
+                if kind != "Event":
+                    self.send_header("X-Amz-Function-Error", "Unhandled")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def test_lambda_invoke_runs_where_the_functions_run(aws: dict[str, str], monkeypatch: Any) -> None:
+    """Fix 30: an invoke goes to the Lambda Invoke API the local stack runs functions behind (SAM
+    CLI's start-lambda), by the function's name, its invocation type kept, and its answer (a 202,
+    or the function's output and error) comes back as Lambda's; stock moto ran it in a container of
+    a registry's image."""
+    from moto.core.config import default_user_config
+
+    from holdpoint_local.moto.awslambda import INVOKE_KEY
+
+    probe = LambdaEndpointProbe()
+    lam = boto3.client("lambda", region_name="us-east-1")
+    try:
+        monkeypatch.setitem(default_user_config, "lambda", {INVOKE_KEY: probe.url})
+        arn = "arn:aws:lambda:us-east-1:123456789012:function:customer-a"
+        assert lam.invoke(FunctionName=arn, InvocationType="Event", Payload=b'{"n": 1}')["StatusCode"] == 202
+        answered = lam.invoke(FunctionName="customer-a", Payload=b"{}")
+        assert answered["FunctionError"] == "Unhandled" and b"Refused" in answered["Payload"].read()
+        assert probe.seen == [("/2015-03-31/functions/customer-a/invocations", "Event", b'{"n": 1}'),
+                              ("/2015-03-31/functions/customer-a/invocations", "RequestResponse", b"{}")]
+    finally:
+        probe.server.shutdown()

@@ -280,3 +280,24 @@ def test_moto_iam_gap_no_function_role_grants_under_a_condition() -> None:
     assert roles and '"Condition":' not in json.dumps([r["Properties"].get("Policies", []) for r in roles])
     assert set(granted()) >= {"ApiFunction", "EngineFunction", "AuthorizerFunction", "ResumeFunction",
                               "NotifierFunction", "ChannelsFunction", "LinksFunction"}
+
+
+def test_moto_iam_a_lambda_invoke_is_checked_as_invoke_function_on_its_arn(iam_aws: None, monkeypatch: Any) -> None:
+    """Fix 30: an invoke is `lambda:InvokeFunction` on the function's ARN (moto checked `lambda:Invoke` on `*`)."""
+    from moto.core.config import default_user_config
+
+    from holdpoint_local.moto.awslambda import INVOKE_KEY
+    from tests.integration.test_moto_fixes import LambdaEndpointProbe
+
+    probe = LambdaEndpointProbe()
+    try:
+        monkeypatch.setitem(default_user_config, "lambda", {INVOKE_KEY: probe.url})
+        functions = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:customer-*"
+        invoker = role_client("lambda", [allow(["lambda:InvokeFunction"], functions)])
+        invoker.invoke(FunctionName=functions.replace("*", "a"), InvocationType="Event", Payload=b"{}")
+        invoker.invoke(FunctionName="customer-b", InvocationType="Event", Payload=b"{}")  # a name: this account's
+        assert denied(lambda: invoker.invoke(FunctionName=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:other",
+                                             InvocationType="Event", Payload=b"{}"))
+        assert len(probe.seen) == 2
+    finally:
+        probe.server.shutdown()

@@ -12,9 +12,11 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,10 +28,11 @@ from google.protobuf import json_format
 
 from holdpoint import assembly
 from holdpoint.aws.keys import put_api_key
-from holdpoint_local import demo
-from holdpoint_local.emulators.samlocal import Built, ContainerFunction
+from holdpoint_local import ACCOUNT_ID, REGION, demo
+from holdpoint_local.emulators import samlocal
+from holdpoint_local.emulators.samlocal import Built, ContainerFunction, LambdaEndpoint
 from holdpoint_local.live_client import Follower
-from holdpoint_local.moto.server import MotoServer
+from holdpoint_local.moto.server import MotoServer, set_invoke_endpoint
 from holdpoint_local.provision import REPO_ROOT
 from holdpoint_local.stack import LocalStack
 from tests.e2e.test_notify_e2e import Receiver
@@ -39,6 +42,8 @@ from tests.waiting import wait_for
 from .conftest import fail_unavailable
 
 pytestmark = pytest.mark.timeout(2400)
+CUSTOMER_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:customer-receiver"
+"""The customer's function a run's `lambda` target invokes (tests/sam/customer/)."""
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +52,7 @@ def sam_stack(docker_engine: object, base_image: str, sam_build: Built,
     saved = dict(os.environ)
     os.environ[demo.SECRET_ENV] = secrets.token_hex(16)  # the containers are told it at start
     stack = LocalStack(moto_endpoint=moto_server.endpoint, stack_name=f"s{uuid.uuid4().hex[:8]}", http_port=0,
-                       invoke="sam", sam_build=sam_build)
+                       invoke="sam", sam_build=sam_build, parameters={"WorkerLambdaArnPattern": CUSTOMER_ARN})
     try:
         stack.start()
     except Exception as exc:
@@ -281,3 +286,51 @@ def test_r42_a_container_on_another_network_reaches_neither_aws_nor_the_gateway(
     lines = done.stdout.splitlines()
     assert lines[0] in (f"{relay.port} b''", f"{relay.port} error ConnectionResetError"), lines  # closed: no AWS
     assert lines[1] == f"{live.port} b'HTTP/1.1 403'", lines  # the gateway refuses the handshake
+
+
+@pytest.fixture(scope="module")
+def customer(sam_stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LambdaEndpoint]:
+    """The customer's function (tests/sam/customer/, the SDK its one requirement) built by `sam build`
+    and served by its own `sam local start-lambda`; moto hands the invokes it is asked for there (fix 30)."""
+    work = tmp_path_factory.mktemp("customer")
+    source = work / "source"
+    shutil.copytree(Path(__file__).parent / "customer", source)
+    (source / "requirements.txt").write_text(f"holdpoint-sdk @ file://{REPO_ROOT / 'sdk'}\n")
+    samlocal.build(source / "template.yaml", work / "build", base_dir=source)
+    functions = LambdaEndpoint(Built(work / "build", work / "build" / "template.yaml", 0.0), {}, sam_stack.host,
+                               work / "start-lambda.log").start()
+    set_invoke_endpoint(str(sam_stack.moto_endpoint), f"http://127.0.0.1:{functions.port}")
+    yield functions
+    set_invoke_endpoint(str(sam_stack.moto_endpoint), None)
+    functions.stop()
+
+
+def taken(functions: LambdaEndpoint, run_id: str) -> list[dict[str, Any]]:
+    """What the customer's function printed it took for `run_id`."""
+    lines = functions.log_path.read_text(errors="replace").splitlines()
+    found = [json.loads(line.split("TOOK ", 1)[1]) for line in lines if "TOOK " in line]
+    return [t for t in found if t["run_id"] == run_id]
+
+
+def test_a_runs_lambda_target_is_invoked_with_the_answers_from_the_notifiers_container(
+        sam_stack: LocalStack, customer: LambdaEndpoint) -> None:
+    """A run's `lambda` target, with Holdpoint's functions in their containers: the notifier's
+    container invokes the customer's function (asynchronously, through moto, authorised as
+    lambda:InvokeFunction on its ARN by the grant WorkerLambdaArnPattern gives), which runs in its
+    own container and takes the delivery with the SDK, once."""
+    client = demo.Client(sam_stack.base_url, sam_stack.api_key)
+    client.call("PUT", "/v1/agents/mailer", {"run_targets": {"inbox": {"lambda": CUSTOMER_ARN}}})
+    run_id = f"run-{uuid.uuid4().hex[:8]}"
+    raised = client.call("POST", f"/v1/runs/{run_id}/interrupts", {
+        "agent_id": "mailer", "target": "inbox", "interrupts": [{
+            "interrupt_id": "send", "reason": "approval", "payload": {"message": "Send the email to Bob?"},
+            "action": {"tool": "send_email", "arguments": {"to": "bob"}}}]})
+    client.call("POST", f"/v1/sessions/{raised['session_id']}/interrupts/send/resume",
+                {"payload": {"approved": True}})
+
+    def took_it() -> list[dict[str, Any]]:
+        return taken(customer, run_id)
+
+    [took] = wait_for(took_it, "the customer's function to take the delivery", 300,
+                      describe=lambda: customer.log_path.read_text(errors="replace")[-3000:])
+    assert took["verdicts"] == ["approved"]

@@ -14,8 +14,8 @@ in-process moto) so the emulator keeps the guarantees the real service gives.
 - xray.py, fix 25: GetTraceSummaries filters on annotations and lists them;
 - stepfunctions.py, fixes 27-28: a task token takes one answer, a failure keeps its cause; and,
   not a fix, a local-only cap on open Step Functions executions (`CAP_KEY`);
-- awslambda.py, fix 29: a durable function's callbacks, answered by AWS's durable execution
-  emulator when one is set.
+- awslambda.py, fixes 29-30: a durable function's callbacks, answered by AWS's durable execution
+  emulator when one is set; an invoke run by `sam local start-lambda` when one is set.
 
 They are checked by tests/integration/test_moto_fixes.py and test_moto_iam.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch moto
@@ -58,5 +58,5 @@ def apply() -> None:
     cloudformation.apply()  # fixes 9-15, 22
     stepfunctions.apply()  # fixes 27-28, the open-execution cap
     xray.apply()  # fix 25
-    awslambda.apply()  # fix 29
+    awslambda.apply()  # fixes 29-30
     iam.apply()  # fixes 16-21, 23-24, 26: IAM checked against the resource a call names

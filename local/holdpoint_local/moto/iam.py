@@ -14,7 +14,8 @@ on stock moto, but 23, the server's routing, by tests/security/test_management_a
     Streams by the stream ARN (GetRecords: the stream of its iterator), Step Functions by
     `stateMachineArn` / `executionArn` (SendTask* stay `*`, as on AWS), Secrets Manager by the
     secret's full ARN (a name or partial ARN is looked up), EventBridge PutEvents by each entry's
-    bus, Bedrock by the foundation model's ARN. CloudWatch stays `*` (PutMetricData has no
+    bus, Bedrock by the foundation model's ARN, a Lambda invoke as `lambda:InvokeFunction` on the
+    function's ARN (fix 30; moto checked `lambda:Invoke` on `*`). CloudWatch stays `*` (PutMetricData has no
     resource on AWS either). SQS (whose queue ARN moto does check) authorises SendMessageBatch,
     DeleteMessageBatch and ChangeMessageVisibilityBatch as their single actions, as AWS does.
 17. **A role trusted by a service can be assumed by that service.** moto's trust check raised a
@@ -138,6 +139,20 @@ def _stepfunctions(svc: Any) -> list[str]:
     return [body.get("stateMachineArn") or body.get("executionArn") or "*"]
 
 
+_LAMBDA_ACTIONS = {"Invoke": "InvokeFunction", "InvokeAsync": "InvokeFunction"}
+"""Fix 30: an invoke is authorised as `lambda:InvokeFunction` on the function it names."""
+
+
+def _lambda(svc: Any) -> list[tuple[str, str]]:
+    from urllib.parse import unquote
+
+    action = svc._get_action()
+    if action not in _LAMBDA_ACTIONS:
+        return [(action, "*")]
+    name = unquote(svc.path.split("/functions/", 1)[-1].split("/", 1)[0])
+    return [(_LAMBDA_ACTIONS[action], name if name.startswith("arn:") else _arn(svc, "lambda", f"function:{name}"))]
+
+
 def _secretsmanager(svc: Any) -> list[str]:
     from moto.secretsmanager.models import secretsmanager_backends
 
@@ -249,6 +264,7 @@ def _xray(svc: Any) -> list[tuple[str, str]]:
 
 
 def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
+    from moto.awslambda.responses import LambdaResponse
     from moto.bedrockruntime.responses import BedrockRuntimeResponse
     from moto.dynamodb.responses import DynamoHandler
     from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
@@ -262,7 +278,7 @@ def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
     return {SQSResponse: lambda svc: ["*"],
             DynamoHandler: _dynamodb, DynamoDBStreamsHandler: _streams, StepFunctionResponse: _stepfunctions,
             SecretsManagerResponse: _secretsmanager, EventsHandler: _events, BedrockRuntimeResponse: _bedrock,
-            EventBridgeSchedulerResponse: _scheduler, XRayResponse: _xray}
+            EventBridgeSchedulerResponse: _scheduler, XRayResponse: _xray, LambdaResponse: _lambda}
 
 
 def _enforcing() -> bool:

@@ -95,17 +95,28 @@ def enable_sfn_execution(endpoint: str) -> None:
         raise RuntimeError(f"moto refused the Step Functions config (HTTP {status})")
 
 
-def set_durable_endpoint(endpoint: str, url: str | None) -> None:
-    """Fix 29 (awslambda.py): the durable execution emulator that answers the durable functions'
-    callbacks (None: none, every callback unknown). Lambda's other settings are kept."""
+def _set_lambda(endpoint: str, key: str, url: str | None) -> None:
+    """One of Lambda's local settings (fixes 29-30, awslambda.py); the others are kept."""
     status, body = _http("GET", f"{endpoint}/moto-api/config")
     config = dict((json.loads(body) if status == 200 and body else {}).get("lambda") or {})
-    config.pop(awslambda.ENDPOINT_KEY, None)
+    config.pop(key, None)
     if url is not None:
-        config[awslambda.ENDPOINT_KEY] = url
+        config[key] = url
     status, _ = _http("POST", f"{endpoint}/moto-api/config", {"lambda": config})
     if status not in (200, 201):
-        raise RuntimeError(f"moto refused the durable execution endpoint (HTTP {status})")
+        raise RuntimeError(f"moto refused the Lambda setting {key} (HTTP {status})")
+
+
+def set_durable_endpoint(endpoint: str, url: str | None) -> None:
+    """Fix 29: the durable execution emulator that answers the durable functions' callbacks (None:
+    none, every callback unknown)."""
+    _set_lambda(endpoint, awslambda.ENDPOINT_KEY, url)
+
+
+def set_invoke_endpoint(endpoint: str, url: str | None) -> None:
+    """Fix 30: the Lambda Invoke API (`sam local start-lambda`) that runs the functions moto is
+    asked to invoke (None: moto's own Docker invoke)."""
+    _set_lambda(endpoint, awslambda.INVOKE_KEY, url)
 
 
 def set_execution_cap(endpoint: str, cap: int | None) -> None:
