@@ -179,8 +179,26 @@ def first_token_delays(stack: Any, loop: Loop, n: int) -> list[float]:
     return delays
 
 
+PER_CALLER = 100
+"""template.yaml's QuotaLiveConnectionsPerCaller default: one caller's open connections at most."""
+
+
+def watcher_keys(stack: Any, count: int) -> list[str]:
+    """An API key for every `PER_CALLER` subscribers: each principal keeps within its share of
+    connections (a share per principal), as that many watchers would."""
+    from holdpoint.aws.keys import put_api_key
+
+    keys = [stack.api_key]
+    for j in range(1, -(-count // PER_CALLER)):
+        key = f"hp_bench_watcher_{j}_{time.monotonic_ns()}"
+        put_api_key(stack.env["TABLE_NAME"], key, stack.tenant, f"watcher-{j}", "client")
+        keys.append(key)
+    return keys
+
+
 def idle_subscribers(stack: Any, loop: Loop, count: int, idle_secs: float) -> dict[str, Any]:
-    """`count` WebSocket subscribers (over 10 sessions), then an idle window: the stack's invocations in it."""
+    """`count` WebSocket subscribers (over 10 sessions, at most `PER_CALLER` a principal), then an
+    idle window: the stack's invocations in it."""
     api = rl.Api(stack)
     sessions = []
     for _ in range(10):
@@ -188,7 +206,8 @@ def idle_subscribers(stack: Any, loop: Loop, count: int, idle_secs: float) -> di
         api.wait(sid, lambda v: v["status"] == "interrupted", timeout=60)
         sessions.append(sid)
     api.close()
-    followers = [Follower(stack.live.url, stack.api_key) for _ in range(count)]
+    keys = watcher_keys(stack, count)
+    followers = [Follower(stack.live.url, keys[i // PER_CALLER]) for i in range(count)]
     t0 = time.perf_counter()
 
     async def open_all() -> None:

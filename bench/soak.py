@@ -693,9 +693,11 @@ def report_spend(spend: Spend, run: Run) -> bool:
     print(f"    work messages sent, by function and kind: {dict(spend.sent)}; refused calls: {dict(refused) or 'none'}")
     print(f"    invocations by function: {dict(spend.invocations)}; batched: {spend.batching()}")
     within = all(abs(got[k] / want[k] - 1) <= 0.10 for k in got)
+    # The verdict agrees with the ratios printed: within 10 % is met whatever the mix; outside it,
+    # a mix with harder paths than the model's plain session is not judged.
     figure("soak spend per session over the capacity model's",
            ", ".join(f"{k} {got[k] / want[k]:.2f}x" for k in got), "within 10 % each (plain sessions)",
-           within and plain)
+           True if within else (False if plain else None))
     return within
 
 
@@ -952,9 +954,9 @@ def report(run: Run, worker: Worker, held: dict[str, str | None], redelivered: i
         judged = len(run.outcomes) >= JUDGED
         figure(f"soak {proc} RSS / fds", f"{first[1]:.0f} -> {last[1]:.0f} MiB ({rss:+.1f} MiB per 1,000 sessions), "
                f"{first[2]} -> {last[2]} fds ({fds:+.1f} per 1,000)"
-               + ("" if judged else f" (fewer than {JUDGED} sessions: not judged)"),
+               + ("" if judged else f" (fewer than {JUDGED} sessions)"),
                "flat within noise (|slope| < 20 MiB, < 20 fds per 1,000 sessions)",
-               judged and abs(rss) < 20 and abs(fds) < 20)
+               (abs(rss) < 20 and abs(fds) < 20) if judged else None)
     print(f"  redelivered decisions (same id to the worker again): {redelivered}")
     for name, why in held.items():
         print(f"INVARIANT {name}: {'held' if why is None else 'BROKEN (' + why + ')'}")
