@@ -96,7 +96,7 @@ smoke: venv
 # (import-linter, [tool.importlinter] in pyproject.toml) and the type checker (strict on the core).
 lint: venv sdk-venvs
 	$(PY) -m ruff check .
-	PYTHONPATH=$(CURDIR)/layers/core:$(CURDIR)/sdk/src $(VENV)/bin/lint-imports
+	PYTHONPATH=$(CURDIR)/layers/core:$(CURDIR)/sdk/src:$(CURDIR)/local $(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	$(foreach i,strands:strands langgraph:langgraph openai_agents:openai-agents,\
 		MYPYPATH=sdk/src:layers/core:examples $(VENV)/bin/mypy --python-executable .venv-sdk/$(word 2,$(subst :, ,$(i)))/bin/python \

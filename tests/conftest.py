@@ -185,7 +185,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
 
 @pytest.fixture
 def memory(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The in-memory store and adapters (`holdpoint.memory`) for every Harness the test builds
+    """The in-memory store and adapters (`holdpoint_local.memory`) for every Harness the test builds
     (one store for the test, as `aws` gives it one table).
     Any AWS call made by mistake goes to a closed port and fails at once. A test of a module on
     memory that asks for `aws` too runs on moto."""
@@ -194,7 +194,7 @@ def memory(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     if "aws" in request.fixturenames:
         yield
         return
-    from holdpoint.memory.store import MemoryStore
+    from holdpoint_local.memory.store import MemoryStore
 
     monkeypatch.setattr(harness, "BACKEND", "memory")
     monkeypatch.setattr(harness, "MEMORY", MemoryStore())

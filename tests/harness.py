@@ -1,5 +1,5 @@
 """In-process harness: the real Runner and services on a store and adapters given to it: the
-in-memory ones (`holdpoint.memory`, under the `memory` fixture) or the DynamoDB store and the AWS
+in-memory ones (`holdpoint_local.memory`, under the `memory` fixture) or the DynamoDB store and the AWS
 adapters on moto's in-process AWS (the `aws` fixture).
 
 Neither runs ParkBranch, so the harness plays its two messages (`park` with a task token, `wake`
@@ -24,14 +24,14 @@ from holdpoint.core.messages import Park
 from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocols.client import ClientMessageInput, ClientMessagesInput, InterruptResumeInput
 from holdpoint.core.state import SessionState
-from holdpoint.memory.ports import MemoryParking, MemoryQueue, MemoryTimers
-from holdpoint.memory.store import MemoryStore
 from holdpoint.outbound import workers
 from holdpoint.ports import ParkRecord
 from holdpoint.ports import ParkRecords as Records
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import Resumed, resume
+from holdpoint_local.memory.ports import MemoryParking, MemoryQueue, MemoryTimers
+from holdpoint_local.memory.store import MemoryStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from seed_worker import decide as seed_decide  # noqa: E402

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.state import Interrupt
-from holdpoint.memory.parking import MemoryParkRecords
+from holdpoint_local.memory.parking import MemoryParkRecords
 from holdpoint_local.moto.server import MotoServer
 from holdpoint_local.provision import Provisioned, load_template, provision
 from tests.waiting import wait_for

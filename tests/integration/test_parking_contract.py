@@ -22,8 +22,8 @@ import boto3
 import pytest
 
 from holdpoint.core.state import Interrupt
-from holdpoint.memory.ports import MemoryParking
 from holdpoint_local import FAKE_ENV
+from holdpoint_local.memory.ports import MemoryParking
 from holdpoint_local.moto.server import MotoServer
 
 REGION = "us-east-1"

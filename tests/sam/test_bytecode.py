@@ -105,3 +105,11 @@ def test_r30_bytecode_checked_against_its_sources_timestamp_is_compiled_again(
     done = load(base_image, mutant, deployed / "CoreLayer")
     assert done.returncode != 0 and "compiled from its source on the cold start: /var/task/app.py" in done.stderr, (
         done.stderr[-2000:])
+
+
+def test_the_built_layer_ships_no_in_memory_twins(sam_build: Built) -> None:
+    """The in-memory adapters are for tests and the local stack (`holdpoint_local.memory`): the layer
+    `sam build` makes holds the product's package and its dependencies, not the fakes."""
+    layer = sam_build.build_dir / "CoreLayer" / "python"
+    assert (layer / "holdpoint" / "core").is_dir() and (layer / "holdpoint" / "aws").is_dir()
+    assert not list(layer.rglob("memory/store.py")) and not list(layer.rglob("holdpoint_local"))

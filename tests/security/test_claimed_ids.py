@@ -19,11 +19,11 @@ from holdpoint.core.claims import RESERVED, reuse_refusal
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
 from holdpoint.core.state import Header, SessionState, derive
-from holdpoint.memory.store import MemoryStore
 from holdpoint.services import mcp as mcp_service
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.streams import holder
+from holdpoint_local.memory.store import MemoryStore
 from tests.e2e.test_notify_e2e import Receiver
 from tests.security.probes import client_token_api, refusal, table_count
 from tests.security.test_mcp import rpc, settled, tool

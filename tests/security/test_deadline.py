@@ -25,10 +25,10 @@ from holdpoint.core.protocols import a2a as a2a_models
 from holdpoint.core.protocols import agui as agui_models
 from holdpoint.core.protocols import mcp as mcp_models
 from holdpoint.core.state import iso_ms
-from holdpoint.memory.store import MemoryStore
 from holdpoint.ports import InterruptRef, Resolve
 from holdpoint.services import a2a, agui, links, mcp
 from holdpoint.services.resume import resume
+from holdpoint_local.memory.store import MemoryStore
 from tests.harness import Harness
 from tests.security.test_sealed_values import OPS, click, fake, post
 from tests.slack_fake import SlackFake, click_body, sign

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from holdpoint.http import live
-from holdpoint.memory.frames import MemoryFrames
 from holdpoint_local.live_client import Follower
+from holdpoint_local.memory.frames import MemoryFrames
 from tests.stack import Api
 
 DEEP = '{"action": "subscribe", "x": ' + "[" * 5000 + "]" * 5000 + "}"  # 10 KB, under every size limit

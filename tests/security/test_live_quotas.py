@@ -18,11 +18,11 @@ from websockets.exceptions import InvalidStatus
 from holdpoint.aws.connections import Connections
 from holdpoint.core.state import Event
 from holdpoint.http.subscribe import Subscribe
-from holdpoint.memory.frames import MemoryFrames
 from holdpoint.services.caller import Caller
 from holdpoint.services.live import Live
 from holdpoint.services.tokens import mint_client_token
 from holdpoint_local.live_client import Follower
+from holdpoint_local.memory.frames import MemoryFrames
 from tests.stack import Api, declare_agent
 from tests.waiting import wait_for
 

@@ -13,12 +13,12 @@ import requests
 
 from holdpoint.aws.connections import Connections
 from holdpoint.aws.keys import put_api_key, revoke_api_key
-from holdpoint.memory.frames import MemoryFrames
 from holdpoint.ports import ApiKey
 from holdpoint.services.caller import Caller
 from holdpoint.services.live import Live
 from holdpoint.services.tokens import mint_client_token
 from holdpoint_local.live_client import Follower
+from holdpoint_local.memory.frames import MemoryFrames
 from tests.stack import Api
 from tests.waiting import wait_for
 

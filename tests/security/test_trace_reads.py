@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from holdpoint.memory.traces import MemoryTraces
 from holdpoint.services.caller import Caller
 from holdpoint.services.traces import END_USER_MAX_HOURS, session_traces
+from holdpoint_local.memory.traces import MemoryTraces
 from tests.harness import Harness
 from tests.security.probes import client_token_api
 from tests.security.test_quotas import Limited, idle_session, limited

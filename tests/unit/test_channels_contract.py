@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from holdpoint.core.jsontypes import JsonObject
-from holdpoint.memory.channels import MemoryChannel
 from holdpoint.ports import DeliveryFailed
+from holdpoint_local.memory.channels import MemoryChannel
 
 RAISED: JsonObject = {"event_id": "evt_1", "type": "interrupt.raised", "tenant": "t1", "session_id": "s1",
                       "interrupt_id": "i1", "summary": "h\u00e9llo", "links": {"approve": "https://a.example/l/1"}}

@@ -14,7 +14,7 @@ import pytest
 
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.quotas import MAX_FOLLOWED, Quotas
-from holdpoint.memory.connections import MemoryConnections
+from holdpoint_local.memory.connections import MemoryConnections
 
 CONNECTIONS = ["memory", "dynamodb"]
 T0 = 1_000_000

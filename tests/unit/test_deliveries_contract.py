@@ -14,8 +14,8 @@ from typing import Any
 import boto3
 import pytest
 
-from holdpoint.memory.deliveries import MemoryDeliveries
 from holdpoint.ports import DeliveryState, Posted
+from holdpoint_local.memory.deliveries import MemoryDeliveries
 
 DELIVERIES = ["memory", "dynamodb"]
 RECORD = {"key": "evt_1#0", "tenant": "t1", "session_id": "s1", "channel": "notify.webhook",

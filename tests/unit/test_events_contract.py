@@ -18,8 +18,8 @@ import boto3
 import pytest
 
 from holdpoint.core.jsontypes import JsonObject
-from holdpoint.memory.events import MemoryEventBus
 from holdpoint.ports import DeliveryFailed
+from holdpoint_local.memory.events import MemoryEventBus
 from tests.twins import side
 
 DETAIL: JsonObject = {"event_id": "evt_1", "tenant": "t1", "links": {"approve": "https://a.example/l/1"},

@@ -25,7 +25,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from holdpoint.core.jsontypes import JsonObject
-from holdpoint.memory.frames import MemoryFrames
+from holdpoint_local.memory.frames import MemoryFrames
 from tests.waiting import wait_for
 
 FRAME: JsonObject = {"type": "events", "session_id": "s1", "events": [{"seq": 1, "text": "h\u00e9llo", "n": None}]}

@@ -14,7 +14,7 @@ import pytest
 
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.quotas import LEASE_SECS, Quotas
-from holdpoint.memory.leases import MemoryWaitLeases
+from holdpoint_local.memory.leases import MemoryWaitLeases
 
 LEASES = ["memory", "dynamodb"]
 

@@ -11,9 +11,9 @@ import pytest
 
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, SessionState
-from holdpoint.memory.frames import MemoryFrames
 from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services.live import FRAME_BUDGET, Live, frames_of
+from holdpoint_local.memory.frames import MemoryFrames
 
 
 class FakeConnections:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from holdpoint.memory.parking import MemoryParkRecords
 from holdpoint.ports import ParkRecord
+from holdpoint_local.memory.parking import MemoryParkRecords
 
 RECORDS = ["memory", "dynamodb"]
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from holdpoint.core.push import PushAuth, PushRecord
-from holdpoint.memory.pushconfigs import MemoryPushConfigs
+from holdpoint_local.memory.pushconfigs import MemoryPushConfigs
 
 CONFIGS = ["memory", "dynamodb"]
 

@@ -20,7 +20,7 @@ import pytest
 from holdpoint.aws.queue import parse_message
 from holdpoint.core.messages import Kick, Wake, WakeOutcome, WorkMessage
 from holdpoint.core.state import derive
-from holdpoint.memory.ports import MemoryQueue
+from holdpoint_local.memory.ports import MemoryQueue
 from tests.twins import side
 
 Read = Callable[[], list[WorkMessage]]

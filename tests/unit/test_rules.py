@@ -1,5 +1,5 @@
 """One test (or more) per interrupt rule of PROTOCOL.md §3, against the real core and services on the in-memory store
-(`holdpoint.memory`; tests/unit/test_store_contract.py holds it to the DynamoDB store's promises).
+(`holdpoint_local.memory`; tests/unit/test_store_contract.py holds it to the DynamoDB store's promises).
 
 End-to-end versions over HTTP on the local stack live in tests/e2e/.
 """

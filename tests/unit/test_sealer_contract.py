@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from holdpoint.core.sealing import MAX_TOKEN_CHARS, b64, unb64
-from holdpoint.memory.sealer import MemorySealer
+from holdpoint_local.memory.sealer import MemorySealer
 from tests.twins import side
 
 ALPHABET = string.ascii_letters + string.digits + "-_"

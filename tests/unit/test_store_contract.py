@@ -19,7 +19,6 @@ from holdpoint.core import quotas
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.interrupts import Checked
 from holdpoint.core.state import Call, Interrupt, SessionState
-from holdpoint.memory.store import MemoryStore
 from holdpoint.ports import (
     MAX_SEQ,
     AddAnswer,
@@ -32,6 +31,7 @@ from holdpoint.ports import (
     TooLarge,
     TooManyChanges,
 )
+from holdpoint_local.memory.store import MemoryStore
 
 STORES = ["memory", "dynamodb", "dynamodb cache", "dynamodb poisoned cache"]
 T0 = 1_700_000_000.0

@@ -21,11 +21,11 @@ import boto3
 import pytest
 
 from holdpoint import llm
-from holdpoint.memory.frames import MemoryFrames
 from holdpoint.ports import LlmError, StreamStopped
 from holdpoint.services import sessions, streaming
 from holdpoint.services.live import Live
 from holdpoint.services.streaming import Batcher
+from holdpoint_local.memory.frames import MemoryFrames
 from tests.harness import Harness
 from tests.unit.test_live import DownFrames, FakeConnections
 from tests.unit.test_llm_providers import TOOLS, USER, ChatServer, openai_agent

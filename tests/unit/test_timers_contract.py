@@ -16,7 +16,7 @@ import boto3
 import pytest
 
 from holdpoint.core.messages import Deadline, Kick, NotifyRetry, ParkRetry, Wake, WorkMessage, parse
-from holdpoint.memory.ports import MemoryTimers
+from holdpoint_local.memory.ports import MemoryTimers
 from tests.twins import side
 
 T0 = 1_800_000_000.0

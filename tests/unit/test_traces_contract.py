@@ -19,8 +19,8 @@ import boto3
 import pytest
 
 from holdpoint import tracing
-from holdpoint.memory.traces import MemoryTraces
 from holdpoint.ports import Span
+from holdpoint_local.memory.traces import MemoryTraces
 from tests.twins import side
 
 T0 = 1_800_000_000.0

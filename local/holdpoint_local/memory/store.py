@@ -20,23 +20,6 @@ from holdpoint.core.interrupts import Checked, refused
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Header, Interrupt, SessionState
 from holdpoint.core.tree import Node, Tree
-from holdpoint.memory.records import (
-    ITEM_BYTES,
-    KINDS,
-    MAX_TRANSACT_ITEMS,
-    TRANSACTION_BYTES,
-    Kept,
-    Session,
-    Snapshot,
-    as_text,
-    interrupt_bytes,
-    interrupt_of,
-    item_bytes,
-    listed,
-    listed_session,
-    page,
-    record_of,
-)
 from holdpoint.ports import (
     MAX_SEQ,
     AddAnswer,
@@ -52,6 +35,23 @@ from holdpoint.ports import (
     SessionStore,
     TooLarge,
     TooManyChanges,
+)
+from holdpoint_local.memory.records import (
+    ITEM_BYTES,
+    KINDS,
+    MAX_TRANSACT_ITEMS,
+    TRANSACTION_BYTES,
+    Kept,
+    Session,
+    Snapshot,
+    as_text,
+    interrupt_bytes,
+    interrupt_of,
+    item_bytes,
+    listed,
+    listed_session,
+    page,
+    record_of,
 )
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from holdpoint.core.messages import Kick, Wake, WorkMessage
 from holdpoint.core.state import Interrupt
-from holdpoint.memory.parking import MemoryParkRecords
 from holdpoint.ports import KeptParking
+from holdpoint_local.memory.parking import MemoryParkRecords
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The in-memory store's records: each kept as JSON text with its revision, the session's kept
 state and listing attributes, their sizes as DynamoDB would count them, opaque cursors, and the
-conditions a resolve and a listing apply (`holdpoint.memory.store` keeps them under its lock)."""
+conditions a resolve and a listing apply (`holdpoint_local.memory.store` keeps them under its lock)."""
 
 from __future__ import annotations
 
