@@ -46,3 +46,14 @@ def test_the_resume_function_answers_malformed_requests_as_the_api_function_does
         assert 400 <= api[0] < 500, api
         compared += 1
     assert compared > 600
+
+
+def test_the_resume_functions_check_is_made_from_the_one_declaration_of_the_body() -> None:
+    """`http/resume_shape.py`, which the resume function checks a body against, is what
+    `ResumeBody` makes (`make resume-shape` writes it): the body is declared once."""
+    from pathlib import Path
+
+    from holdpoint.http import resume_shape
+    from holdpoint.http.bodies import resume_shape_module
+
+    assert Path(resume_shape.__file__).read_text() == resume_shape_module(), "run `make resume-shape`"

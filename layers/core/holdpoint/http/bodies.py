@@ -6,6 +6,7 @@ API Gateway's own `{"message": ...}`).
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
 # start (docs/PERFORMANCE.md, (c)).
+import json
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
@@ -45,6 +46,25 @@ class ResumeBody(Wire):
         default=None, description="A3: resume only if the interrupt's `action.fingerprint` is this "
         "(else 409 `stale_approval`, nothing recorded)")
     comment: Comment | None = Field(default=None, description="recorded with the answer (at most 2,000 characters)")
+
+
+def resume_shape() -> dict[str, dict[str, int | str]]:
+    """`ResumeBody`'s fields as the resume function checks them without pydantic, in declaration
+    order: each field's string type and length bound, from the model's JSON schema. The resume
+    function reads it from `http/resume_shape.py`, which this writes (`make resume-shape`) and a
+    unit test keeps current."""
+    out: dict[str, dict[str, int | str]] = {}
+    for name, spec in ResumeBody.model_json_schema()["properties"].items():
+        kinds = [k for k in spec.get("anyOf", [spec]) if k.get("type") not in (None, "null")]
+        out[name] = {k: v for k, v in (kinds[0] if kinds else {}).items() if k in ("type", "maxLength")}
+    return out
+
+
+def resume_shape_module() -> str:
+    """The text of `http/resume_shape.py`, made from `resume_shape()`."""
+    return ('"""Made from `holdpoint.http.bodies.ResumeBody` by `make resume-shape`; do not edit. The resume\n'
+            'function checks a resume body against it (holdpoint.http.resuming) and so loads no pydantic."""\n\n'
+            f"FIELDS: dict[str, dict[str, int | str]] = {json.dumps(resume_shape(), indent=4)}\n")
 
 
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]

@@ -1,6 +1,7 @@
 """The resume request, shared by the resume function and the API function's documented route:
 what a resume does once its body and ids are known to be well formed, and the resume function's
-hand check of them (the same answers as the API function's OpenAPI validation, without pydantic)."""
+check of them against the body's one declaration (`bodies.ResumeBody`, as `resume_shape.py`
+holds it: the same answers as the API function's OpenAPI validation, without pydantic)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,27 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from holdpoint import assembly
-from holdpoint.core.approvals import MAX_COMMENT
 from holdpoint.core.ids import next_step
 from holdpoint.http import edge, rendering
 from holdpoint.http.edge import short
 from holdpoint.http.resolver import bad_path_id, error, param_of
+from holdpoint.http.resume_shape import FIELDS
 from holdpoint.http.telemetry import count, logger
 from holdpoint.services.resume import resume
 
 PATH = "/v1/sessions/<session_id>/interrupts/<interrupt_id>/resume"
-BODY_FIELDS = frozenset({"payload", "expect_fingerprint", "comment"})
-"""`ResumeBody`'s fields: any other key is refused, as the model (extra="forbid") refuses it."""
+
+
+def _field_problem(value: Any, shape: dict[str, int | str]) -> str | None:
+    """pydantic's message for a value the field's shape refuses (None passes: each is optional)."""
+    if value is None:
+        return None
+    if shape.get("type") == "string" and not isinstance(value, str):
+        return "Input should be a valid string"
+    bound = shape.get("maxLength")
+    if isinstance(bound, int) and len(value) > bound:
+        return f"String should have at most {bound} characters"
+    return None
 
 
 def resume_request(event: dict[str, Any], session_id: str, interrupt_id: str, payload: Any,
@@ -47,14 +58,12 @@ def request_problem(body_text: str | None, session_id: str, interrupt_id: str) -
         return error("validation_error", "a JSON object body is required", "body")
     if not isinstance(body, dict):
         return error("validation_error", "body must be a JSON object", "body")
-    if not isinstance(body.get("expect_fingerprint", ""), str | None):
-        return error("validation_error", "Input should be a valid string", "expect_fingerprint")
-    if not isinstance(body.get("comment", ""), str | None):
-        return error("validation_error", "Input should be a valid string", "comment")
-    if len(body.get("comment") or "") > MAX_COMMENT:
-        return error("validation_error", f"String should have at most {MAX_COMMENT} characters", "comment")
+    for name, shape in FIELDS.items():  # each field's own errors, in the model's order, as pydantic's
+        problem = _field_problem(body.get(name), shape)
+        if problem:
+            return error("validation_error", problem, name)
     for key in body:  # after the fields' own errors, as pydantic reports them
-        if key not in BODY_FIELDS:
+        if key not in FIELDS:
             param = short(param_of((key,)) or "body")
             return error("validation_error", next_step("extra_forbidden", param, "Extra inputs are not permitted"),
                          param)
