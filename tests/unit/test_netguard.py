@@ -17,7 +17,7 @@ import pytest
 
 from holdpoint import llm
 from holdpoint.outbound import netguard, workers
-from holdpoint.outbound.errors import Refused
+from holdpoint.outbound.errors import AddressRefused
 from tests.harness import Harness
 from tests.waiting import wait_for
 
@@ -250,7 +250,7 @@ def test_internal_addresses_connected_address_is_rechecked_dns_rebinding(
         monkeypatch: pytest.MonkeyPatch, listener: Listener) -> None:
     seen = rebinding(monkeypatch, "rebind.example")
     request = urllib.request.Request(f"https://rebind.example:{listener.port}/", data=b"{}", method="POST")
-    with pytest.raises(Refused) as info:
+    with pytest.raises(AddressRefused) as info:
         netguard.urlopen(request, "worker.url", timeout=5)
     assert seen == ["93.184.215.14", "127.0.0.1"]  # the check passed; the connect reached 127.0.0.1
     assert str(info.value) == "worker.url points at a loopback address (connected address 127.0.0.1)"
@@ -264,7 +264,7 @@ def test_internal_addresses_connected_address_is_rechecked_dns_rebinding(
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_internal_addresses_guarded_connection_refuses_after_connect(scheme: str, listener: Listener) -> None:
     """The opener alone (no URL pre-check) still refuses the peer, for plain HTTP and TLS alike."""
-    with pytest.raises(Refused):
+    with pytest.raises(AddressRefused):
         netguard.opener("llm.base_url").open(f"{scheme}://127.0.0.1:{listener.port}/", timeout=5)
     listener.close()
     listener.thread.join(timeout=5)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Literal, TypedDict
 
 from holdpoint.aws.ddb.expr import Item
+from holdpoint.core.errors import HoldpointError
 from holdpoint.ports import Throttled, Unavailable
 
 
@@ -31,7 +32,7 @@ class ErrorResponse(TypedDict, total=False):
     CancellationReasons: list[CancellationReason]
 
 
-class Refused(Exception):
+class Refused(HoldpointError):
     """AWS refused the request itself, not for load (a condition that did not hold, a name already
     taken, a token already spent): `code` is AWS's error code, `response` its parsed answer. The
     adapters read this, Holdpoint's own class, never botocore's."""
@@ -69,7 +70,7 @@ class Unreachable(Unavailable):
 SdkFailureKind = Literal["answered", "timeout", "no_credentials", "unreachable", "other"]
 
 
-class SdkFailure(Exception):
+class SdkFailure(HoldpointError):
     """A call to a service whose errors are the caller's to read (a customer's worker Lambda, a
     model) failed: AWS `answered` with `code` and `status`, the read timed out, there were no
     credentials, no connection, or something `other` in the SDK. Raised by `clients.sdk_failures`,
@@ -80,7 +81,7 @@ class SdkFailure(Exception):
         self.kind, self.message, self.code, self.status = kind, message, code, status
 
 
-class ConditionFailed(Exception):
+class ConditionFailed(HoldpointError):
     """A conditional write's condition did not hold; `item` is the item as it was ({} if none)."""
 
     def __init__(self, item: Item) -> None:
@@ -88,7 +89,7 @@ class ConditionFailed(Exception):
         self.item = item
 
 
-class Cancelled(Exception):
+class Cancelled(HoldpointError):
     """A transaction was cancelled; `reasons` are the per-item codes, in the order written."""
 
     def __init__(self, reasons: list[str], message: str) -> None:
@@ -96,14 +97,14 @@ class Cancelled(Exception):
         self.reasons = reasons
 
 
-class EntireBatchFailed(Exception):
+class EntireBatchFailed(HoldpointError):
     """Every record failed: the invocation fails, as Powertools' `BatchProcessingError` does, so
     the failure shows in the function's error metrics (SQS retries the batch either way)."""
 
 
-class SecretRefError(Exception):
+class SecretRefError(HoldpointError):
     """A reference the rules refuse, or one that names nothing; the message names the field."""
 
 
-class MissingKey(RuntimeError):
+class MissingKey(HoldpointError, RuntimeError):
     """The deployment has no signing secret configured (JWT_SECRET_ARN unset)."""

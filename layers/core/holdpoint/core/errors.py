@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+
+class HoldpointError(Exception):
+    """The root of every error Holdpoint's own code raises, at the bottom of the dependency chain:
+    each errors module's classes derive from it, so a caller may catch Holdpoint's errors apart
+    from the libraries'."""
+
+
 Code = Literal[
     "validation_error",  # a field is malformed; `param` names it
     "invalid_request",  # well-formed but not possible here (an unknown agent, a reused message id)
@@ -37,7 +44,7 @@ Code = Literal[
 ]
 
 
-class Refusal(Exception):
+class Refusal(HoldpointError):
     """A refusal with its code and the error body's fields (`{"error": {code, message, param?, ...}}`)."""
 
     def __init__(self, code: Code, message: str, param: str | None = None, *, retry_after: int | None = None,
@@ -57,7 +64,7 @@ class Refusal(Exception):
         return {"error": err}
 
 
-class PolicyError(ValueError):
+class PolicyError(HoldpointError, ValueError):
     """A policy that cannot be declared here; `param` names its field (relative to the policy)."""
 
     def __init__(self, param: str, message: str) -> None:
@@ -69,7 +76,7 @@ class PolicyError(ValueError):
         return f"{field}.{self.param}" if self.param else field
 
 
-class DeclarationError(ValueError):
+class DeclarationError(HoldpointError, ValueError):
     """A raise declares what could never work, `field` naming it (relative to the raise): a reminder
     or escalation at or after its expiry (A5), or options an approval cannot count (A2)."""
 
@@ -78,7 +85,7 @@ class DeclarationError(ValueError):
         self.field = field
 
 
-class RpcError(Exception):
+class RpcError(HoldpointError):
     """A JSON-RPC error of the protocol itself (the envelope, a capability, params), not a tool's outcome."""
 
     def __init__(self, code: int, message: str, param: str | None = None, **data: Any) -> None:
@@ -86,7 +93,7 @@ class RpcError(Exception):
         self.code, self.message, self.param, self.data = code, message, param, data
 
 
-class MessageError(ValueError):
+class MessageError(HoldpointError, ValueError):
     """A work message no class takes: the kind is unknown, or a field is missing or of the wrong type."""
 
 
@@ -94,7 +101,7 @@ QUOTA_RETRY_AFTER = {"open_interrupts_per_tenant": 60, "open_interrupts_per_sess
 """Seconds a refused caller is told to wait (stream waits say when their first lease runs out)."""
 
 
-class QuotaExceeded(Exception):
+class QuotaExceeded(HoldpointError):
     """A limit refused the change; nothing was written. `limit` names it (the error's `param`)."""
 
     def __init__(self, limit: str, allowed: int, retry_after: int | None = None) -> None:
@@ -108,15 +115,15 @@ class QuotaExceeded(Exception):
         return Refusal("quota_exceeded", str(self), self.limit, retry_after=self.retry_after, limit=self.allowed)
 
 
-class TooMuchWork(Exception):
+class TooMuchWork(HoldpointError):
     """An evaluation went past its step budget."""
 
 
-class Unsupported(Exception):
+class Unsupported(HoldpointError):
     """The schema uses a keyword this module does not evaluate (`UNSUPPORTED`)."""
 
 
-class JsonProblem(ValueError):
+class JsonProblem(HoldpointError, ValueError):
     """The document is not acceptable JSON; `param` is the path of the offending value ("" = the whole)."""
 
     def __init__(self, param: str, message: str) -> None:
@@ -125,7 +132,7 @@ class JsonProblem(ValueError):
         self.message = message
 
 
-class ViewConflict(ValueError):
+class ViewConflict(HoldpointError, ValueError):
     """A client view reuses a known message id at a different place in the tree."""
 
     def __init__(self, index: int, message: str) -> None:
@@ -133,7 +140,7 @@ class ViewConflict(ValueError):
         self.index = index
 
 
-class ProtocolError(ValueError):
+class ProtocolError(HoldpointError, ValueError):
     """A decision response that breaks the protocol; `param` names the offending field."""
 
     def __init__(self, param: str, message: str) -> None:

@@ -26,7 +26,7 @@ from holdpoint.llm.chat import arguments_json, chat_request, text
 from holdpoint.llm.errors import from_http, from_network
 from holdpoint.llm.reply import outcome, tool_call
 from holdpoint.outbound import netguard
-from holdpoint.outbound.errors import Refused
+from holdpoint.outbound.errors import AddressRefused
 from holdpoint.ports import LlmError, OnDelta
 
 
@@ -60,7 +60,7 @@ def _opened(url: str, body: JsonObject, key: str | None, timeout: float, accept:
     try:
         with netguard.urlopen(req, "llm.base_url", timeout) as resp:
             yield resp
-    except Refused as exc:
+    except AddressRefused as exc:
         raise LlmError(str(exc), "config_error") from exc
     except urllib.error.HTTPError as exc:
         raise from_http(exc) from exc

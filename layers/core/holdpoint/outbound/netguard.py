@@ -28,7 +28,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from holdpoint.outbound.errors import Refused
+from holdpoint.outbound.errors import AddressRefused
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -244,7 +244,7 @@ class GuardedHTTPConnection(http.client.HTTPConnection):
         if why:
             self.sock.close()
             self.sock = None
-            raise Refused(f"{why} (connected address {peer})")
+            raise AddressRefused(f"{why} (connected address {peer})")
 
 
 class GuardedHTTPSConnection(http.client.HTTPSConnection, GuardedHTTPConnection):
@@ -290,9 +290,9 @@ def opener(field: str) -> urllib.request.OpenerDirector:
 
 
 def urlopen(request: urllib.request.Request, field: str, timeout: float) -> Any:
-    """Check the URL, then open it through the guarded opener. Raises `Refused` for a refused URL
+    """Check the URL, then open it through the guarded opener. Raises `AddressRefused` for a refused URL
     or connected address; otherwise what `urllib` raises (HTTPError, URLError, TimeoutError)."""
     why = check_url(request.full_url, field)
     if why:
-        raise Refused(why)
+        raise AddressRefused(why)
     return opener(field).open(request, timeout=timeout)

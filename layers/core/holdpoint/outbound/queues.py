@@ -13,13 +13,10 @@ from typing import Any
 from holdpoint.aws import clients
 from holdpoint.aws.errors import SdkFailure
 from holdpoint.outbound.allowlists import allowed, here
+from holdpoint.outbound.errors import QueueRefused
 
 ALLOWLIST = "TENANT_QUEUE_ALLOWLIST"
 _QUEUE_URL = re.compile(r"^https?://[^/\s]+/(\d{12})/([A-Za-z0-9_-]{1,75}(?:\.fifo)?)$")
-
-
-class QueueRefused(Exception):
-    """A send the queue (or its checks) refused: the reason, to retry or report."""
 
 
 def check_queue_url(url: object, field: str) -> str | None:

@@ -24,6 +24,7 @@ from holdpoint.aws.errors import SdkFailure
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.state import Interrupt
 from holdpoint.outbound import queues
+from holdpoint.outbound.errors import QueueRefused
 from holdpoint.outbound.webhooks import DELIVERY_HEADER, TIMEOUT_SECS
 from holdpoint.outbound.workers import check_lambda_arn, post_signed
 from holdpoint.ports import DeliveryFailed, WorkerUnavailable
@@ -102,7 +103,7 @@ class RunQueueChannel(_Channel):
         try:
             queues.send(str(entry.get("queue")), "run target queue", event, group=str(event.get("run_id")),
                         dedup=str(event.get("delivery_id")))
-        except queues.QueueRefused as exc:
+        except QueueRefused as exc:
             raise DeliveryFailed(str(exc)) from exc
 
 

@@ -24,7 +24,7 @@ from holdpoint.core import signatures, strictjson
 from holdpoint.core.errors import JsonProblem
 from holdpoint.outbound import netguard, queues
 from holdpoint.outbound.allowlists import allowed, here
-from holdpoint.outbound.errors import Refused
+from holdpoint.outbound.errors import AddressRefused, QueueRefused
 from holdpoint.ports import WorkerDeferred, WorkerUnavailable
 
 LAMBDA_ALLOWLIST = "WORKER_LAMBDA_ALLOWLIST"
@@ -113,7 +113,7 @@ def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | No
                 raise WorkerDeferred(f"{field} answered 202: it answers later")
             answer: bytes = resp.read()
             return answer
-    except Refused as exc:
+    except AddressRefused as exc:
         raise WorkerUnavailable(str(exc)) from exc
     except urllib.error.HTTPError as exc:
         said = " (it refused the request's signature or credentials: is the secret the same on both sides?)" \
@@ -164,7 +164,7 @@ def call_queue(config: dict[str, Any], request: dict[str, Any], tenant: str | No
     try:
         queues.send(config["queue"], "worker.queue", request, group=f"{tenant}.{request.get('session_id')}",
                     dedup=f"{request.get('decision_id')}.{request.get('attempts')}", attributes=attributes)
-    except queues.QueueRefused as exc:
+    except QueueRefused as exc:
         raise WorkerUnavailable(str(exc)) from exc
     raise WorkerDeferred("sent to worker.queue: the worker answers later")
 

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from holdpoint.core.errors import HoldpointError
 
-class Conflict(Exception):
+
+class Conflict(HoldpointError):
     """The session changed since it was loaded: reload and recompute."""
 
 
@@ -13,32 +15,32 @@ class Interfered(Conflict):
     `TransactionConflict`): no condition failed and nothing was written; the same write may be sent again."""
 
 
-class TooManyChanges(ValueError):
+class TooManyChanges(HoldpointError, ValueError):
     """One step would change more items than one transaction holds; nothing was written."""
 
 
-class TooLarge(ValueError):
+class TooLarge(HoldpointError, ValueError):
     """A record is larger than the store can hold (an item over its size limit); nothing was written."""
 
 
-class Throttled(Exception):
+class Throttled(HoldpointError):
     """The store refused the request for now (its throughput is exhausted); nothing was written."""
 
 
-class Unavailable(Exception):
+class Unavailable(HoldpointError):
     """An AWS service failed the call (a 5xx, or no answer) after its client's retries: try later."""
 
 
-class WorkerUnavailable(Exception):
+class WorkerUnavailable(HoldpointError):
     """The worker did not answer usefully (timeout, 5xx, not a JSON object): retry the decision."""
 
 
-class WorkerDeferred(Exception):
+class WorkerDeferred(HoldpointError):
     """The worker took the decision and will answer later through `POST /v1/workers/submit` (an
     HTTPS worker answered 202; an in-process one raised this)."""
 
 
-class LlmError(Exception):
+class LlmError(HoldpointError):
     """An LLM call failed; `retryable` says whether another attempt may help."""
 
     def __init__(self, message: str, code: str = "provider_error", retryable: bool = False) -> None:
@@ -47,14 +49,14 @@ class LlmError(Exception):
         self.retryable = retryable
 
 
-class StreamStopped(Exception):  # noqa: N818 (a stop the caller asked for, not a failure)
+class StreamStopped(HoldpointError):  # noqa: N818 (a stop the caller asked for, not a failure)
     """A streamed LLM call was stopped by its caller (its `OnDelta` answered False): no reply."""
 
 
-class ParkRefused(Exception):
+class ParkRefused(HoldpointError):
     """Step Functions would not start the park's execution now: the account-region's open-execution
     ceiling (`ExecutionLimitExceeded`) or a throttle. The interrupt stays open; the park is retried."""
 
 
-class DeliveryFailed(Exception):
+class DeliveryFailed(HoldpointError):
     """A notification channel did not take the notification; it is retried on a durable timer."""
