@@ -39,9 +39,9 @@ _BATCH = ["aws_lambda_powertools.utilities.batch", "aws_lambda_powertools.utilit
 """Powertools' batch utility and what it brings (asyncio, every event data class): the engine answers
 its SQS FIFO batches with `holdpoint.aws.fifobatch`."""
 _CORE_MODELS = ["holdpoint.core.protocols", "holdpoint.core.protocols.worker",
-                "holdpoint.core.protocols.worker_actions", "holdpoint.core.agent_config",
+                "holdpoint.core.protocols.worker_actions", "holdpoint.core.protocols.approval",
                 "holdpoint.core.protocols.client"]
-_MODELS = [*_CORE_MODELS, "holdpoint.http.bodies"]
+_MODELS = [*_CORE_MODELS, "holdpoint.core.agent_config", "holdpoint.http.bodies"]
 """The wire models (pydantic), by audience: the core's and the HTTP API's own bodies."""
 _FIRST_REQUEST = ["holdpoint.http.api", "holdpoint.http.routes", *_MODELS, "pydantic",
                   "aws_lambda_powertools.event_handler.middlewares.openapi_validation"]

@@ -10,9 +10,6 @@ Open models (`extra="allow"`): the protocol lets a declaration grow.
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     StringConstraints,
@@ -22,19 +19,16 @@ from pydantic import (
     model_validator,
 )
 
-from holdpoint.core import approvals
 from holdpoint.core.notify import NotifyEvent, channel_of
 from holdpoint.core.protocols import (
     ExpiresIn,
     Id,
     Open,
-    Origin,
     RemindAfter,
     RetentionDays,
     Wire,
-    integral,
-    needs_one_of,
 )
+from holdpoint.core.protocols.approval import ApprovalPolicy as ApprovalPolicy
 from holdpoint.core.state import OnExpiry
 
 
@@ -48,48 +42,6 @@ def _timers_before_expiry(remind: list[int] | None, escalate: int | None, expire
             raise ValueError(f"{prefix}remind_after[{i}] ({delay} s) is not before the expiry ({expires} s)")
     if escalate is not None and escalate >= expires:
         raise ValueError(f"{prefix}escalate_after ({escalate} s) is not before the expiry ({expires} s)")
-
-
-ApproverSubject = Annotated[str, StringConstraints(min_length=1, max_length=256)]
-ApproverGroup = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-
-
-class EscalateTo(BaseModel):
-    """Approvers added to the policy once the interrupt is escalated (the escalation timer sets it)."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True, json_schema_extra=needs_one_of("subjects", "groups"))
-    subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
-    groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
-
-    @model_validator(mode="after")
-    def _names_someone(self) -> "EscalateTo":
-        if not self.subjects and not self.groups:
-            raise ValueError("escalate_to names no one: give subjects or groups")
-        return self
-
-
-class ApprovalPolicy(BaseModel):
-    """A2: an approver policy as declared (agent `approval`, `tools[].approval`, an interrupt's
-    `approval`), checked where it is declared: an empty list would name no one, and a quorum larger
-    than the subjects named (with no group to draw on) could never be met."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    origins: Annotated[list[Origin], Field(min_length=1)] | None = None
-    subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
-    groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
-    forbid_requester: bool | None = Field(default=None, strict=True)
-    quorum: Annotated[int, Field(strict=True, ge=1, le=approvals.MAX_QUORUM), BeforeValidator(integral)] | None = None
-    deny_resolves: bool | None = Field(default=None, strict=True)
-    escalate_to: EscalateTo | None = None
-
-    @field_validator("quorum")
-    @classmethod
-    def _reachable(cls, quorum: int | None, info: ValidationInfo) -> int | None:
-        """A quorum larger than the named subjects (with no group to draw on) can never be met."""
-        problem = approvals.quorum_problem(quorum, info.data.get("subjects"), info.data.get("groups"))
-        if problem:
-            raise ValueError(problem)
-        return quorum
 
 
 class ToolSpec(Open):

@@ -13,7 +13,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from holdpoint.core.errors import TooMuchWork, Unsupported
-from holdpoint.core.schemas import BYTES_PER_STEP, MAX_STEPS, UNSUPPORTED
+from holdpoint.core.schema_budget import BYTES_PER_STEP, MAX_STEPS, UNSUPPORTED
 
 
 class Meter:

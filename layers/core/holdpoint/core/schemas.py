@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from holdpoint.core.errors import TooMuchWork, Unsupported
+from holdpoint.core.schema_budget import BYTES_PER_STEP as BYTES_PER_STEP
+from holdpoint.core.schema_budget import MAX_STEPS as MAX_STEPS
+from holdpoint.core.schema_budget import UNSUPPORTED as UNSUPPORTED
 
 if TYPE_CHECKING:
     from holdpoint.core.schema_keywords import Meter
 
 PROBES: tuple[Any, ...] = (None, True, 0, "", [], {})  # one instance of each JSON type
 MAX_SCHEMA_BYTES = 16_384  # stored on the interrupt item and read on every resume
-MAX_STEPS = 100_000  # keyword evaluations (weighted by size) one evaluation, or one declaration, may do
-BYTES_PER_STEP = 64  # a string (regexed, or an error message built) costs a step per this many bytes
 MAX_MESSAGE = 1_000  # characters of a failure message (it quotes the value) returned to a caller
-UNSUPPORTED = frozenset({"unevaluatedProperties", "unevaluatedItems"})  # jsonschema's are quadratic
 _NOT_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # their values are data, not schemas
 
 

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from holdpoint.core import schemas
-from holdpoint.core.agent_config import ApprovalPolicy
 from holdpoint.core.protocols import (
     Attempt,
     Comment,
@@ -24,6 +23,7 @@ from holdpoint.core.protocols import (
     ResponseSchema,
     Wire,
 )
+from holdpoint.core.protocols.approval import ApprovalPolicy
 from holdpoint.core.state import OnExpiry
 
 

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from holdpoint.core import answers, approvals
-from holdpoint.core.agent_config import ApprovalPolicy
 from holdpoint.core.protocols import ExpiresIn
+from holdpoint.core.protocols.approval import ApprovalPolicy
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=4_096)]
 RefId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
