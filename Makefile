@@ -133,7 +133,7 @@ deploy: venv $(SAM_STAMP)
 clean:
 	rm -rf $(VENV) $(VENV_SAM) .venv-sdk .aws-sam .pytest_cache .ruff_cache
 
-# Benchmarks (bench/, figures recorded in docs/PERFORMANCE.md): requests and bytes per engine
+# Benchmarks (bench/, figures against targets in docs/PERFORMANCE.md, the runs in bench/README.md): requests and bytes per engine
 # step at 10/100/1000-node trees, cold start per handler (in a venv with only requirements.txt),
 # and the cost model built on the former. The local-stack figures run at N=200 resumes (about
 # 1 min) and 1,000 parked sessions (about 3 min); the whole run takes about 12 min. `make bench-quick` prints every figure at

@@ -526,7 +526,7 @@ def parser() -> argparse.ArgumentParser:
       help="QuotaStreamWaitsTotal (admits waits across tenants; also the row's limit)")
     f("--wait-secs", type=float, default=streams.MAX_WAIT_SECS, help="how long an idle stream wait lasts")
     f("--poll-rru", type=float, default=1.0,
-      help="RRU of one poll (a strongly consistent Query of < 4 KB; PERFORMANCE.md (f) counts 0.5)")
+      help="RRU of one poll (a strongly consistent Query of < 4 KB; bench/README.md (f) counts 0.5)")
     f("--lease-bytes", type=float, default=32, help="bytes one lease adds to the tenant's W item")
     f("--lease-item-base-bytes", type=float, default=120, help="the W item's bytes without leases")
     f("--llm-call-secs", type=float, default=2.0, help="one LLM call, which the engine waits on in-process")

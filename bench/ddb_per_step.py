@@ -1,5 +1,5 @@
 """DynamoDB (and SQS / Step Functions) requests and bytes per engine step and per resume,
-at conversation trees of 10, 100 and 1,000 messages (docs/PERFORMANCE.md, first two bars).
+at conversation trees of 10, 100 and 1,000 messages (bench/README.md, (a)).
 
     python bench/ddb_per_step.py [--sizes 10,100,1000] [--history-sizes 10,100] [--json FILE]
 

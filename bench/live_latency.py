@@ -40,7 +40,7 @@ P = cost_model.PRICES
 WS_CONNECTION_MINUTE = 0.25 / 1e6
 WS_MESSAGE = 1.00 / 1e6  # per message (32 KB increment), first billion a month
 LONG_POLL_SECS = 25.0
-LONG_POLL_RRU = 52.0  # an idle 25 s wait: 103 Queries of 0.5 RRU (docs/PERFORMANCE.md (f))
+LONG_POLL_RRU = 52.0  # an idle 25 s wait: 103 Queries of 0.5 RRU (bench/README.md (f))
 API_MEMORY_GB = 0.5
 LIVE_MS = 30.0  # a keep-alive subscribe's duration in the live function (local runs measure ~10-30 ms)
 

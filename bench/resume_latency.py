@@ -152,7 +152,7 @@ class Timeline:
 
 def start_stack(moto_log: str | None = None, parameters: dict[str, str] | None = None,
                 tracing: bool = False, invoke: Literal["process", "sam"] = "process") -> LocalStack:
-    """The bench's local stack; tracing off unless asked (the figures in docs/PERFORMANCE.md (b),
+    """The bench's local stack; tracing off unless asked (the figures in bench/README.md (b),
     (d) were measured so), on for the soak, whose per-hop latencies come from the traces. `invoke`:
     the handlers in this process, or `sam build`'s artifact in containers (LocalStack's `invoke`)."""
     logging.basicConfig(level=logging.WARNING)

@@ -2,7 +2,7 @@
 
 The load brings only Powertools' resolver module, the logger and the metrics; the routes, their
 pydantic models and Powertools' request validation are built on the first request
-(`holdpoint.coldstart.Deferred`), which pays for them instead (docs/PERFORMANCE.md, (c))."""
+(`holdpoint.coldstart.Deferred`), which pays for them instead (bench/README.md (c))."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
 
     logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
     metrics = Metrics(namespace="Holdpoint", service="engine")
-    # The step loop's modules load with the first batch, inside loading() (docs/PERFORMANCE.md, (c));
+    # The step loop's modules load with the first batch, inside loading() (bench/README.md (c));
     # `get_runner()` builds the runner on them then, as it always did.
     steps = Deferred(step_loop)
 

@@ -1,4 +1,4 @@
-"""The cost bench's three ways of pricing reads (docs/PERFORMANCE.md (a) and (e)): `cold` (every
+"""The cost bench's three ways of pricing reads (bench/README.md (a) and (e)): `cold` (every
 load reads the whole session), `cold-container` (every Lambda invocation on a new container: its
 first load reads the whole session, later ones only the head and what changed) and `warm`. The
 figures are measured on the real store against moto, so these tests check the measurement itself."""

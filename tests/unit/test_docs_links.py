@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", ROOT / "sdk" / "README.md", ROOT / "local" / "README.md",
+PAGES = [ROOT / "README.md", ROOT / "sdk" / "README.md", ROOT / "local" / "README.md", ROOT / "bench" / "README.md",
          *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 

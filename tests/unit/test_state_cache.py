@@ -1,4 +1,4 @@
-"""The store's warm-load cache (docs/PERFORMANCE.md (a)): a warm load reads the head and what
+"""The store's warm-load cache (bench/README.md (a)): a warm load reads the head and what
 changed, gives exactly the state a full load gives, and any cache it cannot vouch for (dropped,
 stale, corrupted, from another version line) costs a full read, never a wrong state."""
 

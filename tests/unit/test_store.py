@@ -109,7 +109,7 @@ def test_an_interrupt_item_stores_each_field_once_and_loads_whole() -> None:
     assert (state.header.tenant, state.header.session_id) == ("t1", h.session_id)
 
 
-# --- the event log: one item per commit (docs/PERFORMANCE.md) ----------------------------------
+# --- the event log: one item per commit (bench/README.md, (a)) ----------------------------------
 
 
 def _log_items(h: Harness) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ def loading() -> Iterator[None]:
 class Deferred(Generic[T]):
     """A value a handler builds on its first request rather than at load (inside `loading()`, once,
     even when the local stack sends its first requests at once), so a cold start's load pays only
-    for the handler's frame; the first request pays the rest (docs/PERFORMANCE.md, (c)). A build
+    for the handler's frame; the first request pays the rest (bench/README.md (c)). A build
     that raises is tried again by the next request."""
 
     def __init__(self, build: Callable[[], T]) -> None:

@@ -14,7 +14,7 @@ The hop in progress lives in a context variable (one per thread: each invocation
 so the adapters that send (aws/queue.py, aws/parking.py, outbound/workers.py) read it without the
 services passing it. Powertools' Tracer wraps every handler (`capture`) on this module's provider
 (`Provider`): its default, the X-Ray SDK's recorder, is not in Lambda's runtime and its import
-costs more of a cold start than tracing may (docs/PERFORMANCE.md, (c)). Segments go to the X-Ray
+costs more of a cold start than tracing may (bench/README.md (c)). Segments go to the X-Ray
 daemon in its UDP protocol (`AWS_XRAY_DAEMON_ADDRESS`, which Lambda sets and the local stack's
 daemon emulator answers); with no daemon address, or `POWERTOOLS_TRACE_DISABLED` true, no Tracer is
 built, no hop is made and nothing is sent or carried.

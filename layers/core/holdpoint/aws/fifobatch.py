@@ -5,7 +5,7 @@ in the same order. Other groups' records still run: one session's poison record 
 another's, whatever tenant it belongs to (Powertools calls this `skip_group_on_error`).
 
 The engine needs only this, so it does without Powertools' batch utility, whose import (asyncio
-and every event data class) cost ~15 ms of each engine cold start (docs/PERFORMANCE.md, (c)).
+and every event data class) cost ~15 ms of each engine cold start (bench/README.md (c)).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ API Gateway's own `{"message": ...}`).
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
-# start (docs/PERFORMANCE.md, (c)).
+# start (bench/README.md (c)).
 import json
 from typing import Annotated, Any
 

@@ -7,7 +7,7 @@ as at least one exists (or empty after at most `MAX_WAIT_SECS`), and the client 
 wait polls the event log with one strongly consistent Query (`Limit`ed) per round, with a bounded
 backoff: an idle waiter makes about 100 small reads (0.5 read units each) in 25 s, a small cost
 beside the Lambda instance it holds for those 25 s, and an event reaches it within 250 ms of its
-commit plus one Query (docs/PERFORMANCE.md (f)).
+commit plus one Query (bench/README.md (f)).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ CAP_ENV = "HOLDPOINT_LONG_POLL_SECS"
 FIRST_POLL_SECS = 0.05
 MAX_POLL_SECS = 0.25
 """At 250 ms: 148 ms median, 424 ms p95 from commit to client on the local stack; at 1 s it was
-207/484 ms, for a third of the idle reads (docs/PERFORMANCE.md (f))."""
+207/484 ms, for a third of the idle reads (bench/README.md (f))."""
 GROWTH = 1.5
 TERMINAL = ("turn.finished", "turn.failed")
 """The events that end a turn."""

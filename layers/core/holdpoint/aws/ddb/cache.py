@@ -1,4 +1,4 @@
-"""Warm loads (docs/PERFORMANCE.md (a)): the session reads of the store, with or without a cache.
+"""Warm loads (bench/README.md (a)): the session reads of the store, with or without a cache.
 
 The tail (calls, nodes, decisions, turns) is written only by a commit, always together with the
 header; the head also changes outside it (the resume flips an interrupt, the park message stores

@@ -10,7 +10,7 @@ By protocol: `worker` (the decision request, engine -> worker) and `worker_actio
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
-# start (docs/PERFORMANCE.md, (c)).
+# start (bench/README.md (c)).
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints

@@ -5,7 +5,7 @@ parsers do. The translations to and from sessions are `core.a2a`.
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
-# start (docs/PERFORMANCE.md, (c)).
+# start (bench/README.md (c)).
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

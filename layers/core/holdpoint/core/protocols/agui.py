@@ -5,7 +5,7 @@ are accepted and ignored, as AG-UI's schemas are open. The translations are `cor
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
-# start (docs/PERFORMANCE.md, (c)).
+# start (bench/README.md (c)).
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

@@ -4,7 +4,7 @@ share, checked where it is declared."""
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
-# start (docs/PERFORMANCE.md, (c)).
+# start (bench/README.md (c)).
 from typing import Annotated
 
 from pydantic import (

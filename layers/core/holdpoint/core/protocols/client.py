@@ -6,7 +6,7 @@ declares too, `protocols.worker_actions`). The HTTP-only bodies are `holdpoint.h
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
-# start (docs/PERFORMANCE.md, (c)).
+# start (bench/README.md (c)).
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
