@@ -61,8 +61,7 @@ class Rig:
         from holdpoint_local.moto.server import set_durable_endpoint
         from holdpoint_sdk.client import Client
         from holdpoint_sdk.runs import Deliveries
-        from tests.durable import DurableHost
-        from tests.e2e.test_durable_function_e2e import Mailer
+        from tests.durable import DurableHost, Mailer
 
         self.meter = meter
         self.stack = start_stack()

@@ -12,10 +12,14 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from aws_durable_execution_sdk_python_testing import DurableFunctionTestRunner
 from aws_durable_execution_sdk_python_testing.web.server import WebServer, WebServiceConfig
 
 from holdpoint_local.moto.server import set_durable_endpoint
+from holdpoint_sdk.client import Client
+from holdpoint_sdk.integrations.durable_function import Refused, wait_for_approval
+from holdpoint_sdk.runs import Ask
 
 
 class DurableHost:
@@ -50,3 +54,22 @@ def durable_function(stack: Any, handler: Callable[..., Any]) -> Iterator[Durabl
         set_durable_endpoint(stack.moto_endpoint, None)
         host.server.shutdown()
         host.runner.close()
+
+
+class Mailer:
+    """The customer's function: ask, then send (a checkpointed step) or tell why not."""
+
+    def __init__(self, client: Client) -> None:
+        self.client, self.sent, self.bodies = client, list[str](), 0
+        self.handler = durable_execution(self.run)
+
+    def run(self, event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
+        self.bodies += 1  # the body runs again on each replay; only checkpointed steps do not
+        ask = Ask("send", f"Send the email to {event['to']}?", tool="send_email", arguments={"to": event["to"]},
+                  **event.get("ask", {}))
+        try:
+            delivered = wait_for_approval(context, self.client, event["run_id"], "mailer", "mailbox", [ask])
+        except Refused as refused:
+            return {"sent": False, "why": str(refused)}
+        context.step(lambda _: self.sent.append(event["to"]) or "sent", name="send_email")
+        return {"sent": True, "verdicts": [a.verdict for a in delivered.answers]}

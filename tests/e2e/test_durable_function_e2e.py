@@ -15,38 +15,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from aws_durable_execution_sdk_python import DurableContext, durable_execution
 from botocore.exceptions import ClientError
 from playwright.sync_api import Browser
 
 from holdpoint.outbound.runs import SPENT
 from holdpoint_sdk.client import Client
-from holdpoint_sdk.integrations.durable_function import Refused, wait_for_approval
-from holdpoint_sdk.runs import Ask
-from tests.durable import DurableHost, durable_function
+from tests.durable import DurableHost, Mailer, durable_function
 from tests.e2e.test_approver_policies_e2e import approver
 from tests.e2e.test_inbox_page import answer_on_its_card
 from tests.stack import Api
 from tests.waiting import wait_for
-
-
-class Mailer:
-    """The customer's function: ask, then send (a checkpointed step) or tell why not."""
-
-    def __init__(self, client: Client) -> None:
-        self.client, self.sent, self.bodies = client, list[str](), 0
-        self.handler = durable_execution(self.run)
-
-    def run(self, event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
-        self.bodies += 1  # the body runs again on each replay; only checkpointed steps do not
-        ask = Ask("send", f"Send the email to {event['to']}?", tool="send_email", arguments={"to": event["to"]},
-                  **event.get("ask", {}))
-        try:
-            delivered = wait_for_approval(context, self.client, event["run_id"], "mailer", "mailbox", [ask])
-        except Refused as refused:
-            return {"sent": False, "why": str(refused)}
-        context.step(lambda _: self.sent.append(event["to"]) or "sent", name="send_email")
-        return {"sent": True, "verdicts": [a.verdict for a in delivered.answers]}
 
 
 @pytest.fixture

@@ -43,3 +43,24 @@ def test_fixes_refuse_an_unknown_moto_version(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(moto, "__version__", "9.9.9")
     with pytest.raises(moto_fixes.UnknownMotoVersion, match=f"moto {moto_fixes.PINNED}.*moto 9.9.9"):
         moto_fixes.apply()
+
+
+def test_each_lambda_setting_of_the_fixes_keeps_the_others(tmp_path: Path) -> None:
+    """Fixes 29-30 are set apart (the durable emulator, the Lambda endpoint): setting or clearing
+    one keeps the other and moto's own Lambda settings."""
+    from holdpoint_local.moto import awslambda
+    from holdpoint_local.moto.server import _http, set_durable_endpoint, set_invoke_endpoint
+
+    with MotoServer(log_path=tmp_path / "moto.log") as server:
+        def lambda_config() -> dict[str, object]:
+            import json
+
+            return dict(json.loads(_http("GET", f"{server.endpoint}/moto-api/config")[1])["lambda"])
+
+        own = lambda_config()
+        set_durable_endpoint(server.endpoint, "http://127.0.0.1:1")
+        set_invoke_endpoint(server.endpoint, "http://127.0.0.1:2")
+        assert lambda_config() == {**own, awslambda.ENDPOINT_KEY: "http://127.0.0.1:1",
+                                   awslambda.INVOKE_KEY: "http://127.0.0.1:2"}
+        set_durable_endpoint(server.endpoint, None)
+        assert lambda_config() == {**own, awslambda.INVOKE_KEY: "http://127.0.0.1:2"}

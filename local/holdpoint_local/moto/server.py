@@ -97,8 +97,10 @@ def enable_sfn_execution(endpoint: str) -> None:
 
 def _set_lambda(endpoint: str, key: str, url: str | None) -> None:
     """One of Lambda's local settings (fixes 29-30, awslambda.py); the others are kept."""
-    status, body = _http("GET", f"{endpoint}/moto-api/config")
-    config = dict((json.loads(body) if status == 200 and body else {}).get("lambda") or {})
+    status, body = _http("GET", f"{endpoint}/moto-api/config")  # moto answers it 201, as a POST
+    if status not in (200, 201):
+        raise RuntimeError(f"moto did not give its config (HTTP {status})")
+    config = dict(json.loads(body).get("lambda") or {})
     config.pop(key, None)
     if url is not None:
         config[key] = url
