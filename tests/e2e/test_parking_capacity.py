@@ -61,7 +61,8 @@ def test_capacity_parks_past_the_cap_wait_answerable_and_start_once_there_is_roo
 
     started, waiting = wait_for(split, "two parks started and two waiting for capacity", timeout=60)
     assert set(started) | set(waiting) == set(sids)
-    assert running(stack) == capped
+    # The cap held. (Equality is not asked: another test's execution may end meanwhile in the shared AWS.)
+    assert running(stack) <= capped
     # Meanwhile another session goes on to the end (it parks nothing).
     other = api.start("say hi")
     assert api.wait_status(other, "done")["messages"][-1]["content"] == "Hi!"
