@@ -40,7 +40,7 @@ def quorum_shape(run: QuorumRun) -> dict[str, Any]:
     state = Store().load("t1", run.sid)
     assert state is not None
     [interrupt] = state.interrupts.values()
-    return {**final_shape(run), "answers": [(a["subject"], a["status"], a["comment"]) for a in interrupt.approvals],
+    return {**final_shape(run), "answers": [(a.subject, a.status, a.comment) for a in interrupt.approvals],
             "resolution": interrupt.resolution, "delivered": interrupt.delivery}
 
 

@@ -118,7 +118,7 @@ def test_the_first_deny_of_a_quorum_resolves_it_as_denied_and_the_email_is_not_s
     deny(h, QA, fake)
     h.wake(iid(h), "resumed")
     closed = h.state().interrupts[iid(h)]
-    assert closed.status == "resolved" and [a["status"] for a in closed.approvals] in (["denied"], ["cancelled"])
+    assert closed.status == "resolved" and [a.status for a in closed.approvals] in (["denied"], ["cancelled"])
     [resumed] = h.triggers("interrupt.resumed")
     assert resumed["verdict"] in ("denied", "cancelled") and resumed["responder"]["subject"] == "qa"
     assert [m.get("content") for m in h.view()["messages"] if m["role"] == "tool"] == ["declined"]
@@ -133,7 +133,7 @@ def test_two_denies_never_make_a_quorum_of_approvals(channel: str, fake: SlackFa
     deny(h, QB, fake)
     still = h.state().interrupts[iid(h)]
     assert still.status == "open" and len(still.approvals) == 2
-    assert all(a["status"] in ("denied", "cancelled") for a in still.approvals)
+    assert all(a.status in ("denied", "cancelled") for a in still.approvals)
     assert h.triggers("interrupt.resumed") == [] and h.view()["status"] == "interrupted"
 
 

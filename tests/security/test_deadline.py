@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from holdpoint.aws import signing
+from holdpoint.core.answers import Answer, Responder
 from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import Checked, resumable_origins
 from holdpoint.core.protocols import a2a as a2a_models
@@ -56,7 +57,7 @@ def past_its_deadline(on_expiry: str = "deny", slack: SlackFake | None = None) -
 
 def untouched(h: Harness, iid: str) -> None:
     found = h.store.read_interrupt("t1", h.session_id or "", iid)
-    assert found is not None and (found.status, found.approvals) == ("open", [])
+    assert found is not None and (found.status, found.approvals) == ("open", ())
 
 
 def by_api(h: Harness, iid: str, slack: SlackFake) -> Any:
@@ -133,17 +134,16 @@ def test_an_answer_checked_in_time_but_written_after_the_deadline_loses(twin: st
     assert interrupt.expires_at is not None
     late = iso_ms(time.time() + 3601)  # the answer reaches the table an hour and a second later
     checked = Checked(resumable_origins("client"), None, interrupt.generation, 0, now=late)
-    answer = {"subject": "user-1", "origin": "client", "status": "approved", "payload": {"approved": True},
-              "comment": None, "at": late, "channel": "api"}
+    answer = Answer("user-1", "client", "approved", {"approved": True}, None, late, "api")
     outcome, _ = h.store.resolve_interrupt(Resolve(InterruptRef("t1", h.session_id or "", interrupt.interrupt_id),
                                                    checked, resolution={"approved": True},
-                                                   responder={"subject": "user-1", "origin": "client"}, at=late,
+                                                   responder=Responder("user-1", "client"), at=late,
                                                    approval=answer))
     assert outcome == "expired"
     untouched(h, interrupt.interrupt_id)
     in_time = Checked(resumable_origins("client"), None, interrupt.generation, 0, now=iso_ms(time.time()))
     outcome, _ = h.store.resolve_interrupt(Resolve(InterruptRef("t1", h.session_id or "", interrupt.interrupt_id),
                                                    in_time, resolution={"approved": True},
-                                                   responder={"subject": "user-1", "origin": "client"},
+                                                   responder=Responder("user-1", "client"),
                                                    at=iso_ms(time.time()), approval=answer))
     assert outcome == "resolved"

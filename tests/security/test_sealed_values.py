@@ -138,7 +138,7 @@ def forget(h: Harness) -> None:
 def untouched(h: Harness, fake: SlackFake, updates: int = 0) -> None:
     """The raise now open is as raised: nothing answered it, no message was updated for it."""
     now = h.state().interrupts[IID]
-    assert (now.status, now.approvals, now.responder) == ("open", [], None)
+    assert (now.status, now.approvals, now.responder) == ("open", (), None)
     assert [m for m, _, _ in fake.calls].count("chat.update") == updates
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from holdpoint.aws.keys import put_api_key
-from holdpoint.core.approvals import refusal_reason
+from holdpoint.core import approvals
+from holdpoint.core.policy import Policy
 from tests.security.probes import client_token_api, refusal, table_count
 from tests.stack import Api, declare_agent
 
@@ -109,3 +110,8 @@ def test_subject_namespace_mcp_an_end_user_gets_its_own_approvals_session_not_th
     assert tool(end_user_ann, "get_approval", {"id": theirs["taskId"]}).get("isError")
     assert [a["question"] for a in tool(operator_ann, "list_pending_approvals", {})["structuredContent"]["approvals"]] \
         == ["Rotate the production signing key?"]
+
+
+def refusal_reason(policy: dict[str, Any], *args: Any, **kw: Any) -> str | None:
+    """The rule, with the policy written as its JSON form."""
+    return approvals.refusal_reason(Policy.from_item(policy), *args, **kw)

@@ -5,14 +5,17 @@ is refused, never counted. The pure rules; every channel's use of them is in tes
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given as for_all
 from hypothesis import strategies as st
 
 from holdpoint.core import answers, approvals
-from holdpoint.core.answers import Given, given, says, verdict
+from holdpoint.core.answers import Answer, Given, Responder, given, says, verdict
 from holdpoint.core.errors import Refusal
 from holdpoint.core.notify import link_choices
+from holdpoint.core.policy import Policy
 from holdpoint.core.state import Interrupt, OnExpiry
 
 REJECT = {"label": "Reject", "value": "reject", "approved": False}
@@ -52,16 +55,16 @@ def test_under_a_policy_an_answer_with_no_verdict_is_refused_naming_the_payload(
 def test_a_dismissal_is_cancelled_and_a_quorum_counts_it_as_a_denial() -> None:
     assert verdict(given({"status": "cancelled"}), [], under_policy=True) == "cancelled"
     ann, bob = _answer("ann", "approved"), _answer("bob", "cancelled")
-    assert approvals.decides({"quorum": 2}, [ann, bob])
-    assert not approvals.decides({"quorum": 2, "deny_resolves": False}, [ann, bob])
+    assert approvals.decides(Policy(quorum=2), [ann, bob])
+    assert not approvals.decides(Policy(quorum=2, deny_resolves=False), [ann, bob])
 
 
 def test_a_quorum_counts_approvals_and_the_first_denial_decides() -> None:
     yes, no = _answer("ann", "approved"), _answer("cid", "denied")
-    q2 = {"quorum": 2}
+    q2 = Policy(quorum=2)
     assert not approvals.decides(q2, [yes]) and approvals.decides(q2, [yes, _answer("bob", "approved")])
     assert approvals.decides(q2, [no]) and approvals.decides(q2, [yes, no])
-    assert not approvals.decides({**q2, "deny_resolves": False}, [yes, no])
+    assert not approvals.decides(Policy(quorum=2, deny_resolves=False), [yes, no])
     assert approvals.decides(None, [no]) and approvals.decides(None, [yes])
     assert approvals.decides(None, [_answer("dan", "answered")])
 
@@ -72,7 +75,7 @@ def test_a_quorum_is_met_only_by_that_many_approvals(verdicts: list[str], quorum
     """Whatever the order, an approval decides only with `quorum` approvals among the answers,
     and a denial decides only when denials resolve."""
     recorded = [_answer(f"s{i}", v) for i, v in enumerate(verdicts)]
-    policy = {"quorum": quorum, "deny_resolves": deny_resolves}
+    policy = Policy(quorum=quorum, deny_resolves=deny_resolves)
     approved = sum(v == "approved" for v in verdicts)
     expected = approved >= quorum or (deny_resolves and verdicts[-1] != "approved")
     assert approvals.decides(policy, recorded) is expected
@@ -99,9 +102,9 @@ def test_every_channel_offers_the_same_default_answers() -> None:
 
 def test_an_outcome_reads_the_deciding_answer_or_the_expiry() -> None:
     closed = Interrupt("int-1", "worker", "confirm", None, "2026-01-01T00:00:00.000Z", "k", status="resolved",
-                       resolution={"approved": False}, responder={"subject": "cid", "origin": "operator"},
-                       approvals=[{**_answer("ann", "approved"), "channel": "slack"},
-                                  {**_answer("cid", "denied"), "channel": "link"}])
+                       resolution={"approved": False}, responder=Responder("cid", "operator"),
+                       approvals=(replace(_answer("ann", "approved"), channel="slack"),
+                                  replace(_answer("cid", "denied"), channel="link")))
     decided = approvals.outcome(closed)
     assert (decided.verdict, decided.channel, decided.expired) == ("denied", "link", False)
     assert approvals.resumed(closed)["payload"] == {"approved": False}
@@ -113,6 +116,6 @@ def test_an_outcome_reads_the_deciding_answer_or_the_expiry() -> None:
         assert approvals.outcome(gone).verdict == expected and approvals.outcome(gone).channel == "expiry"
 
 
-def _answer(subject: str, status: str) -> dict[str, object]:
-    return {"subject": subject, "origin": "operator", "status": status, "payload": None, "comment": None,
-            "at": "2026-01-01T00:00:00.000Z", "channel": "api"}
+def _answer(subject: str, status: str) -> Answer:
+    return Answer(subject, "operator", answers.as_verdict(status) or "answered", None, None,
+                  "2026-01-01T00:00:00.000Z", "api")

@@ -304,19 +304,19 @@ def test_a3_core_binds_the_tool_its_canonical_arguments_and_the_agent_version() 
                              arguments='{ "to": "bob", "cc": ["ann"] }')
     action = rules.bound_action(state, "c1")
     assert action is not None
-    assert action["tool"] == "send_email" and action["arguments"] == '{"cc":["ann"],"to":"bob"}'
-    assert action["agent_version"] == agent_digest(agent)
-    assert action["fingerprint"] == hashlib.sha256(
+    assert action.tool == "send_email" and action.arguments == '{"cc":["ann"],"to":"bob"}'
+    assert action.agent_version == agent_digest(agent)
+    assert action.fingerprint == hashlib.sha256(
         json.dumps(["send_email", '{"cc":["ann"],"to":"bob"}', agent_digest(agent)],
                    separators=(",", ":")).encode()).hexdigest()
     # The same call in another key order binds the same action; other arguments or config do not.
     state.calls["c1"].arguments = '{"cc":["ann"],"to":"bob"}'
     assert rules.bound_action(state, "c1") == action
     state.calls["c1"].arguments = '{"to":"eve","cc":["ann"]}'
-    assert rules.bound_action(state, "c1")["fingerprint"] != action["fingerprint"]  # type: ignore[index]
+    assert rules.bound_action(state, "c1") != action
     state.calls["c1"].arguments = '{"cc":["ann"],"to":"bob"}'
     state.header.agent = {**agent, "tools": []}
-    assert rules.bound_action(state, "c1")["fingerprint"] != action["fingerprint"]  # type: ignore[index]
+    assert rules.bound_action(state, "c1") != action
     assert rules.bound_action(state, None) is None and rules.bound_action(state, "nope") is None
 
 

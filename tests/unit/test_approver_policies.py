@@ -15,6 +15,7 @@ from holdpoint.core import approvals
 from holdpoint.core.answers import given
 from holdpoint.core.approvals import narrow, refusal_reason
 from holdpoint.core.errors import PolicyError, Refusal
+from holdpoint.core.policy import Approvers, Policy
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import Progress, Resumed, resume
 from tests.harness import TOOLS, Harness
@@ -77,52 +78,66 @@ def dynamodb_calls(h: Harness) -> list[str]:
 # --- the pure rules ---------------------------------------------------------------------------
 
 
+def narrowed(base: dict[str, Any] | None, override: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`narrow` on policies written as their JSON form, answered in it."""
+    out = narrow(Policy.from_item(base) if base is not None else None,
+                 Policy.from_item(override) if override is not None else None)
+    return out.to_item() if out is not None else None
+
+
+def refused_by(policy: dict[str, Any] | None, *args: Any, **kw: Any) -> str | None:
+    """`refusal_reason` with the policy and the escalation approvers written as their JSON form."""
+    if len(args) > 5:
+        args = (*args[:5], Approvers.from_item(args[5]))
+    return refusal_reason(Policy.from_item(policy) if policy is not None else None, *args, **kw)
+
+
 def test_a2_core_narrow_only_ever_narrows_and_names_the_field_that_would_widen() -> None:
     base = {"origins": ["client", "operator"], "subjects": ["ann", "bob"], "groups": ["finance"], "quorum": 1,
             "forbid_requester": True, "escalate_to": {"subjects": ["boss"]}}
-    assert narrow(base, None) == base and narrow(None, None) is None
-    out = narrow(base, {"subjects": ["ann"], "quorum": 1, "origins": ["operator"]})
+    assert narrowed(base, None) == base and narrowed(None, None) is None
+    out = narrowed(base, {"subjects": ["ann"], "quorum": 1, "origins": ["operator"]})
     assert out is not None and out["subjects"] == ["ann"] and "groups" not in out and out["origins"] == ["operator"]
     assert out["forbid_requester"] is True
-    assert narrow({}, {"subjects": ["zed"]}) == {"subjects": ["zed"]}  # naming no one admits anyone
-    assert narrow(None, {"origins": ["operator"]}) == {"origins": ["operator"]}  # nor does naming no origin
-    assert narrow({"subjects": ["ann"]}, {"origins": ["client"]}) == {"subjects": ["ann"], "origins": ["client"]}
-    assert narrow(base, {"escalate_to": {"subjects": ["boss"]}})["escalate_to"] == {"subjects": ["boss"]}  # type: ignore[index]
+    assert narrowed({}, {"subjects": ["zed"]}) == {"subjects": ["zed"]}  # naming no one admits anyone
+    assert narrowed(None, {"origins": ["operator"]}) == {"origins": ["operator"]}  # nor does naming no origin
+    assert narrowed({"subjects": ["ann"]}, {"origins": ["client"]}) == {"subjects": ["ann"], "origins": ["client"]}
+    assert (narrowed(base, {"escalate_to": {"subjects": ["boss"]}}) or {})["escalate_to"] == {"subjects": ["boss"]}
     for override, param in (({"subjects": ["eve"]}, "subjects"), ({"groups": ["ops"]}, "groups"),
                             ({"origins": ["machine"]}, "origins"), ({"forbid_requester": False}, "forbid_requester"),
                             ({"quorum": 1}, "quorum"), ({"deny_resolves": False}, "deny_resolves"),
                             ({"subjects": ["ann"], "quorum": 2}, "quorum"),
                             ({"escalate_to": {"subjects": ["mallory"]}}, "escalate_to.subjects")):
         with pytest.raises(PolicyError) as info:
-            narrow({**base, "quorum": 2} if param == "quorum" and "subjects" not in override else base, override)
+            narrowed({**base, "quorum": 2} if param == "quorum" and "subjects" not in override else base, override)
         assert info.value.param == param, (override, str(info.value))
     with pytest.raises(PolicyError) as info:
-        narrow({"subjects": ["ann"]}, {"groups": ["finance"]})  # a group may hold anyone: wider
+        narrowed({"subjects": ["ann"]}, {"groups": ["finance"]})  # a group may hold anyone: wider
     assert info.value.param == "groups"
 
 
 def test_a2_core_refusal_reason_origins_subjects_groups_requester_and_escalation() -> None:
     policy = {"origins": ["operator"], "subjects": ["ann"], "groups": ["finance"], "forbid_requester": True}
-    assert refusal_reason(None, "anyone", "client", (), None, False) is None
-    assert refusal_reason(policy, "ann", "operator", (), "bob", False) is None
-    assert refusal_reason(policy, "zoe", "operator", ("finance",), "bob", False) is None
-    assert "origins operator" in (refusal_reason(policy, "ann", "client", (), None, False) or "")
-    assert "not one of the policy's approvers" in (refusal_reason(policy, "eve", "operator", ("ops",), None, False)
+    assert refused_by(None, "anyone", "client", (), None, False) is None
+    assert refused_by(policy, "ann", "operator", (), "bob", False) is None
+    assert refused_by(policy, "zoe", "operator", ("finance",), "bob", False) is None
+    assert "origins operator" in (refused_by(policy, "ann", "client", (), None, False) or "")
+    assert "not one of the policy's approvers" in (refused_by(policy, "eve", "operator", ("ops",), None, False)
                                                    or "")
-    assert "own request" in (refusal_reason(policy, "ann", "operator", (), "ann", False) or "")
-    assert refusal_reason({"forbid_requester": True}, "ann", "client", (), "ann", False) is not None
+    assert "own request" in (refused_by(policy, "ann", "operator", (), "ann", False) or "")
+    assert refused_by({"forbid_requester": True}, "ann", "client", (), "ann", False) is not None
     # An escalated interrupt also admits its escalation approvers (the interrupt's, else the policy's).
-    assert refusal_reason(policy, "boss", "operator", (), None, False, {"subjects": ["boss"]}) is not None
-    assert refusal_reason(policy, "boss", "operator", (), "key:bob", True, {"subjects": ["boss"]}) is None
-    assert refusal_reason(policy, "vp", "operator", ("execs",), "key:bob", True, {"groups": ["execs"]}) is None
-    assert refusal_reason({**policy, "escalate_to": {"subjects": ["boss"]}}, "boss", "operator", (),
+    assert refused_by(policy, "boss", "operator", (), None, False, {"subjects": ["boss"]}) is not None
+    assert refused_by(policy, "boss", "operator", (), "key:bob", True, {"subjects": ["boss"]}) is None
+    assert refused_by(policy, "vp", "operator", ("execs",), "key:bob", True, {"groups": ["execs"]}) is None
+    assert refused_by({**policy, "escalate_to": {"subjects": ["boss"]}}, "boss", "operator", (),
                           "key:bob", True) is None
     # The requester is a principal: the key `ann` is not the end user `ann`, and an unknown
     # requester never lets the rule be skipped (issue 29: an MCP requester approving itself).
-    assert refusal_reason({"forbid_requester": True}, "ann", "client", (), "user:ann", False) is None
-    assert refusal_reason({"forbid_requester": True}, "ann", "client", (), "user:ann", False, end_user=True)
-    assert refusal_reason({"forbid_requester": True}, "ann", "operator", (), "key:ann", False)
-    assert refusal_reason({"forbid_requester": True}, "ann", "operator", (), None, False)
+    assert refused_by({"forbid_requester": True}, "ann", "client", (), "user:ann", False) is None
+    assert refused_by({"forbid_requester": True}, "ann", "client", (), "user:ann", False, end_user=True)
+    assert refused_by({"forbid_requester": True}, "ann", "operator", (), "key:ann", False)
+    assert refused_by({"forbid_requester": True}, "ann", "operator", (), None, False)
 
 
 # --- declaration ------------------------------------------------------------------------------
@@ -297,7 +312,7 @@ def test_a2_an_approver_who_loses_the_race_decides_again_on_what_won() -> None:
     assert calls == ["UpdateItem", "UpdateItem", "GetItem"] and len(tokens) == 1
     found = h.store.read_interrupt("t1", h.session_id, "int-ok")
     assert found is not None and found.status == "resolved"
-    assert [a["subject"] for a in found.approvals] == ["ann", "bob"]
+    assert [a.subject for a in found.approvals] == ["ann", "bob"]
     # A loser whose own answer is already there (a retried request) is told so.
     h2 = board()
     assert h2.session_id
@@ -317,7 +332,7 @@ def test_a2_an_interrupt_without_a_policy_resumes_as_before_and_records_the_answ
     [resumed] = h.triggers("interrupt.resumed")
     assert resumed["payload"] == {"approved": True}
     found = h.store.read_interrupt("t1", h.session_id or "", "int-ok")
-    assert found is not None and [a["subject"] for a in found.approvals] == ["user-1"]
+    assert found is not None and [a.subject for a in found.approvals] == ["user-1"]
 
 
 def test_a2_answers_to_a_quorum_are_small() -> None:
@@ -395,7 +410,7 @@ def test_a6_both_resume_routes_bound_the_comment_and_record_it() -> None:
     status, out = call_resume(sid, "int-ok", {"payload": True, "comment": "fine by me"})
     assert (status, out) == (200, {"ok": True, "interrupt_id": "int-ok", "noop": False})
     found = h.store.read_interrupt("dev", sid, "int-ok")
-    assert found is not None and found.approvals[0]["comment"] == "fine by me"
+    assert found is not None and found.approvals[0].comment == "fine by me"
 
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto
@@ -444,7 +459,7 @@ def test_a2_a_malformed_policy_a_worker_put_in_force_refuses_the_raise_not_the_r
             approvals.in_force({"approval": bad}, None)
         assert info.value.at("approval") == "approval" and "policy in force" in str(info.value)
     assert approvals.in_force({"approval": {"quorum": 2}, "tools": [{"name": "t", "approval": {"groups": ["g"]}}]},
-                              "t") == {"groups": ["g"]}
+                              "t") == Policy(groups=("g",))
     assert approvals.in_force({"tools": [{"name": "t"}]}, "t") is None
     h = Harness(asking(), agent={"approval": {"quorum": "two"}})
     h.say("Email Bob")
@@ -468,7 +483,7 @@ def test_a2_an_approver_beaten_every_round_gets_409_conflict_and_nothing_of_thei
     others = iter(f"member-{i}" for i in range(10))
 
     def beaten(*args: Any, **kw: Any) -> Any:
-        if kw.get("approval", {}).get("subject") == "bob":
+        if kw["approval"].subject == "bob":
             now = h.store.read_interrupt("t1", sid, "int-ok")
             assert now is not None
             other = approvals.answer(next(others), "operator", given({"approved": True}), "approved", None,
@@ -483,7 +498,7 @@ def test_a2_an_approver_beaten_every_round_gets_409_conflict_and_nothing_of_thei
     err = refused(h, bob, {"approved": True})
     assert (err.code, err.param) == ("conflict", "interrupt_id")
     found = h.store.read_interrupt("t1", sid, "int-ok")
-    assert found is not None and [a["subject"] for a in found.approvals] == [
+    assert found is not None and [a.subject for a in found.approvals] == [
         f"member-{i}" for i in range(resume_service.ROUNDS)]
     writes.answer = write  # type: ignore[method-assign]
     assert resume(h.store, h.parking, bob, sid, "int-ok", {"approved": True}).progress == Progress(

@@ -15,6 +15,7 @@ from holdpoint import assembly
 from holdpoint.aws import signing
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import DAY, Declared
+from holdpoint.core.policy import Approvers, Policy
 from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import InboxRow
@@ -215,7 +216,7 @@ def test_a6_approver_me_follows_the_approver_policy_and_its_escalation() -> None
     sid = new_session(h, "say hi")
     sessions.raise_interrupt(h.store, h.queue, h.caller, sid, reason="sign-off", payload=None, global_=False,
                              interrupt_id="int-p", expires_in=None, request_id="r1",
-                             approval={"subjects": ["ann"], "escalate_to": {"subjects": ["bob"]}},
+                             approval=Policy(subjects=("ann",), escalate_to=Approvers(subjects=("bob",))),
                              declared=Declared(escalate_after=60))
     h.settle()
     ann, bob = Caller("t1", "ann", "operator"), Caller("t1", "bob", "operator")

@@ -291,7 +291,7 @@ def test_n3_one_link_per_declared_option_answers_with_that_option(aws: dict[str,
     assert (err.value.code, err.value.param) == ("invalid_link", "token")
     assert links.follow(h.store, h.parking, signing, token, "option-1").resumed.noop is False
     closed = h.state().interrupts[iid]  # the option's value, as every channel delivers it
-    assert closed.resolution == {"hold": 2} and closed.approvals[-1]["channel"] == "link"
+    assert closed.resolution == {"hold": 2} and closed.approvals[-1].channel == "link"
 
 
 def test_n3_links_are_minted_only_for_interrupts_a_client_may_clear(aws: dict[str, str], bus: str) -> None:

@@ -23,6 +23,7 @@ from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
+from holdpoint.core.answers import Answer
 from holdpoint.core.messages import parse as work_message
 from holdpoint.core.state import Interrupt
 from holdpoint.outbound.slack import SlackChannel, message_key
@@ -271,4 +272,5 @@ def test_s1_an_interrupt_closed_while_its_post_was_on_its_way_is_updated_by_the_
 def closed(payload: object, answer: object, verdict: str) -> Interrupt:
     """An interrupt resolved by one answer with this verdict."""
     return Interrupt("int-1", "worker", "confirm", None, "2026-01-01T00:00:00.000Z", "k", status="resolved",
-                     payload=payload, resolution=answer, approvals=[{"subject": "ann", "status": verdict}])
+                     payload=payload, resolution=answer,
+                     approvals=(Answer.from_item({"subject": "ann", "status": verdict}),))

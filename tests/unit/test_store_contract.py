@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holdpoint.core import quotas
+from holdpoint.core.answers import Answer, Responder
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.interrupts import Checked
 from holdpoint.core.state import Call, Interrupt, SessionState
@@ -87,12 +88,16 @@ def raise_interrupt(store: Any, tenant: str, sid: str, *, iid: str | None = None
     return iid
 
 
+def answer_by(subject: str) -> Answer:
+    return Answer(subject=subject, origin="operator", status="approved", payload={"approved": True})
+
+
 def resolve(store: Any, tenant: str, sid: str, iid: str, **kw: Any) -> tuple[str, Interrupt | None]:
     """`Interrupts.resolve_interrupt` with a test's defaults; `allowed_origins`, `owner`,
     `generation` and `seen` are what the caller checked."""
     checked = Checked(tuple(kw.pop("allowed_origins", ("worker", "client"))), kw.pop("owner", None),
                       kw.pop("generation", None), kw.pop("seen", None))
-    args: dict[str, Any] = {"resolution": {"approved": True}, "responder": {"subject": "u1"},
+    args: dict[str, Any] = {"resolution": {"approved": True}, "responder": Responder("u1", "operator"),
                             "at": "2024-01-02T00:00:00.000Z"}
     args.update(kw)
     return store.resolve_interrupt(Resolve(InterruptRef(tenant, sid, iid), checked, **args))  # type: ignore[no-any-return]
@@ -100,7 +105,7 @@ def resolve(store: Any, tenant: str, sid: str, iid: str, **kw: Any) -> tuple[str
 
 def answer(store: Any, sid: str, iid: str, subject: str, seen: int) -> tuple[str, Interrupt | None]:
     """`Interrupts.record_approval` of one answer by `subject`, having read `seen` answers."""
-    change = AddAnswer(InterruptRef("t1", sid, iid), Checked(("worker",), seen=seen), {"subject": subject})
+    change = AddAnswer(InterruptRef("t1", sid, iid), Checked(("worker",), seen=seen), answer_by(subject))
     return store.record_approval(change)  # type: ignore[no-any-return]
 
 
@@ -404,7 +409,7 @@ def test_r7_store_a_resolve_names_why_it_did_not_write(store: Any) -> None:
     assert resolve(store, "t1", sid, iid, allowed_origins=[])[0] == "forbidden"
     outcome, done = resolve(store, "t1", sid, iid, owner="alice", generation=0, seen=0, kept_until=1_800_000_000)
     assert outcome == "resolved" and done is not None and done.kept_until == 1_800_000_000
-    assert done.resolution == {"approved": True} and done.responder == {"subject": "u1"}
+    assert done.resolution == {"approved": True} and done.responder == Responder("u1", "operator")
 
 
 def test_a2_store_answers_to_a_quorum_append_once_per_answers_seen(store: Any) -> None:
@@ -414,9 +419,9 @@ def test_a2_store_answers_to_a_quorum_append_once_per_answers_seen(store: Any) -
     outcome, found = answer(store, sid, iid, "b", seen=0)
     assert outcome == "raced" and found is not None and len(found.approvals) == 1
     assert answer(store, sid, iid, "b", seen=1)[0] == "recorded"
-    outcome, done = resolve(store, "t1", sid, iid, approval={"subject": "c"}, seen=2)
-    assert outcome == "resolved" and [a["subject"] for a in done.approvals] == ["a", "b", "c"]
-    assert [a["subject"] for a in store.load("t1", sid).interrupts[iid].approvals] == ["a", "b", "c"]
+    outcome, done = resolve(store, "t1", sid, iid, approval=answer_by("c"), seen=2)
+    assert outcome == "resolved" and [a.subject for a in done.approvals] == ["a", "b", "c"]
+    assert [a.subject for a in store.load("t1", sid).interrupts[iid].approvals] == ["a", "b", "c"]
 
 
 # --- listings ---------------------------------------------------------------------------------

@@ -7,11 +7,11 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from holdpoint.core.jsontypes import JsonObject
-from holdpoint.core.state import Call, Decision, Interrupt, Turn
+from holdpoint.core.state import Call, Decision, Interrupt, Record, Turn
 from holdpoint.ports import InboxQuery, InboxRow, SessionFilters
 
 ITEM_BYTES = 400_000  # DynamoDB's item limit
@@ -28,13 +28,20 @@ def as_text(value: Any) -> str:
 
 
 def record_of(cls: type, body: dict[str, Any]) -> Any:
+    """A record from its stored JSON (an interrupt's typed parts through `Interrupt.from_item`)."""
+    if cls is Interrupt:
+        return Interrupt.from_item(body)
     names = {f.name for f in fields(cls)}
     return cls(**{key: v for key, v in body.items() if key in names})
 
 
+def body_of(record: Record) -> JsonObject:
+    """A record as stored JSON: the other half of `record_of`."""
+    return record.to_item() if isinstance(record, Interrupt) else asdict(record)
+
+
 def interrupt_of(data: dict[str, Any]) -> Interrupt:
-    interrupt: Interrupt = record_of(Interrupt, data)
-    return interrupt
+    return Interrupt.from_item(data)
 
 
 def item_bytes(body: str, outside: Iterable[Any] = ()) -> int:

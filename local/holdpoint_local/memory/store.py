@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
+from holdpoint.core.answers import Answer
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.interrupts import Checked, refused
 from holdpoint.core.jsontypes import JsonObject
@@ -45,6 +46,7 @@ from holdpoint_local.memory.records import (
     Session,
     Snapshot,
     as_text,
+    body_of,
     interrupt_bytes,
     interrupt_of,
     item_bytes,
@@ -115,7 +117,7 @@ class MemoryStore:
         header_body.pop("version", None)
         agent = as_text(header_body.pop("agent", None))
         header_text = as_text(header_body)
-        written = [(key, type(record).__name__, as_text(asdict(record))) for key, record in state.dirty.items()]
+        written = [(key, type(record).__name__, as_text(body_of(record))) for key, record in state.dirty.items()]
         nodes = {node.id: as_text({"id": node.id, "parent_id": node.parent_id, "message": node.message,
                                  "order": node.order}) for node in state.new_nodes}
         events = {e.seq: as_text(e.wire()) for e in state.events}
@@ -243,7 +245,7 @@ class MemoryStore:
     def resolve_interrupt(self, change: Resolve) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: `open -> resolved` exactly once."""
         changes: dict[str, Any] = {"status": "resolved", "resolution": change.resolution,
-                                   "responder": change.responder, "resolved_at": change.at}
+                                   "responder": change.responder.to_item(), "resolved_at": change.at}
         if change.kept_until is not None:
             changes["kept_until"] = change.kept_until
         return self._answer(change.where, change.checked, changes, change.approval, "resolved")
@@ -253,7 +255,7 @@ class MemoryStore:
         return self._answer(change.where, change.checked, {}, change.approval, "recorded")
 
     def _answer(self, where: InterruptRef, checked: Checked, changes: dict[str, Any],
-                approval: JsonObject | None, done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
+                approval: Answer | None, done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
         """One conditional write of the interrupt alone, or why not (`refused`, as the DynamoDB store says it)."""
         with self._lock:
             found = self._interrupt(where.tenant, where.session_id, where.interrupt_id)
@@ -266,7 +268,7 @@ class MemoryStore:
                 return no
             data.update(json.loads(as_text(changes)))
             if approval is not None:
-                data["approvals"] = [*data.get("approvals", []), json.loads(as_text(approval))]
+                data["approvals"] = [*data.get("approvals", []), approval.to_item()]
             if interrupt_bytes(data) > ITEM_BYTES:
                 raise TooLarge("the item is too large to record")
             record.rev, record.text = record.rev + 1, as_text(data)

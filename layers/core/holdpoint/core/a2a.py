@@ -118,7 +118,7 @@ def interrupt_out(interrupt: Interrupt) -> JsonObject:
         out["expiresAt"] = interrupt.expires_at
     out["options"] = [*answers.options_of(interrupt.payload)]
     if interrupt.action is not None:
-        out["fingerprint"] = interrupt.action.get("fingerprint")
+        out["fingerprint"] = interrupt.action.fingerprint
     return out
 
 

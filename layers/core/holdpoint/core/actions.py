@@ -12,11 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from holdpoint.core import approvals, budget, expiry, subagents
+from holdpoint.core import budget, expiry, subagents
 from holdpoint.core import interrupts as rules
 from holdpoint.core.calls import apply_llm_result, open_llm_call, open_tool_call, retry_tool, settle_tool
 from holdpoint.core.errors import CallHeld, DeclarationError, PolicyError, ProtocolError, Refusal
 from holdpoint.core.outcomes import llm_failure
+from holdpoint.core.protocols.approval import policy_of
 from holdpoint.core.state import Call, Decision, Effect, SessionState, derive
 from holdpoint.core.turns import finish_turn
 
@@ -144,7 +145,7 @@ def _interrupt(ctx: ActionContext, action: Any) -> None:
                               origin="worker", anchor=interrupt_anchor(state, decision),
                               expires_in=action.expires_in, call_id=bound, turn_id=decision.turn_id,
                               raised_by=f"{decision.id}:{ctx.index}", response_schema=action.declared_schema(),
-                              approval=approvals.declared(action.approval), declared=expiry.Declared.of(action))
+                              approval=policy_of(action.approval), declared=expiry.Declared.of(action))
     except PolicyError as exc:  # A2: an interrupt may narrow the policy in force, never widen it
         raise ProtocolError(exc.at(f"actions[{ctx.index}].approval"), str(exc)) from None
     except DeclarationError as exc:  # A5: refused where declared, like R1's missing reason

@@ -169,6 +169,60 @@ def options_problem(payload: JsonValue) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One answer as an interrupt records it (its `approvals`): who, the verdict as `status`, the
+    payload the person gave, their comment, when, and by which channel."""
+
+    subject: str
+    origin: str
+    status: Verdict
+    payload: JsonValue = None
+    comment: str | None = None
+    at: str = ""
+    channel: Channel | None = None
+
+    def to_item(self) -> JsonObject:
+        return {"subject": self.subject, "origin": self.origin, "status": self.status, "payload": self.payload,
+                "comment": self.comment, "at": self.at, "channel": self.channel}
+
+    def summary(self) -> JsonObject:
+        """What `interrupt.resumed` and the notifications repeat of it: all but the payload."""
+        return {"subject": self.subject, "origin": self.origin, "status": self.status, "channel": self.channel,
+                "comment": self.comment, "at": self.at}
+
+    @classmethod
+    def from_item(cls, item: JsonValue) -> Answer:
+        """An answer as stored; a status from before verdicts reads as `answered` (as `outcome` does)."""
+        body = item if isinstance(item, dict) else {}
+        comment = body.get("comment")
+        return cls(subject=str(body.get("subject", "")), origin=str(body.get("origin", "")),
+                   status=as_verdict(body.get("status")) or "answered", payload=body.get("payload"),
+                   comment=comment if isinstance(comment, str) else None, at=str(body.get("at", "")),
+                   channel=as_channel(body.get("channel")))
+
+
+@dataclass(frozen=True, slots=True)
+class Responder:
+    """Who closed an interrupt: the deciding answer's subject and origin, or the expiry's."""
+
+    subject: str
+    origin: str
+
+    def to_item(self) -> JsonObject:
+        return {"subject": self.subject, "origin": self.origin}
+
+    @classmethod
+    def from_item(cls, item: JsonValue) -> Responder | None:
+        if not isinstance(item, dict):
+            return None
+        return cls(subject=str(item.get("subject", "")), origin=str(item.get("origin", "")))
+
+
+EXPIRY_RESPONDER = Responder(subject="expiry", origin="system")
+"""The responder of an interrupt its expiry closed (R16, A5)."""
+
+
 def expiry_verdict(on_expiry: str | None) -> Verdict:
     """The verdict of an expiry's answer (R16, A5): `cancel`, the default, dismisses the question."""
     if on_expiry == "approve":

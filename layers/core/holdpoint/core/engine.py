@@ -273,7 +273,7 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation:
     state.touch(interrupt)
     decided = approvals.outcome(interrupt)
     state.emit("session.interrupt_resumed", interrupt_id=interrupt_id, payload=interrupt.resolution,
-               responder=interrupt.responder, expired=happened == "expired", generation=interrupt.generation,
+               responder=decided.fields()["responder"], expired=happened == "expired", generation=interrupt.generation,
                verdict=decided.verdict, channel=decided.channel)
     if not was_parking_active or state.header.kind == "run":
         # R8: the branch was left, nothing is delivered; a run's answers go to its target instead,

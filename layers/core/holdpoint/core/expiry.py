@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from holdpoint.core.answers import EXPIRY_RESPONDER
 from holdpoint.core.errors import DeclarationError
 from holdpoint.core.messages import InterruptTimer
 from holdpoint.core.state import Interrupt, OnExpiry, SessionState, iso_ms
@@ -108,8 +109,9 @@ def apply_timer(state: SessionState, interrupt_id: str, generation: int, timer: 
         return None
     interrupt.escalated = True
     state.touch(interrupt)
+    added = interrupt.escalate_to.to_item() if interrupt.escalate_to else None
     state.emit("interrupt.escalated", interrupt_id=interrupt_id, reason=interrupt.reason,
-               escalate_to=interrupt.escalate_to, after_secs=interrupt.escalate_after)
+               escalate_to=added, after_secs=interrupt.escalate_after)
     return "escalated"
 
 
@@ -118,7 +120,7 @@ def expire(state: SessionState, interrupt: Interrupt) -> None:
     outcome = interrupt.on_expiry or "cancel"
     interrupt.status = "expired"
     interrupt.resolution = answer(outcome)
-    interrupt.responder = {"origin": "system", "subject": "expiry"}
+    interrupt.responder = EXPIRY_RESPONDER
     interrupt.resolved_at = iso_ms(state.now)
     interrupt.kept_until = kept_until(interrupt.retention_days, state.now)
     state.emit("interrupt.expired", interrupt_id=interrupt.interrupt_id, outcome=outcome,

@@ -8,6 +8,7 @@ from typing import Any
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import DeclarationError, Refusal, ViewConflict
 from holdpoint.core.expiry import Declared
+from holdpoint.core.policy import Policy
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import Effect, SessionState, derive, mint
 from holdpoint.core.turns import add_user_input, dispatch, start_turn
@@ -129,7 +130,7 @@ def _suspend_active_turn(state: SessionState) -> None:
 
 def raise_from_api(state: SessionState, *, reason: str, payload: Any, origin: str, global_: bool,
                    interrupt_id: str | None, expires_in: int | None, request_id: str,
-                   response_schema: Any = None, approval: dict[str, Any] | None = None,
+                   response_schema: Any = None, approval: Policy | None = None,
                    declared: Declared | None = None, requester: str | None = None) -> str:
     """R5: an operator or client pause at the current head (or global when asked), asked for by
     `requester` (the caller's principal); A5: a reminder or escalation that would come after the

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from holdpoint.core import answers, approvals, claims
+from holdpoint.core.bound_action import BoundAction
 from holdpoint.core.errors import DeclarationError, PolicyError, Refusal
 from holdpoint.core.expiry import Declared, apply_declared
+from holdpoint.core.policy import Policy
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, epoch, iso_ms
 
 ORIGIN_RANK = {"worker": 0, "client": 0, "machine": 1, "operator": 2, "system": 3}
@@ -89,16 +89,6 @@ def answerable_until(interrupt: Interrupt) -> float:
     return epoch(interrupt.created_at) + DEFAULT_PARK_SECONDS
 
 
-def canonical(value: Any) -> str:
-    """JSON text with sorted keys and no spaces: equal values give equal text (A3, A4)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def digest(value: Any) -> str:
-    """SHA-256 hex of a value's canonical JSON (the agent configuration's version, as the store's)."""
-    return hashlib.sha256(canonical(value).encode()).hexdigest()
-
-
 def holding(state: SessionState, call_id: str) -> Interrupt | None:
     """R12: the open interrupt a call is bound to, if any; the call stays open while it is."""
     return next((i for i in state.open_interrupts() if i.call_id == call_id), None)
@@ -113,26 +103,17 @@ def refuse_held(state: SessionState, call: Call) -> None:
                       "it settles once that interrupt is resumed", "id", interrupt_id=interrupt.interrupt_id)
 
 
-def bound_action(state: SessionState, call_id: str | None) -> dict[str, Any] | None:
-    """A3: what an approval of the tool call `call_id` approves: the tool, the canonical JSON of its
-    arguments, the agent configuration in force, and a fingerprint of the three."""
+def bound_action(state: SessionState, call_id: str | None) -> BoundAction | None:
+    """A3: what an approval of the tool call `call_id` approves (`BoundAction`)."""
     call = state.calls.get(call_id or "")
     if call is None or call.kind != "tool_call":
         return None
     return action_of(state, call.name or "", call.arguments or "{}")
 
 
-def action_of(state: SessionState, tool: str, arguments_text: str) -> dict[str, Any]:
-    """A3's binding of an action: the tool, the canonical JSON of its arguments (text that is not
-    JSON as sent), the agent configuration in force, and the fingerprint of the three. A session's
-    own tool call and an external run's declared action are bound alike."""
-    try:
-        arguments = canonical(json.loads(arguments_text))
-    except ValueError:
-        arguments = arguments_text  # not JSON: bound to the text as sent
-    action = {"tool": tool, "arguments": arguments, "agent_version": digest(state.header.agent)}
-    action["fingerprint"] = digest([tool, arguments, action["agent_version"]])
-    return action
+def action_of(state: SessionState, tool: str, arguments_text: str) -> BoundAction:
+    """A3's binding of an action under the agent configuration in force."""
+    return BoundAction.of(tool, arguments_text, state.header.agent)
 
 
 def first_generation(state: SessionState) -> int:
@@ -160,10 +141,10 @@ def raise_interrupt(
     turn_id: str | None,
     raised_by: str,
     response_schema: Any = None,
-    approval: dict[str, Any] | None = None,
+    approval: Policy | None = None,
     declared: Declared | None = None,
     requester: str | None = None,
-    action: dict[str, Any] | None = None,
+    action: BoundAction | None = None,
 ) -> Interrupt | None:
     """Open an interrupt at `anchor` (None = global); an id already open is a no-op (R1). Its
     approver policy (A2) is `approval` narrowing the policy in force (`PolicyError` if it widens).
@@ -185,14 +166,14 @@ def raise_interrupt(
         keep_answer(state, existing)
     policy = effective_policy(state, origin, call_id, approval)
     requester = requester or requester_of(state, turn_id)
-    if policy and policy.get("forbid_requester") and not requester:
+    if policy is not None and policy.forbid_requester and not requester:
         raise PolicyError("forbid_requester", "the policy forbids the requester to approve, and this "
                                     "interrupt's requester is not known")
-    unusable = answers.options_problem(payload) if policy else None
+    unusable = answers.options_problem(payload) if policy is not None else None
     if unusable is not None:
         raise DeclarationError(unusable, "under an approver policy every option must say whether choosing it "
                                "approves: give it `approved: true` or `approved: false`")
-    escalate_to = policy.pop("escalate_to", None) if policy else None
+    escalate_to = policy.escalate_to if policy is not None else None
     seconds = expires_in or (h.agent or {}).get("interrupt_expires_in")
     interrupt = Interrupt(
         interrupt_id=iid,
@@ -212,7 +193,7 @@ def raise_interrupt(
         end_user=h.end_user,
         response_schema=response_schema,
         action=action or bound_action(state, call_id),
-        policy=policy or None,
+        policy=policy.without_escalation().or_none() if policy is not None else None,
         requester=requester,
         escalate_to=escalate_to,
     )
@@ -226,7 +207,7 @@ def raise_interrupt(
     if anchor is not None:
         event["anchor"] = anchor
     if interrupt.action is not None:  # A3: what an approval approves, for every notification of the raise
-        event["action"] = interrupt.action
+        event["action"] = interrupt.action.to_item()
     state.emit("session.interrupted", **event)
     void_parked_llm_calls(state)
     state.effects.append(Effect(kind="start_park", interrupt_id=iid))
@@ -246,7 +227,7 @@ def keep_answer(state: SessionState, closed: Interrupt) -> None:
 
 
 def effective_policy(state: SessionState, origin: str, call_id: str | None,
-                     approval: dict[str, Any] | None) -> dict[str, Any] | None:
+                     approval: Policy | None) -> Policy | None:
     """A2: `approval` narrowing the policy in force (the bound tool's own, else the agent's). A
     system hold (a budget stop) is the operators' (R17), not an approval: no policy applies. A
     policy whose origins all rank below the interrupt's would admit no one (`PolicyError`)."""
@@ -255,11 +236,11 @@ def effective_policy(state: SessionState, origin: str, call_id: str | None,
     call = state.calls.get(call_id or "")
     policy = approvals.narrow(approvals.in_force(state.header.agent, call.name if call is not None else None),
                               approval)
-    origins = (policy or {}).get("origins")
+    origins = policy.origins if policy is not None else None
     if origins and not any(may_resume(o, origin) for o in origins):
         raise PolicyError("origins", f"none of the origins {', '.join(origins)} may clear an "
                                     f"interrupt raised by {origin} (R17): the policy would admit no one")
-    return dict(policy) if policy else None
+    return policy.or_none() if policy is not None else None
 
 
 def requester_of(state: SessionState, turn_id: str | None) -> str | None:

@@ -261,12 +261,15 @@ def approval_out(session_id: str, interrupt: Interrupt, *, policy: bool = True) 
     schema = schemas.declared(interrupt.response_schema, interrupt.payload)
     if isinstance(schema, dict):
         out["response_schema"] = schema
-    for key in ("expires_at", "policy", "approvals"):
-        value = getattr(interrupt, key) if key != "policy" or policy else None  # an end user's: left out
-        if value:
-            out[key] = value
+    if interrupt.expires_at:
+        out["expires_at"] = interrupt.expires_at
+    if interrupt.policy is not None and policy:  # an end user's: left out
+        out["policy"] = interrupt.policy.to_item()
+    if interrupt.approvals:
+        out["approvals"] = [a.to_item() for a in interrupt.approvals]
     if interrupt.status != "open":
-        out["answer"], out["responder"] = interrupt.resolution, interrupt.responder
+        out["answer"] = interrupt.resolution
+        out["responder"] = interrupt.responder.to_item() if interrupt.responder else None
         out["verdict"] = approvals.outcome(interrupt).verdict
         out["resolved_at"] = interrupt.resolved_at
     return out

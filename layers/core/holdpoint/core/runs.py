@@ -20,8 +20,10 @@ from typing import Any, Literal
 
 from holdpoint.core import approvals
 from holdpoint.core import interrupts as rules
+from holdpoint.core.bound_action import digest
 from holdpoint.core.expiry import Declared
 from holdpoint.core.jsontypes import JsonObject, JsonValue
+from holdpoint.core.policy import Policy
 from holdpoint.core.protocols.runs import RunDelivery
 from holdpoint.core.state import Interrupt, SessionState, derive
 
@@ -51,7 +53,7 @@ class RunInterrupt:
     reason: str
     payload: JsonValue
     response_schema: JsonValue
-    approval: JsonObject | None
+    approval: Policy | None
     expires_in: int | None
     declared: Declared
     tool: str | None = None
@@ -112,7 +114,7 @@ def deliveries(state: SessionState, data: Mapping[str, Any]) -> list[tuple[str, 
         closed = batch
     else:
         closed = [interrupt]
-    key = "run#" + rules.digest(sorted((i.interrupt_id, i.generation) for i in closed))[:32]
+    key = "run#" + digest(sorted((i.interrupt_id, i.generation) for i in closed))[:32]
     return [(key, body(state, closed, key))]
 
 
@@ -120,7 +122,8 @@ def body(state: SessionState, closed: list[Interrupt], key: str) -> JsonObject:
     """A delivery: the run, each answer as `interrupt.resumed` carries it (the person's payload, the
     verdict, who, by which channel, the quorum's answers), the action each approved, and the state."""
     h, run = state.header, state.header.run or {}
-    answers: list[JsonValue] = [{"interrupt_id": i.interrupt_id, "reason": i.reason, "action": i.action,
+    answers: list[JsonValue] = [{"interrupt_id": i.interrupt_id, "reason": i.reason,
+                                 "action": i.action.to_item() if i.action else None,
                                  **approvals.resumed(i)} for i in closed]
     out = RunDelivery.model_validate({
         "delivery_id": derive("dlv", h.tenant, h.session_id, key), "type": "run.answers", "tenant": h.tenant,

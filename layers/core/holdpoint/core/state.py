@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from holdpoint.core.answers import Answer, Responder
+from holdpoint.core.bound_action import BoundAction
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.messages import Kick, WorkMessage
+from holdpoint.core.policy import Approvers, Policy
 from holdpoint.core.tree import Node, Tree
 
 CallKind = Literal["llm_call", "tool_call", "sub_agent"]
@@ -129,6 +134,10 @@ class Call:
         return out
 
 
+_TYPED = frozenset({"policy", "escalate_to", "action", "responder", "approvals"})
+"""The interrupt's fields of a frozen type, each kept in its own JSON form (`to_item`)."""
+
+
 @dataclass
 class Interrupt:
     interrupt_id: str
@@ -145,22 +154,21 @@ class Interrupt:
     turn_id: str | None = None
     raised_by: str | None = None
     resolution: Any = None
-    responder: dict[str, Any] | None = None
+    responder: Responder | None = None
     resolved_at: str | None = None
     woken: bool = False
     generation: int = 0
     owner: str | None = None
     end_user: str | None = None  # the session's `end_user` at the raise: the only end user who reaches it
     response_schema: Any = None  # A1: the JSON Schema a resume payload must satisfy
-    action: dict[str, Any] | None = None  # A3: {tool, arguments, agent_version, fingerprint} approved
-    # A2: the effective approver policy frozen at raise time ({origins, subjects, groups,
-    # forbid_requester, quorum, deny_resolves}), the subject that started the turn, the answers
-    # recorded ({subject, origin, status, payload, comment, at}), and the escalation approvers
-    # ({subjects, groups}) admitted once `escalated` is set (by the A5 escalation timer).
-    policy: dict[str, Any] | None = None
+    action: BoundAction | None = None  # A3: what an approval approves
+    # A2: the effective approver policy frozen at raise time, the subject that started the turn,
+    # the answers recorded, and the escalation approvers admitted once `escalated` is set (by the
+    # A5 escalation timer).
+    policy: Policy | None = None
     requester: str | None = None
-    approvals: list[dict[str, Any]] = field(default_factory=list)
-    escalate_to: dict[str, Any] | None = None
+    approvals: tuple[Answer, ...] = ()
+    escalate_to: Approvers | None = None
     escalated: bool = False
     on_expiry: OnExpiry | None = None  # A5: None is `cancel`
     remind_after: list[int] | None = None  # A5: reminder delays (s), counted from parking
@@ -170,8 +178,31 @@ class Interrupt:
     kept_until: int | None = None  # A6: epoch seconds the closed interrupt is kept until
     delivery: Delivery | None = None  # a closed interrupt's answer with the worker (None: waiting)
 
-    def view(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_item(self) -> JsonObject:
+        """The record as stores keep it: JSON, each typed part in its own JSON form."""
+        out: JsonObject = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _TYPED:
+                value = [a.to_item() for a in value] if f.name == "approvals" else (
+                    None if value is None else value.to_item())
+            out[f.name] = list(value) if isinstance(value, list) else value
+        return out
+
+    @classmethod
+    def from_item(cls, body: Mapping[str, Any]) -> Interrupt:
+        """A record as `to_item` wrote it (a field it does not know is left out)."""
+        known = {f.name for f in fields(cls)}
+        data = {key: v for key, v in body.items() if key in known}
+        data["policy"] = Policy.from_item(data["policy"]) if data.get("policy") else None
+        data["escalate_to"] = Approvers.from_item(data["escalate_to"]) if data.get("escalate_to") else None
+        data["action"] = BoundAction.from_item(data.get("action"))
+        data["responder"] = Responder.from_item(data.get("responder"))
+        data["approvals"] = tuple(Answer.from_item(a) for a in data.get("approvals") or ())
+        return cls(**data)
+
+    def view(self) -> JsonObject:
+        out: JsonObject = {
             "interrupt_id": self.interrupt_id,
             "origin": self.origin,
             "reason": self.reason,
@@ -187,15 +218,15 @@ class Interrupt:
         if self.response_schema is not None:
             out["response_schema"] = self.response_schema
         if self.action is not None:
-            out["action"] = self.action
+            out["action"] = self.action.to_item()
         if self.policy is not None:
-            out["policy"] = self.policy
+            out["policy"] = self.policy.to_item()
         if self.requester is not None:
             out["requester"] = self.requester
         if self.approvals:
-            out["approvals"] = self.approvals
+            out["approvals"] = [a.to_item() for a in self.approvals]
         if self.escalate_to is not None:
-            out["escalate_to"] = self.escalate_to
+            out["escalate_to"] = self.escalate_to.to_item()
             out["escalated"] = self.escalated
         for key in ("on_expiry", "remind_after", "escalate_after"):
             if getattr(self, key) is not None:

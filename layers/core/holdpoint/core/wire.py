@@ -233,7 +233,7 @@ def _controls(interrupt: Interrupt) -> list[p.ControlNode]:
                        payload=interrupt.payload, holdpoint_origin=interrupt.origin)
     out = [p.ControlNode(control=raised, parent_id=interrupt.anchor)]
     if interrupt.status != "open":
-        origin = (interrupt.responder or {}).get("origin") or "system"
+        origin = interrupt.responder.origin if interrupt.responder else "system"
         resumed = p.Control(id=derive("ctl", interrupt.interrupt_id, interrupt.generation, "resume"),
                             interrupt_id=interrupt.interrupt_id, kind="resume",
                             origin=UPSTREAM_ORIGIN.get(origin, "system"),

@@ -239,7 +239,7 @@ class SlackChannel:
 
     def _show_closed(self, tenant: str, config: SlackConfig, ref: Posted, closed: Interrupt) -> None:
         """Update a message with how the interrupt, as stored, closed."""
-        user, subject = decided_by(closed.responder, config.users)
+        user, subject = decided_by(closed.responder.to_item() if closed.responder else None, config.users)
         self._update(tenant, config, ref, message_of(closed.view()), Decided(
             outcome=outcome_of(closed), at=slack_time(closed.resolved_at),
             user=user, subject=subject))
@@ -265,7 +265,8 @@ class SlackChannel:
         values = sealed if sealed is not None and len(sealed) == len(options) else [
             self._seal(i, tenant, session_id, interrupt, config) for i in range(len(options))]
         buttons = [button(f"{ACTION_PREFIX}{i}", str(option["label"]), values[i]) for i, option in enumerate(options)]
-        blocks = question_blocks(text, f"{interrupt.reason} · session {session_id}", links, buttons, interrupt.action)
+        blocks = question_blocks(text, f"{interrupt.reason} · session {session_id}", links, buttons,
+                               interrupt.action.to_item() if interrupt.action else None)
         # `text` is the notification's and every fallback's: escaped, so no `<!channel>` or `<url|label>` is read
         sent = self.client(token).chat_postMessage(channel=config.channel, text=escape(text), blocks=blocks)
         return Posted(str(sent["channel"]), str(sent["ts"]))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from holdpoint.core.answers import Answer, Responder
 from holdpoint.core.interrupts import Checked
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Interrupt, SessionState
@@ -93,7 +94,7 @@ class AddAnswer:
 
     where: InterruptRef
     checked: Checked
-    approval: JsonObject
+    approval: Answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +106,9 @@ class Resolve:
     where: InterruptRef
     checked: Checked
     resolution: Any  # the answer the worker receives, any JSON value
-    responder: JsonObject
+    responder: Responder
     at: str
-    approval: JsonObject | None = None
+    approval: Answer | None = None
     kept_until: int | None = None
 
 

@@ -87,7 +87,7 @@ def closed_fields(interrupt: Interrupt) -> dict[str, Any]:
     """How a closed interrupt was decided: the answer (`resolution`), its verdict and channel, who
     decided and when, how long it took, and whether the worker has the answer yet (`delivery`)."""
     decided = approvals.outcome(interrupt)
-    return {"resolved_at": interrupt.resolved_at, "responder": interrupt.responder,
+    return {"resolved_at": interrupt.resolved_at, "responder": decided.fields()["responder"],
             "resolution": interrupt.resolution, "verdict": decided.verdict, "channel": decided.channel,
             "delivery": interrupt.delivery or "waiting",
             "decision_secs": decision_secs(interrupt.created_at, interrupt.resolved_at), **readable(interrupt)}

@@ -129,8 +129,8 @@ def show(store: Interrupts, sealer: Sealer, token: str, clock: Clock = time.time
         "session_id": link.session_id, "reason": interrupt.reason if interrupt is not None else None,
         "summary": summary(interrupt.payload, 512) if interrupt is not None else None}
     if interrupt is not None:  # what the person approves, as the console's card shows it
-        out.update(readable(interrupt), action=interrupt.action, expires_at=interrupt.expires_at,
-                   on_expiry=interrupt.on_expiry)
+        action = interrupt.action.to_item() if interrupt.action else None
+        out.update(readable(interrupt), action=action, expires_at=interrupt.expires_at, on_expiry=interrupt.on_expiry)
     return out
 
 

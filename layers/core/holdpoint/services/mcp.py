@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from pydantic import ValidationError
 
-from holdpoint.core import answers, approvals, mcp
+from holdpoint.core import answers, mcp
 from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import first_error
@@ -19,6 +19,7 @@ from holdpoint.core.inputs import start_session
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.mcp import Approval, Approvals, Complete, InputRequired, Task, ToolResult
 from holdpoint.core.protocols import mcp as models
+from holdpoint.core.protocols.approval import policy_of
 from holdpoint.core.protocols.client import RaiseInterruptBody
 from holdpoint.core.state import Interrupt, SessionState, derive, iso_ms
 from holdpoint.ports import (
@@ -125,7 +126,7 @@ def request(store: SessionsAndAgents, queue: WorkQueue, sealer: Sealer, caller: 
     raised = sessions.raise_interrupt(
         store, queue, caller, sid, reason=REASON, payload=body.payload, global_=False, interrupt_id=None,
         expires_in=body.expires_in, request_id=request_id, response_schema=body.declared_schema(),
-        approval=approvals.declared(body.approval), declared=Declared.of(body), clock=clock, agent=agent)
+        approval=policy_of(body.approval), declared=Declared.of(body), clock=clock, agent=agent)
     sid_, interrupt = _own(store, caller, agent_id, mcp.approval_id(sid, raised.interrupt_id), "id")
     if form is not None:
         state = sealer.seal(STATE_PURPOSE, {"tenant": caller.tenant, "subject": caller.subject, "agent": agent_id,

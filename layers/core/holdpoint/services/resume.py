@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from holdpoint.core import answers, approvals, markdown, schemas
+from holdpoint.core.answers import Answer, Responder
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import kept_until
 from holdpoint.core.interrupts import Checked, may_resume, past_deadline, resumable_origins
@@ -134,17 +135,17 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
 
 
 def _write(store: Interrupts, caller: Caller, session_id: str, found: Interrupt,
-           mine: dict[str, Any], until: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
+           mine: Answer, until: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
     """One conditional UpdateItem: record an answer that decides nothing yet, or resolve with it
     (kept until `until`, A6)."""
     where = InterruptRef(caller.tenant, session_id, found.interrupt_id)
     checked = Checked(resumable_origins(caller.origin), caller.owner(), found.generation, len(found.approvals),
-                      now=str(mine["at"]))  # the answer's own time (`approvals.answer`)
+                      now=mine.at)  # the answer's own time (`approvals.answer`)
     if not approvals.decides(found.policy, [*found.approvals, mine]):
         return store.record_approval(AddAnswer(where, checked, mine))
     return store.resolve_interrupt(Resolve(
-        where, checked, resolution=mine["payload"], responder={"subject": caller.subject, "origin": caller.origin},
-        at=mine["at"], approval=mine, kept_until=until))
+        where, checked, resolution=mine.payload, responder=Responder(caller.subject, caller.origin),
+        at=mine.at, approval=mine, kept_until=until))
 
 
 def _written(parking: Parking, tenant: str, session_id: str, outcome: ResolveOutcome,
@@ -158,15 +159,15 @@ def _written(parking: Parking, tenant: str, session_id: str, outcome: ResolveOut
 
 def _progress(interrupt: Interrupt) -> Progress:
     """Where an open quorum stands: approvals so far, of how many."""
-    return Progress(approvals=sum(1 for a in interrupt.approvals if a["status"] == "approved"),
+    return Progress(approvals=sum(1 for a in interrupt.approvals if a.status == "approved"),
                     quorum=approvals.quorum_of(interrupt.policy))
 
 
-def _noop_open(interrupt: Interrupt, own: dict[str, Any], payload: Any) -> Resumed:
+def _noop_open(interrupt: Interrupt, own: Answer, payload: Any) -> Resumed:
     """A2: the subject has answered this still-open interrupt already; its answer stands."""
-    same = _canonical(answers.given(payload).payload) == _canonical(own.get("payload"))
+    same = _canonical(answers.given(payload).payload) == _canonical(own.payload)
     return Resumed(interrupt.interrupt_id, noop=True, progress=_progress(interrupt),
-                   answered=Answered(at=own.get("at"), status=own.get("status"), same_payload=same))
+                   answered=Answered(at=own.at, status=own.status, same_payload=same))
 
 
 def _check_size(interrupt: Interrupt, given: answers.Given) -> None:
@@ -215,7 +216,7 @@ def yours(caller: Caller, interrupt: Interrupt) -> dict[str, Any]:
     own = approvals.own_answer(interrupt, caller.subject)
     if own is not None:
         return {"may_answer": False, "why": "you have answered; your answer stands",
-                "answered": {"status": own.get("status"), "at": own.get("at")}}
+                "answered": {"status": own.status, "at": own.at}}
     refused = refusal(caller, interrupt)
     return {"may_answer": refused is None, "why": refused.message if refused is not None else None}
 
@@ -269,7 +270,7 @@ def _check_fingerprint(interrupt: Interrupt, expected: str | None) -> None:
     """A3: an approval given for one exact action is refused once the open interrupt binds another."""
     if expected is None:
         return
-    actual = (interrupt.action or {}).get("fingerprint")
+    actual = interrupt.action.fingerprint if interrupt.action is not None else None
     if expected != actual:
         raise Refusal("stale_approval", "expect_fingerprint is not the fingerprint of the action this interrupt "
                       "approves now (the action changed, or the value has a typo): read `action.fingerprint` "
@@ -283,17 +284,17 @@ def _noop(parking: Parking, tenant: str, session_id: str, interrupt: Interrupt, 
         # A resume whose release was lost (crash) is completed by the retry: the engine applies
         # one wake per interrupt generation, and a spent token answers InvalidToken.
         parking.release(tenant, session_id, interrupt)
-    who = interrupt.responder or {}
+    who = interrupt.responder
     same = _canonical(answers.given(payload).payload) == _canonical(_answered_with(interrupt, subject))
     return Resumed(interrupt.interrupt_id, noop=True, cleared=Cleared(
-        subject=who.get("subject"), origin=who.get("origin"), at=interrupt.resolved_at, status=interrupt.status,
-        same_payload=same))
+        subject=who.subject if who else None, origin=who.origin if who else None, at=interrupt.resolved_at,
+        status=interrupt.status, same_payload=same))
 
 
 def _answered_with(interrupt: Interrupt, subject: str | None) -> Any:
     """What a repeat is compared with: this subject's own answer to a quorum, else the resolution."""
     own = approvals.own_answer(interrupt, subject or "") if approvals.quorum_of(interrupt.policy) > 1 else None
-    return own["payload"] if own is not None else interrupt.resolution
+    return own.payload if own is not None else interrupt.resolution
 
 
 def _canonical(value: Any) -> str:

@@ -14,6 +14,7 @@ from holdpoint.core.errors import DeclarationError, PolicyError, Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import start_session
 from holdpoint.core.jsontypes import JsonObject, JsonValue
+from holdpoint.core.protocols.approval import policy_of
 from holdpoint.core.protocols.client import RunInterruptsBody
 from holdpoint.core.state import SessionState, derive
 from holdpoint.ports import Clock, DeliveryRecord, Sessions, SessionsAndAgents, WorkQueue
@@ -69,7 +70,7 @@ def _state_size(body: RunInterruptsBody) -> None:
 def _asked(body: RunInterruptsBody) -> list[runs.RunInterrupt]:
     return [runs.RunInterrupt(
         interrupt_id=i.interrupt_id, reason=i.reason, payload=i.payload, response_schema=i.declared_schema(),
-        approval=approvals.declared(i.approval), expires_in=i.expires_in, declared=Declared.of(i),
+        approval=policy_of(i.approval), expires_in=i.expires_in, declared=Declared.of(i),
         tool=i.action.tool if i.action else None,
         arguments=json.dumps(i.action.arguments) if i.action and i.action.arguments is not None else None)
         for i in body.interrupts]

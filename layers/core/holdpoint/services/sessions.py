@@ -15,6 +15,7 @@ from holdpoint.core.errors import PolicyError, QuotaExceeded, Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
 from holdpoint.core.messages import Kick
+from holdpoint.core.policy import Policy
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import SessionKind, SessionState, derive, iso_ms, mint
 from holdpoint.ports import (
@@ -289,7 +290,7 @@ class Raised:
 
 def raise_interrupt(store: Sessions, queue: WorkQueue, caller: Caller, session_id: str, *, reason: str,
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
-                    request_id: str, response_schema: Any = None, approval: dict[str, Any] | None = None,
+                    request_id: str, response_schema: Any = None, approval: Policy | None = None,
                     declared: Declared | None = None, clock: Clock = time.time,
                     backstop: Backstop | None = None, agent: dict[str, Any] | None = None) -> Raised:
     """R5: an interrupt raised through the API, at the head (or global), with the caller's origin

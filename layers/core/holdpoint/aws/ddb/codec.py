@@ -208,8 +208,7 @@ class Codec:
         return body
 
     def interrupt(self, item: Item) -> Interrupt:
-        interrupt: Interrupt = _load(Interrupt, self.interrupt_body(item))
-        return interrupt
+        return Interrupt.from_item(self.interrupt_body(item))
 
     @staticmethod
     def event(body: dict[str, Any]) -> Event:
@@ -249,7 +248,7 @@ class Codec:
 
     def record_item(self, pk: str, record: Record, rev: int, header: Header) -> Item:
         """A call, decision, turn or interrupt as the item written at revision `rev + 1`."""
-        body = asdict(record)
+        body = record.to_item() if isinstance(record, Interrupt) else asdict(record)
         body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
         sk = k.PREFIX[type(record)] + record_key(record)[1]
         attrs: Item = {}
@@ -276,11 +275,11 @@ def interrupt_attrs(record: Interrupt, header: Header) -> Item:
     if record.resolution is not None:
         out["resolution"] = s(json.dumps(record.resolution))
     if record.responder is not None:
-        out["responder"] = s(json.dumps(record.responder))
+        out["responder"] = s(json.dumps(record.responder.to_item()))
     if record.resolved_at:
         out["resolved_at"] = s(record.resolved_at)
     if record.approvals:
-        out["approvals"] = {"L": [s(json.dumps(a)) for a in record.approvals]}
+        out["approvals"] = {"L": [s(json.dumps(a.to_item())) for a in record.approvals]}
     out.update(index_attrs(record, header.tenant, header.session_id, header.agent_id))
     return out
 

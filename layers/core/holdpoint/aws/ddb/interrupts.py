@@ -24,8 +24,8 @@ from holdpoint.aws.ddb.expr import (
 )
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import ConditionFailed
+from holdpoint.core.answers import Answer
 from holdpoint.core.interrupts import Checked, refused
-from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import InterruptRef, Resolve, ResolveOutcome
 
@@ -76,14 +76,14 @@ class InterruptWrites:
         except ConditionFailed as failed:
             return None, failed.item
 
-    def answer(self, key: Item, update: Update, checked: Checked, *, approval: JsonObject | None,
+    def answer(self, key: Item, update: Update, checked: Checked, *, approval: Answer | None,
                done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
         """The one conditional UpdateItem of an answer: `update` (with `approval` appended to the
         interrupt's answers) if everything the caller checked still holds; on a failed condition,
         why, from the item as it was."""
         update.increments[k.REV] = 1
         if approval is not None:
-            update.appends["approvals"] = {"L": [s(json.dumps(approval))]}
+            update.appends["approvals"] = {"L": [s(json.dumps(approval.to_item()))]}
         new, old = self.update(key, update, answerable(checked))
         if new is None:
             return self.unresolved(old, checked)
@@ -97,8 +97,9 @@ class InterruptWrites:
 
     def resolve(self, key: Item, change: Resolve) -> tuple[ResolveOutcome, Interrupt | None]:
         """R7: `open -> resolved` exactly once, out of the open inbox (A6: kept until `kept_until`)."""
-        sets: dict[str, AttributeValue] = {"status": s("resolved"), "resolution": s(json.dumps(change.resolution)),
-                                           "responder": s(json.dumps(change.responder)), "resolved_at": s(change.at)}
+        sets: dict[str, AttributeValue] = {
+            "status": s("resolved"), "resolution": s(json.dumps(change.resolution)),
+            "responder": s(json.dumps(change.responder.to_item())), "resolved_at": s(change.at)}
         if change.kept_until is not None:
             sets[k.TTL] = n(change.kept_until)
         return self.answer(key, Update(sets=sets, removes=["GSI1PK", "GSI1SK"]), change.checked,

@@ -18,7 +18,8 @@ from pydantic import (
     model_validator,
 )
 
-from holdpoint.core import approvals
+from holdpoint.core import policy
+from holdpoint.core.policy import Approvers, Policy
 from holdpoint.core.protocols import Origin, integral, needs_one_of
 
 ApproverSubject = Annotated[str, StringConstraints(min_length=1, max_length=256)]
@@ -38,6 +39,9 @@ class EscalateTo(BaseModel):
             raise ValueError("escalate_to names no one: give subjects or groups")
         return self
 
+    def frozen(self) -> Approvers:
+        return Approvers(_names(self.subjects), _names(self.groups))
+
 
 class ApprovalPolicy(BaseModel):
     """A2: an approver policy as declared (agent `approval`, `tools[].approval`, an interrupt's
@@ -49,7 +53,7 @@ class ApprovalPolicy(BaseModel):
     subjects: Annotated[list[ApproverSubject], Field(min_length=1, max_length=100)] | None = None
     groups: Annotated[list[ApproverGroup], Field(min_length=1, max_length=32)] | None = None
     forbid_requester: bool | None = Field(default=None, strict=True)
-    quorum: Annotated[int, Field(strict=True, ge=1, le=approvals.MAX_QUORUM), BeforeValidator(integral)] | None = None
+    quorum: Annotated[int, Field(strict=True, ge=1, le=policy.MAX_QUORUM), BeforeValidator(integral)] | None = None
     deny_resolves: bool | None = Field(default=None, strict=True)
     escalate_to: EscalateTo | None = None
 
@@ -57,9 +61,25 @@ class ApprovalPolicy(BaseModel):
     @classmethod
     def _reachable(cls, quorum: int | None, info: ValidationInfo) -> int | None:
         """A quorum larger than the named subjects (with no group to draw on) can never be met."""
-        problem = approvals.quorum_problem(quorum, info.data.get("subjects"), info.data.get("groups"))
+        problem = policy.quorum_problem(quorum, info.data.get("subjects"), info.data.get("groups"))
         if problem:
             raise ValueError(problem)
         return quorum
 
 
+
+    def frozen(self) -> Policy:
+        """The policy as the core keeps it: made here, once, from the checked declaration."""
+        origins = tuple(self.origins) if self.origins is not None else None
+        return Policy(origins=origins, subjects=_names(self.subjects), groups=_names(self.groups),
+                      forbid_requester=self.forbid_requester, quorum=self.quorum, deny_resolves=self.deny_resolves,
+                      escalate_to=self.escalate_to.frozen() if self.escalate_to else None)
+
+
+def _names(names: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(names) if names is not None else None
+
+
+def policy_of(declared: ApprovalPolicy | None) -> Policy | None:
+    """A declaration's policy as the core keeps it, or None where none was declared."""
+    return declared.frozen() if declared is not None else None

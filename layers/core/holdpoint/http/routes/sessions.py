@@ -12,10 +12,10 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
 from holdpoint.aws import signing
-from holdpoint.core import approvals
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import ID_REGEX, IDEMPOTENCY_KEY_REGEX
+from holdpoint.core.protocols.approval import policy_of
 from holdpoint.core.protocols.client import ClientInput, InterruptResumeInput, RaiseInterruptBody, SettleBody
 from holdpoint.http import edge, rendering
 from holdpoint.http.bodies import NewSessionInput
@@ -161,7 +161,7 @@ def post_interrupt(session_id: Annotated[str, id_path("session")], body: RaiseIn
         edge.check_id(session_id, f"session {session_id}"), reason=body.reason,
         payload=edge.check_payload(body.payload), global_=body.global_, interrupt_id=body.interrupt_id,
         expires_in=body.expires_in, request_id=event.request_context.request_id,
-        response_schema=body.declared_schema(), approval=approvals.declared(body.approval),
+        response_schema=body.declared_schema(), approval=policy_of(body.approval),
         declared=Declared.of(body), backstop=assembly.get_timers)
     if not out.noop:
         count("InterruptsRaised")

@@ -1,0 +1,51 @@
+"""A3: the exact action an approval approves, and its fingerprint. A session's own tool call and
+an external run's declared action are bound alike, so the fingerprint a person approved is the
+one the worker, the receipt and the audit name."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from holdpoint.core.jsontypes import JsonObject, JsonValue
+
+
+def canonical(value: object) -> str:
+    """JSON text with sorted keys and no spaces: equal values give equal text (A3, A4)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def digest(value: object) -> str:
+    """SHA-256 hex of a value's canonical JSON (the agent configuration's version, as the store's)."""
+    return hashlib.sha256(canonical(value).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class BoundAction:
+    """The tool, the canonical JSON of its arguments (text that is not JSON as sent), the agent
+    configuration in force (`agent_version`, its digest), and the fingerprint of the three."""
+
+    tool: str
+    arguments: str
+    agent_version: str
+    fingerprint: str
+
+    @classmethod
+    def of(cls, tool: str, arguments_text: str, agent: object) -> BoundAction:
+        try:
+            arguments = canonical(json.loads(arguments_text))
+        except ValueError:
+            arguments = arguments_text  # not JSON: bound to the text as sent
+        version = digest(agent)
+        return cls(tool, arguments, version, digest([tool, arguments, version]))
+
+    def to_item(self) -> JsonObject:
+        return {"tool": self.tool, "arguments": self.arguments, "agent_version": self.agent_version,
+                "fingerprint": self.fingerprint}
+
+    @classmethod
+    def from_item(cls, item: JsonValue) -> BoundAction | None:
+        if not isinstance(item, dict):
+            return None
+        return cls(*(str(item.get(key, "")) for key in ("tool", "arguments", "agent_version", "fingerprint")))
