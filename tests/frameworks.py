@@ -1,4 +1,4 @@
-"""The framework examples (examples/<name>_approval.py) run as the README shows them, each with
+"""The framework examples (examples/<name>_approval.py) run as docs/RUNS.md shows them, each with
 the python of its own SDK venv (`make sdk-venvs`: .venv-sdk/<extra>, the SDK and the framework's
 real package), against a local stack: `start` in a process that ends, `resume` in another that
 receives the delivery."""

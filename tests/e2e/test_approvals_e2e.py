@@ -106,7 +106,8 @@ def test_a4_a_repeated_resume_tells_the_truth_over_http(api: Api, stack: Any) ->
 
 
 def test_a1_a4_the_readme_walkthrough_over_http(api: Api, stack: Any) -> None:
-    """README's "Resume" and "Validated answers" steps, request for request."""
+    """The walkthrough's "Resume" step (README) and "Answers checked against a schema" (docs/WALKTHROUGH.md),
+    request for request."""
     sid = api.start("Email Bob that the report is ready")
     iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
     assert api.resume(sid, iid, {"approved": True}).json() == {"ok": True, "interrupt_id": iid, "noop": False}

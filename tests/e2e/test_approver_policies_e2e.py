@@ -31,7 +31,7 @@ def stored_answers(stack: Any, sid: str, iid: str) -> list[dict[str, Any]]:
 
 
 def test_a2_a6_a_policy_and_a_quorum_over_http(api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
-    """README's "Approver policies and quorums" steps, request for request."""
+    """docs/WALKTHROUGH.md's "Approver policies and quorums" steps, request for request."""
     declare_agent(api, worker[0], approval=BOARD)
     ann, bob = approver(stack, "ann"), approver(stack, "bob")
     sid = api.start()

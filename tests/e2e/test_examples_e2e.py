@@ -1,5 +1,6 @@
-"""The README's client examples, run exactly as it prints them (each command line is read from the
-README's own ```sh blocks), against the local stack and the shipped seed worker, unwrapped:
+"""The client examples, run exactly as the documents print them (each command line is read from
+the ```sh blocks of the README and the pages of docs/, where a reader finds it: docs/CHANNELS.md
+and docs/RUNS.md), against the local stack and the shipped seed worker, unwrapped:
 
 - `examples/agui_approve.mjs`: AG-UI's `HttpAgent` parks, approves through `resume[]`, and ends with
   "Email sent.";
@@ -24,20 +25,27 @@ from tests.stack import Api, resumed_triggers
 from tests.waiting import wait_for
 
 EXAMPLES = ROOT / "examples"
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def printed_lines(example: str) -> list[str]:
+    """Every command line of the documents' ```sh blocks that runs `examples/<example>`, without its
+    trailing comment."""
+    return [re.sub(r"\s+#\s.*$", "", line) for page in DOCUMENTS
+            for block in re.findall(r"```sh\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+            for line in block.splitlines() if f"examples/{example}" in line and not line.lstrip().startswith("#")]
 
 
 def readme_command(example: str) -> str:
-    """The README's command line that runs `examples/<example>` (in a ```sh block)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    lines = [line for block in re.findall(r"```sh\n(.*?)```", text, re.S) for line in block.splitlines()
-             if f"examples/{example}" in line and not line.lstrip().startswith("#")]
-    assert len(lines) == 1, f"the README runs examples/{example} once, as a command: {lines}"
-    return re.sub(r"\s+#\s.*$", "", lines[0])
+    """The documents' one command line that runs `examples/<example>`."""
+    lines = printed_lines(example)
+    assert len(lines) == 1, f"the documents run examples/{example} once, as a command: {lines}"
+    return lines[0]
 
 
 def run_as_printed(example: str, stack: Any, **env: str) -> subprocess.CompletedProcess[str]:
-    """The README's command, as printed, in a shell at the checkout's root, with the settings
-    `make serve` writes to `.holdpoint/local.env` (which the README sources) pointing at this stack."""
+    """The documents' command, as printed, in a shell at the checkout's root, with the settings
+    `make serve` writes to `.holdpoint/local.env` (which the documents source) pointing at this stack."""
     settings = {**os.environ, "HOLDPOINT_URL": stack.base_url, "HOLDPOINT_API_KEY": stack.api_key,
                 "HOLDPOINT_LIVE_URL": stack.live.url, **env}
     return subprocess.run(["bash", "-c", readme_command(example)], cwd=ROOT, env=settings, capture_output=True,
@@ -46,7 +54,7 @@ def run_as_printed(example: str, stack: Any, **env: str) -> subprocess.Completed
 
 @pytest.fixture(scope="session")
 def example_packages() -> None:
-    """The examples' npm packages, installed from their lock file, as the README's `npm ci` does."""
+    """The examples' npm packages, installed from their lock file, as the documents' `npm ci` does."""
     npm = shutil.which("npm")
     assert npm is not None, "npm is needed (`make test` installs it)"
     lock = hashlib.sha256((EXAMPLES / "package-lock.json").read_bytes()).hexdigest()
@@ -94,15 +102,15 @@ def test_example_follow_live_prints_the_session_to_its_finished_turn(stack: Any,
 
 
 def readme_lines(example: str) -> dict[str, str]:
-    """The README's command lines that run `examples/<example>`, by their subcommand."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    lines = [re.sub(r"\s+#\s.*$", "", line) for block in re.findall(r"```sh\n(.*?)```", text, re.S)
-             for line in block.splitlines() if f"examples/{example}" in line and not line.lstrip().startswith("#")]
-    return {line.split()[-1]: line for line in lines}
+    """The documents' command lines that run `examples/<example>`, by their subcommand."""
+    lines = printed_lines(example)
+    by_subcommand = {line.split()[-1]: line for line in lines}
+    assert len(by_subcommand) == len(lines), f"the documents run examples/{example} twice alike: {lines}"
+    return by_subcommand
 
 
 def test_example_strands_approval_as_printed_sends_the_email_once(stack: Any, api: Api, monkeypatch: Any) -> None:
-    """The README's two commands, in a shell whose `python` is the one `pip install "./sdk[strands]"`
+    """The documents' two commands (docs/RUNS.md), in a shell whose `python` is the one `pip install "./sdk[strands]"`
     installed into (the strands venv, `make sdk-venvs`): `resume` listens, `start` asks and ends,
     the API approves, and `resume` prints the agent's reply and exits."""
     import json

@@ -1,10 +1,12 @@
-"""Issue 32: the README's walkthrough ("Try it with curl"), followed in order as a new user would.
+"""The walkthrough, followed in order as a new user would: the README's "Try it with curl" and
+"The `holdpoint` command", then docs/WALKTHROUGH.md, which goes on in the same shells.
 
-Every ```sh block of the section runs as written, in one shell, against `make serve` on a port
+Every ```sh block of those parts runs as written, in one shell, against `make serve` on a port
 that is not the default one (so a command that ignores `HOLDPOINT_PORT` fails). The first block
 starts the worker and the stack; each line of it runs in the background, as in its own shell. The
 others run in order with `set -euo pipefail`; `curl` records each answer's status, and a 4xx or
-5xx fails the test unless the block announces it (a comment such as `# 400 {...}` or `# 403`).
+5xx fails the test unless the block announces it (a comment such as `# 400 {...}` or `# 403`), as
+does a refusal a block announces that its commands never get.
 """
 
 from __future__ import annotations
@@ -35,14 +37,27 @@ curl() {
 '''
 
 
-def section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Try it with curl")
-    return text[start:text.index("\n## ", start + 1)]
+WALKTHROUGH = [("README.md", "## Try it with curl"), ("README.md", "## The `holdpoint` command"),
+               ("docs/WALKTHROUGH.md", None)]
+"""The parts a reader follows, in order: a page's section (up to the next `## `), or a whole page."""
+
+
+def section(page: str, heading: str | None) -> str:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    if heading is None:
+        return text
+    start = text.index(heading + "\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
 
 
 def blocks() -> list[str]:
-    return re.findall(r"```sh\n(.*?)```", section(), re.S)
+    out = []
+    for page, heading in WALKTHROUGH:
+        found = re.findall(r"```sh\n(.*?)```", section(page, heading), re.S)
+        assert found, f"{page} {heading or ''}: no ```sh block to run"
+        out += found
+    return out
 
 
 def commands(block: str) -> list[str]:
@@ -117,7 +132,7 @@ class _quiet:
 
 def test_readme_walkthrough_runs_in_order_against_make_serve(servers: dict[str, str], tmp_path: Path) -> None:
     later = blocks()[1:]
-    assert len(later) >= 8, "the walkthrough's blocks were not found"
+    assert len(later) >= 12, "the walkthrough's blocks were not found"
     status_log = tmp_path / "statuses"
     script = ["set -euo pipefail", CURL]
     for n, block in enumerate(later, start=2):
@@ -130,5 +145,8 @@ def test_readme_walkthrough_runs_in_order_against_make_serve(servers: dict[str, 
     announced = {n: set(STATUS.findall(block)) for n, block in enumerate(later, start=2)}
     seen = [line.split() for line in status_log.read_text().splitlines()]
     unannounced = [(block, code) for block, code in seen if code >= "400" and code not in announced[int(block)]]
-    assert not unannounced, f"answers the README does not announce (block, status): {unannounced}\n{out[-4000:]}"
+    assert not unannounced, f"answers the walkthrough does not announce (block, status): {unannounced}\n{out[-4000:]}"
+    unseen = [(n, code) for n, codes in announced.items() for code in codes
+              if [str(n), code] not in seen]
+    assert not unseen, f"refusals the walkthrough announces that never came (block, status): {unseen}\n{out[-4000:]}"
     assert len(seen) >= 30 and '"interrupted"' in out and '"done"' in out, out[-4000:]

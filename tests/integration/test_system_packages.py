@@ -28,7 +28,8 @@ CONTAINER_TOOLS = {"dockerd": "docker.io", "debootstrap": "debootstrap", "qemu-a
                    "update-binfmts": "binfmt-support"}
 """The container tier's commands (tests/sam/) and the Debian package of each."""
 WALKTHROUGH_TOOLS = ("curl", "jq", "openssl")
-"""What the README's walkthrough runs (tests/e2e/test_readme_walkthrough.py): each its own package."""
+"""What the walkthrough runs (the README and docs/WALKTHROUGH.md, as tests/e2e/test_readme_walkthrough.py
+runs them): each its own package."""
 
 
 def link(bin_dir: Path, *tools: str) -> None:

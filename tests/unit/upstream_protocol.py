@@ -1,12 +1,13 @@
-"""The parts of the upstream Substructure worker protocol the conformance tests check against.
+"""The parts of the upstream worker protocol (docs/PROTOCOL.md, its introduction) the conformance
+tests check against.
 
-Written by hand from a reading of `schemas/protocol.schema.json` in github.com/AlexWiles/substructure
-(not a copy): it encodes the definitions `DecisionRequest`, `SessionOwner`, `DecisionTrigger`,
-`ToolInput`, `LlmRequest`, `LlmTool`, `ErrorCode`, `DecisionProposal`, `DecisionAction`, `Effect`,
-`EffectStatus`, `ToolHandler`, `LlmHandler`, `MessageTree`, `Node`, `Control`, `ControlKind`,
-`InterruptOrigin`, `Message`, `DraftMessage`, `ToolCall` and `Role`: their required fields, types and
-enums. Like upstream, objects are open (extra fields are allowed), so Holdpoint's additions pass and
-a changed type does not. `agent` is checked as an object or null only (see docs/PROTOCOL.md §2.2).
+Written by hand from a reading of upstream's published JSON Schema (not a copy): it encodes the
+definitions `DecisionRequest`, `SessionOwner`, `DecisionTrigger`, `ToolInput`, `LlmRequest`,
+`LlmTool`, `ErrorCode`, `DecisionProposal`, `DecisionAction`, `Effect`, `EffectStatus`,
+`ToolHandler`, `LlmHandler`, `MessageTree`, `Node`, `Control`, `ControlKind`, `InterruptOrigin`,
+`Message`, `DraftMessage`, `ToolCall` and `Role`: their required fields, types and enums. Like
+upstream, objects are open (extra fields are allowed), so Holdpoint's additions pass and a changed
+type does not. `agent` is checked as an object or null only (see docs/PROTOCOL.md §2.2).
 """
 
 from __future__ import annotations
