@@ -136,8 +136,9 @@ clean:
 # Benchmarks (bench/, figures against targets in docs/PERFORMANCE.md, the runs in bench/README.md): requests and bytes per engine
 # step at 10/100/1000-node trees, cold start per handler (in a venv with only requirements.txt),
 # and the cost model built on the former. The local-stack figures run at N=200 resumes (about
-# 1 min) and 1,000 parked sessions (about 3 min); the whole run takes about 12 min. `make bench-quick` prints every figure at
-# small sizes in under 3 minutes, for use before a commit.
+# 1 min), 1,000 parked sessions (about 3 min), the event stream and live events at N=200 and the external runs
+# at N=20; the whole run took 26.5 min on 2 cores shared with other work (bench/README.md, "The latest full
+# run"). `make bench-quick` prints every figure at small sizes in under 3 minutes, for use before a commit.
 VENV_RUNTIME := .venv-runtime
 RUNTIME_STAMP := $(VENV_RUNTIME)/.installed
 BENCH_RESUMES ?= 200
@@ -145,6 +146,7 @@ BENCH_PARKED ?= 1000
 BENCH_EVENTS ?= 200
 BENCH_EVENT_ARGS ?=
 BENCH_LIVE_ARGS ?= --n 200 --subscribers 1000
+BENCH_EXTERNAL ?= 20
 BENCH_SIZES ?= 10,100,1000
 BENCH_HISTORY ?= 10,100
 BENCH_PAIRS ?= 9
@@ -178,12 +180,13 @@ bench: venv venv-runtime
 	$(BENCH_ENV) $(PY) bench/parked_sessions.py --n $(BENCH_PARKED) $(BENCH_LOCAL_ARGS)
 	$(BENCH_ENV) $(PY) bench/event_stream.py --n $(BENCH_EVENTS) $(BENCH_EVENT_ARGS)
 	$(BENCH_ENV) $(PY) bench/live_latency.py $(BENCH_LIVE_ARGS)
+	$(BENCH_ENV) $(PY) bench/external_runs.py --n $(BENCH_EXTERNAL)
 	@echo; echo "=== issue 13 figures, each next to its target ==="; cat $(BENCH_SUMMARY)
 
 bench-quick:
 	$(MAKE) --no-print-directory bench BENCH_SIZES=10,100 BENCH_HISTORY=10 BENCH_PAIRS=7 BENCH_RESUMES=20 \
 		BENCH_PARKED=40 BENCH_LOCAL_ARGS="--warmup 2" BENCH_EVENTS=20 BENCH_EVENT_ARGS="--resumes 5 --no-idle" \
-		BENCH_LIVE_ARGS="--n 20 --subscribers 100 --idle-secs 2"
+		BENCH_LIVE_ARGS="--n 20 --subscribers 100 --idle-secs 2" BENCH_EXTERNAL=3
 
 # `make help`: each command in one line (README.md, "The two commands", has the longer list).
 .PHONY: help
