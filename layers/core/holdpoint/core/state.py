@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -86,7 +86,7 @@ class Header:
     usage: dict[str, Any] = field(default_factory=dict)
     budget: float | None = None
     parent: dict[str, Any] | None = None  # {session_id, call_id} of a sub-agent's parent
-    attention: dict[str, Any] | None = None  # {kind, reason, since}: a delivery retrying or failed (core/attention)
+    attention: JsonObject | None = None  # {kind, reason, since}: a delivery retrying or failed (core/attention)
     run: dict[str, Any] | None = None  # a run session's {id, target, deliver, state, callback} (core/runs)
 
 
@@ -107,17 +107,17 @@ class Call:
     ok: bool | None = None
     result: Any = None
     error: Any = None
-    message: dict[str, Any] | None = None
-    usage: dict[str, Any] | None = None
+    message: JsonObject | None = None
+    usage: JsonObject | None = None
     node_id: str | None = None
-    retry: dict[str, Any] | None = None
+    retry: JsonObject | None = None
     not_before: float | None = None
     started_at: float | None = None
     deadline_at: float | None = None
     child_session_id: str | None = None
 
-    def wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def wire(self) -> JsonObject:
+        out: JsonObject = {
             "id": self.id,
             "kind": self.kind,
             "status": self.status,
@@ -260,7 +260,7 @@ class Turn:
     created_at: str = ""
     data: Any = None
     error: Any = None
-    input: dict[str, Any] | None = None  # a queued turn's input, started when the turn before it ends
+    input: JsonObject | None = None  # a queued turn's input, started when the turn before it ends
     requester: str | None = None  # A2: the principal (`key:NAME`, `user:NAME`) whose input started the turn
     digest: str | None = None  # the request body's digest, for a turn an `Idempotency-Key` named
 
@@ -271,10 +271,10 @@ class Event:
 
     seq: int
     type: str
-    data: dict[str, Any]
+    data: JsonObject
     at: str
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> JsonObject:
         return {"seq": self.seq, "type": self.type, "at": self.at, "data": self.data}
 
 
@@ -419,8 +419,4 @@ def record_key(record: Record) -> str:
     if isinstance(record, Interrupt):
         return record.interrupt_id
     return record.id
-
-
-def to_dict(record: Any) -> dict[str, Any]:
-    return asdict(record)
 
