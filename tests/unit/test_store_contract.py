@@ -123,7 +123,7 @@ def test_store_a_commit_round_trips_every_record_and_moves_the_version(store: An
     assert again.header.version == 3 and again.header.agent == {"worker": {"python": "w"}, "prompt": "be brief"}
     assert again.calls["c1"].name == "send" and again.interrupts[iid].payload == {"to": "bob"}
     assert sorted(again.tree.nodes) == ["n1", "n2"] and again.tree.head_id == "n2"
-    assert again.held == frozenset({iid})
+    assert again.quota_slots == frozenset({iid})
     head = store.load("t1", sid, head_only=True)
     assert head.interrupts[iid].status == "open" and not head.calls and not head.tree.nodes
     assert store.commit(again) == 0  # nothing changed: nothing written

@@ -92,7 +92,7 @@ class MemoryStore:
                     body = json.loads(kept.nodes[nid])
                     state.tree.add(Node(id=body["id"], parent_id=body.get("parent_id"), message=body["message"],
                                         order=body.get("order", 0)))
-        state.held = quotas.slots(state)
+        state.quota_slots = quotas.slots(state)
         state.now = self.clock()
         return state
 
@@ -137,7 +137,7 @@ class MemoryStore:
                 apply(True)
             kept = self._write(state, kept, status, header_text, agent, written, nodes, events)
         h.version += 1
-        state.held = held
+        state.quota_slots = held
         snap.listed_status = status
         for key, _, _ in written:
             snap.revs[key] = kept.records[key].rev

@@ -100,7 +100,7 @@ class Store:
         if not items or items[0]["SK"]["S"] != k.HEADER_SK:
             return None
         state = self.codec.state(items, head_only=head_only)
-        state.held = quotas.slots(state)
+        state.quota_slots = quotas.slots(state)
         state.now = time.time()  # the time of the load; a service with its own clock overrides it
         return state
 

@@ -102,13 +102,13 @@ def share(limits: Quotas, principal: str, kind: str) -> tuple[str, int]:
     return name, int(getattr(limits, name))
 
 
-def open_counters(state: SessionState, held: frozenset[str], limits: Quotas) -> list[Counter]:
+def open_counters(state: SessionState, slots: frozenset[str], limits: Quotas) -> list[Counter]:
     """The tenant's open-interrupt counter and each principal's share of it that the commit moves
     (the session's own limit needs no counter: its commits are serialized by the header's version).
     `QuotaExceeded` at once for a share or the session's limit the change alone passes."""
-    gained, lost = held - state.held, state.held - held
+    gained, lost = slots - state.quota_slots, state.quota_slots - slots
     delta = len(gained) - len(lost)
-    if delta > 0 and len(held) > limits.open_interrupts_per_session:
+    if delta > 0 and len(slots) > limits.open_interrupts_per_session:
         raise QuotaExceeded("open_interrupts_per_session", limits.open_interrupts_per_session)
     moves: dict[str, int] = {}
     for iid, step in [*((i, 1) for i in gained), *((i, -1) for i in lost)]:

@@ -308,7 +308,7 @@ class SessionState:
     events: list[Event] = field(default_factory=list)
     effects: list[Effect] = field(default_factory=list)
     now: float = 0.0  # the step's time (epoch seconds), set by whoever loads or creates the state
-    held: frozenset[str] = frozenset()  # interrupts holding a quota slot as stored (core/quotas.py)
+    quota_slots: frozenset[str] = frozenset()  # the interrupts counted against the quotas as stored (core/quotas.py)
     snapshot: object = None  # what the store that loaded the state keeps about it; opaque here
 
     @classmethod

@@ -105,7 +105,7 @@ class Committer:
             self.reads.forget(pk)  # the write may or may not have happened
             raise
         h.version += 1
-        state.held = held
+        state.quota_slots = held
         snap.agent_digest, snap.listed_status, snap.done_through = digest, status, done
         snap.revs.update(revs)
         snap.pending = {d.id: asdict(d) for d in state.decisions.values()
