@@ -44,12 +44,14 @@ def get_store() -> Store:
 
 @cache
 def get_live() -> Live:
-    """Live events: the WebSocket connections on the table, posted through the management API."""
+    """Live events: the WebSocket connections on the table, posted through the management API, in
+    the log's own format or AG-UI's (`format: "ag-ui"`, the AG-UI bridge's translation)."""
     from holdpoint.aws.connections import Connections
     from holdpoint.aws.frames import ManagementFrames
+    from holdpoint.core.agui import live_frames
     from holdpoint.services.live import Live
 
-    return Live(get_store(), Connections(), ManagementFrames())
+    return Live(get_store(), Connections(), ManagementFrames(), formats={"ag-ui": live_frames})
 
 
 @cache

@@ -9,10 +9,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-from holdpoint.core import a2a as wire
-from holdpoint.core import mcp as mcp_wire
 from holdpoint.core.errors import Refusal
-from holdpoint.http.edge import json_reply, refusal_reply
+from holdpoint.http.edge import refusal_reply
 from holdpoint.http.limits import body_bytes
 from holdpoint.http.resolver import handler_for, new_resolver
 from holdpoint.http.routes import a2a, mcp
@@ -38,8 +36,8 @@ def handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict
             if exc.code == "payload_too_large":
                 return refusal_reply(exc)
             if str(event.get("rawPath") or "").startswith("/mcp/"):  # MCP sends its parse error as a 400
-                return json_reply(400, mcp_wire.error(None, mcp_wire.PARSE_ERROR, exc.message, "body"))
-            return json_reply(200, wire.error(None, wire.PARSE_ERROR, exc.message, "parse_error", "body"))
+                return mcp.unreadable(exc.message)
+            return a2a.unreadable(exc.message)
         return inner(event, context)
 
     return serve

@@ -43,6 +43,12 @@ def _json(status: int, body: Any) -> Response[Any]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
 
 
+def unreadable(message: str) -> dict[str, Any]:
+    """A body the protocols function's limits refuse before any route reads it (too deep, not
+    UTF-8), as A2A answers one that does not parse: a JSON-RPC parse error, HTTP 200."""
+    return edge.json_reply(200, wire.error(None, wire.PARSE_ERROR, message, "parse_error", "body"))
+
+
 def base_url(event: dict[str, Any]) -> str:
     """Where this API is reached, from configuration only: the deployment's `PublicApiUrl`, else
     the domain API Gateway received the request on (`requestContext.domainName`, set by API

@@ -44,6 +44,12 @@ def _error(request_id: Any, exc: RpcError) -> Response[Any]:
                                                                  **exc.data))
 
 
+def unreadable(message: str) -> dict[str, Any]:
+    """A body the protocols function's limits refuse before any route reads it (too deep, not
+    UTF-8), as MCP answers one that does not parse: a JSON-RPC parse error, HTTP 400."""
+    return edge.json_reply(400, wire.error(None, wire.PARSE_ERROR, message, "body"))
+
+
 @router.post(RPC)
 def post_rpc(agent_id: str) -> Response[Any]:
     event = router.current_event.raw_event
