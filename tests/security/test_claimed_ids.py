@@ -224,7 +224,7 @@ def test_ids_the_reuse_rule_checks_owner_agent_kind_and_parent() -> None:
 def test_ids_an_a2a_card_with_no_public_url_names_api_gateways_domain(monkeypatch: Any) -> None:
     """With `PublicApiUrl` empty (a deploy without a custom domain), the card names the domain
     API Gateway received the request on (`requestContext.domainName`), still never a header."""
-    from holdpoint.http.routes.a2a import PUBLIC_URL_ENV, base_url
+    from holdpoint.bridges.a2a.routes import PUBLIC_URL_ENV, base_url
 
     monkeypatch.setenv(PUBLIC_URL_ENV, "")
     event = {"headers": {"host": "evil.example", "x-forwarded-proto": "http"},

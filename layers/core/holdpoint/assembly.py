@@ -131,10 +131,10 @@ def get_notifier() -> Notifier:
     from holdpoint.aws import signing
     from holdpoint.aws.deliveries import DeliveryLog
     from holdpoint.aws.events import EventBus
+    from holdpoint.bridges.a2a import PUSH_CHANNEL, Pushes
     from holdpoint.outbound import channels
     from holdpoint.outbound import runs as run_channels
     from holdpoint.outbound.webhooks import A2aPushChannel
-    from holdpoint.services.a2a import PUSH_CHANNEL, Pushes
     from holdpoint.services.notify import Notifier
     from holdpoint.services.runs import RunDeliveries, chained
 

@@ -20,7 +20,8 @@ def build(documented: bool = False) -> APIGatewayHttpResolver:
     for module in (sessions, streams, resume, agents, tokens, workers, inbox_page, agui, runs):
         app.include_router(module.router)
     if documented:
-        from holdpoint.http.routes import a2a, elsewhere, mcp
+        from holdpoint.bridges.a2a import routes as a2a
+        from holdpoint.http.routes import elsewhere, mcp
 
         app.include_router(elsewhere.router)
         app.include_router(a2a.documented)

@@ -18,16 +18,17 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ValidationError
 
 from holdpoint import assembly
-from holdpoint.core import a2a as wire
+from holdpoint.bridges.a2a import models
+from holdpoint.bridges.a2a import service as a2a
+from holdpoint.bridges.a2a import translation as wire
 from holdpoint.core.errors import JsonProblem, Refusal
 from holdpoint.core.ids import first_error
-from holdpoint.core.protocols import a2a as models
 from holdpoint.core.strictjson import loads
 from holdpoint.http import edge, eventstream
 from holdpoint.http.openapi import BEARER, answers, id_path, refusal
 from holdpoint.http.telemetry import logger
 from holdpoint.outbound import netguard
-from holdpoint.services import a2a, streams
+from holdpoint.services import streams
 from holdpoint.services.caller import Caller
 
 router = APIGatewayHttpRouter()

@@ -9,12 +9,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from holdpoint.core import a2a, answers, notify, retry
+from holdpoint.bridges.a2a import models
+from holdpoint.bridges.a2a import translation as a2a
+from holdpoint.core import answers, notify, retry
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
 from holdpoint.core.jsontypes import JsonObject
-from holdpoint.core.protocols import a2a as models
 from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.push import PushRecord
 from holdpoint.core.state import SessionState, Turn
