@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from holdpoint.aws.keys import put_api_key
+from holdpoint.bridges.mcp import service as mcp_service
 from holdpoint.core.claims import RESERVED, reuse_refusal
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
 from holdpoint.core.state import Header, SessionState, derive
-from holdpoint.services import mcp as mcp_service
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.streams import holder

@@ -21,7 +21,8 @@ def build(documented: bool = False) -> APIGatewayHttpResolver:
         app.include_router(module.router)
     if documented:
         from holdpoint.bridges.a2a import routes as a2a
-        from holdpoint.http.routes import elsewhere, mcp
+        from holdpoint.bridges.mcp import routes as mcp
+        from holdpoint.http.routes import elsewhere
 
         app.include_router(elsewhere.router)
         app.include_router(a2a.documented)

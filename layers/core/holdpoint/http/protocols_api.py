@@ -1,5 +1,5 @@
 """The protocols function's resolver: agents elsewhere reaching Holdpoint over their own protocols
-(A2A's JSON-RPC, holdpoint.bridges.a2a.routes; MCP's, holdpoint.http.routes.mcp), whose bodies are
+(A2A's JSON-RPC, holdpoint.bridges.a2a.routes; MCP's, holdpoint.bridges.mcp.routes), whose bodies are
 parsed by the route, so a request that is not JSON-RPC gets the protocol's error and not Holdpoint's."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from holdpoint.bridges.a2a import routes as a2a
+from holdpoint.bridges.mcp import routes as mcp
 from holdpoint.core.errors import Refusal
 from holdpoint.http.edge import refusal_reply
 from holdpoint.http.limits import body_bytes
 from holdpoint.http.resolver import handler_for, new_resolver
-from holdpoint.http.routes import mcp
 
 
 def build() -> APIGatewayHttpResolver:

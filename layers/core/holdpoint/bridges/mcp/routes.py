@@ -17,16 +17,16 @@ from pydantic import BaseModel, ValidationError
 
 from holdpoint import assembly
 from holdpoint.aws import signing
-from holdpoint.core import mcp as wire
+from holdpoint.bridges.mcp import models
+from holdpoint.bridges.mcp import service as mcp
+from holdpoint.bridges.mcp import translation as wire
 from holdpoint.core.errors import JsonProblem, Refusal, RpcError
 from holdpoint.core.ids import first_error
-from holdpoint.core.protocols import mcp as models
 from holdpoint.core.strictjson import loads
 from holdpoint.http import edge
 from holdpoint.http.bodies import Error, GatewayError
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import logger
-from holdpoint.services import mcp
 from holdpoint.services.caller import Caller
 
 router = APIGatewayHttpRouter()
