@@ -19,8 +19,9 @@ import pytest
 from holdpoint.aws import signing
 from holdpoint.bridges.a2a import models as a2a_models
 from holdpoint.bridges.a2a import service as a2a
-from holdpoint.core.protocols import agui as agui_models
-from holdpoint.services import agui, sessions
+from holdpoint.bridges.agui import models as agui_models
+from holdpoint.bridges.agui import service as agui
+from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.inbox import InboxFilters, inbox
 from tests.harness import TOOLS, Harness

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from holdpoint.core.agui import live_frames
+from holdpoint.bridges.agui import live_frames
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, SessionState
 from holdpoint.ports import Throttled, Unavailable

@@ -48,7 +48,7 @@ def get_live() -> Live:
     the log's own format or AG-UI's (`format: "ag-ui"`, the AG-UI bridge's translation)."""
     from holdpoint.aws.connections import Connections
     from holdpoint.aws.frames import ManagementFrames
-    from holdpoint.core.agui import live_frames
+    from holdpoint.bridges.agui import live_frames
     from holdpoint.services.live import Live
 
     return Live(get_store(), Connections(), ManagementFrames(), formats={"ag-ui": live_frames})

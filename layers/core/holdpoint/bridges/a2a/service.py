@@ -1,7 +1,7 @@
 """The A2A server (PROTOCOL.md §8): `SendMessage` starts or continues a session (a context) with a
 turn (a task), or answers the interrupts a task waits on through the resume path; the answer
 follows the turn through the event log until it finishes, fails or parks, within one long-poll
-(`streams.cap()`), as the AG-UI channel does (services.agui)."""
+(`streams.cap()`), as the AG-UI channel does (the AG-UI bridge's service)."""
 
 from __future__ import annotations
 
