@@ -44,10 +44,10 @@ _CORE_MODELS = ["holdpoint.core.protocols", "holdpoint.core.protocols.worker",
 _MODELS = [*_CORE_MODELS, "holdpoint.core.agent_config", "holdpoint.http.bodies"]
 """The wire models (pydantic), by audience: the core's and the HTTP API's own bodies."""
 _FIRST_REQUEST = ["holdpoint.http.api", "holdpoint.http.routes", "holdpoint.bridges.agui.routes",
-                  "holdpoint.bridges.agui.models", *_MODELS, "pydantic",
+                  "holdpoint.bridges.agui.models", "holdpoint.bridges.runs.routes", *_MODELS, "pydantic",
                   "aws_lambda_powertools.event_handler.middlewares.openapi_validation"]
 """What the API function builds on its first request (`holdpoint.coldstart.Deferred`): every route
-module (the AG-UI bridge's too), the wire models and Powertools' request validation with pydantic."""
+module (the AG-UI and runs bridges' too), the wire models and Powertools' request validation with pydantic."""
 _BRIDGES = ["holdpoint.bridges"]
 """The protocol bridges (their wire models with pydantic, their use cases, their routes): the API
 function's build them on its first request, the protocols function A2A's and MCP's; no other

@@ -132,16 +132,15 @@ def get_notifier() -> Notifier:
     from holdpoint.aws.deliveries import DeliveryLog
     from holdpoint.aws.events import EventBus
     from holdpoint.bridges.a2a import PUSH_CHANNEL, Pushes
+    from holdpoint.bridges.runs import RunDeliveries, chained, delivery_channels
     from holdpoint.outbound import channels
-    from holdpoint.outbound import runs as run_channels
     from holdpoint.outbound.webhooks import A2aPushChannel
     from holdpoint.services.notify import Notifier
-    from holdpoint.services.runs import RunDeliveries, chained
 
     deliveries = DeliveryLog()
     pushes = Pushes(get_store(), get_push_configs())
     installed = {**channels.installed(get_store(), deliveries), PUSH_CHANNEL: A2aPushChannel(pushes.resolve),
-                 **run_channels.channels()}
+                 **delivery_channels()}
     return Notifier(get_store(), EventBus(), deliveries, get_timers(), signing, installed,
                     link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""),
                     pushes=chained(pushes.starts, RunDeliveries(get_store()).starts))

@@ -9,9 +9,10 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 
 from holdpoint.bridges.agui import routes as agui
+from holdpoint.bridges.runs import routes as runs
 from holdpoint.http import openapi
 from holdpoint.http.resolver import new_resolver
-from holdpoint.http.routes import agents, inbox_page, resume, runs, sessions, streams, tokens, workers
+from holdpoint.http.routes import agents, inbox_page, resume, sessions, streams, tokens, workers
 
 
 def build(documented: bool = False) -> APIGatewayHttpResolver:

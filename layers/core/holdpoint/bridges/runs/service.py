@@ -9,7 +9,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from holdpoint.core import approvals, claims, notify, retry, runs
+from holdpoint.bridges.runs import translation as runs
+from holdpoint.core import approvals, claims, notify, retry
 from holdpoint.core.errors import DeclarationError, PolicyError, Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import start_session

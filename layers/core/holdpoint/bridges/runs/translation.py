@@ -9,7 +9,7 @@ per interrupt (`deliver: "each"`) or one when all of the run's open batch have c
 each under a stable id the receiver dedupes on, with the run's opaque `state` Holdpoint held.
 
 Pure: the run service raises through here, the notifier asks `deliveries` what a closing event
-delivers; the channels (`outbound/runs.py`) carry it.
+delivers; the channels (`channels.py`) carry it.
 """
 
 from __future__ import annotations
