@@ -27,13 +27,16 @@ _TOKENS = ["jwt", "cryptography"]
 _SCHEMAS = ["jsonschema", "holdpoint.core.schema_keywords"]
 """Checking tool arguments and results against their declared schemas (jsonschema and its bounded
 keywords): loaded at the first check."""
-_ENGINE = ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "holdpoint.outbound"]
-"""The engine's step loop and its outbound calls (workers, LLM providers, the network guard)."""
+_ENGINE = ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "holdpoint.outbound",
+           "holdpoint.notify.channels", "holdpoint.notify.webhooks", "holdpoint.notify.slack",
+           "holdpoint.notify.slack_blocks", "holdpoint.notify.slack_config"]
+"""The engine's step loop and its outbound calls (workers, LLM providers, the network guard, the
+notify channels)."""
 _TEST_TOOLS = ["moto", "pytest", "holdpoint_local"]
 """Dev-only packages: a handler that imports one fails on Lambda."""
 _OPENAPI_DOC = ["aws_lambda_powertools.event_handler.openapi.models"]
 """Powertools' OpenAPI document models: only `GET /v1/openapi.json` builds them."""
-_HTTP = ["aws_lambda_powertools.event_handler", "holdpoint.http"]
+_HTTP = ["aws_lambda_powertools.event_handler", "holdpoint.http", "holdpoint.notify.routes"]
 """The HTTP resolver and edge: the API and resume functions' alone."""
 _BATCH = ["aws_lambda_powertools.utilities.batch", "aws_lambda_powertools.utilities.data_classes", "asyncio"]
 """Powertools' batch utility and what it brings (asyncio, every event data class): the engine answers

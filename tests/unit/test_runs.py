@@ -22,8 +22,8 @@ from holdpoint.bridges.runs import channels as run_channels
 from holdpoint.bridges.runs import service as runs
 from holdpoint.core.errors import Refusal
 from holdpoint.core.protocols.client import RunInterruptsBody
+from holdpoint.notify.service import Notifier
 from holdpoint.services.caller import Caller
-from holdpoint.services.notify import Notifier
 from holdpoint.services.resume import resume
 from holdpoint_sdk import runs as sdk_runs
 from tests.harness import Harness

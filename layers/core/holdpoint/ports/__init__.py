@@ -18,6 +18,7 @@ from holdpoint.ports.delivery import (
     Posted,
     PostedMessages,
     PushConfigs,
+    PushStarts,
     Sealer,
 )
 from holdpoint.ports.errors import (
@@ -96,6 +97,7 @@ __all__ = [
     "Posted",
     "PostedMessages",
     "PushConfigs",
+    "PushStarts",
     "Resolve",
     "ResolveOutcome",
     "Sealer",

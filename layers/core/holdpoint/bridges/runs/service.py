@@ -17,10 +17,9 @@ from holdpoint.core.inputs import start_session
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.protocols.client import RunInterruptsBody
 from holdpoint.core.state import SessionState, derive
-from holdpoint.ports import Clock, DeliveryRecord, Sessions, SessionsAndAgents, WorkQueue
+from holdpoint.ports import Clock, DeliveryRecord, PushStarts, Sessions, SessionsAndAgents, WorkQueue
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
-from holdpoint.services.notify import PushStarts
 from holdpoint.services.resume import open_fields, shown_to
 from holdpoint.services.sessions import Backstop
 
