@@ -3,17 +3,16 @@
 declares `a2a.public`), and its JSON-RPC 2.0 endpoint `POST /a2a/{tenant}/{agent_id}` (an API key
 or a client token). The body is parsed here, not by Powertools: a request that is not JSON-RPC
 gets a JSON-RPC error (HTTP 200, as A2A's JSON-RPC binding answers), never a Holdpoint body.
-`documented` declares both routes for the one OpenAPI document."""
+The OpenAPI document states both routes in its fragment (http/openapi_elsewhere.json)."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ValidationError
 
@@ -25,14 +24,12 @@ from holdpoint.core.errors import JsonProblem, Refusal
 from holdpoint.core.ids import first_error
 from holdpoint.core.strictjson import loads
 from holdpoint.http import edge, eventstream
-from holdpoint.http.openapi import BEARER, answers, id_path, refusal
 from holdpoint.http.telemetry import logger
 from holdpoint.outbound import netguard
 from holdpoint.services import streams
 from holdpoint.services.caller import Caller
 
 router = APIGatewayHttpRouter()
-documented = APIGatewayHttpRouter()
 
 CARD = "/a2a/<tenant>/<agent_id>/.well-known/agent-card.json"
 RPC = "/a2a/<tenant>/<agent_id>"
@@ -238,31 +235,3 @@ _METHODS: dict[str, tuple[type[BaseModel] | None, Callable[[_Call, Any], Respons
     "DeleteTaskPushNotificationConfig": (models.PushRef, _delete_push, None),
 }
 """A2A 1.0's JSON-RPC methods: (params model, handler, the JSON-RPC code its refusals get)."""
-
-
-# --- the OpenAPI document ----------------------------------------------------------------
-
-_RPC_ANSWER: dict[str, Any] = {"type": "object", "required": ["jsonrpc"], "description": "a JSON-RPC 2.0 response",
-                               "properties": {"jsonrpc": {"const": "2.0"}, "id": {}, "result": {},
-                                              "error": {"type": "object", "required": ["code", "message"]}}}
-_CARD: dict[str, Any] = {"type": "object", "required": ["name", "supportedInterfaces", "capabilities"]}
-
-
-@documented.get(CARD, summary="An agent's A2A Agent Card (no credentials; only an agent declaring `a2a.public`)",
-                responses={200: {"description": "The Agent Card", "content": {"application/json": {"schema": _CARD}}},
-                           404: refusal(404, "No such agent, or it does not declare `a2a.public`")})
-def document_card(tenant: Annotated[str, id_path("tenant")], agent_id: Annotated[str, id_path("agent")]) -> None:
-    raise NotImplementedError  # served by the protocols function
-
-
-@documented.post(RPC, security=BEARER, summary="An agent's A2A JSON-RPC endpoint (A2A 1.0: SendMessage, "
-                 "SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, GetExtendedAgentCard, and the "
-                 "Create/Get/List/DeleteTaskPushNotificationConfig methods)",
-                 responses={**answers(200, 404, 413),
-                            200: {"description": "A JSON-RPC response (an error too: a malformed request, an "
-                                  "unknown method or bad params are JSON-RPC errors); SendStreamingMessage and "
-                                  "SubscribeToTask answer server-sent events, each a JSON-RPC response",
-                                  "content": {"application/json": {"schema": _RPC_ANSWER}, **eventstream.OPENAPI}}})
-def document_rpc(tenant: Annotated[str, id_path("tenant")], agent_id: Annotated[str, id_path("agent")],
-                 body: Annotated[models.Request, Body()]) -> None:
-    raise NotImplementedError  # served by the protocols function
