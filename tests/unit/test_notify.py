@@ -23,13 +23,13 @@ from holdpoint.aws.errors import ThrottledCall, UnavailableCall
 from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.outbox import session_of
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.store import session_pk
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify, sealing
 from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
-from holdpoint.core.messages import parse as work_message
 from holdpoint.notify.service import Notifier
 from holdpoint.outbound.declared import check_agent
 from holdpoint.ports import DeliveryFailed, DeliveryState

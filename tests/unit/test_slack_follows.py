@@ -21,9 +21,9 @@ from holdpoint.aws import signing
 from holdpoint.aws.deliveries import DeliveryLog
 from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
-from holdpoint.core.messages import parse as work_message
 from holdpoint.core.state import Interrupt
 from holdpoint.notify.service import Notifier
 from holdpoint.notify.slack import SlackChannel, message_key
