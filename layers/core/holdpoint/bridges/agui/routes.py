@@ -1,5 +1,5 @@
 """The AG-UI channel: `POST /v1/channels/ag-ui/agents/{agent_id}/run` and `.../connect` take an
-AG-UI `RunAgentInput` and answer AG-UI events as server-sent events (services.agui)."""
+AG-UI `RunAgentInput` and answer AG-UI events as server-sent events (`service`)."""
 
 from __future__ import annotations
 
