@@ -19,9 +19,9 @@ from holdpoint import assembly
 from holdpoint.aws.ddb.parking import ParkRecords
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.store import Store
 from holdpoint.core.messages import Park
-from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocols.client import ClientMessageInput, ClientMessagesInput, InterruptResumeInput
 from holdpoint.core.state import SessionState
 from holdpoint.outbound import workers

@@ -18,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 from playwright.sync_api import Browser
 
-from holdpoint.outbound.runs import SPENT
+from holdpoint.bridges.runs.channels import SPENT
 from holdpoint_sdk.client import Client
 from tests.durable import DurableHost, Mailer, durable_function
 from tests.e2e.test_approver_policies_e2e import approver

@@ -24,10 +24,10 @@ from holdpoint.aws.ddb.parking import ParkRecords
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.parking import Parking
 from holdpoint.aws.queue import WorkQueue
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.store import Store
 from holdpoint.aws.timers import Timers
 from holdpoint.core.errors import Refusal
-from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.outbound import workers
 from holdpoint.ports import ParkRecord

@@ -595,7 +595,7 @@ def test_lambda_durable_callbacks_reach_the_durable_execution_emulator(aws: dict
     from aws_durable_execution_sdk_python import DurableContext, durable_execution
     from moto.core.config import default_user_config
 
-    from holdpoint.outbound.runs import SPENT
+    from holdpoint.bridges.runs.channels import SPENT
     from holdpoint_local.moto.awslambda import ENDPOINT_KEY
     from tests.durable import DurableHost
 

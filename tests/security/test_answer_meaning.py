@@ -24,11 +24,12 @@ from typing import Any
 import pytest
 
 from holdpoint.aws import signing
-from holdpoint.core import mcp
+from holdpoint.bridges.agui import models as agui_models
+from holdpoint.bridges.agui import service as agui
+from holdpoint.bridges.mcp import models as mcp_models
+from holdpoint.bridges.mcp import translation as mcp
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocols import agui as agui_models
-from holdpoint.core.protocols import mcp as mcp_models
-from holdpoint.services import agui, links
+from holdpoint.services import links
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import resume
 from tests.harness import Harness, declaring, seed_worker

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from holdpoint.aws.keys import put_api_key
+from holdpoint.bridges.mcp import service as mcp_service
 from holdpoint.core.claims import RESERVED, reuse_refusal
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
 from holdpoint.core.state import Header, SessionState, derive
-from holdpoint.services import mcp as mcp_service
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.streams import holder
@@ -224,7 +224,7 @@ def test_ids_the_reuse_rule_checks_owner_agent_kind_and_parent() -> None:
 def test_ids_an_a2a_card_with_no_public_url_names_api_gateways_domain(monkeypatch: Any) -> None:
     """With `PublicApiUrl` empty (a deploy without a custom domain), the card names the domain
     API Gateway received the request on (`requestContext.domainName`), still never a header."""
-    from holdpoint.http.routes.a2a import PUBLIC_URL_ENV, base_url
+    from holdpoint.bridges.a2a.routes import PUBLIC_URL_ENV, base_url
 
     monkeypatch.setenv(PUBLIC_URL_ENV, "")
     event = {"headers": {"host": "evil.example", "x-forwarded-proto": "http"},

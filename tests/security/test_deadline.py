@@ -19,15 +19,18 @@ from typing import Any
 import pytest
 
 from holdpoint.aws import signing
+from holdpoint.bridges.a2a import models as a2a_models
+from holdpoint.bridges.a2a import service as a2a
+from holdpoint.bridges.agui import models as agui_models
+from holdpoint.bridges.agui import service as agui
+from holdpoint.bridges.mcp import models as mcp_models
+from holdpoint.bridges.mcp import service as mcp
 from holdpoint.core.answers import Answer, Responder
 from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import Checked, resumable_origins
-from holdpoint.core.protocols import a2a as a2a_models
-from holdpoint.core.protocols import agui as agui_models
-from holdpoint.core.protocols import mcp as mcp_models
 from holdpoint.core.state import iso_ms
 from holdpoint.ports import InterruptRef, Resolve
-from holdpoint.services import a2a, agui, links, mcp
+from holdpoint.services import links
 from holdpoint.services.resume import resume
 from holdpoint_local.memory.store import MemoryStore
 from tests.harness import Harness

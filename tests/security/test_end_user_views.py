@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from holdpoint.aws import signing
-from holdpoint.core.protocols import a2a as a2a_models
-from holdpoint.core.protocols import agui as agui_models
-from holdpoint.services import a2a, agui, sessions
+from holdpoint.bridges.a2a import models as a2a_models
+from holdpoint.bridges.a2a import service as a2a
+from holdpoint.bridges.agui import models as agui_models
+from holdpoint.bridges.agui import service as agui
+from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
 from holdpoint.services.inbox import InboxFilters, inbox
 from tests.harness import TOOLS, Harness

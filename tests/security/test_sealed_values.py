@@ -24,15 +24,15 @@ from holdpoint.aws import signing
 from holdpoint.aws.deliveries import DeliveryLog
 from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.store import session_pk
 from holdpoint.aws.timers import Timers
 from holdpoint.core.errors import Refusal
 from holdpoint.core.interrupts import DEFAULT_PARK_SECONDS
-from holdpoint.core.messages import parse as work_message
-from holdpoint.outbound.slack import SEAL_PURPOSE, SlackChannel
-from holdpoint.outbound.slack_config import SlackConfig, check_declaration
+from holdpoint.notify.service import Notifier
+from holdpoint.notify.slack import SEAL_PURPOSE, SlackChannel
+from holdpoint.notify.slack_config import SlackConfig, check_declaration
 from holdpoint.services import links
-from holdpoint.services.notify import Notifier
 from tests.harness import Harness
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.unit.test_api import CONTEXT, http_event, load_handler, parse

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from holdpoint.outbound.slack_blocks import escape
+from holdpoint.notify.slack_blocks import escape
 from tests.harness import Harness
 from tests.security.test_sealed_values import OPS, click, fake, post
 from tests.slack_fake import SlackFake, click_body, sign

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from holdpoint.core import a2a
-from holdpoint.core.protocols import a2a as models
+from holdpoint.bridges.a2a import models
+from holdpoint.bridges.a2a import translation as a2a
 from holdpoint.core.push import PushAuth, PushRecord
 
 

@@ -1,4 +1,4 @@
-"""The AG-UI channel (core.agui, services.agui, the routes) on moto's in-process AWS with the real
+"""The AG-UI channel (the AG-UI bridge: its translation, its service, its routes) on moto's in-process AWS with the real
 engine: a thread is a session, a run a turn; a parked turn ends its run with an interrupt outcome;
 `resume[]` goes through the resume path (A1 applies, a replay is a no-op); bad input is a 400
 naming the field and records nothing; other tenants and other subjects get 404."""
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from holdpoint.core import agui as wire
+from holdpoint.bridges.agui import models
+from holdpoint.bridges.agui import service as agui
+from holdpoint.bridges.agui import translation as wire
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocols import agui as models
-from holdpoint.services import agui
 from holdpoint.services.caller import Caller
 from tests.harness import Harness
 from tests.unit.test_api import API, CONTEXT, api, assert_error, http_event, table_items

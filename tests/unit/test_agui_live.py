@@ -1,4 +1,4 @@
-"""core.agui.live_frames, the WebSocket's `format: "ag-ui"` (PROTOCOL.md "Live events"), on
+"""The AG-UI bridge's live_frames, the WebSocket's `format: "ag-ui"` (PROTOCOL.md "Live events"), on
 synthetic frames: deltas become TEXT_MESSAGE_START/CONTENT/END under the committed message's id,
 the committed message then adds only its tool calls, a subscriber that joined in the middle of a
 message gets it whole when committed, log events map as over HTTP, and frames stay under 32 KB
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from holdpoint.core import agui
+from holdpoint.bridges.agui import live as agui
 from holdpoint.core.state import SessionState, Turn, derive
 
 SID = "s1"

@@ -1,12 +1,12 @@
 """The `ports.NotifyChannel` contract (docs/NOTIFICATIONS.md, N1 and N4), held by the webhook
-channel (outbound/webhooks.py) against a receiver on a local socket and by the in-memory twin
+channel (notify/webhooks.py) against a receiver on a local socket and by the in-memory twin
 (memory/channels.py): a notification reaches its entry's receiver as published (a raise with the
 one-click links `core.notify` put in it, which the notifier hands over too); a retried delivery
 reaches it again (the receiver dedupes); an entry whose receiver refuses is `DeliveryFailed`,
 with nothing taken and the other entries still served.
 
 The receiver here answers 500 on `/down`, the twin fails the entries it is given as failing.
-Slack's channel (outbound/slack.py) posts to Slack's Web API and reads the interrupt back: it is
+Slack's channel (notify/slack.py) posts to Slack's Web API and reads the interrupt back: it is
 tests/unit/test_slack.py's, against a Slack fake, not this contract's."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def channel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         memory = MemoryChannel(failing=[down])
         yield memory, ok, down, lambda: [event for event, _, _ in memory.delivered]
         return
-    from holdpoint.outbound.webhooks import WebhookChannel
+    from holdpoint.notify.webhooks import WebhookChannel
 
     monkeypatch.setenv("HOLDPOINT_ALLOW_HTTP_WORKERS", "1")  # the local stack's rule: http to this host
     server, taken = receiver()

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.core import subagents
 from holdpoint.core.errors import Refusal
-from holdpoint.core.messages import parse as work_message
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, SettleBody
 from holdpoint.outbound import workers
 from holdpoint.services import sessions

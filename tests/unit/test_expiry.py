@@ -13,12 +13,12 @@ from pydantic import ValidationError
 
 from holdpoint import assembly
 from holdpoint.aws.outbox import events as outbox_events
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.timers import Timers
 from holdpoint.core import expiry
 from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
-from holdpoint.core.messages import parse as work_message
 from holdpoint.services import sessions
 from tests.harness import Harness, declaring, seed_worker
 from tests.unit.test_api import call_api, start_session, table_items

@@ -27,13 +27,16 @@ _TOKENS = ["jwt", "cryptography"]
 _SCHEMAS = ["jsonschema", "holdpoint.core.schema_keywords"]
 """Checking tool arguments and results against their declared schemas (jsonschema and its bounded
 keywords): loaded at the first check."""
-_ENGINE = ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "holdpoint.outbound"]
-"""The engine's step loop and its outbound calls (workers, LLM providers, the network guard)."""
+_ENGINE = ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "holdpoint.outbound",
+           "holdpoint.notify.channels", "holdpoint.notify.webhooks", "holdpoint.notify.slack",
+           "holdpoint.notify.slack_blocks", "holdpoint.notify.slack_config"]
+"""The engine's step loop and its outbound calls (workers, LLM providers, the network guard, the
+notify channels)."""
 _TEST_TOOLS = ["moto", "pytest", "holdpoint_local"]
 """Dev-only packages: a handler that imports one fails on Lambda."""
 _OPENAPI_DOC = ["aws_lambda_powertools.event_handler.openapi.models"]
 """Powertools' OpenAPI document models: only `GET /v1/openapi.json` builds them."""
-_HTTP = ["aws_lambda_powertools.event_handler", "holdpoint.http"]
+_HTTP = ["aws_lambda_powertools.event_handler", "holdpoint.http", "holdpoint.notify.routes"]
 """The HTTP resolver and edge: the API and resume functions' alone."""
 _BATCH = ["aws_lambda_powertools.utilities.batch", "aws_lambda_powertools.utilities.data_classes", "asyncio"]
 """Powertools' batch utility and what it brings (asyncio, every event data class): the engine answers
@@ -43,44 +46,50 @@ _CORE_MODELS = ["holdpoint.core.protocols", "holdpoint.core.protocols.worker",
                 "holdpoint.core.protocols.client"]
 _MODELS = [*_CORE_MODELS, "holdpoint.core.agent_config", "holdpoint.http.bodies"]
 """The wire models (pydantic), by audience: the core's and the HTTP API's own bodies."""
-_FIRST_REQUEST = ["holdpoint.http.api", "holdpoint.http.routes", *_MODELS, "pydantic",
+_FIRST_REQUEST = ["holdpoint.http.api", "holdpoint.http.routes", "holdpoint.bridges.agui.routes",
+                  "holdpoint.bridges.agui.models", "holdpoint.bridges.runs.routes", *_MODELS, "pydantic",
                   "aws_lambda_powertools.event_handler.middlewares.openapi_validation"]
 """What the API function builds on its first request (`holdpoint.coldstart.Deferred`): every route
-module, the wire models and Powertools' request validation with pydantic."""
+module (the AG-UI and runs bridges' too), the wire models and Powertools' request validation with pydantic."""
+_BRIDGES = ["holdpoint.bridges"]
+"""The protocol bridges (their wire models with pydantic, their use cases, their routes): the API
+function's build them on its first request, the protocols function A2A's and MCP's; no other
+handler loads one."""
 _STEPS = ["holdpoint.services.runner", "holdpoint.core.engine", *_CORE_MODELS, "pydantic"]
 """What the engine loads with its first batch (`holdpoint.coldstart.Deferred`): the step loop, the
 core rules and the wire models with pydantic."""
 # The resume function serves its one route without OpenAPI validation, so without pydantic and the models.
 
 DENY: dict[str, list[str]] = {
-    "api": _TOKENS + _SCHEMAS + _TEST_TOOLS + _OPENAPI_DOC + _FIRST_REQUEST
+    "api": _TOKENS + _SCHEMAS + _TEST_TOOLS + _OPENAPI_DOC + _FIRST_REQUEST + _BRIDGES
     + ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm"],
-    "resume": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
+    "resume": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + _BRIDGES
     + ["holdpoint.services.sessions", "holdpoint.services.settle", "holdpoint.aws.signing",
        "holdpoint.aws.secretrefs", *_MODELS, "pydantic",
        "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
-    "engine": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + _BATCH + _STEPS,
+    "engine": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + _BATCH + _STEPS + _BRIDGES,
     # PyJWT imports `cryptography` when it is installed (the dev venv has it; requirements.txt does not),
     # so the authorizer's list leaves it out.
-    "authorizer": _SCHEMAS + _ENGINE + _TEST_TOOLS + _HTTP + ["pydantic", *_MODELS],
+    "authorizer": _SCHEMAS + _ENGINE + _TEST_TOOLS + _HTTP + _BRIDGES + ["pydantic", *_MODELS],
     # The notifier reads stream records; the declared `notify` entries' models stay with the API.
-    "notifier": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + ["holdpoint.core.engine", "holdpoint.services.runner",
-                                                            "holdpoint.llm", "pydantic", *_MODELS],
-    "links": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + ["holdpoint.services.sessions", "pydantic",
-                                                                         *_MODELS],
+    "notifier": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + _BRIDGES
+    + ["holdpoint.core.engine", "holdpoint.services.runner", "holdpoint.llm", "pydantic", *_MODELS],
+    "links": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + _BRIDGES
+    + ["holdpoint.services.sessions", "pydantic", *_MODELS],
     # A Slack button click: its signature check and a resume; no token checking, models or OpenAPI validation.
-    "channels": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
+    "channels": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + _BRIDGES
     + ["holdpoint.services.sessions", "pydantic", *_MODELS,
        "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
     # The WebSocket routes: the connection items, the catch-up from the log and its posts; no tokens or engine.
-    # AG-UI's frames come from core.agui's translations alone: none of the protocols' wire models.
-    "live": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + _FIRST_REQUEST[:2]
+    # AG-UI's frames come from the AG-UI bridge's `live_frames` (pure), given services.live when the first
+    # subscribe builds it (`assembly.get_live`): no bridge and none of the protocols' wire models at the load.
+    "live": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC + _FIRST_REQUEST[:2] + _BRIDGES
     + ["aws_lambda_powertools.event_handler", "holdpoint.services.sessions", "holdpoint.core.protocols"],
     # A2A's JSON-RPC: its own models (pydantic) and the resume path; no tokens, engine or OpenAPI validation.
     # Its models are A2A's, MCP's and the client's; the worker protocol's are the engine's.
     "protocols": _TOKENS + _SCHEMAS + _ENGINE + _TEST_TOOLS + _OPENAPI_DOC
     + ["aws_lambda_powertools.event_handler.middlewares.openapi_validation", "holdpoint.core.protocols.worker",
-       "holdpoint.core.protocols.worker_actions", "holdpoint.core.protocols.agui"],
+       "holdpoint.core.protocols.worker_actions", "holdpoint.bridges.agui", "holdpoint.bridges.runs"],
 }
 
 ALLOW: dict[str, list[str]] = {"authorizer": ["holdpoint.http", "holdpoint.http.credentials"],

@@ -9,11 +9,15 @@ from typing import Any
 
 import pytest
 
+from holdpoint.bridges.agui import live_frames
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, SessionState
 from holdpoint.ports import Throttled, Unavailable
-from holdpoint.services.live import FRAME_BUDGET, Live, frames_of
+from holdpoint.services.live import FRAME_BUDGET, Live, LiveFormat, frames_of
 from holdpoint_local.memory.frames import MemoryFrames
+
+AG_UI: dict[str, LiveFormat] = {"ag-ui": live_frames}
+"""The formats the assembly gives `Live`: the AG-UI bridge's translation."""
 
 
 class FakeConnections:
@@ -109,7 +113,7 @@ def test_live_ag_ui_subscriber_gets_deltas_as_text_messages_and_the_commit_witho
 
     connections = FormatConnections({"raw": "events", "agui": "ag-ui"})
     frames = MemoryFrames()
-    live = Live(None, connections, frames)  # type: ignore[arg-type]
+    live = Live(None, connections, frames, formats=AG_UI)  # type: ignore[arg-type]
     live.fan_out("t", SID, [delta(0, "Hel")])
     connections.formats["late"] = "ag-ui"
     live.fan_out("t", SID, [delta(1, "lo")])
@@ -178,7 +182,7 @@ def test_live_subscribe_records_the_format_and_catches_up_in_it(monkeypatch: pyt
 
     state, _ = committed("Hello")
     connections, frames = RecordingConnections(), MemoryFrames()
-    live = Live(OneSessionStore(state), connections, frames)  # type: ignore[arg-type]
+    live = Live(OneSessionStore(state), connections, frames, formats=AG_UI)  # type: ignore[arg-type]
     monkeypatch.setattr(edge, "get_live", lambda: live)
     body: dict[str, Any] = {"action": "subscribe", "session_ids": [SID], "after_seq": 0}
     if fmt is not None:
@@ -208,7 +212,8 @@ def test_live_ag_ui_catch_up_stops_at_the_session_it_loaded() -> None:
             return [*super().events(tenant, session_id, after, limit), later][:limit]
 
     frames = MemoryFrames()
-    Live(Racing(state), RecordingConnections(), frames).catch_up("t", SID, "c1", 0, "ag-ui")  # type: ignore[arg-type]
+    Live(Racing(state), RecordingConnections(), frames, formats=AG_UI).catch_up(  # type: ignore[arg-type]
+        "t", SID, "c1", 0, "ag-ui")
     [(_, agui_frame), (_, done)] = frames.sent
     assert agui_frame["through_seq"] == done["through_seq"] == state.header.seq and not done["has_more"]
 

@@ -1,4 +1,4 @@
-"""The MCP server's pure translations (holdpoint.core.mcp, PROTOCOL.md §9): a response schema onto
+"""The MCP server's pure translations (holdpoint.bridges.mcp.translation, PROTOCOL.md §9): a response schema onto
 MCP's restricted elicitation schema (or refused naming the field), an elicitation's answer as the
 resume payload, the envelope, and an approval's id."""
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from holdpoint.core import mcp
+from holdpoint.bridges.mcp import models
+from holdpoint.bridges.mcp import translation as mcp
 from holdpoint.core.errors import Refusal, RpcError
-from holdpoint.core.protocols import mcp as models
 from holdpoint.core.state import Interrupt
 
 

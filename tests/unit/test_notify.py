@@ -23,17 +23,17 @@ from holdpoint.aws.errors import ThrottledCall, UnavailableCall
 from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.outbox import session_of
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.store import session_pk
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify, sealing
 from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import first_error
-from holdpoint.core.messages import parse as work_message
+from holdpoint.notify.service import Notifier
 from holdpoint.outbound.declared import check_agent
 from holdpoint.ports import DeliveryFailed, DeliveryState
 from holdpoint.services import links, sessions
-from holdpoint.services.notify import Notifier
 from holdpoint.services.resume import resume
 from tests.harness import Harness
 from tests.unit.test_approver_policies import ANN, BOB, board
@@ -401,7 +401,7 @@ def test_n1_expiry_is_published_as_interrupt_expired(aws: dict[str, str], bus: s
 
 
 def test_n4_a_webhook_entry_a_worker_mangled_fails_its_delivery_not_the_stream(aws: dict[str, str]) -> None:
-    from holdpoint.outbound.webhooks import WebhookChannel
+    from holdpoint.notify.webhooks import WebhookChannel
 
     event = {"event_id": "evt_1", "type": "interrupt.raised", "tenant": "t1"}
     for entry in ({"url": 12}, {"url": "https://h.example.com/", "secret": ["x"]},

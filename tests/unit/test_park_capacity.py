@@ -17,9 +17,9 @@ from typing import Any
 import boto3
 import pytest
 
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.timers import Scheduled, Timers
 from holdpoint.core.interrupts import park_retry_seconds
-from holdpoint.core.messages import parse as work_message
 from holdpoint.ports import ParkRecord
 from holdpoint_local.moto.stepfunctions import CAP_KEY
 from tests.harness import Harness

@@ -16,7 +16,7 @@ import pytest
 
 from holdpoint.aws import signing
 from holdpoint.aws.parking import Parking
-from holdpoint.core.messages import parse as work_message
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.services import inbox as inbox_service
 from holdpoint.services.inbox import InboxFilters
 from holdpoint.services.resume import resume

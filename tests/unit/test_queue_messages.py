@@ -1,7 +1,8 @@
-"""The work queue's messages (`core/messages.py`): every body template.yaml's state machines put on
-the queue, and every body a durable timer's schedule sends, is one of the message classes, sent
-where the template lets it go; each class survives the queue (body, JSON, parse), and messages
-already queued by older code still parse."""
+"""The work queue's messages (`core/messages.py`, carried as the queue adapter `aws/queue.py` writes
+and reads them): every body template.yaml's state machines put on the queue, and every body a
+durable timer's schedule sends, is one of the message classes, sent where the template lets it go;
+each class survives the queue (to_queue, JSON, from_queue), and messages already queued by older
+code still parse."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from holdpoint.aws.parking import Parking
-from holdpoint.aws.queue import group_id
+from holdpoint.aws.queue import from_queue, group_id, to_queue
 from holdpoint.aws.timers import Timers
 from holdpoint.core import expiry
 from holdpoint.core.errors import MessageError
@@ -148,7 +149,7 @@ def template_messages(template: dict[str, Any]) -> dict[str, list[WorkMessage]]:
             for state, params in found:
                 sent = fill({k: v for k, v in params.items() if k.startswith("MessageBody")}, data,
                             {"Task": {"Token": TOKEN}})["MessageBody"]
-                out.setdefault(f"{logical_id}.{state}", []).append(parse(json.loads(json.dumps(sent))))
+                out.setdefault(f"{logical_id}.{state}", []).append(from_queue(json.loads(json.dumps(sent))))
     return out
 
 
@@ -161,7 +162,7 @@ def test_messages_template_bodies_are_message_classes() -> None:
 
 def test_messages_timer_schedules_send_message_classes_to_the_work_queue() -> None:
     requests = timer_requests()
-    assert [parse(json.loads(r["Target"]["Input"])) for r in requests] == [
+    assert [from_queue(json.loads(r["Target"]["Input"])) for r in requests] == [
         Kick("t1", "s-1"), Deadline("t1", "s-1", "call-1", 1), NotifyRetry("t1", "s-1", "e#0", 2),
         ParkRetry("t1", "s-1", "int-1", 2, 1),
         InterruptTimer("t1", "s-1", "int-1", 2, "remind", 0), InterruptTimer("t1", "s-1", "int-1", 2, "escalate", 0)]
@@ -203,11 +204,24 @@ def test_messages_template_check_catches_a_body_no_class_takes(state: str, field
 
 @pytest.mark.parametrize("message", EXAMPLES, ids=lambda m: m.KIND)
 def test_messages_round_trip_through_the_queue(message: WorkMessage) -> None:
-    sent = json.dumps(body(message))
+    sent = json.dumps(to_queue(message))
     assert json.loads(sent)["kind"] == message.KIND
-    assert parse(json.loads(sent)) == message
+    assert from_queue(json.loads(sent)) == message
+    assert parse(body(message)) == message  # the core's own codec, by the fields' names
     with pytest.raises(dataclasses.FrozenInstanceError):
         message.tenant = "t2"  # type: ignore[misc]
+
+
+def test_messages_a_park_carries_its_hold_as_parkbranch_writes_it_and_only_there() -> None:
+    """ParkBranch writes the token as `task_token` (template.yaml); the queue adapter alone knows it."""
+    park = Park("t1", "s-1", "int-1", TOKEN, 2)
+    assert to_queue(park) == {"kind": "park", "tenant": "t1", "session_id": "s-1", "interrupt_id": "int-1",
+                              "task_token": TOKEN, "generation": 2}
+    assert body(park)["hold"] == TOKEN and "task_token" not in body(park)
+    sent = {**to_queue(park), "hold": "not-the-token"}  # a `hold` key on the queue is no token
+    assert from_queue(sent) == park
+    with pytest.raises(MessageError, match="park message has no hold"):
+        from_queue({k: v for k, v in to_queue(park).items() if k != "task_token"})
 
 
 def test_messages_every_class_has_an_example_and_its_own_kind() -> None:
@@ -217,15 +231,15 @@ def test_messages_every_class_has_an_example_and_its_own_kind() -> None:
 
 def test_messages_already_queued_by_older_code_still_parse() -> None:
     # ParkBranch executions started before it passed the generation on; a wake without an outcome.
-    assert parse({"kind": "park", "tenant": "t1", "session_id": "s", "interrupt_id": "i", "task_token": "k"}) == \
-        Park("t1", "s", "i", "k", None)
-    assert parse({"kind": "wake", "tenant": "t1", "session_id": "s", "interrupt_id": "i"}) == \
+    assert from_queue({"kind": "park", "tenant": "t1", "session_id": "s", "interrupt_id": "i", "task_token": "k"}) \
+        == Park("t1", "s", "i", "k", None)
+    assert from_queue({"kind": "wake", "tenant": "t1", "session_id": "s", "interrupt_id": "i"}) == \
         Wake("t1", "s", "i", "resumed", None)
     # Integers as the engine always read them (int()), and fields no class has are ignored.
-    assert parse({"kind": "deadline", "tenant": "t1", "session_id": "s", "call_id": "c", "attempt": "2",
-                  "extra": True}) == Deadline("t1", "s", "c", 2)
-    assert parse({"kind": "wake", "tenant": "t1", "session_id": "s", "interrupt_id": "i", "generation": None}) == \
-        Wake("t1", "s", "i")
+    assert from_queue({"kind": "deadline", "tenant": "t1", "session_id": "s", "call_id": "c", "attempt": "2",
+                       "extra": True}) == Deadline("t1", "s", "c", 2)
+    assert from_queue({"kind": "wake", "tenant": "t1", "session_id": "s", "interrupt_id": "i",
+                       "generation": None}) == Wake("t1", "s", "i")
 
 
 @pytest.mark.parametrize(("data", "why"), [
@@ -240,4 +254,4 @@ def test_messages_already_queued_by_older_code_still_parse() -> None:
 ])
 def test_messages_a_body_no_class_takes_is_refused_by_name(data: dict[str, Any], why: str) -> None:
     with pytest.raises(MessageError, match=why.replace("(", r"\(")):
-        parse(data)
+        from_queue(data)

@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
-from holdpoint.core.messages import parse as work_message
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.services.resume import resume
 from tests.harness import Harness, seed_worker, spent_tokens
 

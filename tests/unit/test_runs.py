@@ -18,12 +18,12 @@ from holdpoint.aws.deliveries import DeliveryLog
 from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.timers import Timers
+from holdpoint.bridges.runs import channels as run_channels
+from holdpoint.bridges.runs import service as runs
 from holdpoint.core.errors import Refusal
 from holdpoint.core.protocols.client import RunInterruptsBody
-from holdpoint.outbound import runs as run_channels
-from holdpoint.services import runs
+from holdpoint.notify.service import Notifier
 from holdpoint.services.caller import Caller
-from holdpoint.services.notify import Notifier
 from holdpoint.services.resume import resume
 from holdpoint_sdk import runs as sdk_runs
 from tests.harness import Harness

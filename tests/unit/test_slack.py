@@ -1,4 +1,4 @@
-"""The Slack channel (holdpoint.outbound.slack) on moto's in-process AWS, with the real
+"""The Slack channel (holdpoint.notify.slack) on moto's in-process AWS, with the real
 `slack_sdk.WebClient` talking to a local fake of the Slack Web API: the declaration refuses
 literal secrets, the message carries the options as Block Kit buttons, and a click is trusted only
 with Slack's signature made with the signing secret its sealed button names."""
@@ -22,8 +22,8 @@ from holdpoint.core.answers import options_of
 from holdpoint.core.errors import Refusal
 from holdpoint.core.state import Interrupt, iso_ms
 from holdpoint.http.resolver import prepare
-from holdpoint.outbound.slack import SlackChannel
-from holdpoint.outbound.slack_config import SlackNotify, check_declaration
+from holdpoint.notify.slack import SlackChannel
+from holdpoint.notify.slack_config import SlackNotify, check_declaration
 from holdpoint.ports import DeliveryFailed, Posted
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.unit.test_api import CONTEXT, http_event, load_handler, parse

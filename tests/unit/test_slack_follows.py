@@ -21,15 +21,15 @@ from holdpoint.aws import signing
 from holdpoint.aws.deliveries import DeliveryLog
 from holdpoint.aws.events import EventBus
 from holdpoint.aws.outbox import events as outbox_events
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
 from holdpoint.core.answers import Answer
-from holdpoint.core.messages import parse as work_message
 from holdpoint.core.state import Interrupt
-from holdpoint.outbound.slack import SlackChannel, message_key
-from holdpoint.outbound.slack_blocks import Decided, decided_blocks, decided_by, outcome_of
-from holdpoint.outbound.slack_config import SlackConfig
-from holdpoint.services.notify import Notifier
+from holdpoint.notify.service import Notifier
+from holdpoint.notify.slack import SlackChannel, message_key
+from holdpoint.notify.slack_blocks import Decided, decided_blocks, decided_by, outcome_of
+from holdpoint.notify.slack_config import SlackConfig
 from tests.harness import Harness
 from tests.slack_fake import SlackFake, click_body, sign
 from tests.unit.test_api import CONTEXT, http_event, load_handler, parse

@@ -8,8 +8,8 @@ from typing import Any
 import boto3
 import pytest
 
+from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.store import Conflict
-from holdpoint.core.messages import parse as work_message
 from tests.harness import Harness, seed_worker
 
 pytestmark = pytest.mark.usefixtures("aws")

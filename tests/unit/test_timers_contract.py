@@ -15,7 +15,8 @@ from typing import Any
 import boto3
 import pytest
 
-from holdpoint.core.messages import Deadline, Kick, NotifyRetry, ParkRetry, Wake, WorkMessage, parse
+from holdpoint.aws.queue import from_queue
+from holdpoint.core.messages import Deadline, Kick, NotifyRetry, ParkRetry, Wake, WorkMessage
 from holdpoint_local.memory.ports import MemoryTimers
 from tests.twins import side
 
@@ -39,7 +40,7 @@ def _schedules() -> list[Timer]:
     for item in client.list_schedules(GroupName=group)["Schedules"]:
         timer = scheduled(client.get_schedule(Name=item["Name"], GroupName=group))
         body = {k: v for k, v in timer.message.items() if k != NAME_FIELD}
-        out.append((timer.due - T0, parse(body)))
+        out.append((timer.due - T0, from_queue(body)))
     return out
 
 

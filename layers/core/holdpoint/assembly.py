@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from holdpoint.aws.store import Store
     from holdpoint.aws.timers import Timers
     from holdpoint.aws.traces import XRayTraces
-    from holdpoint.outbound.slack import SlackChannel
+    from holdpoint.notify.channels import SlackChannel
+    from holdpoint.notify.service import Notifier
     from holdpoint.services.live import Live
-    from holdpoint.services.notify import Notifier
     from holdpoint.services.runner import Runner
 
 
@@ -44,12 +44,14 @@ def get_store() -> Store:
 
 @cache
 def get_live() -> Live:
-    """Live events: the WebSocket connections on the table, posted through the management API."""
+    """Live events: the WebSocket connections on the table, posted through the management API, in
+    the log's own format or AG-UI's (`format: "ag-ui"`, the AG-UI bridge's translation)."""
     from holdpoint.aws.connections import Connections
     from holdpoint.aws.frames import ManagementFrames
+    from holdpoint.bridges.agui import live_frames
     from holdpoint.services.live import Live
 
-    return Live(get_store(), Connections(), ManagementFrames())
+    return Live(get_store(), Connections(), ManagementFrames(), formats={"ag-ui": live_frames})
 
 
 @cache
@@ -90,10 +92,9 @@ def get_timers() -> Timers:
 @cache
 def get_slack() -> SlackChannel:
     """The Slack notify channel, its buttons sealed under the deployment's key."""
-    from holdpoint.aws import signing
-    from holdpoint.outbound.slack import SlackChannel
+    from holdpoint.notify import channels
 
-    return SlackChannel(signing, get_store().read_interrupt)
+    return channels.slack(get_store())
 
 
 def new_runner(store: Store | None = None, parking: Parking | None = None, queue: WorkQueue | None = None,
@@ -129,17 +130,15 @@ def get_notifier() -> Notifier:
     from holdpoint.aws import signing
     from holdpoint.aws.deliveries import DeliveryLog
     from holdpoint.aws.events import EventBus
-    from holdpoint.outbound import channels
-    from holdpoint.outbound import runs as run_channels
-    from holdpoint.outbound.webhooks import A2aPushChannel
-    from holdpoint.services.a2a import PUSH_CHANNEL, Pushes
-    from holdpoint.services.notify import Notifier
-    from holdpoint.services.runs import RunDeliveries, chained
+    from holdpoint.bridges.a2a import PUSH_CHANNEL, Pushes
+    from holdpoint.bridges.runs import RunDeliveries, chained, delivery_channels
+    from holdpoint.notify import channels
+    from holdpoint.notify.service import Notifier
 
     deliveries = DeliveryLog()
     pushes = Pushes(get_store(), get_push_configs())
-    installed = {**channels.installed(get_store(), deliveries), PUSH_CHANNEL: A2aPushChannel(pushes.resolve),
-                 **run_channels.channels()}
+    installed = {**channels.installed(get_store(), deliveries), PUSH_CHANNEL: channels.a2a_push(pushes.resolve),
+                 **delivery_channels()}
     return Notifier(get_store(), EventBus(), deliveries, get_timers(), signing, installed,
                     link_base=os.environ.get("HOLDPOINT_LINK_BASE_URL", ""),
                     pushes=chained(pushes.starts, RunDeliveries(get_store()).starts))

@@ -1,7 +1,7 @@
 """`ports.NotifyChannel` in memory: each notification handed over for an entry is kept as its
 receiver would have it (its JSON, with its links), in order; an entry marked to fail (`failing`)
 is refused with `DeliveryFailed`, as a webhook's receiver answering 5xx is, and nothing is kept
-for it. A retried delivery is kept again: receivers dedupe (outbound/webhooks.py)."""
+for it. A retried delivery is kept again: receivers dedupe (notify/webhooks.py)."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from holdpoint.aws.kept_parking import KeptParking
 from holdpoint.core.messages import Kick, Wake, WorkMessage
 from holdpoint.core.state import Interrupt
-from holdpoint.ports import KeptParking
 from holdpoint_local.memory.parking import MemoryParkRecords
 
 

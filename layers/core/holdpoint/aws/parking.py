@@ -16,10 +16,11 @@ from holdpoint.aws import clients
 from holdpoint.aws.ddb.parking import ParkRecords
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import Refused
+from holdpoint.aws.kept_parking import KeptParking
 from holdpoint.aws.queue import WorkQueue, group_id
 from holdpoint.core.interrupts import park_seconds
 from holdpoint.core.state import Interrupt
-from holdpoint.ports import KeptParking, ParkRecord, ParkRefused
+from holdpoint.ports import ParkRecord, ParkRefused
 from holdpoint.ports import ParkRecords as Records
 
 NO_CAPACITY = ("ExecutionLimitExceeded", "ThrottlingException")

@@ -5,12 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from holdpoint import tracing
 from holdpoint.aws import clients
 from holdpoint.core.errors import MessageError
-from holdpoint.core.messages import Kick, Wake, WorkMessage, body, parse
+from holdpoint.core.messages import Kick, Park, Wake, WorkMessage, body, parse
+
+WIRE: dict[str, dict[str, str]] = {Park.KIND: {"hold": "task_token"}}
+"""By kind, the fields the queue carries under another key: a park's `hold` is the `task_token`
+ParkBranch's Park state writes (template.yaml, `$$.Task.Token`)."""
 
 
 def group_id(tenant: str, session_id: str) -> str:
@@ -26,12 +31,27 @@ def traced() -> dict[str, Any]:
         if header else {}
 
 
+def to_queue(message: WorkMessage) -> dict[str, Any]:
+    """A work message as the JSON object the queue carries: its fields under the queue's keys."""
+    keys = WIRE.get(message.KIND, {})
+    return {keys.get(name, name): value for name, value in body(message).items()}
+
+
+def from_queue(data: Mapping[str, Any]) -> WorkMessage:
+    """The message a queue body holds, parsed once into its class (`MessageError` naming what is
+    wrong): a field the queue carries under another key is read from that key alone."""
+    kind = data.get("kind")
+    keys = WIRE.get(kind, {}) if isinstance(kind, str) else {}
+    fields = {key: name for name, key in keys.items()}
+    return parse({fields.get(key, key): value for key, value in data.items() if key not in keys})
+
+
 def parse_message(text: str) -> WorkMessage:
     """A work message as the engine receives it: a JSON object, parsed once into its class."""
     out = json.loads(text)
     if not isinstance(out, dict):
         raise MessageError("work message is not an object")
-    return parse(out)
+    return from_queue(out)
 
 
 class WorkQueue:
@@ -43,7 +63,7 @@ class WorkQueue:
         """Tell the engine a session has work due; the dedup id makes repeats at one version free."""
         self.client.send_message(
             QueueUrl=self.url,
-            MessageBody=json.dumps(body(Kick(tenant, session_id))),
+            MessageBody=json.dumps(to_queue(Kick(tenant, session_id))),
             MessageGroupId=group_id(tenant, session_id),
             MessageDeduplicationId=hashlib.sha256(f"kick/{tenant}/{session_id}/{version}".encode()).hexdigest(),
             **traced(),
@@ -60,6 +80,6 @@ class WorkQueue:
         self._send(Wake(tenant, session_id, interrupt_id, "expired", generation), f"{dedup_key}-expire")
 
     def _send(self, message: Wake, dedup: str) -> None:
-        self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(body(message)),
+        self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(to_queue(message)),
                                  MessageGroupId=group_id(message.tenant, message.session_id),
                                  MessageDeduplicationId=dedup, **traced())

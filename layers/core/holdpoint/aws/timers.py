@@ -26,9 +26,9 @@ from typing import Any, TypedDict
 
 from holdpoint.aws import clients
 from holdpoint.aws.errors import Refused
-from holdpoint.aws.queue import group_id
+from holdpoint.aws.queue import group_id, to_queue
 from holdpoint.core.jsontypes import JsonObject
-from holdpoint.core.messages import WorkMessage, body
+from holdpoint.core.messages import WorkMessage
 
 NAME_FIELD = "schedule"
 """The body field naming the timer (parsing ignores it; content-based deduplication does not)."""
@@ -112,7 +112,7 @@ class Timers:
                 Description=f"after {wait}s: {key}"[:512],
                 Target={
                     "Arn": self.queue_arn, "RoleArn": self.role_arn,
-                    "Input": json.dumps({**body(message), NAME_FIELD: name}),
+                    "Input": json.dumps({**to_queue(message), NAME_FIELD: name}),
                     "SqsParameters": {"MessageGroupId": group_id(tenant, session_id)},
                     "RetryPolicy": {"MaximumEventAgeInSeconds": MAX_EVENT_AGE, "MaximumRetryAttempts": 185},
                 },

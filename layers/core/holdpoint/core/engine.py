@@ -277,7 +277,7 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation:
                verdict=decided.verdict, channel=decided.channel)
     if not was_parking_active or state.header.kind == "run":
         # R8: the branch was left, nothing is delivered; a run's answers go to its target instead,
-        # from the notifier (core/runs.py), where its delivery record says how it stands
+        # from the notifier (the runs bridge), where its delivery record says how it stands
         interrupt.delivery = "none"
     else:
         # The answer is stored once, on the interrupt: the trigger names it (and the generation it

@@ -40,11 +40,10 @@ class Kick:
 class Park:
     """The pause started for this interrupt reports what ends it (`hold`, opaque here: the parking
     adapter keeps it and ends the pause with it); no run follows. `generation` is the raise the
-    pause was started for (None: one older than it). On the queue `hold` is `task_token`, as
-    ParkBranch writes it."""
+    pause was started for (None: one older than it). Under which key the queue carries `hold` is
+    the queue adapter's to know (aws/queue.py: ParkBranch's key)."""
 
     KIND: ClassVar[str] = "park"
-    WIRE: ClassVar[dict[str, str]] = {"hold": "task_token"}
     tenant: str
     session_id: str
     interrupt_id: str
@@ -124,15 +123,10 @@ BY_KIND: dict[str, type[WorkMessage]] = {cls.KIND: cls for cls in CLASSES}
 _HINTS: dict[type[WorkMessage], dict[str, Any]] = {}
 
 
-def _wire(cls: type[WorkMessage] | WorkMessage, name: str) -> str:
-    """A field's key on the queue: its name, unless the class says otherwise (`WIRE`)."""
-    wire: dict[str, str] = getattr(cls, "WIRE", {})
-    return wire.get(name, name)
-
-
 def body(message: WorkMessage) -> dict[str, Any]:
-    """The message as the JSON object the queue carries: its `kind`, then its fields."""
-    return {"kind": message.KIND, **{_wire(message, k): v for k, v in dataclasses.asdict(message).items()}}
+    """The message as a JSON object: its `kind`, then its fields by name (the queue adapter names
+    them as the queue carries them)."""
+    return {"kind": message.KIND, **dataclasses.asdict(message)}
 
 
 def _value(name: str, hint: Any, raw: Any) -> Any:
@@ -158,7 +152,8 @@ def _value(name: str, hint: Any, raw: Any) -> Any:
 
 
 def parse(data: Mapping[str, Any]) -> WorkMessage:
-    """The message a queue body holds, by its `kind`; raises `MessageError` naming what is wrong."""
+    """The message a JSON object holds, by its `kind`, its fields by name (the queue adapter reads
+    a queue body into this); raises `MessageError` naming what is wrong."""
     kind = data.get("kind")
     cls = BY_KIND.get(kind) if isinstance(kind, str) else None
     if cls is None:
@@ -166,7 +161,7 @@ def parse(data: Mapping[str, Any]) -> WorkMessage:
     hints = _HINTS.get(cls) or _HINTS.setdefault(cls, typing.get_type_hints(cls))
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        key = _wire(cls, f.name)
+        key = f.name
         if key in data:
             values[f.name] = _value(key, hints[f.name], data[key])
         elif f.default is dataclasses.MISSING:

@@ -1,6 +1,6 @@
 """A push notification config as Holdpoint keeps it (PROTOCOL.md §8): a record of its own, with
 no protocol model behind it, so the ports and the adapters that keep configs import only this
-(core.a2a translates A2A's `TaskPushNotificationConfig` to and from it)."""
+(the A2A bridge translates A2A's `TaskPushNotificationConfig` to and from it)."""
 
 from __future__ import annotations
 

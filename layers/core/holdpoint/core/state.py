@@ -87,7 +87,7 @@ class Header:
     budget: float | None = None
     parent: dict[str, Any] | None = None  # {session_id, call_id} of a sub-agent's parent
     attention: JsonObject | None = None  # {kind, reason, since}: a delivery retrying or failed (core/attention)
-    run: dict[str, Any] | None = None  # a run session's {id, target, deliver, state, callback} (core/runs)
+    run: dict[str, Any] | None = None  # a run session's {id, target, deliver, state, callback} (bridges/runs)
 
 
 @dataclass

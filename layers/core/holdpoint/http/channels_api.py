@@ -6,7 +6,7 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from holdpoint.http.resolver import new_resolver
-from holdpoint.http.routes import channels
+from holdpoint.notify import routes as channels
 
 
 def build() -> APIGatewayHttpResolver:

@@ -4,6 +4,7 @@ body (Holdpoint's `{"error": ...}` or API Gateway's own `{"message": ...}`), and
 from __future__ import annotations
 
 import json
+import pathlib
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
@@ -13,6 +14,12 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from holdpoint.core.ids import ID_REGEX
 from holdpoint.http.bodies import Error, GatewayError
 
+ELSEWHERE = pathlib.Path(__file__).with_name("openapi_elsewhere.json")
+"""The routes API Gateway sends to other functions, as the document states them: the links
+function's (`/v1/links/{token}`), the channels function's (Slack's clicks) and the protocols
+function's (A2A's Agent Card and JSON-RPC endpoint, MCP's). Their handlers read their bodies by
+hand (a form, a signed form, JSON-RPC), so no route of theirs declares a shape to build this from;
+tests/unit/test_openapi_fragment.py holds it to the paths they serve and the models they parse."""
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 """Every route but the OpenAPI document: an API key or token, checked by the Lambda authorizer."""
 _WHY: dict[int, tuple[str, Any]] = {
@@ -63,14 +70,18 @@ def id_path(what: str) -> Any:
 
 
 def document(app: APIGatewayHttpResolver) -> dict[str, Any]:
-    """The document from the routes, less the 422 Powertools adds to every route: ours is declared
-    per route (an unknown input `type`), and other validation errors are 400s."""
+    """The document from the routes and the fragment of the other functions' (`ELSEWHERE`), less
+    the 422 Powertools adds to every route: ours is declared per route (an unknown input `type`),
+    and other validation errors are 400s."""
     # Powertools' OpenAPI models cost ~35 ms to import; only the document needs them, not a request.
     from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
     doc: dict[str, Any] = json.loads(app.get_openapi_json_schema(
         title="Holdpoint API", version="1.0.0",
         security_schemes={"bearer": HTTPBearer(description="An API key (`hp_...`) or a token minted from one")}))
+    elsewhere = json.loads(ELSEWHERE.read_text())
+    doc["paths"].update(elsewhere["paths"])
+    doc["components"]["schemas"].update(elsewhere["components"]["schemas"])
     for ops in doc["paths"].values():
         for op in ops.values():
             refusal = op["responses"].get("422", {}).get("content", {}).get("application/json", {})

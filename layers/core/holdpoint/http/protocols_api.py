@@ -1,5 +1,5 @@
 """The protocols function's resolver: agents elsewhere reaching Holdpoint over their own protocols
-(A2A's JSON-RPC, holdpoint.http.routes.a2a; MCP's, holdpoint.http.routes.mcp), whose bodies are
+(A2A's JSON-RPC, holdpoint.bridges.a2a.routes; MCP's, holdpoint.bridges.mcp.routes), whose bodies are
 parsed by the route, so a request that is not JSON-RPC gets the protocol's error and not Holdpoint's."""
 
 from __future__ import annotations
@@ -9,13 +9,12 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-from holdpoint.core import a2a as wire
-from holdpoint.core import mcp as mcp_wire
+from holdpoint.bridges.a2a import routes as a2a
+from holdpoint.bridges.mcp import routes as mcp
 from holdpoint.core.errors import Refusal
-from holdpoint.http.edge import json_reply, refusal_reply
+from holdpoint.http.edge import refusal_reply
 from holdpoint.http.limits import body_bytes
 from holdpoint.http.resolver import handler_for, new_resolver
-from holdpoint.http.routes import a2a, mcp
 
 
 def build() -> APIGatewayHttpResolver:
@@ -38,8 +37,8 @@ def handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict
             if exc.code == "payload_too_large":
                 return refusal_reply(exc)
             if str(event.get("rawPath") or "").startswith("/mcp/"):  # MCP sends its parse error as a 400
-                return json_reply(400, mcp_wire.error(None, mcp_wire.PARSE_ERROR, exc.message, "body"))
-            return json_reply(200, wire.error(None, wire.PARSE_ERROR, exc.message, "parse_error", "body"))
+                return mcp.unreadable(exc.message)
+            return a2a.unreadable(exc.message)
         return inner(event, context)
 
     return serve

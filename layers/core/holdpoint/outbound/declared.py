@@ -44,7 +44,7 @@ def check_agent(config: dict[str, Any], tenant: str) -> None:
     for i, entry in enumerate(config.get("notify") or []):
         check_webhook(entry, tenant, f"notify[{i}]")
         if "slack" in entry:
-            from holdpoint.outbound.slack_config import check_declaration
+            from holdpoint.notify.channels import check_declaration
 
             check_declaration(entry["slack"], tenant, f"notify[{i}]")
     if config.get("tools") and (bad := schemas.tools_error(config["tools"])):

@@ -18,6 +18,7 @@ from holdpoint.ports.delivery import (
     Posted,
     PostedMessages,
     PushConfigs,
+    PushStarts,
     Sealer,
 )
 from holdpoint.ports.errors import (
@@ -35,7 +36,7 @@ from holdpoint.ports.errors import (
     WorkerUnavailable,
 )
 from holdpoint.ports.live import Connections, Frames, WaitLeases
-from holdpoint.ports.parking import KeptParking, Parked, Parking, ParkQueue, ParkRecord, ParkRecords
+from holdpoint.ports.parking import Parked, Parking, ParkQueue, ParkRecord, ParkRecords
 from holdpoint.ports.store import (
     MAX_SEQ,
     AddAnswer,
@@ -80,7 +81,6 @@ __all__ = [
     "Interfered",
     "InterruptRef",
     "Interrupts",
-    "KeptParking",
     "Llm",
     "LlmError",
     "LlmStream",
@@ -96,6 +96,7 @@ __all__ = [
     "Posted",
     "PostedMessages",
     "PushConfigs",
+    "PushStarts",
     "Resolve",
     "ResolveOutcome",
     "Sealer",

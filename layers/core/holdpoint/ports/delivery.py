@@ -3,6 +3,7 @@ A2A push configs, the event bus and sealed action payloads."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NotRequired, Protocol, TypedDict
 
@@ -72,6 +73,11 @@ class DeadLetter(DeliveryRecord):
 
     attempts: int
     error: str
+
+
+PushStarts = Callable[[str, str, JsonObject], list[DeliveryRecord]]
+"""The delivery records an event-log entry starts beyond the `notify` entries: a bridge's own (the
+A2A bridge's push configs, the runs bridge's answers), which the assembly hands the notifier."""
 
 
 class Deliveries(Protocol):

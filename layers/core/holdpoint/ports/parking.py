@@ -1,11 +1,11 @@
 """Parking: a raised interrupt's branch held by something that runs nothing while it waits (a
 Step Functions task token on AWS), its own record per raise, and the release or expiry that
-wakes it."""
+wakes it. What the adapters share of doing it (the release's ordering) is `aws/kept_parking.py`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from holdpoint.core.messages import Park
 from holdpoint.core.state import Interrupt
@@ -80,68 +80,3 @@ class ParkQueue(Protocol):
     def wake(self, tenant: str, session_id: str, interrupt_id: str, dedup_key: str, generation: int) -> None: ...
 
     def expire(self, tenant: str, session_id: str, interrupt_id: str, dedup_key: str, generation: int) -> None: ...
-
-
-class KeptParking:
-    """The half of a `Parking` adapter that is its own records (`ParkRecords`) and the work queue,
-    the same for the Step Functions adapter and its in-memory twin; a subclass starts and ends
-    the pauses (`start`, `complete`) and names its records and queue."""
-
-    def kept(self) -> ParkRecords:
-        raise NotImplementedError
-
-    def wakes(self) -> ParkQueue:
-        raise NotImplementedError
-
-    def start(self, tenant: str, session_id: str, interrupt: Interrupt, timeout_seconds: int | None = None) -> str:
-        """Start (or find) the pause; its handle."""
-        raise NotImplementedError
-
-    def complete(self, token: str, output: dict[str, Any]) -> bool:
-        """End the pause `token` holds; False when it is spent already (a no-op)."""
-        raise NotImplementedError
-
-    def joined(self, record: ParkRecord | None) -> None:
-        """The resume found the raise's record (its trace, when the adapter traces): no-op here."""
-
-    def status(self, tenant: str, session_id: str, interrupt: Interrupt) -> Parked:
-        found = self.kept().read(tenant, session_id, interrupt.interrupt_id, interrupt.generation)
-        return Parked(started=found.handle is not None, waits=found.waits) if found else Parked()
-
-    def park(self, tenant: str, session_id: str, interrupt: Interrupt, timeout_seconds: int | None = None) -> None:
-        """Start the raise's pause (`ParkRefused`: not now), then record it started."""
-        handle = self.start(tenant, session_id, interrupt, timeout_seconds)
-        self.kept().started(tenant, session_id, interrupt.interrupt_id, interrupt.generation, handle)
-
-    def wait(self, tenant: str, session_id: str, interrupt: Interrupt, attempt: int) -> None:
-        self.kept().waiting(tenant, session_id, interrupt.interrupt_id, interrupt.generation, attempt)
-
-    def hold(self, message: Park) -> None:
-        """Keep the park message's token on its raise's record (one conditional write)."""
-        self.kept().hold(message.tenant, message.session_id, message.interrupt_id, message.generation or 0,
-                         message.hold)
-
-    def end(self, message: Park) -> None:
-        self.complete(message.hold, {"interrupt_id": message.interrupt_id})
-
-    def forget(self, message: Park) -> None:
-        self.kept().drop(message.tenant, message.session_id, message.interrupt_id, message.generation or 0,
-                         message.hold)
-
-    def release(self, tenant: str, session_id: str, interrupt: Interrupt) -> None:
-        """Wake a resolved interrupt's branch, then end its pause. The wake goes first, straight
-        onto the work queue, and the engine starts while the end is in flight. A crash between the
-        two leaves the pause waiting; its timeout then sends a wake the engine finds already
-        applied, and a retried resume ends it sooner (docs/ARCHITECTURE.md, "Parking"). The token
-        is read here, once, after the resolve's write and before the wake: a park message stored
-        before it is seen, and one stored after it finds the interrupt resolved and ends the pause
-        itself; the wake then carries the trace of the turn that parked (`joined`)."""
-        found = self.kept().read(tenant, session_id, interrupt.interrupt_id, interrupt.generation)
-        self.joined(found)
-        self.wakes().wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
-        if found is not None and found.token:
-            self.complete(found.token, {"interrupt_id": interrupt.interrupt_id})
-
-    def expire(self, tenant: str, session_id: str, interrupt: Interrupt) -> None:
-        """The expiry the pause's timeout would send, for a raise whose pause never started."""
-        self.wakes().expire(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)

@@ -5,8 +5,9 @@ API Gateway holds the connections; nothing waits. The process that commits a ses
 (`publish`, the store's `committed` hook). A subscriber first gets what it missed from the event
 log (`subscribe` with `after_seq`), then the live frames. Every event carries its `seq`, so:
 
-A subscription in `format: "ag-ui"` gets the same frames translated by `core.agui.live_frames`
-(the one mapping, the HTTP channel's): catch-up, committed events and deltas alike.
+A subscription in another format (`format: "ag-ui"`) gets the same frames translated by that
+format's translation (`Live.formats`: the AG-UI bridge's `live_frames`, the one mapping, the HTTP
+channel's, wired in by the assembly): catch-up, committed events and deltas alike.
 
 - a frame that arrives twice (an event in both the catch-up and a live post) is dropped by seq;
 - a post lost to a crash between a commit and its post shows as a gap at the session's next
@@ -21,10 +22,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator, Mapping
 from typing import Any
 
-from holdpoint.core import agui
 from holdpoint.core.errors import QuotaExceeded, Refusal
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Connections, Frames, SessionsAndAgents
@@ -44,6 +44,12 @@ FRAME_BUDGET = 30 * 1024
 """Below API Gateway's 32 KB frame, with room for the frame's own fields."""
 MAX_STREAMS = 256
 """LLM calls whose `ag-ui` subscribers this process remembers (`Live.streamed`); the oldest go first."""
+
+LiveFormat = Callable[[dict[str, Any], SessionState | None, Container[str]], list[dict[str, Any]]]
+"""A subscription format other than the log's own `events`: one live frame (`events`, `delta`,
+`delta_end`) as the frames its subscriber gets, given the session (for `events`) and the calls
+whose first delta that subscriber was sent. A bridge's (the AG-UI bridge's `live_frames`), so the
+services never import one: the assembly hands them in."""
 
 
 def _size(value: Any) -> int:
@@ -75,11 +81,13 @@ def error_frame(code: str, message: str, param: str | None = None, **extra: Any)
 
 class Live:
     def __init__(self, store: SessionsAndAgents, connections: Connections, frames: Frames,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, formats: Mapping[str, LiveFormat] | None = None) -> None:
         self.store, self.connections, self.frames, self.clock = store, connections, frames, clock
+        self.formats: Mapping[str, LiveFormat] = formats or {}
+        """A subscription's format -> its translation; a format not here is sent the log's frames."""
         self.streamed: dict[str, set[str]] = {}
         """call id -> the `ag-ui` connections this process sent its first delta (their text is
-        streamed, so its committed message adds only its tool calls; `core.agui.live_frames`)."""
+        streamed, so its committed message adds only its tool calls; the format's translation)."""
         self._streams_lock = threading.Lock()  # the local stack runs several handlers in one process
 
     def connect(self, caller: Caller, connection_id: str, connected_at: float) -> None:
@@ -146,7 +154,7 @@ class Live:
         `subscribed`, whose `has_more` asks for the next page (a subscribe from `through_seq`). In
         `ag-ui` translated with the session as loaded once here, up to its seq (it holds every
         message those events name; later ones come live, as the subscription is written before the load)."""
-        state = self.store.load(tenant, session_id) if fmt == "ag-ui" else None
+        state = self.store.load(tenant, session_id) if fmt in self.formats else None
         events = self.store.events(tenant, session_id, after_seq, MAX_CATCH_UP)
         more = len(events) == MAX_CATCH_UP
         if state is not None and events and events[-1].seq > state.header.seq:
@@ -190,7 +198,7 @@ class Live:
         kept = dict(followers)
         for connection_id, fmt in followers.items():
             calls: set[str] = set()
-            if fmt == "ag-ui":
+            if fmt in self.formats:
                 self._note_stream(connection_id, frames)
                 with self._streams_lock:
                     calls = {c for c, conns in self.streamed.items() if connection_id in conns}
@@ -217,12 +225,12 @@ class Live:
                     while len(self.streamed) > MAX_STREAMS:
                         self.streamed.pop(next(iter(self.streamed)))
 
-    @staticmethod
-    def _formatted(fmt: str, frames: list[dict[str, Any]], state: SessionState | None,
+    def _formatted(self, fmt: str, frames: list[dict[str, Any]], state: SessionState | None,
                    calls: set[str]) -> list[dict[str, Any]]:
-        if fmt != "ag-ui":
+        translate = self.formats.get(fmt)
+        if translate is None:
             return frames
-        return [out for frame in frames for out in agui.live_frames(frame, state, calls)]
+        return [out for frame in frames for out in translate(frame, state, calls)]
 
     def publish_delta(self, tenant: str, session_id: str, followers: dict[str, str],
                       frame: dict[str, Any]) -> dict[str, str]:

@@ -4,7 +4,9 @@ the shapes every wire model shares: ids, bounded integers, the strict and open m
 message, and the response-schema checks (A1).
 
 By protocol: `worker` (the decision request, engine -> worker) and `worker_actions` (its answer),
-`client` (what a client asks of a session), `a2a`, `mcp` and `agui`. An agent's declaration is
+`client` (what a client asks of a session), `approval`, and `runs` (what an external run is
+delivered, which the SDK reads too). A2A's, MCP's and AG-UI's are their bridges' (`models` of
+`holdpoint.bridges.a2a`, `.mcp`, `.agui`), over the shapes here. An agent's declaration is
 `core.agent_config`; bodies only the HTTP API reads are `holdpoint.http.bodies`.
 """
 

@@ -1,6 +1,7 @@
 """What Holdpoint delivers to an external run's target when its approvals close (PROTOCOL.md §10):
-`core.runs` builds it with these models, and the SDK reads it with the same ones. Open models: a
-receiver built today keeps reading a delivery that grows a field."""
+the runs bridge builds it with these models, and the SDK reads it with the same ones (which is why
+they are the core's: the SDK ships `holdpoint.core`). Open models: a receiver built today keeps
+reading a delivery that grows a field."""
 
 # No `from __future__ import annotations` (see protocols/client.py).
 from typing import Any, Literal

@@ -9,7 +9,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from holdpoint.core import approvals, claims, notify, retry, runs
+from holdpoint.bridges.runs import translation as runs
+from holdpoint.core import approvals, claims, notify, retry
 from holdpoint.core.errors import DeclarationError, PolicyError, Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import start_session
@@ -17,10 +18,9 @@ from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.protocols.approval import policy_of
 from holdpoint.core.protocols.client import RunInterruptsBody
 from holdpoint.core.state import SessionState, derive
-from holdpoint.ports import Clock, DeliveryRecord, Sessions, SessionsAndAgents, WorkQueue
+from holdpoint.ports import Clock, DeliveryRecord, PushStarts, Sessions, SessionsAndAgents, WorkQueue
 from holdpoint.services import sessions
 from holdpoint.services.caller import Caller
-from holdpoint.services.notify import PushStarts
 from holdpoint.services.resume import open_fields, shown_to
 from holdpoint.services.sessions import Backstop
 

@@ -1,7 +1,7 @@
 """The A2A server (PROTOCOL.md §8): `SendMessage` starts or continues a session (a context) with a
 turn (a task), or answers the interrupts a task waits on through the resume path; the answer
 follows the turn through the event log until it finishes, fails or parks, within one long-poll
-(`streams.cap()`), as the AG-UI channel does (services.agui)."""
+(`streams.cap()`), as the AG-UI channel does (the AG-UI bridge's service)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from holdpoint.core import a2a, answers, notify, retry
+from holdpoint.bridges.a2a import models
+from holdpoint.bridges.a2a import translation as a2a
+from holdpoint.core import answers, notify, retry
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.ids import ID_PATTERN
 from holdpoint.core.jsontypes import JsonObject
-from holdpoint.core.protocols import a2a as models
 from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.push import PushRecord
 from holdpoint.core.state import SessionState, Turn

@@ -3,35 +3,33 @@
 declares `a2a.public`), and its JSON-RPC 2.0 endpoint `POST /a2a/{tenant}/{agent_id}` (an API key
 or a client token). The body is parsed here, not by Powertools: a request that is not JSON-RPC
 gets a JSON-RPC error (HTTP 200, as A2A's JSON-RPC binding answers), never a Holdpoint body.
-`documented` declares both routes for the one OpenAPI document."""
+The OpenAPI document states both routes in its fragment (http/openapi_elsewhere.json)."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ValidationError
 
 from holdpoint import assembly
-from holdpoint.core import a2a as wire
+from holdpoint.bridges.a2a import models
+from holdpoint.bridges.a2a import service as a2a
+from holdpoint.bridges.a2a import translation as wire
 from holdpoint.core.errors import JsonProblem, Refusal
 from holdpoint.core.ids import first_error
-from holdpoint.core.protocols import a2a as models
 from holdpoint.core.strictjson import loads
 from holdpoint.http import edge, eventstream
-from holdpoint.http.openapi import BEARER, answers, id_path, refusal
 from holdpoint.http.telemetry import logger
 from holdpoint.outbound import netguard
-from holdpoint.services import a2a, streams
+from holdpoint.services import streams
 from holdpoint.services.caller import Caller
 
 router = APIGatewayHttpRouter()
-documented = APIGatewayHttpRouter()
 
 CARD = "/a2a/<tenant>/<agent_id>/.well-known/agent-card.json"
 RPC = "/a2a/<tenant>/<agent_id>"
@@ -41,6 +39,12 @@ _VERSIONS = ("1.0", "1")
 
 def _json(status: int, body: Any) -> Response[Any]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
+
+
+def unreadable(message: str) -> dict[str, Any]:
+    """A body the protocols function's limits refuse before any route reads it (too deep, not
+    UTF-8), as A2A answers one that does not parse: a JSON-RPC parse error, HTTP 200."""
+    return edge.json_reply(200, wire.error(None, wire.PARSE_ERROR, message, "parse_error", "body"))
 
 
 def base_url(event: dict[str, Any]) -> str:
@@ -231,31 +235,3 @@ _METHODS: dict[str, tuple[type[BaseModel] | None, Callable[[_Call, Any], Respons
     "DeleteTaskPushNotificationConfig": (models.PushRef, _delete_push, None),
 }
 """A2A 1.0's JSON-RPC methods: (params model, handler, the JSON-RPC code its refusals get)."""
-
-
-# --- the OpenAPI document ----------------------------------------------------------------
-
-_RPC_ANSWER: dict[str, Any] = {"type": "object", "required": ["jsonrpc"], "description": "a JSON-RPC 2.0 response",
-                               "properties": {"jsonrpc": {"const": "2.0"}, "id": {}, "result": {},
-                                              "error": {"type": "object", "required": ["code", "message"]}}}
-_CARD: dict[str, Any] = {"type": "object", "required": ["name", "supportedInterfaces", "capabilities"]}
-
-
-@documented.get(CARD, summary="An agent's A2A Agent Card (no credentials; only an agent declaring `a2a.public`)",
-                responses={200: {"description": "The Agent Card", "content": {"application/json": {"schema": _CARD}}},
-                           404: refusal(404, "No such agent, or it does not declare `a2a.public`")})
-def document_card(tenant: Annotated[str, id_path("tenant")], agent_id: Annotated[str, id_path("agent")]) -> None:
-    raise NotImplementedError  # served by the protocols function
-
-
-@documented.post(RPC, security=BEARER, summary="An agent's A2A JSON-RPC endpoint (A2A 1.0: SendMessage, "
-                 "SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, GetExtendedAgentCard, and the "
-                 "Create/Get/List/DeleteTaskPushNotificationConfig methods)",
-                 responses={**answers(200, 404, 413),
-                            200: {"description": "A JSON-RPC response (an error too: a malformed request, an "
-                                  "unknown method or bad params are JSON-RPC errors); SendStreamingMessage and "
-                                  "SubscribeToTask answer server-sent events, each a JSON-RPC response",
-                                  "content": {"application/json": {"schema": _RPC_ANSWER}, **eventstream.OPENAPI}}})
-def document_rpc(tenant: Annotated[str, id_path("tenant")], agent_id: Annotated[str, id_path("agent")],
-                 body: Annotated[models.Request, Body()]) -> None:
-    raise NotImplementedError  # served by the protocols function

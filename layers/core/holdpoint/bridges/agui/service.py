@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from holdpoint.core import agui
+from holdpoint.bridges.agui import models
+from holdpoint.bridges.agui import translation as agui
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import Refusal
-from holdpoint.core.protocols import agui as models
 from holdpoint.core.protocols.client import ClientMessagesInput
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Parking, Sessions, SessionsAndInterrupts, SessionStore, WorkQueue

@@ -12,14 +12,14 @@ answerable_until`): a button of an earlier raise of the id, a replayed click of 
 past its expiry is refused and records nothing. The option's value is read from the stored
 interrupt at click time, so a button stays small whatever the option holds. The Web API's
 base URL is `HOLDPOINT_SLACK_API_URL` (Slack's own by default), so tests point the real client at
-a fake. The notifier installs the channel as `notify.slack` (`outbound.channels`).
+a fake. The notifier installs the channel as `notify.slack` (`channels`).
 
 A message follows its interrupt (S1): the post's `{channel, ts}` is kept (`ports.PostedMessages`)
 under the interrupt, its generation and a digest of the Slack declaration, and the interrupt's
 closing event (`interrupt.resolved`, `interrupt.expired`), however it was decided, updates that
 message to say who decided what and when, without buttons (`slack_blocks.decided_blocks`, which a
 click's own update uses too). This module delivers (posts, updates, verifies a click); what the
-messages look like is `outbound.slack_blocks`.
+messages look like is `slack_blocks`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from holdpoint.core.interrupts import answerable_until
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.notify import CLOSING
 from holdpoint.core.state import Interrupt
-from holdpoint.outbound.slack_blocks import (
+from holdpoint.notify.slack_blocks import (
     Decided,
     button,
     decided_blocks,
@@ -58,7 +58,7 @@ from holdpoint.outbound.slack_blocks import (
     question_blocks,
     slack_time,
 )
-from holdpoint.outbound.slack_config import SlackConfig, SlackNotify
+from holdpoint.notify.slack_config import SlackConfig, SlackNotify
 from holdpoint.ports import DeliveryFailed, Posted, PostedMessages, Sealer, Throttled, Unavailable
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from holdpoint.core import claims, notify, retry
@@ -31,6 +30,7 @@ from holdpoint.ports import (
     DeliveryRecord,
     EventPublisher,
     NotifyChannel,
+    PushStarts,
     Sealer,
     Sessions,
     Throttled,
@@ -40,9 +40,6 @@ from holdpoint.ports import (
 from holdpoint.services import links
 
 log = logging.getLogger("holdpoint.notify")
-
-PushStarts = Callable[[str, str, JsonObject], list[DeliveryRecord]]
-"""The delivery records an event-log entry starts beyond the `notify` entries (services.a2a.Pushes)."""
 
 ERROR_CHARS = 512
 

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
+from holdpoint.bridges.runs import service as runs
 from holdpoint.core.protocols.client import RunInterruptsBody
 from holdpoint.http import edge
 from holdpoint.http.openapi import BEARER, answers, id_path
-from holdpoint.services import runs
 
 router = APIGatewayHttpRouter()
 

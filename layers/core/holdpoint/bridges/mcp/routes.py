@@ -2,35 +2,31 @@
 2026-07-28's stateless Streamable HTTP (one JSON-RPC request in, one JSON response out; an API
 key or a client token). The body is parsed here, not by Powertools: a request that is not
 JSON-RPC gets a JSON-RPC error (with the HTTP status the revision gives its code: 400, or 404 for
-an unknown method), never a Holdpoint body and never a 5xx. `documented` declares the route for
-the one OpenAPI document."""
+an unknown method), never a Holdpoint body and never a 5xx. The OpenAPI document states the route
+in its fragment (http/openapi_elsewhere.json)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ValidationError
 
 from holdpoint import assembly
 from holdpoint.aws import signing
-from holdpoint.core import mcp as wire
+from holdpoint.bridges.mcp import models
+from holdpoint.bridges.mcp import service as mcp
+from holdpoint.bridges.mcp import translation as wire
 from holdpoint.core.errors import JsonProblem, Refusal, RpcError
 from holdpoint.core.ids import first_error
-from holdpoint.core.protocols import mcp as models
 from holdpoint.core.strictjson import loads
 from holdpoint.http import edge
-from holdpoint.http.bodies import Error, GatewayError
-from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import logger
-from holdpoint.services import mcp
 from holdpoint.services.caller import Caller
 
 router = APIGatewayHttpRouter()
-documented = APIGatewayHttpRouter()
 
 RPC = "/mcp/<agent_id>"
 
@@ -42,6 +38,12 @@ def _json(status: int, body: Any) -> Response[Any]:
 def _error(request_id: Any, exc: RpcError) -> Response[Any]:
     return _json(wire.HTTP_STATUS.get(exc.code, 200), wire.error(request_id, exc.code, exc.message, exc.param,
                                                                  **exc.data))
+
+
+def unreadable(message: str) -> dict[str, Any]:
+    """A body the protocols function's limits refuse before any route reads it (too deep, not
+    UTF-8), as MCP answers one that does not parse: a JSON-RPC parse error, HTTP 400."""
+    return edge.json_reply(400, wire.error(None, wire.PARSE_ERROR, message, "body"))
 
 
 @router.post(RPC)
@@ -178,38 +180,3 @@ _METHODS: dict[str, Callable[[_Call], Any]] = {
                                                         call.agent_id, ref)),
 }
 """The methods this server answers (MCP 2026-07-28 with the tasks extension)."""
-
-
-# --- the OpenAPI document ----------------------------------------------------------------
-
-class RpcAnswer(BaseModel):
-    """A JSON-RPC 2.0 response (an error one for an unknown method's 404)."""
-
-    jsonrpc: Literal["2.0"]
-    id: Any = None
-    result: Any = None
-    error: dict[str, Any] | None = None
-
-
-_RPC_ANSWER: dict[str, Any] = {"type": "object", "required": ["jsonrpc"], "description": "a JSON-RPC 2.0 response",
-                               "properties": {"jsonrpc": {"const": "2.0"}, "id": {}, "result": {},
-                                              "error": {"type": "object", "required": ["code", "message"]}}}
-
-
-@documented.post(RPC, security=BEARER, summary="The MCP server for approvals (MCP 2026-07-28, stateless Streamable "
-                 "HTTP, with the tasks extension): server/discover, tools/list, tools/call, tasks/get, "
-                 "tasks/update, tasks/cancel",
-                 responses={**answers(200, 404, 413),
-                            200: {"description": "A JSON-RPC response", "content": {
-                                "application/json": {"schema": _RPC_ANSWER}}},
-                            404: {"description": "No such agent in the caller's tenant (Holdpoint's body), or an "
-                                  "unknown method (a JSON-RPC error, -32601)", "content": {"application/json": {
-                                      "model": Error | GatewayError | RpcAnswer}}},
-                            202: {"description": "A notification, accepted and dropped (an empty object)",
-                                  "content": {"application/json": {"schema": {"type": "object"}}}},
-                            400: {"description": "A JSON-RPC error: not JSON (-32700), not a request (-32600), bad "
-                                  "params or envelope (-32602), a header that disagrees (-32020), a missing "
-                                  "capability (-32021), an unsupported version (-32022)",
-                                  "content": {"application/json": {"schema": _RPC_ANSWER}}}})
-def document_rpc(agent_id: Annotated[str, id_path("agent")], body: Annotated[models.Request, Body()]) -> None:
-    raise NotImplementedError  # served by the protocols function

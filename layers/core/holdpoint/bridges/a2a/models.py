@@ -1,6 +1,6 @@
 """A2A 1.0's wire models (PROTOCOL.md §8): the JSON-RPC request and each method's params, with
 ProtoJSON field names as the `a2a-sdk` client sends them. Unknown fields are ignored, as ProtoJSON
-parsers do. The translations to and from sessions are `core.a2a`.
+parsers do. The translations to and from sessions are `translation`.
 """
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a

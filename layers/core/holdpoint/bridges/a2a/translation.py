@@ -1,5 +1,5 @@
 """The A2A server's translations (PROTOCOL.md §8): A2A 1.0 JSON-RPC requests in (their models are
-`protocols.a2a`), A2A tasks out. A context is a session, a task is a turn,
+`models`), A2A tasks out. A context is a session, a task is a turn,
 `TASK_STATE_INPUT_REQUIRED` is a turn parked on open interrupts.
 
 A task id names its session and its turn (`<session_id>~<turn_id>`): `GetTask` and `CancelTask`
@@ -21,7 +21,7 @@ from holdpoint.core.push import PushAuth, PushRecord
 from holdpoint.core.state import Interrupt, SessionState, Turn
 
 if TYPE_CHECKING:
-    from holdpoint.core.protocols.a2a import Message, PushSpec
+    from holdpoint.bridges.a2a.models import Message, PushSpec
 
 PROTOCOL_VERSION = "1.0"
 SEPARATOR = "~"

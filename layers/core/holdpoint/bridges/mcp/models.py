@@ -1,6 +1,6 @@
 """MCP's wire models (PROTOCOL.md §9, revision 2026-07-28): the JSON-RPC request, the approval
 tools' arguments (`TOOLS`, whose JSON Schemas `tools/list` sends), a task's reference and an
-elicitation's answer. The translations to and from sessions are `core.mcp`.
+elicitation's answer. The translations to and from sessions are `translation`.
 """
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a

@@ -1,7 +1,7 @@
 """Slack's Block Kit rendering of an interrupt: the question with its options as buttons, and the
 decided message that replaces them (a click's update and a closing event's alike).
 
-Rendering only: what posts, verifies and resumes is `outbound.slack`. Text a person typed is sent as
+Rendering only: what posts, verifies and resumes is `slack`. Text a person typed is sent as
 plain text, never as markup, so nothing in a message is read as a mention or a link but the links
 Holdpoint adds and a Slack user id it mentions.
 """

@@ -9,7 +9,7 @@ per interrupt (`deliver: "each"`) or one when all of the run's open batch have c
 each under a stable id the receiver dedupes on, with the run's opaque `state` Holdpoint held.
 
 Pure: the run service raises through here, the notifier asks `deliveries` what a closing event
-delivers; the channels (`outbound/runs.py`) carry it.
+delivers; the channels (`channels.py`) carry it.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ TARGET_KINDS = ("lambda", "queue", "url", "step_functions", "durable_function")
 """What a declared target is, by the key that names it."""
 CHANNELS = {"lambda": "run.lambda", "queue": "run.queue", "url": "run.url", "step_functions": "run.step_functions",
             "durable_function": "run.durable_function"}
-"""A target's kind, and the notifier channel that delivers to it (`outbound/runs.py`)."""
+"""A target's kind, and the notifier channel that delivers to it (`channels.py`)."""
 CALLBACK_KINDS = {"step_functions": "task_token", "durable_function": "callback_id"}
 """The targets that complete the caller's own wait, and the field of `callback` each needs."""
 MAX_STATE_BYTES = 131_072

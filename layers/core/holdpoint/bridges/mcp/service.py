@@ -11,14 +11,15 @@ from collections.abc import Mapping
 
 from pydantic import ValidationError
 
-from holdpoint.core import answers, mcp
+from holdpoint.bridges.mcp import models
+from holdpoint.bridges.mcp import translation as mcp
+from holdpoint.bridges.mcp.translation import Approval, Approvals, Complete, InputRequired, Task, ToolResult
+from holdpoint.core import answers
 from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import first_error
 from holdpoint.core.inputs import start_session
 from holdpoint.core.jsontypes import JsonObject
-from holdpoint.core.mcp import Approval, Approvals, Complete, InputRequired, Task, ToolResult
-from holdpoint.core.protocols import mcp as models
 from holdpoint.core.protocols.approval import policy_of
 from holdpoint.core.protocols.client import RaiseInterruptBody
 from holdpoint.core.state import Interrupt, SessionState, derive, iso_ms

@@ -1,6 +1,6 @@
 """The channels that deliver an external run's answers (PROTOCOL.md §10) to the target the agent
 declares: each a `NotifyChannel`, so a delivery is claimed once, retried on a durable timer and
-dead-lettered in the end like a notification (services/notify.py). The target is checked again at
+dead-lettered in the end like a notification (holdpoint/notify/service.py). The target is checked again at
 every attempt (a worker may have replaced the config in force), and every delivery carries its
 stable `delivery_id` for the receiver to dedupe on.
 
@@ -23,9 +23,9 @@ from holdpoint.aws import clients
 from holdpoint.aws.errors import SdkFailure
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.state import Interrupt
+from holdpoint.notify.channels import DELIVERY_HEADER, TIMEOUT_SECS
 from holdpoint.outbound import queues
 from holdpoint.outbound.errors import QueueRefused
-from holdpoint.outbound.webhooks import DELIVERY_HEADER, TIMEOUT_SECS
 from holdpoint.outbound.workers import check_lambda_arn, post_signed
 from holdpoint.ports import DeliveryFailed, WorkerUnavailable
 

@@ -1,4 +1,4 @@
-"""The MCP server's translations (PROTOCOL.md §9; its wire models are `protocols.mcp`): MCP
+"""The MCP server's translations (PROTOCOL.md §9; its wire models are `models`): MCP
 revision 2026-07-28, the stateless one (every request carries its protocol version and client
 capabilities in `params._meta`; no `initialize`, no session header), with the tasks extension
 (`io.modelcontextprotocol/tasks`) and multi round-trip requests (`input_required`).
@@ -13,11 +13,11 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
+from holdpoint.bridges.mcp.models import TOOLS, Elicited, RequestApproval
 from holdpoint.core import answers, approvals, schemas
 from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.ids import ID_PATTERN
 from holdpoint.core.jsontypes import JsonObject, JsonValue
-from holdpoint.core.protocols.mcp import TOOLS, Elicited, RequestApproval
 from holdpoint.core.state import Interrupt
 
 PROTOCOL_VERSION = "2026-07-28"

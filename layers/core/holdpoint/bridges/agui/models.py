@@ -1,6 +1,6 @@
 """AG-UI's wire models (PROTOCOL.md §7): `RunAgentInput` and the messages and resume entries it
 carries. Field names are AG-UI's (camelCase) as `@ag-ui/core` 1.0.0 defines them; unknown fields
-are accepted and ignored, as AG-UI's schemas are open. The translations are `core.agui`.
+are accepted and ignored, as AG-UI's schemas are open. The translations are `translation`.
 """
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a

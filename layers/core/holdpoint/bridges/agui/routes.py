@@ -1,5 +1,5 @@
 """The AG-UI channel: `POST /v1/channels/ag-ui/agents/{agent_id}/run` and `.../connect` take an
-AG-UI `RunAgentInput` and answer AG-UI events as server-sent events (services.agui)."""
+AG-UI `RunAgentInput` and answer AG-UI events as server-sent events (`service`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
-from holdpoint.core.protocols.agui import RunAgentInput
+from holdpoint.bridges.agui import service as agui
+from holdpoint.bridges.agui.models import RunAgentInput
 from holdpoint.http import edge, eventstream
 from holdpoint.http.openapi import BEARER, answers, id_path
 from holdpoint.http.telemetry import logger
-from holdpoint.services import agui, streams
+from holdpoint.services import streams
 
 router = APIGatewayHttpRouter()
 _EVENTS: dict[int, Any] = {200: {"description": "AG-UI events as server-sent events, ending with RUN_FINISHED, "
