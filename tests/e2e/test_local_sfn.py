@@ -109,7 +109,7 @@ def test_release_puts_the_wake_on_the_queue_then_ends_the_execution(park: tuple[
     interrupt = Interrupt("int-1", "tool", "approval", None, "2026-01-01T00:00:00Z", inp["dedup_key"],
                           status="resolved", generation=2)
     records = MemoryParkRecords()  # the parking's record of the raise, holding the execution's token
-    records.hold("dev", "s-1", "int-1", 2, body["task_token"])
+    records.keep_token("dev", "s-1", "int-1", 2, body["task_token"])
     parking = Parking(prov.env["PARK_STATE_MACHINE_ARN"], sfn, WorkQueue(prov.env["WORK_QUEUE_URL"], sqs), records)
     parking.release("dev", "s-1", interrupt)
     wake = _receive(sqs, prov.env["WORK_QUEUE_URL"])

@@ -212,15 +212,15 @@ def test_messages_round_trip_through_the_queue(message: WorkMessage) -> None:
         message.tenant = "t2"  # type: ignore[misc]
 
 
-def test_messages_a_park_carries_its_hold_as_parkbranch_writes_it_and_only_there() -> None:
+def test_messages_a_park_carries_its_token_as_parkbranch_writes_it_and_only_there() -> None:
     """ParkBranch writes the token as `task_token` (template.yaml); the queue adapter alone knows it."""
     park = Park("t1", "s-1", "int-1", TOKEN, 2)
     assert to_queue(park) == {"kind": "park", "tenant": "t1", "session_id": "s-1", "interrupt_id": "int-1",
                               "task_token": TOKEN, "generation": 2}
-    assert body(park)["hold"] == TOKEN and "task_token" not in body(park)
-    sent = {**to_queue(park), "hold": "not-the-token"}  # a `hold` key on the queue is no token
+    assert body(park)["token"] == TOKEN and "task_token" not in body(park)
+    sent = {**to_queue(park), "token": "not-the-token"}  # a `token` key on the queue is no token
     assert from_queue(sent) == park
-    with pytest.raises(MessageError, match="park message has no hold"):
+    with pytest.raises(MessageError, match="park message has no token"):
         from_queue({k: v for k, v in to_queue(park).items() if k != "task_token"})
 
 

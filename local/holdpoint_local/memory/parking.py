@@ -36,7 +36,7 @@ class MemoryParkRecords:
         self._write((tenant, session_id, interrupt_id, generation),
                     lambda now: replace(now, waits=attempt) if now.handle is None and now.waits < attempt else None)
 
-    def hold(self, tenant: str, session_id: str, interrupt_id: str, generation: int, token: str) -> None:
+    def keep_token(self, tenant: str, session_id: str, interrupt_id: str, generation: int, token: str) -> None:
         self._write((tenant, session_id, interrupt_id, generation),
                     lambda now: replace(now, token=token) if now.token is None else None)
 

@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from holdpoint.aws.kept_parking import KeptParking
+from holdpoint.aws.recorded_parking import RecordedParking
 from holdpoint.core.messages import Kick, Wake, WorkMessage
 from holdpoint.core.state import Interrupt
 from holdpoint_local.memory.parking import MemoryParkRecords
@@ -40,7 +40,7 @@ class MemoryQueue:
 
 
 @dataclass
-class MemoryParking(KeptParking):
+class MemoryParking(RecordedParking):
     """`ports.Parking`: one pause per interrupt generation (`dedup_key`), its record in `records`
     (`MemoryParkRecords`, the DynamoDB records' twin); `release` wakes the branch on `queue` and
     spends the task token; a token is spent once (`complete` False after)."""
@@ -51,7 +51,7 @@ class MemoryParking(KeptParking):
     spent: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def kept(self) -> MemoryParkRecords:
+    def park_records(self) -> MemoryParkRecords:
         return self.records
 
     def wakes(self) -> MemoryQueue:

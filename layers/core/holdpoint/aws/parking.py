@@ -16,8 +16,8 @@ from holdpoint.aws import clients
 from holdpoint.aws.ddb.parking import ParkRecords
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import Refused
-from holdpoint.aws.kept_parking import KeptParking
 from holdpoint.aws.queue import WorkQueue, group_id
+from holdpoint.aws.recorded_parking import RecordedParking
 from holdpoint.core.interrupts import park_seconds
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import ParkRecord, ParkRefused
@@ -34,7 +34,7 @@ def traced_start() -> dict[str, str]:
     return {"traceHeader": header} if header else {}
 
 
-class Parking(KeptParking):
+class Parking(RecordedParking):
     def __init__(self, state_machine_arn: str | None = None, client: Any = None,
                  queue: WorkQueue | None = None, records: Records | None = None) -> None:
         self.arn = state_machine_arn or os.environ["PARK_STATE_MACHINE_ARN"]
@@ -54,7 +54,7 @@ class Parking(KeptParking):
             self._records = ParkRecords(Table(os.environ["TABLE_NAME"]))
         return self._records
 
-    def kept(self) -> Records:
+    def park_records(self) -> Records:
         return self.records
 
     def wakes(self) -> WorkQueue:

@@ -13,8 +13,8 @@ from holdpoint.aws import clients
 from holdpoint.core.errors import MessageError
 from holdpoint.core.messages import Kick, Park, Wake, WorkMessage, body, parse
 
-WIRE: dict[str, dict[str, str]] = {Park.KIND: {"hold": "task_token"}}
-"""By kind, the fields the queue carries under another key: a park's `hold` is the `task_token`
+WIRE: dict[str, dict[str, str]] = {Park.KIND: {"token": "task_token"}}
+"""By kind, the fields the queue carries under another key: a park's `token` is the `task_token`
 ParkBranch's Park state writes (template.yaml, `$$.Task.Token`)."""
 
 

@@ -38,16 +38,16 @@ class Kick:
 
 @dataclass(frozen=True)
 class Park:
-    """The pause started for this interrupt reports what ends it (`hold`, opaque here: the parking
+    """The pause started for this interrupt reports what ends it (`token`, opaque here: the parking
     adapter keeps it and ends the pause with it); no run follows. `generation` is the raise the
-    pause was started for (None: one older than it). Under which key the queue carries `hold` is
+    pause was started for (None: one older than it). Under which key the queue carries `token` is
     the queue adapter's to know (aws/queue.py: ParkBranch's key)."""
 
     KIND: ClassVar[str] = "park"
     tenant: str
     session_id: str
     interrupt_id: str
-    hold: str
+    token: str
     generation: int | None = None
 
 

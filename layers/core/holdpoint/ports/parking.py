@@ -1,6 +1,6 @@
 """Parking: a raised interrupt's branch held by something that runs nothing while it waits (a
 Step Functions task token on AWS), its own record per raise, and the release or expiry that
-wakes it. What the adapters share of doing it (the release's ordering) is `aws/kept_parking.py`."""
+wakes it. What the adapters share of doing it (the release's ordering) is `aws/recorded_parking.py`."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ class Parking(Protocol):
     itself (its handles never reach the session's state). Every method is idempotent: a retried
     or duplicated call changes nothing more. `park` raises `ParkRefused` when there is no capacity
     for one (`timeout_seconds`: what is left of the expiry, for a park started late); `wait`
-    records the refusal; `hold` keeps what the started pause reported (`Park`), `end` ends that
-    pause now and `forget` drops what `hold` kept of it; `release` wakes a resolved interrupt's
+    records the refusal; `keep_token` keeps what the started pause reported (`Park`), `end` ends that
+    pause now and `forget` drops what `keep_token` kept of it; `release` wakes a resolved interrupt's
     branch and ends its pause; `expire` puts the expiry's wake on the queue for a raise with no pause."""
 
     def status(self, tenant: str, session_id: str, interrupt: Interrupt) -> Parked: ...
@@ -35,7 +35,7 @@ class Parking(Protocol):
 
     def wait(self, tenant: str, session_id: str, interrupt: Interrupt, attempt: int) -> None: ...
 
-    def hold(self, message: Park) -> None: ...
+    def keep_token(self, message: Park) -> None: ...
 
     def end(self, message: Park) -> None: ...
 
@@ -69,7 +69,7 @@ class ParkRecords(Protocol):
 
     def waiting(self, tenant: str, session_id: str, interrupt_id: str, generation: int, attempt: int) -> None: ...
 
-    def hold(self, tenant: str, session_id: str, interrupt_id: str, generation: int, token: str) -> None: ...
+    def keep_token(self, tenant: str, session_id: str, interrupt_id: str, generation: int, token: str) -> None: ...
 
     def drop(self, tenant: str, session_id: str, interrupt_id: str, generation: int, token: str) -> None: ...
 

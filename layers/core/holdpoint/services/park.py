@@ -113,7 +113,7 @@ class Parks(Step):
             return
         self.counters.add("parks_started_after_wait")
 
-    def held(self, message: Park) -> None:
+    def token_arrived(self, message: Park) -> None:
         """The started pause reported what ends it: the parking keeps it (one conditional write, no
         load, no run: it makes nothing due), then the interrupt is read. The order matters: a resume
         writes the interrupt, then reads the record, so one of the two sees the other. An interrupt
@@ -127,7 +127,7 @@ class Parks(Step):
         if message.generation is None:
             found = self.store.read_interrupt(message.tenant, message.session_id, message.interrupt_id)
             message = replace(message, generation=found.generation if found is not None else 0)
-        self.parking.hold(message)
+        self.parking.keep_token(message)
         interrupt = self.store.read_interrupt(message.tenant, message.session_id, message.interrupt_id)
         if interrupt is None:
             self.parking.forget(message)

@@ -132,7 +132,7 @@ class Runner:
         tenant, session_id = message.tenant, message.session_id
         match message:
             case Park():
-                self.parks.held(message)
+                self.parks.token_arrived(message)
                 return
             case InterruptTimer():
                 self._interrupt_timer(message)

@@ -67,7 +67,7 @@ class ParkRecords:
         condition = all_of([Exists(k.EXECUTION, present=False), absent_or(k.WAITS, Compare(k.WAITS, "<", n(attempt)))])
         self._set(self.key(tenant, session_id, interrupt_id, generation), k.WAITS, n(attempt), condition)
 
-    def hold(self, tenant: str, session_id: str, interrupt_id: str, generation: int, token: str) -> None:
+    def keep_token(self, tenant: str, session_id: str, interrupt_id: str, generation: int, token: str) -> None:
         self._set(self.key(tenant, session_id, interrupt_id, generation), k.TASK_TOKEN, s(token),
                   Exists(k.TASK_TOKEN, present=False))
 

@@ -14,12 +14,12 @@ from holdpoint.core.state import Interrupt
 from holdpoint.ports import Parked, ParkQueue, ParkRecord, ParkRecords
 
 
-class KeptParking:
+class RecordedParking:
     """The half of a `Parking` adapter that is its own records (`ParkRecords`) and the work queue,
     the same for the Step Functions adapter and its in-memory twin; a subclass starts and ends
     the pauses (`start`, `complete`) and names its records and queue."""
 
-    def kept(self) -> ParkRecords:
+    def park_records(self) -> ParkRecords:
         raise NotImplementedError
 
     def wakes(self) -> ParkQueue:
@@ -37,28 +37,28 @@ class KeptParking:
         """The resume found the raise's record (its trace, when the adapter traces): no-op here."""
 
     def status(self, tenant: str, session_id: str, interrupt: Interrupt) -> Parked:
-        found = self.kept().read(tenant, session_id, interrupt.interrupt_id, interrupt.generation)
+        found = self.park_records().read(tenant, session_id, interrupt.interrupt_id, interrupt.generation)
         return Parked(started=found.handle is not None, waits=found.waits) if found else Parked()
 
     def park(self, tenant: str, session_id: str, interrupt: Interrupt, timeout_seconds: int | None = None) -> None:
         """Start the raise's pause (`ParkRefused`: not now), then record it started."""
         handle = self.start(tenant, session_id, interrupt, timeout_seconds)
-        self.kept().started(tenant, session_id, interrupt.interrupt_id, interrupt.generation, handle)
+        self.park_records().started(tenant, session_id, interrupt.interrupt_id, interrupt.generation, handle)
 
     def wait(self, tenant: str, session_id: str, interrupt: Interrupt, attempt: int) -> None:
-        self.kept().waiting(tenant, session_id, interrupt.interrupt_id, interrupt.generation, attempt)
+        self.park_records().waiting(tenant, session_id, interrupt.interrupt_id, interrupt.generation, attempt)
 
-    def hold(self, message: Park) -> None:
+    def keep_token(self, message: Park) -> None:
         """Keep the park message's token on its raise's record (one conditional write)."""
-        self.kept().hold(message.tenant, message.session_id, message.interrupt_id, message.generation or 0,
-                         message.hold)
+        self.park_records().keep_token(message.tenant, message.session_id, message.interrupt_id,
+                                       message.generation or 0, message.token)
 
     def end(self, message: Park) -> None:
-        self.complete(message.hold, {"interrupt_id": message.interrupt_id})
+        self.complete(message.token, {"interrupt_id": message.interrupt_id})
 
     def forget(self, message: Park) -> None:
-        self.kept().drop(message.tenant, message.session_id, message.interrupt_id, message.generation or 0,
-                         message.hold)
+        self.park_records().drop(message.tenant, message.session_id, message.interrupt_id, message.generation or 0,
+                         message.token)
 
     def release(self, tenant: str, session_id: str, interrupt: Interrupt) -> None:
         """Wake a resolved interrupt's branch, then end its pause. The wake goes first, straight
@@ -68,7 +68,7 @@ class KeptParking:
         is read here, once, after the resolve's write and before the wake: a park message stored
         before it is seen, and one stored after it finds the interrupt resolved and ends the pause
         itself; the wake then carries the trace of the turn that parked (`joined`)."""
-        found = self.kept().read(tenant, session_id, interrupt.interrupt_id, interrupt.generation)
+        found = self.park_records().read(tenant, session_id, interrupt.interrupt_id, interrupt.generation)
         self.joined(found)
         self.wakes().wake(tenant, session_id, interrupt.interrupt_id, interrupt.dedup_key, interrupt.generation)
         if found is not None and found.token:
