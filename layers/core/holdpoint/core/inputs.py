@@ -28,7 +28,7 @@ def refuse_if_parked(state: SessionState, fork_id: str | None) -> None:
     if held:
         ids = [i.interrupt_id for i in held]
         raise Refusal("interrupted", f"the branch is parked by open interrupt(s): {', '.join(ids)}",
-                       interrupt_ids=ids)
+                       interrupt_ids=[*ids])
 
 
 def _refuse_if_turn_active(state: SessionState) -> None:
