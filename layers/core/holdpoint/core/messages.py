@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Union
 
 from holdpoint.core.errors import MessageError
+from holdpoint.core.jsontypes import JsonObject
 
 WakeOutcome = Literal["resumed", "expired"]
 TimerName = Literal["remind", "escalate"]
@@ -121,7 +122,7 @@ CLASSES: tuple[type[WorkMessage], ...] = (Kick, Park, Wake, Deadline, InterruptT
 BY_KIND: dict[str, type[WorkMessage]] = {cls.KIND: cls for cls in CLASSES}
 
 
-_HINTS: dict[type[WorkMessage], dict[str, Any]] = {}
+_HINTS: dict[type[WorkMessage], dict[str, object]] = {}
 
 
 def _wire(cls: type[WorkMessage] | WorkMessage, name: str) -> str:
@@ -130,7 +131,7 @@ def _wire(cls: type[WorkMessage] | WorkMessage, name: str) -> str:
     return wire.get(name, name)
 
 
-def body(message: WorkMessage) -> dict[str, Any]:
+def body(message: WorkMessage) -> JsonObject:
     """The message as the JSON object the queue carries: its `kind`, then its fields."""
     return {"kind": message.KIND, **{_wire(message, k): v for k, v in dataclasses.asdict(message).items()}}
 

@@ -23,10 +23,10 @@ if TYPE_CHECKING:
     JsonDict: TypeAlias = JsonObject
 else:
     JsonDict = dict[str, Any]
-"""A JSON object in a wire model, whose shape Holdpoint does not own. pydantic validates and documents
-it as `dict[str, Any]` always did (an object of any values; JSON Schema `{"type": "object",
-"additionalProperties": true}`), and every model reads it from parsed JSON, so the checker reads it as
-the `JsonObject` it holds: a reader narrows before it indexes."""
+"""A JSON object in a wire model, whose shape Holdpoint does not own. pydantic sees a dict of `Any`, as
+these fields always were, so it validates and documents them unchanged (an object of any values;
+JSON Schema `{"type": "object", "additionalProperties": true}`); every model reads it from parsed
+JSON, so the checker reads it as the `JsonObject` it holds: a reader narrows before it indexes."""
 
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 """Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
