@@ -13,7 +13,7 @@ from holdpoint.core.state import Call, Decision, SessionState, derive
 FOLLOW_ONS = frozenset({"tool.finished", "llm.finished", "sub_agent.finished"})
 
 
-def tool_spec(state: SessionState, name: str) -> dict[str, Any] | None:
+def tool_spec(state: SessionState, name: str) -> JsonObject | None:
     for tool in (state.header.agent or {}).get("tools") or []:
         if isinstance(tool, dict) and tool.get("name") == name:
             return dict(tool)
@@ -157,7 +157,7 @@ PROPOSALS: dict[str, Callable[[SessionState, Decision], JsonObject]] = {
 }
 
 
-def propose(state: SessionState, decision: Decision) -> dict[str, Any]:
+def propose(state: SessionState, decision: Decision) -> JsonObject:
     """What the engine would do next for this decision's trigger (PROTOCOL.md §4.3)."""
     rule = PROPOSALS.get(decision.trigger.get("type") or "")
     return rule(state, decision) if rule is not None else {}
