@@ -46,6 +46,16 @@ def check_arguments(state: SessionState, name: str, arguments: str) -> Arguments
     return {"status": "valid", "value": value}
 
 
+def checked_json(check: ArgumentsCheck) -> JsonObject:
+    """The check as the trigger's JSON object: its fields in the order `check_arguments` wrote them."""
+    out: JsonObject = {"status": check["status"]}
+    if "value" in check:
+        out["value"] = check["value"]
+    if "error" in check:
+        out["error"] = check["error"]
+    return out
+
+
 def _siblings_open(state: SessionState, call: Call | None) -> bool:
     if call is None:
         return any(c.status == "open" for c in state.calls.values())

@@ -70,7 +70,7 @@ def _holdpoint_names(layer: object) -> dict[str, Any]:
     have, so a value that is not a number fails where the policy uses it, and only there."""
     if not isinstance(layer, dict):
         raise TypeError(f"a retry policy is not an object: {layer!r}")
-    out: dict[str, Any] = dict(layer)
+    out = dict(layer)
     retries = out.get("max_retries")
     if isinstance(retries, int) and "max_attempts" not in out:
         out["max_attempts"] = retries + 1

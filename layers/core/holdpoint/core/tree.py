@@ -95,7 +95,7 @@ class Tree:
         parent: str | None = None
         index = len(view)
         for i, msg in enumerate(view):
-            mid = _message_id(msg)
+            mid = message_id(msg)
             known = self.nodes.get(mid) if mid else None
             if known is None or known.parent_id != parent:
                 index = i
@@ -109,7 +109,7 @@ class Tree:
         seen: set[str] = set()
         for i in range(index, len(view)):
             msg = dict(view[i])
-            mid = _message_id(msg) or mint(i)
+            mid = message_id(msg) or mint(i)
             if mid in self.nodes or mid in seen:
                 raise ViewConflict(i, f"message id {mid!r} already exists elsewhere in the tree")
             seen.add(mid)
@@ -120,8 +120,8 @@ class Tree:
         return ViewMerge(new_nodes=new_nodes, new_from=index, fork_id=fork, head_id=parent)
 
 
-def _message_id(message: JsonObject) -> str | None:
-    """A view message's id: a string (`Message` validated it) or absent; anything else is refused."""
+def message_id(message: JsonObject) -> str | None:
+    """A message's id: a string (`Message` validated it) or absent; anything else is refused."""
     mid = message.get("id")
     if mid is None or isinstance(mid, str):
         return mid
