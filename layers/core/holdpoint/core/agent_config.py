@@ -23,6 +23,7 @@ from holdpoint.core.notify import NotifyEvent, channel_of
 from holdpoint.core.protocols import (
     ExpiresIn,
     Id,
+    JsonDict,
     Open,
     RemindAfter,
     RetentionDays,
@@ -47,8 +48,8 @@ def _timers_before_expiry(remind: list[int] | None, escalate: int | None, expire
 class ToolSpec(Open):
     name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
     description: Annotated[str, StringConstraints(max_length=16_384)] | None = None
-    input: dict[str, Any] | None = None
-    output: dict[str, Any] | None = None
+    input: JsonDict | None = None
+    output: JsonDict | None = None
     handler: Literal["worker", "client"] | None = None
     approval: ApprovalPolicy | None = None  # A2: this tool's own approver policy (replaces the agent's)
 
@@ -106,7 +107,7 @@ class WebhookEntry(Wire):
 class SlackEntry(Wire):
     """A `notify` Slack channel; the fields of `slack` are the Slack channel's to define."""
 
-    slack: dict[str, Any]
+    slack: JsonDict
     events: list[NotifyEvent] | None = Field(default=None, max_length=16, description="default: every event")
 
 
@@ -125,7 +126,7 @@ class A2aConfig(Wire):
     public: bool = Field(default=False, strict=True, description="serve the Agent Card without credentials")
     name: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
     description: Annotated[str, StringConstraints(max_length=4_096)] | None = None
-    skills: list[dict[str, Any]] | None = Field(default=None, max_length=64)
+    skills: list[JsonDict] | None = Field(default=None, max_length=64)
     push_secret: Annotated[str, StringConstraints(max_length=1_024)] | None = Field(
         default=None, description="the secret reference A2A push deliveries are signed with (as notify webhooks)")
 

@@ -7,13 +7,14 @@ from typing import Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core import retry, schemas
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.messages import Deadline
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
-from holdpoint.core.proposals import check_arguments, tool_spec
+from holdpoint.core.proposals import check_arguments, checked_json, tool_spec
 from holdpoint.core.state import Call, SessionState, derive, iso
 
 
-def tool_content(result: Any) -> str | list[dict[str, Any]]:
+def tool_content(result: Any) -> str:
     """A tool result as the tool message's content: strings as they are, MCP objects by text."""
     if isinstance(result, str):
         return result
@@ -63,7 +64,7 @@ def settle_tool(state: SessionState, call: Call, *, ok: bool, result: Any = None
     call.node_id = node_id
     state.touch(call)
     state.emit("call.settled", call_id=call.id, kind=call.kind, ok=ok)
-    trigger: dict[str, Any] = {"type": trigger_type, "id": call.id, "ok": ok}
+    trigger: JsonObject = {"type": trigger_type, "id": call.id, "ok": ok}
     if trigger_type == "sub_agent.finished":
         trigger.update(session_id=call.child_session_id, agent_id=call.name)
     else:
@@ -80,13 +81,13 @@ def tool_policy(state: SessionState, call: Call) -> retry.Policy:
     return retry.policy(state.header.agent, kind, call.retry or (tool_spec(state, call.name or "") or {}).get("retry"))
 
 
-def _execute_trigger(state: SessionState, call: Call) -> dict[str, Any]:
-    trigger: dict[str, Any] = {
+def _execute_trigger(state: SessionState, call: Call) -> JsonObject:
+    trigger: JsonObject = {
         "type": "tool.execute",
         "id": call.id,
         "name": call.name,
         "arguments": call.arguments or "{}",
-        "input": check_arguments(state, call.name or "", call.arguments or "{}"),
+        "input": checked_json(check_arguments(state, call.name or "", call.arguments or "{}")),
         "attempt": call.attempt,
     }
     if call.deadline_at is not None:
@@ -95,7 +96,7 @@ def _execute_trigger(state: SessionState, call: Call) -> dict[str, Any]:
 
 
 def open_tool_call(state: SessionState, *, call_id: str, name: str, arguments: str, anchor: str | None,
-                   turn_id: str | None, group: str | None, retry_override: dict[str, Any] | None = None,
+                   turn_id: str | None, group: str | None, retry_override: JsonObject | None = None,
                    now: float, handler: str | None = None) -> Call | None:
     if call_id in state.calls:
         return None
@@ -165,13 +166,16 @@ def retry_tool(state: SessionState, call: Call, now: float) -> bool:
     return True
 
 
-def open_llm_call(state: SessionState, *, call_id: str, request: dict[str, Any], anchor: str | None,
+def open_llm_call(state: SessionState, *, call_id: str, request: JsonObject, anchor: str | None,
                   turn_id: str | None, now: float, worker: bool = False) -> Call:
     """`worker`: the `llm.call` asked for `handler: "worker"`; else the agent's provider decides."""
     provider = ((state.header.agent or {}).get("llm") or {}).get("provider", "scripted")
+    retry_block = request.get("retry")
+    if retry_block is not None and not isinstance(retry_block, dict):  # LlmCallAction validated it
+        raise TypeError(f"an llm.call's retry is not an object: {retry_block!r}")
     call = Call(id=call_id, kind="llm_call", anchor=anchor, turn_id=turn_id, order=state.tick(),
                 handler="worker" if worker or provider == "worker" else "engine", request=request,
-                retry=request.get("retry"), started_at=now)
+                retry=retry_block, started_at=now)
     state.put(call)
     state.emit("call.started", call_id=call_id, kind="llm_call", anchor=anchor)
     if rules.llm_call_parked(state, call):
@@ -215,7 +219,7 @@ def apply_llm_result(state: SessionState, call: Call, result: LlmOutcome, now: f
     call.status = "settled"
     call.ok = bool(result.get("ok"))
     call.usage = result.get("usage")
-    trigger: dict[str, Any] = {"type": "llm.finished", "id": call.id, "ok": call.ok,
+    trigger: JsonObject = {"type": "llm.finished", "id": call.id, "ok": call.ok,
                                "truncated": bool(result.get("truncated"))}
     anchor = call.anchor
     if call.ok:

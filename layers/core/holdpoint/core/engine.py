@@ -8,7 +8,6 @@ What each action of an answer does is `actions.py`'s.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -18,6 +17,7 @@ from holdpoint.core.actions import apply_action
 from holdpoint.core.calls import arm_deadline
 from holdpoint.core.errors import ProtocolError, Refusal
 from holdpoint.core.ids import first_error
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.proposals import propose
 from holdpoint.core.protocols import Message
 from holdpoint.core.protocols.worker import DecisionProposal, DecisionRequest, WireMessage
@@ -51,7 +51,7 @@ def next_work(state: SessionState, now: float) -> Work | None:
 # --- decision requests ---------------------------------------------------------------
 
 
-def branch_path(state: SessionState, decision: Decision) -> list[dict[str, Any]]:
+def branch_path(state: SessionState, decision: Decision) -> list[JsonObject]:
     head = state.tree.branch_head(decision.anchor)
     return [n.message for n in state.tree.path(head)]
 
@@ -61,16 +61,32 @@ def wire_proposal(state: SessionState, decision: Decision, messages: list[WireMe
     echo appends nothing) and the actions; `null` when the continuation needs an action upstream
     lacks (`fail` after a failed LLM call), and the engine applies its own when the worker echoes it."""
     own = propose(state, decision)
-    actions = own.get("actions") or []
+    actions = _proposed_actions(own)
     if any(a.get("type") not in UPSTREAM_ACTIONS for a in actions):
         return None
     proposal = DecisionProposal(messages=messages, actions=actions)
     if "agent" in own:
-        proposal.agent = own["agent"]
+        agent = own["agent"]
+        if agent is not None and not isinstance(agent, dict):
+            raise TypeError(f"a proposal's agent is not an object: {agent!r}")
+        proposal.agent = agent
     return proposal
 
 
-def build_request(state: SessionState, decision: Decision) -> dict[str, Any]:
+def _proposed_actions(own: JsonObject) -> list[JsonObject]:
+    """The actions of one of `core.proposals`' proposals, each an object as its rules write them."""
+    actions = own.get("actions") or []
+    if not isinstance(actions, list):
+        raise TypeError(f"a proposal's actions are not a list: {actions!r}")
+    out: list[JsonObject] = []
+    for action in actions:
+        if not isinstance(action, dict):
+            raise TypeError(f"a proposed action is not an object: {action!r}")
+        out.append(action)
+    return out
+
+
+def build_request(state: SessionState, decision: Decision) -> JsonObject:
     """The decision request (PROTOCOL.md §2.2), built from the upstream-shaped wire models."""
     h = state.header
     policy = retry.policy(h.agent, "decision")
@@ -97,7 +113,7 @@ def build_request(state: SessionState, decision: Decision) -> dict[str, Any]:
     return request.wire()
 
 
-def own_answer(state: SessionState, decision: Decision) -> dict[str, Any]:
+def own_answer(state: SessionState, decision: Decision) -> JsonObject:
     """What the engine does for a decision nobody decides (no worker, or a `null` answer)."""
     return propose(state, decision)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from holdpoint.core.jsontypes import JsonObject, JsonValue
+
 
 class HoldpointError(Exception):
     """The root of every error Holdpoint's own code raises, at the bottom of the dependency chain:
@@ -48,7 +50,7 @@ class Refusal(HoldpointError):
     """A refusal with its code and the error body's fields (`{"error": {code, message, param?, ...}}`)."""
 
     def __init__(self, code: Code, message: str, param: str | None = None, *, retry_after: int | None = None,
-                 **extra: Any) -> None:
+                 **extra: JsonValue) -> None:
         super().__init__(message)
         self.code: Code = code
         self.message = message
@@ -56,8 +58,8 @@ class Refusal(HoldpointError):
         self.retry_after = retry_after  # seconds, sent as the `Retry-After` header, not in the body
         self.extra = extra
 
-    def body(self) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
+    def body(self) -> JsonObject:
+        err: JsonObject = {"code": self.code, "message": self.message}
         if self.param:
             err["param"] = self.param
         err.update(self.extra)

@@ -16,6 +16,7 @@ from typing import Any
 
 from holdpoint.core.answers import EXPIRY_RESPONDER
 from holdpoint.core.errors import DeclarationError
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.messages import InterruptTimer
 from holdpoint.core.state import Interrupt, OnExpiry, SessionState, iso_ms
 
@@ -23,7 +24,7 @@ TIMER_MESSAGE = InterruptTimer.KIND  # the work-queue message kind a reminder or
 DAY = 86_400
 
 
-def answer(on_expiry: OnExpiry | None) -> dict[str, Any]:
+def answer(on_expiry: OnExpiry | None) -> JsonObject:
     """The system answer an expiry resolves the interrupt with (PROTOCOL.md R16, A5)."""
     if on_expiry == "approve":
         return {"status": "resolved", "reason": "expired", "on_expiry": "approve", "approved": True}

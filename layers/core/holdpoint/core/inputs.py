@@ -8,6 +8,7 @@ from typing import Any
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import DeclarationError, Refusal, ViewConflict
 from holdpoint.core.expiry import Declared
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.policy import Policy
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import Effect, SessionState, derive, mint
@@ -28,7 +29,7 @@ def refuse_if_parked(state: SessionState, fork_id: str | None) -> None:
     if held:
         ids = [i.interrupt_id for i in held]
         raise Refusal("interrupted", f"the branch is parked by open interrupt(s): {', '.join(ids)}",
-                       interrupt_ids=ids)
+                       interrupt_ids=[*ids])
 
 
 def _refuse_if_turn_active(state: SessionState) -> None:
@@ -40,7 +41,7 @@ def _refuse_if_turn_active(state: SessionState) -> None:
         raise Refusal("turn_already_active", f"turn {queued} is queued to run next", turn_id=queued)
 
 
-def start_session(state: SessionState, agent: dict[str, Any]) -> None:
+def start_session(state: SessionState, agent: JsonObject) -> None:
     """First input of a session: the config in force, and `session.start` first in the queue."""
     state.header.agent = agent
     state.emit("session.created", agent_id=state.header.agent_id)
@@ -66,7 +67,7 @@ def accept_turn(state: SessionState, inp: ClientMessageInput | ClientActionInput
         message["id"] = message.get("id") or derive("msg", state.header.session_id, turn_id, 0)
         if message["id"] in state.tree.nodes:
             raise Refusal("validation_error", f"message id {message['id']!r} already exists", param="message.id")
-        payload: dict[str, Any] = {"type": "client.message", "message": message}
+        payload: JsonObject = {"type": "client.message", "message": message}
     else:
         payload = {"type": "client.action", "name": inp.name, "args": inp.args}
     if state.header.active_turn or state.header.turn_queue:
@@ -111,7 +112,7 @@ def accept_view(state: SessionState, inp: ClientMessagesInput, requester: str | 
         state.move_head(merge.head_id)
     rules.void_llm_calls_off_path(state, old_head)
     start_turn(state, turn_id, requester=requester, digest=digest)
-    trigger: dict[str, Any] = {"type": "client.messages", "new_from": merge.new_from or 0}
+    trigger: JsonObject = {"type": "client.messages", "new_from": merge.new_from or 0}
     if inp.client is not None:
         trigger["client"] = inp.client
     dispatch(state, turn_id, trigger)

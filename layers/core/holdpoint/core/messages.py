@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Union
 
 from holdpoint.core.errors import MessageError
+from holdpoint.core.jsontypes import JsonObject
 
 WakeOutcome = Literal["resumed", "expired"]
 TimerName = Literal["remind", "escalate"]
@@ -120,10 +121,10 @@ CLASSES: tuple[type[WorkMessage], ...] = (Kick, Park, Wake, Deadline, InterruptT
 BY_KIND: dict[str, type[WorkMessage]] = {cls.KIND: cls for cls in CLASSES}
 
 
-_HINTS: dict[type[WorkMessage], dict[str, Any]] = {}
+_HINTS: dict[type[WorkMessage], dict[str, object]] = {}
 
 
-def body(message: WorkMessage) -> dict[str, Any]:
+def body(message: WorkMessage) -> JsonObject:
     """The message as a JSON object: its `kind`, then its fields by name (the queue adapter names
     them as the queue carries them)."""
     return {"kind": message.KIND, **dataclasses.asdict(message)}

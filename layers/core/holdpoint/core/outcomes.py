@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from holdpoint.core.jsontypes import JsonObject
+
 
 class LlmOutcome(TypedDict):
     ok: bool
-    message: NotRequired[dict[str, Any] | None]  # the assistant's reply, when ok
+    message: NotRequired[JsonObject | None]  # the assistant's reply, when ok
     truncated: NotRequired[bool]
-    usage: NotRequired[dict[str, Any] | None]
+    usage: NotRequired[JsonObject | None]
     cost: NotRequired[float | None]
     error: NotRequired[Any]  # when not ok
     code: NotRequired[str | None]
     retryable: NotRequired[bool | None]  # when not ok: whether another attempt may help
 
 
-def llm_reply(message: dict[str, Any], *, usage: dict[str, Any] | None = None, cost: float | None = None,
+def llm_reply(message: JsonObject, *, usage: JsonObject | None = None, cost: float | None = None,
               truncated: bool = False) -> LlmOutcome:
     return {"ok": True, "message": message, "usage": usage, "cost": cost, "truncated": truncated}
 

@@ -13,7 +13,7 @@ from holdpoint.core.state import Call, Decision, SessionState, derive
 FOLLOW_ONS = frozenset({"tool.finished", "llm.finished", "sub_agent.finished"})
 
 
-def tool_spec(state: SessionState, name: str) -> dict[str, Any] | None:
+def tool_spec(state: SessionState, name: str) -> JsonObject | None:
     for tool in (state.header.agent or {}).get("tools") or []:
         if isinstance(tool, dict) and tool.get("name") == name:
             return dict(tool)
@@ -44,6 +44,16 @@ def check_arguments(state: SessionState, name: str, arguments: str) -> Arguments
         error = failure.message if failure.judged else f"the input schema of tool {name!r} {failure.message}"
         return {"status": "invalid", "value": value, "error": error}
     return {"status": "valid", "value": value}
+
+
+def checked_json(check: ArgumentsCheck) -> JsonObject:
+    """The check as the trigger's JSON object: its fields in the order `check_arguments` wrote them."""
+    out: JsonObject = {"status": check["status"]}
+    if "value" in check:
+        out["value"] = check["value"]
+    if "error" in check:
+        out["error"] = check["error"]
+    return out
 
 
 def _siblings_open(state: SessionState, call: Call | None) -> bool:
@@ -157,7 +167,7 @@ PROPOSALS: dict[str, Callable[[SessionState, Decision], JsonObject]] = {
 }
 
 
-def propose(state: SessionState, decision: Decision) -> dict[str, Any]:
+def propose(state: SessionState, decision: Decision) -> JsonObject:
     """What the engine would do next for this decision's trigger (PROTOCOL.md §4.3)."""
     rule = PROPOSALS.get(decision.trigger.get("type") or "")
     return rule(state, decision) if rule is not None else {}

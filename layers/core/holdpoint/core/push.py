@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from holdpoint.core.jsontypes import JsonObject
+
 
 @dataclass(frozen=True, slots=True)
 class PushAuth:
@@ -29,14 +31,16 @@ class PushRecord:
     auth: PushAuth | None = None
     turn_id: str | None = None
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JsonObject:
         """The stored JSON object: `{id, url, token?, authentication?}`, absent fields left out."""
-        out: dict[str, Any] = {"id": self.id, "url": self.url}
+        out: JsonObject = {"id": self.id, "url": self.url}
         if self.token is not None:
             out["token"] = self.token
         if self.auth is not None:
-            out["authentication"] = {"scheme": self.auth.scheme} | (
-                {"credentials": self.auth.credentials} if self.auth.credentials is not None else {})
+            auth: JsonObject = {"scheme": self.auth.scheme}
+            if self.auth.credentials is not None:
+                auth["credentials"] = self.auth.credentials
+            out["authentication"] = auth
         return out
 
     @classmethod

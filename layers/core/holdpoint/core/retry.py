@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
+
+from holdpoint.core.jsontypes import JsonValue
 
 UNBOUNDED = float("inf")
 
@@ -46,21 +49,31 @@ DEFAULTS = {
 }
 
 
-def policy(agent: dict[str, Any] | None, kind: str, override: dict[str, Any] | None = None) -> Policy:
-    """The default for `kind`, then the agent's `retry.{kind}`, then a per-call `retry` block."""
+def policy(agent: Mapping[str, object] | None, kind: str, override: JsonValue = None) -> Policy:
+    """The default for `kind`, then the agent's `retry.{kind}`, then a per-call `retry` block. A
+    `retry` or a layer that is not an object is a TypeError (it never was a policy)."""
     out = DEFAULTS[kind]
-    for layer in (((agent or {}).get("retry") or {}).get(kind), override):
+    block = (agent or {}).get("retry") or {}
+    if not isinstance(block, dict):
+        raise TypeError(f"retry is not an object: {block!r}")
+    for layer in (block.get(kind), override):
         if layer:
             named = _holdpoint_names(layer)
             out = replace(out, **{k: v for k, v in named.items() if v is not None and hasattr(out, k)})
     return out
 
 
-def _holdpoint_names(layer: dict[str, Any]) -> dict[str, Any]:
-    """Upstream's `RetryPolicy` spelling (`max_retries`, `timeout_secs`) in Holdpoint's names."""
+def _holdpoint_names(layer: object) -> dict[str, Any]:
+    """Upstream's `RetryPolicy` spelling (`max_retries`, `timeout_secs`) in Holdpoint's names. Its
+    values are `Any` on purpose: a layer is JSON nothing validated (a per-call block, a tool's
+    declaration, a worker's config), and its fields go to the policy unchecked, as they always
+    have, so a value that is not a number fails where the policy uses it, and only there."""
+    if not isinstance(layer, dict):
+        raise TypeError(f"a retry policy is not an object: {layer!r}")
     out = dict(layer)
-    if isinstance(out.get("max_retries"), int) and "max_attempts" not in out:
-        out["max_attempts"] = out["max_retries"] + 1
+    retries = out.get("max_retries")
+    if isinstance(retries, int) and "max_attempts" not in out:
+        out["max_attempts"] = retries + 1
     if out.get("timeout_secs") is not None and "attempt_timeout_secs" not in out:
         out["attempt_timeout_secs"] = out["timeout_secs"]
     return out

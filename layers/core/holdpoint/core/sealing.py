@@ -12,9 +12,9 @@ import hashlib
 import hmac
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from holdpoint.core import strictjson
+from holdpoint.core.jsontypes import JsonObject
 
 MAX_TOKEN_CHARS = 4_096
 MAC_CHARS = 43
@@ -48,7 +48,7 @@ def sealed_length(payload: Mapping[str, object]) -> int:
     return len(b64(strictjson.dumps(payload).encode())) + 1 + MAC_CHARS
 
 
-def unseal(secret: Secret, purpose: str, token: str) -> dict[str, Any] | None:
+def unseal(secret: Secret, purpose: str, token: str) -> JsonObject | None:
     """The payload of a token `seal(secret, purpose, ...)` made; None for anything else. The MAC
     is compared as the text `seal` writes, so no other spelling of it (padding, a last character
     whose spare bits differ, a character base64 would skip) opens the token."""

@@ -42,7 +42,7 @@ def _int(text: str) -> int | _Refused:
     return int(text)
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Refused:
+def _object(pairs: list[tuple[str, object]]) -> dict[str, object] | _Refused:
     seen: set[str] = set()
     for key, _ in pairs:
         if key in seen:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from holdpoint.core.calls import arm_deadline, call_parked, settle_tool, tool_policy
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Call, Effect, SessionState, derive
 
 
-def spec_for(state: SessionState, name: str) -> dict[str, Any] | None:
+def spec_for(state: SessionState, name: str) -> JsonObject | None:
     for spec in (state.header.agent or {}).get("sub_agents") or []:
         if isinstance(spec, dict) and spec.get("name") == name:
             return dict(spec)
@@ -24,7 +25,7 @@ def spec_for(state: SessionState, name: str) -> dict[str, Any] | None:
 
 
 def spawn(state: SessionState, *, tool_call_id: str, agent_id: str, session_id: str | None,
-          message: dict[str, Any] | None, anchor: str | None, turn_id: str | None, now: float,
+          message: JsonObject | None, anchor: str | None, turn_id: str | None, now: float,
           group: str | None = None) -> Call | None:
     """Open the parent's sub_agent call; the runner then creates and starts the child session."""
     if tool_call_id in state.calls:

@@ -4,7 +4,9 @@ offset from the trace's first hop and its duration (what `holdpoint trace SESSIO
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
+
+from holdpoint.core.jsontypes import JsonObject
 
 
 class SpanLike(Protocol):
@@ -30,14 +32,14 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
 
-def hop(span: SpanLike, origin: float) -> dict[str, Any]:
+def hop(span: SpanLike, origin: float) -> JsonObject:
     """One hop: `engine` hops are named by the work they ran (`engine kick`, `engine wake`)."""
     kind = span.annotations.get("kind")
     return {"name": f"{span.name} {kind}" if kind else span.name, "id": span.id, "parent_id": span.parent_id,
             "start_ms": _ms(span.start - origin), "duration_ms": _ms(span.end - span.start)}
 
 
-def timeline(spans: Iterable[SpanLike]) -> list[dict[str, Any]]:
+def timeline(spans: Iterable[SpanLike]) -> list[JsonObject]:
     """The traces, oldest first, each `{trace_id, started_at, duration_ms, hops}`."""
     by_trace: dict[str, list[SpanLike]] = {}
     for span in spans:

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from holdpoint.core.errors import ViewConflict
+from holdpoint.core.jsontypes import JsonObject
 
 
 @dataclass
 class Node:
     id: str
     parent_id: str | None
-    message: dict[str, Any]
+    message: JsonObject
     order: int = 0
 
-    def wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"message": self.message}
+    def wire(self) -> JsonObject:
+        out: JsonObject = {"message": self.message}
         if self.parent_id is not None:
             out["parent_id"] = self.parent_id
         return out
@@ -82,19 +83,19 @@ class Tree:
     def next_order(self) -> int:
         return max((n.order for n in self.nodes.values()), default=0) + 1
 
-    def wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"nodes": [n.wire() for n in sorted(self.nodes.values(), key=lambda n: n.order)]}
+    def wire(self) -> JsonObject:
+        out: JsonObject = {"nodes": [n.wire() for n in sorted(self.nodes.values(), key=lambda n: n.order)]}
         if self.head_id is not None:
             out["head_id"] = self.head_id
         return out
 
-    def merge_view(self, view: list[dict[str, Any]], mint: Any) -> ViewMerge:
+    def merge_view(self, view: list[JsonObject], mint: Callable[[int], str]) -> ViewMerge:
         """Match a client's full view by id from the root; the first new or id-less message
         starts a branch at the last matched node. `mint(i)` gives an id for an id-less message."""
         parent: str | None = None
         index = len(view)
         for i, msg in enumerate(view):
-            mid = msg.get("id")
+            mid = message_id(msg)
             known = self.nodes.get(mid) if mid else None
             if known is None or known.parent_id != parent:
                 index = i
@@ -108,7 +109,7 @@ class Tree:
         seen: set[str] = set()
         for i in range(index, len(view)):
             msg = dict(view[i])
-            mid = msg.get("id") or mint(i)
+            mid = message_id(msg) or mint(i)
             if mid in self.nodes or mid in seen:
                 raise ViewConflict(i, f"message id {mid!r} already exists elsewhere in the tree")
             seen.add(mid)
@@ -117,3 +118,11 @@ class Tree:
             order += 1
             parent = mid
         return ViewMerge(new_nodes=new_nodes, new_from=index, fork_id=fork, head_id=parent)
+
+
+def message_id(message: JsonObject) -> str | None:
+    """A message's id: a string (`Message` validated it) or absent; anything else is refused."""
+    mid = message.get("id")
+    if mid is None or isinstance(mid, str):
+        return mid
+    raise TypeError(f"message id {mid!r} is not a string")

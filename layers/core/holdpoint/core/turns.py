@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from holdpoint.core import interrupts as rules
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Effect, SessionState, Turn, derive, iso_ms
+from holdpoint.core.tree import message_id
 
 
-def start_turn(state: SessionState, turn_id: str, *, queued_input: dict[str, Any] | None = None,
+def start_turn(state: SessionState, turn_id: str, *, queued_input: JsonObject | None = None,
                requester: str | None = None, digest: str | None = None) -> Turn:
     """Start a turn now, or queue it (with its input) behind the running one; `requester` is the
     principal whose input it is (A2: the policy may forbid it to approve the turn's actions), and
@@ -27,22 +29,25 @@ def start_turn(state: SessionState, turn_id: str, *, queued_input: dict[str, Any
     return turn
 
 
-def dispatch(state: SessionState, turn_id: str, trigger: dict[str, Any]) -> None:
+def dispatch(state: SessionState, turn_id: str, trigger: JsonObject) -> None:
     """Queue the turn's first decision at the head and wake the engine."""
     state.enqueue(trigger, anchor=state.tree.head_id, turn_id=turn_id, key=("client", turn_id))
     state.effects.append(Effect(kind="kick"))
 
 
-def add_user_input(state: SessionState, turn_id: str, inp: dict[str, Any]) -> None:
+def add_user_input(state: SessionState, turn_id: str, inp: JsonObject) -> None:
     """Apply a turn's input at the head: a message (client.message) or an action (client.action)."""
     if inp["type"] == "client.action":
-        trigger = {"type": "client.action", "name": inp["name"]}
+        trigger: JsonObject = {"type": "client.action", "name": inp["name"]}
         if inp.get("args") is not None:
             trigger["args"] = inp["args"]
         dispatch(state, turn_id, trigger)
         return
-    message = dict(inp["message"])
-    node_id = message.get("id") or derive("msg", state.header.session_id, turn_id, 0)
+    given = inp["message"]
+    if not isinstance(given, dict):  # `accept_turn` and a spawn write an object
+        raise TypeError(f"a turn's message is not an object: {given!r}")
+    message = dict(given)
+    node_id = message_id(message) or derive("msg", state.header.session_id, turn_id, 0)
     state.add_node(node_id, state.tree.head_id, message)
     state.emit("message.added", message_id=node_id, role=message.get("role"))
     dispatch(state, turn_id, {"type": "client.messages", "new_from": len(state.tree.active_path()) - 1})

@@ -11,6 +11,7 @@ from aws_lambda_powertools import Logger
 
 from holdpoint.core import budget, calls
 from holdpoint.core.interrupts import llm_call_parked
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.outcomes import LlmOutcome, llm_failure
 from holdpoint.core.state import SessionState
 from holdpoint.ports import Llm, LlmError, LlmStream, StreamStopped
@@ -123,7 +124,16 @@ def priced(agent: dict[str, Any] | None, result: LlmOutcome) -> LlmOutcome:
     price_in, price_out = block.get("price_in"), block.get("price_out")
     if price_in is None and price_out is None:
         return result
-    cost = budget.token_cost(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
+    cost = budget.token_cost(_tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"),
                              float(price_in or 0), float(price_out or 0))
     return {**result, "cost": cost}
+
+
+def _tokens(usage: JsonObject, key: str) -> float:
+    """A token count of the usage (0 when absent); anything but a number is the TypeError that
+    pricing it always raised."""
+    count = usage.get(key, 0)
+    if isinstance(count, (int, float)):
+        return count
+    raise TypeError(f"usage.{key} is not a number: {count!r}")
 

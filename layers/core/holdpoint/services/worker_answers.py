@@ -37,7 +37,8 @@ def submit(store: Sessions, queue: WorkQueue, caller: Caller, body: WorkerSubmit
         try:
             return engine.apply_submit(state, body.decision_id, response, state.now)
         except CallHeld as exc:  # R12: 409 `call_held`, naming the action and the interrupt
-            raise Refusal(exc.refusal.code, exc.refusal.message, exc.param, **exc.refusal.extra) from None
+            raise Refusal(exc.refusal.code, exc.refusal.message, exc.param, retry_after=exc.refusal.retry_after,
+                          **exc.refusal.extra) from None
         except ProtocolError as exc:
             raise Refusal("validation_error", str(exc), exc.param) from None
 

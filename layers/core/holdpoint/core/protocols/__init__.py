@@ -13,12 +13,22 @@ delivered, which the SDK reads too). A2A's, MCP's and AG-UI's are their bridges'
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
 # start (bench/README.md (c)).
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from holdpoint.core import approvals, schemas
 from holdpoint.core.ids import ID_REGEX
+from holdpoint.core.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    JsonDict: TypeAlias = JsonObject
+else:
+    JsonDict = dict[str, Any]
+"""A JSON object in a wire model, whose shape Holdpoint does not own. pydantic sees a dict of `Any`, as
+these fields always were, so it validates and documents them unchanged (an object of any values;
+JSON Schema `{"type": "object", "additionalProperties": true}`); every model reads it from parsed
+JSON, so the checker reads it as the `JsonObject` it holds: a reader narrows before it indexes."""
 
 Id = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 """Ids we store in keys: bounded charset and length so keys and SFN names stay valid."""
@@ -60,7 +70,7 @@ def _agui_schema(payload: Any) -> Any:
     return payload
 
 
-ResponseSchema = Annotated[dict[str, Any] | bool | None, BeforeValidator(_response_schema)]
+ResponseSchema = Annotated[JsonDict | bool | None, BeforeValidator(_response_schema)]
 """A JSON Schema the resume payload must satisfy (A1): an object or a boolean, as the document says."""
 InterruptPayload = Annotated[Any, BeforeValidator(_agui_schema)]
 
@@ -70,7 +80,7 @@ class Wire(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> JsonObject:
         return self.model_dump(mode="json", exclude_none=True, by_alias=True)
 
 
@@ -79,7 +89,7 @@ class Open(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> JsonObject:
         return self.model_dump(mode="json", exclude_none=True, by_alias=True)
 
 
@@ -110,12 +120,12 @@ class Message(Wire):
     id: Id | None = None
     role: Literal["system", "user", "assistant", "tool"]
     content: (Annotated[str, StringConstraints(max_length=262_144)]
-              | Annotated[list[dict[str, Any]], Field(max_length=1_000)] | None) = None
+              | Annotated[list[JsonDict], Field(max_length=1_000)] | None) = None
     tool_calls: Annotated[list[ToolCall], Field(max_length=128)] | None = None
     tool_call_id: Id | None = None
     name: Annotated[str, StringConstraints(max_length=128)] | None = None
 
 
-def needs_one_of(*names: str) -> dict[str, Any]:
+def needs_one_of(*names: str) -> JsonObject:
     """A model validator's "one of these fields, not null" as JSON Schema, so the document states it."""
     return {"anyOf": [{"required": [name], "properties": {name: {"not": {"type": "null"}}}} for name in names]}

@@ -18,6 +18,7 @@ from holdpoint.core.protocols import (
     ExpiresIn,
     Id,
     InterruptPayload,
+    JsonDict,
     Message,
     RemindAfter,
     ResponseSchema,
@@ -56,7 +57,7 @@ class ClientMessagesInput(Wire):
     agent_id: Id | None = None
     turn_id: Id | None = None
     messages: Annotated[list[Message], Field(min_length=1, max_length=10_000)]
-    client: dict[str, Any] | None = None
+    client: JsonDict | None = None
 
 
 class ClientActionInput(Wire):
@@ -115,7 +116,7 @@ class SettleBody(Wire):
     result: Any = None
     error: Any = None
     message: Message | None = None  # llm.result
-    usage: dict[str, Any] | None = None
+    usage: JsonDict | None = None
     cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     code: Annotated[str, StringConstraints(max_length=128)] | None = None
 

@@ -13,6 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from holdpoint.core.jsontypes import JsonObject
+from holdpoint.core.protocols import JsonDict
+
 # --- the decision request (engine -> worker) ----------------------------------------------
 #
 # Written from the Substructure protocol's `DecisionRequest` and the definitions it references
@@ -47,7 +50,7 @@ class Out(BaseModel):
     def model_post_init(self, context: Any, /) -> None:
         self.__pydantic_fields_set__.update(k for k in ("type", "kind") if k in type(self).model_fields)
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> JsonObject:
         return self.model_dump(mode="json", exclude_unset=True)
 
 
@@ -57,8 +60,8 @@ class WireMessage(Out):
 
     id: str
     role: Role
-    content: str | list[dict[str, Any]] | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    content: str | list[JsonDict] | None = None
+    tool_calls: list[JsonDict] | None = None
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -77,7 +80,7 @@ class ClientMessages(Out):
     type: Literal["client.messages"] = "client.messages"
     messages: list[WireMessage]
     new_from: int = Field(ge=0)
-    client: dict[str, Any] | None = None  # Holdpoint addition: passed through from the input
+    client: JsonDict | None = None  # Holdpoint addition: passed through from the input
 
 
 class ClientAction(Out):
@@ -136,11 +139,11 @@ class LlmRequest(Out):
     filled from the config in force; the action's other fields (`id`, `stream`, `retry`) ride along."""
 
     model: str
-    messages: list[dict[str, Any]]
+    messages: list[JsonDict]
     tools: list[LlmTool] | None = None
     temperature: float | None = None
     max_completion_tokens: int | None = None
-    reasoning: dict[str, Any] | None = None
+    reasoning: JsonDict | None = None
 
 
 class LlmExecute(Out):
@@ -159,7 +162,7 @@ class LlmFinished(Out):
     type: Literal["llm.finished"] = "llm.finished"
     id: str
     ok: bool
-    message: dict[str, Any] | None = None
+    message: JsonDict | None = None
     truncated: bool = False
     usage: Any = None
     cost: float | str | None = None
@@ -188,7 +191,7 @@ class InterruptResumed(Out):
     interrupt_id: str
     payload: Any = None
     verdict: Literal["approved", "denied", "cancelled", "answered"] | None = None
-    responder: dict[str, Any] | None = None
+    responder: JsonDict | None = None
     channel: str | None = None
     expired: bool | None = None
     approvals: list[ResumedAnswer] | None = None
@@ -212,8 +215,8 @@ class DecisionProposal(Out):
     Holdpoint addition on `session.start` (the declared config), as upstream's example workers read it."""
 
     messages: list[WireMessage]
-    actions: list[dict[str, Any]]
-    agent: dict[str, Any] | None = None
+    actions: list[JsonDict]
+    agent: JsonDict | None = None
 
 
 class ToolCallView(Out):
@@ -291,7 +294,7 @@ class DecisionRequest(Out):
     trigger: Trigger
     proposed: DecisionProposal | None
     state: Any
-    agent: dict[str, Any] | None
+    agent: JsonDict | None
     calls: list[CallView]
     pending_calls: int = Field(ge=0)
     messages: list[WireMessage]

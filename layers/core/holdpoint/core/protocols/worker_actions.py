@@ -13,8 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.outcomes import LlmOutcome, llm_reply
-from holdpoint.core.protocols import Id, Message, Open, ToolCall, Wire, needs_one_of
+from holdpoint.core.protocols import Id, JsonDict, Message, Open, ToolCall, Wire, needs_one_of
 from holdpoint.core.protocols.client import InterruptFields
 from holdpoint.core.protocols.worker import LlmHandler, ToolHandler
 
@@ -29,13 +30,13 @@ class LlmCallAction(Wire):
     id: Id | None = None
     model: str | None = None
     messages: list[Message] | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: list[JsonDict] | None = None
     temperature: float | None = None
     max_completion_tokens: int | None = None
     stream: bool | None = None
-    retry: dict[str, Any] | None = None
+    retry: JsonDict | None = None
     handler: LlmHandler | None = None  # `worker`: the worker runs this call (an `llm.execute` follows)
-    reasoning: dict[str, Any] | None = None
+    reasoning: JsonDict | None = None
 
 
 class ToolCallAction(Wire):
@@ -43,7 +44,7 @@ class ToolCallAction(Wire):
     id: Id | None = None
     name: Annotated[str, StringConstraints(min_length=1, max_length=128)]
     arguments: Any = "{}"  # any JSON; a non-string is recorded as its JSON text
-    retry: dict[str, Any] | None = None
+    retry: JsonDict | None = None
     handler: ToolHandler | None = None  # overrides the declared tool's handler
 
 
@@ -78,7 +79,7 @@ class LlmResponse(Open):
     finish_reason: str | None = None
     usage: Any = None
     cost: float | str | None = None
-    images: list[dict[str, Any]] | None = None
+    images: list[JsonDict] | None = None
 
 
 class LlmResultAction(Wire):
@@ -90,7 +91,7 @@ class LlmResultAction(Wire):
     attempt: int | None = None
     message: Message | None = None
     response: LlmResponse | None = None
-    usage: dict[str, Any] | None = None
+    usage: JsonDict | None = None
     cost: float | None = None
     truncated: bool = False
 
@@ -106,7 +107,7 @@ class LlmResultAction(Wire):
             return llm_reply(self.message.wire(), usage=self.usage, cost=self.cost, truncated=self.truncated)
         response = self.response
         assert response is not None
-        message: dict[str, Any] = {"role": "assistant", "content": response.content}
+        message: JsonObject = {"role": "assistant", "content": response.content}
         if response.tool_calls:
             message["tool_calls"] = [tc.wire() for tc in response.tool_calls]
         usage = response.usage if isinstance(response.usage, dict) else self.usage
@@ -131,7 +132,7 @@ class SubAgentSpawnAction(Wire):
     agent_id: Id
     tool_call_id: Id
     message: Message | None = None
-    retry: dict[str, Any] | None = None
+    retry: JsonDict | None = None
 
 
 class MessageSendAction(Wire):
@@ -173,10 +174,10 @@ class DecisionResponse(Wire):
 
     # Checked as `Message`s when applied: one whose id is already in the tree (an echoed
     # proposal's view) is skipped unchecked, as Holdpoint's input limits are not its own output's.
-    messages: list[dict[str, Any]] | None = None
+    messages: list[JsonDict] | None = None
     actions: list[Action] | None = None
     state: Any = None
-    agent: dict[str, Any] | None = None
+    agent: JsonDict | None = None
 
 
 class WorkerSubmitBody(DecisionResponse):
@@ -188,7 +189,7 @@ class WorkerSubmitBody(DecisionResponse):
 
     session_id: Id
     decision_id: Id
-    span: dict[str, Any] | None = None  # upstream's trace context: accepted, not used
+    span: JsonDict | None = None  # upstream's trace context: accepted, not used
 
     def response(self) -> DecisionResponse:
         return DecisionResponse.model_construct(messages=self.messages, actions=self.actions, state=self.state,
