@@ -2,18 +2,24 @@
 
 API Gateway holds the connections; nothing waits. The process that commits a session's events
 (the engine, the API function) posts them to the session's connections right after the commit
-(`publish`, the store's `committed` hook). A subscriber first gets what it missed from the event
-log (`subscribe` with `after_seq`), then the live frames. Every event carries its `seq`, so:
+(`publish`, the store's `committed` hook). A subscriber gets what it missed from the event log
+(`subscribe` with `after_seq`) and the live frames, in no promised order. The subscription is
+written before the log is read, so no commit is missed: one before the read is in the log, one
+after the write posts to the subscriber, and one in between does both, its post able to arrive
+before the catch-up that also holds its events. Nothing orders one connection's frames (independent
+processes post them): every event carries its `seq`, and the client orders by it
+(docs/PROTOCOL.md, "No gap, no duplicate"):
 
-A subscription in another format (`format: "ag-ui"`) gets the same frames translated by that
-format's translation (`Live.formats`: the AG-UI bridge's `live_frames`, the one mapping, the HTTP
-channel's, wired in by the assembly): catch-up, committed events and deltas alike.
-
-- a frame that arrives twice (an event in both the catch-up and a live post) is dropped by seq;
+- an event that arrives twice (in both the catch-up and a live post) is dropped by seq, and one
+  that arrives before the events ahead of it is held until the catch-up brings them;
 - a post lost to a crash between a commit and its post shows as a gap at the session's next
   event, and the client subscribes again from the last seq it has, which the log fills; a crash
   on a session's last event is filled by the client's keep-alive subscribe (every 5 minutes,
   under API Gateway's 10-minute idle timeout) or its reconnect.
+
+A subscription in another format (`format: "ag-ui"`) gets the same frames translated by that
+format's translation (`Live.formats`: the AG-UI bridge's `live_frames`, the one mapping, the HTTP
+channel's, wired in by the assembly): catch-up, committed events and deltas alike.
 """
 
 from __future__ import annotations
