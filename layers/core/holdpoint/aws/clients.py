@@ -56,6 +56,8 @@ POLICIES: dict[str, Policy] = {
                         "no-op) and follows a commit that counts on the timer: idempotent, so retry more"),
     "secretsmanager": Policy(3, 3, 10, "read once per container and cached; a refusal is the request's 503"),
     "events": Policy(3, 3, 10, "the notifier's stream record is retried by the event source mapping"),
+    "kms": Policy(3, 3, 10, "an approval receipt's Sign and the key set's GetPublicKey (read once per "
+                  "container): both safe to repeat; a refusal is the caller's to retry (SQS, or a 503)"),
     "s3": Policy(3, 3, 20, "offloaded bodies: PutObject/GetObject by content key, idempotent"),
     "lambda": Policy(1, 3, 900, "a worker Lambda: no botocore retry, since the engine retries a decision "
                      "with durable backoff (core/retry.py) and a retried Invoke would run the worker twice; "

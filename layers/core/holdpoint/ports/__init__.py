@@ -5,7 +5,7 @@ and `holdpoint.llm` implement them, and the entry points (the Lambda handlers, t
 the local stack) wire one to the other. A new storage backend implements `SessionStore`; a new
 LLM provider is one more `holdpoint.llm` module behind `Llm`.
 
-One module a concern: `store`, `parking`, `work`, `delivery`, `live`, `traces`, and the `errors` they
+One module a concern: `store`, `parking`, `work`, `delivery`, `live`, `traces`, `receipts`, and the `errors` they
 raise; every name is also importable from `holdpoint.ports` itself."""
 
 from holdpoint.ports.delivery import (
@@ -37,6 +37,7 @@ from holdpoint.ports.errors import (
 )
 from holdpoint.ports.live import Connections, Frames, WaitLeases
 from holdpoint.ports.parking import Parked, Parking, ParkQueue, ParkRecord, ParkRecords
+from holdpoint.ports.receipts import ReceiptKeys
 from holdpoint.ports.store import (
     MAX_SEQ,
     AddAnswer,
@@ -95,6 +96,7 @@ __all__ = [
     "Parking",
     "Posted",
     "PostedMessages",
+    "ReceiptKeys",
     "PushConfigs",
     "PushStarts",
     "Resolve",
