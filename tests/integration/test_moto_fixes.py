@@ -680,3 +680,19 @@ def test_lambda_invoke_runs_where_the_functions_run(aws: dict[str, str], monkeyp
                               ("/2015-03-31/functions/customer-a/invocations", "RequestResponse", b"{}")]
     finally:
         probe.server.shutdown()
+
+
+def test_cfn_a_receipt_kms_key_gets_its_key_spec_and_usage_and_signs(aws: dict[str, str]) -> None:
+    """Fix 31: moto's CloudFormation made every KMS key SYMMETRIC_DEFAULT ENCRYPT_DECRYPT, so the
+    approval receipts' key (template.yaml's ReceiptKey) could not sign."""
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "kms:*", "Resource": "*",
+                                                      "Principal": {"AWS": "arn:aws:iam::123456789012:root"}}]}
+    _, res, outs = _stack({"K": {"Type": "AWS::KMS::Key", "Properties": {
+        "KeySpec": "ECC_NIST_P256", "KeyUsage": "SIGN_VERIFY", "KeyPolicy": policy}}},
+        {"Arn": {"Value": {"Fn::GetAtt": ["K", "Arn"]}}})
+    kms = boto3.client("kms", region_name="us-east-1")
+    meta = kms.describe_key(KeyId=res["K"])["KeyMetadata"]
+    assert (meta["KeySpec"], meta["KeyUsage"], meta["Arn"]) == ("ECC_NIST_P256", "SIGN_VERIFY", outs["Arn"])
+    signed = kms.sign(KeyId=res["K"], Message=b"m", MessageType="RAW", SigningAlgorithm="ECDSA_SHA_256")
+    assert kms.verify(KeyId=res["K"], Message=b"m", MessageType="RAW", Signature=signed["Signature"],
+                      SigningAlgorithm="ECDSA_SHA_256")["SignatureValid"]

@@ -138,6 +138,18 @@ def test_moto_iam_a_secret_is_checked_against_its_full_arn(iam_aws: None) -> Non
     assert denied(lambda: sm.get_secret_value(SecretId="app/other"))
 
 
+def test_moto_iam_a_receipt_kms_key_is_checked_against_its_arn(iam_aws: None) -> None:
+    """Fix 31: a KMS call is checked against the key it names, by id, ARN or alias (moto checked `*`)."""
+    kms = op("kms")
+    ours, other = (kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"] for _ in range(2))
+    kms.create_alias(AliasName="alias/receipts", TargetKeyId=ours["KeyId"])
+    reader = role_client("kms", [allow(["kms:GetPublicKey"], ours["Arn"])])
+    for named in (ours["KeyId"], ours["Arn"], "alias/receipts"):
+        assert reader.get_public_key(KeyId=named)["KeyId"].endswith(ours["KeyId"])
+    assert denied(lambda: reader.get_public_key(KeyId=other["KeyId"]))
+    assert denied(lambda: reader.sign(KeyId=ours["KeyId"], Message=b"m", SigningAlgorithm="ECDSA_SHA_256"))
+
+
 def test_moto_iam_put_events_is_checked_against_each_entrys_bus(iam_aws: None) -> None:
     bus = op("events").create_event_bus(Name="notify")["EventBusArn"]
     events = role_client("events", [allow(["events:PutEvents"], bus)])

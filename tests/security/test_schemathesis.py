@@ -60,7 +60,7 @@ EXCLUDED: list[dict[str, Any]] = [
 
 
 UNPARAMETERIZED = {"/v1/openapi.json", "/", "/inbox", "/inbox/app.js", "/inbox/app.css", "/inbox/session",
-                   "/inbox/session.js", "/inbox/live.json", "/favicon.ico"}
+                   "/inbox/session.js", "/inbox/live.json", "/favicon.ico", "/.well-known/jwks.json"}
 """No parameters and no body: nothing a request could violate."""
 
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from holdpoint.aws.parking import Parking
     from holdpoint.aws.pushconfigs import PushConfigLog
     from holdpoint.aws.queue import WorkQueue
+    from holdpoint.aws.receipts import KmsReceiptKeys
     from holdpoint.aws.store import Store
     from holdpoint.aws.timers import Timers
     from holdpoint.aws.traces import XRayTraces
@@ -152,8 +153,16 @@ def get_push_configs() -> PushConfigLog:
     return PushConfigLog()
 
 
+@cache
+def get_receipt_keys() -> KmsReceiptKeys:
+    """The approval receipts' keys in KMS, their public halves read once per container."""
+    from holdpoint.aws.receipts import KmsReceiptKeys
+
+    return KmsReceiptKeys()
+
+
 def reset() -> None:
     """Forget every built object (tests that swap the environment between cases)."""
     for factory in (get_store, get_live, get_leases, get_queue, get_parking, get_timers, get_runner, get_notifier,
-                    get_slack, get_push_configs, get_traces):
+                    get_slack, get_push_configs, get_traces, get_receipt_keys):
         factory.cache_clear()

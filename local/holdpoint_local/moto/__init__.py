@@ -6,7 +6,7 @@ in-process moto) so the emulator keeps the guarantees the real service gives.
   forever, a Query reads its partition, a cancelled transaction leaves nothing in the stream, a
   bounded stream tail, items answered as they are stored;
 - sqs.py, fix 7: a FIFO message group is in flight with one receiver at a time;
-- cloudformation.py, fixes 9-15 and 22: what moto's CloudFormation created wrongly or not at all
+- cloudformation.py, fixes 9-15, 22 and 31: what moto's CloudFormation created wrongly or not at all
   from the translated template.yaml;
 - iam.py, fixes 16-21, 23-24 and 26: IAM checked against the resource a call names, a service's
   trust, a CloudFormation role's policies, a state machine's role, a bodiless GET's signature, the
@@ -55,7 +55,7 @@ def apply() -> None:
 
     dynamodb.apply()  # fixes 1-6, 8
     sqs.apply()  # fix 7
-    cloudformation.apply()  # fixes 9-15, 22
+    cloudformation.apply()  # fixes 9-15, 22, 31
     stepfunctions.apply()  # fixes 27-28, the open-execution cap
     xray.apply()  # fix 25
     awslambda.apply()  # fixes 29-30

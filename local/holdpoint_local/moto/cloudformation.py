@@ -1,4 +1,4 @@
-"""Fixes 9-15 and 22 to moto 5.2.5's CloudFormation, which creates the translated template.yaml
+"""Fixes 9-15, 22 and 31 to moto 5.2.5's CloudFormation, which creates the translated template.yaml
 (provision.py), so it creates what AWS's would.
 
 9. **A FIFO queue CloudFormation names ends in `.fifo`**, as on AWS (moto's generated name was
@@ -24,6 +24,10 @@
 22. **AWS::Scheduler::ScheduleGroup**, created in moto's Scheduler, so the timers' group exists
     and `Ref` to it is its name (moto's CloudFormation had no model: the Ref had no value).
 
+31. **A KMS key gets its `KeySpec` and `KeyUsage`** (moto made every key SYMMETRIC_DEFAULT
+    ENCRYPT_DECRYPT, so the approval receipts' ECC_NIST_P256 SIGN_VERIFY key could not sign), and
+    its `KeyPolicy` as the JSON text KMS keeps.
+
 12-15 change no answer moto gives; 9-11 and 22 make its CloudFormation create what AWS's would
 (11: moto's own delivery is left to the local stack).
 """
@@ -31,6 +35,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -312,9 +317,10 @@ CFN_TYPES = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api", "AWS::ApiG
 
 
 def apply() -> None:
-    """Install fixes 9-15 and 22 (`holdpoint_local.moto.apply` calls this once)."""
+    """Install fixes 9-15, 22 and 31 (`holdpoint_local.moto.apply` calls this once)."""
     from moto.awslambda.models import LambdaBackend
     from moto.cloudformation import parsing
+    from moto.kms.models import Key
     from moto.sqs.models import Queue
     from moto.stepfunctions.models import StateMachine
 
@@ -330,6 +336,7 @@ def apply() -> None:
         StateMachine.create_from_cloudformation_json)
     Table.create_from_cloudformation_json = _table_settings(  # type: ignore[method-assign]
         Table.create_from_cloudformation_json)
+    Key.create_from_cloudformation_json = classmethod(_key_spec)  # type: ignore[method-assign,assignment,arg-type]
     parsing.get_model_map.cache_clear()
     parsing.get_name_type_map.cache_clear()
 
@@ -383,6 +390,22 @@ def _state_machine(original: Callable[..., Any]) -> Callable[..., Any]:
             sm_type=props.get("StateMachineType", "STANDARD"))
 
     return classmethod(create)  # type: ignore[arg-type,return-value]
+
+
+def _key_spec(cls: Any, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str,
+              **kwargs: Any) -> Any:
+    """Fix 31: a key from CloudFormation is created with its `KeySpec` and `KeyUsage`."""
+    from moto.kms.models import kms_backends
+
+    props = cloudformation_json["Properties"]
+    policy = props.get("KeyPolicy")
+    key = kms_backends[account_id][region_name].create_key(
+        policy=json.dumps(policy) if isinstance(policy, dict) else policy,
+        key_usage=props.get("KeyUsage", "ENCRYPT_DECRYPT"), key_spec=props.get("KeySpec", "SYMMETRIC_DEFAULT"),
+        description=props.get("Description"), tags=props.get("Tags", []))
+    key.key_rotation_status = str(props.get("EnableKeyRotation", False)).lower() == "true"
+    key.enabled = str(props.get("Enabled", True)).lower() == "true"
+    return key
 
 
 def _table_settings(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -15,7 +15,8 @@ on stock moto, but 23, the server's routing, by tests/security/test_management_a
     `stateMachineArn` / `executionArn` (SendTask* stay `*`, as on AWS), Secrets Manager by the
     secret's full ARN (a name or partial ARN is looked up), EventBridge PutEvents by each entry's
     bus, Bedrock by the foundation model's ARN, a Lambda invoke as `lambda:InvokeFunction` on the
-    function's ARN (fix 30; moto checked `lambda:Invoke` on `*`). CloudWatch stays `*` (PutMetricData has no
+    function's ARN (fix 30; moto checked `lambda:Invoke` on `*`), KMS by the key's ARN (fix 31:
+    `KeyId` as an id, an ARN or an alias). CloudWatch stays `*` (PutMetricData has no
     resource on AWS either). SQS (whose queue ARN moto does check) authorises SendMessageBatch,
     DeleteMessageBatch and ChangeMessageVisibilityBatch as their single actions, as AWS does.
 17. **A role trusted by a service can be assumed by that service.** moto's trust check raised a
@@ -163,6 +164,20 @@ def _secretsmanager(svc: Any) -> list[str]:
     return [secret.arn if secret is not None else _arn(svc, "secretsmanager", f"secret:{secret_id}")]
 
 
+def _kms(svc: Any) -> list[str]:
+    """Fix 31: a KMS call by the key it names (`KeyId`: an id, an ARN or an alias), as its ARN."""
+    from moto.kms.models import kms_backends
+
+    key_id = _body(svc).get("KeyId")
+    if not isinstance(key_id, str) or not key_id:
+        return ["*"]
+    backend = kms_backends[svc.current_account][svc.region]
+    alias = backend.get_alias_name(key_id)
+    key = backend.keys.get(backend.get_key_id(key_id)) or next(
+        (k for k in backend.keys.values() if alias.startswith("alias/") and alias in k.aliases), None)
+    return [key.arn if key is not None else _arn(svc, "kms", f"key/{key_id.rsplit('/', 1)[-1]}")]
+
+
 def _events(svc: Any) -> list[str]:
     if svc._get_action() != "PutEvents":
         return ["*"]
@@ -269,6 +284,7 @@ def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
     from moto.dynamodb.responses import DynamoHandler
     from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
     from moto.events.responses import EventsHandler
+    from moto.kms.responses import KmsResponse
     from moto.scheduler.responses import EventBridgeSchedulerResponse
     from moto.secretsmanager.responses import SecretsManagerResponse
     from moto.sqs.responses import SQSResponse
@@ -278,7 +294,8 @@ def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
     return {SQSResponse: lambda svc: ["*"],
             DynamoHandler: _dynamodb, DynamoDBStreamsHandler: _streams, StepFunctionResponse: _stepfunctions,
             SecretsManagerResponse: _secretsmanager, EventsHandler: _events, BedrockRuntimeResponse: _bedrock,
-            EventBridgeSchedulerResponse: _scheduler, XRayResponse: _xray, LambdaResponse: _lambda}
+            EventBridgeSchedulerResponse: _scheduler, XRayResponse: _xray, LambdaResponse: _lambda,
+            KmsResponse: _kms}
 
 
 def _enforcing() -> bool:

@@ -216,7 +216,8 @@ ROUTES = (
     "/v1/sessions/{session_id}/interrupts/{interrupt_id}/resume", "/v1/workers/submit",
     "/v1/runs/{run_id}/interrupts", "/v1/runs/{run_id}",
     "/v1/channels/ag-ui/agents/{agent_id}/run", "/v1/channels/ag-ui/agents/{agent_id}/connect",
-    "/v1/channels/slack/interactions", "/a2a/{tenant}/{agent_id}", "/mcp/{agent_id}", "/inbox", "/favicon.ico")
+    "/v1/channels/slack/interactions", "/a2a/{tenant}/{agent_id}", "/mcp/{agent_id}", "/inbox", "/favicon.ico",
+    "/.well-known/jwks.json")
 """The API's route templates (template.yaml's; a test keeps the two the same): where a path with
 no route is near one, API Gateway's bare 404 becomes the routes to try."""
 GATEWAY = {

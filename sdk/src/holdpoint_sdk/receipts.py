@@ -1,4 +1,4 @@
-"""Check an approval receipt offline before running the action it approves (PROTOCOL.md §2.8).
+"""Check an approval receipt offline before running the action it approves (PROTOCOL.md, "Approval receipts").
 
 `verify_receipt(receipt, action, jwks)` refuses (`ReceiptRefused`) unless the receipt is an
 ES256 JWS that a key of `jwks` (the deployment's `GET /.well-known/jwks.json`, fetched once and
@@ -18,7 +18,7 @@ from holdpoint.core.jsontypes import JsonObject, JsonValue
 __all__ = ["ReceiptRefused", "verify_receipt"]
 
 
-class ReceiptRefused(Exception):
+class ReceiptRefused(ValueError):
     """The receipt does not prove that this action was approved: the reason says why."""
 
 

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from holdpoint.aws import clients
-from holdpoint.aws.errors import MissingKey
+from holdpoint.aws.errors import MissingKey, Refused
 from holdpoint.core import receipts
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 
@@ -36,7 +36,7 @@ class KmsReceiptKeys:
     def kid(self) -> str:
         if not self._key_id:
             raise MissingKey("RECEIPT_KEY_ID is not set: no receipt can be signed")
-        return self._key_id
+        return kid_of(self._key_id)
 
     def sign(self, message: bytes) -> bytes:
         out = self._kms().sign(KeyId=self.kid, Message=message, MessageType="RAW",
@@ -44,11 +44,26 @@ class KmsReceiptKeys:
         return receipts.der_to_raw(out["Signature"])
 
     def jwks(self) -> JsonObject:
-        keys: list[JsonValue] = [self._public(k) for k in dict.fromkeys((self.kid, *self.retired))]
+        """The current key's JWK and the retired ones'. A key KMS refuses to read (deleted, not a
+        P-256 signing key) is left out: its receipts no longer verify. Throttling and KMS being
+        unavailable raise (`ports.Throttled`, `ports.Unavailable`): the request's 503."""
+        keys: list[JsonValue] = []
+        for key_id in dict.fromkeys(k for k in (self._key_id, *self.retired) if k):
+            public = self._public(key_id)
+            if public is not None:
+                keys.append(public)
         return {"keys": keys}
 
-    def _public(self, key_id: str) -> JsonObject:
+    def _public(self, key_id: str) -> JsonObject | None:
         if key_id not in _PUBLIC:
-            out = self._kms().get_public_key(KeyId=key_id)
-            _PUBLIC[key_id] = receipts.jwk(key_id, out["PublicKey"])
+            try:
+                out = self._kms().get_public_key(KeyId=key_id)
+                _PUBLIC[key_id] = receipts.jwk(kid_of(key_id), out["PublicKey"])
+            except (Refused, receipts.ReceiptError):
+                return None
         return _PUBLIC[key_id]
+
+
+def kid_of(key_id: str) -> str:
+    """A key's `kid`: its KMS key id, also when it is named by its ARN."""
+    return key_id.rsplit("/", 1)[-1]

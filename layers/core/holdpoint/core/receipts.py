@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from holdpoint.core.approvals import outcome
 from holdpoint.core.bound_action import BoundAction, canonical
+from holdpoint.core.errors import HoldpointError
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.state import Interrupt
 
@@ -39,7 +40,7 @@ Sign = Callable[[bytes], bytes]
 """Signs the JWS signing input: the raw ES256 signature r||s (64 bytes)."""
 
 
-class ReceiptError(ValueError):
+class ReceiptError(HoldpointError, ValueError):
     """A receipt that is not a well-formed Holdpoint receipt, or a key that is not a P-256 key."""
 
 
