@@ -8,8 +8,11 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import requests
+
 from holdpoint.aws.keys import put_api_key
 from holdpoint.aws.store import session_pk
+from holdpoint_sdk.receipts import verify_receipt
 from tests.security.probes import refusal, table_count
 from tests.stack import Api, declare_agent, execution_status, resumed_triggers, wait_execution
 
@@ -69,6 +72,12 @@ def test_a2_a6_a_policy_and_a_quorum_over_http(api: Api, stack: Any, worker: tup
     assert [(a["subject"], a["comment"]) for a in resumed["approvals"]] == [("ann", "checked the recipient"),
                                                                             ("bob", None)]
     assert len([e for e in api.events(sid) if e["type"] == "session.interrupt_resumed"]) == 1
+    # The approval receipt the engine signed with the template's KMS key, checked offline against
+    # the key set the stack serves and the call the worker is about to run.
+    jwks = requests.get(f"{stack.base_url}/.well-known/jwks.json", timeout=30).json()
+    action = interrupt["action"]
+    receipt = verify_receipt(resumed["receipt"], {"tool": action["tool"], "arguments": action["arguments"]}, jwks)
+    assert [a["subject"] for a in receipt["approvals"]] == ["ann", "bob"] and receipt["interrupt"] == iid  # type: ignore[union-attr]
 
 
 def test_a2_the_first_denial_resolves_as_denied_over_http(api: Api, stack: Any,

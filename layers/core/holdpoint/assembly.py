@@ -112,6 +112,8 @@ def new_runner(store: Store | None = None, parking: Parking | None = None, queue
 
     if os.environ.get(LIVE_ENV):
         options = {"live": get_live(), "llm_stream": llm.stream, **options}
+    if os.environ.get("RECEIPT_KEY_ID"):  # the template's ReceiptKey: each closed interrupt gets a receipt
+        options = {"receipts": get_receipt_keys(), **options}
     return Runner(store or get_store(), parking or get_parking(), queue or get_queue(), timers or get_timers(),
                   worker=workers.decide, llm=llm.complete, **options)
 

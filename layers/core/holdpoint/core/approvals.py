@@ -255,4 +255,7 @@ def outcome(interrupt: Interrupt) -> Outcome:
 def resumed(interrupt: Interrupt) -> JsonObject:
     """What `interrupt.resumed` carries for a closed interrupt: the person's answer as `payload`,
     and beside it how it was decided (`Outcome.fields`), the same for every channel and policy."""
-    return {"payload": interrupt.resolution, **outcome(interrupt).fields()}
+    out: JsonObject = {"payload": interrupt.resolution, **outcome(interrupt).fields()}
+    if interrupt.receipt is not None:  # the signed approval receipt, once the wake made it
+        out["receipt"] = interrupt.receipt
+    return out

@@ -7,6 +7,7 @@ What each action of an answer does is `actions.py`'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -269,10 +270,12 @@ def apply_submit(state: SessionState, decision_id: str, response: DecisionRespon
     return True
 
 
-def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation: int | None = None) -> str | None:
+def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation: int | None = None,
+               receipt: Callable[[Interrupt], str | None] | None = None) -> str | None:
     """Deliver a resume or an expiry: event always, `interrupt.resumed` only if the interrupt
     parked the active branch (R8). A wake for another generation of the interrupt (an execution
-    of an earlier raise of the same id timing out) is a no-op. Returns what happened, for metrics."""
+    of an earlier raise of the same id timing out) is a no-op. Returns what happened, for metrics.
+    `receipt` signs the closed interrupt's approval receipt (core/receipts.py), kept on it once."""
     interrupt = state.interrupts.get(interrupt_id)
     if interrupt is None or interrupt.woken or generation not in (None, interrupt.generation):
         return None
@@ -286,6 +289,8 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation:
     if interrupt.origin == "system" and interrupt.reason == budget.REASON:
         budget.apply_resume(state, interrupt.resolution)
     interrupt.woken = True
+    if receipt is not None and interrupt.receipt is None:
+        interrupt.receipt = receipt(interrupt)
     state.touch(interrupt)
     decided = approvals.outcome(interrupt)
     state.emit("session.interrupt_resumed", interrupt_id=interrupt_id, payload=interrupt.resolution,

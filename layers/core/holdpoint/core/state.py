@@ -177,6 +177,7 @@ class Interrupt:
     retention_days: int | None = None  # A6: the agent's retention for the closed interrupt
     kept_until: int | None = None  # A6: epoch seconds the closed interrupt is kept until
     delivery: Delivery | None = None  # a closed interrupt's answer with the worker (None: waiting)
+    receipt: str | None = None  # its signed approval receipt (core/receipts.py), made once by its wake
 
     def to_item(self) -> JsonObject:
         """The record as stores keep it: JSON, each typed part in its own JSON form."""

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 from pydantic import ValidationError
 
-from holdpoint.core import engine
+from holdpoint.core import engine, receipts
 from holdpoint.core.errors import ProtocolError, QuotaExceeded
 from holdpoint.core.ids import first_error
 from holdpoint.core.protocols.worker_actions import DecisionResponse
-from holdpoint.core.state import Decision, SessionState
-from holdpoint.ports import Worker, WorkerDeferred, WorkerUnavailable
+from holdpoint.core.state import Decision, Interrupt, SessionState
+from holdpoint.ports import ReceiptKeys, Throttled, Unavailable, Worker, WorkerDeferred, WorkerUnavailable
 from holdpoint.services.contention import Transact
 from holdpoint.services.step import Step
 
@@ -29,6 +29,29 @@ class DecisionSteps(Step):
 
     worker: Worker
     transact: Transact
+    receipts: ReceiptKeys | None = None  # signs each closed interrupt's approval receipt (None: none made)
+
+    def _receipt(self, state: SessionState) -> Callable[[Interrupt], str | None] | None:
+        """The closed interrupt's approval receipt, signed now with the current key. KMS refusing
+        for load fails the wake (its message comes back); refusing the key itself (disabled,
+        deleted, not granted) leaves the interrupt without a receipt rather than the session stuck."""
+        keys, h = self.receipts, state.header
+        if keys is None:
+            return None
+
+        def sign(interrupt: Interrupt) -> str | None:
+            claims = receipts.claims(interrupt, h.tenant, h.session_id, int(self.clock()))
+            try:
+                return receipts.encode(claims, keys.kid, keys.sign)
+            except (Throttled, Unavailable):
+                raise
+            except Exception:  # noqa: BLE001 - any other refusal: the wake goes on without a receipt
+                log.exception("approval receipt not signed", extra={"session_id": h.session_id,
+                                                                    "interrupt_id": interrupt.interrupt_id})
+                self.counters.add("receipts_unsigned")
+                return None
+
+        return sign
 
     def wake(self, tenant: str, session_id: str, interrupt_id: str, outcome: str, generation: int | None) -> None:
         """A resume or an expiry (R8). When the first thing the wake makes due is the
@@ -38,7 +61,7 @@ class DecisionSteps(Step):
         derives from the loaded state, so a crash before that commit redelivers the same decision."""
 
         def wake(s: SessionState) -> str | None:
-            return engine.apply_wake(s, interrupt_id, outcome, generation)
+            return engine.apply_wake(s, interrupt_id, outcome, generation, self._receipt(s))
 
         state = self.store.load(tenant, session_id)
         if state is None:

@@ -22,6 +22,7 @@ from holdpoint.ports import (
     Llm,
     LlmStream,
     Parking,
+    ReceiptKeys,
     SessionStore,
     Timers,
     Worker,
@@ -57,6 +58,7 @@ class Runner:
     clock: Clock = time.time
     live: Live | None = None
     llm_stream: LlmStream | None = None
+    receipts: ReceiptKeys | None = None  # signs approval receipts as interrupts close (None: none made)
     fresh: set[Raise] = field(default_factory=set, repr=False)  # raises this engine committed, not yet parked
 
     # The step services, over this runner's ports as they are now (a test may swap one).
@@ -75,7 +77,7 @@ class Runner:
 
     @property
     def decisions(self) -> DecisionSteps:
-        return DecisionSteps(worker=self.worker, transact=self.transact, **self._step())
+        return DecisionSteps(worker=self.worker, transact=self.transact, receipts=self.receipts, **self._step())
 
     @property
     def children(self) -> Children:

@@ -23,6 +23,7 @@ class RunAnswer(Open):
     channel: str | None = None
     expired: bool = False
     approvals: list[dict[str, Any]] = []
+    receipt: str | None = None  # the signed approval receipt (PROTOCOL.md, "Approval receipts")
 
     @property
     def approved(self) -> bool:

@@ -195,6 +195,7 @@ class InterruptResumed(Out):
     channel: str | None = None
     expired: bool | None = None
     approvals: list[ResumedAnswer] | None = None
+    receipt: str | None = None  # the signed approval receipt (PROTOCOL.md, "Approval receipts")
 
 
 class TurnFinished(Out):
