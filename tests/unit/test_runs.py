@@ -195,3 +195,23 @@ def test_external_run_targets_are_checked_where_declared(queue: str, target: dic
     assert os.environ["TENANT_QUEUE_ALLOWLIST"]
     status, out = call_api("PUT", "/v1/agents/runner", {"run_targets": {"t": target}})
     assert status == 400 and out["error"]["param"].startswith(param), out
+
+
+def test_external_run_receipt_travels_with_the_delivered_answer(queue: str) -> None:
+    """The receipt the wake signed is on the run's delivered answer, and checks offline against the
+    action the run declared."""
+    from holdpoint_local.memory.receipts import MemoryReceiptKeys
+    from holdpoint_sdk.receipts import verify_receipt
+
+    h = harness(queue)
+    keys = MemoryReceiptKeys()
+    h.runner.receipts = keys
+    raised(h, "run-r", body())
+    resume(h.store, h.parking, ANN, h.session_id or "", "send-1", {"approved": True}, channel="api")
+    h.wake("send-1", "resumed")
+    deliver(h)
+    [delivery] = received(queue)
+    [answer] = delivery["answers"]
+    claims = verify_receipt(answer["receipt"], {"tool": "send_email", "arguments": {"to": "bob"}}, keys.jwks())
+    assert (claims["interrupt"], claims["verdict"]) == ("send-1", "approved")
+    assert sdk_runs.delivery(json.dumps(delivery)).answers[0].receipt == answer["receipt"]
