@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from holdpoint.services import inbox
 from holdpoint_local.memory.receipts import MemoryReceiptKeys
 from holdpoint_sdk.receipts import ReceiptRefused, verify_receipt
 from tests.harness import Harness
@@ -46,6 +47,7 @@ def test_receipt_is_signed_once_as_the_wake_commits_and_travels_with_interrupt_r
     assert [a["subject"] for a in claims["approvals"]] == ["user-1"]  # type: ignore[union-attr]
     with pytest.raises(ReceiptRefused, match="other arguments"):
         verify_receipt(resumed["receipt"], {**run, "arguments": {"to": "mallory"}}, keys.jwks())
+    assert inbox.closed_fields(interrupt)["receipt"] == interrupt.receipt  # the audit view's, and its export's
 
 
 def test_receipt_is_not_made_without_receipt_keys() -> None:
@@ -55,6 +57,7 @@ def test_receipt_is_not_made_without_receipt_keys() -> None:
     h.resume("int-ok", {"approved": True})
     [resumed] = seen
     assert "receipt" not in resumed and h.state().interrupts["int-ok"].receipt is None
+    assert "receipt" not in inbox.closed_fields(h.state().interrupts["int-ok"])
 
 
 def test_receipt_a_key_kms_refuses_leaves_no_receipt_and_the_session_resumes() -> None:

@@ -85,12 +85,16 @@ def listing(row: InboxRow, caller: Caller) -> dict[str, Any]:
 
 def closed_fields(interrupt: Interrupt) -> dict[str, Any]:
     """How a closed interrupt was decided: the answer (`resolution`), its verdict and channel, who
-    decided and when, how long it took, and whether the worker has the answer yet (`delivery`)."""
+    decided and when, how long it took, whether the worker has the answer yet (`delivery`), and
+    its signed approval receipt once its wake made one."""
     decided = approvals.outcome(interrupt)
-    return {"resolved_at": interrupt.resolved_at, "responder": decided.fields()["responder"],
-            "resolution": interrupt.resolution, "verdict": decided.verdict, "channel": decided.channel,
-            "delivery": interrupt.delivery or "waiting",
-            "decision_secs": decision_secs(interrupt.created_at, interrupt.resolved_at), **readable(interrupt)}
+    out = {"resolved_at": interrupt.resolved_at, "responder": decided.fields()["responder"],
+           "resolution": interrupt.resolution, "verdict": decided.verdict, "channel": decided.channel,
+           "delivery": interrupt.delivery or "waiting",
+           "decision_secs": decision_secs(interrupt.created_at, interrupt.resolved_at), **readable(interrupt)}
+    if interrupt.receipt is not None:
+        out["receipt"] = interrupt.receipt
+    return out
 
 
 def decision_secs(created_at: str, resolved_at: str | None) -> float | None:

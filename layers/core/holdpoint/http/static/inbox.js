@@ -846,6 +846,7 @@ function decision(item) {
     tool: item.action ? item.action.tool : "", arguments: item.action ? item.action.arguments : "",
     reason: item.reason || "", requester: item.requester || "", session_id: item.session_id,
     interrupt_id: item.interrupt_id, decision_secs: typeof item.decision_secs === "number" ? item.decision_secs : null,
+    receipt: typeof item.receipt === "string" ? item.receipt : "",
   };
 }
 
@@ -897,7 +898,7 @@ function download(name, type, text) {
 }
 
 const CSV_COLUMNS = ["decided_at", "status", "answer", "by", "comment", "question", "tool", "arguments", "reason",
-  "requester", "session_id", "interrupt_id", "decision_secs"];
+  "requester", "session_id", "interrupt_id", "decision_secs", "receipt"];
 
 // A cell a spreadsheet reads as text: one that starts with a formula's lead (= + - @, or TAB or
 // CR, which some programs skip first) gets a leading apostrophe, then the CSV quoting.
