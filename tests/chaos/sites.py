@@ -62,6 +62,8 @@ REFUSED: dict[Site, str] = {
     ("EngineFunction", "stepfunctions", "SendTaskSuccess"): RETRIED_RECORD + " (a token that arrived after "
     "the resume)",
     ("EngineFunction", "scheduler", "CreateSchedule"): RETRIED_RECORD + "; the named schedule is created once",
+    ("EngineFunction", "kms", "Sign"): RETRIED_RECORD + " (the wake, whose receipt is signed again); a refusal "
+    "of the key itself (disabled, not granted) wakes the branch without a receipt (`receipts_unsigned`)",
     ("NotifierFunction", "dynamodb", "Query"): STREAM,
     ("NotifierFunction", "dynamodb", "GetItem"): STREAM + " (a delivery's record read again)",
     ("NotifierFunction", "dynamodb", "PutItem"): STREAM + "; the delivery's claim is conditional",
