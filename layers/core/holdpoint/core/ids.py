@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from holdpoint.core.errors import Refusal
+
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
@@ -14,6 +16,24 @@ ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,63}$"
 ID_PATTERN = re.compile(ID_REGEX)
 IDEMPOTENCY_KEY_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,254}$"
 """An `Idempotency-Key` header: an id's alphabet, up to 255 characters (a UUID fits)."""
+
+
+PAIR_SEPARATOR = "~"
+"""Joins a session id and a record id into one protocol id (an A2A task, an MCP approval): `~` is
+in no id's alphabet, so the pair splits back one way only."""
+
+
+def pair_id(session_id: str, record_id: str) -> str:
+    return f"{session_id}{PAIR_SEPARATOR}{record_id}"
+
+
+def split_pair(value: str, what: str, param: str) -> tuple[str, str]:
+    """(session_id, record_id) of a `pair_id`; one that cannot be ours is an unknown `what`
+    (404 `not_found`, naming `param`)."""
+    sid, sep, rid = value.partition(PAIR_SEPARATOR)
+    if not sep or not ID_PATTERN.fullmatch(sid) or not ID_PATTERN.fullmatch(rid):
+        raise Refusal("not_found", f"{what} {value[:100]} not found", param)
+    return sid, rid
 
 
 def error_param(loc: tuple[Any, ...], tags: frozenset[str] = frozenset()) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 from holdpoint.core import answers, approvals, schemas
 from holdpoint.core.agent_config import A2aConfig
 from holdpoint.core.errors import Code, Refusal
-from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.ids import ID_PATTERN, pair_id, split_pair
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.push import PushAuth, PushRecord
 from holdpoint.core.state import Interrupt, SessionState, Turn
@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from holdpoint.bridges.a2a.models import Message, PushSpec
 
 PROTOCOL_VERSION = "1.0"
-SEPARATOR = "~"
-"""What `CancelTask` answers an open interrupt with: the AG-UI cancel, a denial (A2) that no
-response schema refuses (A1); a task whose interrupt was answered so reads `TASK_STATE_CANCELED`."""
 
 # JSON-RPC 2.0 and A2A 1.0 error codes (the a2a-sdk client maps each to its error class).
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -37,15 +34,12 @@ ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
 
 def task_id(session_id: str, turn_id: str) -> str:
-    return f"{session_id}{SEPARATOR}{turn_id}"
+    return pair_id(session_id, turn_id)
 
 
 def split_task(value: str, param: str) -> tuple[str, str]:
     """(session_id, turn_id) of a task id; one that cannot be ours is an unknown task."""
-    sid, sep, turn = value.partition(SEPARATOR)
-    if not sep or not ID_PATTERN.fullmatch(sid) or not ID_PATTERN.fullmatch(turn):
-        raise Refusal("not_found", f"task {value[:100]} not found", param)
-    return sid, turn
+    return split_pair(value, "task", param)
 
 
 # --- in ----------------------------------------------------------------------------------

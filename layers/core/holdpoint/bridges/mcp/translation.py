@@ -16,7 +16,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from holdpoint.bridges.mcp.models import TOOLS, Elicited, RequestApproval
 from holdpoint.core import answers, approvals, schemas
 from holdpoint.core.errors import Refusal, RpcError
-from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.ids import pair_id, split_pair
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.state import Interrupt
 
@@ -24,8 +24,6 @@ PROTOCOL_VERSION = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
-SEPARATOR = "~"
-"""A declined elicitation or a cancelled task: the AG-UI cancel, a denial no response schema refuses (A1)."""
 POLL_MS = 2_000
 
 # JSON-RPC 2.0 and MCP 2026-07-28 error codes, and the HTTP status each is sent with.
@@ -115,15 +113,12 @@ class Tool(TypedDict):
 
 
 def approval_id(session_id: str, interrupt_id: str) -> str:
-    return f"{session_id}{SEPARATOR}{interrupt_id}"
+    return pair_id(session_id, interrupt_id)
 
 
 def split_id(value: str, param: str) -> tuple[str, str]:
     """(session_id, interrupt_id) of an approval id; one that cannot be ours is an unknown approval."""
-    sid, sep, iid = value.partition(SEPARATOR)
-    if not sep or not ID_PATTERN.fullmatch(sid) or not ID_PATTERN.fullmatch(iid):
-        raise Refusal("not_found", f"approval {value[:100]} not found", param)
-    return sid, iid
+    return split_pair(value, "approval", param)
 
 
 # --- envelope ----------------------------------------------------------------------------
