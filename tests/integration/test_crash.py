@@ -199,11 +199,12 @@ class CrashRun:
         """POST /v1/sessions with a client-chosen session id and turn id, so a retry is the same request."""
         state = Store().load("t1", self.sid)
         if state is None:
+            from holdpoint.core.agent_config import AgentConfig
             from holdpoint.core.inputs import accept_turn, start_session
             from holdpoint.core.state import SessionState
 
             state = SessionState.new("t1", self.sid, "assistant", now=time.time(), identity={"id": "user-1"})
-            start_session(state, Store().get_agent("t1", "assistant") or {})
+            start_session(state, AgentConfig.from_item(Store().get_agent("t1", "assistant") or {}))
             accept_turn(state, inp)
             self.store.commit(state)
             self.queue.kick("t1", self.sid, state.header.version)

@@ -12,11 +12,11 @@ from hypothesis import given as for_all
 from hypothesis import strategies as st
 
 from holdpoint.core import answers, approvals
-from holdpoint.core.answers import Answer, Given, Responder, given, says, verdict
+from holdpoint.core.answers import Answer, Given, OnExpiry, Responder, given, says, verdict
 from holdpoint.core.errors import Refusal
 from holdpoint.core.notify import link_choices
 from holdpoint.core.policy import Policy
-from holdpoint.core.state import Interrupt, OnExpiry
+from holdpoint.core.state import Interrupt
 
 REJECT = {"label": "Reject", "value": "reject", "approved": False}
 SHIP = {"label": "Ship it", "value": {"ship": True, "approved": True}}

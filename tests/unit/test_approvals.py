@@ -16,6 +16,7 @@ import pytest
 from holdpoint import assembly
 from holdpoint.aws.store import agent_digest
 from holdpoint.core import schemas
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.answers import given
 from holdpoint.core.errors import Refusal
 from holdpoint.http import rendering
@@ -299,7 +300,7 @@ def test_a3_core_binds_the_tool_its_canonical_arguments_and_the_agent_version() 
     from holdpoint.core.state import Call, Header, SessionState
 
     agent = {"worker": {"python": "w"}, "tools": TOOLS}
-    state = SessionState(header=Header(tenant="t1", session_id="ses-1", agent_id="assistant", agent=agent))
+    state = SessionState(header=Header(tenant="t1", session_id="ses-1", agent_id="assistant", agent_item=agent))
     state.calls["c1"] = Call(id="c1", kind="tool_call", anchor=None, turn_id=None, order=0, name="send_email",
                              arguments='{ "to": "bob", "cc": ["ann"] }')
     action = rules.bound_action(state, "c1")
@@ -315,7 +316,7 @@ def test_a3_core_binds_the_tool_its_canonical_arguments_and_the_agent_version() 
     state.calls["c1"].arguments = '{"to":"eve","cc":["ann"]}'
     assert rules.bound_action(state, "c1") != action
     state.calls["c1"].arguments = '{"cc":["ann"],"to":"bob"}'
-    state.header.agent = {**agent, "tools": []}
+    state.header.agent = AgentConfig.from_item({**agent, "tools": []})
     assert rules.bound_action(state, "c1") != action
     assert rules.bound_action(state, None) is None and rules.bound_action(state, "nope") is None
 
@@ -326,7 +327,7 @@ def test_a3_the_view_shows_the_action_an_approval_is_for() -> None:
     [interrupt] = h.view()["interrupts"]
     action = interrupt["action"]
     assert action["tool"] == "send_email" and action["arguments"] == '{"to":"bob"}'
-    assert action["agent_version"] == agent_digest(h.state().header.agent)
+    assert action["agent_version"] == agent_digest(h.state().header.agent_item)
     assert len(action["fingerprint"]) == 64
     assert interrupt["call_id"] in h.state().calls
 
@@ -400,7 +401,7 @@ def test_a3_a_session_keeps_the_agent_config_it_started_with_across_an_agent_upd
     [result] = [c for c in h.state().calls.values() if c.kind == "tool_call"]
     assert result.status != "open" and result.result == "answer yes"
     assert h.view()["status"] == "done"
-    assert agent_digest(h.state().header.agent) == before["agent_version"]
+    assert agent_digest(h.state().header.agent_item) == before["agent_version"]
 
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto

@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 
 from holdpoint import assembly
-from holdpoint.core import approvals
+from holdpoint.core import answers, approvals
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.answers import given
 from holdpoint.core.approvals import narrow, refusal_reason
 from holdpoint.core.errors import PolicyError, Refusal
 from holdpoint.core.policy import Approvers, Policy
+from holdpoint.core.protocols.approval import policy_of
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import Progress, Resumed, resume
 from tests.harness import TOOLS, Harness
@@ -387,7 +389,7 @@ def test_a6_a_comment_is_recorded_with_the_answer() -> None:
     h.wake("int-ok", "resumed")
     [resumed] = h.triggers("interrupt.resumed")
     assert [a["comment"] for a in resumed["approvals"]] == ["looks right", "not to Bob"]
-    err = refused(h, CID, True, comment="x" * (approvals.MAX_COMMENT + 1))
+    err = refused(h, CID, True, comment="x" * (answers.MAX_COMMENT + 1))
     assert err.param == "comment"
 
 
@@ -397,7 +399,7 @@ def test_a6_both_resume_routes_bound_the_comment_and_record_it() -> None:
     h = Harness(asking(), tenant="dev")
     sid = start_session(h)
     before = table_items()
-    long = "x" * (approvals.MAX_COMMENT + 1)
+    long = "x" * (answers.MAX_COMMENT + 1)
     for body in ({"payload": True, "comment": long}, {"payload": True, "comment": 7}):
         status, out = call_resume(sid, "int-ok", body)
         assert status == 400 and out["error"]["param"] == "comment", out
@@ -440,7 +442,7 @@ def test_a2_a_budget_stop_is_the_operators_whatever_the_agent_policy() -> None:
     from holdpoint.core.state import Header, SessionState
 
     state = SessionState(header=Header(tenant="t1", session_id="s", agent_id="a",
-                                       agent={"approval": {"subjects": ["ann"], "origins": ["client"]}}))
+                                       agent_item={"approval": {"subjects": ["ann"], "origins": ["client"]}}))
     raised = interrupts.raise_interrupt(state, interrupt_id=None, reason=budget.REASON, payload=None,
                                         origin="system", anchor=None, expires_in=None, call_id=None, turn_id=None,
                                         raised_by="budget:x")
@@ -451,20 +453,26 @@ def test_a2_a_budget_stop_is_the_operators_whatever_the_agent_policy() -> None:
     assert info.value.param == "origins"
 
 
-def test_a2_a_malformed_policy_a_worker_put_in_force_refuses_the_raise_not_the_resume() -> None:
-    """A worker may replace the config in force (`agent` in its answer) without `PUT /v1/agents`'
-    checks: a policy there that cannot be used fails the raise, naming `approval`."""
+def test_a2_a_malformed_policy_a_worker_puts_in_force_fails_its_answer_naming_the_field() -> None:
+    """A worker may replace the config in force (`agent` in its answer); the config is checked on
+    arrival as `PUT /v1/agents` checks a declaration, so a policy that cannot be used fails the
+    answer, naming the field, and the config in force stays as declared."""
     for bad in ({"quorum": "two"}, {"subjects": "ann"}, {"quorum": 0}, ["ann"], {"escalate_to": ["boss"]}):
-        with pytest.raises(PolicyError) as info:
-            approvals.in_force({"approval": bad}, None)
-        assert info.value.at("approval") == "approval" and "policy in force" in str(info.value)
-    assert approvals.in_force({"approval": {"quorum": 2}, "tools": [{"name": "t", "approval": {"groups": ["g"]}}]},
-                              "t") == Policy(groups=("g",))
-    assert approvals.in_force({"tools": [{"name": "t"}]}, "t") is None
-    h = Harness(asking(), agent={"approval": {"quorum": "two"}})
-    h.say("Email Bob")
-    [failed] = h.events("decision.failed")
-    assert failed["data"]["error"]["param"] == "actions[0].approval"
+        def decide(req: dict[str, Any], bad: Any = bad) -> dict[str, Any]:
+            proposed: dict[str, Any] = req["proposed"]
+            if req["trigger"]["type"] == "session.start":
+                return {**proposed, "agent": {**proposed["agent"], "approval": bad}}
+            return proposed
+
+        h = Harness(decide)
+        h.say("Email Bob")
+        [failed] = h.events("decision.failed")
+        assert failed["data"]["error"]["param"].startswith("agent.approval"), failed
+        assert h.state().header.config().approval is None
+    declared = AgentConfig.model_validate({"approval": {"quorum": 2},
+                                           "tools": [{"name": "t", "approval": {"groups": ["g"]}}]})
+    assert policy_of(declared.approval_for("t")) == Policy(groups=("g",))
+    assert AgentConfig.model_validate({"tools": [{"name": "t"}]}).approval_for("t") is None
 
 
 @pytest.mark.usefixtures("aws")  # reads the table, the timers or the signing key on moto

@@ -200,15 +200,15 @@ def test_n2_webhooks_follow_the_worker_url_and_secret_rules(entry: dict[str, Any
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HOLDPOINT_ALLOW_HTTP_WORKERS", raising=False)
     with pytest.raises(Refusal) as err:
-        check_agent({"notify": [entry]}, "acme")
+        check_agent(AgentConfig.model_validate({"notify": [entry]}), "acme")
     assert (err.value.code, err.value.param) == ("validation_error", param)
 
 
 def test_n2_a_slack_entry_is_its_own_kind() -> None:
     slack = {"channel": "#ops", "bot_token": "secretsmanager:holdpoint/tenants/acme/slack-bot",
              "signing_secret": "secretsmanager:holdpoint/tenants/acme/slack-signing"}
-    config = AgentConfig.model_validate({"notify": [{"slack": slack}, HOOK]}).wire()
-    assert [notify.channel_of(e) for e in config["notify"]] == ["notify.slack", "notify.webhook"]
+    config = AgentConfig.model_validate({"notify": [{"slack": slack}, HOOK]})
+    assert [notify.channel_of(e) for e in config.wire()["notify"]] == ["notify.slack", "notify.webhook"]
     check_agent(config, "acme")  # the webhook rules do not apply to a Slack entry (its own do: test_slack.py)
 
 

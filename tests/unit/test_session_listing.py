@@ -11,6 +11,7 @@ import pytest
 
 from holdpoint import assembly
 from holdpoint.aws import signing
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.inputs import start_session
 from holdpoint.core.protocols.client import ClientMessageInput
 from holdpoint.core.state import SessionState
@@ -80,7 +81,7 @@ def test_filters_agent_status_and_top_level(api: dict[str, str]) -> None:
     parked = start(h, T0 + 1, "Email Bob")
     h.store.put_agent("dev", "helper", {"llm": {"provider": "scripted", "script": []}})
     child = SessionState.new("dev", "child-1", "helper", now=T0 + 2, identity={"id": "user-1"}, ancestry=[parked])
-    start_session(child, {})
+    start_session(child, AgentConfig())
     h.store.commit(child)
     assert ids(listed()) == ["child-1", parked, done]
     assert ids(listed({"agent_id": "helper"})) == ["child-1"]

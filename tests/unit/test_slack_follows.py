@@ -24,6 +24,7 @@ from holdpoint.aws.outbox import events as outbox_events
 from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.aws.timers import Timers
 from holdpoint.core import notify
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.answers import Answer
 from holdpoint.core.state import Interrupt
 from holdpoint.notify.service import Notifier
@@ -188,11 +189,16 @@ def test_s1_a_message_never_posted_is_not_updated(fake: SlackFake, monkeypatch: 
 
 
 def test_s1_a_slack_entry_that_posts_raised_interrupts_gets_their_closing_events() -> None:
-    only_raised = {**OPS, "events": ["interrupt.raised"]}
+    def entry(declared: dict[str, Any]) -> Any:
+        [model] = AgentConfig.model_validate({"notify": [declared]}).notify or []
+        return model
+
+    only_raised = entry({**OPS, "events": ["interrupt.raised"]})
     assert notify.wants(only_raised, "interrupt.resolved") and notify.wants(only_raised, "interrupt.expired")
     assert not notify.wants(only_raised, "interrupt.reminded")
-    assert not notify.wants({"url": "https://h.example.com/", "events": ["interrupt.raised"]}, "interrupt.resolved")
-    assert not notify.wants({**OPS, "events": ["interrupt.reminded"]}, "interrupt.resolved")
+    assert not notify.wants(entry({"url": "https://h.example.com/", "events": ["interrupt.raised"]}),
+                            "interrupt.resolved")
+    assert not notify.wants(entry({**OPS, "events": ["interrupt.reminded"]}), "interrupt.resolved")
 
 
 def test_s1_the_outcome_names_the_option_the_answer_and_never_the_payload() -> None:

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
-from holdpoint.core import quotas
+from holdpoint.core import bound_action, quotas
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.answers import Answer, Responder
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.interrupts import Checked
@@ -37,6 +39,7 @@ from holdpoint_local.memory.store import MemoryStore
 STORES = ["memory", "dynamodb", "dynamodb cache", "dynamodb poisoned cache"]
 T0 = 1_700_000_000.0
 _ids = itertools.count()
+AGENT = {"worker": {"python": "w"}, "prompt": "be brief"}
 
 
 def build(kind: str, limits: quotas.Quotas | None = None) -> Any:
@@ -68,7 +71,7 @@ def new_session(store: Any, tenant: str = "t1", *, agent_id: str = "a1", owner: 
     sid = f"ses_{next(_ids):06d}"
     state = SessionState.new(tenant, sid, agent_id, now=at, identity={"id": owner} if owner else {},
                              ancestry=ancestry or [], end_user=owner if end_user else None)
-    state.header.agent = {"worker": {"python": "w"}, "prompt": "be brief"}
+    state.header.agent = AgentConfig.from_item(AGENT)
     state.add_node("n1", None, {"role": "user", "content": "hi"})
     state.emit("session.created")
     store.commit(state)
@@ -120,7 +123,7 @@ def test_store_a_commit_round_trips_every_record_and_moves_the_version(store: An
     state.add_node("n2", "n1", {"role": "assistant", "content": "ok"})
     assert store.commit(state) > 0 and state.header.version == 3
     again = store.load("t1", sid)
-    assert again.header.version == 3 and again.header.agent == {"worker": {"python": "w"}, "prompt": "be brief"}
+    assert again.header.version == 3 and again.header.agent is not None and again.header.agent.to_item() == AGENT
     assert again.calls["c1"].name == "send" and again.interrupts[iid].payload == {"to": "bob"}
     assert sorted(again.tree.nodes) == ["n1", "n2"] and again.tree.head_id == "n2"
     assert again.quota_slots == frozenset({iid})
@@ -242,13 +245,53 @@ def test_store_decisions_load_as_committed_across_head_only_commits_containers_a
             assert not reader.load("t1", sid, head_only=True).decisions
 
 
+def test_store_a_config_stored_reads_back_as_stored_and_typed(store: Any) -> None:
+    """The agent item keeps the JSON it was written with (a record stored before the config was
+    typed, say: integers where the model has floats, fields the model does not know), so its
+    digest (A3's `agent_version`) never moves; readers get it typed."""
+    stored = {"worker": {"python": "w", "timeout_secs": 30}, "budget": {"max_cost": 5}, "custom": {"x": [1]},
+              "tools": [{"name": "t", "retry": {"max_retries": 2}}]}
+    sid = new_session(store)
+    state = store.load("t1", sid)
+    state.header.agent_item = stored
+    state.emit("session.updated")
+    store.commit(state)
+    again = store.load("t1", sid)
+    assert again.header.agent_item == stored and bound_action.digest(again.header.agent_item) == \
+        bound_action.digest(stored)
+    agent = again.header.agent
+    assert agent is not None and agent.to_item() is again.header.agent_item
+    assert agent.worker is not None and agent.worker.timeout_secs == 30.0 and agent.budget is not None
+    assert agent.tools[0].retry == {"max_retries": 2} and agent.model_extra == {"custom": {"x": [1]}}
+
+
+def test_store_the_agent_item_is_written_only_when_the_config_in_force_changes(store: Any) -> None:
+    """A step that leaves the config alone does not rewrite (and pay for) its item; nor does an
+    equal config set anew (a worker echoing it); a changed one is written, once."""
+    sid = new_session(store)
+
+    def commit(change: Callable[[SessionState], None]) -> int:
+        state = store.load("t1", sid)
+        change(state)
+        state.emit("session.updated")
+        return int(store.commit(state))
+
+    untouched = commit(lambda state: None)
+    assert commit(lambda state: setattr(state.header, "agent", AgentConfig.from_item(dict(AGENT)))) == untouched
+    changed = AgentConfig.model_validate({**AGENT, "system": "be kind"})
+    assert commit(lambda state: setattr(state.header, "agent", changed)) == untouched + 1
+    again = store.load("t1", sid).header
+    assert again.agent is not None and again.agent.system == "be kind" and again.agent_item == changed.wire()
+
+
 def test_store_a_loaded_state_is_a_copy(store: Any) -> None:
     sid = new_session(store)
     state = store.load("t1", sid)
-    state.header.agent["prompt"] = "changed"
+    with pytest.raises(ValidationError):  # the config in force is frozen: loads share one parse of it
+        state.header.agent.system = "changed"
     state.tree.nodes["n1"].message["content"] = "changed"
     again = store.load("t1", sid)
-    assert again.header.agent["prompt"] == "be brief" and again.tree.nodes["n1"].message["content"] == "hi"
+    assert again.header.agent.to_item() == AGENT and again.tree.nodes["n1"].message["content"] == "hi"
 
 
 def test_store_a_stale_commit_conflicts_and_writes_nothing(store: Any) -> None:

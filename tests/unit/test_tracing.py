@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from holdpoint import tracing
+from holdpoint.core.agent_config import WorkerConfig
 from holdpoint.core.traces import timeline
 from holdpoint.ports import Span
 from tests.conftest import ROOT
@@ -180,7 +181,7 @@ def test_item7_an_https_worker_call_carries_traceparent(daemon: socket.socket, m
     monkeypatch.setattr(workers.netguard, "urlopen", urlopen)
     with tracing.hop("engine", f"Root={ROOT_ID};Parent=53995c3f42cd8ad8;Sampled=1") as hop:
         assert hop is not None
-        workers.call_https({"url": "https://worker.example/"}, {"trigger": {}})
+        workers.call_https(WorkerConfig(url="https://worker.example/"), {"trigger": {}})
     assert sent["traceparent"] == f"00-5759e988bd862e3fe1be46a994272793-{hop.id}-01"
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from holdpoint import assembly
 from holdpoint.core import engine
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.protocols.worker_actions import DecisionResponse, WorkerSubmitBody
 from holdpoint.core.state import Decision, SessionState
@@ -88,7 +89,8 @@ def test_a_deferred_decision_is_delivered_again_after_the_attempt_timeout() -> N
 
 def test_an_agent_gives_a_slow_worker_longer_with_its_decision_policy() -> None:
     state = SessionState.new("t", "s", "a", now=0.0)
-    state.header.agent = {"retry": {"decision": {"attempt_timeout_secs": 3600, "total_timeout_secs": 86400}}}
+    state.header.agent = AgentConfig.model_validate(
+        {"retry": {"decision": {"attempt_timeout_secs": 3600, "total_timeout_secs": 86400}}})
     decision = Decision(id="dec-1", order=1, trigger={"type": "tool.execute"}, anchor=None, turn_id=None)
     state.decisions[decision.id] = decision
     assert engine.defer_decision(state, decision, 0.0)
@@ -121,7 +123,7 @@ def test_https_worker_answering_202_defers(aws: dict[str, str], monkeypatch: pyt
     monkeypatch.setenv("HOLDPOINT_ALLOW_HTTP_WORKERS", "1")
     try:
         with pytest.raises(WorkerDeferred):
-            workers.decide({"worker": {"url": f"http://127.0.0.1:{server.server_address[1]}/"}},
+            workers.decide(AgentConfig.model_validate({"worker": {"url": f"http://127.0.0.1:{server.server_address[1]}/"}}),
                            {"decision_id": "dec-1", "proposed": None})
     finally:
         server.shutdown()

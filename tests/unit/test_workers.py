@@ -12,6 +12,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.outbound import workers
 from tests.harness import Harness
 
@@ -33,6 +34,8 @@ def stubbed(monkeypatch: pytest.MonkeyPatch) -> Stubber:
     monkeypatch.setattr(workers, "lambda_client", lambda: client)
     return stub
 
+LAMBDA_AGENT = AgentConfig.model_validate({"worker": {"lambda_arn": ARN}})
+
 
 def test_lambda_worker_is_invoked_synchronously_with_the_decision(stubbed: Stubber) -> None:
     request = {"trigger": {"type": "session.start"}, "proposed": {"agent": {}}, "decision_id": "d1"}
@@ -40,7 +43,7 @@ def test_lambda_worker_is_invoked_synchronously_with_the_decision(stubbed: Stubb
                          {"FunctionName": ARN, "InvocationType": "RequestResponse",
                           "Payload": json.dumps(request).encode()})
     with stubbed:
-        assert workers.decide({"worker": {"lambda_arn": ARN}}, request) == {"state": {"n": 1}}
+        assert workers.decide(LAMBDA_AGENT, request) == {"state": {"n": 1}}
     stubbed.assert_no_pending_responses()
 
 
@@ -51,7 +54,7 @@ def test_lambda_worker_errors_and_throttles_retry_the_decision(stubbed: Stubber)
     with stubbed:
         for _ in range(3):
             with pytest.raises(workers.WorkerUnavailable):
-                workers.decide({"worker": {"lambda_arn": ARN}}, {"proposed": {}})
+                workers.decide(LAMBDA_AGENT, {"proposed": {}})
 
 
 @pytest.mark.usefixtures("aws")
@@ -88,7 +91,7 @@ def test_code_execution_unregistered_python_worker_imports_and_runs_nothing(
     monkeypatch.setattr(importlib, "import_module", lambda module, *a: imported.append(module))
     monkeypatch.delitem(sys.modules, "this", raising=False)
     with pytest.raises(workers.WorkerUnavailable, match="no in-process worker is registered"):
-        workers.decide({"worker": {"python": name}}, {"proposed": {}})
+        workers.decide(AgentConfig.model_validate({"worker": {"python": name}}), {"proposed": {}})
     assert imported == [] and "this" not in sys.modules
 
 
@@ -110,7 +113,7 @@ def test_code_execution_stored_python_worker_fails_as_worker_unavailable() -> No
 def test_code_execution_lambda_outside_the_allowlist_is_never_invoked(arn: str, why: str, stubbed: Stubber) -> None:
     # No response queued: an invoke would fail the test with a different error.
     with stubbed, pytest.raises(workers.WorkerUnavailable, match=why):
-        workers.decide({"worker": {"lambda_arn": arn}}, {"proposed": {}})
+        workers.decide(AgentConfig.model_validate({"worker": {"lambda_arn": arn}}), {"proposed": {}})
 
 
 def test_code_execution_empty_lambda_allowlist_allows_none(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import MISSING, asdict, fields
+from dataclasses import MISSING, asdict, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from holdpoint.core import interrupts as rules
@@ -79,7 +79,7 @@ class MemoryStore:
             if kept is None:
                 return None
             header = record_of(Header, json.loads(kept.header))
-            header.version, header.agent = kept.version, json.loads(kept.agent)
+            header.version, header.agent_item = kept.version, json.loads(kept.agent)
             snap = Snapshot(head_only=head_only, listed_status=kept.status)
             state = SessionState(header=header, tree=Tree(head_id=header.head_id), snapshot=snap)
             for (kind, rid), record in sorted(kept.records.items(), key=lambda r: r[0][1]):
@@ -113,9 +113,10 @@ class MemoryStore:
         state.snapshot = snap
         h = state.header
         status = snap.listed_status if snap.head_only and snap.listed_status else rules.status(state)
-        header_body = asdict(h)
-        header_body.pop("version", None)
-        agent = as_text(header_body.pop("agent", None))
+        header_body = asdict(replace(h, agent_item=None))  # the agent is kept apart, as its own item
+        for kept_apart in ("version", "agent_item", "_agent"):
+            header_body.pop(kept_apart, None)
+        agent = as_text(h.agent_item)
         header_text = as_text(header_body)
         written = [(key, type(record).__name__, as_text(body_of(record))) for key, record in state.dirty.items()]
         nodes = {node.id: as_text({"id": node.id, "parent_id": node.parent_id, "message": node.message,

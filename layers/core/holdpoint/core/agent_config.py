@@ -7,18 +7,25 @@ Open models (`extra="allow"`): the protocol lets a declaration grow.
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
 # model class is created, and evaluating them from strings (compile, then eval) costs every cold
 # start (bench/README.md (c)).
+from collections.abc import Callable
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     StringConstraints,
     Tag,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
 
+from holdpoint.core.answers import OnExpiry
+from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.notify import NotifyEvent, channel_of
 from holdpoint.core.protocols import (
     ExpiresIn,
@@ -30,7 +37,6 @@ from holdpoint.core.protocols import (
     Wire,
 )
 from holdpoint.core.protocols.approval import ApprovalPolicy as ApprovalPolicy
-from holdpoint.core.state import OnExpiry
 
 
 def _timers_before_expiry(remind: list[int] | None, escalate: int | None, expires: int | None,
@@ -52,6 +58,7 @@ class ToolSpec(Open):
     output: JsonDict | None = None
     handler: Literal["worker", "client"] | None = None
     approval: ApprovalPolicy | None = None  # A2: this tool's own approver policy (replaces the agent's)
+    retry: JsonDict | None = None  # §4.5: its calls' retry policy, in Holdpoint's or upstream's names
 
 
 class RetryPolicy(Wire):
@@ -75,7 +82,14 @@ class Budget(Open):
 
 
 class LlmConfig(Open):
+    """The `llm` block: the provider, and the fields each provider defines and checks when it is
+    called (docs/LLM_PROVIDERS.md), kept as declared."""
+
     provider: Literal["scripted", "bedrock", "openai", "worker"] = "scripted"
+
+    def extra(self, key: str) -> Any:
+        """A provider's field of the block, as declared (None when absent)."""
+        return (self.model_extra or {}).get(key)
 
 
 class WorkerConfig(Open):
@@ -161,6 +175,11 @@ class RunTarget(Wire):
 
 
 class AgentConfig(Open):
+    """The config in force in a session (`Header.agent`): frozen, as one parsed config is shared by
+    every load of the same stored item (`from_item`)."""
+
+    model_config = ConfigDict(frozen=True)
+
     model: Annotated[str, StringConstraints(max_length=256)] | None = None
     llm: LlmConfig | None = None
     system: Annotated[str, StringConstraints(max_length=131_072)] | None = None
@@ -189,3 +208,61 @@ class AgentConfig(Open):
         else:
             _timers_before_expiry(None, value, expires)
         return value
+
+    def approval_for(self, tool: str | None) -> ApprovalPolicy | None:
+        """A2: the policy in force for an interrupt bound to a call of `tool`: the tool's own
+        `approval`, else the agent's (None: no policy declared)."""
+        own = next((spec.approval for spec in self.tools if tool is not None and spec.name == tool
+                    and spec.approval is not None), None)
+        return own if own is not None else self.approval
+
+    _item: "JsonObject | None" = PrivateAttr(default=None)
+
+    def to_item(self) -> JsonObject:
+        """The config as stores keep it and workers see it: the JSON it was read from, as it was
+        (so an unchanged config keeps its digest and is never rewritten), else its wire form."""
+        if self._item is None:
+            self._item = self.wire()
+        return self._item
+
+    @classmethod
+    def from_item(cls, body: JsonObject) -> "AgentConfig":
+        """A config as `to_item` (or `PUT /v1/agents`) wrote it, checked as a declaration is."""
+        return kept_as_read(body, cls.model_validate)
+
+
+def kept_as_read(body: JsonObject, validate: Callable[[Any], AgentConfig]) -> AgentConfig:
+    """`body` validated, keeping `body` itself as the config's item (`to_item`)."""
+    config = validate(body)
+    config._item = body
+    return config
+
+
+def agent_field(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A wire model's `agent` (a worker's answer): an object is kept as read (`to_item`), so an
+    echoed config keeps its digest and bytes; its errors name `agent.<field>`."""
+    if isinstance(value, dict):
+        return kept_as_read(value, handler)
+    return handler(value)
+
+
+IN_PROCESS = "worker.python names in-process workers registered in code; declare worker.url or worker.lambda_arn"
+
+
+def in_process_set(config: AgentConfig, kept: AgentConfig | None = None) -> bool:
+    """Whether `config` sets `worker.python`, which only code may: a tenant's declaration may not
+    name one, and a worker's answer may only keep the one in force (`kept`), never set another."""
+    named = config.worker.python if config.worker is not None else None
+    before = kept.worker.python if kept is not None and kept.worker is not None else None
+    return named is not None and named != before
+
+
+def config_of(agent: AgentConfig | None) -> AgentConfig:
+    """The config in force, or the empty one (a session started without an agent)."""
+    return agent if agent is not None else _empty()
+
+
+@cache
+def _empty() -> AgentConfig:
+    """Built on first use: building the model at import would cost every cold start (bench/README.md (c))."""
+    return AgentConfig()

@@ -221,6 +221,10 @@ class Responder:
 
 EXPIRY_RESPONDER = Responder(subject="expiry", origin="system")
 """The responder of an interrupt its expiry closed (R16, A5)."""
+OnExpiry = Literal["cancel", "deny", "approve"]
+"""A5: what an expiry answers (an interrupt's `on_expiry`, an agent's `interrupt_on_expiry`)."""
+MAX_COMMENT = 2_000
+"""A resume's `comment` is at most this many characters (400 `param: comment` beyond)."""
 
 
 def expiry_verdict(on_expiry: str | None) -> Verdict:

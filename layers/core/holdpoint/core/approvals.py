@@ -9,7 +9,7 @@ it is raised. Everything here is pure: the resume service and the inbox ask `ref
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,8 +22,6 @@ from holdpoint.core.state import Interrupt
 
 __all__ = ["MAX_QUORUM", "Policy"]
 
-MAX_COMMENT = 2_000
-"""A resume's `comment` is at most this many characters (400 `param: comment` beyond)."""
 MAX_QUORUM_ANSWER_BYTES = 4_096
 """Every answer to a quorum is kept on the interrupt's one item (at most 400 KB), so each is small."""
 END_USER = "user:"
@@ -41,24 +39,6 @@ def _entries(names: Sequence[str]) -> set[str]:
 
 def _principal(name: str, end_user: bool) -> str:
     return (END_USER if end_user else _KEY) + name
-
-
-def in_force(agent: Mapping[str, object] | None, tool: str | None) -> Policy | None:
-    """The tool's own policy for an interrupt bound to its call, else the agent's default. Declared
-    agents were checked by `PUT /v1/agents`; a config a worker put in force was not, so a policy in
-    it that is not well formed raises `PolicyError` (the raise is refused, not the later resume)."""
-    agent = agent or {}
-    found = agent.get("approval")
-    tools = agent.get("tools")
-    for spec in tools if isinstance(tools, list) else []:  # nothing else holds a tool's object
-        if tool is not None and isinstance(spec, dict) and spec.get("name") == tool and spec.get("approval"):
-            found = spec["approval"]
-    if found is None:
-        return None
-    try:
-        return Policy.from_item(found)  # type: ignore[arg-type]  # judged there, whatever it is
-    except ValueError as problem:
-        raise PolicyError("", f"the policy in force (the agent's or the tool's `approval`) {problem}") from None
 
 
 def narrow(in_force: Policy | None, override: Policy | None) -> Policy | None:

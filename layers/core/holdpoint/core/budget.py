@@ -13,8 +13,8 @@ REASON = "budget_exceeded"
 def limit(state: SessionState) -> float | None:
     if state.header.budget is not None:
         return state.header.budget
-    configured = ((state.header.agent or {}).get("budget") or {}).get("max_cost")
-    return float(configured) if configured is not None else None
+    configured = state.header.config().budget
+    return configured.max_cost if configured is not None else None
 
 
 def spent(state: SessionState) -> float:

@@ -26,7 +26,8 @@ def tool_content(result: Any) -> str:
 
 def output_problem(state: SessionState, call: Call, result: Any) -> str | None:
     """Check a result against the tool's `output` schema (MCP `structuredContent` when present)."""
-    schema = (tool_spec(state, call.name or "") or {}).get("output")
+    spec = tool_spec(state, call.name or "")
+    schema = spec.output if spec is not None else None
     if not schema:
         return None
     value = result
@@ -78,7 +79,8 @@ def settle_tool(state: SessionState, call: Call, *, ok: bool, result: Any = None
 
 def tool_policy(state: SessionState, call: Call) -> retry.Policy:
     kind = "client_tool" if call.handler == "client" else "sub_agent" if call.kind == "sub_agent" else "tool"
-    return retry.policy(state.header.agent, kind, call.retry or (tool_spec(state, call.name or "") or {}).get("retry"))
+    spec = tool_spec(state, call.name or "")
+    return retry.policy(state.header.agent, kind, call.retry or (spec.retry if spec is not None else None))
 
 
 def _execute_trigger(state: SessionState, call: Call) -> JsonObject:
@@ -100,8 +102,8 @@ def open_tool_call(state: SessionState, *, call_id: str, name: str, arguments: s
                    now: float, handler: str | None = None) -> Call | None:
     if call_id in state.calls:
         return None
-    spec = tool_spec(state, name) or {}
-    runs_on = handler or spec.get("handler")
+    spec = tool_spec(state, name)
+    runs_on = handler or (spec.handler if spec is not None else None)
     call = Call(id=call_id, kind="tool_call", anchor=anchor, turn_id=turn_id, order=state.tick(),
                 handler="client" if runs_on == "client" else "worker", name=name, arguments=arguments,
                 group=group, retry=retry_override, started_at=now)
@@ -169,7 +171,8 @@ def retry_tool(state: SessionState, call: Call, now: float) -> bool:
 def open_llm_call(state: SessionState, *, call_id: str, request: JsonObject, anchor: str | None,
                   turn_id: str | None, now: float, worker: bool = False) -> Call:
     """`worker`: the `llm.call` asked for `handler: "worker"`; else the agent's provider decides."""
-    provider = ((state.header.agent or {}).get("llm") or {}).get("provider", "scripted")
+    llm = state.header.config().llm
+    provider = llm.provider if llm is not None else "scripted"
     retry_block = request.get("retry")
     if retry_block is not None and not isinstance(retry_block, dict):  # LlmCallAction validated it
         raise TypeError(f"an llm.call's retry is not an object: {retry_block!r}")

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from holdpoint.core import approvals, attention, budget, calls, expiry, retry, subagents, wire
 from holdpoint.core import interrupts as rules
 from holdpoint.core.actions import apply_action
+from holdpoint.core.agent_config import IN_PROCESS, in_process_set
 from holdpoint.core.calls import arm_deadline
 from holdpoint.core.errors import ProtocolError, Refusal
 from holdpoint.core.ids import first_error
@@ -101,7 +102,7 @@ def build_request(state: SessionState, decision: Decision) -> JsonObject:
         trigger=wire.trigger(state, decision),
         proposed=wire_proposal(state, decision, messages),
         state=h.state,
-        agent=h.agent,
+        agent=h.agent.to_item() if h.agent is not None else None,
         calls=[wire.call_view(state, c) for c in open_calls],
         pending_calls=sum(1 for c in open_calls if c.kind in ("tool_call", "sub_agent")),
         messages=messages,
@@ -144,6 +145,8 @@ def apply_response(state: SessionState, decision: Decision, response: DecisionRe
     if response.state is not None:
         h.state = None if response.state == {} else response.state
     if response.agent is not None:
+        if in_process_set(response.agent, h.agent):
+            raise ProtocolError("agent.worker.python", IN_PROCESS)
         h.agent = response.agent
     branch = state.tree.branch_head(decision.anchor)
     for i, raw in enumerate(response.messages or []):

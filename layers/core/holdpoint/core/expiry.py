@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from holdpoint.core.answers import EXPIRY_RESPONDER
+from holdpoint.core.answers import EXPIRY_RESPONDER, OnExpiry
 from holdpoint.core.errors import DeclarationError
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.messages import InterruptTimer
-from holdpoint.core.state import Interrupt, OnExpiry, SessionState, iso_ms
+from holdpoint.core.state import Interrupt, SessionState, iso_ms
 
 TIMER_MESSAGE = InterruptTimer.KIND  # the work-queue message kind a reminder or escalation sends
 DAY = 86_400
@@ -51,11 +51,11 @@ class Declared:
 def apply_declared(state: SessionState, interrupt: Interrupt, declared: Declared) -> None:
     """Fill the interrupt's A5 fields from the declaration, else the agent's defaults, and refuse
     (DeclarationError, naming the field) a timer that would fire only after the interrupt expired."""
-    agent = state.header.agent or {}
-    interrupt.on_expiry = declared.on_expiry or agent.get("interrupt_on_expiry")
-    interrupt.remind_after = declared.remind_after or agent.get("interrupt_remind_after")
-    interrupt.escalate_after = declared.escalate_after or agent.get("interrupt_escalate_after")
-    interrupt.retention_days = agent.get("retention_days")
+    agent = state.header.config()
+    interrupt.on_expiry = declared.on_expiry or agent.interrupt_on_expiry
+    interrupt.remind_after = declared.remind_after or agent.interrupt_remind_after
+    interrupt.escalate_after = declared.escalate_after or agent.interrupt_escalate_after
+    interrupt.retention_days = agent.retention_days
     expires = interrupt.expires_in
     if expires is None:
         return

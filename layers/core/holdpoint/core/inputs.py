@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from holdpoint.core import interrupts as rules
 from holdpoint.core.errors import DeclarationError, Refusal, ViewConflict
@@ -13,6 +13,9 @@ from holdpoint.core.policy import Policy
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.core.state import Effect, SessionState, derive, mint
 from holdpoint.core.turns import add_user_input, dispatch, start_turn
+
+if TYPE_CHECKING:
+    from holdpoint.core.agent_config import AgentConfig
 
 
 @dataclass
@@ -41,7 +44,7 @@ def _refuse_if_turn_active(state: SessionState) -> None:
         raise Refusal("turn_already_active", f"turn {queued} is queued to run next", turn_id=queued)
 
 
-def start_session(state: SessionState, agent: JsonObject) -> None:
+def start_session(state: SessionState, agent: AgentConfig) -> None:
     """First input of a session: the config in force, and `session.start` first in the queue."""
     state.header.agent = agent
     state.emit("session.created", agent_id=state.header.agent_id)

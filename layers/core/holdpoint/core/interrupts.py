@@ -113,7 +113,8 @@ def bound_action(state: SessionState, call_id: str | None) -> BoundAction | None
 
 def action_of(state: SessionState, tool: str, arguments_text: str) -> BoundAction:
     """A3's binding of an action under the agent configuration in force."""
-    return BoundAction.of(tool, arguments_text, state.header.agent)
+    agent = state.header.agent
+    return BoundAction.of(tool, arguments_text, agent.to_item() if agent is not None else None)
 
 
 def first_generation(state: SessionState) -> int:
@@ -174,7 +175,7 @@ def raise_interrupt(
         raise DeclarationError(unusable, "under an approver policy every option must say whether choosing it "
                                "approves: give it `approved: true` or `approved: false`")
     escalate_to = policy.escalate_to if policy is not None else None
-    seconds = expires_in or (h.agent or {}).get("interrupt_expires_in")
+    seconds = expires_in or h.config().interrupt_expires_in
     interrupt = Interrupt(
         interrupt_id=iid,
         origin=origin,
@@ -234,8 +235,8 @@ def effective_policy(state: SessionState, origin: str, call_id: str | None,
     if origin == "system":
         return None
     call = state.calls.get(call_id or "")
-    policy = approvals.narrow(approvals.in_force(state.header.agent, call.name if call is not None else None),
-                              approval)
+    declared = state.header.config().approval_for(call.name if call is not None else None)
+    policy = approvals.narrow(declared.frozen() if declared is not None else None, approval)
     origins = policy.origins if policy is not None else None
     if origins and not any(may_resume(o, origin) for o in origins):
         raise PolicyError("origins", f"none of the origins {', '.join(origins)} may clear an "

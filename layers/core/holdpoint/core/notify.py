@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 
 from holdpoint.core import answers
 
@@ -125,10 +126,17 @@ def channel_of(entry: Any) -> str | None:
     return None
 
 
-def wants(entry: dict[str, Any], kind: str) -> bool:
+class Entry(Protocol):
+    """A declared `notify` entry as `wants` reads it (`core.agent_config`'s NotifyEntry)."""
+
+    @property
+    def events(self) -> Sequence[str] | None: ...
+
+
+def wants(entry: Entry, kind: str) -> bool:
     """Whether a declared entry asked for this event. A Slack entry that posts raised interrupts
     also gets their closing events, whatever it lists, to update its message (S1)."""
-    events = entry.get("events")
+    events = entry.events
     if events is None:
         return kind in NOTIFY_EVENTS
     return kind in events or (kind in CLOSING and "interrupt.raised" in events

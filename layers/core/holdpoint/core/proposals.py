@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from holdpoint.core import schemas
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Call, Decision, SessionState, derive
 
+if TYPE_CHECKING:
+    from holdpoint.core.agent_config import ToolSpec
+
 FOLLOW_ONS = frozenset({"tool.finished", "llm.finished", "sub_agent.finished"})
 
 
-def tool_spec(state: SessionState, name: str) -> JsonObject | None:
-    for tool in (state.header.agent or {}).get("tools") or []:
-        if isinstance(tool, dict) and tool.get("name") == name:
-            return dict(tool)
-    return None
+def tool_spec(state: SessionState, name: str) -> ToolSpec | None:
+    """The declared tool of that name in the config in force."""
+    return next((tool for tool in state.header.config().tools if tool.name == name), None)
 
 
 class ArgumentsCheck(TypedDict):
@@ -38,7 +39,7 @@ def check_arguments(state: SessionState, name: str, arguments: str) -> Arguments
     spec = tool_spec(state, name)
     if spec is None:
         return {"status": "invalid", "value": value, "error": f"tool {name!r} is not declared"}
-    schema = spec.get("input")
+    schema = spec.input
     failure = schemas.evaluate(schema, value) if schema else None
     if failure is not None:
         error = failure.message if failure.judged else f"the input schema of tool {name!r} {failure.message}"
@@ -98,11 +99,11 @@ def _call_action(state: SessionState, tc: JsonObject) -> JsonObject:
         raise TypeError("a tool call names its function")
     name = function["name"]
     arguments = function.get("arguments") or "{}"
-    for spec in (state.header.agent or {}).get("sub_agents") or []:
-        if spec.get("name") == name:
+    for spec in state.header.config().sub_agents or []:
+        if spec.name == name:
             h = state.header
             return {"type": "sub_agent.spawn", "session_id": derive("ses", h.tenant, h.session_id, tc["id"]),
-                    "agent_id": spec["agent_id"], "tool_call_id": tc["id"], "message": task_message(str(arguments))}
+                    "agent_id": spec.agent_id, "tool_call_id": tc["id"], "message": task_message(str(arguments))}
     return {"type": "tool.call", "id": tc["id"], "name": name, "arguments": arguments}
 
 
@@ -149,12 +150,18 @@ def _after_resume(state: SessionState, decision: Decision) -> JsonObject:
     return {"actions": [{"type": "llm.call"}]}
 
 
+def _agent_item(state: SessionState) -> JsonObject:
+    """The config in force as the worker sees it (an empty object when there is none)."""
+    agent = state.header.agent
+    return agent.to_item() if agent is not None else {}
+
+
 def _constant(proposal: JsonObject) -> Callable[[SessionState, Decision], JsonObject]:
     return lambda state, decision: proposal
 
 
 PROPOSALS: dict[str, Callable[[SessionState, Decision], JsonObject]] = {
-    "session.start": lambda state, decision: {"agent": state.header.agent or {}},
+    "session.start": lambda state, decision: {"agent": _agent_item(state)},
     "client.messages": _constant({"actions": [{"type": "llm.call"}]}),
     "client.action": _constant({"actions": [{"type": "done"}]}),  # only the worker knows what it means
     "llm.execute": _constant({}),  # only the worker can run its own model

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from holdpoint.core.jsontypes import JsonValue
+
+if TYPE_CHECKING:
+    from holdpoint.core.agent_config import AgentConfig
 
 UNBOUNDED = float("inf")
 
@@ -49,17 +51,16 @@ DEFAULTS = {
 }
 
 
-def policy(agent: Mapping[str, object] | None, kind: str, override: JsonValue = None) -> Policy:
-    """The default for `kind`, then the agent's `retry.{kind}`, then a per-call `retry` block. A
-    `retry` or a layer that is not an object is a TypeError (it never was a policy)."""
+def policy(agent: AgentConfig | None, kind: str, override: JsonValue = None) -> Policy:
+    """The default for `kind`, then the agent's `retry.{kind}` (checked when declared), then a
+    per-call `retry` block. A layer that is not an object is a TypeError (it never was a policy)."""
     out = DEFAULTS[kind]
-    block = (agent or {}).get("retry") or {}
-    if not isinstance(block, dict):
-        raise TypeError(f"retry is not an object: {block!r}")
-    for layer in (block.get(kind), override):
-        if layer:
-            named = _holdpoint_names(layer)
-            out = replace(out, **{k: v for k, v in named.items() if v is not None and hasattr(out, k)})
+    declared = (agent.retry or {}).get(kind) if agent is not None else None
+    if declared is not None:
+        out = replace(out, **declared.model_dump(exclude_none=True))
+    if override:
+        named = _holdpoint_names(override)
+        out = replace(out, **{k: v for k, v in named.items() if v is not None and hasattr(out, k)})
     return out
 
 

@@ -13,14 +13,17 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from holdpoint.core.answers import Answer, Responder
+from holdpoint.core.answers import Answer, OnExpiry, Responder
 from holdpoint.core.bound_action import BoundAction
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.messages import Kick, WorkMessage
 from holdpoint.core.policy import Approvers, Policy
 from holdpoint.core.tree import Node, Tree
+
+if TYPE_CHECKING:
+    from holdpoint.core.agent_config import AgentConfig
 
 CallKind = Literal["llm_call", "tool_call", "sub_agent"]
 CallStatus = Literal["open", "settled", "voided"]
@@ -30,7 +33,6 @@ Delivery = Literal["delivered", "none", "failed"]
 """Where a closed interrupt's answer stands with the worker: its `interrupt.resumed` answered, none
 to deliver (it parked a branch the session had left, R8), or its delivery failed for good; unset
 while it waits to be delivered."""
-OnExpiry = Literal["cancel", "deny", "approve"]  # A5: what an expiry answers
 DecisionStatus = Literal["pending", "delivered", "failed"]
 DecisionVia = Literal["worker", "submit"]
 TurnStatus = Literal["queued", "running", "suspended", "done", "failed"]
@@ -74,7 +76,9 @@ class Header:
     seq: int = 0
     counter: int = 0
     state: Any = None
-    agent: dict[str, Any] | None = None
+    agent_item: JsonObject | None = None
+    """The config in force as stored (its own item, written only when it changes): stores read and
+    write this; every other reader reads `agent`, the same config typed."""
     identity: dict[str, Any] = field(default_factory=dict)
     end_user: str | None = None  # the client token's subject that started it (None: an API key did)
     kind: SessionKind = "conversation"
@@ -88,6 +92,27 @@ class Header:
     parent: dict[str, Any] | None = None  # {session_id, call_id} of a sub-agent's parent
     attention: JsonObject | None = None  # {kind, reason, since}: a delivery retrying or failed (core/attention)
     run: dict[str, Any] | None = None  # a run session's {id, target, deliver, state, callback} (bridges/runs)
+    _agent: AgentConfig | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def agent(self) -> AgentConfig | None:
+        """The config in force, typed. Parsed on first read, once per load: a handler that never
+        reads it (a resume, a link) never loads the models (bench/README.md (c))."""
+        if self._agent is None and self.agent_item is not None:
+            from holdpoint.core.agent_config import AgentConfig
+
+            self._agent = AgentConfig.from_item(self.agent_item)
+        return self._agent
+
+    @agent.setter
+    def agent(self, config: AgentConfig | None) -> None:
+        self._agent, self.agent_item = config, config.to_item() if config is not None else None
+
+    def config(self) -> AgentConfig:
+        """The config in force, or the empty one (a session started without an agent)."""
+        from holdpoint.core.agent_config import config_of
+
+        return config_of(self.agent)
 
 
 @dataclass

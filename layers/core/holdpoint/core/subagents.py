@@ -17,13 +17,6 @@ from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Call, Effect, SessionState, derive
 
 
-def spec_for(state: SessionState, name: str) -> JsonObject | None:
-    for spec in (state.header.agent or {}).get("sub_agents") or []:
-        if isinstance(spec, dict) and spec.get("name") == name:
-            return dict(spec)
-    return None
-
-
 def spawn(state: SessionState, *, tool_call_id: str, agent_id: str, session_id: str | None,
           message: JsonObject | None, anchor: str | None, turn_id: str | None, now: float,
           group: str | None = None) -> Call | None:

@@ -82,8 +82,7 @@ def finish_turn(state: SessionState, turn_id: str | None, *, ok: bool, data: Any
 def wants_turn_finished(state: SessionState) -> bool:
     """`turn.finished` is not an upstream trigger: sent only to an agent that opts in with
     `triggers: {"turn.finished": true}` (PROTOCOL.md §2.3)."""
-    triggers = (state.header.agent or {}).get("triggers")
-    return isinstance(triggers, dict) and triggers.get("turn.finished") is True
+    return (state.header.config().triggers or {}).get("turn.finished") is True
 
 
 def start_next_queued(state: SessionState) -> None:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from holdpoint.core import approvals
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.protocols import worker as p
 from holdpoint.core.state import Call, Decision, Interrupt, SessionState, derive, iso
 from holdpoint.core.tree import Node
+
+if TYPE_CHECKING:
+    from holdpoint.core.agent_config import AgentConfig
 
 # Holdpoint's origins by privilege (interrupts.ORIGIN_RANK) onto upstream's three levels.
 UPSTREAM_ORIGIN: dict[str, p.InterruptOrigin] = {
@@ -97,32 +100,24 @@ def _sub_agent_finished(state: SessionState, decision: Decision, t: JsonObject) 
                               agent_id=t.get("agent_id") or "", **_outcome_fields(t))
 
 
-def _entries(value: JsonValue) -> list[JsonValue]:
-    """A config's list (anything else holds no entry: iterating it would find no object)."""
-    return value if isinstance(value, list) else []
-
-
-def llm_tools(agent: JsonObject) -> list[p.LlmTool]:
+def llm_tools(agent: AgentConfig) -> list[p.LlmTool]:
     """The config's tools and sub-agents as upstream `LlmTool`s (a sub-agent takes a `message`)."""
-    out = [p.LlmTool(name=t["name"], description=t.get("description") or "", input=t.get("input"))
-           for t in _entries(agent.get("tools")) if isinstance(t, dict) and t.get("name")]
-    for spec in _entries(agent.get("sub_agents")):
-        if isinstance(spec, dict) and spec.get("name"):
-            out.append(p.LlmTool(name=spec["name"], description=spec.get("description") or "",
-                                 input={"type": "object", "properties": {"message": {"type": "string"}},
-                                        "required": ["message"]}))
+    out = [p.LlmTool(name=t.name, description=t.description or "", input=t.input) for t in agent.tools]
+    out += [p.LlmTool(name=spec.name, description=spec.description or "",
+                      input={"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]})
+            for spec in agent.sub_agents or []]
     return out
 
 
 def llm_request(state: SessionState, anchor: str | None, issued: JsonObject) -> p.LlmRequest:
     """An `llm.call` as the worker's model should see it: omitted fields from the config in force,
     `messages` omitted means the agent's `system` prompt and the path to the call's anchor."""
-    agent = state.header.agent or {}
-    model = issued.get("model") or agent.get("model") or (agent.get("llm") or {}).get("model") or ""
+    agent = state.header.config()
+    model = issued.get("model") or agent.model or (agent.llm.extra("model") if agent.llm else None) or ""
     messages = issued.get("messages")
     if messages is None:
         path: list[JsonValue] = [n.message for n in state.tree.path(anchor)]
-        messages = [{"role": "system", "content": agent["system"]}, *path] if agent.get("system") else path
+        messages = [{"role": "system", "content": agent.system}, *path] if agent.system else path
     extra = {k: v for k, v in issued.items() if k not in ("type", "model", "messages", "tools")}
     tools = issued.get("tools")
     return p.LlmRequest(model=str(model), messages=messages,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from holdpoint.core import claims, notify, retry
 from holdpoint.core.jsontypes import JsonObject
@@ -38,6 +38,9 @@ from holdpoint.ports import (
     Unavailable,
 )
 from holdpoint.services import links
+
+if TYPE_CHECKING:
+    from holdpoint.core.agent_config import SlackEntry, WebhookEntry
 
 log = logging.getLogger("holdpoint.notify")
 
@@ -82,8 +85,8 @@ class Notifier:
         if body is None:
             return None
         self.publisher.publish(kind, body)
-        for index, entry in enumerate((state.header.agent or {}).get("notify") or []):
-            if isinstance(entry, dict) and notify.wants(entry, kind):
+        for index, entry in enumerate(state.header.config().notify or []):
+            if notify.wants(entry, kind):
                 self._start(state, event, entry, index)
         return body
 
@@ -101,14 +104,17 @@ class Notifier:
                                     self.clock())
         return notify.notification(h.tenant, h.session_id, h.agent_id, event, minted)
 
-    def _start(self, state: SessionState, event: JsonObject, entry: dict[str, Any], index: int) -> None:
+    def _start(self, state: SessionState, event: JsonObject, declared: WebhookEntry | SlackEntry, index: int) -> None:
         """Claim the (event, entry) delivery once, with what its channel prepares here (`prepare`:
         only the notifier may seal), then make its first attempt."""
-        channel = notify.channel_of(entry)
+        channel = notify.channel_of(declared)
         if channel is None or channel not in self.channels:
             log.warning("no notify channel %s is installed; entry %d skipped", channel, index)
             return
-        body = self._notification(state, event, entry.get("approver"))
+        from holdpoint.core.agent_config import WebhookEntry  # loaded with the config it reads
+
+        body = self._notification(state, event, declared.approver if isinstance(declared, WebhookEntry) else None)
+        entry: dict[str, Any] = declared.wire()  # the delivery record keeps the entry as declared
         if body is None:
             return
         h = state.header

@@ -9,6 +9,7 @@ from typing import Any
 
 from holdpoint.aws import secretrefs
 from holdpoint.core import schemas
+from holdpoint.core.agent_config import IN_PROCESS, AgentConfig, LlmConfig, SlackEntry, WorkerConfig, in_process_set
 from holdpoint.core.errors import Refusal
 from holdpoint.outbound import netguard, queues
 from holdpoint.outbound.workers import check_lambda_arn
@@ -19,38 +20,38 @@ def _refuse(problem: str | None, field: str) -> None:
         raise Refusal("validation_error", problem, field)
 
 
-def check_agent(config: dict[str, Any], tenant: str) -> None:
+def check_agent(agent: AgentConfig, tenant: str) -> None:
     """Raise a `validation_error` Refusal naming the first field the tenant may not declare."""
-    worker = config.get("worker") or {}
-    if "python" in worker:
-        raise Refusal("validation_error", "worker.python names in-process workers registered in code; "
-                      "declare worker.url or worker.lambda_arn", "worker.python")
-    if worker.get("lambda_arn") is not None:
-        _refuse(check_lambda_arn(worker["lambda_arn"]), "worker.lambda_arn")
-    if worker.get("url") is not None:
-        _refuse(netguard.check_url(worker["url"], "worker.url"), "worker.url")
-    if worker.get("queue") is not None:
-        _refuse(queues.check_queue_url(worker["queue"], "worker.queue"), "worker.queue")
-    if worker.get("secret") is not None:
-        _refuse(secretrefs.check(worker["secret"], tenant, "worker.secret"), "worker.secret")
-    llm_config = config.get("llm") or {}
-    if llm_config.get("base_url") is not None:
-        _refuse(netguard.check_url(llm_config["base_url"], "llm.base_url"), "llm.base_url")
-    if llm_config.get("api_key") is not None:
-        _refuse(secretrefs.check(llm_config["api_key"], tenant, "llm.api_key"), "llm.api_key")
-    push_secret = (config.get("a2a") or {}).get("push_secret")
+    if in_process_set(agent):
+        raise Refusal("validation_error", IN_PROCESS, "worker.python")
+    worker = agent.worker or WorkerConfig()
+    if worker.lambda_arn is not None:
+        _refuse(check_lambda_arn(worker.lambda_arn), "worker.lambda_arn")
+    if worker.url is not None:
+        _refuse(netguard.check_url(worker.url, "worker.url"), "worker.url")
+    if worker.queue is not None:
+        _refuse(queues.check_queue_url(worker.queue, "worker.queue"), "worker.queue")
+    if worker.secret is not None:
+        _refuse(secretrefs.check(worker.secret, tenant, "worker.secret"), "worker.secret")
+    llm_config = agent.llm or LlmConfig()
+    if llm_config.extra("base_url") is not None:
+        _refuse(netguard.check_url(llm_config.extra("base_url"), "llm.base_url"), "llm.base_url")
+    if llm_config.extra("api_key") is not None:
+        _refuse(secretrefs.check(llm_config.extra("api_key"), tenant, "llm.api_key"), "llm.api_key")
+    push_secret = agent.a2a.push_secret if agent.a2a is not None else None
     if push_secret is not None:
         _refuse(secretrefs.check(push_secret, tenant, "a2a.push_secret"), "a2a.push_secret")
-    for i, entry in enumerate(config.get("notify") or []):
-        check_webhook(entry, tenant, f"notify[{i}]")
-        if "slack" in entry:
+    for i, entry in enumerate(agent.notify or []):
+        if isinstance(entry, SlackEntry):
             from holdpoint.notify.channels import check_declaration
 
-            check_declaration(entry["slack"], tenant, f"notify[{i}]")
-    if config.get("tools") and (bad := schemas.tools_error(config["tools"])):
+            check_declaration(entry.slack, tenant, f"notify[{i}]")
+        else:
+            check_webhook(entry.wire(), tenant, f"notify[{i}]")
+    if agent.tools and (bad := schemas.tools_error([tool.wire() for tool in agent.tools])):
         raise Refusal("validation_error", bad[1], bad[0])
-    for name, target in (config.get("run_targets") or {}).items():
-        check_run_target(target, tenant, f"run_targets.{name}")
+    for name, target in (agent.run_targets or {}).items():
+        check_run_target(target.wire(), tenant, f"run_targets.{name}")
 
 
 def check_run_target(target: dict[str, Any], tenant: str, field: str) -> None:

@@ -21,6 +21,7 @@ from holdpoint import tracing
 from holdpoint.aws import clients, secretrefs
 from holdpoint.aws import errors as aws_errors
 from holdpoint.core import signatures, strictjson
+from holdpoint.core.agent_config import AgentConfig, WorkerConfig, config_of
 from holdpoint.core.errors import JsonProblem
 from holdpoint.outbound import netguard, queues
 from holdpoint.outbound.allowlists import allowed, here
@@ -125,11 +126,11 @@ def post_signed(url: str, payload: Any, secret_ref: str | None, tenant: str | No
         raise WorkerUnavailable(f"{field.split('[')[0]} could not be sent: {type(exc).__name__}") from exc
 
 
-def call_https(config: dict[str, Any], request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
+def call_https(config: WorkerConfig, request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
     """POST the decision, signed; `netguard.urlopen` checks the URL and the connected address. A
     202 answer defers the decision (`WorkerDeferred`): the worker submits its answer later."""
-    return _parse(post_signed(config["url"], request, config.get("secret"), tenant, "worker",
-                              float(config.get("timeout_secs") or 30), deferrable=True))
+    return _parse(post_signed(str(config.url), request, config.secret, tenant, "worker",
+                              config.timeout_secs, deferrable=True))
 
 
 def lambda_client() -> Any:
@@ -137,15 +138,15 @@ def lambda_client() -> Any:
     return clients.sdk("lambda")
 
 
-def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:
+def call_lambda(config: WorkerConfig, request: dict[str, Any]) -> dict[str, Any] | None:
     """Invoke the worker Lambda synchronously; a function error, a refusal, a throttle or no answer
     retries the decision (durably, core/retry.py; the worker deduplicates on the decision id)."""
-    problem = check_lambda_arn(config["lambda_arn"])
+    problem = check_lambda_arn(str(config.lambda_arn))
     if problem:
         raise WorkerUnavailable(problem)
     try:
         with clients.sdk_failures():
-            out = lambda_client().invoke(FunctionName=config["lambda_arn"], InvocationType="RequestResponse",
+            out = lambda_client().invoke(FunctionName=config.lambda_arn, InvocationType="RequestResponse",
                                          Payload=json.dumps(request).encode())
     except aws_errors.SdkFailure as exc:
         raise WorkerUnavailable(f"worker lambda unavailable: {exc.code or exc.kind}") from exc
@@ -154,25 +155,25 @@ def call_lambda(config: dict[str, Any], request: dict[str, Any]) -> dict[str, An
     return _parse(out["Payload"].read())
 
 
-def call_queue(config: dict[str, Any], request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
+def call_queue(config: WorkerConfig, request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
     """Send the decision to the worker's SQS queue (a FIFO queue: one group per session, so its
     decisions stay in order; a redelivery, `attempts` higher, is a new message), signed as an HTTP
     request is when the worker has a secret. The worker answers through `POST /v1/workers/submit`,
     so the decision is deferred (§2.9): its deadline and retries are those of a 202."""
     body = json.dumps(request, separators=(",", ":")).encode()
-    attributes = signed(_secret(config.get("secret"), tenant, "worker.secret"), body)
+    attributes = signed(_secret(config.secret, tenant, "worker.secret"), body)
     try:
-        queues.send(config["queue"], "worker.queue", request, group=f"{tenant}.{request.get('session_id')}",
+        queues.send(str(config.queue), "worker.queue", request, group=f"{tenant}.{request.get('session_id')}",
                     dedup=f"{request.get('decision_id')}.{request.get('attempts')}", attributes=attributes)
     except QueueRefused as exc:
         raise WorkerUnavailable(str(exc)) from exc
     raise WorkerDeferred("sent to worker.queue: the worker answers later")
 
 
-def call_python(config: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | None:
+def call_python(config: WorkerConfig, request: dict[str, Any]) -> dict[str, Any] | None:
     """Run a worker registered in code; any other name is unavailable (nothing is ever imported)."""
-    name = config["python"]
-    fn = _REGISTRY.get(name) if isinstance(name, str) else None
+    name = config.python
+    fn = _REGISTRY.get(name) if name is not None else None
     if fn is None:
         raise WorkerUnavailable(f"no in-process worker is registered as {str(name)[:64]!r}")
     out = fn(request)
@@ -185,17 +186,17 @@ def call_python(config: dict[str, Any], request: dict[str, Any]) -> dict[str, An
     return copied
 
 
-def decide(agent: dict[str, Any] | None, request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
+def decide(agent: AgentConfig | None, request: dict[str, Any], tenant: str | None = None) -> dict[str, Any] | None:
     """Ask the agent's worker; with no worker the engine's proposal is the answer. `tenant` (the
     session's) scopes the worker's secret reference."""
-    config = (agent or {}).get("worker") or {}
-    if config.get("url"):
+    config = config_of(agent).worker or WorkerConfig()
+    if config.url:
         return call_https(config, request, tenant)
-    if config.get("lambda_arn"):
+    if config.lambda_arn:
         return call_lambda(config, request)
-    if config.get("queue"):
+    if config.queue:
         return call_queue(config, request, tenant)
-    if config.get("python"):
+    if config.python:
         return call_python(config, request)
     proposed: dict[str, Any] | None = request["proposed"]
     return proposed

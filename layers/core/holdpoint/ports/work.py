@@ -4,10 +4,13 @@ worker, the LLM providers and the clock."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from holdpoint.core.messages import WorkMessage
 from holdpoint.core.outcomes import LlmOutcome
+
+if TYPE_CHECKING:  # the models load on first use, not with the ports (bench/README.md (c))
+    from holdpoint.core.agent_config import AgentConfig
 
 
 class WorkQueue(Protocol):
@@ -21,14 +24,16 @@ class Timers(Protocol):
     def schedule(self, seconds: float, message: WorkMessage, key: str) -> None: ...
 
 
-Worker = Callable[[dict[str, Any] | None, dict[str, Any], str], dict[str, Any] | None]
+Worker = Callable[["AgentConfig | None", dict[str, Any], str], dict[str, Any] | None]
 """Ask the agent's worker (agent config, decision request, the session's tenant) for its answer;
 `None` is a `null` answer (the engine applies its own continuation)."""
 
 
 Llm = Callable[[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]], str, str], LlmOutcome]
 """Run one LLM call (agent config, request, prompt messages, call id, the session's tenant) to an
-`llm.finished`-shaped outcome; the tenant scopes the provider's secret references."""
+`llm.finished`-shaped outcome; the tenant scopes the provider's secret references. The config goes
+as its JSON (`AgentConfig.to_item`): each provider reads and checks the `llm` block's fields it
+defines (docs/LLM_PROVIDERS.md), which the config leaves open."""
 
 
 OnDelta = Callable[[str], bool]

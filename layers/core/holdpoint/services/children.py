@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 
 from holdpoint.core import claims, subagents
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
 from holdpoint.core.protocols.client import ClientMessageInput
@@ -55,7 +56,7 @@ class Children(Step):
                                      end_user=h.end_user,
                                      ancestry=data["ancestry"],
                                      parent=parent_ref)
-            start_session(child, agent)
+            start_session(child, AgentConfig.from_item(agent))
             turn_id = derive("turn", child_id, "first")
             start_turn(child, turn_id)
             message = {**data["message"], "id": derive("msg", child_id, "task")}

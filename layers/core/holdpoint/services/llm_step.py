@@ -5,7 +5,7 @@ check (services/streaming.py for the live deltas)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
@@ -19,6 +19,9 @@ from holdpoint.services.contention import Transact
 from holdpoint.services.live import Live
 from holdpoint.services.step import Step
 from holdpoint.services.streaming import DeltaStream, EndReason
+
+if TYPE_CHECKING:
+    from holdpoint.core.agent_config import AgentConfig
 
 log = Logger(child=True)
 
@@ -44,7 +47,7 @@ class LlmSteps(Step):
                 messages = request["messages"]
             else:
                 messages = [n.message for n in state.tree.path(call.anchor)]
-                system = (h.agent or {}).get("system")
+                system = h.config().system
                 if system:
                     messages = [{"role": "system", "content": system}, *messages]
             stream = self.delta_stream(state, call_id)
@@ -75,10 +78,11 @@ class LlmSteps(Step):
         """The provider's outcome: streamed when `stream` is given, whole otherwise. A provider
         failure is the outcome; anything else ends the stream `failed` and fails the step."""
         h = state.header
+        agent = h.agent_item  # the providers read and check the config's JSON themselves (`ports.Llm`)
         try:
             if stream is not None and self.llm_stream is not None:
-                return self.llm_stream(h.agent, request, messages, call_id, h.tenant, stream.on_delta)
-            return self.llm(h.agent, request, messages, call_id, h.tenant)
+                return self.llm_stream(agent, request, messages, call_id, h.tenant, stream.on_delta)
+            return self.llm(agent, request, messages, call_id, h.tenant)
         except LlmError as exc:
             return llm_failure(str(exc), exc.code, retryable=exc.retryable)
         except StreamStopped:
@@ -115,13 +119,15 @@ class LlmSteps(Step):
         return call is not None and call.status == "open" and not llm_call_parked(state, call)
 
 
-def priced(agent: dict[str, Any] | None, result: LlmOutcome) -> LlmOutcome:
+def priced(agent: AgentConfig | None, result: LlmOutcome) -> LlmOutcome:
     """Cost from the llm block's per-1k-token prices when the provider did not price the call."""
     usage = result.get("usage")
     if result.get("cost") or not usage:
         return result
-    block = (agent or {}).get("llm") or {}
-    price_in, price_out = block.get("price_in"), block.get("price_out")
+    block = agent.llm if agent is not None else None
+    if block is None:
+        return result
+    price_in, price_out = block.extra("price_in"), block.extra("price_out")
     if price_in is None and price_out is None:
         return result
     cost = budget.token_cost(_tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"),

@@ -91,8 +91,8 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
     an interrupt that is now another raise is a no-op too. `channel` is how the answer came."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
-    if comment is not None and len(comment) > approvals.MAX_COMMENT:  # A6 (the wire models bound it too)
-        raise Refusal("validation_error", f"comment is over {approvals.MAX_COMMENT} characters", param="comment")
+    if comment is not None and len(comment) > answers.MAX_COMMENT:  # A6 (the wire models bound it too)
+        raise Refusal("validation_error", f"comment is over {answers.MAX_COMMENT} characters", param="comment")
     found = store.read_interrupt(caller.tenant, session_id, interrupt_id)
     if found is None:
         if not store.session_exists(caller.tenant, session_id, caller.owner()):

@@ -11,9 +11,11 @@ from typing import Any, TypeVar
 
 from holdpoint.core import attention, claims, quotas
 from holdpoint.core import interrupts as rules
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import PolicyError, QuotaExceeded, Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import Accepted, accept_turn, accept_view, raise_from_api, start_session
+from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.messages import Kick
 from holdpoint.core.policy import Policy
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
@@ -207,14 +209,14 @@ def _made_by_key(state: SessionState, inp: Any) -> SessionState:
     return state
 
 
-def _agent_for(store: Directory, caller: Caller, inp: Any) -> dict[str, Any]:
+def _agent_for(store: Directory, caller: Caller, inp: Any) -> AgentConfig:
     """The declared config a new session starts with (400 naming `agent_id` if there is none)."""
     if not inp.agent_id:
         raise Refusal("invalid_request", "agent_id is required to start a session", param="agent_id")
     agent = store.get_agent(caller.tenant, inp.agent_id)
     if agent is None:
         raise Refusal("not_found", f"agent {inp.agent_id} not found", param="agent_id")
-    return agent
+    return AgentConfig.from_item(agent)
 
 
 def view(store: Sessions, caller: Caller, session_id: str) -> dict[str, Any]:
@@ -248,15 +250,15 @@ CLIENT_AGENT_FIELDS = ("name", "description")
 END_USER_RETRYING = "the agent's worker is not answering; the operators can see why"
 
 
-def agent_shown(caller: Caller, agent: dict[str, Any] | None) -> dict[str, Any] | None:
+def agent_shown(caller: Caller, agent: AgentConfig | None) -> JsonObject | None:
     """The agent config as a caller's views show it: whole to the tenant's API keys (who may read
     it, `GET /v1/agents`), and to an end user only its tools' names and descriptions. The config
     holds the system prompt, the worker's address, the notify channels' capability URLs, secret
     references and the approver policy, none of them a client's to read."""
     if agent is None or not caller.own_only:
-        return agent
-    tools = [{k: t[k] for k in CLIENT_AGENT_FIELDS if isinstance(t.get(k), str)}
-             for t in agent.get("tools") or [] if isinstance(t, dict)]
+        return None if agent is None else agent.to_item()
+    tools: list[JsonValue] = [{k: getattr(t, k) for k in CLIENT_AGENT_FIELDS if isinstance(getattr(t, k), str)}
+                              for t in agent.tools]
     return {"tools": tools}
 
 
@@ -292,7 +294,7 @@ def raise_interrupt(store: Sessions, queue: WorkQueue, caller: Caller, session_i
                     payload: Any, global_: bool, interrupt_id: str | None, expires_in: int | None,
                     request_id: str, response_schema: Any = None, approval: Policy | None = None,
                     declared: Declared | None = None, clock: Clock = time.time,
-                    backstop: Backstop | None = None, agent: dict[str, Any] | None = None) -> Raised:
+                    backstop: Backstop | None = None, agent: AgentConfig | None = None) -> Raised:
     """R5: an interrupt raised through the API, at the head (or global), with the caller's origin
     and principal as its requester (`agent`: the config an approvals session raises under, read
     at this raise, so a re-declared agent's policy and notify apply to it);
@@ -307,7 +309,7 @@ def raise_interrupt(store: Sessions, queue: WorkQueue, caller: Caller, session_i
                 raise Refusal("validation_error", f"{interrupt_id} has the shape of an id Holdpoint makes (int_ "
                               "and 24 hex digits), which a caller may not choose; choose another", "interrupt_id")
             seconds = expires_in
-            if seconds is None and caller.own_only and not (state.header.agent or {}).get("interrupt_expires_in"):
+            if seconds is None and caller.own_only and not state.header.config().interrupt_expires_in:
                 seconds = quotas.END_USER_RAISE_EXPIRES_IN  # an abandoned one frees its slot of her share
             return raise_from_api(state, reason=reason, payload=payload, origin=caller.origin, global_=global_,
                                   interrupt_id=interrupt_id, expires_in=seconds, request_id=request_id,

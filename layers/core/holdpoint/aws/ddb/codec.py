@@ -2,7 +2,7 @@
 and events, with bodies too large for an item kept in S3 by reference.
 
 What the store reads with a state but the core has no use for (each record's revision, the
-agent's digest, whether only the head was read, the status the listing holds) goes into a
+agent item as read, whether only the head was read, the status the listing holds) goes into a
 `Snapshot` the state carries opaquely; the commit reads it back.
 """
 
@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.expr import Item, n, s
+from holdpoint.core import bound_action
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Call, Decision, Event, Header, Interrupt, Record, SessionState, Turn
 from holdpoint.core.tree import Node, Tree
@@ -44,7 +45,7 @@ class Snapshot:
     """The store's own bookkeeping for one loaded state."""
 
     revs: dict[tuple[str, str], int] = field(default_factory=dict)
-    agent_digest: str | None = None
+    agent_item: JsonObject | None = None  # the header's `agent_item` as loaded (the same object)
     head_only: bool = False
     listed_status: str | None = None
     done_through: int = 0  # the header's `done_through` as loaded
@@ -89,8 +90,19 @@ def snapshot_of(state: SessionState) -> Snapshot:
     return snap
 
 
-def agent_digest(agent: Any) -> str:
-    return hashlib.sha256(json.dumps(agent, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def agent_digest(item: JsonObject | None) -> str:
+    """The version of the config in force (A3's `agent_version`), from the item as stored."""
+    return bound_action.digest(item)
+
+
+def agent_changed(state: SessionState) -> bool:
+    """Whether the commit writes the agent item: a new session's, or a config in force that moved
+    since the load. The item loaded, untouched, is unchanged without being hashed; any other (a
+    config a worker's answer put in force) by its digest, so an echo of the same config is no write."""
+    item, snap = state.header.agent_item, snapshot_of(state)
+    if not state.exists:
+        return True
+    return item is not snap.agent_item and agent_digest(item) != agent_digest(snap.agent_item)
 
 
 def record_key(record: Record) -> tuple[str, str]:
@@ -155,8 +167,7 @@ class Codec:
         for item in items[1:]:
             sk = item["SK"]["S"]
             if sk == k.AGENT_SK:
-                header.agent = self.body(item)
-                snap.agent_digest = agent_digest(header.agent)
+                header.agent_item = snap.agent_item = self.body(item)
             elif sk.startswith(k.NODE):
                 body = self.body(item)
                 state.tree.add(Node(id=body["id"], parent_id=body.get("parent_id"), message=body["message"],
@@ -234,14 +245,14 @@ class Codec:
         body = self.body(item)
         return body if isinstance(body, list) else [body]
 
-    def agent_item(self, pk: str, agent: Any) -> Item:
+    def agent_item(self, pk: str, agent: JsonObject | None) -> Item:
         return {"PK": s(pk), "SK": s(k.AGENT_SK), **self.body_attrs(pk, k.AGENT_SK, agent)}
 
     def header_item(self, pk: str, state: SessionState, listing: Item) -> Item:
         # The session's keys are the item's; the agent is in its own item (`agent_item`), written
         # only when it changes.
-        omit = ("version", "agent", "tenant", "session_id")
-        body = {key: v for key, v in asdict(state.header).items()
+        omit = ("version", "agent_item", "_agent", "tenant", "session_id")
+        body = {key: v for key, v in asdict(replace(state.header, agent_item=None)).items()
                 if key not in omit and v != HEADER_DEFAULTS.get(key, ...)}
         return {"PK": s(pk), "SK": s(k.HEADER_SK), k.VERSION: n(state.header.version + 1),
                 **self.body_attrs(pk, k.HEADER_SK, body), **listing}

@@ -10,7 +10,7 @@ from holdpoint.aws.ddb import schema as k
 from holdpoint.aws.ddb.cache import Reads, canonical
 from holdpoint.aws.ddb.codec import (
     Codec,
-    agent_digest,
+    agent_changed,
     answered_in_place,
     done_through,
     listing_attrs,
@@ -53,9 +53,8 @@ class Committer:
         ops: list[TransactOp] = []
         # The agent config in force lives in its own item, written only when it changes, so a
         # step does not rewrite (and pay for) a large system prompt every time.
-        digest = agent_digest(h.agent)
-        if digest != snap.agent_digest:
-            ops.append(put(self.codec.agent_item(pk, h.agent)))
+        if agent_changed(state):
+            ops.append(put(self.codec.agent_item(pk, h.agent_item)))
         # A head-only load has no tree to read the status from: its commit keeps the status it loaded.
         status = snap.listed_status if snap.head_only and snap.listed_status else rules.status(state)
         header = self.codec.header_item(pk, state, listing_attrs(state, status))
@@ -106,7 +105,7 @@ class Committer:
             raise
         h.version += 1
         state.quota_slots = held
-        snap.agent_digest, snap.listed_status, snap.done_through = digest, status, done
+        snap.agent_item, snap.listed_status, snap.done_through = h.agent_item, status, done
         snap.revs.update(revs)
         snap.pending = {d.id: asdict(d) for d in state.decisions.values()
                         if d.status == "pending" and d.order > done}

@@ -303,9 +303,9 @@ class Pushes:
         if not isinstance(seq, int):  # a logged entry's seq, as the codec read it from its JSON body
             raise TypeError("an event-log entry's seq is an integer")
         event_id = notify.event_id(tenant, session_id, seq)
-        agent = state.header.agent or {}
-        secret = (agent.get("a2a") or {}).get("push_secret")
-        policy = retry.policy(agent, "webhook").fields()
+        a2a_config = state.header.config().a2a
+        secret = a2a_config.push_secret if a2a_config is not None else None
+        policy = retry.policy(state.header.agent, "webhook").fields()
         return [{"key": f"{event_id}#a2a#{c.id}", "tenant": tenant, "session_id": session_id,
                  "channel": PUSH_CHANNEL, "policy": policy,
                  "event": {"event_id": event_id, "type": "a2a.push", "tenant": tenant, "session_id": session_id,

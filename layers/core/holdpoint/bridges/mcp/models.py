@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from holdpoint.core import answers, approvals
+from holdpoint.core import answers
 from holdpoint.core.protocols import ExpiresIn
 from holdpoint.core.protocols.approval import ApprovalPolicy
 
@@ -68,7 +68,7 @@ class ApprovalRef(Strict):
 class AnswerApproval(Strict):
     id: RefId = Field(description="the approval's id")
     payload: Any = Field(description="the answer, e.g. {\"approved\": true}")
-    comment: Annotated[str, StringConstraints(max_length=approvals.MAX_COMMENT)] | None = None
+    comment: Annotated[str, StringConstraints(max_length=answers.MAX_COMMENT)] | None = None
 
 
 class ListApprovals(Strict):

@@ -15,6 +15,7 @@ from holdpoint.bridges.mcp import models
 from holdpoint.bridges.mcp import translation as mcp
 from holdpoint.bridges.mcp.translation import Approval, Approvals, Complete, InputRequired, Task, ToolResult
 from holdpoint.core import answers
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal, RpcError
 from holdpoint.core.expiry import Declared
 from holdpoint.core.ids import first_error
@@ -42,12 +43,12 @@ STATE_PURPOSE = "mcp-request-state"
 REASON = "approval"
 
 
-def agent_for(store: Directory, caller: Caller, agent_id: str) -> JsonObject:
+def agent_for(store: Directory, caller: Caller, agent_id: str) -> AgentConfig:
     """The agent the endpoint names, in the caller's own tenant (404 otherwise)."""
     agent = store.get_agent(caller.tenant, agent_id)
     if agent is None:
         raise Refusal("not_found", f"agent {agent_id} not found")
-    return agent
+    return AgentConfig.from_item(agent)
 
 
 def session_id_of(caller: Caller, agent_id: str) -> str:
@@ -55,7 +56,7 @@ def session_id_of(caller: Caller, agent_id: str) -> str:
     return derive("ses", "mcp", caller.tenant, caller.principal(), agent_id)
 
 
-def _session(store: Sessions, caller: Caller, agent_id: str, agent: JsonObject,
+def _session(store: Sessions, caller: Caller, agent_id: str, agent: AgentConfig,
              clock: Clock) -> str:
     """The approvals session, created on first use; one found at its id is reused only when it is
     this caller's own approvals session for this agent (`sessions.claim`)."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from holdpoint.bridges.runs import translation as runs
 from holdpoint.core import approvals, claims, notify, retry
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import DeclarationError, PolicyError, Refusal
 from holdpoint.core.expiry import Declared
 from holdpoint.core.inputs import start_session
@@ -31,7 +32,7 @@ def session_id_of(caller: Caller, run_id: str) -> str:
     return derive("ses", "run", caller.tenant, caller.principal(), run_id)
 
 
-def _target(agent: JsonObject, body: RunInterruptsBody) -> JsonObject | None:
+def _target(agent: AgentConfig, body: RunInterruptsBody) -> JsonObject | None:
     """The declared target the request names, and the callback its kind needs (400 naming the field);
     None when the run reads its own answers (and so may not ask for a wait to be completed)."""
     if body.target is None:
@@ -39,11 +40,11 @@ def _target(agent: JsonObject, body: RunInterruptsBody) -> JsonObject | None:
             raise Refusal("validation_error", "a callback is completed by a step_functions or durable_function "
                           "target: name one of the agent's `run_targets` in `target`", "target")
         return None
-    declared = agent.get("run_targets")
-    target = declared.get(body.target) if isinstance(declared, dict) else None
-    if not isinstance(target, dict):
+    declared = (agent.run_targets or {}).get(body.target)
+    if declared is None:
         raise Refusal("validation_error", f"agent {body.agent_id} declares no run target {body.target!r} "
                       "(`run_targets` on the agent)", "target")
+    target = declared.wire()
     kind = runs.target_kind(target)
     needs = runs.CALLBACK_KINDS.get(kind or "")
     if needs is not None and not getattr(body.callback, needs, None):
@@ -82,9 +83,10 @@ def raise_run(store: SessionsAndAgents, queue: WorkQueue, caller: Caller, run_id
     use; a retried request raises nothing twice. The session keeps the run's target, how it wants
     its answers (`deliver`), the opaque `state` and the callback to complete."""
     caller.require_unbound()
-    agent = store.get_agent(caller.tenant, body.agent_id)
-    if agent is None:
+    declaration = store.get_agent(caller.tenant, body.agent_id)
+    if declaration is None:
         raise Refusal("not_found", f"agent {body.agent_id} not found", "agent_id")
+    agent = AgentConfig.from_item(declaration)
     target = _target(agent, body)
     deliver = body.deliver or _deliver(target)
     _state_size(body)
@@ -157,9 +159,10 @@ class RunDeliveries:
         if state is None or state.header.kind != "run" or not state.header.run:
             return []
         run = state.header.run
-        target = ((state.header.agent or {}).get("run_targets") or {}).get(run.get("target"))
+        declared = (state.header.config().run_targets or {}).get(str(run.get("target")))
         data = event.get("data")
-        if not isinstance(target, dict) or not isinstance(data, dict) or runs.target_kind(target) is None:
+        target = declared.wire() if declared is not None else None
+        if target is None or not isinstance(data, dict) or runs.target_kind(target) is None:
             return []
         kind = str(runs.target_kind(target))
         entry: dict[str, Any] = {**target, "callback": run.get("callback")}

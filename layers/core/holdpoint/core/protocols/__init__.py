@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from holdpoint.core import approvals, schemas
+from holdpoint.core import answers, schemas
 from holdpoint.core.ids import ID_REGEX
 from holdpoint.core.jsontypes import JsonObject
 
@@ -50,7 +50,7 @@ RemindAfter = Annotated[list[ExpiresIn], Field(min_length=1, max_length=10)]
 """A5: reminder delays in seconds (each 1 to a year), counted from when the branch is parked."""
 RetentionDays = Annotated[int, Field(strict=True, ge=1, le=3_650), BeforeValidator(integral)]
 """A6: days a closed interrupt stays listable before DynamoDB's TTL deletes it."""
-Comment = Annotated[str, StringConstraints(max_length=approvals.MAX_COMMENT)]
+Comment = Annotated[str, StringConstraints(max_length=answers.MAX_COMMENT)]
 """A6: a note recorded with a resume's answer."""
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from holdpoint.core import schemas
+from holdpoint.core.answers import OnExpiry
 from holdpoint.core.protocols import (
     Attempt,
     Comment,
@@ -25,7 +26,6 @@ from holdpoint.core.protocols import (
     Wire,
 )
 from holdpoint.core.protocols.approval import ApprovalPolicy
-from holdpoint.core.state import OnExpiry
 
 
 class InterruptFields(Wire):

@@ -11,8 +11,9 @@ engine runs against Holdpoint unchanged.
 # start (bench/README.md (c)).
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from holdpoint.core.agent_config import AgentConfig, agent_field
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.outcomes import LlmOutcome, llm_reply
 from holdpoint.core.protocols import Id, JsonDict, Message, Open, ToolCall, Wire, needs_one_of
@@ -177,7 +178,9 @@ class DecisionResponse(Wire):
     messages: list[JsonDict] | None = None
     actions: list[Action] | None = None
     state: Any = None
-    agent: JsonDict | None = None
+    agent: AgentConfig | None = None  # the config in force from now on, checked as a declaration is
+
+    _agent = field_validator("agent", mode="wrap")(agent_field)
 
 
 class WorkerSubmitBody(DecisionResponse):

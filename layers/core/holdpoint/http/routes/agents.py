@@ -29,7 +29,7 @@ def put_agent(agent_id: Annotated[str, id_path("agent")], body: AgentConfig) -> 
     config = body.wire()
     if len(json.dumps(config, separators=(",", ":"))) > MAX_AGENT_BYTES:
         raise Refusal("payload_too_large", f"the agent config is over {MAX_AGENT_BYTES} bytes")
-    check_agent(config, who.tenant)
+    check_agent(body, who.tenant)
     assembly.get_store().put_agent(who.tenant, agent_id, config)
     out: dict[str, Any] = {"agent_id": agent_id, "agent": config}
     said = warnings(config)
