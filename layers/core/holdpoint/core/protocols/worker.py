@@ -183,6 +183,18 @@ class ResumedAnswer(Out):
     at: str | None = None
 
 
+class ResumedEdit(Out):
+    """A3: the approver's edit the approval binds: `arguments` are the tool call's arguments to run
+    with now (in place of the call's own), `action` the edited action (its new fingerprint),
+    `original` the action as raised, `by` and `at` who edited it last and when."""
+
+    arguments: Any = None
+    action: JsonDict
+    original: JsonDict
+    by: JsonDict
+    at: str | None = None
+
+
 class InterruptResumed(Out):
     """`payload` is the answer the person gave, the same shape whatever channel carried it; the
     rest are Holdpoint additions saying how the interrupt was decided (PROTOCOL.md §2.3)."""
@@ -196,6 +208,7 @@ class InterruptResumed(Out):
     expired: bool | None = None
     approvals: list[ResumedAnswer] | None = None
     receipt: str | None = None  # the signed approval receipt (PROTOCOL.md, "Approval receipts")
+    edit: ResumedEdit | None = None  # A3: the approver's edit of the tool call's arguments
 
 
 class TurnFinished(Out):
