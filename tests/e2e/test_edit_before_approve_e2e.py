@@ -8,10 +8,15 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 import requests
 
+from holdpoint.core.ids import pair_id
 from holdpoint_sdk.receipts import ReceiptRefused, verify_receipt
 from tests.e2e.test_approver_policies_e2e import approver
+from tests.e2e.test_cli_e2e import run
+from tests.e2e.test_mcp_e2e import client as mcp_client
+from tests.e2e.test_mcp_e2e import run as mcp_run
 from tests.security.probes import refusal, table_count
 from tests.stack import Api, declare_agent, resumed_triggers, wait_execution
 
@@ -100,3 +105,77 @@ def test_edit_before_approve_two_racing_editors_one_wins(api: Api, stack: Any,
     [lost] = [o for o in outs if o.status_code == 409]
     assert lost.json()["error"]["code"] == "stale_approval"
     assert lost.json()["error"]["fingerprint"] == view["action"]["fingerprint"] != raised
+
+
+def test_edit_before_approve_cli_approves_with_edited_arguments(api: Api, stack: Any,
+                                                                worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """`holdpoint approve --arguments` over HTTP: a bad edit is one line naming the field, a good
+    one says the fingerprint it binds, `holdpoint show` who edited, and the worker gets the edit."""
+    declare_agent(api, worker[0], approval={"edit": True}, tools=TOOLS)
+    sid = api.start()
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    iid = interrupt["interrupt_id"]
+    code, _, err = run(stack, "approve", sid, iid, "--arguments", '{"to": "carol", "bcc": "mallory"}')
+    assert code == 1 and err.startswith("error: invalid_resume: ") and err.endswith("(arguments)\n")
+    code, _, err = run(stack, "approve", sid, iid, "--arguments", "{not json")
+    assert code == 1 and "--arguments is not valid JSON" in err
+    with pytest.raises(SystemExit):  # no edit on a denial: `deny` has no --arguments
+        run(stack, "deny", sid, iid, "--arguments", '{"to": "carol"}')
+    code, out, err = run(stack, "approve", sid, iid, "--fingerprint", interrupt["action"]["fingerprint"],
+                         "--arguments", '{"to": "carol"}')
+    assert (code, err) == (0, "") and out.startswith(f"approved {iid} in {sid}\nwith your edit: fingerprint ")
+    api.wait_status(sid, "done")
+    [resumed] = resumed_triggers(worker[1], sid)
+    assert resumed["edit"]["arguments"] == {"to": "carol"} and resumed["edit"]["action"]["fingerprint"] in out
+
+
+def test_edit_before_approve_over_mcp_answer_approval(api: Api, stack: Any,
+                                                      worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """MCP's `answer_approval` takes `edited_arguments` (and `expect_fingerprint`) on any approval
+    the caller may see: a schema-invalid edit is a tool error naming the field, a good one binds
+    the new fingerprint and reaches the worker."""
+    declare_agent(api, worker[0], approval={"edit": True}, tools=TOOLS)
+    sid = api.start()
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    fingerprint, aid = interrupt["action"]["fingerprint"], pair_id(sid, interrupt["interrupt_id"])
+
+    async def go() -> tuple[Any, Any]:
+        async with mcp_client(stack, stack.api_key) as mcp:
+            bad = await mcp.call_tool("answer_approval", {"id": aid, "payload": {"approved": True},
+                                                          "edited_arguments": {"to": 7}})
+            done = await mcp.call_tool("answer_approval", {"id": aid, "payload": {"approved": True},
+                                                           "expect_fingerprint": fingerprint,
+                                                           "edited_arguments": {"to": "carol"}})
+            return bad, done
+
+    bad, done = mcp_run(go())
+    assert bad.is_error and bad.structured_content["error"]["code"] == "invalid_resume"
+    assert bad.structured_content["error"]["param"] == "arguments.edited_arguments.to"
+    answered = done.structured_content
+    assert answered["status"] == "resolved" and answered["noop"] is False, answered
+    assert answered["action"]["fingerprint"] != fingerprint
+    assert answered["edits"][0]["original"]["fingerprint"] == fingerprint
+    api.wait_status(sid, "done")
+    [resumed] = resumed_triggers(worker[1], sid)
+    assert resumed["edit"]["arguments"] == {"to": "carol"} and resumed["channel"] == "mcp"
+
+
+def test_edit_before_approve_over_agui_resume(api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """AG-UI's `resume[]` entry takes `arguments` (a Holdpoint addition): every entry is checked
+    before any is written, a bad edit is 400 naming `resume[0].arguments.to`, a good one reaches
+    the worker with the edit."""
+    declare_agent(api, worker[0], approval={"edit": True}, tools=TOOLS)
+    sid = api.start()
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    entry = {"interruptId": interrupt["interrupt_id"], "status": "resolved", "payload": {"approved": True}}
+    run_path = "/v1/channels/ag-ui/agents/assistant/run"
+    before = table_count(stack)
+    bad = {"threadId": sid, "runId": "r-edit-1", "messages": [], "resume": [{**entry, "arguments": {"to": 7}}]}
+    refusal(api.req("POST", run_path, bad), 400, code="invalid_resume", param="resume[0].arguments.to")
+    assert table_count(stack) == before
+    good = {"threadId": sid, "runId": "r-edit-2", "messages": [], "resume": [{**entry, "arguments": {"to": "carol"}}]}
+    assert api.req("POST", run_path, good).status_code == 200
+    api.wait_status(sid, "done")
+    [resumed] = resumed_triggers(worker[1], sid)
+    assert resumed["edit"]["arguments"] == {"to": "carol"} and resumed["channel"] == "agui"
+    assert resumed["edit"]["original"]["fingerprint"] == interrupt["action"]["fingerprint"]

@@ -5,23 +5,29 @@ stack: tests/e2e/test_edit_before_approve_e2e.py; the attacks: tests/security.""
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import pytest
 
 from holdpoint.core import approvals, edits
+from holdpoint.core.answers import Responder
 from holdpoint.core.bound_action import BoundAction
 from holdpoint.core.errors import PolicyError, Refusal
 from holdpoint.core.policy import Policy
 from holdpoint.core.protocols.approval import ApprovalPolicy
+from holdpoint.core.protocols.runs import RunAnswer
+from holdpoint.core.protocols.worker import InterruptResumed
 from holdpoint.services import inbox
 from holdpoint.services.caller import Caller
 from holdpoint.services.resume import Progress, resume
 from holdpoint_local.memory.receipts import MemoryReceiptKeys
+from holdpoint_sdk import cli
 from holdpoint_sdk.receipts import ReceiptRefused, verify_receipt
 from tests.harness import TOOLS, Harness
 from tests.unit.test_approver_policies import asking, narrowed, refused
+from tests.unit.test_cli import Canned
 
 pytestmark = pytest.mark.usefixtures("memory")
 
@@ -102,8 +108,13 @@ def test_edit_before_approve_core_checks_the_edit_against_the_tool_input_schema(
     with pytest.raises(Refusal, match="bcc"):
         edits.edited(action, allows, closed, {"to": "x", "bcc": "mallory"}, "approved")
     assert edits.edited(action, allows, None, {"anything": [1]}, "approved") is not None  # no schema: any object
+    kept = edits.Edit(action, action, Responder("ann", "operator"), "t", 0)
     with pytest.raises(Refusal, match="edited 10 times"):
-        edits.edited(action, allows, SCHEMA, {"to": "x"}, "approved", edits.MAX_EDITS)
+        edits.edited(action, allows, SCHEMA, {"to": "x"}, "approved", [kept] * edits.MAX_EDITS)
+    big = edits.Edit(action, action.with_arguments({"to": "x" * 16_000}), Responder("ann", "operator"), "t", 0)
+    with pytest.raises(Refusal, match="in all") as info:  # each edit small, all of them together bounded
+        edits.edited(action, allows, SCHEMA, {"to": "y" * 16_000}, "approved", [big] * 4)
+    assert (info.value.code, info.value.param) == ("payload_too_large", "arguments")
 
 
 # --- the resume -------------------------------------------------------------------------------
@@ -225,3 +236,41 @@ def test_edit_before_approve_unchanged_arguments_are_a_plain_approval() -> None:
     assert out.decided and out.edited is None
     [resumed] = h.triggers("interrupt.resumed")
     assert "edit" not in resumed and h.state().interrupts["int-ok"].action.fingerprint == raised  # type: ignore[union-attr]
+
+
+def test_edit_before_approve_cli_sends_the_edit_and_says_the_count_restarted() -> None:
+    path = "/v1/sessions/sess-1/interrupts/int-1/resume"
+    reply = {"ok": True, "interrupt_id": "int-1", "noop": False, "status": "open", "approvals": 1, "quorum": 2,
+             "edit": {"fingerprint": "f1", "replaces": "f0", "restarted": True, "superseded": 1}}
+    item = {"session_id": "sess-1", "interrupt_id": "int-1", "action": {"tool": "send_email", "fingerprint": "f1"},
+            "edits": [{"by": {"subject": "ann"}, "at": "2026-01-01T00:00:00Z"}]}
+    client = Canned({("POST", path): reply, ("GET", "/v1/interrupts"): {"interrupts": [item], "next_cursor": None}})
+    out = io.StringIO()
+    assert cli.main(["approve", "sess-1", "int-1", "--fingerprint", "f0", "--arguments", '{"to": "carol"}'],
+                    client=client, stdout=out) == 0
+    assert client.calls[-1][2] == {"payload": {"approved": True}, "expect_fingerprint": "f0",
+                                   "arguments": {"to": "carol"}}
+    assert out.getvalue().splitlines() == ["approved int-1 in sess-1", "with your edit: fingerprint f1 (replaces f0)",
+                                           "the count restarted: 1 earlier approval(s) no longer count",
+                                           "1 of 2 approvals"]
+    shown = io.StringIO()
+    assert cli.main(["show", "int-1"], client=client, stdout=shown) == 0
+    assert "by ann at 2026-01-01T00:00:00Z (1 edit(s))" in shown.getvalue()
+    err = io.StringIO()
+    assert cli.main(["approve", "sess-1", "int-1", "--arguments", "{"], client=client, stdout=out, stderr=err) == 1
+    assert err.getvalue().startswith("error: usage: --arguments is not valid JSON") and len(client.calls) == 2
+    assert client.calls[-1][0] == "GET"  # the bad edit sent nothing
+
+
+def test_edit_before_approve_the_sdk_runs_the_edited_arguments() -> None:
+    """A worker's typed `interrupt.resumed` and an external run's answer both say which arguments
+    to run with: the approver's edit, else the call's own."""
+    h = parked(EDITABLE)
+    answer(h, ANN, arguments={"to": "carol"})
+    [resumed] = h.triggers("interrupt.resumed")
+    typed = InterruptResumed.model_validate(resumed)
+    assert typed.edit is not None and typed.arguments_for({"to": "bob"}) == {"to": "carol"}
+    run = {"interrupt_id": "i", "reason": "r", "verdict": "approved"}
+    assert RunAnswer.model_validate({**run, "edit": resumed["edit"]}).arguments_for({"to": "bob"}) == {"to": "carol"}
+    assert RunAnswer.model_validate(run).arguments_for({"to": "bob"}) == {"to": "bob"}
+    assert InterruptResumed(interrupt_id="i").arguments_for("{}") == "{}"

@@ -8,6 +8,7 @@ approval then binds the edited action, whose fingerprint is new. The interrupt k
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,9 @@ MAX_EDIT_BYTES = 16_384
 interrupt's one item (at most 400 KB) beside the action it replaced."""
 MAX_EDITS = 10
 """How many edits one interrupt keeps; past this an edit is refused (approve or deny as it stands)."""
+MAX_EDITS_BYTES = 65_536
+"""The arguments all of an interrupt's edits keep (each the action before and after) are at most
+this many bytes in all, so the item stays well within DynamoDB's 400 KB."""
 PARAM = "arguments"
 
 
@@ -60,6 +64,12 @@ class Edit:
                 "original": first.original.to_item(), "by": self.by.to_item(), "at": self.at}
 
 
+def arguments_to_run(edit: Mapping[str, Any] | None, called: Any) -> Any:
+    """What the bound call runs with, for a worker or an external run (the SDK's `arguments_for`):
+    an approver's edit's `arguments` where `interrupt.resumed` carries one, else the call's own."""
+    return edit.get("arguments") if edit is not None else called
+
+
 def _arguments(action: BoundAction) -> JsonValue:
     try:
         value: JsonValue = json.loads(action.arguments)
@@ -69,7 +79,7 @@ def _arguments(action: BoundAction) -> JsonValue:
 
 
 def edited(action: BoundAction | None, policy: Policy | None, schema: Any, arguments: JsonValue,
-           verdict: Verdict, edits: int = 0) -> BoundAction | None:
+           verdict: Verdict, previous: Sequence[Edit] = ()) -> BoundAction | None:
     """The action an approval with `arguments` binds, or None when they are the action's own (no
     edit). Refused, naming the field, where the interrupt binds no action, its policy does not
     allow edits, the answer does not approve, or the arguments are too large, not an object or
@@ -97,7 +107,17 @@ def edited(action: BoundAction | None, policy: Policy | None, schema: Any, argum
     after = action.with_arguments(arguments)
     if after.fingerprint == action.fingerprint:
         return None
-    if edits >= MAX_EDITS:
+    _check_kept(action, after, previous)
+    return after
+
+
+def _check_kept(action: BoundAction, after: BoundAction, previous: Sequence[Edit]) -> None:
+    """Every edit is kept on the interrupt's one item: a bounded number, of bounded size in all."""
+    if len(previous) >= MAX_EDITS:
         raise Refusal("invalid_resume", f"this interrupt has been edited {MAX_EDITS} times, the most it keeps: "
                       "approve or deny the action as it stands", param=PARAM)
-    return after
+    kept = sum(len(e.original.arguments) + len(e.action.arguments) for e in previous)
+    if kept + len(action.arguments) + len(after.arguments) > MAX_EDITS_BYTES:
+        raise Refusal("payload_too_large", f"this interrupt's edits keep at most {MAX_EDITS_BYTES} bytes of "
+                      "arguments in all (each edit keeps the action before and after it): approve or deny the "
+                      "action as it stands", param=PARAM)

@@ -126,8 +126,7 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
     given, verdict = _check(caller, found, payload)
     _check_fingerprint(found, expect_fingerprint)
     _check_size(found, given)
-    after = None if arguments is None else edits.edited(found.action, found.policy, found.edit_schema, arguments,
-                                                        verdict, len(found.edits))
+    after = _check_edit(found, arguments, verdict)
     at = iso_ms(now_secs)
     mine = approvals.answer(caller.subject, caller.origin, given, verdict, comment, at, channel)
     until = kept_until(found.retention_days, now_secs)  # A6: how long the closed interrupt stays listable
@@ -169,6 +168,13 @@ def _write(store: Interrupts, caller: Caller, session_id: str, found: Interrupt,
     return store.resolve_interrupt(Resolve(
         where, checked, resolution=mine.payload, responder=Responder(caller.subject, caller.origin),
         at=mine.at, approval=mine, kept_until=until, edit=edit))
+
+
+def _check_edit(found: Interrupt, arguments: Any, verdict: answers.Verdict) -> BoundAction | None:
+    """A3: the action an edit with this answer binds (None: no edit), or the refusal naming why."""
+    if arguments is None:
+        return None
+    return edits.edited(found.action, found.policy, found.edit_schema, arguments, verdict, found.edits)
 
 
 def _edit(found: Interrupt, after: BoundAction | None, caller: Caller, at: str) -> Edit | None:
@@ -258,13 +264,17 @@ def refusal(caller: Caller, interrupt: Interrupt) -> Refusal | None:
 
 def yours(caller: Caller, interrupt: Interrupt) -> dict[str, Any]:
     """What the caller may do with an open interrupt, by the resume's own rules: answer it, or why
-    not (refused by the origin rank or the policy, or already answered: its answer stands, A2)."""
+    not (refused by the origin rank or the policy, or already answered: its answer stands, A2),
+    and whether it may edit the action as it approves (A3)."""
     own = approvals.own_answer(interrupt, caller.subject)
     if own is not None:
         return {"may_answer": False, "why": "you have answered; your answer stands",
                 "answered": {"status": own.status, "at": own.at}}
     refused = refusal(caller, interrupt)
-    return {"may_answer": refused is None, "why": refused.message if refused is not None else None}
+    may_edit = refused is None and interrupt.action is not None and interrupt.policy is not None \
+        and interrupt.policy.allows_edit  # A3: the console offers the edit only where it would be taken
+    out = {"may_answer": refused is None, "why": refused.message if refused is not None else None}
+    return {**out, "may_edit": True} if may_edit else out
 
 
 def open_fields(caller: Caller, interrupt: Interrupt) -> dict[str, Any]:
@@ -348,10 +358,11 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def precheck(store: Interrupts, caller: Caller, session_id: str, interrupt_id: str, payload: Any) -> None:
+def precheck(store: Interrupts, caller: Caller, session_id: str, interrupt_id: str, payload: Any,
+             arguments: Any = None) -> None:
     """The refusals `resume` would give before writing (R17 origin, A2 policy, A1 schema, the
-    verdict), without writing:
+    verdict, A3's edit), without writing:
     a caller resuming several interrupts at once checks them all first, so a bad one records nothing."""
     found = store.read_interrupt(caller.tenant, session_id, interrupt_id)
     if found is not None and found.status == "open":
-        _check(caller, found, payload)
+        _check_edit(found, arguments, _check(caller, found, payload)[1])

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from holdpoint.core.edits import arguments_to_run
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.protocols import JsonDict
 
@@ -209,6 +210,10 @@ class InterruptResumed(Out):
     approvals: list[ResumedAnswer] | None = None
     receipt: str | None = None  # the signed approval receipt (PROTOCOL.md, "Approval receipts")
     edit: ResumedEdit | None = None  # A3: the approver's edit of the tool call's arguments
+
+    def arguments_for(self, called: Any) -> Any:
+        """The arguments to run the bound call with: `edit.arguments`, else the call's own."""
+        return arguments_to_run(self.edit.model_dump() if self.edit is not None else None, called)
 
 
 class TurnFinished(Out):
