@@ -19,7 +19,7 @@ OFFLOAD_BYTES = 300_000  # bodies above this go to S3 by reference in the Dynamo
 TRANSACTION_BYTES = 4_000_000
 MAX_TRANSACT_ITEMS = 100
 KINDS: dict[str, type] = {"Call": Call, "Decision": Decision, "Interrupt": Interrupt, "Turn": Turn}
-OUTSIDE_BODY = ("resolution", "responder", "approvals")
+OUTSIDE_BODY = ("resolution", "responder", "approvals", "edits")
 """An interrupt's fields the DynamoDB store keeps as top-level attributes (they count whole)."""
 
 

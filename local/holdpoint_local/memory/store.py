@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from holdpoint.core import interrupts as rules
 from holdpoint.core import quotas
 from holdpoint.core.answers import Answer
+from holdpoint.core.edits import Edit
 from holdpoint.core.errors import QuotaExceeded
 from holdpoint.core.interrupts import Checked, refused
 from holdpoint.core.jsontypes import JsonObject
@@ -249,14 +250,14 @@ class MemoryStore:
                                    "responder": change.responder.to_item(), "resolved_at": change.at}
         if change.kept_until is not None:
             changes["kept_until"] = change.kept_until
-        return self._answer(change.where, change.checked, changes, change.approval, "resolved")
+        return self._answer(change.where, change.checked, changes, change.approval, "resolved", change.edit)
 
     def record_approval(self, change: AddAnswer) -> tuple[ResolveOutcome, Interrupt | None]:
         """A2: one answer that does not yet decide the interrupt."""
-        return self._answer(change.where, change.checked, {}, change.approval, "recorded")
+        return self._answer(change.where, change.checked, {}, change.approval, "recorded", change.edit)
 
-    def _answer(self, where: InterruptRef, checked: Checked, changes: dict[str, Any],
-                approval: Answer | None, done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
+    def _answer(self, where: InterruptRef, checked: Checked, changes: dict[str, Any], approval: Answer | None,
+                done: ResolveOutcome, edit: Edit | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """One conditional write of the interrupt alone, or why not (`refused`, as the DynamoDB store says it)."""
         with self._lock:
             found = self._interrupt(where.tenant, where.session_id, where.interrupt_id)
@@ -270,6 +271,8 @@ class MemoryStore:
             data.update(json.loads(as_text(changes)))
             if approval is not None:
                 data["approvals"] = [*data.get("approvals", []), approval.to_item()]
+            if edit is not None:  # A3: appended in the same write as the approval it binds
+                data["edits"] = [*data.get("edits", []), edit.to_item()]
             if interrupt_bytes(data) > ITEM_BYTES:
                 raise TooLarge("the item is too large to record")
             record.rev, record.text = record.rev + 1, as_text(data)

@@ -83,19 +83,31 @@ def cmd_show(client: Client, args: argparse.Namespace, out: Out) -> None:
             ("options", ((item.get("payload") or {}).get("metadata") or {}).get("options")
              if isinstance(item.get("payload"), dict) else None),
             ("tool", action.get("tool")), ("arguments", action.get("arguments")),
-            ("fingerprint", action.get("fingerprint")), ("schema", item.get("response_schema"))]
+            ("fingerprint", action.get("fingerprint")), ("edited", _edits(item)),
+            ("schema", item.get("response_schema"))]
     for name, value in rows:
         if value is not None:
             out.stream.write(f"{out.paint(name.ljust(12), 'bold')}{_cell(value, 200)}\n")
 
 
-def _payload(args: argparse.Namespace) -> Any:
-    if args.payload is None:
+def _edits(item: dict[str, Any]) -> str | None:
+    """Who edited the action last and when, and how many edits there were (A3); None if none."""
+    edits = item.get("edits") or []
+    if not edits:
+        return None
+    last = edits[-1]
+    return f"by {(last.get('by') or {}).get('subject')} at {last.get('at')} ({len(edits)} edit(s))"
+
+
+def _payload(args: argparse.Namespace, name: str = "payload") -> Any:
+    """`--payload` (or `--arguments`) read as JSON; None when not given."""
+    text = getattr(args, name, None)
+    if text is None:
         return None
     try:
-        return json.loads(args.payload)
+        return json.loads(text)
     except ValueError as exc:
-        raise HoldpointError("usage", f"--payload is not valid JSON: {exc}", param="payload") from None
+        raise HoldpointError("usage", f"--{name} is not valid JSON: {exc}", param=name) from None
 
 
 def _answer(verb: str) -> Callable[[Client, argparse.Namespace, Out], None]:
@@ -103,8 +115,12 @@ def _answer(verb: str) -> Callable[[Client, argparse.Namespace, Out], None]:
         payload = _payload(args)
         if verb == "resume" and payload is None:
             raise HoldpointError("usage", "resume needs --payload JSON", param="payload")
-        call = {"approve": client.approve, "deny": client.deny, "resume": client.resume}[verb]
-        result = call(args.session, args.interrupt, payload, args.comment, args.fingerprint)
+        edited = _payload(args, "arguments")
+        if verb == "deny":
+            result = client.deny(args.session, args.interrupt, payload, args.comment, args.fingerprint)
+        else:
+            call = client.approve if verb == "approve" else client.resume
+            result = call(args.session, args.interrupt, payload, args.comment, args.fingerprint, edited)
         if out.as_json:
             out.json(result)
         elif result.get("noop"):
@@ -115,7 +131,21 @@ def _answer(verb: str) -> Callable[[Client, argparse.Namespace, Out], None]:
             colour = "red" if verb == "deny" else "green"
             out.stream.write(out.paint(f"{verb}d" if verb != "deny" else "denied", colour) +
                              f" {args.interrupt} in {args.session}\n")
+            _edited(result, out)
     return run
+
+
+def _edited(result: dict[str, Any], out: Out) -> None:
+    """A3: what an edited approval did: the fingerprint it binds, and a quorum's count restarted."""
+    edit = result.get("edit")
+    if not isinstance(edit, dict):
+        return
+    out.stream.write(f"with your edit: fingerprint {edit.get('fingerprint')} (replaces {edit.get('replaces')})\n")
+    if edit.get("superseded"):
+        out.stream.write(out.paint(f"the count restarted: {edit['superseded']} earlier approval(s) no longer count",
+                                   "yellow") + "\n")
+    if result.get("status") == "open":
+        out.stream.write(f"{result.get('approvals')} of {result.get('quorum')} approvals\n")
 
 
 def cmd_tail(client: Client, args: argparse.Namespace, out: Out) -> None:
@@ -202,6 +232,9 @@ def parser() -> argparse.ArgumentParser:
         answer.add_argument("--comment")
         answer.add_argument("--fingerprint", help="answer only if the interrupt still approves this action "
                             "(`holdpoint show` prints it; 409 stale_approval otherwise)")
+        if verb != "deny":  # an edit is given only with an approval (A3)
+            answer.add_argument("--arguments", help="JSON object: approve the action with these arguments "
+                                "instead (where the policy allows `edit`; a new fingerprint)")
         answer.set_defaults(run=_answer(verb))
     tail = sub.add_parser("tail", help="follow a session's events")
     tail.add_argument("session")

@@ -157,15 +157,18 @@ class Client:
 
     # -- answers ------------------------------------------------------------------------------
     def resume(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
-               expect_fingerprint: str | None = None) -> Json:
+               expect_fingerprint: str | None = None, arguments: Json | None = None) -> Json:
         """Resume once; a repeat answers `noop: true` with who cleared it (A4). An id the session
         never had is a no-op on the API too (`known: false`), which this raises as
-        `unknown_interrupt`, so a typo'd id is never taken for an answer."""
+        `unknown_interrupt`, so a typo'd id is never taken for an answer. `arguments` edit the
+        action as this approves it (A3, where the policy allows `edit`)."""
         body: Json = {"payload": payload}
         if comment is not None:
             body["comment"] = comment
         if expect_fingerprint is not None:
             body["expect_fingerprint"] = expect_fingerprint
+        if arguments is not None:
+            body["arguments"] = arguments
         out = self.request("POST", f"/v1/sessions/{_seg(session_id)}/interrupts/{_seg(interrupt_id)}/resume", body)
         if out.get("known") is False:
             raise HoldpointError("unknown_interrupt", f"session {session_id} has no interrupt {interrupt_id}; "
@@ -174,9 +177,9 @@ class Client:
         return out
 
     def approve(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
-                expect_fingerprint: str | None = None) -> Json:
+                expect_fingerprint: str | None = None, arguments: Json | None = None) -> Json:
         return self.resume(session_id, interrupt_id, APPROVE if payload is None else payload, comment,
-                           expect_fingerprint)
+                           expect_fingerprint, arguments)
 
     def deny(self, session_id: str, interrupt_id: str, payload: Any = None, comment: str | None = None,
              expect_fingerprint: str | None = None) -> Json:

@@ -152,7 +152,7 @@ class Store:
         """A2: append one answer that does not yet decide the interrupt (`ports.Interrupts`)."""
         writes = self.interrupt_writes
         return writes.answer(writes.key_of(change.where), Update(), change.checked, approval=change.approval,
-                             done="recorded")
+                             done="recorded", edit=change.edit)
 
     def inbox(self, tenant: str, limit: int, cursor: str | None, query: InboxQuery | None = None,
               keep: Callable[[InboxRow], bool] | None = None) -> tuple[list[InboxRow], str | None]:

@@ -76,8 +76,14 @@ def _narrowed_who(base: Policy, override: Policy) -> dict[str, Any]:
 
 
 def _narrowed_how(base: Policy, override: Policy) -> dict[str, Any]:
-    """`forbid_requester` may only be set, `quorum` only grow, `deny_resolves` only stay on."""
+    """`forbid_requester` may only be set, `quorum` only grow, `deny_resolves` only stay on, and
+    `edit` only be turned off: an interrupt may not allow edits the policy in force does not."""
     out: dict[str, Any] = {}
+    if override.edit and not base.allows_edit:
+        raise PolicyError("edit", "edit may not be turned on here: the policy in force (the agent's or the "
+                          "tool's `approval`) does not allow edits; declare `edit: true` there")
+    if override.edit is not None:
+        out["edit"] = override.edit
     if base.forbid_requester and override.forbid_requester is False:
         raise PolicyError("forbid_requester", "forbid_requester may not be turned off: the policy in force sets it")
     if override.forbid_requester:
@@ -158,9 +164,16 @@ def is_requester(requester: str | None, caller_subject: str, end_user: bool) -> 
     return requester == caller_subject
 
 
+def standing(interrupt: Interrupt) -> tuple[Answer, ...]:
+    """A2/A3: the answers that count now. An edit restarts the count: only the answers from the
+    edit on (the editor's own first) were given for the action as it now stands."""
+    return interrupt.approvals[interrupt.edits[-1].restart:] if interrupt.edits else interrupt.approvals
+
+
 def own_answer(interrupt: Interrupt, subject: str) -> Answer | None:
-    """A2: this subject's answer to the interrupt, if it gave one (a second answer changes nothing)."""
-    return next((a for a in interrupt.approvals if a.subject == subject), None)
+    """A2: this subject's standing answer to the interrupt, if it gave one (a second answer
+    changes nothing; an answer to an action since edited no longer stands)."""
+    return next((a for a in standing(interrupt) if a.subject == subject), None)
 
 
 def waiting_for(interrupt: Interrupt) -> JsonObject:
@@ -168,8 +181,9 @@ def waiting_for(interrupt: Interrupt) -> JsonObject:
     (with the escalation's once escalated) who have not answered; groups as named."""
     policy = interrupt.policy or Policy()
     named, grouped = _admitted(policy, interrupt.escalated, interrupt.escalate_to)
-    answered = {a.subject for a in interrupt.approvals}
-    approved = sum(1 for a in interrupt.approvals if a.status == "approved")
+    counted = standing(interrupt)
+    answered = {a.subject for a in counted}
+    approved = sum(1 for a in counted if a.status == "approved")
     return {"approvals": max(0, policy.required - approved),
             "subjects": list(dict.fromkeys(s for s in named if s not in answered)),
             "groups": list(dict.fromkeys(grouped))}
@@ -223,8 +237,9 @@ class Outcome:
 
 def outcome(interrupt: Interrupt) -> Outcome:
     """A closed interrupt's outcome: an expiry's from its `on_expiry` (A5), else the deciding
-    answer's, which is always the last one recorded (the resolve appends it)."""
-    recorded = interrupt.approvals
+    answer's, which is always the last one recorded (the resolve appends it). Its answers are the
+    standing ones: those given for the action as it stands (an edit restarts the count)."""
+    recorded = standing(interrupt)
     if interrupt.status == "expired":
         return Outcome(answers.expiry_verdict(interrupt.on_expiry), interrupt.responder, "expiry", True, recorded)
     if not recorded:
@@ -238,4 +253,6 @@ def resumed(interrupt: Interrupt) -> JsonObject:
     out: JsonObject = {"payload": interrupt.resolution, **outcome(interrupt).fields()}
     if interrupt.receipt is not None:  # the signed approval receipt, once the wake made it
         out["receipt"] = interrupt.receipt
+    if interrupt.edits:  # A3: the tool call's arguments as the approver edited them
+        out["edit"] = interrupt.edits[-1].resumed(interrupt.edits[0])
     return out

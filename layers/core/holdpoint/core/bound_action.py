@@ -37,8 +37,17 @@ class BoundAction:
             arguments = canonical(json.loads(arguments_text))
         except ValueError:
             arguments = arguments_text  # not JSON: bound to the text as sent
-        version = digest(agent)
-        return cls(tool, arguments, version, digest([tool, arguments, version]))
+        return cls.bound(tool, arguments, digest(agent))
+
+    @classmethod
+    def bound(cls, tool: str, arguments: str, agent_version: str) -> BoundAction:
+        """The action of these canonical arguments, with the fingerprint of the three."""
+        return cls(tool, arguments, agent_version, digest([tool, arguments, agent_version]))
+
+    def with_arguments(self, arguments: JsonValue) -> BoundAction:
+        """The same tool under the same configuration with an approver's edited arguments: another
+        action, so another fingerprint, which the approval then binds (A3)."""
+        return self.bound(self.tool, canonical(arguments), self.agent_version)
 
     def to_item(self) -> JsonObject:
         return {"tool": self.tool, "arguments": self.arguments, "agent_version": self.agent_version,

@@ -40,6 +40,7 @@ Code = Literal[
     "action_expired",  # a sealed Slack button past its expiry
     "interrupt_expired",  # R16: an answer at or past the interrupt's `expires_at`: its expiry decides
     "not_an_approver",  # A2: the interrupt's approver policy does not admit this caller
+    "edit_not_allowed",  # A3: an edit of the action where the interrupt's approver policy allows none
     "quota_exceeded",  # a tenant, session or caller limit (core/quotas.py); `param` names it
     "throttled",  # AWS throttled a call the request needs (after its client's retries): try later
     "unavailable",  # AWS failed a call the request needs (a 5xx, no answer): try later

@@ -11,6 +11,7 @@ from holdpoint.core.bound_action import BoundAction
 from holdpoint.core.errors import DeclarationError, PolicyError, Refusal
 from holdpoint.core.expiry import Declared, apply_declared
 from holdpoint.core.policy import Policy
+from holdpoint.core.proposals import tool_spec
 from holdpoint.core.state import Call, Decision, Effect, Interrupt, SessionState, derive, epoch, iso_ms
 
 ORIGIN_RANK = {"worker": 0, "client": 0, "machine": 1, "operator": 2, "system": 3}
@@ -175,6 +176,7 @@ def raise_interrupt(
         raise DeclarationError(unusable, "under an approver policy every option must say whether choosing it "
                                "approves: give it `approved: true` or `approved: false`")
     escalate_to = policy.escalate_to if policy is not None else None
+    action = action or bound_action(state, call_id)
     seconds = expires_in or h.config().interrupt_expires_in
     interrupt = Interrupt(
         interrupt_id=iid,
@@ -193,7 +195,8 @@ def raise_interrupt(
         owner=(h.identity or {}).get("id"),
         end_user=h.end_user,
         response_schema=response_schema,
-        action=action or bound_action(state, call_id),
+        action=action,
+        edit_schema=edit_schema(state, policy, action),
         policy=policy.without_escalation().or_none() if policy is not None else None,
         requester=requester,
         escalate_to=escalate_to,
@@ -213,6 +216,15 @@ def raise_interrupt(
     void_parked_llm_calls(state)
     state.effects.append(Effect(kind="start_park", interrupt_id=iid))
     return interrupt
+
+
+def edit_schema(state: SessionState, policy: Policy | None, action: BoundAction | None) -> Any:
+    """A3: the tool's `input` schema an approver's edit must satisfy, kept on the interrupt where
+    its policy allows edits (None there: the tool declares none, so any object)."""
+    if policy is None or not policy.allows_edit or action is None:
+        return None
+    spec = tool_spec(state, action.tool)
+    return spec.input if spec is not None else None
 
 
 def keep_answer(state: SessionState, closed: Interrupt) -> None:

@@ -69,7 +69,8 @@ class Policy:
     """Who may answer (origins AND (subjects OR groups), not the requester when
     `forbid_requester`) and how many must (`quorum`, 1 when absent); the first denial decides
     unless `deny_resolves` is false. An absent field leaves callers unrestricted on it. A policy
-    in force may name `escalate_to`; an interrupt keeps it apart (`Interrupt.escalate_to`)."""
+    in force may name `escalate_to`; an interrupt keeps it apart (`Interrupt.escalate_to`).
+    `edit` lets an approver change the action's arguments as they approve (A3); only `true` does."""
 
     origins: Names | None = None
     subjects: Names | None = None
@@ -78,6 +79,7 @@ class Policy:
     quorum: int | None = None
     deny_resolves: bool | None = None
     escalate_to: Approvers | None = None
+    edit: bool | None = None
 
     @property
     def names_identities(self) -> bool:
@@ -92,6 +94,11 @@ class Policy:
     def denial_decides(self) -> bool:
         return self.deny_resolves is not False
 
+    @property
+    def allows_edit(self) -> bool:
+        """Fail closed: an approver may edit only where the policy says `edit: true`."""
+        return self.edit is True
+
     def without_escalation(self) -> Policy:
         return replace(self, escalate_to=None)
 
@@ -102,7 +109,7 @@ class Policy:
     def to_item(self) -> JsonObject:
         """The policy as records and views carry it: only the fields given."""
         out: JsonObject = {}
-        for key in ("origins", "subjects", "groups", "forbid_requester", "quorum", "deny_resolves"):
+        for key in ("origins", "subjects", "groups", "forbid_requester", "quorum", "deny_resolves", "edit"):
             _put(out, key, getattr(self, key))
         if self.escalate_to is not None:
             out["escalate_to"] = self.escalate_to.to_item()
@@ -123,4 +130,5 @@ class Policy:
                    groups=_names(item.get("groups"), "groups"),
                    forbid_requester=_flag(item.get("forbid_requester"), "forbid_requester"),
                    quorum=quorum, deny_resolves=_flag(item.get("deny_resolves"), "deny_resolves"),
-                   escalate_to=Approvers.from_item(escalate_to) if escalate_to else None)
+                   escalate_to=Approvers.from_item(escalate_to) if escalate_to else None,
+                   edit=_flag(item.get("edit"), "edit"))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from holdpoint.core.answers import Answer, OnExpiry, Responder
 from holdpoint.core.bound_action import BoundAction
+from holdpoint.core.edits import Edit
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.messages import Kick, WorkMessage
 from holdpoint.core.policy import Approvers, Policy
@@ -159,7 +160,7 @@ class Call:
         return out
 
 
-_TYPED = frozenset({"policy", "escalate_to", "action", "responder", "approvals"})
+_TYPED = frozenset({"policy", "escalate_to", "action", "responder", "approvals", "edits"})
 """The interrupt's fields of a frozen type, each kept in its own JSON form (`to_item`)."""
 
 
@@ -203,6 +204,10 @@ class Interrupt:
     kept_until: int | None = None  # A6: epoch seconds the closed interrupt is kept until
     delivery: Delivery | None = None  # a closed interrupt's answer with the worker (None: waiting)
     receipt: str | None = None  # its signed approval receipt (core/receipts.py), made once by its wake
+    # A3: the bound tool's `input` schema an approver's edit must satisfy (kept at the raise where
+    # the policy allows edits), and the edits made, oldest first; `action` is the last one's.
+    edit_schema: Any = None
+    edits: tuple[Edit, ...] = ()
 
     def to_item(self) -> JsonObject:
         """The record as stores keep it: JSON, each typed part in its own JSON form."""
@@ -210,7 +215,7 @@ class Interrupt:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in _TYPED:
-                value = [a.to_item() for a in value] if f.name == "approvals" else (
+                value = [a.to_item() for a in value] if f.name in ("approvals", "edits") else (
                     None if value is None else value.to_item())
             out[f.name] = list(value) if isinstance(value, list) else value
         return out
@@ -225,6 +230,9 @@ class Interrupt:
         data["action"] = BoundAction.from_item(data.get("action"))
         data["responder"] = Responder.from_item(data.get("responder"))
         data["approvals"] = tuple(Answer.from_item(a) for a in data.get("approvals") or ())
+        data["edits"] = tuple(e for e in (Edit.from_item(x) for x in data.get("edits") or ()) if e is not None)
+        if data["edits"]:  # A3: the approval binds the action as last edited
+            data["action"] = data["edits"][-1].action
         return cls(**data)
 
     def view(self) -> JsonObject:
@@ -251,6 +259,8 @@ class Interrupt:
             out["requester"] = self.requester
         if self.approvals:
             out["approvals"] = [a.to_item() for a in self.approvals]
+        if self.edits:  # A3: the audit keeps the action as raised, each edit and who made it
+            out["edits"] = [e.to_item() for e in self.edits]
         if self.escalate_to is not None:
             out["escalate_to"] = self.escalate_to.to_item()
             out["escalated"] = self.escalated

@@ -146,7 +146,7 @@ def _llm_finished(state: SessionState, decision: Decision, t: JsonObject) -> p.O
     return out
 
 
-RESUMED_KEYS = ("payload", "verdict", "responder", "channel", "expired", "approvals", "receipt")
+RESUMED_KEYS = ("payload", "verdict", "responder", "channel", "expired", "approvals", "receipt", "edit")
 """What an `interrupt.resumed` carries beside its id (`approvals.resumed`), as a kept copy stores it."""
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from holdpoint.core.protocols import Comment, Id, Wire, integral
+from holdpoint.core.protocols import Comment, Id, JsonDict, Wire, integral
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 
 
@@ -46,6 +46,10 @@ class ResumeBody(Wire):
         default=None, description="A3: resume only if the interrupt's `action.fingerprint` is this "
         "(else 409 `stale_approval`, nothing recorded)")
     comment: Comment | None = Field(default=None, description="recorded with the answer (at most 2,000 characters)")
+    arguments: JsonDict | None = Field(
+        default=None, description="A3: the approver's edit of the action's arguments, given with an approval "
+        "where the policy allows `edit`: checked against the tool's `input` schema; the approval then binds the "
+        "edited action (a new fingerprint) and a quorum's count restarts")
 
 
 def resume_shape() -> dict[str, dict[str, int | str]]:

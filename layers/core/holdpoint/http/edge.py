@@ -20,6 +20,7 @@ STATUS: dict[Code, int] = {
     "unauthorized": 401,
     "forbidden": 403,
     "not_an_approver": 403,
+    "edit_not_allowed": 403,
     "not_found": 404,
     "interrupted": 409,
     "turn_already_active": 409,

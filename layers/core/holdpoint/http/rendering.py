@@ -38,6 +38,9 @@ def resumed(out: Resumed) -> dict[str, Any]:
         done = out.cleared
         body["resolved"] = {"by": {"subject": done.subject, "origin": done.origin}, "at": done.at,
                             "status": done.status, "same_payload": done.same_payload}
+    if out.edited is not None:  # A3: the approval binds the edited action; a quorum's count restarted
+        body["edit"] = {"fingerprint": out.edited.fingerprint, "replaces": out.edited.replaces,
+                        "restarted": True, "superseded": out.edited.superseded}
     return body
 
 

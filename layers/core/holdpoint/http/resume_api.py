@@ -23,6 +23,6 @@ def build() -> APIGatewayHttpResolver:
             return refusal
         body = event.json_body or {}
         return resume_request(event.raw_event, session_id, interrupt_id, body.get("payload"),
-                              body.get("expect_fingerprint"), body.get("comment"))
+                              body.get("expect_fingerprint"), body.get("comment"), body.get("arguments"))
 
     return app

@@ -9,5 +9,8 @@ FIELDS: dict[str, dict[str, int | str]] = {
     "comment": {
         "maxLength": 2000,
         "type": "string"
+    },
+    "arguments": {
+        "type": "object"
     }
 }

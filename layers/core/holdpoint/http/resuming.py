@@ -28,6 +28,8 @@ def _field_problem(value: Any, shape: dict[str, int | str]) -> str | None:
         return None
     if shape.get("type") == "string" and not isinstance(value, str):
         return "Input should be a valid string"
+    if shape.get("type") == "object" and not isinstance(value, dict):
+        return "Input should be a valid dictionary"
     bound = shape.get("maxLength")
     if isinstance(bound, int) and len(value) > bound:
         return f"String should have at most {bound} characters"
@@ -35,15 +37,18 @@ def _field_problem(value: Any, shape: dict[str, int | str]) -> str | None:
 
 
 def resume_request(event: dict[str, Any], session_id: str, interrupt_id: str, payload: Any,
-                   expect_fingerprint: str | None = None, comment: str | None = None) -> dict[str, Any]:
-    """One conditional write flips the interrupt, then one SendTaskSuccess (R7)."""
+                   expect_fingerprint: str | None = None, comment: str | None = None,
+                   arguments: Any = None) -> dict[str, Any]:
+    """One conditional write flips the interrupt, then one SendTaskSuccess (R7); `arguments` edit
+    the bound action (A3)."""
     who = edge.caller(event)
     edge.check_id(session_id, f"session {session_id}")
     edge.check_param_id(interrupt_id, "interrupt_id")
     logger.append_keys(session_id=session_id, interrupt_id=interrupt_id)
     out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, interrupt_id,
-                 edge.check_payload(payload), expect_fingerprint=expect_fingerprint, comment=comment)
-    logger.info("resume", extra={"noop": out.noop})
+                 edge.check_payload(payload), expect_fingerprint=expect_fingerprint, comment=comment,
+                 arguments=arguments)
+    logger.info("resume", extra={"noop": out.noop, "edited": out.edited is not None})
     if not out.noop:
         count("InterruptsResumed")
     return rendering.resumed(out)

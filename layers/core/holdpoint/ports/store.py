@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from holdpoint.core.answers import Answer, Responder
+from holdpoint.core.edits import Edit
 from holdpoint.core.interrupts import Checked
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Interrupt, SessionState
@@ -90,11 +91,13 @@ class InterruptRef:
 @dataclass(frozen=True, slots=True)
 class AddAnswer:
     """A2: one answer appended to an open interrupt that it does not yet decide, written only while
-    what the caller `checked` on the interrupt it read still holds."""
+    what the caller `checked` on the interrupt it read still holds. With `edit` (A3), the answer
+    approves the edited action, appended to the interrupt's edits in the same write."""
 
     where: InterruptRef
     checked: Checked
     approval: Answer
+    edit: Edit | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,7 @@ class Resolve:
     at: str
     approval: Answer | None = None
     kept_until: int | None = None
+    edit: Edit | None = None  # A3: the approver's edit the deciding approval binds
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from holdpoint.core import answers, approvals, markdown, schemas
+from holdpoint.core import answers, approvals, edits, markdown, schemas
 from holdpoint.core.answers import Answer, Responder
+from holdpoint.core.bound_action import BoundAction
+from holdpoint.core.edits import Edit
 from holdpoint.core.errors import Refusal
 from holdpoint.core.expiry import kept_until
 from holdpoint.core.interrupts import Checked, may_resume, past_deadline, resumable_origins
@@ -61,10 +63,21 @@ class Cleared:
 
 
 @dataclass(frozen=True)
+class Edited:
+    """A3: the edit this resume made: the fingerprint the approval now binds, the one it replaced,
+    and how many approvals of the replaced action no longer count (the count restarted)."""
+
+    fingerprint: str
+    replaces: str
+    superseded: int
+
+
+@dataclass(frozen=True)
 class Resumed:
     """A resume's outcome (the edge renders it): `noop` when it changed nothing (A4); `progress`
-    when the interrupt stays open under a quorum, with `answered` for this subject's repeat; and
-    `cleared` for a repeat on an interrupt already closed."""
+    when the interrupt stays open under a quorum, with `answered` for this subject's repeat;
+    `cleared` for a repeat on an interrupt already closed; `edited` for an approval that edited
+    the action (A3)."""
 
     interrupt_id: str
     noop: bool
@@ -72,6 +85,7 @@ class Resumed:
     answered: Answered | None = None
     cleared: Cleared | None = None
     known: bool = True  # False: this session never had an interrupt of this id (still a no-op, A4)
+    edited: Edited | None = None
 
     @property
     def decided(self) -> bool:
@@ -81,14 +95,17 @@ class Resumed:
 
 def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, session_id: str, interrupt_id: str,
            payload: Any, clock: Clock = time.time, expect_fingerprint: str | None = None,
-           comment: str | None = None, generation: int | None = None, channel: answers.Channel = "api") -> Resumed:
+           comment: str | None = None, generation: int | None = None, channel: answers.Channel = "api",
+           arguments: Any = None) -> Resumed:
     """Clear an interrupt exactly once. Stale, unknown and duplicate ids are no-ops (200) that say
     how the interrupt was cleared (A4); an answer its response schema refuses changes nothing (A1),
     nor does an answer with no verdict under an approver policy, nor an `expect_fingerprint` that
     is not the fingerprint of the action it approves (A3), nor a caller its approver policy does
     not admit (A2). Under a quorum an answer that does not decide the interrupt is recorded
     (`comment` with it) and leaves it open. With `generation` (a sealed link's or Slack button's),
-    an interrupt that is now another raise is a no-op too. `channel` is how the answer came."""
+    an interrupt that is now another raise is a no-op too. `channel` is how the answer came.
+    `arguments` (A3) edit the bound action as the approval approves it, where the policy allows:
+    the approval binds the edited action, and a quorum's count restarts with it."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
     if comment is not None and len(comment) > answers.MAX_COMMENT:  # A6 (the wire models bound it too)
@@ -109,6 +126,7 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
     given, verdict = _check(caller, found, payload)
     _check_fingerprint(found, expect_fingerprint)
     _check_size(found, given)
+    after = _check_edit(found, arguments, verdict)
     at = iso_ms(now_secs)
     mine = approvals.answer(caller.subject, caller.origin, given, verdict, comment, at, channel)
     until = kept_until(found.retention_days, now_secs)  # A6: how long the closed interrupt stays listable
@@ -116,15 +134,17 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
         own = approvals.own_answer(found, caller.subject)
         if own is not None:  # A2: a second answer by the same subject is a no-op
             return _noop_open(found, own, payload)
-        outcome, now = _write(store, caller, session_id, found, mine, until)
+        edit = _edit(found, after, caller, at)
+        outcome, now = _write(store, caller, session_id, found, mine, until, edit)
         if outcome in ("resolved", "recorded"):
-            return _written(parking, caller.tenant, session_id, outcome, now or found)
+            return _written(parking, caller.tenant, session_id, outcome, now or found, _edited(found, edit))
         if outcome == "not_found":
             raise Refusal("not_found", f"session {session_id} not found")
         if outcome == "expired" and now is not None:  # its deadline passed between the read and the write
             _check_deadline(now, at)
         if outcome != "raced" or now is None:
             break
+        _check_same_action(found, now)
         found = now  # another approver's answer landed first: decide again on what is there now
     if outcome in ("changed", "forbidden", "raced") or now is None or now.status == "open":
         # Raised again (another generation, perhaps another schema) between the read and the write,
@@ -134,32 +154,64 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
     return _noop(parking, caller.tenant, session_id, now, payload, caller.subject)
 
 
-def _write(store: Interrupts, caller: Caller, session_id: str, found: Interrupt,
-           mine: Answer, until: int | None) -> tuple[ResolveOutcome, Interrupt | None]:
+def _write(store: Interrupts, caller: Caller, session_id: str, found: Interrupt, mine: Answer,
+           until: int | None, edit: Edit | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
     """One conditional UpdateItem: record an answer that decides nothing yet, or resolve with it
-    (kept until `until`, A6)."""
+    (kept until `until`, A6). An edit is written with its approval, and the count restarts there:
+    the answers that count are the edit's approval alone (A3)."""
     where = InterruptRef(caller.tenant, session_id, found.interrupt_id)
     checked = Checked(resumable_origins(caller.origin), caller.owner(), found.generation, len(found.approvals),
                       now=mine.at)  # the answer's own time (`approvals.answer`)
-    if not approvals.decides(found.policy, [*found.approvals, mine]):
-        return store.record_approval(AddAnswer(where, checked, mine))
+    counted = [mine] if edit is not None else [*approvals.standing(found), mine]
+    if not approvals.decides(found.policy, counted):
+        return store.record_approval(AddAnswer(where, checked, mine, edit))
     return store.resolve_interrupt(Resolve(
         where, checked, resolution=mine.payload, responder=Responder(caller.subject, caller.origin),
-        at=mine.at, approval=mine, kept_until=until))
+        at=mine.at, approval=mine, kept_until=until, edit=edit))
+
+
+def _check_edit(found: Interrupt, arguments: Any, verdict: answers.Verdict) -> BoundAction | None:
+    """A3: the action an edit with this answer binds (None: no edit), or the refusal naming why."""
+    if arguments is None:
+        return None
+    return edits.edited(found.action, found.policy, found.edit_schema, arguments, verdict, found.edits)
+
+
+def _edit(found: Interrupt, after: BoundAction | None, caller: Caller, at: str) -> Edit | None:
+    """A3: the edit as the interrupt records it: its approval is the next answer, where the count restarts."""
+    if after is None or found.action is None:
+        return None
+    return Edit(found.action, after, Responder(caller.subject, caller.origin), at, restart=len(found.approvals))
+
+
+def _edited(found: Interrupt, edit: Edit | None) -> Edited | None:
+    """What the reply says of an edit: the new fingerprint, the one replaced, the approvals superseded."""
+    if edit is None:
+        return None
+    superseded = sum(1 for a in approvals.standing(found) if a.status == "approved")
+    return Edited(edit.action.fingerprint, edit.original.fingerprint, superseded)
+
+
+def _check_same_action(read: Interrupt, now: Interrupt) -> None:
+    """A3: an answer is given for the action as it was read; one an edit replaced meanwhile is
+    refused (409 naming the new fingerprint), never counted for an action its approver never saw.
+    Of two racing editors, one wins and the other is refused here."""
+    before = read.action.fingerprint if read.action is not None else None
+    _check_fingerprint(now, before)
 
 
 def _written(parking: Parking, tenant: str, session_id: str, outcome: ResolveOutcome,
-             interrupt: Interrupt) -> Resumed:
+             interrupt: Interrupt, edited: Edited | None = None) -> Resumed:
     """The answer to a resume whose write landed: resolved (the branch wakes) or recorded (open)."""
     if outcome == "resolved":
         parking.release(tenant, session_id, interrupt)
-        return Resumed(interrupt.interrupt_id, noop=False)
-    return Resumed(interrupt.interrupt_id, noop=False, progress=_progress(interrupt))
+        return Resumed(interrupt.interrupt_id, noop=False, edited=edited)
+    return Resumed(interrupt.interrupt_id, noop=False, progress=_progress(interrupt), edited=edited)
 
 
 def _progress(interrupt: Interrupt) -> Progress:
-    """Where an open quorum stands: approvals so far, of how many."""
-    return Progress(approvals=sum(1 for a in interrupt.approvals if a.status == "approved"),
+    """Where an open quorum stands: approvals of the action as it stands so far, of how many."""
+    return Progress(approvals=sum(1 for a in approvals.standing(interrupt) if a.status == "approved"),
                     quorum=approvals.quorum_of(interrupt.policy))
 
 
@@ -212,13 +264,17 @@ def refusal(caller: Caller, interrupt: Interrupt) -> Refusal | None:
 
 def yours(caller: Caller, interrupt: Interrupt) -> dict[str, Any]:
     """What the caller may do with an open interrupt, by the resume's own rules: answer it, or why
-    not (refused by the origin rank or the policy, or already answered: its answer stands, A2)."""
+    not (refused by the origin rank or the policy, or already answered: its answer stands, A2),
+    and whether it may edit the action as it approves (A3)."""
     own = approvals.own_answer(interrupt, caller.subject)
     if own is not None:
         return {"may_answer": False, "why": "you have answered; your answer stands",
                 "answered": {"status": own.status, "at": own.at}}
     refused = refusal(caller, interrupt)
-    return {"may_answer": refused is None, "why": refused.message if refused is not None else None}
+    may_edit = refused is None and interrupt.action is not None and interrupt.policy is not None \
+        and interrupt.policy.allows_edit  # A3: the console offers the edit only where it would be taken
+    out = {"may_answer": refused is None, "why": refused.message if refused is not None else None}
+    return {**out, "may_edit": True} if may_edit else out
 
 
 def open_fields(caller: Caller, interrupt: Interrupt) -> dict[str, Any]:
@@ -302,10 +358,11 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def precheck(store: Interrupts, caller: Caller, session_id: str, interrupt_id: str, payload: Any) -> None:
+def precheck(store: Interrupts, caller: Caller, session_id: str, interrupt_id: str, payload: Any,
+             arguments: Any = None) -> None:
     """The refusals `resume` would give before writing (R17 origin, A2 policy, A1 schema, the
-    verdict), without writing:
+    verdict, A3's edit), without writing:
     a caller resuming several interrupts at once checks them all first, so a bad one records nothing."""
     found = store.read_interrupt(caller.tenant, session_id, interrupt_id)
     if found is not None and found.status == "open":
-        _check(caller, found, payload)
+        _check_edit(found, arguments, _check(caller, found, payload)[1])

@@ -214,8 +214,9 @@ class Codec:
             body["generation"] = int(item["generation"]["N"])
         if k.TTL in item:
             body["kept_until"] = int(item[k.TTL]["N"])
-        if "approvals" in item:  # A2: appended by the resume's conditional update, one JSON text each
-            body["approvals"] = [json.loads(a["S"]) for a in item["approvals"]["L"]]
+        for attr in ("approvals", "edits"):  # A2, A3: appended by the resume's update, one JSON text each
+            if attr in item:
+                body[attr] = [json.loads(a["S"]) for a in item[attr]["L"]]
         return body
 
     def interrupt(self, item: Item) -> Interrupt:
@@ -260,7 +261,8 @@ class Codec:
     def record_item(self, pk: str, record: Record, rev: int, header: Header) -> Item:
         """A call, decision, turn or interrupt as the item written at revision `rev + 1`."""
         body = record.to_item() if isinstance(record, Interrupt) else asdict(record)
-        body.pop("approvals", None)  # an interrupt's answers live in their own attribute (A2)
+        body.pop("approvals", None)  # an interrupt's answers and edits live in their own attributes (A2, A3)
+        body.pop("edits", None)
         sk = k.PREFIX[type(record)] + record_key(record)[1]
         attrs: Item = {}
         status = getattr(record, "status", None)
@@ -291,6 +293,8 @@ def interrupt_attrs(record: Interrupt, header: Header) -> Item:
         out["resolved_at"] = s(record.resolved_at)
     if record.approvals:
         out["approvals"] = {"L": [s(json.dumps(a.to_item())) for a in record.approvals]}
+    if record.edits:
+        out["edits"] = {"L": [s(json.dumps(e.to_item())) for e in record.edits]}
     out.update(index_attrs(record, header.tenant, header.session_id, header.agent_id))
     return out
 

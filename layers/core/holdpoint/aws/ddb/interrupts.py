@@ -25,6 +25,7 @@ from holdpoint.aws.ddb.expr import (
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.errors import ConditionFailed
 from holdpoint.core.answers import Answer
+from holdpoint.core.edits import Edit
 from holdpoint.core.interrupts import Checked, refused
 from holdpoint.core.state import Interrupt
 from holdpoint.ports import InterruptRef, Resolve, ResolveOutcome
@@ -77,13 +78,15 @@ class InterruptWrites:
             return None, failed.item
 
     def answer(self, key: Item, update: Update, checked: Checked, *, approval: Answer | None,
-               done: ResolveOutcome) -> tuple[ResolveOutcome, Interrupt | None]:
+               done: ResolveOutcome, edit: Edit | None = None) -> tuple[ResolveOutcome, Interrupt | None]:
         """The one conditional UpdateItem of an answer: `update` (with `approval` appended to the
-        interrupt's answers) if everything the caller checked still holds; on a failed condition,
-        why, from the item as it was."""
+        interrupt's answers, and `edit` to its edits, A3) if everything the caller checked still
+        holds; on a failed condition, why, from the item as it was."""
         update.increments[k.REV] = 1
         if approval is not None:
             update.appends["approvals"] = {"L": [s(json.dumps(approval.to_item()))]}
+        if edit is not None:
+            update.appends["edits"] = {"L": [s(json.dumps(edit.to_item()))]}
         new, old = self.update(key, update, answerable(checked))
         if new is None:
             return self.unresolved(old, checked)
@@ -103,4 +106,4 @@ class InterruptWrites:
         if change.kept_until is not None:
             sets[k.TTL] = n(change.kept_until)
         return self.answer(key, Update(sets=sets, removes=["GSI1PK", "GSI1SK"]), change.checked,
-                           approval=change.approval, done="resolved")
+                           approval=change.approval, done="resolved", edit=change.edit)

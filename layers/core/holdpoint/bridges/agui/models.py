@@ -61,6 +61,7 @@ class ResumeEntry(AgUi):
     status: Literal["resolved", "cancelled"]
     payload: Any = None
     metadata: Mapping[str, object] | None = None
+    arguments: dict[str, Any] | None = None  # Holdpoint addition (A3): the action's arguments, edited
 
 
 class RunAgentInput(AgUi):

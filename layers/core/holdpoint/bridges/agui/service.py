@@ -82,11 +82,11 @@ def _resume_all(store: SessionsAndInterrupts, parking: Parking, caller: Caller, 
                       "interrupts)", "threadId")
     for index, entry in enumerate(entries):
         with _naming(index):
-            precheck(store, caller, body.threadId, entry.interruptId, agui.resume_payload(entry))
+            precheck(store, caller, body.threadId, entry.interruptId, agui.resume_payload(entry), entry.arguments)
     for index, entry in enumerate(entries):
         with _naming(index):
             resume(store, parking, caller, body.threadId, entry.interruptId, agui.resume_payload(entry),
-                   channel="agui")
+                   channel="agui", arguments=entry.arguments)
 
 
 def _behind(state: SessionState | None, messages: list[dict[str, Any]]) -> bool:

@@ -69,6 +69,11 @@ class AnswerApproval(Strict):
     id: RefId = Field(description="the approval's id")
     payload: Any = Field(description="the answer, e.g. {\"approved\": true}")
     comment: Annotated[str, StringConstraints(max_length=answers.MAX_COMMENT)] | None = None
+    expect_fingerprint: Annotated[str, StringConstraints(max_length=256)] | None = Field(
+        default=None, description="answer only if the approval still binds this action (its `action.fingerprint`)")
+    edited_arguments: dict[str, Any] | None = Field(
+        default=None, description="with an approval, where the policy allows `edit`: the action's arguments as "
+        "edited, approved in their place (a new fingerprint)")
 
 
 class ListApprovals(Strict):

@@ -204,7 +204,8 @@ def answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller, args:
     admit is refused and nothing is recorded); any session the caller may see, not only its own."""
     sid, iid = mcp.split_id(args.id, "arguments.id")
     try:
-        out = resume(store, parking, caller, sid, iid, args.payload, comment=args.comment, channel="mcp")
+        out = resume(store, parking, caller, sid, iid, args.payload, comment=args.comment, channel="mcp",
+                     expect_fingerprint=args.expect_fingerprint, arguments=args.edited_arguments)
     except Refusal as exc:
         if exc.code == "not_found":
             raise Refusal("not_found", f"approval {args.id[:100]} not found", "arguments.id") from None
@@ -220,8 +221,10 @@ def answer(store: SessionsAndInterrupts, parking: Parking, caller: Caller, args:
 
 
 def _param(param: str | None) -> str | None:
-    if param and (param.startswith("payload") or param == "comment"):
+    if param and (param.startswith("payload") or param in ("comment", "expect_fingerprint")):
         return f"arguments.{param}"
+    if param and param.startswith("arguments"):  # A3: the edit, as this tool names it
+        return "arguments.edited_" + param
     return "arguments.id" if param in (None, "interrupt_id") else param
 
 

@@ -48,6 +48,9 @@ class Approval(TypedDict):
     expires_at: NotRequired[str]
     policy: NotRequired[JsonObject]
     approvals: NotRequired[list[JsonObject]]
+    action: NotRequired[JsonObject]
+    """A3: the action an approval approves (its fingerprint; the last edit's once edited)."""
+    edits: NotRequired[list[JsonObject]]
     answer: NotRequired[JsonValue]
     verdict: NotRequired[str]
     responder: NotRequired[JsonObject | None]
@@ -262,6 +265,10 @@ def approval_out(session_id: str, interrupt: Interrupt, *, policy: bool = True) 
         out["policy"] = interrupt.policy.to_item()
     if interrupt.approvals:
         out["approvals"] = [a.to_item() for a in interrupt.approvals]
+    if interrupt.action is not None:
+        out["action"] = interrupt.action.to_item()
+    if interrupt.edits:
+        out["edits"] = [e.to_item() for e in interrupt.edits]
     if interrupt.status != "open":
         out["answer"] = interrupt.resolution
         out["responder"] = interrupt.responder.to_item() if interrupt.responder else None

@@ -56,6 +56,8 @@ class ApprovalPolicy(BaseModel):
     quorum: Annotated[int, Field(strict=True, ge=1, le=policy.MAX_QUORUM), BeforeValidator(integral)] | None = None
     deny_resolves: bool | None = Field(default=None, strict=True)
     escalate_to: EscalateTo | None = None
+    edit: bool | None = Field(default=None, strict=True, description="A3: `true` lets an approver change the "
+                              "action's arguments as they approve (the tool's `input` schema checks the edit)")
 
     @field_validator("quorum")
     @classmethod
@@ -73,7 +75,7 @@ class ApprovalPolicy(BaseModel):
         origins = tuple(self.origins) if self.origins is not None else None
         return Policy(origins=origins, subjects=_names(self.subjects), groups=_names(self.groups),
                       forbid_requester=self.forbid_requester, quorum=self.quorum, deny_resolves=self.deny_resolves,
-                      escalate_to=self.escalate_to.frozen() if self.escalate_to else None)
+                      escalate_to=self.escalate_to.frozen() if self.escalate_to else None, edit=self.edit)
 
 
 def _names(names: list[str] | None) -> tuple[str, ...] | None:

@@ -89,6 +89,7 @@ class InterruptResumeInput(Wire):
     payload: Any = None
     expect_fingerprint: str | None = None  # A3: else 409 stale_approval, as ResumeBody
     comment: Comment | None = None  # A6: recorded with the answer
+    arguments: JsonDict | None = None  # A3: the approver's edit of the action, as ResumeBody
 
 
 ClientInput = Annotated[

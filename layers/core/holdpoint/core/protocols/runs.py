@@ -6,6 +6,7 @@ reading a delivery that grows a field."""
 # No `from __future__ import annotations` (see protocols/client.py).
 from typing import Any, Literal
 
+from holdpoint.core.edits import arguments_to_run
 from holdpoint.core.protocols import Open
 
 Verdict = Literal["approved", "denied", "cancelled", "answered"]
@@ -24,11 +25,16 @@ class RunAnswer(Open):
     expired: bool = False
     approvals: list[dict[str, Any]] = []
     receipt: str | None = None  # the signed approval receipt (PROTOCOL.md, "Approval receipts")
+    edit: dict[str, Any] | None = None  # A3: the approver's edit, as `interrupt.resumed` carries it
 
     @property
     def approved(self) -> bool:
         """Only an explicit approval approves; what cannot be read as one does not (fails closed)."""
         return self.verdict == "approved"
+
+    def arguments_for(self, asked: Any) -> Any:
+        """The arguments to run the approved action with: the approver's edit, else those asked."""
+        return arguments_to_run(self.edit, asked)
 
 
 class RunDelivery(Open):

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from holdpoint.core.edits import arguments_to_run
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.protocols import JsonDict
 
@@ -183,6 +184,18 @@ class ResumedAnswer(Out):
     at: str | None = None
 
 
+class ResumedEdit(Out):
+    """A3: the approver's edit the approval binds: `arguments` are the tool call's arguments to run
+    with now (in place of the call's own), `action` the edited action (its new fingerprint),
+    `original` the action as raised, `by` and `at` who edited it last and when."""
+
+    arguments: Any = None
+    action: JsonDict
+    original: JsonDict
+    by: JsonDict
+    at: str | None = None
+
+
 class InterruptResumed(Out):
     """`payload` is the answer the person gave, the same shape whatever channel carried it; the
     rest are Holdpoint additions saying how the interrupt was decided (PROTOCOL.md §2.3)."""
@@ -196,6 +209,11 @@ class InterruptResumed(Out):
     expired: bool | None = None
     approvals: list[ResumedAnswer] | None = None
     receipt: str | None = None  # the signed approval receipt (PROTOCOL.md, "Approval receipts")
+    edit: ResumedEdit | None = None  # A3: the approver's edit of the tool call's arguments
+
+    def arguments_for(self, called: Any) -> Any:
+        """The arguments to run the bound call with: `edit.arguments`, else the call's own."""
+        return arguments_to_run(self.edit.model_dump() if self.edit is not None else None, called)
 
 
 class TurnFinished(Out):

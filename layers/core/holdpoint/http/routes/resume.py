@@ -22,4 +22,4 @@ router = APIGatewayHttpRouter()
 def post_resume(session_id: Annotated[str, id_path("session")], interrupt_id: Annotated[str, id_path("interrupt")],
                 body: ResumeBody) -> dict[str, Any]:
     return resume_request(router.current_event.raw_event, session_id, interrupt_id, body.payload,
-                          body.expect_fingerprint, body.comment)
+                          body.expect_fingerprint, body.comment, body.arguments)

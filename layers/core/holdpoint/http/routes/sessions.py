@@ -52,7 +52,7 @@ def _submit(session_id: str | None, body: Any, idempotency_key: str | None = Non
     if isinstance(body, InterruptResumeInput) and session_id is not None:
         out = resume(assembly.get_store(), assembly.get_parking(), who, session_id, body.interrupt_id,
                      edge.check_payload(body.payload), expect_fingerprint=body.expect_fingerprint,
-                     comment=body.comment)
+                     comment=body.comment, arguments=body.arguments)
         if not out.noop:
             count("InterruptsResumed")
         return _reply(200, rendering.resumed(out))

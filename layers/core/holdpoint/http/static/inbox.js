@@ -357,10 +357,14 @@ function clearMarks(form) {
 }
 
 // The server names one `param`: `payload.note` is the field `note` (`payload.payload.note` under
-// an AG-UI answer), `comment` the comment box, `payload` alone the whole answer.
+// an AG-UI answer), `comment` the comment box, `payload` alone the whole answer, `arguments` (or
+// a field under it) the edited arguments.
 function serverMark(form, fields, err) {
   const parts = (err.param || "").split(".");
   let targets = [];
+  if (parts[0] === "arguments" && form.elements.arguments) {
+    mark(form.elements.arguments, form.querySelector(".arguments-error"), err.message);
+  }
   if (parts[0] === "payload" && parts.length > 1) {
     const name = parts[1] === "payload" && parts.length > 2 ? parts[2] : parts[1];
     targets = fields.filter((f) => f.name === name);
@@ -390,7 +394,7 @@ function answerForm(item, done) {
     el("label", { htmlFor: comment.id, textContent: "Comment (optional)" }), comment, commentError),
   el("p", { className: "error", role: "alert" }), buttons);
 
-  const send = async (build) => {
+  const send = async (build, edited) => {
     clearMarks(form);
     const { value, problems } = readFields(fields);
     if (problems.length) {
@@ -402,6 +406,7 @@ function answerForm(item, done) {
     const body = { payload: build(value) };
     if (comment.value.trim()) body.comment = comment.value.trim();
     if (item.action && item.action.fingerprint) body.expect_fingerprint = item.action.fingerprint;
+    if (edited !== undefined) body.arguments = edited;
     const all = form.querySelectorAll("button");
     all.forEach((b) => { b.disabled = true; });
     try {
@@ -430,6 +435,8 @@ function answerForm(item, done) {
         onclick: () => send((v) => (schema ? { ...v, approved: true } : { approved: true })) }),
       el("button", { type: "button", className: "deny", textContent: "Deny", title: "key d",
         onclick: () => send((v) => (schema ? { ...v, approved: false } : { approved: false })) }));
+    if (editable(item)) buttons.before(editBox(item, prefix, (edited) => send(
+      (v) => (schema ? { ...v, approved: true } : { approved: true }), edited)));
   } else {
     buttons.append(el("button", { type: "submit", className: "submit primary", textContent: "Submit" }));
   }
@@ -440,15 +447,74 @@ function answerForm(item, done) {
   return form;
 }
 
+// A3: the policy lets this approver edit the action's arguments as they approve it.
+function editable(item) {
+  return Boolean(item.action && item.you && item.you.may_edit);
+}
+
+// The edit of an action's arguments: an editor prefilled with them, a diff of the change shown
+// before anything is sent, and only then the button that approves the edited action.
+function editBox(item, prefix, approve) {
+  const original = parseJson(item.action.arguments);
+  const editor = el("textarea", { name: "arguments", rows: 6, id: `${prefix}-arguments`, spellcheck: false,
+    value: JSON.stringify(original, null, 2) });
+  const error = el("span", { className: "field-error arguments-error", id: `${prefix}-arguments-error` });
+  editor.setAttribute("aria-describedby", error.id);
+  const diff = el("ul", { className: "diff", ariaLabel: "Changes to the arguments", hidden: true });
+  const confirm = el("button", { type: "button", className: "approve-edited primary", hidden: true,
+    textContent: "Approve with these changes" });
+  let reviewed = null;
+  const review = () => {
+    editor.removeAttribute("aria-invalid");
+    editor.classList.remove("invalid");
+    error.textContent = "";
+    let edited;
+    try { edited = JSON.parse(editor.value); } catch (e) { edited = undefined; }
+    if (!edited || typeof edited !== "object" || Array.isArray(edited)) {
+      mark(editor, error, "The arguments must be a JSON object.");
+      diff.hidden = true; confirm.hidden = true; reviewed = null;
+      return;
+    }
+    const lines = diffLines(original, edited);
+    diff.replaceChildren(...(lines.length ? lines : [el("li", { textContent: "No changes: this approves the action as it stands." })]));
+    diff.hidden = false;
+    reviewed = lines.length ? edited : null;
+    confirm.hidden = !reviewed;
+  };
+  editor.addEventListener("input", () => { diff.hidden = true; confirm.hidden = true; reviewed = null; });
+  confirm.addEventListener("click", () => { if (reviewed) approve(reviewed); });
+  return el("details", { className: "edit" },
+    el("summary", { textContent: "Edit the arguments before approving" }),
+    el("div", { className: "field" }, el("label", { htmlFor: editor.id, textContent: "Arguments (JSON)" }), editor, error),
+    el("button", { type: "button", className: "review-edit", textContent: "Show the changes", onclick: review }),
+    diff, confirm);
+}
+
+// The change from one arguments object to another, a line per key: removed, then added.
+function diffLines(before, after) {
+  const out = [];
+  const keys = [...new Set([...Object.keys(before || {}), ...Object.keys(after)])];
+  for (const key of keys) {
+    const had = before && Object.prototype.hasOwnProperty.call(before, key);
+    const has = Object.prototype.hasOwnProperty.call(after, key);
+    if (had && has && JSON.stringify(before[key]) === JSON.stringify(after[key])) continue;
+    if (had) out.push(el("li", { className: "del", textContent: `− ${key}: ${plain(before[key])}` }));
+    if (has) out.push(el("li", { className: "ins", textContent: `+ ${key}: ${plain(after[key])}` }));
+  }
+  return out;
+}
+
 // What a resume's answer means for the person who gave it.
 function resultText(result) {
+  const edit = result.edit ? `You approved your edit (fingerprint ${result.edit.fingerprint.slice(0, 12)}…)${
+    result.edit.superseded ? `; the ${result.edit.superseded} earlier approval(s) no longer count` : ""}. ` : "";
   if (result.status === "open") {
     const left = Math.max(0, (result.quorum || 1) - (result.approvals || 0));
     const mine = result.noop ? "You had already answered" : "Your answer is recorded";
-    return `${mine}: ${result.approvals} of ${result.quorum} approvals; waiting for ${left} more.`;
+    return `${edit}${mine}: ${result.approvals} of ${result.quorum} approvals; waiting for ${left} more.`;
   }
   if (result.noop) return "Already answered.";
-  return "Answered.";
+  return `${edit}Answered.`;
 }
 
 // The last few messages up to the interrupt's anchor (the call it asks about), readable: an
@@ -689,14 +755,7 @@ function card(item, key) {
   node.setAttribute("aria-labelledby", message.id);
   const raised = node.querySelector(".raised");
   raised.append("asked ", timeEl(item.created_at), " ", el("span", { className: "ago", dataset: { since: item.created_at } }));
-  if (item.action) {
-    node.querySelector(".action").hidden = false;
-    node.querySelector(".tool").textContent = item.action.tool || "";
-    node.querySelector(".arguments").replaceChildren(...argumentPairs(item.action.arguments).flatMap(([k, v]) => [
-      el("dt", { textContent: k }), el("dd", { textContent: v })]));
-    node.querySelector(".fingerprint").textContent = item.action.fingerprint || "";
-    node.querySelector(".agent-version").textContent = item.action.agent_version || "";
-  }
+  renderAction(node, item);
   node.querySelector(".who").textContent = policyText(item.policy, item.requester);
   updateCard(node, item);
   return node;
@@ -716,8 +775,32 @@ function answerBox(node, item) {
   else if (!had) box.replaceChildren(answerForm(item, (result, form) => answered(node, item, result, form)));
 }
 
+// The action an approval approves; an approver's edit (A3) replaces it, so a card shows it anew
+// and its form is made again for the new fingerprint (an answer for the old one would be refused).
+function renderAction(node, item) {
+  if (!item.action || node.dataset.fingerprint === item.action.fingerprint) return;
+  const again = node.dataset.fingerprint !== undefined;
+  node.dataset.fingerprint = item.action.fingerprint;
+  node.querySelector(".action").hidden = false;
+  node.querySelector(".tool").textContent = item.action.tool || "";
+  node.querySelector(".arguments").replaceChildren(...argumentPairs(item.action.arguments).flatMap(([k, v]) => [
+    el("dt", { textContent: k }), el("dd", { textContent: v })]));
+  node.querySelector(".fingerprint").textContent = item.action.fingerprint || "";
+  node.querySelector(".agent-version").textContent = item.action.agent_version || "";
+  const edits = item.edits || [];
+  const last = edits[edits.length - 1];
+  node.querySelector(".edited").textContent = last
+    ? `Edited by ${principal(last.by.subject)} ${last.at}: approvals of the earlier version no longer count.` : "";
+  if (!again) return;
+  node.querySelector(".answer-box").dataset.sig = ""; // a new form, for the new fingerprint
+  node.dataset.mine = ""; // an answer to the earlier version no longer stands: this approver may answer again
+  const note = node.querySelector(".mine");
+  if (note) note.remove();
+}
+
 // What changes while a card is open, updated in place (its form, and what is typed, stay).
 function updateCard(node, item) {
+  renderAction(node, item);
   const countdown = node.querySelector(".countdown");
   if (item.expires_at) { countdown.dataset.expires = item.expires_at; countdown.dataset.outcome = item.on_expiry || "cancel"; }
   if (node.dataset.mine !== "answered") answerBox(node, item);
@@ -847,7 +930,15 @@ function decision(item) {
     reason: item.reason || "", requester: item.requester || "", session_id: item.session_id,
     interrupt_id: item.interrupt_id, decision_secs: typeof item.decision_secs === "number" ? item.decision_secs : null,
     receipt: typeof item.receipt === "string" ? item.receipt : "",
+    ...editRecord(item.edits || []),
   };
+}
+
+// A3: an edited action's audit: the arguments as raised and who edited them (the last editor's).
+function editRecord(edits) {
+  if (!edits.length) return { original_arguments: "", edited_by: "" };
+  return { original_arguments: edits[0].original.arguments,
+    edited_by: edits.map((e) => `${e.by.subject} ${e.at}`).join(" | ") };
 }
 
 function took(secs) {
@@ -898,7 +989,7 @@ function download(name, type, text) {
 }
 
 const CSV_COLUMNS = ["decided_at", "status", "answer", "by", "comment", "question", "tool", "arguments", "reason",
-  "requester", "session_id", "interrupt_id", "decision_secs", "receipt"];
+  "requester", "session_id", "interrupt_id", "decision_secs", "receipt", "original_arguments", "edited_by"];
 
 // A cell a spreadsheet reads as text: one that starts with a formula's lead (= + - @, or TAB or
 // CR, which some programs skip first) gets a leading apostrophe, then the CSV quoting.

@@ -1,0 +1,98 @@
+"""Attacks on A3's edit before approve, over HTTP on the local stack. Each is refused with a 4xx
+naming the field and why, and records nothing (the table is unchanged), on both resume routes
+where the body is read (the resume function's own check, and `interrupt.resume` on /inputs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from tests.e2e.test_approver_policies_e2e import approver
+from tests.security.probes import client_token_api, refusal, table_count
+from tests.stack import Api, declare_agent
+
+YES = {"approved": True}
+STRICT = [{"name": "send_email", "input": {"type": "object", "properties": {"to": {"type": "string"}},
+                                           "required": ["to"], "additionalProperties": False}}]
+
+
+def parked(api: Api, worker_url: str, approval: dict[str, Any], who: Api | None = None) -> tuple[str, str, str]:
+    """A session (started by `who`, the tenant's key by default) parked on send_email under `approval`:
+    its id, the interrupt's and the action's fingerprint."""
+    declare_agent(api, worker_url, approval=approval, tools=STRICT)
+    sid = (who or api).start()
+    [interrupt] = (who or api).wait_status(sid, "interrupted")["interrupts"]
+    return sid, interrupt["interrupt_id"], api.view(sid)["interrupts"][0]["action"]["fingerprint"]
+
+
+def both_routes(who: Api, sid: str, iid: str, body: dict[str, Any]) -> list[requests.Response]:
+    """The same answer by the resume route and by `interrupt.resume` on the inputs route."""
+    return [who.req("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", body),
+            who.req("POST", f"/v1/sessions/{sid}/inputs", {"type": "interrupt.resume", "interrupt_id": iid, **body})]
+
+
+def test_edit_before_approve_attacks_each_refused_naming_the_field_and_recording_nothing(
+        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
+    sid, iid, fingerprint = parked(api, worker[0], {"subjects": ["ann"], "edit": True})
+    ann = approver(stack, "ann")
+    before, events = table_count(stack), len(api.events(sid))
+    attacks: list[tuple[dict[str, Any], int, str, str]] = [
+        # an edit on a denial: nothing would run, so there is nothing to edit
+        ({"payload": {"approved": False}, "arguments": {"to": "mallory"}}, 400, "invalid_resume", "arguments"),
+        # an edit the tool's input schema refuses, by field
+        ({"payload": YES, "arguments": {"to": ["a", "b"]}}, 400, "invalid_resume", "arguments.to"),
+        ({"payload": YES, "arguments": {}}, 400, "invalid_resume", "arguments"),
+        # an extra field smuggled in where the schema forbids any
+        ({"payload": YES, "arguments": {"to": "bob", "bcc": "mallory"}}, 400, "invalid_resume", "arguments"),
+        # an edit of another version than the one the interrupt binds
+        ({"payload": YES, "arguments": {"to": "carol"}, "expect_fingerprint": "0" * 64}, 409, "stale_approval",
+         "expect_fingerprint"),
+        # a huge edit: past the bound an edit is kept within
+        ({"payload": YES, "arguments": {"to": "x" * 20_000}}, 413, "payload_too_large", "arguments"),
+        # arguments that are not an object
+        ({"payload": YES, "arguments": ["to", "mallory"]}, 400, "validation_error", "arguments"),
+        ({"payload": YES, "arguments": "{\"to\": \"mallory\"}"}, 400, "validation_error", "arguments"),
+    ]
+    for body, status, code, param in attacks:
+        for resp in both_routes(ann, sid, iid, body):
+            err = refusal(resp, status, code=code, param=param)
+            assert err["message"], body
+    stale = refusal(both_routes(ann, sid, iid, {"payload": YES, "arguments": {"to": "c"},
+                                                "expect_fingerprint": "0" * 64})[0], 409)
+    assert stale["fingerprint"] == fingerprint  # the refusal names the fingerprint to approve
+    assert table_count(stack) == before and len(api.events(sid)) == events
+    assert api.view(sid)["interrupts"][0]["action"]["fingerprint"] == fingerprint
+
+
+def test_edit_before_approve_attacks_where_the_policy_allows_no_edit(
+        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
+    sid, iid, fingerprint = parked(api, worker[0], {"subjects": ["ann"]})
+    ann = approver(stack, "ann")
+    before = table_count(stack)
+    for resp in both_routes(ann, sid, iid, {"payload": YES, "arguments": {"to": "mallory"}}):
+        err = refusal(resp, 403, code="edit_not_allowed", param="arguments")
+        assert "edit: true" in err["message"]
+    # An interrupt raised through the API may not turn on what the agent's policy does not allow.
+    refusal(api.req("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "review", "approval": {"edit": True}}),
+            400, code="validation_error", param="approval.edit")
+    # A policy's `edit` is a boolean where it is declared.
+    refusal(api.req("PUT", "/v1/agents/strict", {"approval": {"edit": "yes"}}), 400, code="validation_error",
+            param="approval.edit")
+    assert table_count(stack) == before
+    assert api.view(sid)["interrupts"][0]["action"]["fingerprint"] == fingerprint
+
+
+def test_edit_before_approve_attacks_an_end_user_of_another_session_finds_nothing(
+        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
+    alice, mallory = client_token_api(stack, "alice"), client_token_api(stack, "mallory")
+    sid, iid, fingerprint = parked(api, worker[0], {"subjects": ["user:alice", "user:mallory"], "edit": True}, alice)
+    elsewhere = mallory.start("say hi")
+    mallory.wait_status(elsewhere, "done")
+    bound = client_token_api(stack, "mallory", session_id=elsewhere)
+    before = table_count(stack)
+    for who in (mallory, bound):
+        for resp in both_routes(who, sid, iid, {"payload": YES, "arguments": {"to": "mallory"}}):
+            refusal(resp, 404, code="not_found")
+    assert table_count(stack) == before
+    assert api.view(sid)["interrupts"][0]["action"]["fingerprint"] == fingerprint
