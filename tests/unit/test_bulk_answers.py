@@ -13,8 +13,8 @@ import pytest
 
 from holdpoint import assembly
 from holdpoint.core.errors import Refusal
-from holdpoint.ports import Throttled
-from holdpoint.services.bulk import MAX_ITEMS, Item, Outcome, resume_all
+from holdpoint.ports import Throttled, Unavailable
+from holdpoint.services.bulk import MAX_ITEMS, RESERVE_SECS, Item, Outcome, resume_all
 from tests.harness import Harness
 from tests.unit.test_api import API, CONTEXT, RESUME, http_event, parse, start_session
 
@@ -124,6 +124,16 @@ def test_bulk_a_throttle_mid_list_stops_it_there_and_the_resend_completes_it() -
     assert [status_of(h, sid, iid) for sid, iid, _ in rows] == ["resolved", "resolved", "open", "open"]
     again = resume_all(h.store, h.parking, h.caller, items_of(rows))
     assert [o.resumed and o.resumed.noop for o in again] == [True, True, False, False]
+
+
+@pytest.mark.usefixtures("memory")
+def test_bulk_a_function_running_out_of_time_stops_the_list_before_the_next_item() -> None:
+    h = Harness()
+    rows = parked(h, 3)
+    left = iter([RESERVE_SECS + 5, RESERVE_SECS - 1])
+    outcomes = resume_all(h.store, h.parking, h.caller, items_of(rows), time_left=lambda: next(left))
+    assert outcomes[0].resumed is not None and all(isinstance(o.failed, Unavailable) for o in outcomes[1:])
+    assert [status_of(h, sid, iid) for sid, iid, _ in rows] == ["resolved", "open", "open"]
 
 
 def test_bulk_outcomes_render_as_single_resumes_with_their_status() -> None:

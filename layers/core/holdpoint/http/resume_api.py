@@ -31,6 +31,6 @@ def build() -> APIGatewayHttpResolver:
         refusal = bulk_problem(event.body)
         if refusal is not None:
             return refusal
-        return bulk_request(event.raw_event, (event.json_body or {})["items"])
+        return bulk_request(event.raw_event, (event.json_body or {})["items"], app.lambda_context)
 
     return app

@@ -129,10 +129,11 @@ def bulk_problem(body_text: str | None) -> Response[dict[str, Any]] | None:
     return _object_problem(body, BULK_FIELDS, tuple(BULK_FIELDS), ())
 
 
-def bulk_request(event: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
+def bulk_request(event: dict[str, Any], items: list[dict[str, Any]], context: Any) -> dict[str, Any]:
     """Each item as a single resume (`services.bulk`), once the list is known to be well formed:
     every payload within the single resume's bound (413 naming the item's field), each
-    interrupt named once (400). Then 200 with each item's outcome."""
+    interrupt named once (400). Then 200 with each item's outcome, the list stopped where the
+    Lambda `context` has too little time left for another item."""
     who = edge.caller(event)
     for index, item in enumerate(items):
         try:
@@ -141,7 +142,8 @@ def bulk_request(event: dict[str, Any], items: list[dict[str, Any]]) -> dict[str
             raise Refusal(too_large.code, too_large.message, f"items[{index}].payload") from None
     listed = [Item(i["session_id"], i["interrupt_id"], i.get("payload"), i.get("expect_fingerprint"),
                    i.get("comment")) for i in items]
-    outcomes = resume_all(assembly.get_store(), assembly.get_parking(), who, listed)
+    outcomes = resume_all(assembly.get_store(), assembly.get_parking(), who, listed,
+                          time_left=lambda: context.get_remaining_time_in_millis() / 1000)
     answered = sum(1 for o in outcomes if o.resumed is not None and not o.resumed.noop)
     logger.info("bulk resume", extra={"items": len(outcomes), "answered": answered})
     for _ in range(answered):

@@ -7,7 +7,7 @@ by each item on its own. One item's refusal changes nothing for the others; a ma
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,11 @@ from holdpoint.services.resume import Resumed, resume
 MAX_ITEMS = 100
 """The most interrupts one bulk answer names: each item is a resume (a read, a write, the wake
 and a SendTaskSuccess), and the request must end within the function's 29 s."""
+
+
+RESERVE_SECS = 3.0
+"""What the request keeps of its function's time for the item in flight and the answer: with less
+left before an item, it and the rest are reported `unavailable`, unattempted, to be sent again."""
 
 
 @dataclass(frozen=True)
@@ -61,14 +66,17 @@ def check_items(items: Sequence[Item]) -> None:
 
 
 def resume_all(store: SessionsAndInterrupts, parking: Parking, caller: Caller, items: Sequence[Item],
-               clock: Clock = time.time) -> list[Outcome]:
+               clock: Clock = time.time, time_left: Callable[[], float] | None = None) -> list[Outcome]:
     """Each item through the single resume, in order. A refusal is that item's alone. AWS refusing
-    a call for load (throttled, unavailable) stops the list: that item and the ones after it are
-    reported with it, unattempted past it, and the same request sent again is safe (A4: what was
-    answered is a no-op, and a resolve whose release was refused is released by the repeat)."""
+    a call for load (throttled, unavailable), or the function's time running low (`time_left`,
+    seconds), stops the list: that item and the ones after it are reported with it, unattempted
+    past it, and the same request sent again is safe (A4: what was answered is a no-op, and a
+    resolve whose release was refused is released by the repeat)."""
     check_items(items)
     out: list[Outcome] = []
     for index, item in enumerate(items):
+        if time_left is not None and time_left() < RESERVE_SECS:
+            return out + _stopped(items[index:], Unavailable("the request ran out of time before this item"))
         try:
             out.append(Outcome(item, resumed=resume(
                 store, parking, caller, item.session_id, item.interrupt_id, item.payload, clock=clock,
@@ -76,5 +84,9 @@ def resume_all(store: SessionsAndInterrupts, parking: Parking, caller: Caller, i
         except Refusal as refused:
             out.append(Outcome(item, failed=refused))
         except (Throttled, Unavailable) as busy:
-            return out + [Outcome(rest, failed=busy) for rest in items[index:]]
+            return out + _stopped(items[index:], busy)
     return out
+
+
+def _stopped(rest: Sequence[Item], why: Throttled | Unavailable) -> list[Outcome]:
+    return [Outcome(item, failed=why) for item in rest]

@@ -30,4 +30,5 @@ def post_resume(session_id: Annotated[str, id_path("session")], interrupt_id: An
              summary="Answer several interrupts at once: each checked and recorded as its own resume, "
                      "each item's outcome (or refusal, with its status) in `results`")
 def post_bulk_resume(body: BulkResumeBody) -> dict[str, Any]:
-    return bulk_request(router.current_event.raw_event, [item.model_dump(exclude_unset=True) for item in body.items])
+    return bulk_request(router.current_event.raw_event, [item.model_dump(exclude_unset=True) for item in body.items],
+                        router.lambda_context)
