@@ -74,15 +74,24 @@ def request_problem(body_text: str | None, session_id: str, interrupt_id: str) -
     """The answer the API function's validation gives a malformed resume, or None: a body error
     first (a missing or non-object body, a non-string `expect_fingerprint`, then its first unknown
     key), then the ids in path order."""
-    body = json.loads(body_text) if body_text else None  # strict JSON already (resolver.prepare)
-    if body is None:
-        return error("validation_error", "a JSON object body is required", "body")
+    body = _json_object(body_text)
     if not isinstance(body, dict):
-        return error("validation_error", "body must be a JSON object", "body")
+        return body
     problem = _object_problem(body, FIELDS, (), ())
     if problem is not None:
         return problem
     return bad_path_id("POST", "session_id", session_id) or bad_path_id("POST", "interrupt_id", interrupt_id)
+
+
+def _json_object(body_text: str | None) -> dict[str, Any] | Response[dict[str, Any]]:
+    """The body as a JSON object (strict JSON already, `resolver.prepare`), or the answer to one
+    that is missing or not an object."""
+    body = json.loads(body_text) if body_text else None
+    if body is None:
+        return error("validation_error", "a JSON object body is required", "body")
+    if not isinstance(body, dict):
+        return error("validation_error", "body must be a JSON object", "body")
+    return body
 
 
 def _object_problem(body: dict[str, Any], fields: dict[str, dict[str, int | str]], required: tuple[str, ...],
@@ -121,11 +130,9 @@ def _items_problem(items: list[Any], at: tuple[str | int, ...]) -> Response[dict
 
 def bulk_problem(body_text: str | None) -> Response[dict[str, Any]] | None:
     """The answer the API function's validation gives a malformed bulk answer, or None."""
-    body = json.loads(body_text) if body_text else None
-    if body is None:
-        return error("validation_error", "a JSON object body is required", "body")
+    body = _json_object(body_text)
     if not isinstance(body, dict):
-        return error("validation_error", "body must be a JSON object", "body")
+        return body
     return _object_problem(body, BULK_FIELDS, tuple(BULK_FIELDS), ())
 
 
