@@ -39,7 +39,7 @@ def test_bulk_answer_of_50_records_each_refuses_one_and_wakes_49_over_http(api: 
     body = resp.json()
     assert body["counts"] == {"answered": COUNT - 1, "noop": 0, "refused": 1}, (body["counts"], took)
     refused = body["results"][17]
-    assert (refused["status"], refused["error"]["code"], refused["error"]["param"]) == (
+    assert (refused["http_status"], refused["error"]["code"], refused["error"]["param"]) == (
         409, "stale_approval", "expect_fingerprint")
     assert [r["session_id"] for r in body["results"]] == [i["session_id"] for i in items]
     answered = [i for n, i in enumerate(items) if n != 17]

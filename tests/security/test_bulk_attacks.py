@@ -31,7 +31,7 @@ def parked(api: Api) -> dict[str, Any]:
 
 def statuses(resp: Any) -> list[int]:
     assert resp.status_code == 200, resp.text[:300]
-    return [r["status"] for r in resp.json()["results"]]
+    return [r["http_status"] for r in resp.json()["results"]]
 
 
 def test_bulk_another_tenants_interrupt_is_404_for_that_item_alone(api: Api, stack: Any, worker: Any,

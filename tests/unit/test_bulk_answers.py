@@ -138,16 +138,20 @@ def test_bulk_a_function_running_out_of_time_stops_the_list_before_the_next_item
 
 def test_bulk_outcomes_render_as_single_resumes_with_their_status() -> None:
     from holdpoint.http.rendering import bulk_answered
-    from holdpoint.services.resume import Resumed
+    from holdpoint.services.resume import Progress, Resumed
 
     item = Item("s1", "i1")
     body = bulk_answered([Outcome(item, resumed=Resumed("i1", noop=False)),
                           Outcome(Item("s1", "i2"), failed=Refusal("not_found", "session s1 not found")),
-                          Outcome(Item("s1", "i3"), failed=Throttled())])
-    assert body["results"][0] == {"session_id": "s1", "interrupt_id": "i1", "status": 200, "ok": True, "noop": False}
-    assert body["results"][1]["status"] == 404 and body["results"][1]["error"]["code"] == "not_found"
-    assert body["results"][2]["status"] == 503 and body["results"][2]["error"]["code"] == "throttled"
-    assert body["counts"] == {"answered": 1, "noop": 0, "refused": 2}
+                          Outcome(Item("s1", "i3"), failed=Throttled()),
+                          Outcome(Item("s2", "i4"), resumed=Resumed("i4", noop=False, progress=Progress(1, 2)))])
+    assert body["results"][0] == {"session_id": "s1", "interrupt_id": "i1", "http_status": 200, "ok": True,
+                                  "noop": False}
+    assert body["results"][1]["http_status"] == 404 and body["results"][1]["error"]["code"] == "not_found"
+    assert body["results"][2]["http_status"] == 503 and body["results"][2]["error"]["code"] == "throttled"
+    quorum = body["results"][3]  # one answer of two recorded: the single resume's `status: open`, beside its 200
+    assert (quorum["http_status"], quorum["status"], quorum["approvals"], quorum["quorum"]) == (200, "open", 1, 2)
+    assert body["counts"] == {"answered": 2, "noop": 0, "refused": 2}
 
 
 # --- over both functions' handlers (the API function declares the route, the resume function serves it)
@@ -197,7 +201,7 @@ def test_bulk_route_answers_each_item_over_both_functions(handlers: None) -> Non
     unknown = {"session_id": "nope", "interrupt_id": "x"}
     status, body = bulk(RESUME, {"items": [*rows[:2], unknown]})
     assert status == 200, body
-    assert [r["status"] for r in body["results"]] == [200, 200, 404]
+    assert [r["http_status"] for r in body["results"]] == [200, 200, 404]
     assert body["counts"] == {"answered": 2, "noop": 0, "refused": 1}
     status, body = bulk(API, {"items": rows})  # the API function's declaration serves the same request
     assert status == 200 and [r.get("noop") for r in body["results"]] == [True, True, False]

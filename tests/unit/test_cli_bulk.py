@@ -21,7 +21,7 @@ def listed(n: int, tool: str = "send_email", session: str | None = None) -> dict
 
 
 def ok(items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"results": [{"session_id": i["session_id"], "interrupt_id": i["interrupt_id"], "status": 200,
+    return {"results": [{"session_id": i["session_id"], "interrupt_id": i["interrupt_id"], "http_status": 200,
                          "ok": True, "noop": False} for i in items]}
 
 
@@ -70,7 +70,7 @@ def test_bulk_cli_needs_a_filter_and_takes_no_ids() -> None:
 def test_bulk_cli_sends_at_most_max_bulk_a_request_and_reports_each_refusal() -> None:
     many = [listed(n) for n in range(MAX_BULK + 5)]
     results = ok(many)["results"]
-    results[3] = {**results[3], "status": 409, "error": {"code": "stale_approval", "message": "changed"}}
+    results[3] = {**results[3], "http_status": 409, "error": {"code": "stale_approval", "message": "changed"}}
     answers = iter([{"results": results[:MAX_BULK]}, {"results": results[MAX_BULK:]}])
 
     class Paged(Canned):

@@ -167,7 +167,7 @@ def _answer_matching(client: Client, args: argparse.Namespace, out: Out, verb: s
     for start in range(0, len(items), MAX_BULK):
         results += client.resume_many(items[start:start + MAX_BULK]).get("results", [])
     _report(out, verb, results)
-    refused = [r for r in results if r.get("status") != 200]
+    refused = [r for r in results if r.get("http_status") != 200]
     if refused:
         raise HoldpointError("refused", f"{len(refused)} of {len(results)} interrupts were refused; each is "
                              "listed with its reason")
@@ -181,7 +181,7 @@ def _report(out: Out, verb: str, results: list[dict[str, Any]]) -> None:
     done = "denied" if verb == "deny" else f"{verb}d"
 
     def outcome(r: dict[str, Any]) -> str:
-        if r.get("status") != 200:
+        if r.get("http_status") != 200:
             err = r.get("error") or {}
             return out.paint(f"refused: {err.get('code')}: {err.get('message')}", "red")
         if r.get("noop"):

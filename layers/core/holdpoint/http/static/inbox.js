@@ -827,7 +827,7 @@ async function answerSelected(approved) {
     if (!node) continue;
     node.querySelector("input.select").checked = false;
     const form = node.querySelector("form.answer");
-    if (result.status !== 200) {
+    if (result.http_status !== 200) {
       refused += 1;
       const err = result.error || {};
       if (form) form.querySelector(".error").textContent = `${err.code}: ${err.message}`;
