@@ -75,6 +75,24 @@ def test_bulk_one_refusal_changes_nothing_for_the_others() -> None:
 
 
 @pytest.mark.usefixtures("memory")
+def test_bulk_an_item_past_its_deadline_is_410_and_the_others_are_answered() -> None:
+    """R16 on one item: one raised while the agent's interrupts expired after 60 s, the other once
+    it was declared without expiry; an hour on, the expiring one is refused (`interrupt_expired`,
+    nothing recorded) and the other answered."""
+    import time
+
+    first = parked(Harness(agent={"interrupt_expires_in": 60}), 1)  # raised before the agent is declared again
+    lasting = Harness()
+    rows = [*first, *parked(lasting, 1)]
+    outcomes = resume_all(lasting.store, lasting.parking, lasting.caller, items_of(rows),
+                          clock=lambda: time.time() + 3600)
+    failed = outcomes[0].failed
+    assert isinstance(failed, Refusal) and failed.code == "interrupt_expired"
+    assert outcomes[1].resumed is not None and not outcomes[1].resumed.noop
+    assert [status_of(lasting, sid, iid) for sid, iid, _ in rows] == ["open", "resolved"]
+
+
+@pytest.mark.usefixtures("memory")
 def test_bulk_repeated_is_a_set_of_noops_each_saying_who_answered() -> None:
     h = Harness()
     rows = parked(h, 2)
