@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
-from holdpoint_sdk.client import Client, HoldpointError
+from holdpoint_sdk.client import APPROVE, DENY, MAX_BULK, Client, HoldpointError
 
 _COLOURS = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
@@ -116,6 +116,18 @@ def _answer(verb: str) -> Callable[[Client, argparse.Namespace, Out], None]:
         if verb == "resume" and payload is None:
             raise HoldpointError("usage", "resume needs --payload JSON", param="payload")
         edited = _payload(args, "arguments")
+        if args.all_matching and args.session:
+            raise HoldpointError("usage", "--all-matching takes filters (--session SESSION), not ids",
+                                 param="all_matching")
+        if args.all_matching and edited is not None:
+            raise HoldpointError("usage", "--arguments edits one action; it does not go with --all-matching",
+                                 param="arguments")
+        if args.all_matching:
+            _answer_matching(client, args, out, verb, payload)
+            return
+        if not args.session or not args.interrupt:
+            raise HoldpointError("usage", f"{verb} needs <session> <interrupt>, or --all-matching with filters",
+                                 param="interrupt")
         if verb == "deny":
             result = client.deny(args.session, args.interrupt, payload, args.comment, args.fingerprint)
         else:
@@ -146,6 +158,72 @@ def _edited(result: dict[str, Any], out: Out) -> None:
                                    "yellow") + "\n")
     if result.get("status") == "open":
         out.stream.write(f"{result.get('approvals')} of {result.get('quorum')} approvals\n")
+
+
+MATCH_FILTERS = ("agent", "reason", "older_than", "session_filter", "tool")
+"""What `--all-matching` narrows the inbox by; at least one is needed, so no command answers a
+whole inbox by accident."""
+
+
+def _matching(client: Client, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The open interrupts the caller may answer (`approver=me`) that every filter given matches:
+    agent, reason and age on the server, session and tool on the listing."""
+    if all(getattr(args, name) is None for name in MATCH_FILTERS):
+        raise HoldpointError("usage", "--all-matching needs a filter: --agent, --tool, --session, --reason or "
+                             "--older-than", param="all_matching")
+    listed = client.open_interrupts(agent_id=args.agent, reason=args.reason, older_than=args.older_than,
+                                    approver="me")
+    return [i for i in listed if args.session_filter in (None, i.get("session_id"))
+            and args.tool in (None, (i.get("action") or {}).get("tool"))]
+
+
+def _answer_matching(client: Client, args: argparse.Namespace, out: Out, verb: str, payload: Any) -> None:
+    """`approve|deny|resume --all-matching`: each matching interrupt answered as its own resume,
+    bound to the action the listing showed (its fingerprint sent as `expect_fingerprint`, so an
+    action that changed since is refused, not approved), up to `MAX_BULK` a request. `--dry-run`
+    lists them and answers nothing. A refused item is reported and makes the exit status 1."""
+    found = _matching(client, args)
+    if args.dry_run:
+        if out.as_json:
+            out.json({"interrupts": found})
+            return
+        out.table(["session", "interrupt", "tool", "reason", "created", "fingerprint"],
+                  [(i.get("session_id"), i.get("interrupt_id"), (i.get("action") or {}).get("tool"), i.get("reason"),
+                    i.get("created_at"), (i.get("action") or {}).get("fingerprint")) for i in found])
+        return
+    answer = payload if payload is not None else APPROVE if verb == "approve" else DENY
+    items = [{"session_id": i["session_id"], "interrupt_id": i["interrupt_id"], "payload": answer,
+              **({"comment": args.comment} if args.comment is not None else {}),
+              **({"expect_fingerprint": (i.get("action") or {}).get("fingerprint")} if i.get("action") else {})}
+             for i in found]
+    results: list[dict[str, Any]] = []
+    for start in range(0, len(items), MAX_BULK):
+        results += client.resume_many(items[start:start + MAX_BULK]).get("results", [])
+    _report(out, verb, results)
+    refused = [r for r in results if r.get("http_status") != 200]
+    if refused:
+        raise HoldpointError("refused", f"{len(refused)} of {len(results)} interrupts were refused; each is "
+                             "listed with its reason")
+
+
+def _report(out: Out, verb: str, results: list[dict[str, Any]]) -> None:
+    """Each item's outcome: answered, already answered (A4), or its refusal's code and message."""
+    if out.as_json:
+        out.json({"results": results})
+        return
+    done = "denied" if verb == "deny" else f"{verb}d"
+
+    def outcome(r: dict[str, Any]) -> str:
+        if r.get("http_status") != 200:
+            err = r.get("error") or {}
+            return out.paint(f"refused: {err.get('code')}: {err.get('message')}", "red")
+        if r.get("noop"):
+            return out.paint("already answered: nothing changed", "yellow")
+        return out.paint(done if r.get("status") != "open" else f"{done} (quorum: {r.get('approvals')} of "
+                         f"{r.get('quorum')})", "green")
+
+    out.table(["session", "interrupt", "outcome"],
+              [(r.get("session_id"), r.get("interrupt_id"), outcome(r)) for r in results])
 
 
 def cmd_tail(client: Client, args: argparse.Namespace, out: Out) -> None:
@@ -225,9 +303,9 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("interrupt")
     show.set_defaults(run=cmd_show)
     for verb in ("approve", "deny", "resume"):
-        answer = sub.add_parser(verb, help=f"{verb} an interrupt")
-        answer.add_argument("session")
-        answer.add_argument("interrupt")
+        answer = sub.add_parser(verb, help=f"{verb} an interrupt, or every one matching filters")
+        answer.add_argument("session", nargs="?")
+        answer.add_argument("interrupt", nargs="?")
         answer.add_argument("--payload", help='JSON (approve/deny default: {"approved": true|false})')
         answer.add_argument("--comment")
         answer.add_argument("--fingerprint", help="answer only if the interrupt still approves this action "
@@ -235,6 +313,14 @@ def parser() -> argparse.ArgumentParser:
         if verb != "deny":  # an edit is given only with an approval (A3)
             answer.add_argument("--arguments", help="JSON object: approve the action with these arguments "
                                 "instead (where the policy allows `edit`; a new fingerprint)")
+        answer.add_argument("--all-matching", action="store_true", help="every open interrupt I may answer "
+                            "that the filters match, each bound to the action listed")
+        answer.add_argument("--agent")
+        answer.add_argument("--tool", help="the tool the interrupt's action calls")
+        answer.add_argument("--session", dest="session_filter", metavar="SESSION")
+        answer.add_argument("--reason")
+        answer.add_argument("--older-than", type=int, metavar="SECONDS")
+        answer.add_argument("--dry-run", action="store_true", help="list what --all-matching would answer")
         answer.set_defaults(run=_answer(verb))
     tail = sub.add_parser("tail", help="follow a session's events")
     tail.add_argument("session")

@@ -23,6 +23,8 @@ MAX_BODY_BYTES = 1_048_576
 APPROVE: dict[str, Any] = {"approved": True}
 DENY: dict[str, Any] = {"approved": False}
 """What `approve` and `deny` send when no payload is given: the shape the seed worker reads."""
+MAX_BULK = 100
+"""The most items one bulk answer carries (the API refuses more, naming `items`)."""
 
 Json = dict[str, Any]
 
@@ -187,6 +189,13 @@ class Client:
                            expect_fingerprint)
 
 
+    def resume_many(self, items: Sequence[Json]) -> Json:
+        """Answer several interrupts in one request (`POST /v1/interrupts/resume`, at most
+        `MAX_BULK` items): each item `{session_id, interrupt_id, payload?, expect_fingerprint?,
+        comment?}` is a resume of its own, and `results` holds each one's outcome or refusal
+        (with its `status`) in the order sent; one refused item changes nothing for the others."""
+        return self.request("POST", "/v1/interrupts/resume", {"items": list(items)})
+
     def submit(self, session_id: str, decision_id: str, answer: Json) -> Json:
         """A worker's later answer to a decision it took (`POST /v1/workers/submit`, a machine key)."""
         return self.request("POST", "/v1/workers/submit", {**answer, "session_id": session_id,
@@ -212,7 +221,8 @@ def _seg(value: str) -> str:
 
 
 ROUTES = (
-    "/v1/agents/{agent_id}", "/v1/client-tokens", "/v1/interrupts", "/v1/links/{token}", "/v1/openapi.json",
+    "/v1/agents/{agent_id}", "/v1/client-tokens", "/v1/interrupts", "/v1/interrupts/resume", "/v1/links/{token}",
+    "/v1/openapi.json",
     "/v1/sessions", "/v1/sessions/{session_id}", "/v1/sessions/{session_id}/calls/settle",
     "/v1/sessions/{session_id}/events", "/v1/sessions/{session_id}/events/stream", "/v1/sessions/{session_id}/trace",
     "/v1/sessions/{session_id}/inputs", "/v1/sessions/{session_id}/interrupts",

@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstr
 
 from holdpoint.core.protocols import Comment, Id, JsonDict, Wire, integral
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
+from holdpoint.services.bulk import MAX_ITEMS as MAX_BULK_ITEMS
 
 
 class NewSessionMessageInput(ClientMessageInput):
@@ -52,23 +53,50 @@ class ResumeBody(Wire):
         "edited action (a new fingerprint) and a quorum's count restarts")
 
 
-def resume_shape() -> dict[str, dict[str, int | str]]:
-    """`ResumeBody`'s fields as the resume function checks them without pydantic, in declaration
-    order: each field's string type and length bound, from the model's JSON schema. The resume
-    function reads it from `http/resume_shape.py`, which this writes (`make resume-shape`) and a
-    unit test keeps current."""
+class BulkResumeItem(ResumeBody):
+    """One interrupt of a bulk answer: which one, and what a single resume of it would carry."""
+
+    session_id: Id
+    interrupt_id: Id
+
+
+class BulkResumeBody(Wire):
+    """`POST /v1/interrupts/resume`: several interrupts answered at once, each as a single resume."""
+
+    items: Annotated[list[BulkResumeItem], Field(min_length=1, max_length=MAX_BULK_ITEMS,
+                                                 description="the interrupts, each named once")]
+
+
+def _shape(model: type[BaseModel]) -> dict[str, dict[str, int | str]]:
+    """A model's fields as the resume function checks them without pydantic, in declaration
+    order: each one's type, string length bound, id pattern and list bounds, from its JSON schema."""
+    kept = ("type", "maxLength", "pattern", "minItems", "maxItems")
     out: dict[str, dict[str, int | str]] = {}
-    for name, spec in ResumeBody.model_json_schema()["properties"].items():
+    for name, spec in model.model_json_schema()["properties"].items():
         kinds = [k for k in spec.get("anyOf", [spec]) if k.get("type") not in (None, "null")]
-        out[name] = {k: v for k, v in (kinds[0] if kinds else {}).items() if k in ("type", "maxLength")}
+        out[name] = {k: v for k, v in (kinds[0] if kinds else {}).items() if k in kept}
     return out
 
 
+def resume_shape() -> dict[str, dict[str, int | str]]:
+    """`ResumeBody`'s fields as the resume function checks them. The resume function reads them
+    from `http/resume_shape.py`, which `resume_shape_module` writes (`make resume-shape`) and a
+    unit test keeps current."""
+    return _shape(ResumeBody)
+
+
 def resume_shape_module() -> str:
-    """The text of `http/resume_shape.py`, made from `resume_shape()`."""
-    return ('"""Made from `holdpoint.http.bodies.ResumeBody` by `make resume-shape`; do not edit. The resume\n'
-            'function checks a resume body against it (holdpoint.http.resuming) and so loads no pydantic."""\n\n'
-            f"FIELDS: dict[str, dict[str, int | str]] = {json.dumps(resume_shape(), indent=4)}\n")
+    """The text of `http/resume_shape.py`: the single resume's fields, then the bulk answer's
+    (its list's bounds, and each item's fields with the ones it requires)."""
+    required = BulkResumeItem.model_json_schema()["required"]
+    own = {k: v for k, v in _shape(BulkResumeItem).items() if k not in ResumeBody.model_fields}  # after the resume's
+    return ('"""Made from `holdpoint.http.bodies.ResumeBody` and `BulkResumeBody` by `make resume-shape`; do not\n'
+            'edit. The resume function checks a resume body against it (holdpoint.http.resuming) and so loads\n'
+            'no pydantic."""\n\n'
+            f"FIELDS: dict[str, dict[str, int | str]] = {json.dumps(resume_shape(), indent=4)}\n\n"
+            f"BULK_FIELDS: dict[str, dict[str, int | str]] = {json.dumps(_shape(BulkResumeBody), indent=4)}\n\n"
+            f"ITEM_FIELDS: dict[str, dict[str, int | str]] = {{**FIELDS, **{json.dumps(own, indent=4)}}}\n\n"
+            f"ITEM_REQUIRED: tuple[str, ...] = {tuple(required)!r}\n")
 
 
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from holdpoint.core.errors import Refusal
+from holdpoint.http.edge import load_refusal, status_of
+from holdpoint.ports import Unavailable
+
 if TYPE_CHECKING:  # the resume function renders its answer without loading the other use cases
+    from holdpoint.services.bulk import Outcome
     from holdpoint.services.links import Followed
     from holdpoint.services.resume import Resumed
     from holdpoint.services.sessions import Raised
@@ -42,6 +47,26 @@ def resumed(out: Resumed) -> dict[str, Any]:
         body["edit"] = {"fingerprint": out.edited.fingerprint, "replaces": out.edited.replaces,
                         "restarted": True, "superseded": out.edited.superseded}
     return body
+
+
+def bulk_answered(outcomes: list[Outcome]) -> dict[str, Any]:
+    """A bulk answer's body: each item's outcome in the order sent, as a single resume would
+    answer it (its body, or its refusal's) with that answer's HTTP status, and how many of each."""
+    results = [_bulk_result(out) for out in outcomes]
+    counts = {"answered": sum(1 for r in results if r["http_status"] == 200 and not r["noop"]),
+              "noop": sum(1 for r in results if r["http_status"] == 200 and r["noop"]),
+              "refused": sum(1 for r in results if r["http_status"] != 200)}
+    return {"results": results, "counts": counts}
+
+
+def _bulk_result(out: Outcome) -> dict[str, Any]:
+    """One item: `session_id`, `http_status` (what the single resume would have answered) and the
+    single resume's body (its `interrupt_id`, and a quorum's `status: "open"`, with it)."""
+    where = {"session_id": out.item.session_id, "interrupt_id": out.item.interrupt_id}
+    if out.resumed is not None:
+        return {**where, "http_status": 200, **resumed(out.resumed)}
+    refused = out.failed if isinstance(out.failed, Refusal) else load_refusal(out.failed or Unavailable())
+    return {**where, "http_status": status_of(refused), **refused.body()}
 
 
 def followed(out: Followed) -> dict[str, Any]:

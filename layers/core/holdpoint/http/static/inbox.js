@@ -757,6 +757,9 @@ function card(item, key) {
   raised.append("asked ", timeEl(item.created_at), " ", el("span", { className: "ago", dataset: { since: item.created_at } }));
   renderAction(node, item);
   node.querySelector(".who").textContent = policyText(item.policy, item.requester);
+  // What a bulk answer binds this card to: the action shown here, never a later one (A3).
+  node.dataset.fingerprint = (item.action && item.action.fingerprint) || "";
+  node.querySelector("input.select").addEventListener("change", updateBulk);
   updateCard(node, item);
   return node;
 }
@@ -773,6 +776,11 @@ function answerBox(node, item) {
   node.dataset.readonly = readOnly ? "true" : "false";
   if (readOnly) box.replaceChildren(el("p", { className: "readonly", textContent: readOnly }));
   else if (!had) box.replaceChildren(answerForm(item, (result, form) => answered(node, item, result, form)));
+  // A card joins a bulk answer only where its own answer is Approve or Deny.
+  const pick = node.querySelector(".pick");
+  pick.hidden = !box.querySelector("button.approve");
+  if (pick.hidden) pick.querySelector("input").checked = false;
+  updateBulk();
 }
 
 // The action an approval approves; an approver's edit (A3) replaces it, so a card shows it anew
@@ -840,6 +848,7 @@ function removeCard(node) {
   node.remove();
   $("empty").hidden = $("items").children.length > 0;
   countOpen();
+  updateBulk();
   if (focused && next) next.focus();
 }
 
@@ -847,6 +856,74 @@ function removeCard(node) {
 function countOpen() {
   const open = cards().filter((c) => c.dataset.state !== "expired").length;
   document.title = open ? `(${open}) Holdpoint inbox` : "Holdpoint inbox";
+}
+
+// -- answering several cards together ---------------------------------------------------------
+
+const BULK_MAX = 100; // the most items one POST /v1/interrupts/resume takes (PROTOCOL.md §5.2.1)
+
+function selectedCards() {
+  return cards().filter((c) => !c.querySelector(".pick").hidden && c.querySelector("input.select").checked);
+}
+
+function updateBulk() {
+  const count = selectedCards().length;
+  $("bulk-count").textContent = count ? `${count} selected` : "None selected";
+  for (const id of ["bulk-approve", "bulk-deny", "bulk-clear"]) $(id).disabled = count === 0;
+}
+
+function selectAll(on) {
+  for (const node of cards()) {
+    if (!node.querySelector(".pick").hidden) node.querySelector("input.select").checked = on;
+  }
+  updateBulk();
+}
+
+// The selected cards answered in one request (more in several of BULK_MAX): each is its own
+// answer, bound to the action its card shows; a refused one stays, with its reason on its card.
+async function answerSelected(approved) {
+  const chosen = selectedCards();
+  if (!chosen.length) return;
+  const comment = $("bulk-comment").value.trim();
+  const items = chosen.map((node) => {
+    const one = { session_id: node.dataset.sessionId, interrupt_id: node.dataset.interruptId, payload: { approved } };
+    if (node.dataset.fingerprint) one.expect_fingerprint = node.dataset.fingerprint;
+    if (comment) one.comment = comment;
+    return one;
+  });
+  const controls = ["bulk-approve", "bulk-deny", "bulk-clear"].map($);
+  controls.forEach((b) => { b.disabled = true; });
+  const results = [];
+  try {
+    for (let at = 0; at < items.length; at += BULK_MAX) {
+      const out = await api("POST", "/v1/interrupts/resume", { items: items.slice(at, at + BULK_MAX) });
+      results.push(...(out.results || []));
+    }
+  } catch (err) {
+    $("status").textContent = `Could not answer: ${err.code}: ${err.message}`;
+    updateBulk();
+    return;
+  }
+  let refused = 0;
+  for (const result of results) {
+    const node = $("items").querySelector(`[data-key="${CSS.escape(`${result.session_id}/${result.interrupt_id}`)}"]`);
+    if (!node) continue;
+    node.querySelector("input.select").checked = false;
+    const form = node.querySelector("form.answer");
+    if (result.http_status !== 200) {
+      refused += 1;
+      const err = result.error || {};
+      if (form) form.querySelector(".error").textContent = `${err.code}: ${err.message}`;
+      node.dataset.refused = err.code || "refused";
+      continue;
+    }
+    answered(node, { session_id: result.session_id, interrupt_id: result.interrupt_id, payload: null }, result, form);
+  }
+  const word = approved ? "Approved" : "Denied";
+  $("status").textContent = `${word} ${results.length - refused} of ${results.length}` +
+    (refused ? `; ${refused} refused: see ${refused === 1 ? "its card" : "their cards"}.` : ".");
+  $("bulk-comment").value = "";
+  updateBulk();
 }
 
 // -- keyboard -------------------------------------------------------------------------------
@@ -888,6 +965,12 @@ function onKey(ev) {
   else if (ev.key === "k" || ev.key === "ArrowUp") { ev.preventDefault(); move(-1); }
   else if (ev.key === "a") click("button.approve");
   else if (ev.key === "d") click("button.deny");
+  else if (ev.key === "x" && here && !here.querySelector(".pick").hidden) {
+    ev.preventDefault();
+    const box = here.querySelector("input.select");
+    box.checked = !box.checked;
+    updateBulk();
+  }
   else if (/^[1-9]$/.test(ev.key)) click(`button.option:nth-of-type(${ev.key})`);
   else if (ev.key === "c" && here) { ev.preventDefault(); here.querySelector("textarea[name=comment]").focus(); }
   else if (ev.key === "o" && here) { ev.preventDefault(); location.href = here.querySelector("a.follow").href; }
@@ -1029,6 +1112,10 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("sign-out").addEventListener("click", () => signOut(""));
   $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); $("items").replaceChildren(); refresh(true); });
+  $("bulk-select-all").addEventListener("click", () => selectAll(true));
+  $("bulk-clear").addEventListener("click", () => selectAll(false));
+  $("bulk-approve").addEventListener("click", () => answerSelected(true));
+  $("bulk-deny").addEventListener("click", () => answerSelected(false));
   $("tab-open").addEventListener("click", () => show("open"));
   $("tab-history").addEventListener("click", () => show("history"));
   $("history-search").addEventListener("input", renderHistory);
