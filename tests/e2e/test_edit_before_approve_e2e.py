@@ -169,6 +169,7 @@ def test_edit_before_approve_over_agui_resume(api: Api, stack: Any, worker: tupl
     [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
     entry = {"interruptId": interrupt["interrupt_id"], "status": "resolved", "payload": {"approved": True}}
     run_path = "/v1/channels/ag-ui/agents/assistant/run"
+    wait_execution(stack, sid, interrupt["interrupt_id"], "RUNNING")  # the park's own writes are done
     before = table_count(stack)
     bad = {"threadId": sid, "runId": "r-edit-1", "messages": [], "resume": [{**entry, "arguments": {"to": 7}}]}
     refusal(api.req("POST", run_path, bad), 400, code="invalid_resume", param="resume[0].arguments.to")

@@ -8,21 +8,26 @@ from typing import Any
 
 import requests
 
+from holdpoint.core.ids import pair_id
 from tests.e2e.test_approver_policies_e2e import approver
+from tests.e2e.test_mcp_e2e import client as mcp_client
+from tests.e2e.test_mcp_e2e import run as mcp_run
 from tests.security.probes import client_token_api, refusal, table_count
-from tests.stack import Api, declare_agent
+from tests.stack import Api, declare_agent, wait_execution
 
 YES = {"approved": True}
 STRICT = [{"name": "send_email", "input": {"type": "object", "properties": {"to": {"type": "string"}},
                                            "required": ["to"], "additionalProperties": False}}]
 
 
-def parked(api: Api, worker_url: str, approval: dict[str, Any], who: Api | None = None) -> tuple[str, str, str]:
+def parked(api: Api, stack: Any, worker_url: str, approval: dict[str, Any],
+           who: Api | None = None) -> tuple[str, str, str]:
     """A session (started by `who`, the tenant's key by default) parked on send_email under `approval`:
     its id, the interrupt's and the action's fingerprint."""
     declare_agent(api, worker_url, approval=approval, tools=STRICT)
     sid = (who or api).start()
     [interrupt] = (who or api).wait_status(sid, "interrupted")["interrupts"]
+    wait_execution(stack, sid, interrupt["interrupt_id"], "RUNNING")  # the park's own writes are done
     return sid, interrupt["interrupt_id"], api.view(sid)["interrupts"][0]["action"]["fingerprint"]
 
 
@@ -34,7 +39,7 @@ def both_routes(who: Api, sid: str, iid: str, body: dict[str, Any]) -> list[requ
 
 def test_edit_before_approve_attacks_each_refused_naming_the_field_and_recording_nothing(
         api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
-    sid, iid, fingerprint = parked(api, worker[0], {"subjects": ["ann"], "edit": True})
+    sid, iid, fingerprint = parked(api, stack, worker[0], {"subjects": ["ann"], "edit": True})
     ann = approver(stack, "ann")
     before, events = table_count(stack), len(api.events(sid))
     attacks: list[tuple[dict[str, Any], int, str, str]] = [
@@ -67,7 +72,7 @@ def test_edit_before_approve_attacks_each_refused_naming_the_field_and_recording
 
 def test_edit_before_approve_attacks_where_the_policy_allows_no_edit(
         api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
-    sid, iid, fingerprint = parked(api, worker[0], {"subjects": ["ann"]})
+    sid, iid, fingerprint = parked(api, stack, worker[0], {"subjects": ["ann"]})
     ann = approver(stack, "ann")
     before = table_count(stack)
     for resp in both_routes(ann, sid, iid, {"payload": YES, "arguments": {"to": "mallory"}}):
@@ -86,7 +91,8 @@ def test_edit_before_approve_attacks_where_the_policy_allows_no_edit(
 def test_edit_before_approve_attacks_an_end_user_of_another_session_finds_nothing(
         api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
     alice, mallory = client_token_api(stack, "alice"), client_token_api(stack, "mallory")
-    sid, iid, fingerprint = parked(api, worker[0], {"subjects": ["user:alice", "user:mallory"], "edit": True}, alice)
+    users = {"subjects": ["user:alice", "user:mallory"], "edit": True}
+    sid, iid, fingerprint = parked(api, stack, worker[0], users, alice)
     elsewhere = mallory.start("say hi")
     mallory.wait_status(elsewhere, "done")
     bound = client_token_api(stack, "mallory", session_id=elsewhere)
@@ -96,3 +102,46 @@ def test_edit_before_approve_attacks_an_end_user_of_another_session_finds_nothin
             refusal(resp, 404, code="not_found")
     assert table_count(stack) == before
     assert api.view(sid)["interrupts"][0]["action"]["fingerprint"] == fingerprint
+
+
+def test_edit_before_approve_attacks_outsiders_plain_questions_and_mcp(
+        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """Someone the policy does not admit is refused as an approver before any edit is looked at; a
+    plain question has no action to edit; MCP's `answer_approval` refuses an edit the policy does
+    not allow, naming its own field; and an edit sent to a closed interrupt changes nothing (A4)."""
+    sid, iid, fingerprint = parked(api, stack, worker[0], {"subjects": ["ann"], "edit": True})
+    eve, ann = approver(stack, "eve"), approver(stack, "ann")  # their keys are items of the table too
+    before = table_count(stack)
+    for resp in both_routes(eve, sid, iid, {"payload": YES, "arguments": {"to": "eve"}}):
+        refusal(resp, 403, code="not_an_approver", param="interrupt_id")
+    assert table_count(stack) == before
+    raised = api.ok("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "review", "interrupt_id": "int-plain"})
+    assert "action" not in raised["interrupt"]
+    assert table_count(stack) > before  # the raise's own items (its park record is left out)
+    refusal(ann.req("POST", f"/v1/sessions/{sid}/interrupts/int-plain/resume",
+                    {"payload": YES, "arguments": {"to": "x"}}), 400, code="invalid_resume", param="arguments")
+    [plain] = [i for i in api.view(sid)["interrupts"] if i["interrupt_id"] == "int-plain"]
+    assert "approvals" not in plain and "edits" not in plain  # nothing recorded
+
+    async def go() -> Any:
+        async with mcp_client(stack, stack.api_key) as mcp:
+            return await mcp.call_tool("answer_approval", {"id": pair_id(sid, iid), "payload": YES,
+                                                           "edited_arguments": {"to": "mallory"}})
+
+    declare_agent(api, worker[0], approval={"subjects": [stack.subject]}, tools=STRICT)
+    sid = api.start()
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    iid = interrupt["interrupt_id"]
+    wait_execution(stack, sid, iid, "RUNNING")
+    snapshot = table_count(stack)
+    refused = mcp_run(go())
+    assert refused.is_error and refused.structured_content["error"]["code"] == "edit_not_allowed"
+    assert refused.structured_content["error"]["param"] == "arguments.edited_arguments"
+    assert table_count(stack) == snapshot
+    # Answered as it stands, the interrupt is closed: a later edit is a no-op and changes nothing.
+    assert api.resume(sid, iid, {"approved": True}).json()["noop"] is False
+    api.wait_status(sid, "done")
+    late = api.req("POST", f"/v1/sessions/{sid}/interrupts/{iid}/resume", {"payload": YES, "arguments": {"to": "z"}})
+    assert late.status_code == 200 and late.json()["noop"] is True and "edit" not in late.json()
+    assert api.view(sid)["interrupts"] == [] and "edits" not in api.ok("GET", "/v1/interrupts?status=resolved")[
+        "interrupts"][0]

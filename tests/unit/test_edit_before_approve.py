@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from holdpoint.core import approvals, edits
 from holdpoint.core.answers import Responder
@@ -27,6 +29,7 @@ from holdpoint_sdk import cli
 from holdpoint_sdk.receipts import ReceiptRefused, verify_receipt
 from tests.harness import TOOLS, Harness
 from tests.unit.test_approver_policies import asking, narrowed, refused
+from tests.unit.test_bad_input import FUZZ_EXAMPLES
 from tests.unit.test_cli import Canned
 
 pytestmark = pytest.mark.usefixtures("memory")
@@ -274,3 +277,26 @@ def test_edit_before_approve_the_sdk_runs_the_edited_arguments() -> None:
     assert RunAnswer.model_validate({**run, "edit": resumed["edit"]}).arguments_for({"to": "bob"}) == {"to": "carol"}
     assert RunAnswer.model_validate(run).arguments_for({"to": "bob"}) == {"to": "bob"}
     assert InterruptResumed(interrupt_id="i").arguments_for("{}") == "{}"
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
+                                                                                   max_size=4), max_leaves=20)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(arguments=JSON, verdict=st.sampled_from(["approved", "denied", "cancelled", "answered"]),
+       closed=st.booleans())
+def test_edit_before_approve_any_edit_is_taken_or_refused_by_a_named_rule(arguments: Any, verdict: Any,
+                                                                          closed: bool) -> None:
+    """Whatever an approver sends as `arguments`, the edit is taken, is no edit, or is a `Refusal`
+    naming `arguments` (never another error, which the edge would answer with a 5xx)."""
+    action = BoundAction.of("send_email", '{"to": "bob"}', {"tools": TOOLS})
+    schema = {**SCHEMA, "additionalProperties": False} if closed else SCHEMA
+    try:
+        after = edits.edited(action, Policy(edit=True), schema, arguments, verdict)
+    except Refusal as refusal:
+        assert refusal.param is not None and refusal.param.startswith("arguments"), refusal.message
+        return
+    assert verdict == "approved" and isinstance(arguments, dict)
+    assert after is None or after.fingerprint == action.with_arguments(arguments).fingerprint
