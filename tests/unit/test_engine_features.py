@@ -8,6 +8,7 @@ import pytest
 
 from holdpoint.aws.queue import from_queue as work_message
 from holdpoint.core import subagents
+from holdpoint.core.bound_action import canonical
 from holdpoint.core.errors import Refusal
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, SettleBody
 from holdpoint.outbound import workers
@@ -60,6 +61,24 @@ def test_worker_state_and_agent_writes_persist_and_come_back() -> None:
     h.say("say hi")
     assert all(r["state"] == {"n": 1} for r in log[1:])
     assert all(r["agent"]["system"] == "be terse" for r in log[1:])
+
+
+def test_the_config_a_worker_gets_is_the_json_declared_byte_for_byte() -> None:
+    """The config in force is typed inside, yet the worker protocol's bytes do not change: the
+    request's `agent` and `proposed.agent` are the JSON as stored (integers where the model has
+    floats, fields the model does not know, no defaults filled in), and so is the config a
+    worker put in force."""
+    log: list[dict[str, Any]] = []
+    declared = {"budget": {"max_cost": 5}, "retry": {"decision": {"max_attempts": 3}}, "house": {"x": [1]}}
+
+    def start(req: dict[str, Any]) -> dict[str, Any]:
+        return {"agent": {**req["proposed"]["agent"], "system": "be terse", "interrupt_expires_in": 60}}
+
+    h = Harness(proposing(log, session_start=start), agent=declared)
+    h.say("say hi")
+    stored = {**h.store.get_agent("t1", "assistant")}
+    assert canonical(log[0]["agent"]) == canonical(log[0]["proposed"]["agent"]) == canonical(stored)
+    assert canonical(log[1]["agent"]) == canonical({**stored, "system": "be terse", "interrupt_expires_in": 60})
 
 
 def test_turn_already_active_409_names_the_turn_and_queue_true_runs_it_next() -> None:

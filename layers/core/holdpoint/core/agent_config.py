@@ -175,8 +175,8 @@ class RunTarget(Wire):
 
 
 class AgentConfig(Open):
-    """The config in force in a session (`Header.agent`): frozen, as one parsed config is shared by
-    every load of the same stored item (`from_item`)."""
+    """A declaration, and the config in force in a session (`Header.agent`): frozen, so it never
+    parts from the JSON the store keeps of it (`to_item`)."""
 
     model_config = ConfigDict(frozen=True)
 
