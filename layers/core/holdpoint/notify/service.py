@@ -9,7 +9,9 @@ each `notify` entry of the agent config in force.
   queue brings it back as a `notify` message), each attempt begun by a conditional write, and the
   last failure is dead-lettered. A refused write between the steps never strands a failed
   delivery: the timer is set even when recording the failure was refused, and a redelivered
-  record or message of a delivery waiting for its retry sets its timer again.
+  record or message of a delivery waiting for its retry sets its timer again. A channel that
+  refuses a delivery for good (`DeliveryRefused`: SES's `MessageRejected`) is dead-lettered at
+  once, as a last failure is.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from holdpoint.ports import (
     Deliveries,
     DeliveryFailed,
     DeliveryRecord,
+    DeliveryRefused,
     EventPublisher,
     NotifyChannel,
     PushStarts,
@@ -151,6 +154,9 @@ class Notifier:
             if channel is None:
                 raise DeliveryFailed(f"no notify channel {record['channel']} is installed")
             channel.deliver(record["event"], record["entry"], _links(record["event"]), record.get("prepared"))
+        except DeliveryRefused as exc:  # refused for good: another attempt would be refused again
+            self._bury(record, attempt, str(exc)[:ERROR_CHARS])
+            return
         except DeliveryFailed as exc:
             self._failed(record, attempt, str(exc)[:ERROR_CHARS])
             return

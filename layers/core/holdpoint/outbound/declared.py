@@ -47,6 +47,10 @@ def check_agent(config: dict[str, Any], tenant: str) -> None:
             from holdpoint.notify.channels import check_declaration
 
             check_declaration(entry["slack"], tenant, f"notify[{i}]")
+        if "email" in entry:
+            from holdpoint.notify.channels import check_email
+
+            check_email(entry["email"], f"notify[{i}]")
     if config.get("tools") and (bad := schemas.tools_error(config["tools"])):
         raise Refusal("validation_error", bad[1], bad[0])
     for name, target in (config.get("run_targets") or {}).items():
