@@ -80,3 +80,13 @@ def test_email_channel_approve_link_followed_in_chromium_reaches_the_worker(
         [resumed] = resumed_triggers(seen, sid)
         assert resumed["payload"] == {"approved": True}
         assert len(sent_to(stack, team[0])) == 1  # one message for the one raise
+
+
+def test_email_channel_a_bad_declaration_is_a_400_naming_the_address_and_records_nothing(
+        api: Api, stack: Any) -> None:
+    bad = {"notify": [{"email": {"to": ["ann@example.com", "bob@example.com\r\nBcc: eve@evil.example"]}}]}
+    answer = api.req("PUT", "/v1/agents/mailer", bad)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "validation_error"
+    assert answer.json()["error"]["param"] == "notify[0].email.to[1]"
+    assert api.req("GET", "/v1/agents/mailer").status_code == 404  # nothing was recorded

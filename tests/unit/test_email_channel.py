@@ -181,3 +181,16 @@ def test_email_channel_a_deployment_without_a_sender_is_dead_lettered(
     body = raised(h, n)
     state = DeliveryLog().read("t1", h.session_id or "", f"{body['event_id']}#0")
     assert state is not None and state.status == "dead" and "EmailSenderIdentity" in (state.last_error or "")
+
+
+def test_email_channel_a_reminder_and_an_escalation_say_so(aws: dict[str, str], bus: str,  # noqa: F811
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    h, n = emailing(monkeypatch)
+    body = raised(h, n)
+    interrupt = h.store.read_interrupt("t1", h.session_id or "", body["interrupt_id"])
+    mail = n.channels["notify.email"]
+    for kind, heading in (("interrupt.reminded", "Reminder: approval needed"),
+                          ("interrupt.escalated", "Escalated: approval needed")):
+        prepared = mail.prepare({**body, "type": kind}, ENTRY, interrupt)
+        assert prepared["subject"] == f"{heading}: Send the report to Bob?"
+    assert mail.prepare({**body, "type": "interrupt.resolved"}, ENTRY, interrupt) == {}  # closing: nothing to send
