@@ -12,17 +12,26 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable, Iterator
 from html import unescape
 from typing import Any
 
+import boto3
+import pytest
 import requests
 from playwright.sync_api import Browser, expect
 
+from holdpoint_local.faults import Faults
 from holdpoint_local.stack import DEFAULT_TENANT, EMAIL_SENDER
 from tests.stack import Api, resumed_triggers, seed_worker, wait_execution, worker_answering
 from tests.waiting import wait_for
 
 WAIT_MS = 30_000
+
+
+def seed(self: Any, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The seed worker's answers (it asks before send_email, and sends once approved)."""
+    return seed_worker.decide(trigger, proposed)
 
 
 def sent_to(stack: Any, address: str) -> list[dict[str, Any]]:
@@ -48,10 +57,7 @@ def test_email_channel_approve_link_followed_in_chromium_reaches_the_worker(
         api: Api, stack: Any, browser: Browser) -> None:
     team = [f"ann.{uuid.uuid4().hex[:10]}@example.com", "bob@example.com"]
 
-    def answer(self: Any, trigger: dict[str, Any], proposed: dict[str, Any] | None) -> dict[str, Any] | None:
-        return seed_worker.decide(trigger, proposed)
-
-    with worker_answering(api, answer, notify=[{"email": {"to": team}, "events": ["interrupt.raised"]}]) as seen:
+    with worker_answering(api, seed, notify=[{"email": {"to": team}, "events": ["interrupt.raised"]}]) as seen:
         sid = api.start()
         [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
         iid = interrupt["interrupt_id"]
@@ -90,3 +96,42 @@ def test_email_channel_a_bad_declaration_is_a_400_naming_the_address_and_records
     assert answer.json()["error"]["code"] == "validation_error"
     assert answer.json()["error"]["param"] == "notify[0].email.to[1]"
     assert api.req("GET", "/v1/agents/mailer").status_code == 404  # nothing was recorded
+
+
+@pytest.fixture
+def faults() -> Iterator[Faults]:
+    """AWS's refusals, installed on boto3's default session before the stack builds its clients."""
+    injector = Faults(seed=7).install(boto3.DEFAULT_SESSION or boto3._get_default_session())
+    yield injector
+    injector.stop()
+    injector.uninstall()
+
+
+@pytest.fixture
+def faulted_stack(faults: Faults, local_stack_factory: Callable[..., Any], worker: Any) -> Any:
+    return local_stack_factory(extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"})
+
+
+def test_email_channel_a_throttled_send_is_retried_by_the_engine_through_the_outbox(
+        faulted_stack: Any, faults: Faults) -> None:
+    """SES throttles the notifier's attempt past botocore's three: the delivery waits `retrying` on a
+    durable timer, and the engine's retry (with the engine's own role) sends the message once."""
+    stack, api = faulted_stack, Api(faulted_stack.base_url, faulted_stack.api_key)
+    throttle = faults.inject("sesv2", "SendEmail", "TooManyRequestsException", function="NotifierFunction", first=3)
+    team = [f"cid.{uuid.uuid4().hex[:10]}@example.com"]
+    with worker_answering(api, seed, notify=[{"email": {"to": team}, "events": ["interrupt.raised"]}],
+                          retry={"webhook": {"max_attempts": 3, "backoff_base_secs": 1}}) as seen:
+        sid = api.start()
+        api.wait_status(sid, "interrupted")
+        [message] = wait_for(lambda: sent_to(stack, team[0]) or None, "the retried email in moto's SES", 60,
+                             describe=lambda: deliveries(stack, sid))
+        assert throttle.fired == 3
+        assert faults.sites[("NotifierFunction", "sesv2", "SendEmail")] == 3
+        assert faults.sites[("EngineFunction", "sesv2", "SendEmail")] == 1
+        [record] = deliveries(stack, sid)
+        assert record["status"] == {"S": "delivered"} and record["attempt"] == {"N": "2"}
+        [approve] = [unescape(u) for u in re.findall(r'<a href="([^"]+)">Approve</a>', message["body"])]
+        assert requests.post(approve, data={"confirm": "approve"}, timeout=30).status_code == 200
+        api.wait_status(sid, "done")
+        assert [t["payload"] for t in resumed_triggers(seen, sid)] == [{"approved": True}]
+        assert len(sent_to(stack, team[0])) == 1
