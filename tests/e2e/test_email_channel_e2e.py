@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterator
 from html import unescape
 from typing import Any
 
-import boto3
-import pytest
 import requests
 from playwright.sync_api import Browser, expect
 
 from holdpoint_local.faults import Faults
 from holdpoint_local.stack import DEFAULT_TENANT, EMAIL_SENDER
+from tests.chaos.test_chaos import chaos_stack, faults  # the fault injector, installed before the stack's clients
 from tests.stack import Api, resumed_triggers, seed_worker, wait_execution, worker_answering
 from tests.waiting import wait_for
 
@@ -98,25 +96,14 @@ def test_email_channel_a_bad_declaration_is_a_400_naming_the_address_and_records
     assert api.req("GET", "/v1/agents/mailer").status_code == 404  # nothing was recorded
 
 
-@pytest.fixture
-def faults() -> Iterator[Faults]:
-    """AWS's refusals, installed on boto3's default session before the stack builds its clients."""
-    injector = Faults(seed=7).install(boto3.DEFAULT_SESSION or boto3._get_default_session())
-    yield injector
-    injector.stop()
-    injector.uninstall()
-
-
-@pytest.fixture
-def faulted_stack(faults: Faults, local_stack_factory: Callable[..., Any], worker: Any) -> Any:
-    return local_stack_factory(extra_env={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"})
+__all__ = ["chaos_stack", "faults"]
 
 
 def test_email_channel_a_throttled_send_is_retried_by_the_engine_through_the_outbox(
-        faulted_stack: Any, faults: Faults) -> None:
+        chaos_stack: Any, faults: Faults) -> None:
     """SES throttles the notifier's attempt past botocore's three: the delivery waits `retrying` on a
     durable timer, and the engine's retry (with the engine's own role) sends the message once."""
-    stack, api = faulted_stack, Api(faulted_stack.base_url, faulted_stack.api_key)
+    stack, api = chaos_stack, Api(chaos_stack.base_url, chaos_stack.api_key)
     throttle = faults.inject("sesv2", "SendEmail", "TooManyRequestsException", function="NotifierFunction", first=3)
     team = [f"cid.{uuid.uuid4().hex[:10]}@example.com"]
     with worker_answering(api, seed, notify=[{"email": {"to": team}, "events": ["interrupt.raised"]}],
