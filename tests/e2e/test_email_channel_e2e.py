@@ -69,6 +69,7 @@ def test_email_channel_approve_link_followed_in_chromium_reaches_the_worker(
         assert "send_email" in html and "Who may answer:" in html
         [approve] = [unescape(u) for u in re.findall(r'<a href="([^"]+)">Approve</a>', html)]
         assert approve.startswith(f"{stack.base_url}/v1/links/")
+        assert f"Approve: {approve}\n" in message["text"]  # the plain text part: the same link
 
         page = browser.new_page()
         try:

@@ -734,3 +734,18 @@ def test_email_channel_moto_api_data_lists_what_ses_sent_beside_a_lambda(aws: di
     assert status == 200
     messages = json.loads(body)["ses"]["Message"]
     assert [m["body"] for m in messages if m["destinations"]["ToAddresses"] == ["fx-data@fx.example"]] == ["<p>b</p>"]
+
+
+def test_email_channel_ses_a_two_part_message_keeps_its_text_part(aws: dict[str, str]) -> None:
+    """Fix 35: stock moto kept only the HTML part of a two-part SES v2 message, so the text part
+    sent could not be read back."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ses.models import ses_backends
+
+    ses = boto3.client("sesv2")
+    ses.create_email_identity(EmailIdentity="sender@fx.example")
+    sent = ses.send_email(FromEmailAddress="sender@fx.example", Destination={"ToAddresses": ["t@fx.example"]},
+                          Content={"Simple": {"Subject": {"Data": "s"}, "Body": {"Text": {"Data": "plain"},
+                                                                                 "Html": {"Data": "<p>h</p>"}}}})
+    [message] = [m for m in ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].sent_messages if m.id == sent["MessageId"]]
+    assert (message.body, message.text) == ("<p>h</p>", "plain")

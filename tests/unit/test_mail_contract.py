@@ -3,8 +3,8 @@
 address, or its domain) is sent as it was given, with an id; one from any other sender is refused
 with `DeliveryRefused` (SES's `MessageRejected`) and nothing is sent.
 
-moto keeps the HTML part of a two-part message as its `body` (the text part is not kept), so the
-SES side reads the subject, the recipients and the HTML part."""
+moto keeps the HTML part of a two-part message as its `body` and the text part as `text` (fix 35,
+local/README.md)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ from holdpoint.ports import DeliveryRefused
 from holdpoint_local.memory.mail import MemoryMailer
 from tests.twins import side
 
-Read = Callable[[], list[tuple[str, tuple[str, ...], str, str]]]
-"""(sender, recipients, subject, html) of each message sent, in order."""
+Read = Callable[[], list[tuple[str, tuple[str, ...], str, str, str]]]
+"""(sender, recipients, subject, text, html) of each message sent, in order."""
 Verify = Callable[[str], None]
 
 
 def _in_memory() -> tuple[Any, Verify, Read]:
     memory = MemoryMailer()
-    return memory, memory.verify, lambda: [(m.sender, m.to, m.subject, m.html) for m in memory.sent]
+    return memory, memory.verify, lambda: [(m.sender, m.to, m.subject, m.text, m.html) for m in memory.sent]
 
 
 def _on_ses() -> tuple[Any, Verify, Read]:
@@ -39,8 +39,8 @@ def _on_ses() -> tuple[Any, Verify, Read]:
     def verify(identity: str) -> None:
         boto3.client("sesv2").create_email_identity(EmailIdentity=identity)
 
-    def read() -> list[tuple[str, tuple[str, ...], str, str]]:
-        return [(m.source, tuple(m.destinations["ToAddresses"]), m.subject, m.body)
+    def read() -> list[tuple[str, tuple[str, ...], str, str, str]]:
+        return [(m.source, tuple(m.destinations["ToAddresses"]), m.subject, m.text, m.body)
                 for m in backend.sent_messages[before:]]
 
     return SesMailer(), verify, read
@@ -59,8 +59,8 @@ def test_email_channel_contract_a_verified_sender_sends_the_message_as_given(mai
                         "text", "<p>h\u00e9llo</p>")
     second = sender.send("anyone@team.example", ["c@x.example"], "s", "t", "<p>2</p>")
     assert first and second and first != second
-    assert sent() == [("approvals@contract.example", ("a@x.example", "b@x.example"), "Approve? \u2713",
-                       "<p>h\u00e9llo</p>"), ("anyone@team.example", ("c@x.example",), "s", "<p>2</p>")]
+    assert sent() == [("approvals@contract.example", ("a@x.example", "b@x.example"), "Approve? \u2713", "text",
+                       "<p>h\u00e9llo</p>"), ("anyone@team.example", ("c@x.example",), "s", "t", "<p>2</p>")]
 
 
 def test_email_channel_contract_an_unverified_sender_is_refused_and_sends_nothing(

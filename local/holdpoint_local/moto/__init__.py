@@ -16,7 +16,8 @@ in-process moto) so the emulator keeps the guarantees the real service gives.
   not a fix, a local-only cap on open Step Functions executions (`CAP_KEY`);
 - awslambda.py, fixes 29-30: a durable function's callbacks, answered by AWS's durable execution
   emulator when one is set; an invoke run by `sam local start-lambda` when one is set;
-- motoapi.py, fix 34: `/moto-api/data.json` answers (what SES sent, for the tests) once a Lambda exists.
+- motoapi.py, fix 34: `/moto-api/data.json` answers (what SES sent, for the tests) once a Lambda exists;
+- ses.py, fix 35: an SES v2 message keeps its text part beside its HTML part.
 
 They are checked by tests/integration/test_moto_fixes.py and test_moto_iam.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch moto
@@ -52,7 +53,7 @@ def apply() -> None:
             f"pin moto=={PINNED} in requirements-dev.txt, or re-read each fix against the new moto and move PINNED")
     if applied():
         return
-    from . import awslambda, cloudformation, dynamodb, iam, motoapi, sqs, stepfunctions, xray
+    from . import awslambda, cloudformation, dynamodb, iam, motoapi, ses, sqs, stepfunctions, xray
 
     dynamodb.apply()  # fixes 1-6, 8
     sqs.apply()  # fix 7
@@ -61,4 +62,5 @@ def apply() -> None:
     xray.apply()  # fix 25
     awslambda.apply()  # fixes 29-30
     motoapi.apply()  # fix 34
+    ses.apply()  # fix 35
     iam.apply()  # fixes 16-21, 23-24, 26, 33: IAM checked against the resource a call names
