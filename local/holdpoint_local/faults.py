@@ -57,15 +57,19 @@ REFUSALS: dict[str, Refusal] = {r.code: r for r in (
     Refusal("ExecutionLimitExceeded", 400, "The maximum number of running executions has been reached."),
     Refusal("TaskTimedOut", 400, "Task Timed Out"),
     Refusal("InvalidToken", 400, "Invalid Token"),
+    Refusal("TooManyRequestsException", 429, "Too many requests have been made to the operation."),
+    Refusal("MessageRejected", 400, "The message can't be sent."),
 )}
-"""By code. `TransactionConflict` is a cancellation reason: it answers `TransactionCanceledException`."""
+"""By code. `TransactionConflict` is a cancellation reason: it answers `TransactionCanceledException`.
+`MessageRejected` is SES refusing the message itself (never load): injected by name only."""
 
 COMMON = ("ThrottlingException", "InternalServerError", "ServiceUnavailable")
 """What every service Holdpoint calls may answer under load."""
 ONLY = {"dynamodb": ("ProvisionedThroughputExceededException", "RequestLimitExceeded"),
         ("dynamodb", "TransactWriteItems"): ("TransactionConflict",),
         ("stepfunctions", "StartExecution"): ("ExecutionLimitExceeded",),
-        ("stepfunctions", "SendTaskSuccess"): ("TaskTimedOut", "InvalidToken")}
+        ("stepfunctions", "SendTaskSuccess"): ("TaskTimedOut", "InvalidToken"),
+        ("sesv2", "SendEmail"): ("TooManyRequestsException",)}
 """The refusals only some services or operations give."""
 
 _INVOKE = LocalFunction.invoke.__code__

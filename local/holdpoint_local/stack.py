@@ -45,6 +45,8 @@ beyond the instances that serve; one caller's waits never leave another tenant's
 SECRET_ENV_PATTERN = "HOLDPOINT_*WORKER_SECRET"
 """`env:` secrets the local stack lets its tenant's agents reference: the demo's, the tests' and the
 README walkthrough's worker secrets (HOLDPOINT_DEMO_/E2E_/NODE_WORKER_SECRET, HOLDPOINT_WORKER_SECRET)."""
+EMAIL_SENDER = "approvals@holdpoint.local"
+"""The stack's SES sender identity (template.yaml's EmailSenderIdentity), created verified on moto."""
 
 
 def secret_env_allowlist(tenant: str = DEFAULT_TENANT) -> str:
@@ -272,7 +274,7 @@ class LocalStack:
         origins = self.cors_origins
         if origins is None and self.http_port:
             origins = [f"http://{host}:{self.http_port}" for host in ("127.0.0.1", "localhost")]
-        return {"CorsAllowedOrigins": ",".join(origins or []), **self.parameters}
+        return {"CorsAllowedOrigins": ",".join(origins or []), "EmailSenderIdentity": EMAIL_SENDER, **self.parameters}
 
     def _environment(self, prov: Provisioned) -> dict[str, str]:
         return {

@@ -75,6 +75,10 @@ REFUSED: dict[Site, str] = {
     + " (or the `notify` message comes back), and the redelivery sets the timer",
     ("NotifierFunction", "secretsmanager", "GetSecretValue"): STREAM + " (the links' signing key, read before "
     "anything is claimed)",
+    ("NotifierFunction", "sesv2", "SendEmail"): "an email entry's attempt fails and is retried on a durable "
+    "timer (the record `retrying`; the engine sends it then); `MessageRejected` is no load and dead-letters it",
+    ("EngineFunction", "sesv2", "SendEmail"): "a retried email attempt fails and is retried on the next timer, "
+    "then dead-lettered after the entry's last attempt",
     ("LiveFunction", "dynamodb", "PutItem"): "`$connect`: the handshake is refused with 503 (the caller's slot is "
     "given back when AWS lets it) and the client connects again; " + RESUBSCRIBE,
     ("LiveFunction", "dynamodb", "GetItem"): RESUBSCRIBE + " (the API key's check, the connection's item)",

@@ -165,8 +165,9 @@ def expiry(run: Run) -> str:
 
 
 def notifications(run: Run) -> str:
-    """The seed with a signed webhook declared: it gets the raise and the close, each delivery's
-    first attempt answered 500 so its retry goes through a durable timer."""
+    """The seed with a signed webhook and an email entry declared: the webhook gets the raise and
+    the close, each delivery's first attempt answered 500 so its retry goes through a durable timer;
+    the email goes through SES (its refusals are the faulted pass's)."""
     sid = seed_scenario(run)
     wait_for(lambda: {"interrupt.raised", "interrupt.resolved"} <= run.hook.delivered(sid), "both webhooks", 60)
     return sid
@@ -188,7 +189,8 @@ TWO_TOOLS = {
     "tools": [{"name": "lookup", "input": {"type": "object"}},
               {"name": "send_email", "input": {"type": "object", "required": ["to"]}}]}
 NOTIFY = {"notify": [{"url": "{hook}", "secret": "env:HOLDPOINT_E2E_WORKER_SECRET",
-                      "events": ["interrupt.raised", "interrupt.resolved"]}],
+                      "events": ["interrupt.raised", "interrupt.resolved"]},
+                     {"email": {"to": ["ops@example.com"]}, "events": ["interrupt.raised"]}],
           "retry": {"webhook": {"max_attempts": 5, "backoff_base_secs": 1}}}
 
 SCENARIOS: dict[str, Scenario] = {

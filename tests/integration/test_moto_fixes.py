@@ -696,3 +696,56 @@ def test_cfn_a_receipt_kms_key_gets_its_key_spec_and_usage_and_signs(aws: dict[s
     signed = kms.sign(KeyId=res["K"], Message=b"m", MessageType="RAW", SigningAlgorithm="ECDSA_SHA_256")
     assert kms.verify(KeyId=res["K"], Message=b"m", MessageType="RAW", Signature=signed["Signature"],
                       SigningAlgorithm="ECDSA_SHA_256")["SignatureValid"]
+
+
+def test_email_channel_cfn_creates_a_verified_ses_email_identity_that_sends(aws: dict[str, str]) -> None:
+    """Fix 32: stock moto's CloudFormation has no AWS::SES::EmailIdentity (the identity was never
+    made, so SendEmail from the stack's sender was MessageRejected)."""
+    _, res, outs = _stack({"E": {"Type": "AWS::SES::EmailIdentity",
+                                 "Properties": {"EmailIdentity": "sender@fx.example"}}},
+                          {"Name": {"Value": {"Ref": "E"}}})
+    assert res["E"] == outs["Name"] == "sender@fx.example"
+    ses = boto3.client("sesv2", region_name="us-east-1")
+    assert ses.get_email_identity(EmailIdentity="sender@fx.example")["VerifiedForSendingStatus"] is True
+    sent = ses.send_email(FromEmailAddress="sender@fx.example", Destination={"ToAddresses": ["a@fx.example"]},
+                          Content={"Simple": {"Subject": {"Data": "s"}, "Body": {"Text": {"Data": "t"}}}})
+    assert sent["MessageId"]
+
+
+def test_email_channel_moto_api_data_lists_what_ses_sent_beside_a_lambda(aws: dict[str, str],
+                                                                        monkeypatch: Any) -> None:
+    """Fix 34: stock moto's `/moto-api/data.json` read a Lambda function's `docker_client`, which
+    raises without Docker, so the whole answer was a 500 and SES's sent messages could not be read."""
+    import docker
+    from moto.moto_api._internal.responses import MotoAPIResponse
+
+    def no_docker(*_: Any, **__: Any) -> Any:
+        raise docker.errors.DockerException("no Docker here")
+
+    monkeypatch.setattr(docker, "from_env", no_docker)
+    role = boto3.client("iam").create_role(RoleName="fx-fn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    boto3.client("lambda").create_function(FunctionName="fx-fn", Runtime="python3.13", Role=role,
+                                           Handler="app.handler", Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18})
+    ses = boto3.client("sesv2")
+    ses.create_email_identity(EmailIdentity="sender@fx.example")
+    ses.send_email(FromEmailAddress="sender@fx.example", Destination={"ToAddresses": ["fx-data@fx.example"]},
+                   Content={"Simple": {"Subject": {"Data": "s"}, "Body": {"Html": {"Data": "<p>b</p>"}}}})
+    status, _, body = MotoAPIResponse().model_data(None, "http://motoapi.amazonaws.com/moto-api/data.json", {})
+    assert status == 200
+    messages = json.loads(body)["ses"]["Message"]
+    assert [m["body"] for m in messages if m["destinations"]["ToAddresses"] == ["fx-data@fx.example"]] == ["<p>b</p>"]
+
+
+def test_email_channel_ses_a_two_part_message_keeps_its_text_part(aws: dict[str, str]) -> None:
+    """Fix 35: stock moto kept only the HTML part of a two-part SES v2 message, so the text part
+    sent could not be read back."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ses.models import ses_backends
+
+    ses = boto3.client("sesv2")
+    ses.create_email_identity(EmailIdentity="sender@fx.example")
+    sent = ses.send_email(FromEmailAddress="sender@fx.example", Destination={"ToAddresses": ["t@fx.example"]},
+                          Content={"Simple": {"Subject": {"Data": "s"}, "Body": {"Text": {"Data": "plain"},
+                                                                                 "Html": {"Data": "<p>h</p>"}}}})
+    [message] = [m for m in ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].sent_messages if m.id == sent["MessageId"]]
+    assert (message.body, message.text) == ("<p>h</p>", "plain")

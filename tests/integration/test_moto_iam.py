@@ -313,3 +313,20 @@ def test_moto_iam_a_lambda_invoke_is_checked_as_invoke_function_on_its_arn(iam_a
         assert len(probe.seen) == 2
     finally:
         probe.server.shutdown()
+
+
+def test_email_channel_moto_iam_send_email_is_checked_against_the_sender_identity(iam_aws: None) -> None:
+    """Fix 33: stock moto checked SES v2 SendEmail against `*`, so a grant on the sender's identity
+    never matched (and a grant on `*` let a function send as anyone)."""
+    for identity in ("sender@fx.example", "other@fx.example", "fx-domain.example"):
+        op("sesv2").create_email_identity(EmailIdentity=identity)
+    ses = role_client("sesv2", [allow(["ses:SendEmail"], f"arn:aws:ses:{REGION}:{ACCOUNT}:identity/sender@fx.example",
+                                      f"arn:aws:ses:{REGION}:{ACCOUNT}:identity/fx-domain.example")])
+
+    def send(sender: str) -> Any:
+        return ses.send_email(FromEmailAddress=sender, Destination={"ToAddresses": ["a@fx.example"]},
+                              Content={"Simple": {"Subject": {"Data": "s"}, "Body": {"Text": {"Data": "t"}}}})
+
+    send("sender@fx.example")
+    send("anyone@fx-domain.example")  # a domain identity: checked on the domain
+    assert denied(lambda: send("other@fx.example"))

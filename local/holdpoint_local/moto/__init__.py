@@ -6,16 +6,18 @@ in-process moto) so the emulator keeps the guarantees the real service gives.
   forever, a Query reads its partition, a cancelled transaction leaves nothing in the stream, a
   bounded stream tail, items answered as they are stored;
 - sqs.py, fix 7: a FIFO message group is in flight with one receiver at a time;
-- cloudformation.py, fixes 9-15, 22 and 31: what moto's CloudFormation created wrongly or not at all
+- cloudformation.py, fixes 9-15, 22, 31 and 32: what moto's CloudFormation created wrongly or not at all
   from the translated template.yaml;
-- iam.py, fixes 16-21, 23-24 and 26: IAM checked against the resource a call names, a service's
+- iam.py, fixes 16-21, 23-24, 26 and 33: IAM checked against the resource a call names, a service's
   trust, a CloudFormation role's policies, a state machine's role, a bodiless GET's signature, the
   management API's routing and authorisation, an X-Ray call as its API action;
 - xray.py, fix 25: GetTraceSummaries filters on annotations and lists them;
 - stepfunctions.py, fixes 27-28: a task token takes one answer, a failure keeps its cause; and,
   not a fix, a local-only cap on open Step Functions executions (`CAP_KEY`);
 - awslambda.py, fixes 29-30: a durable function's callbacks, answered by AWS's durable execution
-  emulator when one is set; an invoke run by `sam local start-lambda` when one is set.
+  emulator when one is set; an invoke run by `sam local start-lambda` when one is set;
+- motoapi.py, fix 34: `/moto-api/data.json` answers (what SES sent, for the tests) once a Lambda exists;
+- ses.py, fix 35: an SES v2 message keeps its text part beside its HTML part.
 
 They are checked by tests/integration/test_moto_fixes.py and test_moto_iam.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch moto
@@ -51,12 +53,14 @@ def apply() -> None:
             f"pin moto=={PINNED} in requirements-dev.txt, or re-read each fix against the new moto and move PINNED")
     if applied():
         return
-    from . import awslambda, cloudformation, dynamodb, iam, sqs, stepfunctions, xray
+    from . import awslambda, cloudformation, dynamodb, iam, motoapi, ses, sqs, stepfunctions, xray
 
     dynamodb.apply()  # fixes 1-6, 8
     sqs.apply()  # fix 7
-    cloudformation.apply()  # fixes 9-15, 22, 31
+    cloudformation.apply()  # fixes 9-15, 22, 31, 32
     stepfunctions.apply()  # fixes 27-28, the open-execution cap
     xray.apply()  # fix 25
     awslambda.apply()  # fixes 29-30
-    iam.apply()  # fixes 16-21, 23-24, 26: IAM checked against the resource a call names
+    motoapi.apply()  # fix 34
+    ses.apply()  # fix 35
+    iam.apply()  # fixes 16-21, 23-24, 26, 33: IAM checked against the resource a call names

@@ -1,4 +1,4 @@
-"""Fixes 9-15, 22 and 31 to moto 5.2.5's CloudFormation, which creates the translated template.yaml
+"""Fixes 9-15, 22, 31 and 32 to moto 5.2.5's CloudFormation, which creates the translated template.yaml
 (provision.py), so it creates what AWS's would.
 
 9. **A FIFO queue CloudFormation names ends in `.fifo`**, as on AWS (moto's generated name was
@@ -23,6 +23,12 @@
 15. **A table gets its `TimeToLiveSpecification` and `PointInTimeRecoverySpecification`.**
 22. **AWS::Scheduler::ScheduleGroup**, created in moto's Scheduler, so the timers' group exists
     and `Ref` to it is its name (moto's CloudFormation had no model: the Ref had no value).
+
+32. **AWS::SES::EmailIdentity**, created in moto's SES (the backend SES v2 answers from), so the
+    stack's sender identity exists and `Ref` to it is its name (moto's CloudFormation had no model:
+    the identity was never made, and SendEmail from it was `MessageRejected`). It is created
+    verified, as it is on AWS once the link SES mails the address is followed (the local stack
+    follows it; `GetEmailIdentity` answers `VerifiedForSendingStatus: true`).
 
 31. **A KMS key gets its `KeySpec` and `KeyUsage`** (moto made every key SYMMETRIC_DEFAULT
     ENCRYPT_DECRYPT, so the approval receipts' ECC_NIST_P256 SIGN_VERIFY key could not sign), and
@@ -228,7 +234,8 @@ def _cfn_models() -> list[type[Any]]:
                 treat_missing_data=p.get("TreatMissingData"))
             return cls(resource_name, arn=alarm.alarm_arn)
 
-    return [Secret, HttpApi, Stage, BucketPolicy, Alarm, _schedule_group(_Model), *_websocket_models(_Model)]
+    return [Secret, HttpApi, Stage, BucketPolicy, Alarm, _schedule_group(_Model), _email_identity(_Model),
+            *_websocket_models(_Model)]
 
 
 def _schedule_group(base: type[Any]) -> type[Any]:
@@ -248,6 +255,25 @@ def _schedule_group(base: type[Any]) -> type[Any]:
     return ScheduleGroup
 
 
+
+
+def _email_identity(base: type[Any]) -> type[Any]:
+    """Fix 32: AWS::SES::EmailIdentity, created verified in moto's SES (Ref: the identity)."""
+    from moto.core.common_models import CloudFormationModel
+    from moto.ses.models import ses_backends
+
+    class EmailIdentity(base, CloudFormationModel):  # type: ignore[misc]
+        kind, name_property = "AWS::SES::EmailIdentity", "EmailIdentity"
+
+        @classmethod
+        def create_from_cloudformation_json(cls, resource_name: str, cloudformation_json: dict[str, Any],
+                                            account_id: str, region_name: str, **kwargs: Any) -> EmailIdentity:
+            name = str(cloudformation_json["Properties"]["EmailIdentity"])
+            made = ses_backends[account_id][region_name].create_email_identity_v2(name, None, None, None)
+            made.verified_for_sending_status = True  # the verification link, followed
+            return cls(name)
+
+    return EmailIdentity
 
 
 def _api(props: dict[str, Any], account_id: str, region_name: str) -> Any:
@@ -312,12 +338,13 @@ def _websocket_models(base: type[Any]) -> list[type[Any]]:
 
 CFN_TYPES = ("AWS::SecretsManager::Secret", "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Stage",
              "AWS::S3::BucketPolicy", "AWS::CloudWatch::Alarm", "AWS::Scheduler::ScheduleGroup",
-             "AWS::ApiGatewayV2::Authorizer", "AWS::ApiGatewayV2::Integration", "AWS::ApiGatewayV2::Route")
+             "AWS::ApiGatewayV2::Authorizer", "AWS::ApiGatewayV2::Integration", "AWS::ApiGatewayV2::Route",
+             "AWS::SES::EmailIdentity")
 """The resource types fix 10 gives moto's CloudFormation."""
 
 
 def apply() -> None:
-    """Install fixes 9-15, 22 and 31 (`holdpoint_local.moto.apply` calls this once)."""
+    """Install fixes 9-15, 22, 31 and 32 (`holdpoint_local.moto.apply` calls this once)."""
     from moto.awslambda.models import LambdaBackend
     from moto.cloudformation import parsing
     from moto.kms.models import Key

@@ -57,6 +57,11 @@ on stock moto, but 23, the server's routing, by tests/security/test_management_a
     `xray:GetTraceSummaries`, `xray:BatchGetTraces`, `xray:PutTraceSegments`, ... on `*` (X-Ray
     has no resource-level permissions for them).
 
+33. **An SES v2 SendEmail is checked against the identity it sends from.** moto checked it against
+    `*`, so a grant scoped to the stack's sender identity (template.yaml's EmailSender) never
+    matched; it is now `ses:SendEmail` on `arn:aws:ses:{region}:{account}:identity/{address}`, or
+    on the address's domain when that, not the address, is the identity, as SES authorises it.
+
 `seed_identities` installs the identities (`enforce` turns enforcement on):
 - the operator: IAM user `holdpoint-operator` with the access key `testing`/`testing` of
   `FAKE_ENV`, and a session of role `holdpoint-operator` with key, secret and token `testing`,
@@ -196,6 +201,21 @@ def _bedrock(svc: Any) -> list[str]:
     return [f"arn:aws:bedrock:{svc.region}::foundation-model/{model}"] if model else ["*"]
 
 
+def _sesv2(svc: Any) -> list[str]:
+    """Fix 33: SendEmail by its sender's identity (the address, else its domain)."""
+    from email.utils import parseaddr
+
+    from moto.ses.models import ses_backends
+
+    if svc._get_action() != "SendEmail":
+        return ["*"]
+    address = parseaddr(str(_body(svc).get("FromEmailAddress") or ""))[1]
+    domain = address.rpartition("@")[2]
+    known = ses_backends[svc.current_account][svc.region].email_identities
+    identity = address if address in known or domain not in known else domain
+    return [_arn(svc, "ses", f"identity/{identity}")] if identity else ["*"]
+
+
 def _scheduler(svc: Any) -> list[str]:
     """A schedule by its group and name (`schedule/{group}/{name}`); a group call by the group.
     `iam:PassRole` of the schedule's role, which AWS checks on CreateSchedule, is not checked."""
@@ -287,6 +307,7 @@ def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
     from moto.kms.responses import KmsResponse
     from moto.scheduler.responses import EventBridgeSchedulerResponse
     from moto.secretsmanager.responses import SecretsManagerResponse
+    from moto.sesv2.responses import SESV2Response
     from moto.sqs.responses import SQSResponse
     from moto.stepfunctions.responses import StepFunctionResponse
     from moto.xray.responses import XRayResponse
@@ -295,7 +316,7 @@ def _resolvers() -> dict[type[Any], Callable[[Any], list[Any]]]:
             DynamoHandler: _dynamodb, DynamoDBStreamsHandler: _streams, StepFunctionResponse: _stepfunctions,
             SecretsManagerResponse: _secretsmanager, EventsHandler: _events, BedrockRuntimeResponse: _bedrock,
             EventBridgeSchedulerResponse: _scheduler, XRayResponse: _xray, LambdaResponse: _lambda,
-            KmsResponse: _kms}
+            KmsResponse: _kms, SESV2Response: _sesv2}
 
 
 def _enforcing() -> bool:

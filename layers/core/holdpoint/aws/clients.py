@@ -58,6 +58,9 @@ POLICIES: dict[str, Policy] = {
     "events": Policy(3, 3, 10, "the notifier's stream record is retried by the event source mapping"),
     "kms": Policy(3, 3, 10, "an approval receipt's Sign and the key set's GetPublicKey (read once per "
                   "container): both safe to repeat; a refusal is the caller's to retry (SQS, or a 503)"),
+    "sesv2": Policy(3, 3, 10, "a notification's email (SendEmail): throttling and 5xx are retried here, and then "
+                    "by the notifier's durable timers; a retry after a lost answer may send one email twice, "
+                    "whose links answer once"),
     "s3": Policy(3, 3, 20, "offloaded bodies: PutObject/GetObject by content key, idempotent"),
     "lambda": Policy(1, 3, 900, "a worker Lambda: no botocore retry, since the engine retries a decision "
                      "with durable backoff (core/retry.py) and a retried Invoke would run the worker twice; "

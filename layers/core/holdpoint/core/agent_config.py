@@ -125,12 +125,23 @@ class SlackEntry(Wire):
     events: list[NotifyEvent] | None = Field(default=None, max_length=16, description="default: every event")
 
 
+class EmailEntry(Wire):
+    """A `notify` email channel; the fields of `email` are the email channel's to define."""
+
+    email: JsonDict
+    events: list[NotifyEvent] | None = Field(default=None, max_length=16, description="default: every event")
+    approver: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = Field(
+        default=None, description="The subject the one-click links are minted for (default: the session's owner)")
+
+
 NotifyEntry = Annotated[
-    Annotated[WebhookEntry, Tag("notify.webhook")] | Annotated[SlackEntry, Tag("notify.slack")],
+    Annotated[WebhookEntry, Tag("notify.webhook")] | Annotated[SlackEntry, Tag("notify.slack")]
+    | Annotated[EmailEntry, Tag("notify.email")],
     Discriminator(channel_of, custom_error_type="notify_channel",
-                  custom_error_message="a notify entry is {url, secret?, events?, approver?} or {slack: {...}}"),
+                  custom_error_message="a notify entry is {url, secret?, events?, approver?}, {slack: {...}} "
+                  "or {email: {to: [...]}, events?, approver?}"),
 ]
-"""One `notify` entry: a webhook or a Slack channel, by the key it has (`core.notify.channel_of`)."""
+"""One `notify` entry: a webhook, a Slack channel or email, by the key it has (`core.notify.channel_of`)."""
 
 
 class A2aConfig(Wire):

@@ -1,5 +1,5 @@
 """Notifications of the interrupt lifecycle: which events there are, what an agent may declare in
-`notify`, and the one notification body every channel (EventBridge, webhooks, Slack) is given.
+`notify`, and the one notification body every channel (EventBridge, webhooks, Slack, email) is given.
 
 Pure: the notifier service reads the event items the session's own transaction wrote (the
 outbox) and hands them here; nothing is looked up and no clock is read.
@@ -113,7 +113,7 @@ def notification(tenant: str, session_id: str, agent_id: str | None, event: dict
 
 # --- what an agent declares (the models are `core.agent_config`'s NotifyEntry) -------------------
 
-CHANNELS = {"url": "notify.webhook", "slack": "notify.slack"}
+CHANNELS = {"url": "notify.webhook", "slack": "notify.slack", "email": "notify.email"}
 """The key that names a `notify` entry's channel, and the channel (dotted, so an error's `param`
 reads `notify[0].url`, union tags being dropped from it)."""
 

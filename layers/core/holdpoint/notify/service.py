@@ -9,7 +9,9 @@ each `notify` entry of the agent config in force.
   queue brings it back as a `notify` message), each attempt begun by a conditional write, and the
   last failure is dead-lettered. A refused write between the steps never strands a failed
   delivery: the timer is set even when recording the failure was refused, and a redelivered
-  record or message of a delivery waiting for its retry sets its timer again.
+  record or message of a delivery waiting for its retry sets its timer again. A channel that
+  refuses a delivery for good (`DeliveryRefused`: SES's `MessageRejected`) is dead-lettered at
+  once, as a last failure is.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from holdpoint.ports import (
     Deliveries,
     DeliveryFailed,
     DeliveryRecord,
+    DeliveryRefused,
     EventPublisher,
     NotifyChannel,
     PushStarts,
@@ -40,7 +43,7 @@ from holdpoint.ports import (
 from holdpoint.services import links
 
 if TYPE_CHECKING:
-    from holdpoint.core.agent_config import SlackEntry, WebhookEntry
+    from holdpoint.core.agent_config import EmailEntry, SlackEntry, WebhookEntry
 
 log = logging.getLogger("holdpoint.notify")
 
@@ -104,16 +107,17 @@ class Notifier:
                                     self.clock())
         return notify.notification(h.tenant, h.session_id, h.agent_id, event, minted)
 
-    def _start(self, state: SessionState, event: JsonObject, declared: WebhookEntry | SlackEntry, index: int) -> None:
+    def _start(self, state: SessionState, event: JsonObject, declared: WebhookEntry | SlackEntry | EmailEntry,
+               index: int) -> None:
         """Claim the (event, entry) delivery once, with what its channel prepares here (`prepare`:
         only the notifier may seal), then make its first attempt."""
         channel = notify.channel_of(declared)
         if channel is None or channel not in self.channels:
             log.warning("no notify channel %s is installed; entry %d skipped", channel, index)
             return
-        from holdpoint.core.agent_config import WebhookEntry  # loaded with the config it reads
+        from holdpoint.core.agent_config import SlackEntry  # loaded with the config it reads
 
-        body = self._notification(state, event, declared.approver if isinstance(declared, WebhookEntry) else None)
+        body = self._notification(state, event, None if isinstance(declared, SlackEntry) else declared.approver)
         entry: dict[str, Any] = declared.wire()  # the delivery record keeps the entry as declared
         if body is None:
             return
@@ -157,6 +161,9 @@ class Notifier:
             if channel is None:
                 raise DeliveryFailed(f"no notify channel {record['channel']} is installed")
             channel.deliver(record["event"], record["entry"], _links(record["event"]), record.get("prepared"))
+        except DeliveryRefused as exc:  # refused for good: another attempt would be refused again
+            self._bury(record, attempt, str(exc)[:ERROR_CHARS])
+            return
         except DeliveryFailed as exc:
             self._failed(record, attempt, str(exc)[:ERROR_CHARS])
             return

@@ -9,7 +9,15 @@ from typing import Any
 
 from holdpoint.aws import secretrefs
 from holdpoint.core import schemas
-from holdpoint.core.agent_config import IN_PROCESS, AgentConfig, LlmConfig, SlackEntry, WorkerConfig, in_process_set
+from holdpoint.core.agent_config import (
+    IN_PROCESS,
+    AgentConfig,
+    EmailEntry,
+    LlmConfig,
+    SlackEntry,
+    WorkerConfig,
+    in_process_set,
+)
 from holdpoint.core.errors import Refusal
 from holdpoint.outbound import netguard, queues
 from holdpoint.outbound.workers import check_lambda_arn
@@ -46,6 +54,10 @@ def check_agent(agent: AgentConfig, tenant: str) -> None:
             from holdpoint.notify.channels import check_declaration
 
             check_declaration(entry.slack, tenant, f"notify[{i}]")
+        elif isinstance(entry, EmailEntry):
+            from holdpoint.notify.channels import check_email
+
+            check_email(entry.email, f"notify[{i}]")
         else:
             check_webhook(entry.wire(), tenant, f"notify[{i}]")
     if agent.tools and (bad := schemas.tools_error([tool.wire() for tool in agent.tools])):

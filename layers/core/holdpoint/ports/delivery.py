@@ -22,6 +22,14 @@ class Sealer(Protocol):
     def unseal(self, purpose: str, token: str) -> JsonObject | None: ...
 
 
+class Mailer(Protocol):
+    """Sends one email from the deployment's verified identity (`aws.mail`: SES v2 `SendEmail`).
+    A refusal of the message itself raises `DeliveryRefused`; one about load, `Throttled` or
+    `Unavailable`."""
+
+    def send(self, sender: str, to: list[str], subject: str, text: str, html: str) -> str: ...
+
+
 class EventPublisher(Protocol):
     """The lifecycle event bus (EventBridge): raises when the event was not accepted."""
 

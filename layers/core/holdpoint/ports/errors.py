@@ -60,3 +60,8 @@ class ParkRefused(HoldpointError):
 
 class DeliveryFailed(HoldpointError):
     """A notification channel did not take the notification; it is retried on a durable timer."""
+
+
+class DeliveryRefused(DeliveryFailed):
+    """The channel refused the notification for good (SES's `MessageRejected`, an entry that can
+    never be sent): sending it again would be refused again, so it is dead-lettered at once."""
