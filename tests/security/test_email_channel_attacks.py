@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.notify.mail_render import SUBJECT_CHARS, VALUE_CHARS
 from holdpoint.outbound.declared import check_agent
@@ -85,7 +86,7 @@ def test_email_channel_attack_a_huge_argument_makes_a_bounded_email(monkeypatch:
 ])
 def test_email_channel_attack_a_smuggling_recipient_is_refused_where_declared(address: str) -> None:
     with pytest.raises(Refusal) as err:
-        check_agent({"notify": [{"email": {"to": [address]}}]}, "acme")
+        check_agent(AgentConfig.model_validate({"notify": [{"email": {"to": [address]}}]}), "acme")
     assert (err.value.code, err.value.param) == ("validation_error", "notify[0].email.to[0]")
 
 

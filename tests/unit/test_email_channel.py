@@ -75,9 +75,9 @@ def emailing(monkeypatch: pytest.MonkeyPatch, *, verified: bool = True, ask: dic
 
 
 def test_email_channel_entry_is_its_own_kind() -> None:
-    config = AgentConfig.model_validate({"notify": [ENTRY]}).wire()
-    assert notify.channel_of(config["notify"][0]) == "notify.email"
-    check_agent(config, "acme")
+    agent = AgentConfig.model_validate({"notify": [ENTRY]})
+    assert notify.channel_of(agent.wire()["notify"][0]) == "notify.email"
+    check_agent(agent, "acme")
 
 
 @pytest.mark.parametrize(("email", "param"), [
@@ -92,9 +92,9 @@ def test_email_channel_entry_is_its_own_kind() -> None:
     ({"to": ["ann@example.com"], "cc": ["eve@evil.example"]}, "notify[0].email.cc"),
 ])
 def test_email_channel_bad_recipients_are_a_400_naming_the_field(email: dict[str, Any], param: str) -> None:
-    config = AgentConfig.model_validate({"notify": [{"email": email}]}).wire()
+    agent = AgentConfig.model_validate({"notify": [{"email": email}]})
     with pytest.raises(Refusal) as err:
-        check_agent(config, "acme")
+        check_agent(agent, "acme")
     assert (err.value.code, err.value.param) == ("validation_error", param)
 
 
