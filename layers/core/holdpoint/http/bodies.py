@@ -1,6 +1,6 @@
 """Bodies only the HTTP API reads or writes: `POST /v1/sessions`' inputs (which name their agent),
-a resume, a client-token request, and the two error bodies (Holdpoint's `{"error": ...}` and
-API Gateway's own `{"message": ...}`).
+a resume, a client-token request, an identity provider's declaration, and the two error bodies
+(Holdpoint's `{"error": ...}` and API Gateway's own `{"message": ...}`).
 """
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
@@ -9,8 +9,16 @@ API Gateway's own `{"message": ...}`).
 import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator
 
+from holdpoint.core.identity import (
+    COGNITO_GROUPS,
+    COGNITO_POOL,
+    DISCOVERY_SUFFIX,
+    MAX_ISSUER_CHARS,
+    IdentityProvider,
+    cognito_issuer,
+)
 from holdpoint.core.protocols import Comment, Id, Wire, integral
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 
@@ -112,3 +120,43 @@ class GatewayError(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
     message: str
+
+
+ClaimName = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[\x21-\x7e]+$")]
+"""A claim's name as a token carries it: printable ASCII, no spaces (`sub`, `cognito:groups`)."""
+
+
+class CognitoPool(Wire):
+    user_pool_id: Annotated[str, StringConstraints(max_length=64, pattern=COGNITO_POOL.pattern)] = Field(
+        description="the user pool's id, its region first: `eu-west-1_AbC123`")
+
+
+class IdentityProviderDeclaration(Wire):
+    """The body of `PUT /v1/identity-provider`: a Cognito user pool or any OIDC issuer by its
+    discovery URL (exactly one of the two), the app client id its tokens must be issued to, and
+    the claims that name the subject and carry the groups."""
+
+    cognito: CognitoPool | None = None
+    discovery_url: Annotated[str, StringConstraints(max_length=MAX_ISSUER_CHARS + len(DISCOVERY_SUFFIX))] | None = None
+    client_id: Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[\x21-\x7e]+$")]
+    subject_claim: ClaimName = "sub"
+    groups_claim: ClaimName | None = None
+
+    @field_validator("discovery_url")
+    @classmethod
+    def _discovery(cls, url: str | None) -> str | None:
+        if url is not None and not url.endswith(DISCOVERY_SUFFIX):
+            raise ValueError(f"must end with {DISCOVERY_SUFFIX}, as OIDC Discovery places it under the issuer")
+        return url
+
+    def provider(self) -> IdentityProvider:
+        """The declaration as the store keeps it; `ValueError` when it names no issuer or two."""
+        if self.cognito is not None and self.discovery_url is None:
+            pool = self.cognito.user_pool_id
+            return IdentityProvider("cognito", cognito_issuer(pool), self.client_id, self.subject_claim,
+                                    self.groups_claim or COGNITO_GROUPS, pool)
+        if self.discovery_url is not None and self.cognito is None:
+            url = self.discovery_url
+            return IdentityProvider("oidc", url[:-len(DISCOVERY_SUFFIX)], self.client_id, self.subject_claim,
+                                    self.groups_claim or "groups", url)
+        raise ValueError("give exactly one of `cognito` (a user pool) or `discovery_url` (any OIDC issuer)")
