@@ -65,12 +65,19 @@ class Pool:
                    ["UserPoolClient"]["ClientId"])
 
 
-def make_pool(stack: Any, name: str = "approvers") -> Pool:
-    cognito = stack.client("cognito-idp")
+def make_pool(stack: Any, name: str = "approvers", callback: str = "http://127.0.0.1/inbox") -> Pool:
+    """A pool and its console's app client: the password flow, and the hosted UI's code flow back
+    to `callback`."""
+    return pool_on(stack.client("cognito-idp"), name, callback)
+
+
+def pool_on(cognito: Any, name: str, callback: str) -> Pool:
     pool_id = cognito.create_user_pool(PoolName=name)["UserPool"]["Id"]
     client_id = cognito.create_user_pool_client(
         UserPoolId=pool_id, ClientName="console", GenerateSecret=False,
-        ExplicitAuthFlows=["ALLOW_USER_PASSWORD_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"])["UserPoolClient"]["ClientId"]
+        ExplicitAuthFlows=["ALLOW_USER_PASSWORD_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"], CallbackURLs=[callback],
+        AllowedOAuthFlows=["code"], AllowedOAuthScopes=["openid"], AllowedOAuthFlowsUserPoolClient=True,
+        SupportedIdentityProviders=["COGNITO"])["UserPoolClient"]["ClientId"]
     return Pool(cognito, pool_id, client_id)
 
 

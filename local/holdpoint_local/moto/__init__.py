@@ -15,7 +15,8 @@ in-process moto) so the emulator keeps the guarantees the real service gives.
 - stepfunctions.py, fixes 27-28: a task token takes one answer, a failure keeps its cause; and,
   not a fix, a local-only cap on open Step Functions executions (`CAP_KEY`);
 - awslambda.py, fixes 29-30: a durable function's callbacks, answered by AWS's durable execution
-  emulator when one is set; an invoke run by `sam local start-lambda` when one is set.
+  emulator when one is set; an invoke run by `sam local start-lambda` when one is set;
+- cognito.py, fix 32: a user pool's hosted UI, the OAuth 2.0 authorization code flow with PKCE.
 
 They are checked by tests/integration/test_moto_fixes.py and test_moto_iam.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch moto
@@ -51,7 +52,7 @@ def apply() -> None:
             f"pin moto=={PINNED} in requirements-dev.txt, or re-read each fix against the new moto and move PINNED")
     if applied():
         return
-    from . import awslambda, cloudformation, dynamodb, iam, sqs, stepfunctions, xray
+    from . import awslambda, cloudformation, cognito, dynamodb, iam, sqs, stepfunctions, xray
 
     dynamodb.apply()  # fixes 1-6, 8
     sqs.apply()  # fix 7
@@ -59,4 +60,5 @@ def apply() -> None:
     stepfunctions.apply()  # fixes 27-28, the open-execution cap
     xray.apply()  # fix 25
     awslambda.apply()  # fixes 29-30
+    cognito.apply()  # fix 32
     iam.apply()  # fixes 16-21, 23-24, 26: IAM checked against the resource a call names
