@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import requests
+
 from tests.oidc import make_pool, operator, person, serve_issuer
 from tests.security.probes import refusal, table_count
 from tests.stack import Api, declare_agent, resumed_triggers
@@ -95,6 +97,15 @@ def test_oidc_declaration_refusals_name_the_field(api: Api, stack: Any, other_te
         ({"cognito": {"user_pool_id": pool.pool_id}}, "client_id"),
         ({**pool.declaration(), "groups_claim": "has space"}, "groups_claim"),
         ({**pool.declaration(), "extra": 1}, "extra"),
+        ({**pool.declaration(), "cognito": {"user_pool_id": pool.pool_id, "domain": "ftp://auth.example.com"}},
+         "cognito.domain"),
+        ({**pool.declaration(), "authorization_endpoint": "https://idp.example.com/authorize",
+          "token_endpoint": "https://idp.example.com/token"}, "authorization_endpoint"),
+        ({"discovery_url": "https://idp.example.com/.well-known/openid-configuration", "client_id": "c",
+          "authorization_endpoint": "https://idp.example.com/authorize"}, "token_endpoint"),
+        ({"discovery_url": "http://127.0.0.1:9/.well-known/openid-configuration", "client_id": "c",
+          "authorization_endpoint": "http://127.0.0.1:9/authorize",
+          "token_endpoint": "http://169.254.169.254/token"}, "token_endpoint"),
     ]
     for body, param in cases:
         refusal(ops.req("PUT", "/v1/identity-provider", body), 400, code="validation_error", param=param)
@@ -105,3 +116,25 @@ def test_oidc_declaration_refusals_name_the_field(api: Api, stack: Any, other_te
     refusal(other_tenant.req("PUT", "/v1/identity-provider", pool.declaration()), 409, code="conflict",
             param="client_id")
     refusal(other_tenant.req("GET", "/v1/identity-provider"), 404)
+
+
+def test_oidc_the_console_learns_the_tenants_sign_in(api: Api, stack: Any) -> None:
+    """`/inbox/sign-in.json?tenant=T` (no credentials) names what the console's PKCE flow needs, and
+    `/inbox?tenant=T`'s CSP lets the page reach the token endpoint and nothing else new."""
+    pool = make_pool(stack)
+    domain = f"{stack.moto_endpoint}/{pool.pool_id}"  # the local hosted UI (moto fix 32)
+    declared = operator(stack).ok("PUT", "/v1/identity-provider",
+                                  {**pool.declaration(), "cognito": {"user_pool_id": pool.pool_id, "domain": domain}})
+    assert declared["cognito"] == {"user_pool_id": pool.pool_id, "domain": domain}
+    config = requests.get(f"{stack.base_url}/inbox/sign-in.json", params={"tenant": stack.tenant}, timeout=30)
+    assert config.json() == {"issuer": pool.issuer, "client_id": pool.client_id,
+                             "authorization_endpoint": f"{domain}/oauth2/authorize",
+                             "token_endpoint": f"{domain}/oauth2/token"}
+    csp = requests.get(f"{stack.base_url}/inbox", params={"tenant": stack.tenant}, timeout=30).headers[
+        "Content-Security-Policy"]
+    assert f"connect-src 'self' {stack.moto_endpoint};" in csp and "form-action 'none'" in csp
+    assert "connect-src 'self';" in requests.get(f"{stack.base_url}/inbox", timeout=30).headers[
+        "Content-Security-Policy"]
+    for tenant in ("other", "no such tenant", ""):
+        assert requests.get(f"{stack.base_url}/inbox/sign-in.json", params={"tenant": tenant},
+                            timeout=30).status_code == 404

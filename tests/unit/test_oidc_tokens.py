@@ -151,6 +151,15 @@ def test_oidc_declarations_become_providers() -> None:
     assert pool.provider() == COGNITO
     oidc = IdentityProviderDeclaration.model_validate({"discovery_url": OIDC.source, "client_id": "console"})
     assert oidc.provider() == OIDC
-    with pytest.raises(ValueError):
+    with pytest.raises(Refusal) as refused:
         IdentityProviderDeclaration.model_validate({"client_id": "console"}).provider()
+    assert refused.value.param == "cognito"
     assert IdentityProvider.from_item(COGNITO.to_item()) == COGNITO
+    domain = "https://acme.auth.eu-west-1.amazoncognito.com"
+    hosted = IdentityProviderDeclaration.model_validate({"cognito": {"user_pool_id": POOL, "domain": domain + "/"},
+                                                         "client_id": "console"}).provider()
+    assert hosted.sign_in() == {"issuer": COGNITO.issuer, "client_id": "console",
+                                "authorization_endpoint": domain + "/oauth2/authorize",
+                                "token_endpoint": domain + "/oauth2/token"}
+    assert hosted.wire()["cognito"] == {"user_pool_id": POOL, "domain": domain}
+    assert IdentityProvider.from_item(hosted.to_item()) == hosted and COGNITO.sign_in() is None

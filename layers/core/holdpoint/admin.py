@@ -4,7 +4,9 @@
     python -m holdpoint.admin revoke-key --table T --key hp_...
     python -m holdpoint.admin mint-token --tenant acme --subject user-1 [--ttl 900] [--session ses_...] [--groups a,b]
     python -m holdpoint.admin set-identity-provider --table T --tenant acme --client-id C
-        (--cognito-pool eu-west-1_AbC123 | --discovery-url https://idp.example.com/.well-known/openid-configuration)
+        (--cognito-pool eu-west-1_AbC123 [--cognito-domain https://acme.auth.eu-west-1.amazoncognito.com]
+         | --discovery-url https://idp.example.com/.well-known/openid-configuration
+           [--authorization-endpoint URL --token-endpoint URL])
         [--subject-claim sub] [--groups-claim cognito:groups]
 
 `set-identity-provider` declares the tenant's OIDC issuer as `PUT /v1/identity-provider` does
@@ -27,6 +29,7 @@ from holdpoint.aws.keys import put_api_key, revoke_api_key
 from holdpoint.aws.signing import platform_secret
 from holdpoint.aws.store import Store
 from holdpoint.core.credentials import ORIGINS
+from holdpoint.core.errors import Refusal
 from holdpoint.http.bodies import IdentityProviderDeclaration
 from holdpoint.services.tokens import mint_client_token
 
@@ -45,6 +48,8 @@ def set_identity_provider(table: str, tenant: str, declaration: dict[str, Any], 
         provider = IdentityProviderDeclaration.model_validate(declaration).provider()
     except ValueError as exc:  # pydantic's ValidationError is one
         return str(exc)
+    except Refusal as exc:
+        return f"{exc.param}: {exc.message}"
     holder = Store(table, client, cache=False).declare_identity_provider(tenant, provider)
     return None if holder is None else f"tenant {holder} declared this issuer with this client id"
 
@@ -74,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     issuer = idp.add_mutually_exclusive_group(required=True)
     issuer.add_argument("--cognito-pool")
     issuer.add_argument("--discovery-url")
-    idp.add_argument("--subject-claim")
-    idp.add_argument("--groups-claim")
+    idp.add_argument("--cognito-domain")
+    for option in ("--subject-claim", "--groups-claim", "--authorization-endpoint", "--token-endpoint"):
+        idp.add_argument(option)
     args = parser.parse_args(argv)
     if args.command == "set-identity-provider":
         return _declare(args)
@@ -99,12 +105,13 @@ def main(argv: list[str] | None = None) -> int:
 def _declare(args: argparse.Namespace) -> int:
     declaration: dict[str, Any] = {"client_id": args.client_id}
     if args.cognito_pool:
-        declaration["cognito"] = {"user_pool_id": args.cognito_pool}
+        pool = {"user_pool_id": args.cognito_pool}
+        declaration["cognito"] = {**pool, "domain": args.cognito_domain} if args.cognito_domain else pool
     else:
         declaration["discovery_url"] = args.discovery_url
-    for claim in ("subject_claim", "groups_claim"):
-        if getattr(args, claim):
-            declaration[claim] = getattr(args, claim)
+    for field in ("subject_claim", "groups_claim", "authorization_endpoint", "token_endpoint"):
+        if getattr(args, field):
+            declaration[field] = getattr(args, field)
     why = set_identity_provider(args.table, args.tenant, declaration)
     print(why or "declared", file=sys.stderr if why else sys.stdout)
     return 1 if why else 0

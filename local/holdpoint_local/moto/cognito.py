@@ -106,7 +106,8 @@ def authorize(request: Any, full_url: str, headers: Any) -> Answer:
                         "challenge": params["code_challenge"], "tokens": tokens,
                         "until": time.monotonic() + CODE_SECONDS}
     back = {"code": code, **({"state": params["state"]} if "state" in params else {})}
-    return 302, {"Location": f"{params['redirect_uri']}?{urlencode(back)}"}, ""
+    joint = "&" if "?" in params["redirect_uri"] else "?"
+    return 302, {"Location": f"{params['redirect_uri']}{joint}{urlencode(back)}"}, ""
 
 
 def token(request: Any, full_url: str, headers: Any) -> Answer:

@@ -33,6 +33,9 @@ TOKEN_USES = ("id", "access")
 """Cognito's `token_use`: an ID token names its client in `aud`, an access token in `client_id`."""
 
 ProviderKind = Literal["cognito", "oidc"]
+HOSTED_AUTHORIZE = "/oauth2/authorize"
+HOSTED_TOKEN = "/oauth2/token"
+"""A Cognito domain's hosted UI endpoints, under its `domain` URL."""
 
 
 def cognito_issuer(pool_id: str) -> str:
@@ -51,10 +54,16 @@ class IdentityProvider:
     subject_claim: str
     groups_claim: str
     source: str
+    authorization_endpoint: str | None = None  # where the console sends a person to sign in
+    token_endpoint: str | None = None  # where the console exchanges the code for tokens
 
     def to_item(self) -> JsonObject:
-        return {"kind": self.kind, "issuer": self.issuer, "client_id": self.client_id,
-                "subject_claim": self.subject_claim, "groups_claim": self.groups_claim, "source": self.source}
+        out: JsonObject = {"kind": self.kind, "issuer": self.issuer, "client_id": self.client_id,
+                           "subject_claim": self.subject_claim, "groups_claim": self.groups_claim,
+                           "source": self.source}
+        if self.authorization_endpoint and self.token_endpoint:
+            out["authorization_endpoint"], out["token_endpoint"] = self.authorization_endpoint, self.token_endpoint
+        return out
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> IdentityProvider:
@@ -62,17 +71,32 @@ class IdentityProvider:
         if kind not in ("cognito", "oidc"):
             raise ValueError(f"not a provider kind: {kind!r}")
         return cls(kind, str(item["issuer"]), str(item["client_id"]), str(item["subject_claim"]),
-                   str(item["groups_claim"]), str(item["source"]))
+                   str(item["groups_claim"]), str(item["source"]), item.get("authorization_endpoint"),
+                   item.get("token_endpoint"))
 
     def wire(self) -> JsonObject:
         """The declaration as `GET /v1/identity-provider` shows it: what was declared, and the issuer."""
         out: JsonObject = {"issuer": self.issuer, "client_id": self.client_id,
                            "subject_claim": self.subject_claim, "groups_claim": self.groups_claim}
         if self.kind == "cognito":
-            out["cognito"] = {"user_pool_id": self.source}
+            pool: JsonObject = {"user_pool_id": self.source}
+            if self.authorization_endpoint:
+                pool["domain"] = self.authorization_endpoint.removesuffix(HOSTED_AUTHORIZE)
+            out["cognito"] = pool
         else:
             out["discovery_url"] = self.source
+            if self.authorization_endpoint and self.token_endpoint:
+                out["authorization_endpoint"], out["token_endpoint"] = (self.authorization_endpoint,
+                                                                        self.token_endpoint)
         return out
+
+    def sign_in(self) -> JsonObject | None:
+        """What the console needs to sign a person in (authorization code with PKCE, a public
+        client: no secret), or None when the declaration names no endpoints."""
+        if not (self.authorization_endpoint and self.token_endpoint):
+            return None
+        return {"issuer": self.issuer, "client_id": self.client_id,
+                "authorization_endpoint": self.authorization_endpoint, "token_endpoint": self.token_endpoint}
 
 
 def audiences(claims: dict[str, Any]) -> tuple[str, ...] | None:

@@ -11,10 +11,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator
 
+from holdpoint.core.errors import Refusal
 from holdpoint.core.identity import (
     COGNITO_GROUPS,
     COGNITO_POOL,
     DISCOVERY_SUFFIX,
+    HOSTED_AUTHORIZE,
+    HOSTED_TOKEN,
     MAX_ISSUER_CHARS,
     IdentityProvider,
     cognito_issuer,
@@ -126,9 +129,14 @@ ClaimName = Annotated[str, StringConstraints(min_length=1, max_length=64, patter
 """A claim's name as a token carries it: printable ASCII, no spaces (`sub`, `cognito:groups`)."""
 
 
+Endpoint = Annotated[str, StringConstraints(max_length=512)]
+
+
 class CognitoPool(Wire):
     user_pool_id: Annotated[str, StringConstraints(max_length=64, pattern=COGNITO_POOL.pattern)] = Field(
         description="the user pool's id, its region first: `eu-west-1_AbC123`")
+    domain: Endpoint | None = Field(None, description="the pool's hosted UI domain, "
+                                    "`https://acme.auth.eu-west-1.amazoncognito.com`: the console signs in there")
 
 
 class IdentityProviderDeclaration(Wire):
@@ -141,6 +149,14 @@ class IdentityProviderDeclaration(Wire):
     client_id: Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[\x21-\x7e]+$")]
     subject_claim: ClaimName = "sub"
     groups_claim: ClaimName | None = None
+    authorization_endpoint: Endpoint | None = None
+    token_endpoint: Endpoint | None = None
+
+    def urls(self) -> dict[str, str]:
+        """The URLs the declaration names, by the field each is in, for the network guard's checks."""
+        named = {"discovery_url": self.discovery_url, "authorization_endpoint": self.authorization_endpoint,
+                 "token_endpoint": self.token_endpoint, "cognito.domain": self.cognito and self.cognito.domain}
+        return {field: url for field, url in named.items() if url}
 
     @field_validator("discovery_url")
     @classmethod
@@ -150,13 +166,24 @@ class IdentityProviderDeclaration(Wire):
         return url
 
     def provider(self) -> IdentityProvider:
-        """The declaration as the store keeps it; `ValueError` when it names no issuer or two."""
+        """The declaration as the store keeps it; a `Refusal` naming the field when it names no
+        issuer or two, or only one of the console's two endpoints."""
+        if (self.authorization_endpoint is None) != (self.token_endpoint is None):
+            raise Refusal("validation_error", "give both authorization_endpoint and token_endpoint, or neither",
+                          "token_endpoint" if self.token_endpoint is None else "authorization_endpoint")
         if self.cognito is not None and self.discovery_url is None:
-            pool = self.cognito.user_pool_id
+            if self.authorization_endpoint is not None:
+                raise Refusal("validation_error", "a Cognito pool's endpoints come from `cognito.domain`",
+                              "authorization_endpoint")
+            pool, domain = self.cognito.user_pool_id, (self.cognito.domain or "").rstrip("/")
             return IdentityProvider("cognito", cognito_issuer(pool), self.client_id, self.subject_claim,
-                                    self.groups_claim or COGNITO_GROUPS, pool)
+                                    self.groups_claim or COGNITO_GROUPS, pool,
+                                    domain + HOSTED_AUTHORIZE if domain else None,
+                                    domain + HOSTED_TOKEN if domain else None)
         if self.discovery_url is not None and self.cognito is None:
             url = self.discovery_url
             return IdentityProvider("oidc", url[:-len(DISCOVERY_SUFFIX)], self.client_id, self.subject_claim,
-                                    self.groups_claim or "groups", url)
-        raise ValueError("give exactly one of `cognito` (a user pool) or `discovery_url` (any OIDC issuer)")
+                                    self.groups_claim or "groups", url, self.authorization_endpoint,
+                                    self.token_endpoint)
+        raise Refusal("validation_error", "give exactly one of `cognito` (a user pool) or `discovery_url` "
+                      "(any OIDC issuer)", "cognito")

@@ -21,14 +21,11 @@ router = APIGatewayHttpRouter()
             summary="Declare the tenant's identity provider (operator keys)")
 def put_identity_provider(body: IdentityProviderDeclaration) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
-    try:
-        provider = body.provider()
-    except ValueError as exc:
-        raise Refusal("validation_error", str(exc), "cognito") from exc
-    if body.discovery_url is not None:
-        why = check_url(body.discovery_url, "discovery_url")
+    provider = body.provider()
+    for field, url in body.urls().items():
+        why = check_url(url, field)
         if why:
-            raise Refusal("validation_error", why, "discovery_url")
+            raise Refusal("validation_error", why, field)
     return identity.declare(assembly.get_store(), who, provider).wire()
 
 
