@@ -1,12 +1,24 @@
 """A local HTTP endpoint that answers POSTs from a script of (status, body), for worker transport
-tests (a real socket, so the real `netguard` opener and `urllib` parse the answers)."""
+tests (a real socket, so the real `netguard` opener and `urllib` parse the answers); and
+`send_json`, how the tests' other local servers answer JSON."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+def send_json(handler: BaseHTTPRequestHandler, body: Any) -> None:
+    """A 200 with `body` as JSON, its length given."""
+    data = json.dumps(body).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def answering(answers: Iterable[tuple[int, bytes]]) -> ThreadingHTTPServer:

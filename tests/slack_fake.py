@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+from tests.answering import send_json
+
 
 class SlackFake:
     """Records every call as `(method, token, arguments)`; answers like Slack does."""
@@ -34,13 +36,7 @@ class SlackFake:
                 else:
                     args = dict(parse_qsl(raw))
                 token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-                body = fake.answer(self.path.rsplit("/", 1)[-1], token, args)
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, fake.answer(self.path.rsplit("/", 1)[-1], token, args))
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass

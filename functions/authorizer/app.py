@@ -1,4 +1,5 @@
-"""HTTP API Lambda authorizer (simple responses): API key or client JWT -> tenant, subject, origin.
+"""HTTP API Lambda authorizer (simple responses): API key, client JWT or a token of a tenant's
+identity provider -> tenant, subject, origin.
 The WebSocket API's `$connect` uses it too (an event with `methodArn`): the same check, answered
 as an IAM policy; a browser, which cannot set a header there, may send its token as `?token=`."""
 
@@ -15,9 +16,11 @@ with loading():  # the handler's modules load without collector pauses (holdpoin
     from holdpoint.assembly import get_store
     from holdpoint.aws.signing import platform_secret
     from holdpoint.http.credentials import authenticate, context_of, websocket_answer
+    from holdpoint.outbound.signing_keys import SigningKeys
     from holdpoint.ports import Throttled, Unavailable
 
     logger = Logger()  # service from POWERTOOLS_SERVICE_NAME; the layer logs as its child
+    keys = SigningKeys()  # each declared provider's keys, kept across the container's invocations
 
 
 @tracing.capture
@@ -31,9 +34,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             query = (event.get("queryStringParameters") or {}).get("token")
             token = f"Bearer {query}" if query else None
         # An AWS refusal here raises: API Gateway refuses the connect, and the client connects again.
-        return websocket_answer(authenticate(token, get_store(), platform_secret), str(event["methodArn"]))
+        return websocket_answer(authenticate(token, get_store(), platform_secret, keys), str(event["methodArn"]))
     try:
-        caller = authenticate(token, get_store(), platform_secret)
+        caller = authenticate(token, get_store(), platform_secret, keys)
     except (Throttled, Unavailable) as exc:
         # API Gateway answers an authorizer that raises with a bare 500, and a denial is a 403 that
         # would tell good credentials they are bad: let the request through with no caller, marked,

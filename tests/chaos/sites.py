@@ -20,7 +20,8 @@ GAP = ("the client sees the gap at its next event (or gets no `subscribed` frame
        "last seq; its keep-alive fills a gap at the log's end")
 
 REFUSED: dict[Site, str] = {
-    ("AuthorizerFunction", "dynamodb", "GetItem"): "503 with `Retry-After` (the API key)",
+    ("AuthorizerFunction", "dynamodb", "GetItem"): "503 with `Retry-After` (the API key, or the "
+    "identity provider an issuer names)",
     ("AuthorizerFunction", "secretsmanager", "GetSecretValue"): "503 with `Retry-After` (the JWT key)",
     ("ApiFunction", "dynamodb", "GetItem"): "503 with `Retry-After`; nothing written",
     ("ApiFunction", "dynamodb", "BatchGetItem"): "503 with `Retry-After`; nothing written",

@@ -60,8 +60,10 @@ EXCLUDED: list[dict[str, Any]] = [
 
 
 UNPARAMETERIZED = {"/v1/openapi.json", "/", "/inbox", "/inbox/app.js", "/inbox/app.css", "/inbox/session",
-                   "/inbox/session.js", "/inbox/live.json", "/favicon.ico", "/.well-known/jwks.json"}
-"""No parameters and no body: nothing a request could violate."""
+                   "/inbox/session.js", "/inbox/live.json", "/inbox/sign-in.json", "/favicon.ico",
+                   "/.well-known/jwks.json"}
+"""No parameters and no body: nothing a request could violate (the pages' own query, `?id=` or
+`?tenant=`, is read by the page or answered 404 when it names nothing, never refused)."""
 
 
 def load(stack: Any) -> Any:
@@ -136,11 +138,12 @@ def test_the_api_is_what_its_document_says(stack: Any, api: Api, monkeypatch: py
     # Not only refusals: every operation accepted some generated input, but those that need what
     # generated input cannot have: an open call (settle), a machine key (minting tokens, and a
     # worker's submit, which also needs a deferred decision), the link's own option (`confirm`),
-    # a Slack signature.
+    # a Slack signature, an operator key (the identity provider), a tenant's declared sign-in.
     refused_only = {label for label, statuses in answered.items() if not any(200 <= s < 400 for s in statuses)}
     assert refused_only <= {"POST /v1/sessions/{session_id}/calls/settle", "POST /v1/client-tokens",
                             "POST /v1/workers/submit", "POST /v1/links/{token}",
-                            "POST /v1/channels/slack/interactions"}, sorted(answered.items())
+                            "POST /v1/channels/slack/interactions", "PUT /v1/identity-provider",
+                            "GET /v1/identity-provider", "GET /inbox/sign-in.json"}, sorted(answered.items())
     assert len(answered) == len(list(schema.get_all_operations()))
 
 

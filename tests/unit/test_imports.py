@@ -68,8 +68,8 @@ DENY: dict[str, list[str]] = {
        "holdpoint.aws.secretrefs", *_MODELS, "pydantic",
        "aws_lambda_powertools.event_handler.middlewares.openapi_validation"],
     "engine": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + _BATCH + _STEPS + _BRIDGES,
-    # PyJWT imports `cryptography` when it is installed (the dev venv has it; requirements.txt does not),
-    # so the authorizer's list leaves it out.
+    # PyJWT imports `cryptography` (an identity provider's RS256 and ES256 tokens), so the authorizer's
+    # list leaves both out.
     "authorizer": _SCHEMAS + _ENGINE + _TEST_TOOLS + _HTTP + _BRIDGES + ["pydantic", *_MODELS],
     # The notifier reads stream records; the declared `notify` entries' models stay with the API.
     "notifier": _TOKENS + _SCHEMAS + _TEST_TOOLS + _HTTP + _BRIDGES
@@ -92,11 +92,14 @@ DENY: dict[str, list[str]] = {
        "holdpoint.core.protocols.worker_actions", "holdpoint.bridges.agui", "holdpoint.bridges.runs"],
 }
 
-ALLOW: dict[str, list[str]] = {"authorizer": ["holdpoint.http", "holdpoint.http.credentials"],
+ALLOW: dict[str, list[str]] = {"authorizer": ["holdpoint.http", "holdpoint.http.credentials", "holdpoint.outbound",
+                                              "holdpoint.outbound.signing_keys", "holdpoint.outbound.netguard",
+                                              "holdpoint.outbound.errors"],
                                "protocols": ["holdpoint.outbound", "holdpoint.outbound.netguard",
                                              "holdpoint.outbound.errors"]}
 """Modules a denied package may lend: the authorizer reads the Bearer header with the edge's
-credentials module, and nothing else of the edge (no resolver, no routes); the protocols function
+credentials module, and nothing else of the edge (no resolver, no routes), and fetches the
+identity providers' keys through the network guard; the protocols function
 checks an A2A push config's URL with the network guard (and its refusal), and nothing else of the engine's outbound."""
 
 _PROBE = """

@@ -18,6 +18,7 @@ from holdpoint.core import quotas
 from holdpoint.core.answers import Answer
 from holdpoint.core.edits import Edit
 from holdpoint.core.errors import QuotaExceeded
+from holdpoint.core.identity import IdentityProvider
 from holdpoint.core.interrupts import Checked, refused
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Header, Interrupt, SessionState
@@ -69,6 +70,7 @@ class MemoryStore:
         self._sessions: dict[tuple[str, str], Session] = {}
         self._agents: dict[tuple[str, str], str] = {}
         self._keys: dict[str, ApiKey | None] = {}  # None: revoked
+        self._providers: dict[str, IdentityProvider] = {}  # by tenant
         self._open: dict[Any, int] = {}  # interrupts holding a slot: (tenant, principal or None) -> n
         self._created: dict[Any, int] = {}  # top-level sessions: (tenant, second, principal or None) -> n
 
@@ -336,6 +338,28 @@ class MemoryStore:
     def get_api_key(self, key_hash: str) -> ApiKey | None:
         with self._lock:
             return self._keys.get(key_hash)
+
+    # --- identity providers ----------------------------------------------------------------
+
+    def identity_provider(self, tenant: str) -> IdentityProvider | None:
+        with self._lock:
+            return self._providers.get(tenant)
+
+    def declare_identity_provider(self, tenant: str, provider: IdentityProvider) -> str | None:
+        with self._lock:
+            holder = self._holder(provider.issuer, provider.client_id)
+            if holder is not None and holder[0] != tenant:
+                return holder[0]
+            self._providers[tenant] = provider
+            return None
+
+    def provider_for(self, issuer: str, client_id: str) -> tuple[str, IdentityProvider] | None:
+        with self._lock:
+            return self._holder(issuer, client_id)
+
+    def _holder(self, issuer: str, client_id: str) -> tuple[str, IdentityProvider] | None:
+        return next(((tenant, p) for tenant, p in self._providers.items()
+                     if (p.issuer, p.client_id) == (issuer, client_id)), None)
 
 
 INTERRUPT_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Interrupt) if f.default is not MISSING}

@@ -18,6 +18,7 @@ in-process moto) so the emulator keeps the guarantees the real service gives.
   emulator when one is set; an invoke run by `sam local start-lambda` when one is set;
 - motoapi.py, fix 34: `/moto-api/data.json` answers (what SES sent, for the tests) once a Lambda exists;
 - ses.py, fix 35: an SES v2 message keeps its text part beside its HTML part.
+- cognito.py, fix 36: a user pool's hosted UI, the OAuth 2.0 authorization code flow with PKCE.
 
 They are checked by tests/integration/test_moto_fixes.py and test_moto_iam.py, and
 tests/e2e/test_moto_server.py proves the moto server child process runs with them. They patch moto
@@ -53,7 +54,7 @@ def apply() -> None:
             f"pin moto=={PINNED} in requirements-dev.txt, or re-read each fix against the new moto and move PINNED")
     if applied():
         return
-    from . import awslambda, cloudformation, dynamodb, iam, motoapi, ses, sqs, stepfunctions, xray
+    from . import awslambda, cloudformation, cognito, dynamodb, iam, motoapi, ses, sqs, stepfunctions, xray
 
     dynamodb.apply()  # fixes 1-6, 8
     sqs.apply()  # fix 7
@@ -63,4 +64,5 @@ def apply() -> None:
     awslambda.apply()  # fixes 29-30
     motoapi.apply()  # fix 34
     ses.apply()  # fix 35
+    cognito.apply()  # fix 36
     iam.apply()  # fixes 16-21, 23-24, 26, 33: IAM checked against the resource a call names

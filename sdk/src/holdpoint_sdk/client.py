@@ -221,7 +221,8 @@ def _seg(value: str) -> str:
 
 
 ROUTES = (
-    "/v1/agents/{agent_id}", "/v1/client-tokens", "/v1/interrupts", "/v1/interrupts/resume", "/v1/links/{token}",
+    "/v1/agents/{agent_id}", "/v1/client-tokens", "/v1/identity-provider", "/v1/interrupts", "/v1/interrupts/resume",
+    "/v1/links/{token}",
     "/v1/openapi.json",
     "/v1/sessions", "/v1/sessions/{session_id}", "/v1/sessions/{session_id}/calls/settle",
     "/v1/sessions/{session_id}/events", "/v1/sessions/{session_id}/events/stream", "/v1/sessions/{session_id}/trace",

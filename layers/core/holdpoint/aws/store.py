@@ -21,11 +21,13 @@ from holdpoint.aws.ddb.commit import Committer, quota_refusal
 from holdpoint.aws.ddb.expr import Between, Exists, Expr, QueryArgs, Update, eq, s
 from holdpoint.aws.ddb.interrupts import InterruptWrites
 from holdpoint.aws.ddb.listings import Listings
+from holdpoint.aws.ddb.providers import ProviderItems
 from holdpoint.aws.ddb.schema import quota_pk, session_pk
 from holdpoint.aws.ddb.table import Table
 from holdpoint.aws.ddb.warm import WarmReads
 from holdpoint.aws.errors import ConditionFailed
 from holdpoint.core import quotas
+from holdpoint.core.identity import IdentityProvider
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Interrupt, SessionState
 from holdpoint.ports import (
@@ -62,6 +64,7 @@ class Store:
         self.cache = cache_from_env() if cache is True else cache if isinstance(cache, StateCache) else None
         self.interrupt_writes = InterruptWrites(self.db, self.codec)
         self.listings = Listings(self.db, self.codec)
+        self.providers = ProviderItems(self.db)
         self.committed: Callable[[SessionState], None] = _nothing
         """Called after each successful commit (the live push, services/live.py)."""
 
@@ -161,6 +164,17 @@ class Store:
     def sessions(self, tenant: str, limit: int, cursor: str | None,
                  filters: SessionFilters) -> tuple[list[SessionRow], str | None]:
         return self.listings.sessions(tenant, limit, cursor, filters)
+
+    # --- identity providers ----------------------------------------------------------------
+
+    def identity_provider(self, tenant: str) -> IdentityProvider | None:
+        return self.providers.identity_provider(tenant)
+
+    def declare_identity_provider(self, tenant: str, provider: IdentityProvider) -> str | None:
+        return self.providers.declare_identity_provider(tenant, provider)
+
+    def provider_for(self, issuer: str, client_id: str) -> tuple[str, IdentityProvider] | None:
+        return self.providers.provider_for(issuer, client_id)
 
     # --- agents and keys ---------------------------------------------------------------
 

@@ -12,13 +12,23 @@ from holdpoint.bridges.agui import routes as agui
 from holdpoint.bridges.runs import routes as runs
 from holdpoint.http import openapi
 from holdpoint.http.resolver import new_resolver
-from holdpoint.http.routes import agents, inbox_page, receipt_keys, resume, sessions, streams, tokens, workers
+from holdpoint.http.routes import (
+    agents,
+    identity,
+    inbox_page,
+    receipt_keys,
+    resume,
+    sessions,
+    streams,
+    tokens,
+    workers,
+)
 
 
 def build() -> APIGatewayHttpResolver:
     """The API function's routes, each a route it serves."""
     app = new_resolver()
-    for module in (sessions, streams, resume, agents, tokens, workers, inbox_page, receipt_keys, agui, runs):
+    for module in (sessions, streams, resume, agents, identity, tokens, workers, inbox_page, receipt_keys, agui, runs):
         app.include_router(module.router)
 
     @app.get("/v1/openapi.json", summary="This document (no credentials needed)",

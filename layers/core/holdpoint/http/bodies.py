@@ -1,6 +1,6 @@
 """Bodies only the HTTP API reads or writes: `POST /v1/sessions`' inputs (which name their agent),
-a resume, a client-token request, and the two error bodies (Holdpoint's `{"error": ...}` and
-API Gateway's own `{"message": ...}`).
+a resume, a client-token request, an identity provider's declaration, and the two error bodies
+(Holdpoint's `{"error": ...}` and API Gateway's own `{"message": ...}`).
 """
 
 # No `from __future__ import annotations` here: pydantic evaluates every field annotation when a
@@ -9,8 +9,19 @@ API Gateway's own `{"message": ...}`).
 import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator
 
+from holdpoint.core.errors import Refusal
+from holdpoint.core.identity import (
+    COGNITO_GROUPS,
+    COGNITO_POOL,
+    DISCOVERY_SUFFIX,
+    HOSTED_AUTHORIZE,
+    HOSTED_TOKEN,
+    MAX_ISSUER_CHARS,
+    IdentityProvider,
+    cognito_issuer,
+)
 from holdpoint.core.protocols import Comment, Id, JsonDict, Wire, integral
 from holdpoint.core.protocols.client import ClientActionInput, ClientMessageInput, ClientMessagesInput
 from holdpoint.services.bulk import MAX_ITEMS as MAX_BULK_ITEMS
@@ -144,3 +155,67 @@ class GatewayError(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
     message: str
+
+
+ClaimName = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[\x21-\x7e]+$")]
+"""A claim's name as a token carries it: printable ASCII, no spaces (`sub`, `cognito:groups`)."""
+
+
+Endpoint = Annotated[str, StringConstraints(max_length=512)]
+
+
+class CognitoPool(Wire):
+    user_pool_id: Annotated[str, StringConstraints(max_length=64, pattern=COGNITO_POOL.pattern)] = Field(
+        description="the user pool's id, its region first: `eu-west-1_AbC123`")
+    domain: Endpoint | None = Field(None, description="the pool's hosted UI domain, "
+                                    "`https://acme.auth.eu-west-1.amazoncognito.com`: the console signs in there")
+
+
+class IdentityProviderDeclaration(Wire):
+    """The body of `PUT /v1/identity-provider`: a Cognito user pool or any OIDC issuer by its
+    discovery URL (exactly one of the two), the app client id its tokens must be issued to, and
+    the claims that name the subject and carry the groups."""
+
+    cognito: CognitoPool | None = None
+    discovery_url: Annotated[str, StringConstraints(max_length=MAX_ISSUER_CHARS + len(DISCOVERY_SUFFIX))] | None = None
+    client_id: Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[\x21-\x7e]+$")]
+    subject_claim: ClaimName = "sub"
+    groups_claim: ClaimName | None = None
+    authorization_endpoint: Endpoint | None = None
+    token_endpoint: Endpoint | None = None
+
+    def urls(self) -> dict[str, str]:
+        """The URLs the declaration names, by the field each is in, for the network guard's checks."""
+        named = {"discovery_url": self.discovery_url, "authorization_endpoint": self.authorization_endpoint,
+                 "token_endpoint": self.token_endpoint, "cognito.domain": self.cognito and self.cognito.domain}
+        return {field: url for field, url in named.items() if url}
+
+    @field_validator("discovery_url")
+    @classmethod
+    def _discovery(cls, url: str | None) -> str | None:
+        if url is not None and not url.endswith(DISCOVERY_SUFFIX):
+            raise ValueError(f"must end with {DISCOVERY_SUFFIX}, as OIDC Discovery places it under the issuer")
+        return url
+
+    def provider(self) -> IdentityProvider:
+        """The declaration as the store keeps it; a `Refusal` naming the field when it names no
+        issuer or two, or only one of the console's two endpoints."""
+        if (self.authorization_endpoint is None) != (self.token_endpoint is None):
+            raise Refusal("validation_error", "give both authorization_endpoint and token_endpoint, or neither",
+                          "token_endpoint" if self.token_endpoint is None else "authorization_endpoint")
+        if self.cognito is not None and self.discovery_url is None:
+            if self.authorization_endpoint is not None:
+                raise Refusal("validation_error", "a Cognito pool's endpoints come from `cognito.domain`",
+                              "authorization_endpoint")
+            pool, domain = self.cognito.user_pool_id, (self.cognito.domain or "").rstrip("/")
+            return IdentityProvider("cognito", cognito_issuer(pool), self.client_id, self.subject_claim,
+                                    self.groups_claim or COGNITO_GROUPS, pool,
+                                    domain + HOSTED_AUTHORIZE if domain else None,
+                                    domain + HOSTED_TOKEN if domain else None)
+        if self.discovery_url is not None and self.cognito is None:
+            url = self.discovery_url
+            return IdentityProvider("oidc", url[:-len(DISCOVERY_SUFFIX)], self.client_id, self.subject_claim,
+                                    self.groups_claim or "groups", url, self.authorization_endpoint,
+                                    self.token_endpoint)
+        raise Refusal("validation_error", "give exactly one of `cognito` (a user pool) or `discovery_url` "
+                      "(any OIDC issuer)", "cognito")

@@ -1,5 +1,5 @@
 """The store's ports: sessions (state, events, listings), interrupts (reads, resolutions, the
-inbox) and the directory (agents and API keys), and the frozen records they take and give."""
+inbox), the directory (agents and API keys) and the identity providers, and the frozen records they take and give."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol
 
 from holdpoint.core.answers import Answer, Responder
 from holdpoint.core.edits import Edit
+from holdpoint.core.identity import IdentityProvider
 from holdpoint.core.interrupts import Checked
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.state import Event, Interrupt, SessionState
@@ -176,6 +177,25 @@ class Directory(Protocol):
         ...
 
 
+class IdentityProviders(Protocol):
+    """Each tenant's identity provider, and the one tenant an (issuer, client id) pair belongs to."""
+
+    def identity_provider(self, tenant: str) -> IdentityProvider | None: ...
+
+    def declare_identity_provider(self, tenant: str, provider: IdentityProvider) -> str | None:
+        """Make `provider` the tenant's (replacing the one it had): None when done, else the
+        other tenant that holds its (issuer, client id), and nothing is written."""
+        ...
+
+    def provider_for(self, issuer: str, client_id: str) -> tuple[str, IdentityProvider] | None:
+        """The tenant that declared this issuer for this client id, with its declaration."""
+        ...
+
+
+class Principals(Directory, IdentityProviders, Protocol):
+    """What the authorizer reads: API keys by hash, and the providers by issuer."""
+
+
 class SessionsAndAgents(Sessions, Directory, Protocol):
     """What starting and running a session reads: its state and its agent's configuration."""
 
@@ -184,7 +204,7 @@ class SessionsAndInterrupts(Sessions, Interrupts, Protocol):
     """What a resume reads and writes: the interrupt, and whether its session exists."""
 
 
-class SessionStore(Sessions, Interrupts, Directory, Protocol):
+class SessionStore(Sessions, Interrupts, Directory, IdentityProviders, Protocol):
     """All three on one table: what a storage backend implements (`aws/store.py`,
     `memory/store.py`), and what a service that reaches all three (the engine's steps, an A2A or
     AG-UI run) is given."""

@@ -20,7 +20,8 @@ class Caller:
     session_id: str | None = None  # a client token may be bound to one session
     own_only: bool = False  # a client token touches only its subject's own sessions
     metadata: tuple[tuple[str, str], ...] = ()  # a client token's identity metadata, as its issuer set it
-    groups: tuple[str, ...] = ()  # A2: approver groups (an API key's attribute, a client token's claim)
+    groups: tuple[str, ...] = ()  # A2: approver groups (an API key's attribute, a token's claim)
+    person: bool = False  # signed in through the tenant's identity provider: an approver, not a key
     # How the caller proved itself, not who it is (so not compared): the live API, authorized only
     # at `$connect`, checks them again on every message (docs/SECURITY.md, "Live events").
     expires: int | None = field(default=None, compare=False)  # a client token's `exp` (epoch seconds)
@@ -38,9 +39,10 @@ class Caller:
         return self.subject if self.own_only and not self.session_id else None
 
     def principal(self) -> str:
-        """Who the caller is, with its kind: `user:NAME` (a client token) or `key:NAME` (an API key),
-        so what derives from it (an idempotency key's session, an MCP approvals session) is never
-        shared by an end user and the key of the same name."""
+        """Who the caller is, with its kind: `user:NAME` (a client token) or `key:NAME` (an API key,
+        or a person the tenant's identity provider signed in: both are names the tenant controls,
+        as approver policies name them, A2), so what derives from it (an idempotency key's session,
+        an MCP approvals session) is never shared by an end user and the key of the same name."""
         return f"user:{self.subject}" if self.own_only else f"key:{self.subject}"
 
     def owns(self, session_id: str, end_user: str | None) -> bool:
@@ -57,6 +59,9 @@ class Caller:
         its own sessions (SECURITY.md: end user vs tenant)."""
         if self.own_only:
             raise Refusal("forbidden", f"a client token cannot {what}; use an API key")
+        if self.person:
+            raise Refusal("forbidden", f"a person signed in through the identity provider cannot {what}; "
+                          "use an API key")
 
     def require_machine(self, what: str) -> None:
         """Routes a tenant's backend calls (minting tokens, a worker's answers): an API key of

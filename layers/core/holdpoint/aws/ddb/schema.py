@@ -28,6 +28,9 @@ Live connections (`aws/connections.py`): `L#{connection}` / `C` the connection i
 `T#{tenant}#L#{session}` / `C#{connection}` one per session it follows, and
 `T#{tenant}#LC#{caller digest}` / `C#{connection}` one per open connection of a caller.
 
+Identity providers (`aws/ddb/providers.py`): `T#{tenant}#IDP` / `IDP` the tenant's declaration,
+and `IDP#{issuer digest}` / `C#{client id digest}` the one tenant that pair belongs to.
+
 State sorts at and after `H`, events before it, so a step reads state with one Query and never
 pages through the event log. The *head* (`H` .. `I$`) is the header, the agent and the
 interrupts; the *tail* (after `I$`) is calls, nodes, decisions and turns.
@@ -155,6 +158,19 @@ def agent_pk(tenant: str, agent_id: str) -> str:
 
 def key_pk(key_hash: str) -> str:
     return f"KEY#{key_hash}"
+
+
+IDP_SK = "IDP"
+
+
+def tenant_idp_pk(tenant: str) -> str:
+    """The tenant's identity provider declaration."""
+    return f"T#{tenant}#IDP"
+
+
+def issuer_key(issuer: str, client_id: str) -> tuple[str, str]:
+    """(PK, SK) of the item naming the one tenant an (issuer, client id) pair belongs to."""
+    return f"IDP#{caller_digest(issuer)}", f"C#{caller_digest(client_id)}"
 
 
 def park_sk(interrupt_id: str, generation: int) -> str:

@@ -5,7 +5,11 @@ script, style and API, and no inline script, so text from an interrupt can never
 
 `GET /inbox/session?id=...` follows one session live over the WebSocket API: the same kind of page,
 its CSP also allowing the WebSocket API's origin (`HOLDPOINT_LIVE_URL`), which `/inbox/live.json`
-names for its script. The WebSocket's `$connect` authorizer checks the same bearer token (`?token=`)."""
+names for its script. The WebSocket's `$connect` authorizer checks the same bearer token (`?token=`).
+
+`GET /inbox?tenant=T` signs a person in through the tenant's identity provider: `/inbox/sign-in.json`
+names its endpoints and client id (public values: the console is a public client with no secret),
+and the page's CSP also allows the token endpoint's origin."""
 
 from __future__ import annotations
 
@@ -17,6 +21,11 @@ from urllib.parse import urlsplit
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from holdpoint import assembly
+from holdpoint.core.errors import Refusal
+from holdpoint.core.ids import ID_PATTERN
+from holdpoint.core.jsontypes import JsonObject
 
 router = APIGatewayHttpRouter()
 
@@ -73,7 +82,36 @@ def root() -> Response[str]:
 
 @router.get("/inbox", summary="The inbox page (static HTML, no credentials)", responses=_documented("inbox.html"))
 def inbox_page() -> Response[str]:
-    return _file("inbox.html")
+    """With `?tenant=T` whose identity provider names the console's endpoints, connect-src also
+    allows its token endpoint's origin: the page exchanges the sign-in's code there."""
+    sign_in = _sign_in(router.current_event.get_query_string_value("tenant"))
+    if sign_in is None:
+        return _file("inbox.html")
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(str(sign_in["token_endpoint"])))
+    return _file("inbox.html", {**HEADERS, "Content-Security-Policy": CSP.replace(
+        "connect-src 'self'", f"connect-src 'self' {origin}")})
+
+
+def _sign_in(tenant: str | None) -> JsonObject | None:
+    """A tenant's sign-in settings, or None (no such tenant, no provider, no endpoints)."""
+    if not tenant or not ID_PATTERN.fullmatch(tenant):
+        return None
+    provider = assembly.get_store().identity_provider(tenant)
+    return provider.sign_in() if provider is not None else None
+
+
+@router.get("/inbox/sign-in.json", summary="A tenant's sign-in settings for the inbox page (no credentials)",
+            responses={200: {"description": "`{issuer, client_id, authorization_endpoint, token_endpoint}`: "
+                             "the tenant's identity provider, for the authorization code flow with PKCE",
+                             "content": {"application/json": {"schema": {"type": "object"}}}},
+                       404: {"description": "No such tenant, or its provider names no sign-in endpoints",
+                             "content": {"application/json": {"schema": {"type": "object"}}}}})
+def sign_in_config() -> Response[dict[str, Any]]:
+    tenant = router.current_event.get_query_string_value("tenant")
+    found = _sign_in(tenant)
+    if found is None:
+        raise Refusal("not_found", "no sign-in is declared for this tenant", "tenant")
+    return Response(status_code=200, content_type="application/json", body=found, headers=dict(HEADERS))
 
 
 @router.get("/inbox/app.js", summary="The inbox page's script", responses=_documented("inbox.js"))

@@ -577,6 +577,62 @@ function signedIn() {
   tickTimer = setInterval(tick, 1000);
 }
 
+// -- signing in through the tenant's identity provider ----------------------------------------
+// `/inbox?tenant=T`: the authorization code flow with PKCE (S256), as a public client (no secret
+// in the page). The verifier and state wait in sessionStorage while the provider signs the person
+// in; the code that comes back is exchanged at the token endpoint (which the page's CSP allows),
+// and the ID token becomes the tab's bearer token.
+
+const PKCE_KEY = "holdpoint.pkce";
+
+function base64url(bytes) {
+  return btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\+/g, "-").replace(/\//g, "_")
+    .replace(/=+$/, "");
+}
+
+const randomText = (n) => base64url(crypto.getRandomValues(new Uint8Array(n)));
+
+async function providerSignIn(config, tenant) {
+  const verifier = randomText(48);
+  const state = randomText(16);
+  const challenge = base64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+  const redirect = `${location.origin}${location.pathname}?tenant=${encodeURIComponent(tenant)}`;
+  sessionStorage.setItem(PKCE_KEY, JSON.stringify({ verifier, state, redirect, client_id: config.client_id,
+    token_endpoint: config.token_endpoint }));
+  const params = new URLSearchParams({ response_type: "code", client_id: config.client_id, redirect_uri: redirect,
+    scope: "openid", state, code_challenge: challenge, code_challenge_method: "S256" });
+  location.assign(`${config.authorization_endpoint}?${params}`);
+}
+
+// The provider sent the person back with `code` and `state`: "" once signed in, else why not.
+async function finishSignIn(params) {
+  const pending = JSON.parse(sessionStorage.getItem(PKCE_KEY) || "null");
+  sessionStorage.removeItem(PKCE_KEY);
+  history.replaceState(null, "", pending ? pending.redirect : location.pathname); // the code leaves the address bar
+  if (!pending || params.get("state") !== pending.state) return "That sign-in was not started here; sign in again.";
+  const body = new URLSearchParams({ grant_type: "authorization_code", code: params.get("code") || "",
+    client_id: pending.client_id, redirect_uri: pending.redirect, code_verifier: pending.verifier });
+  try {
+    const resp = await fetch(pending.token_endpoint, { method: "POST", body });
+    const data = resp.ok ? await resp.json() : null;
+    if (!data || typeof data.id_token !== "string") return "The identity provider refused the sign-in.";
+    sessionStorage.setItem(TOKEN_KEY, data.id_token);
+    return "";
+  } catch (err) {
+    return "The identity provider could not be reached.";
+  }
+}
+
+// Offers the provider's sign-in when the tenant declared one with the console's endpoints.
+async function offerProvider(tenant) {
+  if (!tenant) return;
+  const resp = await fetch(`/inbox/sign-in.json?tenant=${encodeURIComponent(tenant)}`);
+  if (!resp.ok) return;
+  const config = await resp.json();
+  $("idp-sign-in").onclick = () => providerSignIn(config, tenant);
+  $("idp").hidden = false;
+}
+
 // -- filters --------------------------------------------------------------------------------
 
 function filters() {
@@ -1122,6 +1178,13 @@ document.addEventListener("DOMContentLoaded", () => {
   $("export-csv").addEventListener("click", () => exportRows("csv"));
   $("export-json").addEventListener("click", () => exportRows("json"));
   document.addEventListener("keydown", onKey);
+  const params = new URLSearchParams(location.search);
+  const tenant = params.get("tenant");
+  offerProvider(tenant);
+  if (params.has("code")) {
+    finishSignIn(params).then((why) => (token() && !why ? signedIn() : signOut(why)));
+    return;
+  }
   if (token()) signedIn();
   else signOut("");
 });

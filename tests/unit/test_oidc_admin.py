@@ -1,0 +1,27 @@
+"""The admin command `set-identity-provider` (docs/CLI.md) on moto's table: it declares what
+`PUT /v1/identity-provider` declares, and says in one line why it will not."""
+
+from __future__ import annotations
+
+import pytest
+
+from holdpoint import admin
+from holdpoint.aws.store import Store
+from holdpoint.core.identity import cognito_issuer
+
+POOL = "eu-west-1_AbC123"
+
+
+def test_oidc_admin_declares_a_pool_and_refuses_a_taken_pair(aws: dict[str, str],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    table = aws["TABLE_NAME"]
+    common = ["set-identity-provider", "--table", table, "--client-id", "console", "--cognito-pool", POOL]
+    assert admin.main([*common, "--tenant", "acme", "--cognito-domain", "https://acme.auth.example.com"]) == 0
+    found = Store(table, cache=False).provider_for(cognito_issuer(POOL), "console")
+    assert found is not None and found[0] == "acme"
+    assert found[1].token_endpoint == "https://acme.auth.example.com/oauth2/token"
+    assert admin.main([*common, "--tenant", "globex"]) == 1
+    assert "tenant acme declared this issuer" in capsys.readouterr().err
+    assert admin.main(["set-identity-provider", "--table", table, "--tenant", "acme", "--client-id", "c",
+                       "--discovery-url", "https://idp.example.com/", "--groups-claim", "roles"]) == 1
+    assert "openid-configuration" in capsys.readouterr().err

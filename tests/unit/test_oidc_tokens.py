@@ -1,0 +1,165 @@
+"""An identity provider's tokens at the edge (`http.credentials.authenticate`) and the rules that
+read their claims (`core/identity.py`): which token is whose, what a person may do, and how the
+keys are cached. The HTTP path, on the local stack with a moto user pool, is
+tests/e2e/test_oidc_signin_e2e.py and tests/security/test_oidc_attacks.py."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from holdpoint.core.errors import Refusal
+from holdpoint.core.identity import IdentityProvider, audiences, cognito_issuer, signed_in
+from holdpoint.http.bodies import IdentityProviderDeclaration
+from holdpoint.http.credentials import authenticate, caller_of, context_of
+from holdpoint.outbound import signing_keys
+from holdpoint.outbound.signing_keys import KeysUnavailable, SigningKeys, parse_key_set
+from holdpoint.services.caller import Caller
+from holdpoint_local.memory.store import MemoryStore
+
+POOL = "eu-west-1_AbC123"
+COGNITO = IdentityProvider("cognito", cognito_issuer(POOL), "console", "sub", "cognito:groups", POOL)
+ISSUER = "https://idp.example.com"
+OIDC = IdentityProvider("oidc", ISSUER, "console", "sub", "groups", ISSUER + "/.well-known/openid-configuration")
+RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+EC_KEY = ec.generate_private_key(ec.SECP256R1())
+
+
+def _jwks(key: Any, kid: str) -> dict[str, Any]:
+    algorithm = jwt.algorithms.RSAAlgorithm if isinstance(key, rsa.RSAPrivateKey) else jwt.algorithms.ECAlgorithm
+    return {"keys": [{**json.loads(algorithm.to_jwk(key.public_key())), "kid": kid}]}
+
+
+class Served:
+    """What the provider's URLs answer, and what was asked (the fetch `SigningKeys` is given)."""
+
+    def __init__(self, docs: dict[str, Any]) -> None:
+        self.docs, self.asked = docs, []  # type: list[str]
+
+    def __call__(self, url: str) -> Any:
+        self.asked.append(url)
+        if url not in self.docs:
+            raise KeysUnavailable(url)
+        return self.docs[url]
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Served:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_COGNITO_IDP", "https://cognito.test")
+    return Served({f"https://cognito.test/{POOL}/.well-known/jwks.json": _jwks(RSA_KEY, "r1"),
+                   OIDC.source: {"issuer": ISSUER, "jwks_uri": ISSUER + "/keys"},
+                   ISSUER + "/keys": _jwks(EC_KEY, "e1")})
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    out = MemoryStore()
+    out.declare_identity_provider("acme", COGNITO)
+    out.declare_identity_provider("globex", OIDC)
+    return out
+
+
+def _cognito(use: str = "id", **changes: Any) -> str:
+    now = int(time.time())
+    claims: dict[str, Any] = {"iss": COGNITO.issuer, "sub": "u-1", "token_use": use, "iat": now, "exp": now + 60,
+                              "cognito:groups": ["finance", 7, ""]}
+    claims["aud" if use == "id" else "client_id"] = "console"
+    return jwt.encode({**claims, **changes}, RSA_KEY, algorithm="RS256", headers={"kid": "r1"})
+
+
+def _auth(token: str, store: MemoryStore, served: Served) -> Caller | None:
+    return authenticate(f"Bearer {token}", store, lambda: None, SigningKeys(served))
+
+
+def test_oidc_cognito_id_and_access_tokens_sign_in_an_approver_of_the_operator_origin(
+        store: MemoryStore, served: Served) -> None:
+    for use in ("id", "access"):
+        caller = _auth(_cognito(use), store, served)
+        assert caller == Caller("acme", "u-1", "operator", groups=("finance",), person=True)
+        assert caller is not None and caller.expires is not None and caller.principal() == "key:u-1"
+        assert caller_of(context_of(caller)) == caller  # carried through API Gateway's context
+
+
+def test_oidc_any_issuer_by_discovery_es256(store: MemoryStore, served: Served) -> None:
+    now = int(time.time())
+    token = jwt.encode({"iss": ISSUER, "sub": "u-2", "aud": ["console", "api"], "exp": now + 60,
+                        "groups": ["ops"]}, EC_KEY, algorithm="ES256", headers={"kid": "e1"})
+    assert _auth(token, store, served) == Caller("globex", "u-2", "operator", groups=("ops",), person=True)
+    assert served.asked == [OIDC.source, ISSUER + "/keys"]
+
+
+def test_oidc_the_claims_rules() -> None:
+    assert audiences({"aud": "a"}) == ("a",) and audiences({"aud": ["a", "b"]}) == ("a", "b")
+    assert audiences({"client_id": "c"}) == ("c",)
+    assert audiences({}) is None and audiences({"aud": ["a"] * 6}) is None and audiences({"aud": [1]}) is None
+    base = {"sub": "u", "exp": 9, "token_use": "id", "aud": "console"}
+    assert signed_in(base, COGNITO) is not None
+    assert signed_in({**base, "token_use": "refresh"}, COGNITO) is None
+    assert signed_in({k: v for k, v in base.items() if k != "token_use"}, COGNITO) is None
+    assert signed_in({**base, "token_use": "access"}, COGNITO) is None  # an access token names `client_id`
+    assert signed_in({**base, "sub": ""}, COGNITO) is None and signed_in({**base, "sub": 5}, COGNITO) is None
+    assert signed_in({**base, "aud": "other"}, OIDC) is None
+    assert signed_in({**base, "aud": ["x", "console"]}, OIDC) is not None
+
+
+def test_oidc_a_person_may_not_use_the_tenant_level_routes() -> None:
+    ann = Caller("acme", "ann", "operator", person=True)
+    for check in (ann.require_key, ann.require_machine):
+        with pytest.raises(Refusal) as refused:
+            check("declare agents")
+        assert refused.value.code == "forbidden" and "identity provider" in refused.value.message
+
+
+def test_oidc_unknown_key_ids_refetch_at_most_once_a_minute(served: Served) -> None:
+    now = [1000.0]
+    keys = SigningKeys(served, clock=lambda: now[0])
+    assert keys.key(COGNITO, "r1") is not None and len(served.asked) == 1
+    for _ in range(5):
+        assert keys.key(COGNITO, "rotated") is None
+    assert len(served.asked) == 1
+    now[0] += signing_keys.REFETCH_SECONDS + 1
+    assert keys.key(COGNITO, "rotated") is None and len(served.asked) == 2
+    now[0] += signing_keys.KEEP_SECONDS + 1
+    assert keys.key(COGNITO, "r1") is not None and len(served.asked) == 3
+
+
+def test_oidc_a_discovery_document_of_another_issuer_gives_no_keys(store: MemoryStore) -> None:
+    served = Served({OIDC.source: {"issuer": "https://evil.example.com", "jwks_uri": ISSUER + "/keys"},
+                     ISSUER + "/keys": _jwks(EC_KEY, "e1")})
+    with pytest.raises(KeysUnavailable):
+        SigningKeys(served).key(OIDC, "e1")
+    assert served.asked == [OIDC.source]
+
+
+def test_oidc_key_sets_keep_only_allowed_signing_keys() -> None:
+    rsa_jwk = _jwks(RSA_KEY, "r1")["keys"][0]
+    kept = parse_key_set({"keys": [rsa_jwk, {**rsa_jwk, "kid": "enc", "use": "enc"}, {"kty": "oct", "kid": "h",
+                                                                                        "k": "c2VjcmV0"},
+                                   {**rsa_jwk, "kid": 5}, "junk"]})
+    assert list(kept) == ["r1"]
+    with pytest.raises(KeysUnavailable):
+        parse_key_set({"nokeys": []})
+
+
+def test_oidc_declarations_become_providers() -> None:
+    pool = IdentityProviderDeclaration.model_validate({"cognito": {"user_pool_id": POOL}, "client_id": "console"})
+    assert pool.provider() == COGNITO
+    oidc = IdentityProviderDeclaration.model_validate({"discovery_url": OIDC.source, "client_id": "console"})
+    assert oidc.provider() == OIDC
+    with pytest.raises(Refusal) as refused:
+        IdentityProviderDeclaration.model_validate({"client_id": "console"}).provider()
+    assert refused.value.param == "cognito"
+    assert IdentityProvider.from_item(COGNITO.to_item()) == COGNITO
+    domain = "https://acme.auth.eu-west-1.amazoncognito.com"
+    hosted = IdentityProviderDeclaration.model_validate({"cognito": {"user_pool_id": POOL, "domain": domain + "/"},
+                                                         "client_id": "console"}).provider()
+    assert hosted.sign_in() == {"issuer": COGNITO.issuer, "client_id": "console",
+                                "authorization_endpoint": domain + "/oauth2/authorize",
+                                "token_endpoint": domain + "/oauth2/token"}
+    assert hosted.wire()["cognito"] == {"user_pool_id": POOL, "domain": domain}
+    assert IdentityProvider.from_item(hosted.to_item()) == hosted and COGNITO.sign_in() is None
