@@ -28,7 +28,8 @@ $(STAMP): requirements.txt requirements-dev.txt sdk/pyproject.toml
 
 # The SDK's integrations, each in a venv of its own (the frameworks' pins do not install together, nor
 # with the server's: strands-agents wants mcp<2.2, openai-agents websockets<16): the SDK installed
-# editable with its extra, under the pins the tests ran (sdk/constraints/), and what each example needs.
+# editable with its extra and `receipts` (the examples' --check-receipts), under the pins the tests ran
+# (sdk/constraints/), and what each example needs.
 SDK_VENVS := .venv-sdk/strands .venv-sdk/langgraph .venv-sdk/openai-agents
 EXAMPLE_NEEDS_langgraph := langgraph-checkpoint-sqlite
 sdk-venvs: $(foreach v,$(SDK_VENVS),$(v)/.installed)
@@ -37,7 +38,7 @@ sdk-venvs: $(foreach v,$(SDK_VENVS),$(v)/.installed)
 	@test -n "$(PYTHON)" || { echo "the venvs need python3.13 (Lambda's runtime); install it or set PYTHON" >&2; exit 1; }
 	rm -rf .venv-sdk/$*
 	$(PYTHON) -m venv .venv-sdk/$*
-	.venv-sdk/$*/bin/python -m pip install --quiet -c sdk/constraints/$*.txt -e "./sdk[$*]" $(EXAMPLE_NEEDS_$*)
+	.venv-sdk/$*/bin/python -m pip install --quiet -c sdk/constraints/$*.txt -e "./sdk[$*,receipts]" $(EXAMPLE_NEEDS_$*)
 	touch $@
 
 # Debian's chromium and node/npm for the page and AG-UI tests: installed with apt-get when missing,

@@ -61,10 +61,11 @@ def graph(ctx: Context) -> Any:
     @tool
     def send_email(to: str) -> str:
         """Send an email."""
-        answer = holdpoint.approval("send_email", {"to": to}, f"Send an email to {to}?")
-        if answer is None or not answer.approved:
-            return runs.refusal(answer)
-        return ctx.send_email(to)  # after the approval: a node re-runs from its start on resume
+        try:
+            approved = holdpoint.approved("send_email", {"to": to}, f"Send an email to {to}?", jwks=ctx.jwks)
+        except runs.NotApproved as refused:
+            return str(refused)
+        return ctx.send_email(approved["to"])  # after the approval: a node re-runs from its start on resume
 
     model = ScriptedModel()
     built = StateGraph(MessagesState)

@@ -72,7 +72,7 @@ def start(ctx: Context) -> dict[str, Any] | None:
 
 
 def resume(ctx: Context, delivery: RunDelivery) -> str:
-    return str(asyncio.run(holdpoint.resume(agent(ctx), delivery)).final_output)
+    return str(asyncio.run(holdpoint.resume(agent(ctx), delivery, jwks=ctx.jwks)).final_output)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ class Context:
     workdir: Path
     run_id: str = ""
     asked: dict[str, Any] = field(default_factory=dict)
+    jwks: dict[str, Any] | None = None
+    """The deployment's receipt keys (`resume --check-receipts`): each approved call's receipt is checked."""
 
     def send_email(self, to: str) -> str:
         """The side effect an approval guards: one line in the outbox per email sent."""
@@ -70,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--on-expiry", choices=["approve", "deny", "cancel"], help="what an expiry answers")
     start.add_argument("--approvers", help="comma-separated subjects who may answer")
     start.add_argument("--quorum", type=int, help="how many of them must approve")
+    start.add_argument("--edit", action="store_true",
+                       help="the approvers may edit the call's arguments (the agent must allow it: resume --edit)")
     resume = commands.add_parser("resume", help="take deliveries and resume the runs")
     resume.add_argument("--listen", default="127.0.0.1:8791", help="HOST:PORT to receive deliveries on (port 0: any)")
     resume.add_argument("--url", help="the URL Holdpoint posts to (http://HOST:PORT/ by default)")
@@ -78,13 +82,17 @@ def _parser() -> argparse.ArgumentParser:
     resume.add_argument("--count", type=int, default=1, help="exit after resuming this many runs")
     resume.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     resume.add_argument("--delivery", help="take one delivery from this file instead of listening")
+    resume.add_argument("--edit", action="store_true", help="declare the agent's approvals editable")
+    resume.add_argument("--check-receipts", action="store_true",
+                        help="run an approved call only if its answer's receipt verifies for it")
     return parser
 
 
 def _asked(args: argparse.Namespace) -> dict[str, Any]:
     asked: dict[str, Any] = {"expires_in": args.expires_in, "on_expiry": args.on_expiry}
     if args.approvers:
-        asked["approval"] = {"subjects": args.approvers.split(","), "quorum": args.quorum or 1}
+        asked["approval"] = {"subjects": args.approvers.split(","), "quorum": args.quorum or 1,
+                             **({"edit": True} if args.edit else {})}
     return {k: v for k, v in asked.items() if v is not None}
 
 
@@ -112,6 +120,7 @@ def _taker(example: Example, ctx: Context, done: Callable[[], None]) -> Deliveri
 
 def resume(example: Example, ctx: Context, args: argparse.Namespace) -> int:
     left = threading.Semaphore(0)
+    ctx.jwks = ctx.client.jwks() if args.check_receipts else None
     deliveries = _taker(example, ctx, left.release)
     if args.delivery:
         if not deliveries.take(delivery(Path(args.delivery).read_bytes())):
@@ -121,7 +130,7 @@ def resume(example: Example, ctx: Context, args: argparse.Namespace) -> int:
     server = deliveries.serve(os.environ[args.secret_env], host, int(port))
     url = args.url or f"http://{host}:{server.server_address[1]}/"
     ctx.client.declare_agent(example.agent_id, {"run_targets": {TARGET: {
-        "url": url, "secret": f"env:{args.secret_env}"}}})
+        "url": url, "secret": f"env:{args.secret_env}"}}, **({"approval": {"edit": True}} if args.edit else {})})
     print(json.dumps({"listening": url}), flush=True)
     try:
         for _ in range(args.count):

@@ -77,7 +77,7 @@ def agent(ctx: Context, session_id: str) -> Agent:
         return ctx.send_email(to)
 
     return Agent(model=ScriptedModel(), tools=[send_email], agent_id="mailer", callback_handler=None,
-                 hooks=[holdpoint.HoldpointApprovals(["send_email"])],
+                 hooks=[holdpoint.HoldpointApprovals(["send_email"], jwks=ctx.jwks)],
                  session_manager=FileSessionManager(session_id=session_id, storage_dir=str(ctx.workdir / "sessions")))
 
 

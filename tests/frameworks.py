@@ -16,6 +16,8 @@ from typing import IO, Any
 from tests.conftest import ROOT
 from tests.waiting import wait_for
 
+TARGET = "resume"
+"""The run target the examples declare on their agent (examples/run_approvals.py)."""
 SECRET_ENV = "HOLDPOINT_E2E_WORKER_SECRET"
 """The signing secret the stack's functions and the example's receiver share (the `worker` fixture's)."""
 
@@ -46,7 +48,8 @@ class ExampleRun:
     def __init__(self, framework: Framework, stack: Any, workdir: Path) -> None:
         self.framework, self.stack, self.workdir = framework, stack, workdir
         self.env = {**os.environ, "HOLDPOINT_URL": stack.base_url, "HOLDPOINT_API_KEY": stack.api_key,
-                    "PYTHONDONTWRITEBYTECODE": "1"}
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                    "PYTHONPATH": str(ROOT / "sdk" / "src")}  # this checkout's SDK, whichever the venv installed
 
     def command(self, *args: str) -> list[str]:
         return [str(self.framework.python), self.framework.script, "--workdir", str(self.workdir), *args]
@@ -58,22 +61,28 @@ class ExampleRun:
         assert done.returncode == 0, done.stderr
         return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
-    def resume(self, count: int = 1) -> Resuming:
+    def resume(self, count: int = 1, *args: str) -> Resuming:
         """`resume` in the background, once it listens (and has declared itself the target)."""
         proc = subprocess.Popen(self.command("resume", "--listen", "127.0.0.1:0", "--secret-env", SECRET_ENV,
-                                             "--count", str(count), "--timeout", "120"),
+                                             "--count", str(count), "--timeout", "120", *args),
                                 cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         resuming = Resuming(proc)
         wait_for(lambda: resuming.line("listening"), "the example's receiver to listen", 60,
                  describe=resuming.stderr)
         return resuming
 
-    def again(self, delivery_file: Path) -> dict[str, Any]:
-        """`resume --delivery FILE`: the same delivery handed over once more."""
-        done = subprocess.run(self.command("resume", "--delivery", str(delivery_file)), cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=120, check=False)
+    def again(self, delivery_file: Path, *args: str) -> dict[str, Any]:
+        """`resume --delivery FILE`: a delivery handed over from a file (the same once more, or one
+        a test altered)."""
+        done = subprocess.run(self.command("resume", "--delivery", str(delivery_file), *args), cwd=ROOT,
+                              env=self.env, capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 0, done.stderr
         return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    def checks_receipts(self) -> bool:
+        """Whether the framework's venv has the SDK's `receipts` extra (`cryptography`)."""
+        return subprocess.run([str(self.framework.python), "-c", "import cryptography"], capture_output=True,
+                              check=False).returncode == 0
 
     def outbox(self) -> list[str]:
         path = self.workdir / "outbox.txt"

@@ -211,6 +211,11 @@ class Client:
         """The caller's own run: each interrupt, open or with its answer and verdict."""
         return self.request("GET", f"/v1/runs/{_seg(run_id)}")
 
+    def jwks(self) -> Json:
+        """The deployment's receipt keys (`GET /.well-known/jwks.json`): fetch once, keep, and
+        hand to `holdpoint_sdk.receipts.verify_receipt` or an integration's `jwks=`."""
+        return self.request("GET", "/.well-known/jwks.json")
+
     def declare_agent(self, agent_id: str, config: Json) -> Json:
         """Declare or replace an agent (`PUT /v1/agents/{agent_id}`)."""
         return self.request("PUT", f"/v1/agents/{_seg(agent_id)}", config)

@@ -27,8 +27,10 @@ from holdpoint.core import signatures
 from holdpoint.core.protocols.client import RunInterruptsBody
 from holdpoint.core.protocols.runs import RunAnswer, RunDelivery
 from holdpoint_sdk.client import Client
+from holdpoint_sdk.receipts import ReceiptRefused, verify_receipt
 
-__all__ = ["Ask", "Deliveries", "DeliveryRefused", "FileSeen", "MemorySeen", "RunAnswer", "RunDelivery", "ask"]
+__all__ = ["Ask", "Deliveries", "DeliveryRefused", "FileSeen", "MemorySeen", "NotApproved", "RunAnswer", "RunDelivery",
+           "approved_arguments", "ask"]
 MAX_DELIVERY_BYTES = 4 * 1_048_576
 """A delivery holds at most 20 answers and a 128 KiB state; anything far larger is not one."""
 
@@ -82,6 +84,31 @@ def refusal(answer: RunAnswer | None) -> str:
     if said is None and isinstance(answer.payload, dict) and isinstance(answer.payload.get("comment"), str):
         said = answer.payload["comment"]
     return f"not approved: {how}" + (f" ({said})" if said else "")
+
+
+class NotApproved(Exception):  # noqa: N818 - what an integration catches: the call must not run
+    """The call must not run: its answer does not approve it, or (with a key set) its receipt does
+    not prove that this exact call was approved. The message is what the model is told."""
+
+
+def approved_arguments(answer: RunAnswer | None, tool: str, proposed: Any,
+                       jwks: Mapping[str, Any] | None = None) -> Any:
+    """The arguments an approved call runs with: the approver's edit if they made one, else the
+    ones `proposed`. Every integration asks this before it lets a call run, so one rule decides.
+    With `jwks` (the deployment's key set, `Client.jwks()`), the answer's receipt must verify for
+    `tool` and exactly those arguments: a missing, altered or borrowed receipt refuses the call."""
+    if answer is None or not answer.approved:
+        raise NotApproved(refusal(answer))
+    arguments = answer.arguments_for(proposed)
+    if jwks is None:
+        return arguments
+    if not answer.receipt:
+        raise NotApproved("not approved: the answer carries no receipt to prove it")
+    try:
+        verify_receipt(answer.receipt, {"tool": tool, "arguments": arguments}, jwks)
+    except ReceiptRefused as problem:
+        raise NotApproved(f"not approved: the receipt does not prove this call ({problem})") from None
+    return arguments
 
 
 class DeliveryRefused(ValueError):

@@ -5,7 +5,9 @@
 thread's config in the run's state. The graph's checkpointer keeps the thread; the process may
 end. When an answer comes back (each as it closes, by default: LangGraph resumes interrupts one
 by one), `resume(graph, delivery)` continues the thread with `Command(resume={id: answer})`, and
-`approval` returns the answer: only one whose verdict is `approved` approves.
+`approval` returns the answer: only one whose verdict is `approved` approves. `approved(...)` is
+the same pause that returns the arguments to run with (the approver's edit, if they made one) and
+raises `NotApproved` otherwise; given the key set (`jwks=`), it also checks the answer's receipt.
 
 A node re-runs from its start on resume: keep side effects after `approval` returns.
 """
@@ -19,7 +21,9 @@ from langgraph.types import Command, Interrupt, interrupt
 
 from holdpoint_sdk import runs
 from holdpoint_sdk.client import Client
-from holdpoint_sdk.runs import Ask, RunAnswer, RunDelivery
+from holdpoint_sdk.runs import Ask, NotApproved, RunAnswer, RunDelivery
+
+__all__ = ["MARK", "NotApproved", "approval", "approved", "ask", "command", "holdpoint_id", "resume"]
 
 MARK = "holdpoint"
 """The key of an interrupt's value that says Holdpoint asks it (other interrupts are the graph's own)."""
@@ -33,6 +37,13 @@ def approval(tool: str, arguments: Any, message: str | None = None) -> RunAnswer
         return RunAnswer.model_validate(value) if isinstance(value, Mapping) else None
     except ValueError:
         return None
+
+
+def approved(tool: str, arguments: Any, message: str | None = None, *,
+             jwks: Mapping[str, Any] | None = None) -> Any:
+    """Pause for a person's answer on `tool(arguments)`; on resume, the arguments to run the tool
+    with, or `NotApproved` (its message is what to tell the model) when the call must not run."""
+    return runs.approved_arguments(approval(tool, arguments, message), tool, arguments, jwks)
 
 
 def holdpoint_id(langgraph_id: str) -> str:

@@ -5,8 +5,10 @@ Strands' own interrupt, so the run ends with `stop_reason == "interrupt"`. `ask(
 raises those interrupts in Holdpoint as one run, with what resuming needs in the run's state. The
 agent's session manager keeps the run; the process may end. When the answers come back (a
 delivery, `holdpoint_sdk.runs`), `resume(agent, delivery)` continues the agent rebuilt with the same
-session manager, agent id, tools and hook: an approved call runs, any other is cancelled with the
-person's answer as the tool's error, which the model reads.
+session manager, agent id, tools and hook: an approved call runs with the approved arguments (the
+approver's edit, if they made one), any other is cancelled with the person's answer as the tool's
+error, which the model reads. Given the deployment's key set (`jwks=`, `Client.jwks()`), the hook
+also refuses a call whose answer's receipt does not verify for that tool and those arguments.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ INTERRUPT = "holdpoint-approval"
 
 class HoldpointApprovals(HookProvider):
     """Interrupts the run before each call of a guarded tool, and on resume lets it run only if
-    the person approved."""
+    the person approved, with the arguments they approved."""
 
-    def __init__(self, tools: Iterable[str]) -> None:
-        self.tools = frozenset(tools)
+    def __init__(self, tools: Iterable[str], *, jwks: Mapping[str, Any] | None = None) -> None:
+        self.tools, self.jwks = frozenset(tools), jwks
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeToolCallEvent, self._before_tool)
@@ -44,8 +46,10 @@ class HoldpointApprovals(HookProvider):
             return
         answer = event.interrupt(INTERRUPT, reason={"tool": use["name"], "input": use["input"]})
         checked = RunAnswer.model_validate(answer) if isinstance(answer, Mapping) else None
-        if checked is None or not checked.approved:
-            event.cancel_tool = runs.refusal(checked)
+        try:
+            use["input"] = runs.approved_arguments(checked, use["name"], use["input"], self.jwks)
+        except runs.NotApproved as refused:
+            event.cancel_tool = str(refused)
 
 
 def holdpoint_id(strands_id: str) -> str:
