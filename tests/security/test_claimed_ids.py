@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from holdpoint.aws.keys import put_api_key
 from holdpoint.bridges.mcp import service as mcp_service
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.claims import RESERVED, reuse_refusal
 from holdpoint.core.errors import Refusal
 from holdpoint.core.inputs import start_session
@@ -253,7 +254,7 @@ def test_ids_claim_reuses_only_the_callers_own_session_of_that_agent_and_kind(
     sid = derive("ses", "t", owner)
     state = SessionState.new("t", sid, agent, now=0.0, identity={"id": owner},
                              end_user=owner if owner_is_user else None, kind=kind)  # type: ignore[arg-type]
-    start_session(state, {})
+    start_session(state, AgentConfig())
     store.commit(state)
     who = Caller("t", caller, "operator", own_only=caller_is_user)
     reach = not caller_is_user or (owner_is_user and owner == caller)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from holdpoint.core import schemas
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.calls import output_problem
 from holdpoint.core.proposals import check_arguments
 from tests.security.probes import refusal, table_count
@@ -34,7 +35,8 @@ def chain(depth: int, leaf: dict[str, Any]) -> dict[str, Any]:
 
 def agent_state(tool: dict[str, Any]) -> Any:
     """Just what `check_arguments` and `output_problem` read: the session's agent and its tools."""
-    return SimpleNamespace(header=SimpleNamespace(agent={"tools": [{"name": "t", **tool}]}))
+    config = AgentConfig.model_validate({"tools": [{"name": "t", **tool}]})
+    return SimpleNamespace(header=SimpleNamespace(agent=config, config=lambda: config))
 
 
 @pytest.fixture()
