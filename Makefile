@@ -56,10 +56,10 @@ ORDER = $(if $(SEED),--randomly-seed=$(SEED))
 # and the container tier (tests/sam/: `sam build`'s artifact run by `sam local invoke`, so it needs .venv-sam).
 # Spread over TEST_WORKERS processes by file, as the fast tier is (below): every test owns its stack,
 # moto server, ports and containers, so two files run side by side as they would alone. TEST_WORKERS=0: one
-# process, the whole order in it.
+# process, the whole order in it. The 30 slowest tests are listed at the end, to see where the time goes.
 TEST_WORKERS ?= 2
 test: system-packages venv sdk-venvs $(SAM_STAMP)
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(ORDER)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30 $(ORDER)
 
 # The fast tier (README, "Tests"): the core, the services and the rules R1-R17/A1-A6 on the in-memory
 # store, the store contract on both stores, the DynamoDB adapter's own tests on moto's in-process AWS;
