@@ -147,8 +147,7 @@ def handed(example: ExampleRun, altered: RunDelivery, name: str) -> dict[str, An
 def test_receipt_a_tampered_answer_is_refused_and_the_tool_does_not_run(example: ExampleRun, stack: Any) -> None:
     """With the key set, an answer whose arguments were changed after signing, or that carries the
     receipt of another call, is refused like a denial (the model is told why) and nothing is sent."""
-    if not example.checks_receipts():
-        pytest.skip(f"{example.framework.python} lacks the SDK's receipts extra: `make sdk-venvs` installs it")
+    assert example.checks_receipts(), f"{example.framework.python} lacks the receipts extra (`make sdk-venvs`)"
     captured = Captured(example)
     try:
         ann = approver(stack, "ann")
