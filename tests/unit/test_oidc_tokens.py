@@ -128,6 +128,21 @@ def test_oidc_unknown_key_ids_refetch_at_most_once_a_minute(served: Served) -> N
     assert keys.key(COGNITO, "r1") is not None and len(served.asked) == 3
 
 
+def test_oidc_a_provider_that_cannot_be_reached_is_tried_again_at_most_once_a_minute() -> None:
+    """A failed fetch is remembered: the tokens that follow are refused without dialling the
+    provider again, so a slow provider costs the authorizer one timeout a minute, not one a token."""
+    now, served = [1000.0], Served({})
+    keys = SigningKeys(served, clock=lambda: now[0])
+    for _ in range(5):
+        with pytest.raises(KeysUnavailable):
+            keys.key(OIDC, "e1")
+    assert served.asked == [OIDC.source]
+    served.docs.update({OIDC.source: {"issuer": ISSUER, "jwks_uri": ISSUER + "/keys"},
+                        ISSUER + "/keys": _jwks(EC_KEY, "e1")})
+    now[0] += signing_keys.REFETCH_SECONDS + 1
+    assert keys.key(OIDC, "e1") is not None and len(served.asked) == 3
+
+
 def test_oidc_a_discovery_document_of_another_issuer_gives_no_keys(store: MemoryStore) -> None:
     served = Served({OIDC.source: {"issuer": "https://evil.example.com", "jwks_uri": ISSUER + "/keys"},
                      ISSUER + "/keys": _jwks(EC_KEY, "e1")})

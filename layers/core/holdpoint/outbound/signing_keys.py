@@ -100,21 +100,36 @@ def parse_key_set(doc: Any) -> dict[str, Any]:
 
 
 class SigningKeys:
-    """The cache of each declared provider's keys, by provider (issuer, client id, source)."""
+    """The cache of each declared provider's keys, by provider (issuer, client id, source). A fetch
+    that failed is not tried again for `REFETCH_SECONDS`: a provider that is slow or down costs
+    the authorizer one timeout a minute, not one per token."""
 
     def __init__(self, fetch: Callable[[str], Any] = fetch_json, clock: Callable[[], float] = time.monotonic) -> None:
         self.fetch, self.clock = fetch, clock
         self._held: dict[IdentityProvider, _Held] = {}
+        self._failed: dict[IdentityProvider, tuple[float, KeysUnavailable]] = {}
         self._lock = threading.Lock()
 
     def key(self, provider: IdentityProvider, kid: str) -> Any | None:
         """The provider's key `kid` (a PyJWK), or None when its key set has none of that id."""
         now = self.clock()
         with self._lock:
-            held = self._held.get(provider)
+            held, failed = self._held.get(provider), self._failed.get(provider)
         if held is None or now - held.fetched > KEEP_SECONDS or (
                 kid not in held.keys and now - held.fetched > REFETCH_SECONDS):
-            held = _Held(parse_key_set(self.fetch(keys_url(provider, self.fetch))), now)
-            with self._lock:
-                self._held[provider] = held
+            if failed is not None and now - failed[0] <= REFETCH_SECONDS:
+                raise failed[1]
+            held = self._fetched(provider, now)
         return held.keys.get(kid)
+
+    def _fetched(self, provider: IdentityProvider, now: float) -> _Held:
+        try:
+            held = _Held(parse_key_set(self.fetch(keys_url(provider, self.fetch))), now)
+        except KeysUnavailable as exc:
+            with self._lock:
+                self._failed[provider] = (now, exc)
+            raise
+        with self._lock:
+            self._held[provider] = held
+            self._failed.pop(provider, None)
+        return held
