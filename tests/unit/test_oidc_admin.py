@@ -25,3 +25,15 @@ def test_oidc_admin_declares_a_pool_and_refuses_a_taken_pair(aws: dict[str, str]
     assert admin.main(["set-identity-provider", "--table", table, "--tenant", "acme", "--client-id", "c",
                        "--discovery-url", "https://idp.example.com/", "--groups-claim", "roles"]) == 1
     assert "openid-configuration" in capsys.readouterr().err
+
+
+def test_oidc_admin_puts_the_declared_urls_through_the_network_guard(aws: dict[str, str],
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI stores what the route would: a discovery URL at the instance metadata address is
+    refused by the same guard, and nothing is declared."""
+    table = aws["TABLE_NAME"]
+    url = "https://169.254.169.254/.well-known/openid-configuration"
+    assert admin.main(["set-identity-provider", "--table", table, "--tenant", "acme", "--client-id", "c",
+                       "--discovery-url", url]) == 1
+    assert "discovery_url" in capsys.readouterr().err
+    assert Store(table, cache=False).identity_provider("acme") is None

@@ -45,7 +45,7 @@ def create_key(table: str, tenant: str, subject: str, origin: str = "client", cl
 def set_identity_provider(table: str, tenant: str, declaration: dict[str, Any], client: Any = None) -> str | None:
     """Declare the tenant's identity provider; None when done, else why not (one line)."""
     try:
-        provider = IdentityProviderDeclaration.model_validate(declaration).provider()
+        provider = IdentityProviderDeclaration.model_validate(declaration).checked_provider()
     except ValueError as exc:  # pydantic's ValidationError is one
         return str(exc)
     except Refusal as exc:

@@ -197,6 +197,18 @@ class IdentityProviderDeclaration(Wire):
             raise ValueError(f"must end with {DISCOVERY_SUFFIX}, as OIDC Discovery places it under the issuer")
         return url
 
+    def checked_provider(self) -> IdentityProvider:
+        """`provider()`, with every URL the declaration names passed through the network guard: what
+        `PUT /v1/identity-provider` and the admin CLI both store."""
+        from holdpoint.outbound.netguard import check_url
+
+        provider = self.provider()
+        for field, url in self.urls().items():
+            why = check_url(url, field)
+            if why:
+                raise Refusal("validation_error", why, field)
+        return provider
+
     def provider(self) -> IdentityProvider:
         """The declaration as the store keeps it; a `Refusal` naming the field when it names no
         issuer or two, or only one of the console's two endpoints."""

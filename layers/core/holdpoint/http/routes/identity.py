@@ -7,11 +7,9 @@ from typing import Any
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from holdpoint import assembly
-from holdpoint.core.errors import Refusal
 from holdpoint.http import edge
 from holdpoint.http.bodies import IdentityProviderDeclaration
 from holdpoint.http.openapi import BEARER, answers
-from holdpoint.outbound.netguard import check_url
 from holdpoint.services import identity
 
 router = APIGatewayHttpRouter()
@@ -21,12 +19,7 @@ router = APIGatewayHttpRouter()
             summary="Declare the tenant's identity provider (operator keys)")
 def put_identity_provider(body: IdentityProviderDeclaration) -> dict[str, Any]:
     who = edge.caller(router.current_event.raw_event)
-    provider = body.provider()
-    for field, url in body.urls().items():
-        why = check_url(url, field)
-        if why:
-            raise Refusal("validation_error", why, field)
-    return identity.declare(assembly.get_store(), who, provider).wire()
+    return identity.declare(assembly.get_store(), who, body.checked_provider()).wire()
 
 
 @router.get("/v1/identity-provider", security=BEARER, responses=answers(200, 404, holdpoint_403=True),
