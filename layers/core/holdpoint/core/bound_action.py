@@ -21,6 +21,22 @@ def digest(value: object) -> str:
     return hashlib.sha256(canonical(value).encode()).hexdigest()
 
 
+def arguments_value(arguments: str) -> JsonValue:
+    """A bound action's arguments as JSON, or the text as sent when it is not JSON."""
+    try:
+        value: JsonValue = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return value
+
+
+def argument_pairs(arguments: str) -> list[tuple[str, JsonValue]]:
+    """Each argument by name, the rows every channel shows an action as; arguments that are not an
+    object are one row named `arguments`."""
+    value = arguments_value(arguments)
+    return [(str(k), v) for k, v in value.items()] if isinstance(value, dict) else [("arguments", value)]
+
+
 @dataclass(frozen=True, slots=True)
 class BoundAction:
     """The tool, the canonical JSON of its arguments (text that is not JSON as sent), the agent

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 
+from holdpoint.core.bound_action import argument_pairs
 from holdpoint.core.jsontypes import JsonValue
 from holdpoint.core.markdown import safe_href
 
@@ -58,11 +59,7 @@ def action_html(action: JsonValue) -> str:
     """The tool call an approval is bound to (A3): its name, each argument, and the fingerprint."""
     if not isinstance(action, dict):
         return ""
-    try:
-        arguments = json.loads(str(action.get("arguments") or "{}"))
-    except ValueError:
-        arguments = action.get("arguments")
-    pairs = arguments.items() if isinstance(arguments, dict) else [("arguments", arguments)]
+    pairs = argument_pairs(str(action.get("arguments") or "{}"))
     rows = "".join(f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(v if isinstance(v, str) else json.dumps(v))}</dd>"
                    for k, v in pairs)
     return (f"<h2>Action: <code>{html.escape(str(action.get('tool') or ''))}</code></h2><dl>{rows}</dl>"

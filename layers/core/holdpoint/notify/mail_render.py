@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from holdpoint.core.approvals import waiting_for
+from holdpoint.core.bound_action import argument_pairs
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.core.notify import link_choices
 from holdpoint.core.state import Interrupt
@@ -89,12 +90,7 @@ def _action(interrupt: Interrupt) -> tuple[str, str, list[tuple[str, str]], int]
     """The bound action (A3): its tool, fingerprint and arguments as (name, bounded JSON value)."""
     if interrupt.action is None:
         return None
-    try:
-        arguments = json.loads(interrupt.action.arguments)
-    except ValueError:
-        arguments = interrupt.action.arguments
-    pairs = ([(str(k), json.dumps(v, ensure_ascii=False)) for k, v in arguments.items()]
-             if isinstance(arguments, dict) else [("arguments", json.dumps(arguments, ensure_ascii=False))])
+    pairs = [(name, json.dumps(v, ensure_ascii=False)) for name, v in argument_pairs(interrupt.action.arguments)]
     shown = [(one_line(name, 80), cut(value, VALUE_CHARS)) for name, value in pairs[:MAX_ARGUMENTS]]
     return interrupt.action.tool, interrupt.action.fingerprint, shown, len(pairs) - len(shown)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from holdpoint.core.answers import declared_options
 from holdpoint.core.approvals import outcome
+from holdpoint.core.bound_action import argument_pairs
 from holdpoint.core.jsontypes import JsonObject, JsonValue
 from holdpoint.core.state import Interrupt
 
@@ -122,12 +123,8 @@ def action_text(action: Mapping[str, object] | None) -> str:
     """The tool call an approval binds to (A3), as plain text: `send_email(to: "bob")`, fingerprint."""
     if not action:
         return ""
-    try:
-        arguments = json.loads(str(action.get("arguments") or "{}"))
-    except ValueError:
-        arguments = action.get("arguments")
-    shown = ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items()) \
-        if isinstance(arguments, dict) else json.dumps(arguments, ensure_ascii=False)
+    pairs = argument_pairs(str(action.get("arguments") or "{}"))
+    shown = ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in pairs)
     return f"Action: {action.get('tool')}({shown})\nfingerprint {action.get('fingerprint')}"[:MAX_TEXT]
 
 
