@@ -193,17 +193,19 @@ class LocalStack:
     def stop(self, *, keep_moto: bool = False) -> None:
         """Stop front end and pollers; also the moto server if this stack started it (unless keep_moto)."""
         with self._lock:
+            if self.pollers:  # told first: a poller finishes its long poll (up to a second) meanwhile
+                self.pollers.stop_event.set()
             if self.scheduler:
                 self.scheduler.stop()
-            if self.pollers:
-                self.pollers.stop()
-                self.pollers = None
             if self.frontend:
                 self.frontend.stop()
                 self.frontend = None
             if self.live:
                 self.live.stop()
                 self.live = None
+            if self.pollers:
+                self.pollers.stop()
+                self.pollers = None
             if self.xray:
                 self.xray.stop()
                 self.xray = None

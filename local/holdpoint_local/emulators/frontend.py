@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, unquote
 
 from holdpoint.http.numbers import parse_digits
 
-from .. import ACCOUNT_ID, REGION
+from .. import ACCOUNT_ID, REGION, SHUTDOWN_POLL_SECONDS
 from ..provision import Route
 from .runtime import Function
 
@@ -414,7 +414,8 @@ class FrontEnd:
         self.gateway = gateway or self.gateway
         assert self.gateway is not None, "a FrontEnd serves an ApiGateway"
         self._server.gateway = self.gateway
-        self._thread = threading.Thread(target=self._server.serve_forever, name="holdpoint-frontend", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="holdpoint-frontend",
+                                        kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, daemon=True)
         self._thread.start()
         return self
 

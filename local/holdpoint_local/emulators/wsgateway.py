@@ -37,7 +37,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from .. import ACCOUNT_ID, FAKE_ENV, REGION
+from .. import ACCOUNT_ID, FAKE_ENV, REGION, SHUTDOWN_POLL_SECONDS
 from ..moto.iam import API_ID_HEADER
 from ..provision import Provisioned
 from .runtime import Function
@@ -152,7 +152,7 @@ class WebSocketGateway:
         ready = threading.Event()
         self._threads = [threading.Thread(target=self._run, args=(ready,), name="holdpoint-ws", daemon=True),
                          threading.Thread(target=self._management.serve_forever, name="holdpoint-ws-mgmt",
-                                          daemon=True)]
+                                          kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, daemon=True)]
         for thread in self._threads:
             thread.start()
         ready.wait(10)
