@@ -1,19 +1,26 @@
-"""Attacks on A3's edit before approve, over HTTP on the local stack. Each is refused with a 4xx
-naming the field and why, and records nothing (the table is unchanged), on both resume routes
-where the body is read (the resume function's own check, and `interrupt.resume` on /inputs)."""
+"""Attacks on A3's edit before approve, over HTTP on the local stack (and one in process, through
+the same functions' handlers on moto). Each is refused with a 4xx naming the field and why, and
+records nothing (the table is unchanged), on both resume routes where the body is read (the
+resume function's own check, and `interrupt.resume` on /inputs)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 import requests
 
+from holdpoint import assembly
 from holdpoint.core.ids import pair_id
 from tests.e2e.test_approver_policies_e2e import approver
 from tests.e2e.test_mcp_e2e import client as mcp_client
 from tests.e2e.test_mcp_e2e import run as mcp_run
+from tests.harness import Harness
 from tests.security.probes import client_token_api, refusal, table_count
 from tests.stack import Api, declare_agent, wait_execution
+from tests.unit.test_api import assert_error, call_api, call_resume, table_items
+from tests.unit.test_approver_policies import asking
 
 YES = {"approved": True}
 STRICT = [{"name": "send_email", "input": {"type": "object", "properties": {"to": {"type": "string"}},
@@ -145,3 +152,45 @@ def test_edit_before_approve_attacks_outsiders_plain_questions_and_mcp(
     assert late.status_code == 200 and late.json()["noop"] is True and "edit" not in late.json()
     assert api.view(sid)["interrupts"] == [] and "edits" not in api.ok("GET", "/v1/interrupts?status=resolved")[
         "interrupts"][0]
+
+
+@pytest.fixture
+def handlers(aws: dict[str, str]) -> Iterator[None]:
+    """moto's AWS, and the functions' cached clients built fresh for this test."""
+    assembly.reset()
+    yield
+    assembly.reset()
+
+
+def as_approver(sid: str, who: str, body: dict[str, Any]) -> list[tuple[int, Any]]:
+    """`body` sent by `who` on both resume routes, through the resume and API functions' handlers."""
+    person = {"subject": who, "origin": "operator"}
+    return [call_resume(sid, "int-ok", body, **person),
+            call_api("POST", f"/v1/sessions/{sid}/inputs", {"type": "interrupt.resume", "interrupt_id": "int-ok",
+                                                            **body}, **person)]
+
+
+@pytest.mark.usefixtures("handlers")
+def test_edit_before_approve_attacks_a_second_answer_may_not_slip_in_an_edit() -> None:
+    """Ann's approval of a quorum's action stands. A second answer of hers carrying other arguments
+    would be a no-op that drops the edit unseen (her earlier approval counted for an action she
+    now wants changed): it is refused 409 `conflict` naming `arguments` on both routes, and records
+    nothing. Her retries stay 200 no-ops, and Bob may still edit, which restarts the count."""
+    h = Harness(asking(), tenant="dev", agent={"approval": {"subjects": ["ann", "bob"], "quorum": 2, "edit": True}})
+    h.say("Email Bob")
+    sid = h.session_id or ""
+    fingerprint = h.open_interrupt()["action"]["fingerprint"]
+    status, out = call_resume(sid, "int-ok", {"payload": YES}, subject="ann", origin="operator")
+    assert status == 200 and out["noop"] is False and out["approvals"] == 1, out
+    before, events = table_items(), len(h.events())
+    for status, out in as_approver(sid, "ann", {"payload": YES, "arguments": {"to": "mallory"}}):
+        assert_error(status, out, 409, code="conflict", param="arguments")
+        assert "already answered" in out["error"]["message"]
+    for body in ({"payload": YES}, {"payload": YES, "arguments": {"to": "bob"}}):  # retries: no-ops
+        for status, out in as_approver(sid, "ann", body):
+            assert status == 200 and out["noop"] is True and "edit" not in out, out
+    assert table_items() == before and len(h.events()) == events
+    assert h.open_interrupt()["action"]["fingerprint"] == fingerprint
+    status, out = call_resume(sid, "int-ok", {"payload": YES, "arguments": {"to": "carol"}}, subject="bob",
+                              origin="operator")
+    assert status == 200 and out["noop"] is False and out["edit"]["superseded"] == 1 and out["approvals"] == 1, out

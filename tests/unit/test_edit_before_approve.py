@@ -23,7 +23,7 @@ from holdpoint.core.protocols.runs import RunAnswer
 from holdpoint.core.protocols.worker import InterruptResumed
 from holdpoint.services import inbox
 from holdpoint.services.caller import Caller
-from holdpoint.services.resume import Progress, resume
+from holdpoint.services.resume import Progress, precheck, resume
 from holdpoint_local.memory.receipts import MemoryReceiptKeys
 from holdpoint_sdk import cli
 from holdpoint_sdk.receipts import ReceiptRefused, verify_receipt
@@ -31,6 +31,7 @@ from tests.harness import TOOLS, Harness
 from tests.unit.test_approver_policies import asking, narrowed, refused
 from tests.unit.test_bad_input import FUZZ_EXAMPLES
 from tests.unit.test_cli import Canned
+from tests.unit.test_engine_features import fire_deadline
 
 pytestmark = pytest.mark.usefixtures("memory")
 
@@ -239,6 +240,101 @@ def test_edit_before_approve_unchanged_arguments_are_a_plain_approval() -> None:
     assert out.decided and out.edited is None
     [resumed] = h.triggers("interrupt.resumed")
     assert "edit" not in resumed and h.state().interrupts["int-ok"].action.fingerprint == raised  # type: ignore[union-attr]
+
+
+def test_edit_before_approve_a_second_answer_by_the_same_approver_may_not_edit() -> None:
+    """An approver whose answer stands gets a no-op for a repeat (idempotent retries, with no
+    arguments or the action's own), but a repeat that carries other arguments is refused 409
+    naming `arguments`, recording nothing, where a no-op would drop the edit without a word.
+    Another approver may still edit, which restarts the count."""
+    h = parked(BOARD)
+    assert h.session_id
+    assert answer(h, ANN).progress == Progress(approvals=1, quorum=2)
+    assert answer(h, ANN).noop and answer(h, ANN, arguments={"to": "bob"}).noop  # retries stay no-ops
+    before = h.store.read_interrupt("t1", h.session_id, "int-ok")
+    err = refused(h, ANN, YES, arguments={"to": "carol"})
+    assert (err.code, err.param) == ("conflict", "arguments") and "already answered" in err.message
+    with pytest.raises(Refusal) as info:  # the AG-UI route checks every entry first: the same refusal
+        precheck(h.store, ANN, h.session_id, "int-ok", YES, {"to": "carol"})
+    assert (info.value.code, info.value.param) == ("conflict", "arguments")
+    assert h.store.read_interrupt("t1", h.session_id, "int-ok") == before
+    out = answer(h, BOB, arguments={"to": "carol"})  # another approver's edit restarts the count
+    assert out.progress == Progress(approvals=1, quorum=2) and out.edited is not None
+    assert answer(h, BOB, arguments={"to": "carol"}).noop  # the editor's retry of the edit is a no-op
+    assert refused(h, BOB, YES, arguments={"to": "dave"}).code == "conflict"
+    assert answer(h, ANN, expect_fingerprint=out.edited.fingerprint).decided  # Ann's answer no longer stood
+    [resumed] = h.triggers("interrupt.resumed")
+    assert resumed["edit"]["arguments"] == {"to": "carol"}
+
+
+# --- the bound call runs the edit --------------------------------------------------------------
+
+
+def deferring(log: list[dict[str, Any]]) -> Any:
+    """A worker that asks before its first attempt at every tool, takes the call on its resume
+    without settling it (so the call waits under its deadline), and answers a retry with a result."""
+
+    def decide(req: dict[str, Any]) -> dict[str, Any]:
+        log.append(req)
+        t = req["trigger"]
+        if t["type"] == "tool.execute" and t["attempt"] == 1:
+            return {"actions": [{"type": "interrupt", "interrupt_id": "int-ok", "reason": "approve"}]}
+        if t["type"] == "tool.execute":
+            return {"actions": [{"type": "tool.result", "result": "sent"}]}
+        if t["type"] == "interrupt.resumed":
+            return {}
+        return dict(req["proposed"])
+
+    return decide
+
+
+def held(policy: dict[str, Any]) -> Harness:
+    """A session parked on send_email({"to": "bob"}) by `deferring`, two attempts a tool call."""
+    log: list[dict[str, Any]] = []
+    h = Harness(deferring(log), agent={"approval": policy, "retry": {"tool": {"max_attempts": 2}}})
+    h.log = log
+    h.say("Email Bob")
+    return h
+
+
+def retried(h: Harness) -> dict[str, Any]:
+    """The open send_email call's deadline fires: its second attempt's `tool.execute`."""
+    [call] = [c for c in h.state().calls.values() if c.kind == "tool_call" and c.status == "open"]
+    assert call.deadline_at is not None  # armed once the worker answered `interrupt.resumed`
+    fire_deadline(h, call)
+    [first, second] = h.triggers("tool.execute")
+    assert (first["attempt"], second["attempt"]) == (1, 2)
+    return second
+
+
+def test_edit_before_approve_a_deadline_retry_runs_the_edited_arguments() -> None:
+    h = held(EDITABLE)
+    raised = h.open_interrupt()["action"]
+    answer(h, ANN, arguments={"to": "carol"})
+    [call] = h.view()["calls"]  # the session view lists the call as it runs now
+    assert json.loads(call["arguments"]) == {"to": "carol"}
+    execute = retried(h)
+    assert json.loads(execute["arguments"]) == {"to": "carol"}
+    assert execute["input"] == {"status": "valid", "value": {"to": "carol"}}
+    closed = h.state().interrupts["int-ok"]  # the audit keeps the action as raised and the edit
+    assert [(e.original, e.action.fingerprint) for e in closed.edits] == [
+        (BoundAction.from_item(raised), closed.action.fingerprint if closed.action else "")]
+    assert json.loads(closed.edits[0].original.arguments) == {"to": "bob"}
+    assert h.view()["messages"][-1]["content"] == "Email sent."
+
+
+def test_edit_before_approve_without_an_approved_edit_the_call_keeps_its_arguments() -> None:
+    h = held(EDITABLE)
+    asked = h.state().calls
+    [before] = [c.arguments for c in asked.values() if c.kind == "tool_call"]
+    answer(h, ANN, arguments={"to": "bob"})  # the action's own arguments: no edit
+    assert retried(h)["arguments"] == before and json.loads(before or "") == {"to": "bob"}
+    # An edit a denial then decides runs nothing, so the call keeps the arguments it was asked with.
+    h = held(BOARD)
+    answer(h, ANN, arguments={"to": "carol"})
+    assert answer(h, BOB, {"approved": False}).decided
+    [call] = [c for c in h.state().calls.values() if c.kind == "tool_call"]
+    assert json.loads(call.arguments or "") == {"to": "bob"} and h.state().interrupts["int-ok"].edits
 
 
 def test_edit_before_approve_cli_sends_the_edit_and_says_the_count_restarted() -> None:

@@ -291,6 +291,7 @@ def apply_wake(state: SessionState, interrupt_id: str, outcome: str, generation:
     was_parking_active = interrupt.anchor is None or interrupt.anchor in state.tree.path_ids(state.tree.head_id)
     if interrupt.origin == "system" and interrupt.reason == budget.REASON:
         budget.apply_resume(state, interrupt.resolution)
+    rules.take_edit(state, interrupt)  # A3: the bound call runs what was approved from here on
     interrupt.woken = True
     if receipt is not None and interrupt.receipt is None:
         interrupt.receipt = receipt(interrupt)

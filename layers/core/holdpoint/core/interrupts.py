@@ -118,6 +118,21 @@ def action_of(state: SessionState, tool: str, arguments_text: str) -> BoundActio
     return BoundAction.of(tool, arguments_text, agent.to_item() if agent is not None else None)
 
 
+def take_edit(state: SessionState, interrupt: Interrupt) -> None:
+    """A3: a closed interrupt that approved an edited action leaves its open tool call holding the
+    edited arguments (the last edit's canonical JSON), so whatever runs the call from here on (a
+    deadline's retry, `calls.retry_tool`; the calls a decision request and the session view list)
+    runs what was approved, never the arguments as raised. The interrupt's `edits` keep those."""
+    call = state.calls.get(interrupt.call_id or "")
+    if not interrupt.edits or call is None or call.kind != "tool_call" or call.status != "open":
+        return
+    edited = interrupt.edits[-1].action
+    if edited.tool != call.name or approvals.outcome(interrupt).verdict != "approved":
+        return
+    call.arguments = edited.arguments
+    state.touch(call)
+
+
 def first_generation(state: SessionState) -> int:
     """The generation of a raise whose id has no interrupt stored: the session's event count so far.
 

@@ -61,7 +61,8 @@ class ResumeBody(Wire):
     arguments: JsonDict | None = Field(
         default=None, description="A3: the approver's edit of the action's arguments, given with an approval "
         "where the policy allows `edit`: checked against the tool's `input` schema; the approval then binds the "
-        "edited action (a new fingerprint) and a quorum's count restarts")
+        "edited action (a new fingerprint) and a quorum's count restarts; an approver whose answer stands may not "
+        "edit with a second one (409 `conflict`, nothing recorded)")
 
 
 class BulkResumeItem(ResumeBody):

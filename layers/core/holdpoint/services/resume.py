@@ -105,7 +105,8 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
     (`comment` with it) and leaves it open. With `generation` (a sealed link's or Slack button's),
     an interrupt that is now another raise is a no-op too. `channel` is how the answer came.
     `arguments` (A3) edit the bound action as the approval approves it, where the policy allows:
-    the approval binds the edited action, and a quorum's count restarts with it."""
+    the approval binds the edited action, and a quorum's count restarts with it. A subject whose
+    answer stands may not edit with a second one (409 naming `arguments`, never a silent no-op)."""
     if caller.session_id and caller.session_id != session_id:
         raise Refusal("not_found", f"session {session_id} not found")
     if comment is not None and len(comment) > answers.MAX_COMMENT:  # A6 (the wire models bound it too)
@@ -132,7 +133,8 @@ def resume(store: SessionsAndInterrupts, parking: Parking, caller: Caller, sessi
     until = kept_until(found.retention_days, now_secs)  # A6: how long the closed interrupt stays listable
     for _ in range(ROUNDS):
         own = approvals.own_answer(found, caller.subject)
-        if own is not None:  # A2: a second answer by the same subject is a no-op
+        if own is not None:  # A2: a second answer by the same subject is a no-op, never a new edit
+            _check_no_new_edit(own, after)
             return _noop_open(found, own, payload)
         edit = _edit(found, after, caller, at)
         outcome, now = _write(store, caller, session_id, found, mine, until, edit)
@@ -175,6 +177,17 @@ def _check_edit(found: Interrupt, arguments: Any, verdict: answers.Verdict) -> B
     if arguments is None:
         return None
     return edits.edited(found.action, found.policy, found.edit_schema, arguments, verdict, found.edits)
+
+
+def _check_no_new_edit(own: Answer, after: BoundAction | None) -> None:
+    """A2/A3: this subject's answer stands, so a repeat of it is a no-op; one that edits the action
+    as it stands (arguments not the action's own) would be dropped by that no-op, so it is refused
+    (409 naming `arguments`) and the approver learns the edit was not taken."""
+    if after is not None:
+        raise Refusal("conflict", f"you have already answered this interrupt ({own.status} at {own.at}) and your "
+                      "answer stands, so a second answer may not edit the action: nothing was recorded. Send the "
+                      "answer again without `arguments` (a no-op), or leave the edit to another approver (an "
+                      "edit restarts a quorum's count)", param=edits.PARAM)
 
 
 def _edit(found: Interrupt, after: BoundAction | None, caller: Caller, at: str) -> Edit | None:
@@ -361,8 +374,11 @@ def _canonical(value: Any) -> str:
 def precheck(store: Interrupts, caller: Caller, session_id: str, interrupt_id: str, payload: Any,
              arguments: Any = None) -> None:
     """The refusals `resume` would give before writing (R17 origin, A2 policy, A1 schema, the
-    verdict, A3's edit), without writing:
+    verdict, A3's edit, an edit by a subject whose answer stands), without writing:
     a caller resuming several interrupts at once checks them all first, so a bad one records nothing."""
     found = store.read_interrupt(caller.tenant, session_id, interrupt_id)
     if found is not None and found.status == "open":
-        _check_edit(found, arguments, _check(caller, found, payload)[1])
+        after = _check_edit(found, arguments, _check(caller, found, payload)[1])
+        own = approvals.own_answer(found, caller.subject)
+        if own is not None:
+            _check_no_new_edit(own, after)
