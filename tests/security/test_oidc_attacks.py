@@ -150,3 +150,97 @@ def test_oidc_attack_a_huge_token_is_refused_unread(stack: Any) -> None:
         assert issuer.asked == []
     finally:
         issuer.close()
+
+
+def _signed_in_approver(stack: Any, api: Api, worker: tuple[str, list[dict[str, Any]]]) -> Api:
+    """Fiona, signed in through the declared pool, in the group the agent's policy names."""
+    declare_agent(api, worker[0], approval={"groups": ["finance"]})
+    pool = _declared(stack)
+    return person(stack, pool.sign_in("fiona", pool.user("fiona", ("finance",)))["IdToken"])
+
+
+def _refused_to_person(resp: requests.Response, route: str) -> None:
+    err = refusal(resp, 403, code="forbidden")
+    assert route in err["message"] and "use an API key" in err["message"], err
+
+
+def test_oidc_attack_a_person_cannot_start_send_raise_settle_or_use_the_bridges(
+        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """A person may read, follow and answer interrupts, nothing else: starting a session, sending
+    an input (an answer sent as one too), raising an interrupt, settling a call, the AG-UI run,
+    MCP, A2A, the runs bridge and a worker's submit are each 403 naming the route, before any
+    body is read (a malformed one too), and nothing is recorded."""
+    fiona = _signed_in_approver(stack, api, worker)
+    sid = api.start()
+    iid = api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"]
+    message, inputs = {"role": "user", "content": "Email Eve"}, "POST /v1/sessions/{session_id}/inputs"
+    attacks: list[tuple[str, str, Any, str]] = [
+        ("POST", "/v1/sessions", {"type": "client.message", "agent_id": "assistant", "message": message},
+         "POST /v1/sessions"),
+        ("POST", "/v1/sessions", {"not": "an input"}, "POST /v1/sessions"),
+        ("POST", f"/v1/sessions/{sid}/inputs", {"type": "client.message", "message": message}, inputs),
+        ("POST", f"/v1/sessions/{sid}/inputs", {"type": "interrupt.resume", "interrupt_id": iid,
+                                                 "payload": {"approved": True}}, inputs),
+        ("POST", f"/v1/sessions/{sid}/interrupts", {"reason": "approve", "payload": {"message": "Wire $1M?"}},
+         "POST /v1/sessions/{session_id}/interrupts"),
+        ("POST", f"/v1/sessions/{sid}/calls/settle", {"type": "tool.result", "id": "c-1", "result": "sent"},
+         "POST /v1/sessions/{session_id}/calls/settle"),
+        ("POST", "/v1/channels/ag-ui/agents/assistant/run",
+         {"threadId": "t-fiona", "runId": "r-1", "messages": [{"id": "u-1", "role": "user", "content": "hi"}]},
+         "POST /v1/channels/ag-ui/agents/{agent_id}/run"),
+        ("POST", "/v1/channels/ag-ui/agents/assistant/connect", {"threadId": sid, "runId": "r-2", "messages": []},
+         "POST /v1/channels/ag-ui/agents/{agent_id}/connect"),
+        ("POST", "/mcp/assistant", {"jsonrpc": "2.0", "id": "1", "method": "tools/call", "params": {
+            "name": "request_approval", "arguments": {"question": "Rotate the key?"}}}, "POST /mcp/{agent_id}"),
+        ("POST", f"/a2a/{stack.tenant}/assistant", {"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": {
+            "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}},
+         "POST /a2a/{tenant}/{agent_id}"),
+        ("POST", "/v1/runs/run-fiona/interrupts", {"agent_id": "assistant", "interrupts": [
+            {"reason": "approve", "payload": {"message": "Go?"}}]}, "POST /v1/runs/{run_id}/interrupts"),
+        ("GET", "/v1/runs/run-fiona", None, "GET /v1/runs/{run_id}"),
+        ("POST", "/v1/workers/submit", {"session_id": sid, "decision_id": "d-1", "actions": []},
+         "POST /v1/workers/submit"),
+    ]
+    sessions = len(api.ok("GET", "/v1/sessions?limit=100")["sessions"])
+    before = table_count(stack)
+    for method, path, body, route in attacks:
+        _refused_to_person(fiona.req(method, path, body), route)
+    assert table_count(stack) == before
+    assert len(api.ok("GET", "/v1/sessions?limit=100")["sessions"]) == sessions
+    assert api.view(sid)["status"] == "interrupted"
+
+
+def test_oidc_a_person_reads_follows_and_answers_one_and_many(
+        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """The control beside the refusals: a person reads the inbox, the sessions, a session, its
+    events and trace, and answers an interrupt on its own and in a bulk answer."""
+    fiona = _signed_in_approver(stack, api, worker)
+    first, second = api.start(), api.start("Email Carol")
+    opened = {sid: api.wait_status(sid, "interrupted")["interrupts"][0]["interrupt_id"] for sid in (first, second)}
+    inbox = fiona.ok("GET", INBOX)["interrupts"]
+    assert {(i["session_id"], i["interrupt_id"]) for i in inbox} == set(opened.items())
+    assert {s["session_id"] for s in fiona.ok("GET", "/v1/sessions")["sessions"]} >= {first, second}
+    assert fiona.view(first)["interrupts"][0]["interrupt_id"] == opened[first]
+    assert fiona.events(first)
+    assert fiona.req("GET", f"/v1/sessions/{first}/events/stream").status_code == 200
+    assert fiona.req("GET", f"/v1/sessions/{first}/trace").status_code == 200
+    one = fiona.resume(first, opened[first], {"approved": True})
+    assert one.status_code == 200 and one.json()["noop"] is False, one.text
+    many = fiona.ok("POST", "/v1/interrupts/resume", {"items": [
+        {"session_id": second, "interrupt_id": opened[second], "payload": {"approved": True}}]})
+    assert many["counts"] == {"answered": 1, "noop": 0, "refused": 0}, many
+    api.wait_status(first, "done")
+    api.wait_status(second, "done")
+
+
+def test_oidc_attack_a_persons_session_view_hides_the_agent_config(
+        api: Api, stack: Any, worker: tuple[str, list[dict[str, Any]]]) -> None:
+    """`GET /v1/agents` is refused to a person; the session view shows them no more of the agent
+    than an end user sees (its tools' names and descriptions): not the worker's address, the
+    system prompt or the approver policy."""
+    fiona = _signed_in_approver(stack, api, worker)
+    sid = api.start()
+    api.wait_status(sid, "interrupted")
+    assert api.view(sid)["agent"]["worker"]["url"] == worker[0]  # the control: an API key sees it whole
+    assert fiona.view(sid)["agent"] == {"tools": [{"name": "send_email"}]}
+    refusal(fiona.req("GET", "/v1/agents/assistant"), 403, code="forbidden")

@@ -13,14 +13,18 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from holdpoint.core.agent_config import AgentConfig
 from holdpoint.core.errors import Refusal
 from holdpoint.core.identity import IdentityProvider, audiences, cognito_issuer, signed_in
+from holdpoint.http import edge
 from holdpoint.http.bodies import IdentityProviderDeclaration
 from holdpoint.http.credentials import authenticate, caller_of, context_of
 from holdpoint.outbound import signing_keys
 from holdpoint.outbound.signing_keys import KeysUnavailable, SigningKeys, parse_key_set
 from holdpoint.services.caller import Caller
+from holdpoint.services.sessions import agent_shown
 from holdpoint_local.memory.store import MemoryStore
+from holdpoint_local.provision import load_template
 
 POOL = "eu-west-1_AbC123"
 COGNITO = IdentityProvider("cognito", cognito_issuer(POOL), "console", "sub", "cognito:groups", POOL)
@@ -113,6 +117,57 @@ def test_oidc_a_person_may_not_use_the_tenant_level_routes() -> None:
         with pytest.raises(Refusal) as refused:
             check("declare agents")
         assert refused.value.code == "forbidden" and "identity provider" in refused.value.message
+
+
+def _authorized_routes() -> set[str]:
+    """The template's routes the authorizer guards, as API Gateway names them (`routeKey`)."""
+    out = set()
+    for resource in load_template()["Resources"].values():
+        for event in (resource.get("Properties", {}).get("Events") or {}).values():
+            props = event["Properties"] if event["Type"] == "HttpApi" else {}
+            if props and (props.get("Auth") or {}).get("Authorizer") != "NONE":
+                out.add(f"{props['Method']} {props['Path']}")
+    return out
+
+
+def _event(route: str | None, caller: Caller) -> dict[str, Any]:
+    event: dict[str, Any] = {"requestContext": {"authorizer": {"lambda": context_of(caller)}}}
+    if route is not None:
+        event["routeKey"] = route
+    return event
+
+
+def test_oidc_a_person_may_only_read_follow_and_answer() -> None:
+    """One list says what a person may do; every other route the authorizer guards, a route of
+    the bridges, the agents, the keys, is refused to them (403 before any route runs), and not
+    to an operator key."""
+    ann, key = Caller("acme", "ann", "operator", person=True), Caller("acme", "ops", "operator")
+    routes = _authorized_routes()
+    assert routes > edge.PERSON_ROUTES
+    for route in sorted(routes):
+        assert edge.door_refusal(_event(route, key)) is None
+        refused = edge.door_refusal(_event(route, ann))
+        assert (refused is None) == (route in edge.PERSON_ROUTES), route
+        if refused is not None:
+            assert refused.code == "forbidden" and route in refused.message and "API key" in refused.message
+            with pytest.raises(Refusal):
+                edge.caller(_event(route, ann))
+    assert {r for r in routes if r not in edge.PERSON_ROUTES} >= {
+        "POST /v1/sessions", "POST /v1/sessions/{session_id}/inputs", "POST /v1/sessions/{session_id}/interrupts",
+        "POST /v1/sessions/{session_id}/calls/settle", "POST /v1/channels/ag-ui/agents/{agent_id}/run",
+        "POST /mcp/{agent_id}", "POST /a2a/{tenant}/{agent_id}", "POST /v1/runs/{run_id}/interrupts"}
+    assert edge.caller(_event("GET /v1/interrupts", ann)) == ann
+    refused = edge.door_refusal(_event(None, ann))  # an event naming no route: refused, not guessed
+    assert refused is not None and refused.code == "forbidden"
+
+
+def test_oidc_a_persons_session_view_shows_the_agents_tools_only() -> None:
+    agent = AgentConfig.model_validate({"system": "secret prompt", "worker": {"url": "https://w.example/decide"},
+                                        "tools": [{"name": "send", "description": "Send it",
+                                                   "input": {"type": "object"}}]})
+    assert agent_shown(Caller("acme", "ann", "operator", person=True), agent) == {
+        "tools": [{"name": "send", "description": "Send it"}]}
+    assert agent_shown(Caller("acme", "ops", "operator"), agent) == agent.to_item()
 
 
 def test_oidc_unknown_key_ids_refetch_at_most_once_a_minute(served: Served) -> None:

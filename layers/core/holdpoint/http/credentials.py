@@ -156,9 +156,14 @@ def caller_of(ctx: dict[str, Any]) -> Caller:
     return Caller(tenant=str(ctx["tenant"]), subject=str(ctx.get("subject") or ""),
                   origin=str(ctx.get("origin") or "client"), session_id=ctx.get("session_id") or None,
                   own_only=str(ctx.get("own_only", "")) in ("1", "true", "True"),
-                  person=str(ctx.get("person", "")) == "1",
+                  person=is_person(ctx),
                   metadata=metadata_of(ctx.get("metadata")), groups=groups_of(ctx.get("groups")),
                   expires=parse_digits(ctx.get("exp")), key_hash=str(ctx.get("key_hash") or "") or None)
+
+
+def is_person(ctx: dict[str, Any]) -> bool:
+    """Whether an authorizer context (`context_of`) is a person's, signed in through the identity provider."""
+    return str(ctx.get("person", "")) == "1"
 
 
 def _decoded(raw: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 from holdpoint.core.errors import Code, Refusal
 from holdpoint.core.ids import ID_PATTERN
-from holdpoint.http.credentials import caller_of
+from holdpoint.http.credentials import caller_of, is_person
 from holdpoint.http.limits import MAX_PAYLOAD_BYTES
 from holdpoint.ports import Throttled, Unavailable
 from holdpoint.services.caller import Caller
@@ -40,6 +40,19 @@ STATUS: dict[Code, int] = {
     "throttled": 503,
     "unavailable": 503,
 }
+PERSON_ROUTES = frozenset({
+    "GET /v1/sessions",
+    "GET /v1/sessions/{session_id}",
+    "GET /v1/sessions/{session_id}/events",
+    "GET /v1/sessions/{session_id}/events/stream",
+    "GET /v1/sessions/{session_id}/trace",
+    "GET /v1/interrupts",
+    "POST /v1/sessions/{session_id}/interrupts/{interrupt_id}/resume",
+    "POST /v1/interrupts/resume",
+})
+"""What a person signed in through the identity provider may do, by the route API Gateway matched
+(its `routeKey`): read sessions and the inbox, follow events, answer interrupts. Every other
+route, and any route added later until it is listed here, is refused to a person."""
 RETRY_AFTER_SECS = 1
 """What a 503 for a refusal about load asks the client to wait: botocore already backed off."""
 INTERNAL_BODY = {"error": {"code": "internal", "message": "internal error"}}
@@ -65,14 +78,40 @@ def load_refusal(exc: Throttled | Unavailable) -> Refusal:
                    retry_after=RETRY_AFTER_SECS)
 
 
+def authorizer_context(event: dict[str, Any]) -> dict[str, Any]:
+    """What the authorizer said of the caller (its simple-response context); empty without one."""
+    lam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
+    return lam if isinstance(lam, dict) else {}
+
+
 def authorizer_refusal(event: dict[str, Any]) -> Refusal | None:
     """The authorizer could not check the credentials (AWS refused its read): a 503, never a 401
     that would tell a caller with good credentials they are bad."""
-    lam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
-    kind = lam.get("unavailable")
+    kind = authorizer_context(event).get("unavailable")
     if not kind:
         return None
     return load_refusal(Throttled() if kind == "throttled" else Unavailable())
+
+
+def person_refusal(event: dict[str, Any]) -> Refusal | None:
+    """A person may only read, follow and answer interrupts (`PERSON_ROUTES`): any other request
+    of theirs is refused before a route reads its body, so it records nothing. An event naming
+    no route is refused too."""
+    if not is_person(authorizer_context(event)):
+        return None
+    route = event.get("routeKey")
+    if isinstance(route, str) and route in PERSON_ROUTES:
+        return None
+    what = short(route) if isinstance(route, str) and route else "this route"
+    return Refusal("forbidden", f"a person signed in through the identity provider may only read, follow and "
+                   f"answer interrupts, not {what}; use an API key")
+
+
+def door_refusal(event: dict[str, Any]) -> Refusal | None:
+    """What refuses a request before any route runs: credentials the authorizer could not
+    check, or a person asking for more than a person may do."""
+    refused = authorizer_refusal(event)
+    return refused if refused is not None else person_refusal(event)
 
 
 def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) -> dict[str, Any]:
@@ -86,11 +125,12 @@ def refusal_reply(refusal: Refusal) -> dict[str, Any]:
 
 
 def caller(event: dict[str, Any]) -> Caller:
-    """Who is calling, as the authorizer said (its simple-response context)."""
-    refused = authorizer_refusal(event)
+    """Who is calling, as the authorizer said (its simple-response context), refused if a route
+    should not have run for them (`door_refusal`, as the resolver checks first)."""
+    refused = door_refusal(event)
     if refused is not None:
         raise refused
-    lam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
+    lam = authorizer_context(event)
     if not lam.get("tenant"):
         raise Refusal("unauthorized", "missing or invalid credentials")
     return caller_of(lam)

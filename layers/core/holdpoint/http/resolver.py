@@ -21,7 +21,7 @@ from holdpoint.core.ids import ACTION_TAGS, ID_PATTERN, INPUT_TAGS, error_param,
 from holdpoint.core.jsontypes import JsonObject
 from holdpoint.http.edge import (
     INTERNAL_BODY,
-    authorizer_refusal,
+    door_refusal,
     headers_of,
     json_reply,
     load_refusal,
@@ -208,12 +208,13 @@ def decoded_path(raw_path: str) -> str:
 
 
 def serve(app: APIGatewayHttpResolver, event: JsonObject, context: Any, json_body: bool = True) -> JsonObject:
-    """One request through `app`: refused early if its body is bad; never a stack trace in a body."""
+    """One request through `app`: refused early if its caller may not make it (`edge.door_refusal`)
+    or its body is bad; never a stack trace in a body."""
     try:
-        event = prepare(event, json_body)
-        refused = authorizer_refusal(event)
+        refused = door_refusal(event)
         if refused is not None:
             raise refused
+        event = prepare(event, json_body)
     except Refusal as exc:
         logger.info("refused", extra={"code": exc.code, "status": status_of(exc)})
         return refusal_reply(exc)

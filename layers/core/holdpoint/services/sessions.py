@@ -252,11 +252,14 @@ END_USER_RETRYING = "the agent's worker is not answering; the operators can see 
 
 def agent_shown(caller: Caller, agent: AgentConfig | None) -> JsonObject | None:
     """The agent config as a caller's views show it: whole to the tenant's API keys (who may read
-    it, `GET /v1/agents`), and to an end user only its tools' names and descriptions. The config
-    holds the system prompt, the worker's address, the notify channels' capability URLs, secret
-    references and the approver policy, none of them a client's to read."""
-    if agent is None or not caller.own_only:
-        return None if agent is None else agent.to_item()
+    it, `GET /v1/agents`), and to an end user or a person signed in through the identity provider
+    (neither may read agents) only its tools' names and descriptions. The config holds the system
+    prompt, the worker's address, the notify channels' capability URLs, secret references and the
+    approver policy, none of them theirs to read."""
+    if agent is None:
+        return None
+    if not caller.own_only and not caller.person:
+        return agent.to_item()
     tools: list[JsonValue] = [{k: getattr(t, k) for k in CLIENT_AGENT_FIELDS if isinstance(getattr(t, k), str)}
                               for t in agent.tools]
     return {"tools": tools}
