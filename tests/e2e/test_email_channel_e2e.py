@@ -34,7 +34,7 @@ def seed(self: Any, trigger: dict[str, Any], proposed: dict[str, Any] | None) ->
 
 def sent_to(stack: Any, address: str) -> list[dict[str, Any]]:
     """The messages moto's SES holds for `address` (every test shares the moto server)."""
-    got = requests.get(f"{stack.moto_endpoint}/moto-api/data.json", timeout=30)
+    got = requests.get(f"{stack.moto_endpoint}/moto-api/data.json?service=ses", timeout=30)
     assert got.status_code == 200, (got.status_code, got.text[:2000])
     models = got.json()
     messages = models.get("ses", {}).get("Message", [])

@@ -734,6 +734,9 @@ def test_email_channel_moto_api_data_lists_what_ses_sent_beside_a_lambda(aws: di
     assert status == 200
     messages = json.loads(body)["ses"]["Message"]
     assert [m["body"] for m in messages if m["destinations"]["ToAddresses"] == ["fx-data@fx.example"]] == ["<p>b</p>"]
+    status, _, body = MotoAPIResponse().model_data(None, "http://motoapi.amazonaws.com/moto-api/data.json"
+                                                   "?service=ses", {})
+    assert status == 200 and list(json.loads(body)) == ["ses"]  # one service's models, not every one
 
 
 def test_email_channel_ses_a_two_part_message_keeps_its_text_part(aws: dict[str, str]) -> None:
