@@ -108,17 +108,25 @@ class SqsPoller:
             config=Config(retries={"max_attempts": 2}, read_timeout=wait_seconds + 10),
         )
         # Lambda lets a failed record's visibility timeout run out; the local stack shortens it to
-        # RETRY_VISIBILITY_SECONDS as the operator (not a call the function's role makes on AWS).
+        # RETRY_VISIBILITY_SECONDS as the operator (`_hand_back`).
         self.operator_sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name=REGION,
                                          aws_access_key_id=FAKE_ENV["AWS_ACCESS_KEY_ID"],
                                          aws_secret_access_key=FAKE_ENV["AWS_SECRET_ACCESS_KEY"])
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._gate = threading.Lock()  # orders a batch's delivery against the stop (see `settle`)
+        self._delivering = False
 
     def start(self) -> None:
         self._thread.start()
 
     def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
+        """Wait for the poller to end: a batch in delivery is finished; one in its long poll is left
+        to end it, and hands back what it then receives (`poll_once`), so a stop never waits out
+        the long poll (a second for every stack a test run stops)."""
+        with self._gate:
+            delivering = self._delivering
+        if delivering:
+            self._thread.join(timeout)
 
     def _run(self) -> None:
         with self.function.acting():  # an event source mapping polls with the function's execution role
@@ -136,8 +144,26 @@ class SqsPoller:
         messages = resp.get("Messages", [])
         if not messages:
             return 0
-        self.deliver(messages)
+        with self._gate:
+            if self.stop_event.is_set():  # stopped during the long poll: visible again at once
+                self._hand_back(messages, 0)
+                return 0
+            self._delivering = True
+        try:
+            self.deliver(messages)
+        finally:
+            with self._gate:
+                self._delivering = False
         return len(messages)
+
+    def _hand_back(self, messages: list[dict[str, Any]], seconds: int) -> None:
+        """Make received records visible again after `seconds` (a call of the operator's, not one
+        the function's role makes on AWS)."""
+        self.operator_sqs.change_message_visibility_batch(
+            QueueUrl=self.mapping.queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": seconds}
+                     for i, m in enumerate(messages)],
+        )
 
     def deliver(self, messages: list[dict[str, Any]]) -> set[str]:
         """Invoke the function with one batch; delete successes, make failures visible again soon."""
@@ -159,13 +185,7 @@ class SqsPoller:
             )
         retry = [m for m in messages if m["MessageId"] in failed]
         if retry:
-            self.operator_sqs.change_message_visibility_batch(
-                QueueUrl=self.mapping.queue_url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": RETRY_VISIBILITY_SECONDS}
-                    for i, m in enumerate(retry)
-                ],
-            )
+            self._hand_back(retry, RETRY_VISIBILITY_SECONDS)
         return failed
 
 
