@@ -22,6 +22,9 @@ from holdpoint.aws.keys import put_api_key
 from tests.answering import send_json
 from tests.stack import Api
 
+ADMITTED = "holdpoint"
+"""The pool group the tests' declarations admit, and their users are in unless told otherwise."""
+
 
 @dataclass
 class Pool:
@@ -36,19 +39,33 @@ class Pool:
         return f"https://cognito-idp.{self.pool_id.split('_', 1)[0]}.amazonaws.com/{self.pool_id}"
 
     def declaration(self, **extra: Any) -> dict[str, Any]:
-        return {"cognito": {"user_pool_id": self.pool_id}, "client_id": self.client_id, **extra}
+        """The pool declared with its `holdpoint` group admitted."""
+        return {"cognito": {"user_pool_id": self.pool_id}, "client_id": self.client_id,
+                "admit": {"groups": [ADMITTED]}, **extra}
 
-    def user(self, name: str, groups: tuple[str, ...] = ()) -> str:
-        """A confirmed user in `groups`; returns its password."""
+    def user(self, name: str, groups: tuple[str, ...] = (), *, admitted: bool = True) -> str:
+        """A confirmed user in `groups`, and in the admitted group unless `admitted` is False;
+        returns its password."""
         password = "Pw-" + secrets.token_urlsafe(12) + "9!a"
         self.cognito.admin_create_user(UserPoolId=self.pool_id, Username=name, MessageAction="SUPPRESS")
         self.cognito.admin_set_user_password(UserPoolId=self.pool_id, Username=name, Password=password,
                                              Permanent=True)
+        self._join(name, (*groups, ADMITTED) if admitted else groups)
+        return password
+
+    def signed_up(self, name: str) -> str:
+        """A stranger who signed up through the app client (SignUp, public: the client id is all
+        it takes) and confirmed their own address; returns the password."""
+        password = "Pw-" + secrets.token_urlsafe(12) + "9!a"
+        self.cognito.sign_up(ClientId=self.client_id, Username=name, Password=password)
+        self.cognito.admin_confirm_sign_up(UserPoolId=self.pool_id, Username=name)  # the emailed code, entered
+        return password
+
+    def _join(self, name: str, groups: tuple[str, ...]) -> None:
         for group in groups:
             with contextlib.suppress(self.cognito.exceptions.GroupExistsException):
                 self.cognito.create_group(UserPoolId=self.pool_id, GroupName=group)
             self.cognito.admin_add_user_to_group(UserPoolId=self.pool_id, Username=name, GroupName=group)
-        return password
 
     def sign_in(self, name: str, password: str, client_id: str | None = None) -> dict[str, str]:
         """InitiateAuth USER_PASSWORD_AUTH: the pool's `IdToken` and `AccessToken`."""

@@ -62,7 +62,7 @@ def _pool(endpoint: str) -> Pool:
 def test_oidc_moto_hosted_ui_code_flow_with_pkce(moto_server: Any) -> None:
     endpoint = moto_server.endpoint
     pool = _pool(endpoint)
-    tokens = signed_in_with_pkce(endpoint, pool, "ann", pool.user("ann", ("finance",)))
+    tokens = signed_in_with_pkce(endpoint, pool, "ann", pool.user("ann", ("finance",), admitted=False))
     keys = jwt.PyJWKClient(f"{endpoint}/{pool.pool_id}/.well-known/jwks.json")
     claims = jwt.decode(tokens["id_token"], keys.get_signing_key_from_jwt(tokens["id_token"]).key,
                         algorithms=["RS256"], audience=pool.client_id, issuer=pool.issuer)

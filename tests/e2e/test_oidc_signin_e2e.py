@@ -9,7 +9,7 @@ from typing import Any
 
 import requests
 
-from tests.oidc import make_pool, operator, person, serve_issuer
+from tests.oidc import ADMITTED, make_pool, operator, person, serve_issuer
 from tests.security.probes import refusal, table_count
 from tests.stack import Api, declare_agent, resumed_triggers
 from tests.waiting import wait_for
@@ -20,7 +20,8 @@ def test_oidc_cognito_people_answer_as_approvers_by_their_pool_groups(
     pool, ops = make_pool(stack), operator(stack)
     declared = ops.ok("PUT", "/v1/identity-provider", pool.declaration())
     assert declared == {"issuer": pool.issuer, "client_id": pool.client_id, "subject_claim": "sub",
-                        "groups_claim": "cognito:groups", "cognito": {"user_pool_id": pool.pool_id}}
+                        "groups_claim": "cognito:groups", "admit": {"groups": [ADMITTED], "subjects": []},
+                        "cognito": {"user_pool_id": pool.pool_id}}
     assert ops.ok("GET", "/v1/identity-provider") == declared
     declare_agent(api, worker[0], approval={"groups": ["finance"]})
     fiona = pool.sign_in("fiona", pool.user("fiona", ("finance",)))
@@ -64,11 +65,12 @@ def test_oidc_a_person_is_an_approver_not_a_key(api: Api, stack: Any) -> None:
 
 def test_oidc_any_issuer_by_its_discovery_url(api: Api, stack: Any) -> None:
     """A non-Cognito issuer: its discovery document names its JWKS (ES256 here); the groups claim
-    is the declared one."""
+    is the declared one, and admits by group (u-42) or by subject (u-43, in no group)."""
     issuer = serve_issuer()
     try:
-        operator(stack).ok("PUT", "/v1/identity-provider", {"discovery_url": issuer.discovery_url,
-                                                            "client_id": "console", "groups_claim": "roles"})
+        operator(stack).ok("PUT", "/v1/identity-provider", {
+            "discovery_url": issuer.discovery_url, "client_id": "console", "groups_claim": "roles",
+            "admit": {"groups": ["ops"], "subjects": ["u-43"]}})
         token = issuer.token("u-42", "console", roles=["ops"])
         assert person(stack, token).ok("GET", "/v1/interrupts?status=open")["interrupts"] == []
         wait_for(lambda: "/jwks.json" in issuer.asked, "the issuer's keys fetched")
@@ -86,24 +88,27 @@ def test_oidc_declaration_refusals_name_the_field(api: Api, stack: Any, other_te
     pool, ops = make_pool(stack), operator(stack)
     refusal(api.req("PUT", "/v1/identity-provider", pool.declaration()), 403, code="forbidden")
     before = table_count(stack)
+    admit = {"admit": {"groups": [ADMITTED]}}
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"client_id": "c"}, "cognito"),
+        ({"client_id": "c", **admit}, "cognito"),
         ({**pool.declaration(), "discovery_url": "https://idp.example.com/.well-known/openid-configuration"},
          "cognito"),
-        ({"cognito": {"user_pool_id": "not a pool"}, "client_id": "c"}, "cognito.user_pool_id"),
-        ({"discovery_url": "https://idp.example.com/", "client_id": "c"}, "discovery_url"),
-        ({"discovery_url": "http://169.254.169.254/.well-known/openid-configuration", "client_id": "c"},
+        ({"cognito": {"user_pool_id": "not a pool"}, "client_id": "c", **admit}, "cognito.user_pool_id"),
+        ({"discovery_url": "https://idp.example.com/", "client_id": "c", **admit}, "discovery_url"),
+        ({"discovery_url": "http://169.254.169.254/.well-known/openid-configuration", "client_id": "c", **admit},
          "discovery_url"),
-        ({"cognito": {"user_pool_id": pool.pool_id}}, "client_id"),
+        ({"cognito": {"user_pool_id": pool.pool_id}, **admit}, "client_id"),
+        ({"cognito": {"user_pool_id": pool.pool_id}, "client_id": pool.client_id}, "admit"),
+        (pool.declaration(admit={"groups": [], "subjects": []}), "admit"),
         ({**pool.declaration(), "groups_claim": "has space"}, "groups_claim"),
         ({**pool.declaration(), "extra": 1}, "extra"),
         ({**pool.declaration(), "cognito": {"user_pool_id": pool.pool_id, "domain": "ftp://auth.example.com"}},
          "cognito.domain"),
         ({**pool.declaration(), "authorization_endpoint": "https://idp.example.com/authorize",
           "token_endpoint": "https://idp.example.com/token"}, "authorization_endpoint"),
-        ({"discovery_url": "https://idp.example.com/.well-known/openid-configuration", "client_id": "c",
+        ({"discovery_url": "https://idp.example.com/.well-known/openid-configuration", "client_id": "c", **admit,
           "authorization_endpoint": "https://idp.example.com/authorize"}, "token_endpoint"),
-        ({"discovery_url": "http://127.0.0.1:9/.well-known/openid-configuration", "client_id": "c",
+        ({"discovery_url": "http://127.0.0.1:9/.well-known/openid-configuration", "client_id": "c", **admit,
           "authorization_endpoint": "http://127.0.0.1:9/authorize",
           "token_endpoint": "http://169.254.169.254/token"}, "token_endpoint"),
     ]

@@ -13,6 +13,7 @@ from typing import Any
 import requests
 
 from tests.oidc import (
+    ADMITTED,
     Pool,
     foreign_rsa_key,
     forged,
@@ -49,7 +50,7 @@ def _claims(pool: Pool, **changes: Any) -> dict[str, Any]:
     """An ID token's claims as the pool would issue them to its declared client."""
     now = int(time.time())
     return {"iss": pool.issuer, "sub": "forged-user", "aud": pool.client_id, "token_use": "id",
-            "iat": now, "exp": now + 600, "cognito:groups": ["finance"], **changes}
+            "iat": now, "exp": now + 600, "cognito:groups": ["finance", ADMITTED], **changes}
 
 
 def test_oidc_attack_another_tenants_issuer_acts_only_in_its_own_tenant(
@@ -73,6 +74,46 @@ def test_oidc_attack_another_tenants_issuer_acts_only_in_its_own_tenant(
     # (moto signs every pool with one key, so only the signature over the claims stands between them).
     _refused(stack, with_claims(token, iss=mine.issuer, aud=mine.client_id))
     assert api.view(sid)["status"] == "interrupted"
+
+
+def test_oidc_attack_a_self_signed_up_stranger_of_the_declared_pool_is_refused(
+        api: Api, stack: Any) -> None:
+    """Stan signs up to the declared pool himself (SignUp needs only the public client id), confirms
+    his own address and signs in: his ID and access tokens are the pool's own, for the declared
+    client, but he is in no admitted group and no admitted subject. The interrupt's policy names no
+    approvers, so any person let in could answer it: he is refused as an unknown token is, and
+    nothing is recorded."""
+    pool = _declared(stack)
+    sid = api.start()
+    [interrupt] = api.wait_status(sid, "interrupted")["interrupts"]
+    stan = pool.sign_in("stan", pool.signed_up("stan"))
+    before = table_count(stack)
+    for token in (stan["IdToken"], stan["AccessToken"]):
+        _refused(stack, token)
+        answer = person(stack, token).resume(sid, interrupt["interrupt_id"], {"approved": True})
+        assert answer.status_code == 403 and answer.json() == {"message": "Forbidden"}, answer.text[:300]
+    # A member of the pool's other groups is no better: only the admitted group lets a person in.
+    staff = pool.sign_in("sam", pool.user("sam", ("staff",), admitted=False))["IdToken"]
+    _refused(stack, staff)
+    assert table_count(stack) == before
+    assert api.view(sid)["status"] == "interrupted"
+    # The control: the same pool's admitted member is let in with the same kind of token.
+    _accepted(stack, pool.sign_in("fiona", pool.user("fiona"))["IdToken"])
+
+
+def test_oidc_attack_any_account_of_a_public_issuer_is_refused_unless_admitted(stack: Any) -> None:
+    """An issuer that signs in anyone (Google, say) admits only the declared subjects and groups."""
+    issuer = serve_issuer()
+    try:
+        operator(stack).ok("PUT", "/v1/identity-provider", {"discovery_url": issuer.discovery_url,
+                                                           "client_id": "console",
+                                                           "admit": {"subjects": ["ann"], "groups": ["ops"]}})
+        _refused(stack, issuer.token("anyone", "console"))
+        _refused(stack, issuer.token("anyone", "console", groups=["staff", "Ops"]))
+        _accepted(stack, issuer.token("ann", "console"))
+        _accepted(stack, issuer.token("bob", "console", groups=["ops"]))
+    finally:
+        issuer.close()
 
 
 def test_oidc_attack_an_expired_token_is_refused(stack: Any) -> None:
@@ -133,7 +174,7 @@ def test_oidc_attack_an_undeclared_issuer_is_never_fetched(stack: Any) -> None:
         assert issuer.asked == []
         # The control: once a tenant declares it, the same token is checked with its fetched keys.
         operator(stack).ok("PUT", "/v1/identity-provider", {"discovery_url": issuer.discovery_url,
-                                                           "client_id": "console"})
+                                                           "client_id": "console", "admit": {"subjects": ["u-1"]}})
         _accepted(stack, issuer.token("u-1", "console"))
         assert issuer.asked == ["/.well-known/openid-configuration", "/jwks.json"]
     finally:
@@ -145,7 +186,7 @@ def test_oidc_attack_a_huge_token_is_refused_unread(stack: Any) -> None:
     issuer = serve_issuer()
     try:
         operator(stack).ok("PUT", "/v1/identity-provider", {"discovery_url": issuer.discovery_url,
-                                                           "client_id": "console"})
+                                                           "client_id": "console", "admit": {"subjects": ["u-1"]}})
         _refused(stack, issuer.token("u-1", "console", padding="x" * 9000))
         assert issuer.asked == []
     finally:

@@ -5,6 +5,8 @@ the pair it had."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from holdpoint.aws.store import Store
@@ -14,10 +16,13 @@ from holdpoint_local.memory.store import MemoryStore
 from tests.twins import side
 
 POOL = "eu-west-1_AbC123"
-A = IdentityProvider("cognito", cognito_issuer(POOL), "client-a", "sub", "cognito:groups", POOL)
-B = IdentityProvider("cognito", cognito_issuer(POOL), "client-b", "sub", "cognito:groups", POOL)
+A = IdentityProvider("cognito", cognito_issuer(POOL), "client-a", "sub", "cognito:groups", POOL,
+                     admit_groups=("approvers", "finance"))
+B = IdentityProvider("cognito", cognito_issuer(POOL), "client-b", "sub", "cognito:groups", POOL,
+                     admit_subjects=("u-1",))
 OIDC = IdentityProvider("oidc", "https://idp.example.com", "client-a", "email", "groups",
-                        "https://idp.example.com/.well-known/openid-configuration")
+                        "https://idp.example.com/.well-known/openid-configuration", admit_groups=("ops",),
+                        admit_subjects=("ann@example.com",))
 
 
 @pytest.fixture(params=["memory", "aws"])
@@ -53,3 +58,13 @@ def test_oidc_contract_replacing_a_declaration_frees_its_pair(store: IdentityPro
     assert store.provider_for(OIDC.issuer, OIDC.client_id) == ("acme", OIDC)
     assert store.declare_identity_provider("globex", A) is None
     assert store.provider_for(A.issuer, A.client_id) == ("globex", A)
+
+
+def test_oidc_contract_the_admission_is_read_as_declared(store: IdentityProviders) -> None:
+    """Both reads, by tenant and by (issuer, client id), give the admission last declared: the
+    authorizer reads the second."""
+    assert store.declare_identity_provider("acme", A) is None
+    narrower = replace(A, admit_groups=(), admit_subjects=("u-1", "u-2"))
+    assert store.declare_identity_provider("acme", narrower) is None
+    for found in (store.identity_provider("acme"), (store.provider_for(A.issuer, A.client_id) or ("", None))[1]):
+        assert found is not None and (found.admit_groups, found.admit_subjects) == ((), ("u-1", "u-2"))

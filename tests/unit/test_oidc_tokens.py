@@ -27,9 +27,12 @@ from holdpoint_local.memory.store import MemoryStore
 from holdpoint_local.provision import load_template
 
 POOL = "eu-west-1_AbC123"
-COGNITO = IdentityProvider("cognito", cognito_issuer(POOL), "console", "sub", "cognito:groups", POOL)
+COGNITO = IdentityProvider("cognito", cognito_issuer(POOL), "console", "sub", "cognito:groups", POOL,
+                           admit_groups=("finance",), admit_subjects=("u",))
 ISSUER = "https://idp.example.com"
-OIDC = IdentityProvider("oidc", ISSUER, "console", "sub", "groups", ISSUER + "/.well-known/openid-configuration")
+OIDC = IdentityProvider("oidc", ISSUER, "console", "sub", "groups", ISSUER + "/.well-known/openid-configuration",
+                        admit_groups=("ops",), admit_subjects=("u",))
+ADMIT = {"admit": {"groups": ["finance"], "subjects": ["u"]}}
 RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 EC_KEY = ec.generate_private_key(ec.SECP256R1())
 
@@ -109,6 +112,44 @@ def test_oidc_the_claims_rules() -> None:
     assert signed_in({**base, "sub": ""}, COGNITO) is None and signed_in({**base, "sub": 5}, COGNITO) is None
     assert signed_in({**base, "aud": "other"}, OIDC) is None
     assert signed_in({**base, "aud": ["x", "console"]}, OIDC) is not None
+
+
+def test_oidc_a_person_is_signed_in_only_when_admitted_by_subject_or_group() -> None:
+    """The provider signs in anyone it has (a self sign-up, any account of a public issuer): only
+    an admitted subject, or a member of an admitted group, is a person of the tenant."""
+    base = {"sub": "stranger", "exp": 9, "token_use": "id", "aud": "console"}
+    assert signed_in(base, COGNITO) is None  # signed in by the pool, in no admitted group
+    assert signed_in({**base, "cognito:groups": ["staff", "marketing"]}, COGNITO) is None
+    by_subject = signed_in({**base, "sub": "u"}, COGNITO)
+    assert by_subject is not None and by_subject.subject == "u"
+    by_group = signed_in({**base, "cognito:groups": ["staff", "finance"]}, COGNITO)
+    assert by_group is not None and by_group.groups == ["staff", "finance"]
+    # Only the declared claims count, and only a list of strings is groups.
+    assert signed_in({**base, "groups": ["finance"], "username": "u"}, COGNITO) is None
+    for shape in ("finance", '["finance"]', {"finance": True}, [["finance"]], None):
+        assert signed_in({**base, "cognito:groups": shape}, COGNITO) is None, shape
+    # Names match exactly: another case, or a prefix, is another group or person.
+    assert signed_in({**base, "cognito:groups": ["Finance", "fin"]}, COGNITO) is None
+    assert signed_in({**base, "sub": "U"}, COGNITO) is None
+
+
+def test_oidc_a_provider_stored_without_admit_admits_no_one() -> None:
+    """A record declared before admission existed reads as admitting no one, until declared again."""
+    item = COGNITO.to_item()
+    del item["admit"]
+    old = IdentityProvider.from_item(item)
+    assert (old.admit_groups, old.admit_subjects) == ((), ())
+    assert old.wire()["admit"] == {"groups": [], "subjects": []}
+    for claims in ({"sub": "u"}, {"sub": "u-1", "cognito:groups": ["finance"]}):
+        assert signed_in({"exp": 9, "token_use": "id", "aud": "console", **claims}, old) is None
+
+
+def test_oidc_a_stranger_of_the_declared_pool_is_refused_at_the_edge(store: MemoryStore, served: Served) -> None:
+    """A token the declared pool signed, for the declared client, of someone it does not admit:
+    refused as an unknown token is (None, the authorizer's no), whatever groups it carries."""
+    assert _auth(_cognito(**{"sub": "stranger", "cognito:groups": ["staff"]}), store, served) is None
+    assert _auth(_cognito("access", **{"sub": "stranger", "cognito:groups": []}), store, served) is None
+    assert _auth(_cognito(sub="stranger"), store, served) is not None  # the control: in `finance`
 
 
 def test_oidc_a_person_may_not_use_the_tenant_level_routes() -> None:
@@ -217,17 +258,19 @@ def test_oidc_key_sets_keep_only_allowed_signing_keys() -> None:
 
 
 def test_oidc_declarations_become_providers() -> None:
-    pool = IdentityProviderDeclaration.model_validate({"cognito": {"user_pool_id": POOL}, "client_id": "console"})
+    pool = IdentityProviderDeclaration.model_validate({"cognito": {"user_pool_id": POOL}, "client_id": "console",
+                                                       **ADMIT})
     assert pool.provider() == COGNITO
-    oidc = IdentityProviderDeclaration.model_validate({"discovery_url": OIDC.source, "client_id": "console"})
+    oidc = IdentityProviderDeclaration.model_validate({"discovery_url": OIDC.source, "client_id": "console",
+                                                       "admit": {"groups": ["ops", "ops"], "subjects": ["u"]}})
     assert oidc.provider() == OIDC
     with pytest.raises(Refusal) as refused:
-        IdentityProviderDeclaration.model_validate({"client_id": "console"}).provider()
+        IdentityProviderDeclaration.model_validate({"client_id": "console", **ADMIT}).provider()
     assert refused.value.param == "cognito"
     assert IdentityProvider.from_item(COGNITO.to_item()) == COGNITO
     domain = "https://acme.auth.eu-west-1.amazoncognito.com"
     hosted = IdentityProviderDeclaration.model_validate({"cognito": {"user_pool_id": POOL, "domain": domain + "/"},
-                                                         "client_id": "console"}).provider()
+                                                         "client_id": "console", **ADMIT}).provider()
     assert hosted.sign_in() == {"issuer": COGNITO.issuer, "client_id": "console",
                                 "authorization_endpoint": domain + "/oauth2/authorize",
                                 "token_endpoint": domain + "/oauth2/token"}

@@ -7,11 +7,12 @@
         (--cognito-pool eu-west-1_AbC123 [--cognito-domain https://acme.auth.eu-west-1.amazoncognito.com]
          | --discovery-url https://idp.example.com/.well-known/openid-configuration
            [--authorization-endpoint URL --token-endpoint URL])
-        [--subject-claim sub] [--groups-claim cognito:groups]
+        (--admit-group G | --admit-subject S)... [--subject-claim sub] [--groups-claim cognito:groups]
 
 `set-identity-provider` declares the tenant's OIDC issuer as `PUT /v1/identity-provider` does
-(docs/PROTOCOL.md, "Identity provider"). `--groups` are the approver groups (PROTOCOL.md §3,
-A2) the key's or the token's holder is in.
+(docs/PROTOCOL.md, "Identity provider"); `--admit-group` and `--admit-subject` (each repeatable,
+at least one of them) say who of its people signs in at all. `--groups` are the approver groups
+(PROTOCOL.md §3, A2) the key's or the token's holder is in.
 
 Keys are printed once and stored only as their SHA-256; the JWT secret is read from
 Secrets Manager (`JWT_SECRET_ARN`), never passed on the command line.
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     idp.add_argument("--cognito-domain")
     for option in ("--subject-claim", "--groups-claim", "--authorization-endpoint", "--token-endpoint"):
         idp.add_argument(option)
+    idp.add_argument("--admit-group", action="append", default=[], dest="admit_groups")
+    idp.add_argument("--admit-subject", action="append", default=[], dest="admit_subjects")
     args = parser.parse_args(argv)
     if args.command == "set-identity-provider":
         return _declare(args)
@@ -103,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _declare(args: argparse.Namespace) -> int:
-    declaration: dict[str, Any] = {"client_id": args.client_id}
+    declaration: dict[str, Any] = {"client_id": args.client_id,
+                                   "admit": {"groups": args.admit_groups, "subjects": args.admit_subjects}}
     if args.cognito_pool:
         pool = {"user_pool_id": args.cognito_pool}
         declaration["cognito"] = {**pool, "domain": args.cognito_domain} if args.cognito_domain else pool

@@ -18,6 +18,8 @@ from holdpoint.core.identity import (
     DISCOVERY_SUFFIX,
     HOSTED_AUTHORIZE,
     HOSTED_TOKEN,
+    MAX_ADMITTED,
+    MAX_ADMITTED_CHARS,
     MAX_ISSUER_CHARS,
     IdentityProvider,
     cognito_issuer,
@@ -172,14 +174,28 @@ class CognitoPool(Wire):
                                     "`https://acme.auth.eu-west-1.amazoncognito.com`: the console signs in there")
 
 
+AdmittedName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ADMITTED_CHARS)]
+
+
+class Admit(Wire):
+    """Who of the provider's people is let in at all: a stranger who signed up to the pool, or
+    any account of a public issuer, is in none of these."""
+
+    groups: list[AdmittedName] = Field(default_factory=list, max_length=MAX_ADMITTED, description=(
+        "the provider's groups (the groups claim) whose members sign in"))
+    subjects: list[AdmittedName] = Field(default_factory=list, max_length=MAX_ADMITTED, description=(
+        "the people (the subject claim's values) who sign in whatever their groups"))
+
+
 class IdentityProviderDeclaration(Wire):
     """The body of `PUT /v1/identity-provider`: a Cognito user pool or any OIDC issuer by its
-    discovery URL (exactly one of the two), the app client id its tokens must be issued to, and
-    the claims that name the subject and carry the groups."""
+    discovery URL (exactly one of the two), the app client id its tokens must be issued to, the
+    claims that name the subject and carry the groups, and who of its people is admitted."""
 
     cognito: CognitoPool | None = None
     discovery_url: Annotated[str, StringConstraints(max_length=MAX_ISSUER_CHARS + len(DISCOVERY_SUFFIX))] | None = None
     client_id: Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[\x21-\x7e]+$")]
+    admit: Admit = Field(description="at least one group or subject: the provider signs in no one else")
     subject_claim: ClaimName = "sub"
     groups_claim: ClaimName | None = None
     authorization_endpoint: Endpoint | None = None
@@ -212,7 +228,10 @@ class IdentityProviderDeclaration(Wire):
 
     def provider(self) -> IdentityProvider:
         """The declaration as the store keeps it; a `Refusal` naming the field when it names no
-        issuer or two, or only one of the console's two endpoints."""
+        issuer or two, only one of the console's two endpoints, or admits no one."""
+        if not (self.admit.groups or self.admit.subjects):
+            raise Refusal("validation_error", "admit at least one group or subject: without it anyone the "
+                          "provider signs in (a self sign-up, any account of a public issuer) would approve", "admit")
         if (self.authorization_endpoint is None) != (self.token_endpoint is None):
             raise Refusal("validation_error", "give both authorization_endpoint and token_endpoint, or neither",
                           "token_endpoint" if self.token_endpoint is None else "authorization_endpoint")
@@ -224,11 +243,15 @@ class IdentityProviderDeclaration(Wire):
             return IdentityProvider("cognito", cognito_issuer(pool), self.client_id, self.subject_claim,
                                     self.groups_claim or COGNITO_GROUPS, pool,
                                     domain + HOSTED_AUTHORIZE if domain else None,
-                                    domain + HOSTED_TOKEN if domain else None)
+                                    domain + HOSTED_TOKEN if domain else None, *self._admitted())
         if self.discovery_url is not None and self.cognito is None:
             url = self.discovery_url
             return IdentityProvider("oidc", url[:-len(DISCOVERY_SUFFIX)], self.client_id, self.subject_claim,
                                     self.groups_claim or "groups", url, self.authorization_endpoint,
-                                    self.token_endpoint)
+                                    self.token_endpoint, *self._admitted())
         raise Refusal("validation_error", "give exactly one of `cognito` (a user pool) or `discovery_url` "
                       "(any OIDC issuer)", "cognito")
+
+    def _admitted(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """`admit`'s groups and subjects, each once, in the order declared."""
+        return tuple(dict.fromkeys(self.admit.groups)), tuple(dict.fromkeys(self.admit.subjects))
