@@ -5,6 +5,7 @@ tests/e2e/test_oidc_signin_e2e.py and tests/security/test_oidc_attacks.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -112,6 +113,18 @@ def test_oidc_the_claims_rules() -> None:
     assert signed_in({**base, "sub": ""}, COGNITO) is None and signed_in({**base, "sub": 5}, COGNITO) is None
     assert signed_in({**base, "aud": "other"}, OIDC) is None
     assert signed_in({**base, "aud": ["x", "console"]}, OIDC) is not None
+
+
+def test_oidc_an_email_subject_counts_only_when_the_provider_verified_it() -> None:
+    """With `subject_claim: email`, a stranger who signs up giving an approver's address (Cognito
+    keeps it unverified) is not that approver."""
+    by_email = dataclasses.replace(OIDC, subject_claim="email", admit_subjects=("ann@acme.example",))
+    base = {"email": "ann@acme.example", "exp": 9, "aud": "console"}
+    assert signed_in(base, by_email) is None
+    assert signed_in({**base, "email_verified": False}, by_email) is None
+    assert signed_in({**base, "email_verified": "false"}, by_email) is None
+    assert signed_in({**base, "email_verified": True}, by_email) is not None
+    assert signed_in({**base, "email_verified": "true"}, by_email) is not None
 
 
 def test_oidc_a_person_is_signed_in_only_when_admitted_by_subject_or_group() -> None:

@@ -152,7 +152,8 @@ class SignedIn:
 def signed_in(claims: dict[str, Any], provider: IdentityProvider) -> SignedIn | None:
     """The person a token whose signature, `iss` and `exp` checked out names, or None: the token
     must be issued to the declared client (`aud`, or a Cognito access token's `client_id`), a
-    Cognito token must say what it is (`token_use`), the subject claim must be a string, and the
+    Cognito token must say what it is (`token_use`), the subject claim must be a string (an
+    `email` one verified, `email_verified`), and the
     provider must admit the person (`IdentityProvider.admits`): a token it issues to anyone who
     signed up is no approver's."""
     if provider.kind == "cognito":
@@ -167,6 +168,8 @@ def signed_in(claims: dict[str, Any], provider: IdentityProvider) -> SignedIn | 
     subject, exp = claims.get(provider.subject_claim), claims.get("exp")
     if not isinstance(subject, str) or not subject or len(subject) > 256:
         return None
+    if provider.subject_claim == "email" and claims.get("email_verified") not in (True, "true"):
+        return None  # an address a person typed at sign-up, unproven, names no approver
     if isinstance(exp, bool) or not isinstance(exp, int):
         return None
     groups = claims.get(provider.groups_claim)
