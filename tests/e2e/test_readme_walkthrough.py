@@ -19,6 +19,7 @@ import subprocess
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 
@@ -87,39 +88,67 @@ def listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def launch(first: list[str], env: dict[str, str], tmp_path: Path,
+           attempt: int) -> tuple[list[subprocess.Popen[bytes]], list[TextIO]]:
+    """Each line of the first block but its exports, started in the background with its own log."""
+    logs, procs = [], []
+    for n, command in enumerate(c for c in first if not c.startswith("export ")):
+        log = (tmp_path / f"server{n}.{attempt}.log").open("w")
+        logs.append(log)
+        procs.append(subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=ROOT, env=env, stdout=log,
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+    return procs, logs
+
+
+def stop(procs: list[subprocess.Popen[bytes]], logs: list[TextIO]) -> None:
+    for proc in procs:
+        with _quiet():
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+    for log in logs:
+        log.close()
+
+
+def serve_outcome(proc: subprocess.Popen[bytes], log: Path) -> str | None:
+    """`ready` once make serve says so, `exited` if it ended first (None: not yet)."""
+    if "ready at" in log.read_text():
+        return "ready"
+    return "exited" if proc.poll() is not None else None
+
+
 @pytest.fixture
 def servers(tmp_path: Path) -> Iterator[dict[str, str]]:
     """The first block: its exports kept for the later blocks, each other line started in the
-    background (make serve on a port of its own), until both answer."""
+    background (make serve on a port of its own), until both answer. The ports are chosen free,
+    but another test's process may take one before make serve binds it: then make serve ends
+    saying so, and it starts again on other ports."""
     first = commands(blocks()[0])
     exports = [c for c in first if c.startswith("export ")]
     env = {k: v for k, v in os.environ.items() if k != "HOLDPOINT_WS_PORT"}
-    env["HOLDPOINT_PORT"] = str(free_pair())
     prelude = "\n".join(exports)
     secret = subprocess.run(["bash", "-c", f"{prelude}\necho \"$HOLDPOINT_WORKER_SECRET\""], env=env,
                             capture_output=True, text=True, check=True).stdout.strip()
     env["HOLDPOINT_WORKER_SECRET"] = secret
-    logs, procs = [], []
-    for n, command in enumerate(c for c in first if not c.startswith("export ")):
-        log = (tmp_path / f"server{n}.log").open("w")
-        logs.append(log)
-        procs.append(subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=ROOT, env=env, stdout=log,
-                                      stderr=subprocess.STDOUT, start_new_session=True))
+    for attempt in range(3):
+        env["HOLDPOINT_PORT"] = str(free_pair())
+        procs, logs = launch(first, env, tmp_path, attempt)
+        log = tmp_path / f"server0.{attempt}.log"
+        outcome = wait_for(lambda proc=procs[0], path=log: serve_outcome(proc, path), "make serve to be ready", 240)
+        if outcome == "ready":
+            break
+        stop(procs, logs)
+        assert "Address already in use" in log.read_text(), f"make serve ended:\n{log.read_text()[-3000:]}"
+    else:
+        raise AssertionError("make serve found its ports taken three times")
     try:
-        wait_for(lambda: "ready at" in (tmp_path / "server0.log").read_text() or None, "make serve to be ready", 240)
         wait_for(lambda: listening(9001) or None, "the seed worker on 9001", 30)
         yield env
     finally:
-        for proc in procs:
-            with _quiet():
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        for log in logs:
-            log.close()
+        stop(procs, logs)
 
 
 class _quiet:
